@@ -1,0 +1,157 @@
+"""`albert-lab` (also `python -m albert_lab`): the command line.
+
+Every command prints a readable table, or one JSON document with --json. Errors a
+user can cause end in one line on stderr and exit status 2, never a traceback.
+Heavy imports (torch, transformers) happen inside the commands that need them, so
+`albert-lab params` answers at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from albert_lab.errors import AlbertLabError
+
+Handler = Callable[[argparse.Namespace], int]
+COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Handler, str]] = {}
+
+
+def command(name: str, help: str) -> Callable[[Callable[[argparse.ArgumentParser], None]], Callable[[Handler], Handler]]:
+    """Register a sub-command: `@command(name, help)(add_arguments)(handler)`."""
+    def with_arguments(add: Callable[[argparse.ArgumentParser], None]) -> Callable[[Handler], Handler]:
+        def with_handler(handler: Handler) -> Handler:
+            COMMANDS[name] = (add, handler, help)
+            return handler
+        return with_handler
+    return with_arguments
+
+
+def emit(args: argparse.Namespace, payload: Any, text: str) -> None:
+    print(json.dumps(payload, indent=2, default=str) if getattr(args, "json", False) else text)
+
+
+def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
+    """Plain-text table; numeric columns right-aligned."""
+    numeric = [all(isinstance(row[i], (int, float)) for row in rows) for i in range(len(header))]
+    cells = [list(map(str, header))] + [[f"{c:,}" if isinstance(c, int) else str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = ["  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(r, widths, numeric)) for r in cells]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
+
+
+# ---- params / presets ------------------------------------------------------------------
+SPEC_FLAGS = {  # flag -> ModelSpec field
+    "family": "family", "vocab": "vocab_size", "embedding": "embedding_size", "hidden": "hidden_size",
+    "layers": "num_layers", "heads": "num_heads", "ffn": "ffn_size", "sharing": "sharing", "groups": "num_groups",
+    "inner": "inner_group_num", "max_positions": "max_positions", "objective": "objective", "dropout": "dropout",
+}
+
+
+def add_spec_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", help="start from a preset (see `albert-lab presets`); flags below override it")
+    p.add_argument("--family", choices=["albert", "bert"])
+    for flag in ("vocab", "embedding", "hidden", "layers", "heads", "ffn", "groups", "inner", "max-positions"):
+        p.add_argument(f"--{flag}", type=int, metavar="N")
+    p.add_argument("--sharing", choices=["all", "attention", "ffn", "none"])
+    p.add_argument("--objective", choices=["sop", "nsp", "none"])
+    p.add_argument("--dropout", type=float)
+
+
+def spec_from_args(args: argparse.Namespace, default_preset: str = "albert-base") -> Any:
+    from albert_lab.spec import ModelSpec
+
+    base = ModelSpec.from_name(args.preset or default_preset)
+    changes = {field: getattr(args, flag) for flag, field in SPEC_FLAGS.items() if getattr(args, flag, None) is not None}
+    if changes.get("family") == "bert" and "embedding_size" not in changes:
+        changes["embedding_size"] = changes.get("hidden_size", base.hidden_size)
+        changes.setdefault("sharing", "none")
+    return base.replace(**changes) if changes else base
+
+
+def _params_arguments(p: argparse.ArgumentParser) -> None:
+    add_spec_arguments(p)
+    p.add_argument("--seq-len", type=int, default=512, help="sequence length for attention FLOPs (default 512)")
+    p.add_argument("--json", action="store_true")
+
+
+@command("params", "exact parameter and FLOP counts of a spec (no weights allocated)")(_params_arguments)
+def cmd_params(args: argparse.Namespace) -> int:
+    from albert_lab.params import count, human
+
+    if args.seq_len <= 0:
+        raise AlbertLabError(f"--seq-len must be positive, got {args.seq_len}")
+    report = count(spec_from_args(args), seq_len=args.seq_len)
+    rows = [(c.name, c.unique, c.applied, human(c.flops_per_token)) for c in report.components]
+    text = "\n".join([
+        report.spec.label,
+        table(rows, ["component", "unique", "applied", "FLOPs/token"]),
+        f"total (encoder incl. pooler, the paper's count): {report.total:,} ({human(report.total)})",
+        f"with pretraining heads: {report.total_with_heads:,}   applied: {report.applied:,}",
+        f"forward FLOPs/token at seq len {report.seq_len}: {human(report.flops_per_token)} "
+        f"(+ {human(report.mlm_flops_per_prediction)} per MLM prediction)",
+    ])
+    emit(args, report.to_dict(), text)
+    return 0
+
+
+def _json_only(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true")
+
+
+@command("presets", "the paper's Table 1 configurations and the lab presets")(_json_only)
+def cmd_presets(args: argparse.Namespace) -> int:
+    from albert_lab.params import count, human
+    from albert_lab.spec import PRESET_NOTES, PRESETS
+
+    payload = {name: {"spec": s.to_dict(), "total": count(s).total, "note": PRESET_NOTES.get(name, "")} for name, s in PRESETS.items()}
+    rows = [(n, s.label, human(payload[n]["total"]), payload[n]["note"]) for n, s in PRESETS.items()]
+    emit(args, payload, table(rows, ["preset", "spec", "params", "note"]))
+    return 0
+
+
+@command("checkpoints", "checkpoints shipped in checkpoints/ and finished runs in runs/")(_json_only)
+def cmd_checkpoints(args: argparse.Namespace) -> int:
+    from albert_lab.checkpoints import discover_checkpoints
+
+    found = discover_checkpoints()
+    rows = [(c.name, c.origin, c.label, str(c.path)) for c in found]
+    emit(args, [c.to_dict() for c in found], table(rows, ["name", "origin", "spec", "path"]) if rows else "no checkpoints found")
+    return 0
+
+
+# ---- entry point ---------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    _register_other_commands()
+    parser = argparse.ArgumentParser(prog="albert-lab", description="ALBERT Lab: understand ALBERT-style language models.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (add, handler, help) in COMMANDS.items():
+        p = sub.add_parser(name, help=help, description=help)
+        add(p)
+        p.set_defaults(handler=handler)
+    return parser
+
+
+def _register_other_commands() -> None:
+    """Commands defined beside their subsystems register themselves on import."""
+    import albert_lab.cli_analysis  # noqa: F401
+    import albert_lab.cli_train  # noqa: F401
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except AlbertLabError as err:
+        print(f"albert-lab {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

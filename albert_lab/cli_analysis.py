@@ -1,0 +1,1 @@
+"""CLI commands for analyses (registered on import by cli.py)."""

@@ -1,0 +1,1 @@
+"""CLI commands for training and evaluation (registered on import by cli.py)."""

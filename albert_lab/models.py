@@ -1,0 +1,147 @@
+"""ModelSpec -> transformers pretraining model (MLM head + pair head).
+
+transformers expresses ALBERT's all-shared and grouped sharing natively: a list of
+unique layer groups (`albert_layer_groups`) and the mapping layer i -> group
+int(i / L * N). It cannot express the paper's shared-attention-only and
+shared-FFN-only variants (Table 4); for those we build one group per layer and then
+tie the attention (or FFN) modules of layers in the same sharing group: the very same
+nn.Module objects, so parameters, gradients and optimizer state are shared.
+
+On disk the tied copies are written out in full (see checkpoints.py), so plain
+transformers loads an equivalent, merely untied, model; our loader re-ties them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from torch import nn
+from transformers import AlbertConfig, AlbertForPreTraining, BertConfig, BertForPreTraining, PreTrainedModel
+
+from albert_lab.errors import CheckpointError
+from albert_lab.spec import ModelSpec
+
+PretrainingModel = AlbertForPreTraining | BertForPreTraining
+FFN_MODULES = ("ffn", "ffn_output", "full_layer_layer_norm")  # AlbertLayer's FFN and its closing LayerNorm
+
+
+def hf_config(spec: ModelSpec) -> AlbertConfig | BertConfig:
+    """The transformers config that builds `spec` (before any explicit tying)."""
+    common: dict[str, Any] = dict(
+        vocab_size=spec.vocab_size,
+        hidden_size=spec.hidden_size,
+        num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_heads,
+        intermediate_size=spec.ffn_size,
+        hidden_act=spec.activation,
+        hidden_dropout_prob=spec.dropout,
+        attention_probs_dropout_prob=spec.dropout,
+        max_position_embeddings=spec.max_positions,
+        type_vocab_size=spec.type_vocab_size,
+        pad_token_id=0,
+    )
+    if spec.family == "bert":
+        return BertConfig(**common)
+    # Partial sharing needs a module per layer, tied afterwards.
+    groups = spec.num_groups if spec.sharing == "all" else spec.num_layers
+    return AlbertConfig(**common, embedding_size=spec.embedding_size, num_hidden_groups=groups,
+                        inner_group_num=spec.inner_group_num, classifier_dropout_prob=spec.dropout)
+
+
+def build_model(spec: ModelSpec, seed: int | None = None) -> PretrainingModel:
+    """A randomly initialised pretraining model for `spec`, shared modules tied."""
+    if seed is not None:
+        torch.manual_seed(seed)
+    config = hf_config(spec)
+    model = AlbertForPreTraining(config) if spec.family == "albert" else BertForPreTraining(config)
+    tie_shared_modules(model, spec)
+    return model
+
+
+def tie_shared_modules(model: nn.Module, spec: ModelSpec, check_equal: bool = False) -> None:
+    """Tie the attention (sharing='attention') or FFN (sharing='ffn') modules of all
+    layers in a sharing group to the group's first layer. No-op for other strategies.
+
+    With `check_equal`, refuse to tie copies that differ (a checkpoint whose copies
+    were edited is not the shared model its card claims).
+    """
+    if spec.family != "albert" or spec.sharing not in ("attention", "ffn"):
+        return
+    groups = model.albert.encoder.albert_layer_groups if hasattr(model, "albert") else model.encoder.albert_layer_groups
+    names = ("attention",) if spec.sharing == "attention" else FFN_MODULES
+    first_of_group: dict[int, int] = {}
+    for layer, group in enumerate(spec.group_of_layer):
+        source = first_of_group.setdefault(group, layer)
+        if source == layer:
+            continue
+        for inner in range(spec.inner_group_num):
+            src, dst = groups[source].albert_layers[inner], groups[layer].albert_layers[inner]
+            for name in names:
+                if check_equal:
+                    _check_copies_equal(getattr(src, name), getattr(dst, name), f"layer {layer} {name}")
+                setattr(dst, name, getattr(src, name))
+
+
+def _check_copies_equal(a: nn.Module, b: nn.Module, where: str) -> None:
+    for (name, p), q in zip(a.named_parameters(), b.parameters()):
+        if p.shape != q.shape or not torch.equal(p.detach().cpu(), q.detach().cpu()):
+            raise CheckpointError(f"the checkpoint says these layers share weights, but {where}.{name} differs "
+                                  "from its group's first layer; the folder was edited or its albert_lab.json is wrong")
+
+
+def spec_from_config(config: AlbertConfig | BertConfig, card: dict[str, Any] | None = None) -> ModelSpec:
+    """Recover the spec of a checkpoint: from albert_lab.json when we wrote it, else from
+    config.json (hub checkpoints), inferring sharing from num_hidden_groups."""
+    if card and "spec" in card:
+        return ModelSpec.from_dict(card["spec"])
+    common = dict(vocab_size=config.vocab_size, hidden_size=config.hidden_size, num_layers=config.num_hidden_layers,
+                  num_heads=config.num_attention_heads, ffn_size=config.intermediate_size,
+                  dropout=float(config.hidden_dropout_prob), max_positions=config.max_position_embeddings,
+                  type_vocab_size=config.type_vocab_size, activation=config.hidden_act)
+    if config.model_type == "bert":
+        return ModelSpec(family="bert", sharing="none", objective="nsp", **common)
+    groups = config.num_hidden_groups
+    sharing: Literal["all", "none"] = "none" if groups == config.num_hidden_layers and groups > 1 else "all"
+    return ModelSpec(family="albert", embedding_size=config.embedding_size, sharing=sharing, num_groups=groups,
+                     inner_group_num=config.inner_group_num, objective="sop", **common)
+
+
+# ---- the parts of a pretraining model, for both families ----------------------------
+@dataclass(frozen=True)
+class Parts:
+    """Named handles on a pretraining model's parts, the same for ALBERT and BERT."""
+
+    encoder: PreTrainedModel  # AlbertModel / BertModel (with pooler)
+    mlm_head: nn.Module  # hidden (..., H) -> logits (..., V)
+    pair_head: nn.Module  # pooled (B, H) -> logits (B, 2); label 0 = original order / is next
+    word_embeddings: nn.Embedding
+
+    @classmethod
+    def of(cls, model: PretrainingModel) -> Parts:
+        if isinstance(model, AlbertForPreTraining):
+            return cls(model.albert, model.predictions, model.sop_classifier, model.albert.embeddings.word_embeddings)
+        return cls(model.bert, model.cls.predictions, model.cls.seq_relationship, model.bert.embeddings.word_embeddings)
+
+
+def layer_applications(model: PretrainingModel) -> list[nn.Module]:
+    """The module run at each of the L layer applications, in order. For a shared
+    ALBERT the same module object appears several times."""
+    if isinstance(model, AlbertForPreTraining):
+        cfg = model.config
+        groups = model.albert.encoder.albert_layer_groups
+        return [groups[int(i / (cfg.num_hidden_layers / cfg.num_hidden_groups))] for i in range(cfg.num_hidden_layers)]
+    return list(model.bert.encoder.layer)
+
+
+def unique_parameter_count(model: nn.Module) -> int:
+    """sum(numel) over distinct tensors: tied modules and the tied MLM decoder count once."""
+    seen: set[int] = set()
+    total = 0
+    for p in model.parameters():  # parameters() already skips repeated Parameter objects
+        key = id(p) if p.device.type == "meta" else p.data_ptr()
+        if key not in seen:
+            seen.add(key)
+            total += p.numel()
+    return total

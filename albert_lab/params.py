@@ -1,0 +1,167 @@
+"""Exact parameter and FLOP accounting, in closed form.
+
+The formulas mirror transformers' module structure tensor by tensor (see
+`models.py`), so no weights are allocated and no torch import is needed: the count
+for ALBERT-xxlarge takes microseconds. Tests check every strategy against
+`sum(p.numel())` of the materialised model and against a meta-device model.
+
+Two counts per component:
+- unique:  what memory holds; a shared block counts once.
+- applied: what the forward pass runs; a shared block counts once per layer using it.
+FLOPs are 2 x multiply-adds of the matrix products per token of a forward pass;
+element-wise work (LayerNorm, softmax, GELU, bias adds) is left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from albert_lab.spec import ModelSpec
+
+# Components in forward order. The paper's "params" column is the encoder model
+# with pooler (transformers' AlbertModel / BertModel): every component but the heads.
+COMPONENTS = (
+    "word embeddings",
+    "position/type embeddings + LayerNorm",
+    "E->H projection",
+    "attention",
+    "FFN",
+    "pooler",
+    "MLM head",
+    "pair head",
+)
+HEAD_COMPONENTS = ("MLM head", "pair head")
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    unique: int
+    applied: int
+    flops_per_token: float  # forward FLOPs per token at the report's sequence length
+
+
+@dataclass(frozen=True)
+class ParamReport:
+    spec: ModelSpec
+    seq_len: int
+    components: tuple[Component, ...] = field(repr=False)
+
+    def _sum(self, attr: str, heads: bool) -> Any:
+        return sum(getattr(c, attr) for c in self.components if heads or c.name not in HEAD_COMPONENTS)
+
+    @property
+    def total(self) -> int:
+        """Unique parameters of the encoder model incl. pooler: the paper's number."""
+        return self._sum("unique", heads=False)
+
+    @property
+    def total_with_heads(self) -> int:
+        """Unique parameters of the pretraining model (MLM head decoder tied to the embeddings)."""
+        return self._sum("unique", heads=True)
+
+    @property
+    def applied(self) -> int:
+        """Encoder parameters the forward pass applies (shared blocks counted per use)."""
+        return self._sum("applied", heads=False)
+
+    @property
+    def flops_per_token(self) -> float:
+        """Forward FLOPs per token of the encoder (incl. attention scores at seq_len)."""
+        return self._sum("flops_per_token", heads=False)
+
+    @property
+    def mlm_flops_per_prediction(self) -> float:
+        return next(c.flops_per_token for c in self.components if c.name == "MLM head")
+
+    def by_component(self) -> dict[str, dict[str, float]]:
+        return {c.name: {"unique": c.unique, "applied": c.applied, "flops_per_token": c.flops_per_token}
+                for c in self.components}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec.to_dict(),
+            "seq_len": self.seq_len,
+            "total": self.total,
+            "total_with_heads": self.total_with_heads,
+            "applied": self.applied,
+            "flops_per_token": self.flops_per_token,
+            "mlm_flops_per_prediction": self.mlm_flops_per_prediction,
+            "by_component": self.by_component(),
+        }
+
+
+def linear(n_in: int, n_out: int) -> int:
+    """Weight + bias of nn.Linear(n_in, n_out)."""
+    return n_in * n_out + n_out
+
+
+def layer_norm(n: int) -> int:
+    return 2 * n
+
+
+def block_sizes(spec: ModelSpec) -> tuple[int, int]:
+    """(attention, FFN) parameters of one transformer block; each includes the
+    LayerNorm that closes it (post-LN), as in AlbertLayer / BertLayer."""
+    h, f = spec.hidden_size, spec.ffn_size
+    attention = 4 * linear(h, h) + layer_norm(h)  # Q, K, V, output projection
+    ffn = linear(h, f) + linear(f, h) + layer_norm(h)
+    return attention, ffn
+
+
+def unique_blocks(spec: ModelSpec) -> tuple[int, int]:
+    """How many distinct (attention, FFN) blocks memory holds.
+
+    all:       N groups x inner blocks, each a whole block;
+    attention: attention per group, FFN per layer;
+    ffn:       FFN per group, attention per layer;
+    none:      everything per layer.
+    """
+    per_group = spec.num_groups * spec.inner_group_num
+    per_layer = spec.num_layers * spec.inner_group_num
+    return {
+        "all": (per_group, per_group),
+        "attention": (per_group, per_layer),
+        "ffn": (per_layer, per_group),
+        "none": (per_layer, per_layer),
+    }[spec.sharing]
+
+
+def count(spec: ModelSpec, seq_len: int = 512) -> ParamReport:
+    """Parameters and forward FLOPs per token of `spec` at sequence length `seq_len`."""
+    v, e, h, t = spec.vocab_size, spec.embedding_size, spec.hidden_size, seq_len
+    applications = spec.num_layers * spec.inner_group_num
+    attention, ffn = block_sizes(spec)
+    n_attention, n_ffn = unique_blocks(spec)
+    # Each application: Q, K, V, O projections, scores QK^T and weights x V, then the FFN.
+    attention_flops = 2 * 4 * h * h + 2 * 2 * t * h
+    ffn_flops = 2 * 2 * h * spec.ffn_size
+    if spec.factorised:
+        mlm = linear(h, e) + layer_norm(e) + v  # dense H->E, LayerNorm, bias; decoder tied to embeddings
+        mlm_flops = 2 * h * e + 2 * e * v
+    else:
+        mlm = linear(h, h) + layer_norm(h) + v
+        mlm_flops = 2 * h * h + 2 * h * v
+    projection = linear(e, h) if spec.factorised else 0
+    position = (spec.max_positions + spec.type_vocab_size) * e + layer_norm(e)
+    pooler, pair = linear(h, h), linear(h, 2)
+    rows = [
+        Component("word embeddings", v * e, v * e, 0.0),
+        Component("position/type embeddings + LayerNorm", position, position, 0.0),
+        Component("E->H projection", projection, projection, 2.0 * e * h if spec.factorised else 0.0),
+        Component("attention", n_attention * attention, applications * attention, float(applications * attention_flops)),
+        Component("FFN", n_ffn * ffn, applications * ffn, float(applications * ffn_flops)),
+        Component("pooler", pooler, pooler, 2.0 * h * h / t),  # applied to [CLS] only
+        Component("MLM head", mlm, mlm, float(mlm_flops)),  # per predicted token
+        Component("pair head", pair, pair, 2.0 * h * 2 / t),
+    ]
+    return ParamReport(spec=spec, seq_len=seq_len, components=tuple(rows))
+
+
+def human(n: float) -> str:
+    """12,345,678 -> '12.3M' (the paper's style of rounding)."""
+    for unit, scale in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.1f}{unit}"
+    return f"{n:.0f}"

@@ -1,0 +1,42 @@
+"""Where the project keeps things. Every location can be moved with an environment
+variable, which is how tests keep their files in temporary folders."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _env_path(name: str, default: Path) -> Path:
+    value = os.environ.get(name)
+    return Path(value).expanduser().resolve() if value else default
+
+
+def checkpoints_dir() -> Path:
+    """Shipped checkpoints (committed to the repository)."""
+    return _env_path("ALBERT_LAB_CHECKPOINTS", PROJECT_ROOT / "checkpoints")
+
+
+def runs_dir() -> Path:
+    """Training runs: one folder per run (see training/runs.py)."""
+    return _env_path("ALBERT_LAB_RUNS", PROJECT_ROOT / "runs")
+
+
+def cache_dir() -> Path:
+    """Pre-tokenised corpora and other derived data; safe to delete."""
+    return _env_path("ALBERT_LAB_CACHE", PROJECT_ROOT / ".cache")
+
+
+def allowed_roots() -> list[Path]:
+    """Folders a path typed into the app may point into (checkpoints, runs and any
+    extra roots listed, separated by os.pathsep, in ALBERT_LAB_ALLOWED_DIRS)."""
+    extra = [Path(p).expanduser().resolve() for p in os.environ.get("ALBERT_LAB_ALLOWED_DIRS", "").split(os.pathsep) if p]
+    return [checkpoints_dir(), runs_dir(), *extra]
+
+
+def is_within(path: Path, roots: list[Path]) -> bool:
+    """True if `path` (symlinks resolved) lies inside one of `roots`."""
+    real = Path(os.path.realpath(path))
+    return any(real == r or r in real.parents for r in (Path(os.path.realpath(x)) for x in roots))

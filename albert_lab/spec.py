@@ -1,0 +1,183 @@
+"""ModelSpec: one typed description of an ALBERT- or BERT-style encoder.
+
+The paper's design choices are fields here: the factorised embedding (E vs H), the
+cross-layer sharing strategy and its groups, dropout, and the inter-sentence
+objective. Everything else (models, parameter counts, training) is derived from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from albert_lab.errors import SpecError
+
+Family = Literal["albert", "bert"]
+Sharing = Literal["all", "attention", "ffn", "none"]
+Objective = Literal["sop", "nsp", "none"]
+
+SHARING_LABELS: dict[str, str] = {
+    "all": "all-shared",
+    "attention": "shared-attention",
+    "ffn": "shared-FFN",
+    "none": "not-shared",
+}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """An encoder plus its pretraining heads. `None` fields take the paper's defaults."""
+
+    family: Family = "albert"  # albert: factorised embedding + sharing; bert: neither
+    vocab_size: int = 30000  # V: SentencePiece pieces (30,000 in the paper)
+    embedding_size: int | None = None  # E: token embedding width; ALBERT 128, BERT = H
+    hidden_size: int = 768  # H: width of every transformer layer
+    num_layers: int = 12  # L: layer applications (not unique layers when shared)
+    num_heads: int | None = None  # attention heads; default H / 64
+    ffn_size: int | None = None  # feed-forward inner size; default 4H
+    sharing: Sharing = "all"  # which parameters the L layers share (paper Table 4)
+    num_groups: int | None = None  # N sharing groups of L/N layers (sec. 4.5); default 1, L when not shared
+    inner_group_num: int = 1  # blocks run per layer application (reference code)
+    dropout: float = 0.0  # ALBERT removes dropout (Table 8); BERT used 0.1
+    max_positions: int = 512  # learned position embeddings
+    type_vocab_size: int = 2  # segment A / segment B
+    objective: Objective = "sop"  # inter-sentence loss the pair head is trained with
+    activation: str | None = None  # default gelu_new (ALBERT) / gelu (BERT), as in transformers
+
+    def __post_init__(self) -> None:
+        _check_choice("family", self.family, Family)
+        _check_choice("sharing", self.sharing, Sharing)
+        _check_choice("objective", self.objective, Objective)
+        for name in ("vocab_size", "hidden_size", "num_layers", "inner_group_num", "max_positions", "type_vocab_size"):
+            _check_positive(name, getattr(self, name))
+        defaults = {
+            "embedding_size": 128 if self.family == "albert" else self.hidden_size,
+            "num_heads": max(1, self.hidden_size // 64),
+            "ffn_size": 4 * self.hidden_size,
+            "num_groups": self.num_layers if self.sharing == "none" else 1,
+            "activation": "gelu_new" if self.family == "albert" else "gelu",
+        }
+        for name, value in defaults.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
+        for name in ("embedding_size", "num_heads", "ffn_size", "num_groups"):
+            _check_positive(name, getattr(self, name))
+        self._check_consistency()
+
+    def _check_consistency(self) -> None:
+        if self.hidden_size % self.num_heads:
+            raise SpecError("num_heads", f"hidden_size {self.hidden_size} must be divisible by num_heads {self.num_heads}; "
+                            f"allowed: divisors of {self.hidden_size}, e.g. {_divisors_near(self.hidden_size, self.num_heads)}")
+        if self.num_groups > self.num_layers or self.num_layers % self.num_groups:
+            raise SpecError("num_groups", f"{self.num_groups} must divide num_layers {self.num_layers}; "
+                            f"allowed: {[d for d in range(1, self.num_layers + 1) if self.num_layers % d == 0]}")
+        if self.sharing == "none" and self.num_groups != self.num_layers:
+            raise SpecError("num_groups", f"not-shared layers form one group per layer ({self.num_layers}), got {self.num_groups}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise SpecError("dropout", f"{self.dropout} is not a probability in [0, 1)")
+        if self.family == "bert":
+            if self.embedding_size != self.hidden_size:
+                raise SpecError("embedding_size", f"BERT has no factorised embedding: E must equal H ({self.hidden_size}), "
+                                f"got {self.embedding_size}; use family 'albert' for E != H")
+            if self.sharing != "none":
+                raise SpecError("sharing", f"BERT shares no layers: allowed 'none', got {self.sharing!r}; use family 'albert' to share")
+            if self.inner_group_num != 1:
+                raise SpecError("inner_group_num", "BERT runs one block per layer: allowed 1")
+
+    # ---- derived -------------------------------------------------------------------
+    @property
+    def factorised(self) -> bool:
+        """True when tokens go V -> E -> H (always for ALBERT, even with E == H)."""
+        return self.family == "albert"
+
+    @property
+    def group_of_layer(self) -> list[int]:
+        """Sharing group of each layer application, as ALBERT's reference code maps it:
+        layer i -> int(i / L * N)."""
+        return [int(i / self.num_layers * self.num_groups) for i in range(self.num_layers)]
+
+    @property
+    def label(self) -> str:
+        share = SHARING_LABELS[self.sharing] + (f" in {self.num_groups} groups" if 1 < self.num_groups < self.num_layers else "")
+        return f"{self.family.upper()} L={self.num_layers} H={self.hidden_size} E={self.embedding_size} {share}, {self.objective.upper()}"
+
+    def replace(self, **changes: Any) -> ModelSpec:
+        """A copy with fields changed; derived defaults are recomputed unless given."""
+        base = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        for name in ("embedding_size", "num_heads", "ffn_size", "num_groups", "activation"):
+            if name not in changes and _was_default(self, name):
+                base[name] = None
+        base.update(changes)
+        return ModelSpec(**base)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelSpec:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SpecError(unknown[0], f"unknown field; allowed: {sorted(known)}")
+        return cls(**data)
+
+    @classmethod
+    def from_name(cls, name: str) -> ModelSpec:
+        try:
+            return PRESETS[name]
+        except KeyError:
+            raise SpecError("preset", f"unknown preset {name!r}; allowed: {', '.join(PRESETS)}") from None
+
+
+def _was_default(spec: ModelSpec, name: str) -> bool:
+    """Whether a derived field holds the value its default rule would give."""
+    probe = ModelSpec(**{**spec.to_dict(), name: None})
+    return getattr(probe, name) == getattr(spec, name)
+
+
+def _check_choice(name: str, value: object, choices: Any) -> None:
+    allowed = get_args(choices)
+    if value not in allowed:
+        raise SpecError(name, f"{value!r} is not allowed; allowed: {', '.join(map(repr, allowed))}")
+
+
+def _check_positive(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise SpecError(name, f"must be a positive integer, got {value!r}")
+
+
+def _divisors_near(n: int, k: int) -> list[int]:
+    return sorted((d for d in range(1, n + 1) if n % d == 0), key=lambda d: abs(d - k))[:3]
+
+
+_BERT = dict(family="bert", vocab_size=30522, sharing="none", objective="nsp")
+_ALBERT = dict(family="albert", vocab_size=30000, embedding_size=128, sharing="all", objective="sop")
+# Lab presets: CPU-sized models this project trains and ships (see checkpoints/).
+_LAB = dict(vocab_size=8000, hidden_size=256, num_layers=6, num_heads=4, max_positions=128)
+
+PRESETS: dict[str, ModelSpec] = {
+    # The paper's Table 1.
+    "bert-base": ModelSpec(**_BERT, hidden_size=768, num_layers=12, dropout=0.1),
+    "bert-large": ModelSpec(**_BERT, hidden_size=1024, num_layers=24, dropout=0.1),
+    "albert-base": ModelSpec(**_ALBERT, hidden_size=768, num_layers=12),
+    "albert-large": ModelSpec(**_ALBERT, hidden_size=1024, num_layers=24),
+    "albert-xlarge": ModelSpec(**_ALBERT, hidden_size=2048, num_layers=24),
+    "albert-xxlarge": ModelSpec(**_ALBERT, hidden_size=4096, num_layers=12),
+    # Lab presets.
+    "lab-albert": ModelSpec(family="albert", embedding_size=128, sharing="all", objective="sop", **_LAB),
+    "lab-bert": ModelSpec(family="bert", sharing="none", objective="nsp", **_LAB),
+    "lab-tiny": ModelSpec(family="albert", vocab_size=2000, embedding_size=32, hidden_size=64, num_layers=4,
+                          num_heads=2, max_positions=128, sharing="all", objective="sop"),
+}
+PRESET_NOTES: dict[str, str] = {
+    "bert-base": "Table 1: 108M params, BERT's NSP objective",
+    "bert-large": "Table 1: 334M params",
+    "albert-base": "Table 1: 12M params",
+    "albert-large": "Table 1: 18M params",
+    "albert-xlarge": "Table 1: 60M params",
+    "albert-xxlarge": "Table 1: 235M params (text: 233M)",
+    "lab-albert": "shipped ALBERT checkpoints: all-shared, E=128 < H=256, trains in ~30 min on 2 CPU cores",
+    "lab-bert": "shipped BERT baseline: not shared, E = H = 256, same depth and width",
+    "lab-tiny": "seconds-scale runs for trying the training page",
+}
