@@ -17,6 +17,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from collections.abc import Callable
 
 import torch
 from transformers import AlbertConfig, AlbertForPreTraining, AutoConfig, BertConfig, BertForPreTraining
@@ -215,9 +216,11 @@ def read_card(folder: Path) -> dict[str, Any]:
 
 # ---- saving ----------------------------------------------------------------------------
 def save_checkpoint(model: PretrainingModel, tokenizer: Any, spec: ModelSpec, out_dir: str | Path,
-                    card: dict[str, Any] | None = None, tokenizer_source: str | Path | None = None) -> Path:
+                    card: dict[str, Any] | None = None, tokenizer_source: str | Path | None = None,
+                    extra: Callable[[Path], None] | None = None) -> Path:
     """Write a checkpoint folder atomically: into a hidden sibling, then renamed into
-    place, so a reader never sees a half-written checkpoint (even after kill -9)."""
+    place, so a reader never sees a half-written checkpoint (even after kill -9).
+    `extra(folder)` may add files (e.g. trainer state) before the swap."""
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp, old = out.parent / f".{out.name}.tmp-{os.getpid()}", out.parent / f".{out.name}.old-{os.getpid()}"
@@ -230,6 +233,8 @@ def save_checkpoint(model: PretrainingModel, tokenizer: Any, spec: ModelSpec, ou
     save_tokenizer(tokenizer, tmp, tokenizer_source or getattr(tokenizer, "name_or_path", None))
     full_card = {"format": 1, **(card or {}), "spec": spec.to_dict(), "objective": spec.objective}
     (tmp / CARD).write_text(json.dumps(full_card, indent=2, default=str))
+    if extra is not None:
+        extra(tmp)
     _fsync_tree(tmp)
     if out.exists():
         os.replace(out, old)

@@ -33,3 +33,18 @@ def resolve_dtype(name: str = "float32") -> torch.dtype:
         return DTYPES[name]
     except KeyError:
         raise AlbertLabError(f"unknown dtype {name!r}; allowed: {', '.join(DTYPES)}") from None
+
+
+def fast_bf16(device: torch.device) -> bool:
+    """Whether bf16 matmuls are native here (CUDA with bf16, or a CPU with AVX512-BF16
+    or AMX), i.e. whether bf16 autocast is worth it."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    if device.type != "cpu":
+        return False
+    try:
+        with open("/proc/cpuinfo") as handle:
+            flags = next((line for line in handle if line.startswith("flags")), "")
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags

@@ -1,0 +1,81 @@
+"""Pieces shared by the analyses: encoding sentence pairs, batching by length,
+running a model fast on CPU."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from albert_lab.errors import DataError
+
+MAX_SEGMENT_CHARS = 4000  # the tokenizers' pair truncation grows badly with huge segments
+
+
+def check_segment(text: object, what: str) -> str:
+    """A non-blank string, capped in length; `tokenizer('A', '')` would silently become a
+    single-segment input, so blank segments are refused."""
+    if not isinstance(text, str) or not text.strip():
+        raise DataError(f"{what} is empty; a pair needs two non-blank segments")
+    return " ".join(text.split())[:MAX_SEGMENT_CHARS]
+
+
+def encode_pairs(tokenizer, first: Sequence[str], second: Sequence[str], max_len: int,
+                 device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
+    """[CLS] A [SEP] B [SEP] for each pair, truncated longest-first to `max_len`, padded
+    to the longest pair. token_type_ids are asked for explicitly: transformers 5's
+    ALBERT tokenizer leaves them out otherwise, and the pair head would see one segment."""
+    enc = tokenizer(list(first), list(second), truncation="longest_first", max_length=max_len, padding=True,
+                    return_token_type_ids=True, return_tensors="pt")
+    return {k: enc[k].to(device) for k in ("input_ids", "token_type_ids", "attention_mask")}
+
+
+def length_batches(lengths: Sequence[int], batch_tokens: int = 8192, max_batch: int = 128) -> Iterator[np.ndarray]:
+    """Indexes grouped into batches of similar length (sorted), each holding about
+    `batch_tokens` padded tokens: padding is compute spent on nothing."""
+    order = np.argsort(np.asarray(lengths), kind="stable")
+    start = 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and end - start < max_batch and (end - start + 1) * lengths[order[end]] <= batch_tokens:
+            end += 1
+        yield order[start:end]
+        start = end
+
+
+def approximate_lengths(tokenizer, first: Sequence[str], second: Sequence[str], max_len: int) -> list[int]:
+    """Token counts of each pair (capped at max_len), for length bucketing."""
+    a = tokenizer(list(first), add_special_tokens=False)["input_ids"]
+    b = tokenizer(list(second), add_special_tokens=False)["input_ids"]
+    return [min(max_len, len(x) + len(y) + 3) for x, y in zip(a, b)]
+
+
+def tune_for_inference(model: nn.Module) -> nn.Module:
+    """Same math, faster kernels on CPU: transformers' gelu_new as five element-wise
+    ops becomes PyTorch's fused tanh GELU (the same formula), and attention runs eager
+    (faster than CPU flash attention at these lengths, and gives attention maps)."""
+    from transformers.activations import NewGELUActivation
+
+    for module in model.modules():
+        for name, child in module.named_children():
+            if isinstance(child, NewGELUActivation):
+                setattr(module, name, nn.GELU(approximate="tanh"))
+        if isinstance(getattr(module, "activation", None), NewGELUActivation):
+            module.activation = nn.GELU(approximate="tanh")
+    set_attention(model, "eager")
+    return model
+
+
+def set_attention(model: nn.Module, implementation: str) -> None:
+    if hasattr(model, "set_attn_implementation"):
+        model.set_attn_implementation(implementation)
+    else:  # pragma: no cover - older transformers
+        model.config._attn_implementation = implementation
+
+
+def autocast(device: torch.device, dtype: torch.dtype | None):
+    """bf16/fp16 autocast where asked for; a no-op context for fp32."""
+    enabled = dtype in (torch.bfloat16, torch.float16)
+    return torch.autocast(device.type, dtype=dtype if enabled else torch.bfloat16, enabled=enabled)

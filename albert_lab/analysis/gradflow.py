@@ -1,0 +1,156 @@
+"""Gradient flow per layer, including per application of a shared layer.
+
+With cross-layer sharing, `param.grad` of a shared weight is the SUM of the
+contributions of every layer that applied it, which hides how gradient flows through
+depth. We therefore run the pretraining loss through an *unshared view* of the model:
+one module per layer application whose parameters are new autograd leaves over the
+same storage (no copy). Each leaf's gradient is that application's contribution, and
+their sum is exactly the shared parameter's `.grad` (tests check it). The original
+model's `.grad` is never touched.
+
+Views in the returned tidy frame (columns: view, layer, component, mean_abs, max_abs,
+numel):
+- "per_application": |dL/dW| of each layer application l = 1..L (attention, FFN, LayerNorm);
+- "shared_sum":      the summed gradient of each unique shared block (what the
+                     optimizer sees), for models that share;
+- "hidden":          |dL/dh| of the hidden state leaving each layer (l = 0: entering layer 1);
+- "outside":         embeddings, E->H projection, pooler, MLM head and pair head (layer -1).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections import defaultdict
+
+import pandas as pd
+import torch
+from torch import nn
+
+from albert_lab.analysis.common import tune_for_inference
+from albert_lab.data.batching import Batch
+from albert_lab.models import PretrainingModel
+from albert_lab.spec import ModelSpec
+from albert_lab.training.objective import PretrainingLoss
+
+_ALBERT_LAYER = re.compile(r"^albert\.encoder\.albert_layer_groups\.(\d+)\.albert_layers\.(\d+)\.(.+)$")
+_BERT_LAYER = re.compile(r"^bert\.encoder\.layer\.(\d+)\.(.+)$")
+
+
+def unshared_view(model: PretrainingModel, spec: ModelSpec) -> PretrainingModel:
+    """The same function as `model`, with one module per layer application whose
+    parameters are fresh leaves viewing the original storage."""
+    config = copy.deepcopy(model.config)
+    if spec.family == "albert":
+        config.num_hidden_groups = spec.num_layers
+    with torch.device("meta"):
+        clone = type(model)(config)
+    source = model.state_dict()
+    groups = spec.group_of_layer if spec.family == "albert" and spec.sharing == "all" else list(range(spec.num_layers))
+    state = {}
+    for key in clone.state_dict():
+        match = _ALBERT_LAYER.match(key)
+        src_key = (f"albert.encoder.albert_layer_groups.{groups[int(match[1])]}.albert_layers.{match[2]}.{match[3]}"
+                   if match else key)
+        state[key] = source[src_key].detach()
+    clone.load_state_dict(state, assign=True)
+    for name, buffer in model.named_buffers():  # non-persistent buffers are not in state_dict
+        owner, _, attr = name.rpartition(".")
+        clone.get_submodule(owner).register_buffer(attr, buffer.clone(), persistent=False)
+    clone.tie_weights()  # the MLM decoder and the word embeddings are one tensor again
+    for p in clone.parameters():
+        p.requires_grad_(True)
+    return tune_for_inference(clone).train(model.training)
+
+
+def _component(rest: str) -> str:
+    if "LayerNorm" in rest or "layer_norm" in rest:
+        return "LayerNorm"
+    return "attention" if "attention" in rest else "FFN"
+
+
+def _outside_component(name: str) -> str:
+    if "embedding_hidden_mapping_in" in name:
+        return "E->H projection"
+    if "embeddings" in name:
+        return "embeddings"
+    if "pooler" in name:
+        return "pooler"
+    if "sop_classifier" in name or "seq_relationship" in name:
+        return "pair head"
+    return "MLM head"
+
+
+def _stats(grads: list[torch.Tensor]) -> tuple[float, float, int]:
+    flat = torch.cat([g.detach().abs().float().reshape(-1) for g in grads])
+    return float(flat.mean()), float(flat.max()), int(flat.numel())
+
+
+def gradient_flow_on_batch(model: PretrainingModel, spec: ModelSpec, batch: Batch, objective: str | None = None,
+                           dtype: torch.dtype | None = None) -> pd.DataFrame:
+    """Gradient flow of the pretraining loss (MLM + pair loss) on one batch."""
+    view = unshared_view(model, spec)
+    device = next(model.parameters()).device
+    loss_fn = PretrainingLoss(view, objective or spec.objective)
+    enabled = dtype in (torch.bfloat16, torch.float16)
+    with torch.autocast(device.type, dtype=dtype or torch.bfloat16, enabled=enabled):
+        out = loss_fn(batch.to(device), output_hidden_states=True)
+    hidden = list(out.hidden_states)
+    for h in hidden:
+        h.retain_grad()
+    out.loss.backward()
+    rows = _weight_rows(view, spec) + _hidden_rows(hidden, batch.attention_mask.to(device))
+    return pd.DataFrame(rows, columns=["view", "layer", "component", "mean_abs", "max_abs", "numel"])
+
+
+def _weight_rows(view: nn.Module, spec: ModelSpec) -> list[dict]:
+    per_app: dict[tuple[int, str], list[torch.Tensor]] = defaultdict(list)
+    outside: dict[str, list[torch.Tensor]] = defaultdict(list)
+    for name, p in view.named_parameters():
+        if p.grad is None:
+            continue
+        match = _ALBERT_LAYER.match(name)
+        if match:
+            application = int(match[1]) * spec.inner_group_num + int(match[2]) + 1
+            per_app[(application, _component(match[3]))].append(p.grad)
+        elif match := _BERT_LAYER.match(name):
+            per_app[(int(match[1]) + 1, _component(match[2]))].append(p.grad)
+        else:
+            outside[_outside_component(name)].append(p.grad)
+    rows = [dict(view="per_application", layer=layer, component=comp, **_named(_stats(g)))
+            for (layer, comp), g in sorted(per_app.items())]
+    rows += [dict(view="outside", layer=-1, component=comp, **_named(_stats(g))) for comp, g in outside.items()]
+    return rows + _shared_sum_rows(per_app, spec)
+
+
+def _shared_sum_rows(per_app: dict[tuple[int, str], list[torch.Tensor]], spec: ModelSpec) -> list[dict]:
+    """Sum per-application gradients over the layers of each sharing group, per
+    component; layer = the group's first application."""
+    if spec.sharing == "none":
+        return []
+    shared = {"all": ("attention", "FFN", "LayerNorm"), "attention": ("attention",), "ffn": ("FFN",)}[spec.sharing]
+    rows = []
+    for group in sorted(set(spec.group_of_layer)):
+        layers = [i for i, g in enumerate(spec.group_of_layer) if g == group]
+        for inner in range(spec.inner_group_num):
+            apps = [i * spec.inner_group_num + inner + 1 for i in layers]
+            for comp in shared:
+                tensors = [per_app[(a, comp)] for a in apps if (a, comp) in per_app]
+                if tensors:
+                    summed = [torch.stack(parts).sum(0) for parts in zip(*tensors)]
+                    rows.append(dict(view="shared_sum", layer=apps[0], component=comp, **_named(_stats(summed))))
+    return rows
+
+
+def _hidden_rows(hidden: list[torch.Tensor], attention_mask: torch.Tensor) -> list[dict]:
+    keep = attention_mask.bool()  # (B, T): real tokens only
+    rows = []
+    for layer, h in enumerate(hidden):
+        g = h.grad[keep].abs().float()  # (N, H)
+        rows.append(dict(view="hidden", layer=layer, component="hidden state", mean_abs=float(g.mean()),
+                         max_abs=float(g.max()), numel=int(g.numel())))
+    return rows
+
+
+def _named(stats: tuple[float, float, int]) -> dict:
+    return dict(zip(("mean_abs", "max_abs", "numel"), stats))

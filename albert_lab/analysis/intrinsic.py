@@ -1,0 +1,160 @@
+"""Intrinsic evaluation: MLM, NSP and SOP accuracy on held-out pairs (paper Table 5).
+
+Every model is scored on all three tasks, whatever it was trained with. The pairs are
+built from text (not token ids), so checkpoints with different tokenizers are scored
+on the same pairs. Two kinds of SOP pairs:
+
+- lead pairs start at a document's first segment, as most training pairs do;
+- interior pairs start later and never contain the first segment. Wikipedia lead
+  sections open with a definition ("X is a ..."), so SOP on lead pairs can be solved
+  by spotting that sentence; interior accuracy says whether a model learned more.
+
+Label convention (transformers'): 0 = original order / B is the next segment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from albert_lab.analysis.common import approximate_lengths, autocast, encode_pairs, length_batches
+from albert_lab.data.corpus import Document
+from albert_lab.data.masking import mask_sequence, masking_config
+from albert_lab.models import Parts
+
+TARGET_WORDS = 60  # words per pair: fits 128 tokens for most pairs
+
+
+def build_eval_pairs(docs: Sequence[Document], seed: int = 1234, repeats: int = 2) -> pd.DataFrame:
+    """Held-out pairs: columns task (sop | nsp | mlm), a, b, label, interior, doc."""
+    rng = np.random.default_rng(seed)
+    rows: list[dict] = []
+    usable = [d for d in docs if len(d.segments) >= 2]
+    for _ in range(repeats):
+        for i, doc in enumerate(usable):
+            a, b = _split_chunk(doc.segments, 0, rng)
+            swap = rng.random() < 0.5
+            rows.append(dict(task="sop", a=b if swap else a, b=a if swap else b, label=int(swap), interior=False, doc=doc.title))
+            rows.append(dict(task="mlm", a=a, b=b, label=0, interior=False, doc=doc.title))
+            if rng.random() < 0.5:
+                other = usable[(i + 1 + int(rng.integers(len(usable) - 1))) % len(usable)] if len(usable) > 1 else doc
+                start = int(rng.integers(len(other.segments)))
+                rows.append(dict(task="nsp", a=a, b=_take_words(other.segments[start:], TARGET_WORDS // 2),
+                                 label=1, interior=False, doc=doc.title))
+            else:
+                rows.append(dict(task="nsp", a=a, b=b, label=0, interior=False, doc=doc.title))
+            if len(doc.segments) >= 3:
+                a, b = _split_chunk(doc.segments, int(rng.integers(1, len(doc.segments) - 1)), rng)
+                swap = rng.random() < 0.5
+                rows.append(dict(task="sop", a=b if swap else a, b=a if swap else b, label=int(swap), interior=True, doc=doc.title))
+    return pd.DataFrame(rows, columns=["task", "a", "b", "label", "interior", "doc"])
+
+
+def _split_chunk(segments: Sequence[str], start: int, rng: np.random.Generator) -> tuple[str, str]:
+    """Consecutive segments from `start` until ~TARGET_WORDS words (at least two), split
+    at a random point into A and B."""
+    end, words = start, 0
+    while end < len(segments) and (words < TARGET_WORDS or end - start < 2):
+        words += len(segments[end].split())
+        end += 1
+    k = int(rng.integers(start + 1, end))
+    return " ".join(segments[start:k]), " ".join(segments[k:end])
+
+
+def _take_words(segments: Sequence[str], words: int) -> str:
+    out, count = [], 0
+    for seg in segments:
+        out.append(seg)
+        count += len(seg.split())
+        if count >= words:
+            break
+    return " ".join(out)
+
+
+@torch.inference_mode()
+def pair_probabilities(model, tokenizer, first: Sequence[str], second: Sequence[str], max_len: int = 128,
+                       device: torch.device | None = None, dtype: torch.dtype | None = None) -> np.ndarray:
+    """P(label 0) from the pair head for each (A, B): P(original order) for an SOP head,
+    P(is next) for an NSP head. Pairs are batched by length."""
+    device = device or next(model.parameters()).device
+    parts = Parts.of(model)
+    lengths = approximate_lengths(tokenizer, first, second, max_len)
+    out = np.empty(len(first), dtype=np.float64)
+    for idx in length_batches(lengths):
+        enc = encode_pairs(tokenizer, [first[i] for i in idx], [second[i] for i in idx], max_len, device)
+        with autocast(device, dtype):
+            pooled = parts.encoder(**enc).pooler_output
+            logits = parts.pair_head(pooled).float()
+        out[idx] = torch.softmax(logits, -1)[:, 0].cpu().numpy()
+    return out
+
+
+@torch.inference_mode()
+def mlm_accuracy(model, tokenizer, first: Sequence[str], second: Sequence[str], max_len: int = 128,
+                 seed: int = 4321, dtype: torch.dtype | None = None) -> tuple[float, int]:
+    """Accuracy of masked-token predictions with the training masking (n-grams,
+    80/10/10), drawn with a fixed seed. Returns (accuracy, number of predictions)."""
+    device = next(model.parameters()).device
+    parts = Parts.of(model)
+    cfg = masking_config(tokenizer)
+    rng = np.random.default_rng(seed)
+    enc = tokenizer(list(first), list(second), truncation="longest_first", max_length=max_len,
+                    return_token_type_ids=True)
+    correct = total = 0
+    lengths = [len(ids) for ids in enc["input_ids"]]
+    masked_all = [mask_sequence(np.asarray(ids, dtype=np.int64), cfg, rng) for ids in enc["input_ids"]]
+    for idx in length_batches(lengths):
+        width = max(lengths[i] for i in idx)
+        ids = torch.full((len(idx), width), tokenizer.pad_token_id, dtype=torch.long)
+        types = torch.zeros_like(ids)
+        attn = torch.zeros_like(ids)
+        positions, labels = [], []
+        for row, i in enumerate(idx):
+            masked, pos, lab, _ = masked_all[i]
+            n = lengths[i]
+            ids[row, :n] = torch.from_numpy(masked)
+            types[row, :n] = torch.tensor(enc["token_type_ids"][i])
+            attn[row, :n] = 1
+            positions.append(torch.from_numpy(pos) + row * width)
+            labels.append(torch.from_numpy(lab))
+        pos, lab = torch.cat(positions).to(device), torch.cat(labels).to(device)
+        with autocast(device, dtype):
+            hidden = parts.encoder(input_ids=ids.to(device), token_type_ids=types.to(device),
+                                   attention_mask=attn.to(device)).last_hidden_state
+            logits = parts.mlm_head(hidden.reshape(-1, hidden.shape[-1]).index_select(0, pos))
+        correct += int((logits.argmax(-1) == lab).sum())
+        total += len(lab)
+    return correct / max(1, total), total
+
+
+def intrinsic_eval(model, tokenizer, pairs: pd.DataFrame, max_len: int = 128, dtype: torch.dtype | None = None,
+                   limit: int | None = None) -> dict[str, float]:
+    """MLM / NSP / SOP accuracy (and SOP on lead and interior pairs) on `pairs`
+    from build_eval_pairs. `limit` caps the pairs per task (for quick checks)."""
+    def task(name: str) -> pd.DataFrame:
+        frame = pairs[pairs.task == name]
+        return frame.head(limit) if limit else frame
+
+    mlm = task("mlm")
+    mlm_acc, n_pred = mlm_accuracy(model, tokenizer, list(mlm.a), list(mlm.b), max_len, dtype=dtype)
+    result: dict[str, float] = {"mlm_acc": mlm_acc, "mlm_predictions": n_pred}
+    for name in ("nsp", "sop"):
+        frame = task(name)
+        p0 = pair_probabilities(model, tokenizer, list(frame.a), list(frame.b), max_len, dtype=dtype)
+        hit = (p0 < 0.5).astype(int) == frame.label.to_numpy()
+        result[f"{name}_acc"] = float(hit.mean())
+        result[f"{name}_pairs"] = int(len(frame))
+        if name == "sop":
+            interior = frame.interior.to_numpy()
+            result["sop_lead_acc"] = float(hit[~interior].mean())
+            result["sop_interior_acc"] = float(hit[interior].mean()) if interior.any() else float("nan")
+            result["sop_interior_pairs"] = int(interior.sum())
+    return result
+
+
+def as_frame(metrics: dict[str, float], checkpoint: str) -> pd.DataFrame:
+    """Tidy frame: checkpoint, metric, value."""
+    return pd.DataFrame([{"checkpoint": checkpoint, "metric": k, "value": v} for k, v in metrics.items()])

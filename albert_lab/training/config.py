@@ -1,0 +1,87 @@
+"""TrainConfig: everything a pretraining run needs, validated before any process starts."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from albert_lab.errors import RunError
+from albert_lab.spec import ModelSpec
+
+Precision = Literal["auto", "fp32", "bf16"]
+
+
+@dataclass
+class TrainConfig:
+    spec: dict[str, Any] = field(default_factory=lambda: ModelSpec.from_name("lab-tiny").to_dict())
+    objective: Literal["sop", "nsp", "none"] = "sop"  # inter-sentence loss (overrides spec.objective)
+    corpus: str = "wiki-vital"  # built-in Wikipedia, a .txt/.jsonl path, or hf:<dataset>
+    tokenizer: str | None = None  # folder with a trained tokenizer to reuse; None trains one
+    vocab_size: int = 8000  # SentencePiece pieces when training a tokenizer
+    lowercase: bool = True
+    max_seq_len: int = 128
+    batch_size: int = 64
+    lr: float = 1e-3
+    optimizer: Literal["lamb", "adamw"] = "lamb"
+    weight_decay: float = 0.01
+    warmup_steps: int = 100
+    max_steps: int | None = 1000  # budget in optimizer steps ...
+    max_minutes: float | None = None  # ... or in minutes (the first reached ends the run)
+    seed: int = 0
+    clip_norm: float | None = 1.0
+    precision: Precision = "auto"  # bf16 autocast where the hardware has it
+    threads: int | None = None  # torch intra-op threads; None = all cores
+    short_seq_prob: float = 0.1  # share of shorter sequences (paper: 10%)
+    max_predictions: int = 20  # MLM predictions per sequence at most
+    log_every: int = 10
+    eval_every: int = 200  # held-out MLM/NSP/SOP accuracy (on `eval_limit` pairs per task)
+    eval_limit: int = 256
+    checkpoint_every: int = 200
+    gradflow_every: int = 100
+    name: str = ""
+    command: str = ""  # how the run was started, for the checkpoint's provenance
+
+    def model_spec(self) -> ModelSpec:
+        return ModelSpec.from_dict({**self.spec, "objective": self.objective})
+
+    def validate(self) -> TrainConfig:
+        """Raise RunError/SpecError naming the field; returns self for chaining."""
+        spec = self.model_spec()
+        checks = [
+            ("lr", self.lr > 0, f"learning rate must be positive, got {self.lr}"),
+            ("batch_size", self.batch_size >= 1, f"must be at least 1, got {self.batch_size}"),
+            ("max_seq_len", 16 <= self.max_seq_len <= spec.max_positions,
+             f"must be between 16 and the model's max_positions ({spec.max_positions}), got {self.max_seq_len}"),
+            ("vocab_size", self.tokenizer is not None or self.vocab_size >= 100,
+             f"must be at least 100 pieces, got {self.vocab_size}"),
+            ("max_steps", self.max_steps is None or self.max_steps >= 1, f"must be at least 1, got {self.max_steps}"),
+            ("max_minutes", self.max_minutes is None or self.max_minutes > 0, f"must be positive, got {self.max_minutes}"),
+            ("budget", self.max_steps is not None or self.max_minutes is not None, "give max_steps or max_minutes"),
+            ("warmup_steps", self.warmup_steps >= 0, f"must be >= 0, got {self.warmup_steps}"),
+            ("weight_decay", self.weight_decay >= 0, f"must be >= 0, got {self.weight_decay}"),
+            ("short_seq_prob", 0 <= self.short_seq_prob <= 1, f"must be a probability, got {self.short_seq_prob}"),
+            ("max_predictions", self.max_predictions >= 1, f"must be at least 1, got {self.max_predictions}"),
+            ("threads", self.threads is None or self.threads >= 1, f"must be at least 1, got {self.threads}"),
+            ("optimizer", self.optimizer in ("lamb", "adamw"), f"{self.optimizer!r}; allowed: 'lamb', 'adamw'"),
+            ("precision", self.precision in ("auto", "fp32", "bf16"), f"{self.precision!r}; allowed: auto, fp32, bf16"),
+        ]
+        for name in ("log_every", "eval_every", "checkpoint_every", "gradflow_every", "eval_limit"):
+            checks.append((name, getattr(self, name) >= 1, f"must be at least 1, got {getattr(self, name)}"))
+        for name, ok, message in checks:
+            if not ok:
+                raise RunError(f"{name}: {message}")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise RunError(f"{unknown[0]}: unknown training option; allowed: {sorted(known)}")
+        config = cls(**data)
+        config.model_spec()  # raises SpecError naming the bad field
+        return config

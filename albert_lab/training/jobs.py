@@ -1,0 +1,131 @@
+"""Starting, cancelling and resuming runs as separate OS processes (UI and CLI alike).
+
+start_run validates and prepares everything first (corpus, tokenizer, pairs, an
+out dir that can be written); only then does a run folder appear, renamed into
+place complete, and a worker process start. Workers take a lock so that one run
+trains at a time; others wait as 'queued'.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from albert_lab.errors import RunError
+from albert_lab.paths import PROJECT_ROOT, runs_dir
+from albert_lab.training.config import TrainConfig
+from albert_lab.training.prepare import Prepared, prepare
+from albert_lab.training.runs import RunInfo, new_run_id, read_run, update_run, write_json_atomic
+
+LOCK = ".train.lock"
+
+
+def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None = None) -> tuple[Path, Prepared]:
+    """Validate, prepare and create the run folder (status queued). Nothing is written
+    if anything is wrong."""
+    root = (root or runs_dir()).resolve()
+    _check_writable(root)
+    prepared = prepare(config)
+    run_id = run_id or new_run_id(config.name)
+    final = root / run_id
+    if final.exists():
+        raise RunError(f"{final} already exists; choose another run name")
+    tmp = root / f".{run_id}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        write_json_atomic(tmp / "run.json", {"id": run_id, "status": "queued", "created": time.time(), "pid": None,
+                                             "config": config.to_dict(), "step": 0, "total_steps": config.max_steps,
+                                             "spec_label": prepared.spec.label})
+        (tmp / "log.txt").touch()
+        os.rename(tmp, final)
+    except OSError as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise RunError(f"could not create the run folder in {root}: {err}") from None
+    return final, prepared
+
+
+def _check_writable(root: Path) -> None:
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / f".write-test-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as err:
+        raise RunError(f"cannot write runs to {root} ({err.strerror or err}); choose a writable folder") from None
+
+
+def start_run(config: TrainConfig, root: Path | None = None) -> RunInfo:
+    """Create the run and start its worker process in the background."""
+    run_dir, _ = create_run(config, root)
+    spawn_worker(run_dir)
+    return read_run(run_dir)
+
+
+def spawn_worker(run_dir: Path) -> int:
+    log = open(run_dir / "log.txt", "ab")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.setdefault("PYTHONPATH", str(PROJECT_ROOT))
+    process = subprocess.Popen([sys.executable, "-m", "albert_lab.training.worker", str(run_dir)], stdout=log,
+                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(PROJECT_ROOT), env=env,
+                               start_new_session=True)
+    log.close()
+    return process.pid
+
+
+def cancel_run(run_dir: Path) -> RunInfo:
+    """Ask a run to stop: it saves its checkpoint and ends as 'cancelled'."""
+    info = read_run(run_dir)
+    if not info.active:
+        raise RunError(f"run {info.id} is {info.status}; only queued or running runs can be cancelled")
+    (run_dir / "cancel").touch()
+    pid = info.raw.get("pid")
+    if pid:
+        try:
+            os.kill(int(pid), signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    return read_run(run_dir)
+
+
+def resume_run(run_dir: Path, foreground: bool = False) -> RunInfo:
+    """Continue a failed or cancelled run from its last checkpoint."""
+    info = read_run(run_dir)
+    if info.active:
+        raise RunError(f"run {info.id} is still {info.status}")
+    if info.status == "succeeded":
+        raise RunError(f"run {info.id} already finished; start a new run to train longer")
+    (run_dir / "cancel").unlink(missing_ok=True)
+    update_run(run_dir, status="queued", pid=None, created_resume=time.time(), message="resuming")
+    if foreground:
+        from albert_lab.training.worker import run_worker
+
+        run_worker(run_dir)
+    else:
+        spawn_worker(run_dir)
+    return read_run(run_dir)
+
+
+@contextmanager
+def training_slot(root: Path, poll_s: float = 1.0, should_stop=lambda: False):
+    """Hold the one-run-at-a-time lock (waiting as 'queued' until it is free)."""
+    handle = open(root / LOCK, "a+")
+    try:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if should_stop():
+                    raise RunError("cancelled while queued") from None
+                time.sleep(poll_s)
+        yield
+    finally:
+        handle.close()

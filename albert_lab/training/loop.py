@@ -1,0 +1,264 @@
+"""The training loop: `train(run_dir, config)`, run by the worker process (or in the
+foreground, or under torchrun with DDP).
+
+Each step: batch(step) -> MLM + pair loss under bf16 autocast where the hardware has
+it -> clip -> LAMB/AdamW step with warm-up and linear decay. Every `log_every` steps a
+metrics line; every `eval_every` held-out MLM/NSP/SOP accuracy; every
+`gradflow_every` a per-layer gradient-flow snapshot; every `checkpoint_every` an
+atomic checkpoint with the trainer state, so a killed run resumes where it was.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file
+
+from albert_lab.analysis.common import tune_for_inference
+from albert_lab.analysis.gradflow import gradient_flow_on_batch
+from albert_lab.analysis.intrinsic import intrinsic_eval
+from albert_lab.checkpoints import recover_checkpoint_dir, save_checkpoint
+from albert_lab.data.batching import Batch, PretrainingData
+from albert_lab.data.masking import masking_config
+from albert_lab.devices import fast_bf16, resolve_device
+from albert_lab.errors import RunError
+from albert_lab.models import Parts, build_model
+from albert_lab.training.config import TrainConfig
+from albert_lab.training.distributed import DistContext
+from albert_lab.training.objective import PretrainingLoss
+from albert_lab.training.optim import build_optimizer, lr_factor
+from albert_lab.training.prepare import Prepared, prepare
+from albert_lab.training.runs import HEARTBEAT_S, append_jsonl, update_run
+from albert_lab.training.state import has_trainer_state, load_trainer_state, save_trainer_state
+
+
+class Cancelled(Exception):
+    pass
+
+
+@dataclass
+class Progress:
+    step: int = 0
+    tokens: int = 0
+    elapsed: float = 0.0  # seconds of training, summed over resumes
+    window: dict[str, float] = field(default_factory=dict)  # sums since the last log line
+
+    def add(self, **values: float) -> None:
+        for key, value in values.items():
+            self.window[key] = self.window.get(key, 0.0) + value
+
+
+class Trainer:
+    def __init__(self, run_dir: Path, config: TrainConfig, prepared: Prepared | None = None):
+        self.run_dir, self.config = run_dir, config
+        self.dist = DistContext.from_env()
+        if config.threads:
+            torch.set_num_threads(config.threads)
+        self.prepared = prepared or prepare(config)
+        self.device = self.dist.device(resolve_device("auto"))
+        use_bf16 = config.precision == "bf16" or (config.precision == "auto" and fast_bf16(self.device))
+        self.dtype = torch.bfloat16 if use_bf16 else None
+        self.model = tune_for_inference(build_model(self.prepared.spec, seed=config.seed)).to(self.device).train()
+        if config.objective == "none":  # no pair loss: the pooler and pair head get no gradient at all
+            parts = Parts.of(self.model)
+            for module in (parts.encoder.pooler, parts.pair_head):
+                module.requires_grad_(False)
+        self.loss_fn = self.dist.wrap(PretrainingLoss(self.model, config.objective))
+        self.optimizer = build_optimizer(self.model, config.optimizer, config.lr, config.weight_decay)
+        self.progress = Progress()
+        tok = self.prepared.tokenizer
+        self.data = PretrainingData(self.prepared.train_docs, config.objective, masking_config(tok, config.max_predictions),
+                                    (tok.cls_token_id, tok.sep_token_id, tok.pad_token_id), config.max_seq_len,
+                                    config.batch_size, config.seed, config.short_seq_prob, self.dist.rank, self.dist.world_size)
+        self.budget_s = config.max_minutes * 60 if config.max_minutes else None
+        self.cancel = threading.Event()
+        self.lock = threading.Lock()
+
+    # ---- run.json ----------------------------------------------------------------------
+    def update_run(self, **changes: Any) -> None:
+        if self.dist.is_main:
+            with self.lock:
+                update_run(self.run_dir, **changes)
+
+    def _heartbeat(self, stop: threading.Event) -> None:
+        while not stop.wait(HEARTBEAT_S):
+            self.update_run(heartbeat=time.time(), step=self.progress.step)
+
+    # ---- the run -----------------------------------------------------------------------
+    def run(self) -> str:
+        checkpoint = self.run_dir / "checkpoint"
+        if self.dist.is_main:
+            recover_checkpoint_dir(checkpoint)
+        self.dist.barrier()
+        if has_trainer_state(checkpoint):
+            self._resume(checkpoint)
+        self.update_run(status="running", pid=os.getpid(), started=time.time(), heartbeat=time.time(),
+                        step=self.progress.step, total_steps=self.config.max_steps, device=str(self.device),
+                        precision="bf16" if self.dtype else "fp32", world_size=self.dist.world_size, message="")
+        stop = threading.Event()
+        threading.Thread(target=self._heartbeat, args=(stop,), daemon=True, name="heartbeat").start()
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, lambda *_: self.cancel.set())
+        _log(f"training {self.prepared.spec.label} on {self.prepared.corpus.describe()}; device {self.device}, "
+             f"{'bf16 autocast' if self.dtype else 'fp32'}, {torch.get_num_threads()} threads, "
+             f"world size {self.dist.world_size}" + (f"; resuming at step {self.progress.step}" if self.progress.step else ""))
+        try:
+            self._loop()
+            status = "succeeded"
+        except Cancelled:
+            status = "cancelled"
+        finally:
+            stop.set()
+        if self.dist.is_main:
+            metrics = self._evaluate(limit=None) if status == "succeeded" else {}
+            if metrics:
+                self._metrics({"kind": "eval", "step": self.progress.step, "final": True,
+                               **{f"eval_{k}": v for k, v in metrics.items()}})
+            self._save(metrics)
+            self.update_run(status=status, finished=time.time(), step=self.progress.step, heartbeat=time.time(),
+                            message="" if status == "succeeded" else "cancelled; the checkpoint holds the last step")
+        self.dist.close()
+        _log(f"run {status} at step {self.progress.step}")
+        return status
+
+    def _fraction(self) -> float:
+        """Progress through the budget in [0, 1]: steps, or time, whichever is further."""
+        by_steps = self.progress.step / self.config.max_steps if self.config.max_steps else 0.0
+        by_time = self.progress.elapsed / self.budget_s if self.budget_s else 0.0
+        return max(by_steps, by_time)
+
+    def _loop(self) -> None:
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        clip = self.config.clip_norm or float("inf")
+        last = time.perf_counter()
+        while (fraction := self._fraction()) < 1.0:
+            if self.cancel.is_set() or (self.run_dir / "cancel").exists():
+                raise Cancelled
+            lr = self.config.lr * lr_factor(self.progress.step, fraction, self.config.warmup_steps)
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+            batch = self.data.batch(self.progress.step).to(self.device)
+            with torch.autocast(self.device.type, dtype=self.dtype or torch.bfloat16, enabled=self.dtype is not None):
+                out = self.loss_fn(batch)
+            out.loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, clip)
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+            loss = float(out.loss.detach())
+            if not math.isfinite(loss):
+                raise RunError(f"the loss became {loss} at step {self.progress.step}; lower the learning rate "
+                               f"(now {self.config.lr})")
+            now = time.perf_counter()
+            tokens = batch.num_tokens * self.dist.world_size
+            p = self.progress
+            p.step, p.tokens, p.elapsed = p.step + 1, p.tokens + tokens, p.elapsed + now - last
+            p.add(time=now - last, tokens=tokens, steps=1, loss=loss, mlm_loss=float(out.mlm_loss),
+                  pair_loss=float(out.pair_loss), grad_norm=float(grad_norm), mlm_hits=float(out.mlm_correct),
+                  mlm_n=out.mlm_count, pair_hits=float(out.pair_correct), pair_n=out.pair_count)
+            if self.dist.is_main:
+                self._periodic(batch, lr)
+            last = time.perf_counter()  # evaluation and checkpoint time is not step time
+
+    def _periodic(self, batch: Batch, lr: float) -> None:
+        step, config = self.progress.step, self.config
+        if step % config.log_every == 0 or step == 1:
+            self._log_window(lr)
+        if step % config.gradflow_every == 0:
+            frame = gradient_flow_on_batch(self.model, self.prepared.spec, batch, config.objective, self.dtype)
+            append_jsonl(self.run_dir / "gradflow.jsonl", {"step": step, "rows": frame.to_dict(orient="records")})
+        if step % config.eval_every == 0:
+            metrics = self._evaluate(limit=config.eval_limit)
+            self._metrics({"kind": "eval", "step": step, **{f"eval_{k}": v for k, v in metrics.items()}})
+        if step % config.checkpoint_every == 0:
+            self._save({})
+
+    def _log_window(self, lr: float) -> None:
+        p, w = self.progress, self.progress.window
+        rate = w["tokens"] / max(w["time"], 1e-9)
+        if self.config.max_steps and (not self.budget_s or p.step / self.config.max_steps >= p.elapsed / self.budget_s):
+            eta = (self.config.max_steps - p.step) * w["time"] / w["steps"]
+        else:
+            eta = max(0.0, (self.budget_s or 0.0) - p.elapsed)
+        n = w["steps"]
+        row = {"kind": "train", "step": p.step, "epoch": round(self.data.epoch_of(p.step), 3), "loss": w["loss"] / n,
+               "mlm_loss": w["mlm_loss"] / n, "pair_loss": w["pair_loss"] / n, "mlm_acc": w["mlm_hits"] / max(1, w["mlm_n"]),
+               "pair_acc": w["pair_hits"] / max(1, w["pair_n"]), "grad_norm": w["grad_norm"] / n, "lr": lr,
+               "tokens": p.tokens, "tokens_per_s": rate, "elapsed_s": p.elapsed, "eta_s": eta}
+        self._metrics(row)
+        p.window = {}
+        _log(f"step {p.step}: loss {row['loss']:.3f} (mlm {row['mlm_loss']:.3f}, pair {row['pair_loss']:.3f}), "
+             f"{rate:,.0f} tok/s, eta {eta:,.0f} s")
+
+    def _metrics(self, row: dict[str, Any]) -> None:
+        append_jsonl(self.run_dir / "metrics.jsonl", {**row, "time": time.time()})
+
+    def _evaluate(self, limit: int | None) -> dict[str, float]:
+        if self.prepared.eval_pairs.empty:
+            return {}
+        self.model.eval()
+        try:
+            return intrinsic_eval(self.model, self.prepared.tokenizer, self.prepared.eval_pairs, self.config.max_seq_len,
+                                  self.dtype, limit)
+        finally:
+            self.model.train()
+
+    # ---- checkpoints -------------------------------------------------------------------
+    def _save(self, metrics: dict[str, float]) -> None:
+        """Weights, tokenizer, card and trainer state in one atomic checkpoint folder."""
+        p, config, prep = self.progress, self.config, self.prepared
+        card = {
+            "name": config.name or self.run_dir.name,
+            "heads": {"mlm": "trained", "pair": "trained" if config.objective != "none" else "untrained"},
+            "metrics": metrics,
+            "provenance": {
+                "command": config.command, "run_id": self.run_dir.name, "corpus": prep.corpus.name,
+                "corpus_credit": prep.corpus.credit, "corpus_fingerprint": prep.corpus.fingerprint, "seed": config.seed,
+                "steps": p.step, "tokens": p.tokens, "wall_time_s": round(p.elapsed, 1), "machine": _machine(),
+                "torch": torch.__version__, "transformers": _transformers_version(),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "train_config": config.to_dict(),
+            },
+        }
+        scalars = {"step": p.step, "tokens": p.tokens, "elapsed": p.elapsed}
+        save_checkpoint(self.model, prep.tokenizer, prep.spec, self.run_dir / "checkpoint", card,
+                        tokenizer_source=prep.tokenizer_dir,
+                        extra=lambda folder: save_trainer_state(folder, self.optimizer, scalars))
+
+    def _resume(self, checkpoint: Path) -> None:
+        state = load_file(str(checkpoint / "model.safetensors"), device=str(self.device))
+        missing, unexpected = self.model.load_state_dict(state, strict=False)
+        self.model.tie_weights()
+        untied = [k for k in missing if "decoder" not in k]
+        if untied or unexpected:
+            raise RunError(f"{checkpoint} does not match this run's model (missing {untied[:3]}, unexpected {unexpected[:3]})")
+        scalars = load_trainer_state(checkpoint, self.optimizer)
+        self.progress.step, self.progress.tokens = int(scalars["step"]), int(scalars["tokens"])
+        self.progress.elapsed = float(scalars["elapsed"])
+        _log(f"resumed from {checkpoint} at step {self.progress.step}")
+
+
+def train(run_dir: Path, config: TrainConfig, prepared: Prepared | None = None) -> str:
+    """Run (or resume) the run in `run_dir`; returns the final status."""
+    return Trainer(run_dir, config, prepared).run()
+
+
+def _machine() -> str:
+    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}"
+
+
+def _transformers_version() -> str:
+    import transformers
+
+    return transformers.__version__
+
+
+def _log(message: str) -> None:
+    print(time.strftime("%H:%M:%S"), message, flush=True)

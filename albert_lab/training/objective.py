@@ -1,0 +1,59 @@
+"""The pretraining loss: MLM + inter-sentence (pair) loss, on transformers' own modules.
+
+The MLM head runs only at the predicted positions (about 15% of tokens) instead of
+every position: with a 30k vocabulary the decoder matmul and its softmax are a large
+share of a small model's step, and the loss is identical. Wrapped in an nn.Module so
+that DistributedDataParallel can wrap it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from albert_lab.data.batching import Batch
+from albert_lab.models import Parts, PretrainingModel
+
+
+@dataclass
+class LossOutput:
+    loss: torch.Tensor  # scalar: mlm_loss + pair_loss
+    mlm_loss: torch.Tensor
+    pair_loss: torch.Tensor  # 0 for objective 'none'
+    mlm_correct: torch.Tensor  # count of argmax hits among predictions
+    mlm_count: int
+    pair_correct: torch.Tensor
+    pair_count: int
+    hidden_states: tuple[torch.Tensor, ...] | None = None  # (L+1) x (B, T, H) when asked
+
+
+class PretrainingLoss(nn.Module):
+    def __init__(self, model: PretrainingModel, objective: str):
+        super().__init__()
+        self.model = model
+        self.objective = objective
+
+    def forward(self, batch: Batch, output_hidden_states: bool = False) -> LossOutput:
+        parts = Parts.of(self.model)
+        out = parts.encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                            token_type_ids=batch.token_type_ids, output_hidden_states=output_hidden_states)
+        hidden = out.last_hidden_state  # (B, T, H)
+        picked = hidden.reshape(-1, hidden.shape[-1]).index_select(0, batch.mlm_positions)  # (P, H)
+        mlm_logits = parts.mlm_head(picked).float()  # (P, V)
+        mlm_loss = F.cross_entropy(mlm_logits, batch.mlm_labels)
+        pair_logits = parts.pair_head(out.pooler_output).float()  # (B, 2)
+        if self.objective == "none":
+            pair_loss = mlm_loss.new_zeros(())
+            pair_logits = pair_logits.detach()
+        else:
+            pair_loss = F.cross_entropy(pair_logits, batch.pair_labels)
+        with torch.no_grad():
+            mlm_correct = (mlm_logits.argmax(-1) == batch.mlm_labels).sum()
+            pair_correct = (pair_logits.argmax(-1) == batch.pair_labels).sum()
+        return LossOutput(loss=mlm_loss + pair_loss, mlm_loss=mlm_loss, pair_loss=pair_loss,
+                          mlm_correct=mlm_correct, mlm_count=len(batch.mlm_labels),
+                          pair_correct=pair_correct, pair_count=len(batch.pair_labels),
+                          hidden_states=out.hidden_states if output_hidden_states else None)

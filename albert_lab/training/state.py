@@ -1,0 +1,43 @@
+"""Resumable trainer state without pickles: optimizer moments and the torch RNG go
+to `trainer_state.safetensors`, scalars to `trainer_state.json`. Both live inside the
+checkpoint folder, which is written atomically with the weights."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+TENSORS, SCALARS = "trainer_state.safetensors", "trainer_state.json"
+
+
+def save_trainer_state(folder: Path, optimizer: torch.optim.Optimizer, scalars: dict[str, Any]) -> None:
+    state = optimizer.state_dict()
+    tensors: dict[str, torch.Tensor] = {"rng.torch": torch.get_rng_state()}
+    for index, entry in state["state"].items():
+        for key, value in entry.items():
+            tensors[f"opt.{index}.{key}"] = value.detach().cpu().contiguous()
+    save_file(tensors, str(folder / TENSORS))
+    (folder / SCALARS).write_text(json.dumps({**scalars, "param_groups": state["param_groups"]}, indent=1))
+
+
+def load_trainer_state(folder: Path, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """Restore the optimizer and torch RNG; return the scalars (step, elapsed, ...)."""
+    tensors = load_file(str(folder / TENSORS))
+    scalars = json.loads((folder / SCALARS).read_text())
+    per_param: dict[int, dict[str, torch.Tensor]] = {}
+    for name, value in tensors.items():
+        if name.startswith("opt."):
+            _, index, key = name.split(".", 2)
+            per_param.setdefault(int(index), {})[key] = value
+    groups = scalars.pop("param_groups")
+    optimizer.load_state_dict({"state": per_param, "param_groups": groups})
+    torch.set_rng_state(tensors["rng.torch"])
+    return scalars
+
+
+def has_trainer_state(folder: Path) -> bool:
+    return (folder / TENSORS).is_file() and (folder / SCALARS).is_file()

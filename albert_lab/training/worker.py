@@ -1,0 +1,54 @@
+"""The training process: `python -m albert_lab.training.worker RUN_DIR`.
+
+Records its pid, waits for the one-run-at-a-time slot, trains, and leaves the run's
+final status in run.json. Any error ends as status 'failed' with the message; the
+traceback goes to log.txt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from albert_lab.errors import AlbertLabError
+from albert_lab.training.runs import update_run
+
+
+def run_worker(run_dir: Path, use_slot: bool = True) -> str:
+    run_dir = run_dir.resolve()
+    update_run(run_dir, pid=os.getpid(), heartbeat=time.time())
+    try:
+        from albert_lab.training.config import TrainConfig
+        from albert_lab.training.jobs import training_slot
+        from albert_lab.training.loop import train
+
+        config = TrainConfig.from_dict(json.loads((run_dir / "run.json").read_text())["config"])
+        cancel_file = run_dir / "cancel"
+        if use_slot:
+            with training_slot(run_dir.parent, should_stop=cancel_file.exists):
+                return train(run_dir, config)
+        return train(run_dir, config)
+    except AlbertLabError as err:
+        status = "cancelled" if "cancelled while queued" in str(err) else "failed"
+        update_run(run_dir, status=status, finished=time.time(), message=str(err))
+        print(f"{status}: {err}", flush=True)
+        return status
+    except BaseException as err:  # noqa: BLE001 - any crash must end as 'failed', not 'running' forever
+        traceback.print_exc()
+        update_run(run_dir, status="failed", finished=time.time(), message=f"{type(err).__name__}: {err}")
+        return "failed"
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        print("usage: python -m albert_lab.training.worker RUN_DIR", file=sys.stderr)
+        return 2
+    return 0 if run_worker(Path(sys.argv[1])) in ("succeeded", "cancelled") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
