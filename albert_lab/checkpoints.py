@@ -23,6 +23,7 @@ import torch
 from transformers import AlbertConfig, AlbertForPreTraining, AutoConfig, BertConfig, BertForPreTraining
 from transformers.utils import logging as hf_logging
 
+from albert_lab.analysis.common import tune_for_inference
 from albert_lab.devices import resolve_device, resolve_dtype
 from albert_lab.errors import AlbertLabError, CheckpointError
 from albert_lab.models import PretrainingModel, spec_from_config, tie_shared_modules
@@ -108,6 +109,7 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
         label = name or text
     spec = spec_from_config(config, card)
     tie_shared_modules(model, spec, check_equal=True)
+    tune_for_inference(model)  # same math, faster CPU kernels (see analysis/common.py)
     model.to(device=torch_device, dtype=torch_dtype).eval()
     return ModelBundle(name=label, source=text, model=model, tokenizer=tokenizer, spec=spec,
                        heads=head_status(spec, missing, card), card=card, device=torch_device, dtype=torch_dtype)
@@ -172,9 +174,31 @@ def _load_weights(folder: Path, config: AlbertConfig | BertConfig, allow_pickle:
     return model, set(info["missing_keys"])
 
 
+def hub_reachable(timeout: float = 2.0) -> bool:
+    """Whether the model hub can be reached (checked once per process, quickly)."""
+    global _HUB_REACHABLE
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        return False
+    if _HUB_REACHABLE is None:
+        import socket
+
+        try:
+            socket.create_connection(("huggingface.co", 443), timeout=timeout).close()
+            _HUB_REACHABLE = True
+        except OSError:
+            _HUB_REACHABLE = False
+    return _HUB_REACHABLE
+
+
+_HUB_REACHABLE: bool | None = None
+
+
 def _load_from_hub(hub_id: str) -> tuple[Any, PretrainingModel, set[str], Any]:
     from transformers import AutoTokenizer
 
+    if not hub_reachable():
+        raise CheckpointError(f"{hub_id!r} is not a local folder, and the model hub is unreachable from this machine "
+                              "(offline); give the path of a checkpoint folder, or pick a shipped checkpoint")
     try:
         config = AutoConfig.from_pretrained(hub_id)
         if config.model_type not in ("albert", "bert"):

@@ -123,6 +123,33 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
     return 0
 
 
+def _card_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("checkpoint", help="checkpoint folder, name from `albert-lab checkpoints`, or hub id")
+    p.add_argument("--allow-pickle", action="store_true", help="load pickled weights (only if you trust the source)")
+    p.add_argument("--json", action="store_true")
+
+
+@command("card", "model card of a checkpoint: spec, provenance, parameters, head status")(_card_arguments)
+def cmd_card(args: argparse.Namespace) -> int:
+    from albert_lab.card import model_card, resolve_checkpoint
+    from albert_lab.checkpoints import load_checkpoint
+
+    bundle = load_checkpoint(resolve_checkpoint(args.checkpoint), device="cpu", allow_pickle=args.allow_pickle)
+    card = model_card(bundle)
+    lines = [f"{card['name']}: {card['spec_label']}", f"source: {card['source']}",
+             f"parameters: {card['params']['total']:,} (encoder incl. pooler), {card['params']['total_with_heads']:,} with heads",
+             f"heads: MLM {card['heads']['mlm']}, pair ({card['heads']['pair_kind'].upper()}) {card['heads']['pair']}"]
+    if card["warning"]:
+        lines.append(f"warning: {card['warning']}")
+    for key, value in card["provenance"].items():
+        if key != "train_config":
+            lines.append(f"{key}: {value}")
+    if card["metrics"]:
+        lines.append("held-out: " + ", ".join(f"{k} {v:.3f}" for k, v in card["metrics"].items() if isinstance(v, float)))
+    emit(args, card, "\n".join(lines))
+    return 0
+
+
 # ---- entry point ---------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     _register_other_commands()
@@ -151,6 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and closed early
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -1,1 +1,205 @@
 """CLI commands for training and evaluation (registered on import by cli.py)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from albert_lab.cli import add_spec_arguments, command, emit, spec_from_args, table
+from albert_lab.errors import AlbertLabError
+
+
+def _train_arguments(p: argparse.ArgumentParser) -> None:
+    add_spec_arguments(p)
+    p.add_argument("--corpus", default="wiki-vital", help="wiki-vital (built-in), a .txt/.jsonl file, or hf:NAME")
+    p.add_argument("--tokenizer", help="folder of a trained tokenizer to reuse (default: train one, cached)")
+    p.add_argument("--vocab-size", type=int, default=8000)
+    p.add_argument("--cased", action="store_true", help="keep case (default: lower-case, as ALBERT)")
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--optimizer", choices=["lamb", "adamw"], default="lamb")
+    p.add_argument("--weight-decay", type=float, default=0.01)
+    p.add_argument("--warmup", type=int, default=100, help="warm-up steps")
+    p.add_argument("--steps", type=int, help="budget in optimizer steps (default 1000 unless --minutes)")
+    p.add_argument("--minutes", type=float, help="budget in minutes")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
+    p.add_argument("--threads", type=int)
+    p.add_argument("--eval-every", type=int, default=200)
+    p.add_argument("--checkpoint-every", type=int, default=200)
+    p.add_argument("--gradflow-every", type=int, default=100)
+    p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--name", default="")
+    p.add_argument("--runs-dir", type=Path, help="where run folders go (default runs/)")
+    p.add_argument("--run-id", help="run folder name (default: time stamp + name)")
+    p.add_argument("--foreground", action="store_true", help="train in this process (also: under torchrun)")
+    p.add_argument("--detach", action="store_true", help="start in the background and return at once")
+    p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a failed or cancelled run")
+
+
+@command("train", "pretrain a model (MLM + SOP / NSP / none) as a background run")(_train_arguments)
+def cmd_train(args: argparse.Namespace) -> int:
+    from albert_lab.training.config import TrainConfig
+    from albert_lab.training.jobs import create_run, resume_run, spawn_worker
+    from albert_lab.training.runs import read_run
+
+    if args.resume:
+        info = resume_run(args.resume, foreground=args.foreground)
+        return 0 if args.foreground else _follow(args.resume, args.detach)
+    spec = spec_from_args(args, default_preset="lab-tiny")
+    steps = args.steps if args.steps is not None or args.minutes is not None else 1000
+    config = TrainConfig(
+        spec=spec.to_dict(), objective=args.objective or spec.objective, corpus=args.corpus, tokenizer=args.tokenizer,
+        vocab_size=args.vocab_size, lowercase=not args.cased, max_seq_len=args.seq_len, batch_size=args.batch_size,
+        lr=args.lr, optimizer=args.optimizer, weight_decay=args.weight_decay, warmup_steps=args.warmup, max_steps=steps,
+        max_minutes=args.minutes, seed=args.seed, precision=args.precision, threads=args.threads,
+        eval_every=args.eval_every, checkpoint_every=args.checkpoint_every, gradflow_every=args.gradflow_every,
+        log_every=args.log_every, name=args.name, command="albert-lab " + shlex.join(sys.argv[1:]),
+    )
+    from albert_lab.training.distributed import DistContext
+
+    dist = DistContext.from_env()
+    if dist.world_size > 1:
+        return _train_distributed(config, args, dist)
+    print("preparing corpus and tokenizer ...", file=sys.stderr)
+    run_dir, prepared = create_run(config, args.runs_dir, args.run_id)
+    print(f"run {run_dir.name}: {prepared.spec.label}; folder {run_dir}", file=sys.stderr)
+    if args.foreground:
+        from albert_lab.training.worker import run_worker
+
+        status = run_worker(run_dir)
+        return _report(read_run(run_dir), status)
+    spawn_worker(run_dir)
+    return _follow(run_dir, args.detach)
+
+
+def _train_distributed(config, args: argparse.Namespace, dist) -> int:
+    """Under torchrun: rank 0 creates the run folder, every rank trains in-process."""
+    from albert_lab.training.jobs import create_run
+    from albert_lab.training.loop import train
+    from albert_lab.training.runs import read_run
+
+    if not args.run_id:
+        raise AlbertLabError("under torchrun give --run-id so that every rank uses the same run folder")
+    root = (args.runs_dir or _default_runs()).resolve()
+    run_dir = root / args.run_id
+    if dist.is_main:
+        create_run(config, root, args.run_id)
+    dist.barrier()
+    status = train(run_dir, config)
+    return _report(read_run(run_dir), status) if dist.is_main else 0
+
+
+def _default_runs() -> Path:
+    from albert_lab.paths import runs_dir
+
+    return runs_dir()
+
+
+def _follow(run_dir: Path, detach: bool) -> int:
+    """Show a progress bar until the run ends; Ctrl-C leaves it running."""
+    from albert_lab.training.runs import read_run
+
+    if detach:
+        print(f"started in the background; follow with: albert-lab runs --show {run_dir.name}")
+        return 0
+    try:
+        while True:
+            info = read_run(run_dir)
+            rows = [m for m in info.metrics() if m.get("kind") == "train"]
+            if rows:
+                last = rows[-1]
+                total = info.total_steps or 0
+                done = min(1.0, last["step"] / total) if total else min(1.0, last["elapsed_s"] / max(1.0, last["elapsed_s"] + last["eta_s"]))
+                bar = "#" * int(30 * done) + "." * (30 - int(30 * done))
+                print(f"\r[{bar}] step {last['step']} loss {last['loss']:.3f} {last['tokens_per_s']:,.0f} tok/s "
+                      f"eta {last['eta_s']:,.0f}s ", end="", file=sys.stderr, flush=True)
+            if not info.active:
+                print(file=sys.stderr)
+                return _report(info, info.status)
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        print(f"\nthe run continues in the background; cancel with: albert-lab runs --cancel {run_dir.name}",
+              file=sys.stderr)
+        return 0
+
+
+def _report(info, status: str) -> int:
+    evals = [m for m in info.metrics() if m.get("kind") == "eval"]
+    line = f"run {info.id}: {status}"
+    if evals:
+        last = evals[-1]
+        line += "; held-out " + ", ".join(f"{k[5:]} {last[k]:.3f}" for k in ("eval_mlm_acc", "eval_nsp_acc", "eval_sop_acc",
+                                                                            "eval_sop_interior_acc") if k in last)
+    if info.message:
+        line += f"\n{info.message}"
+    print(line)
+    return 0 if status in ("succeeded", "cancelled") else 1
+
+
+def _runs_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cancel", metavar="RUN_ID")
+    p.add_argument("--show", metavar="RUN_ID", help="status and the last metrics of one run")
+    p.add_argument("--runs-dir", type=Path)
+    p.add_argument("--json", action="store_true")
+
+
+@command("runs", "list training runs; show or cancel one")(_runs_arguments)
+def cmd_runs(args: argparse.Namespace) -> int:
+    from albert_lab.paths import runs_dir
+    from albert_lab.training.jobs import cancel_run
+    from albert_lab.training.runs import list_runs, read_run
+
+    root = args.runs_dir or runs_dir()
+    if args.cancel or args.show:
+        path = root / (args.cancel or args.show)
+        if not (path / "run.json").is_file():
+            raise AlbertLabError(f"no run {path.name!r} in {root}")
+        info = cancel_run(path) if args.cancel else read_run(path)
+        metrics = info.metrics()
+        emit(args, {"id": info.id, "status": info.status, "step": info.step, "message": info.message,
+                    "last_metrics": metrics[-1] if metrics else None},
+             f"{info.id}: {info.status} at step {info.step}" + (f"\n{info.message}" if info.message else "")
+             + (f"\nlast: {metrics[-1]}" if metrics else ""))
+        return 0
+    runs = list_runs(root)
+    rows = [(r.id, r.status, r.step, r.raw.get("spec_label", ""), r.config.get("objective", "")) for r in runs]
+    emit(args, [{"id": r.id, "status": r.status, "step": r.step, "message": r.message} for r in runs],
+         table(rows, ["run", "status", "step", "spec", "objective"]) if rows else f"no runs in {root}")
+    return 0
+
+
+def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", required=True, action="append", help="folder or hub id (repeatable)")
+    p.add_argument("--corpus", default="wiki-vital", help="held-out documents of this corpus are used")
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--limit", type=int, help="at most this many pairs per task")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    p.add_argument("--allow-pickle", action="store_true")
+    p.add_argument("--json", action="store_true")
+
+
+@command("evaluate", "intrinsic MLM / NSP / SOP accuracy on held-out pairs (paper Table 5)")(_evaluate_arguments)
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from albert_lab.analysis.intrinsic import build_eval_pairs, intrinsic_eval
+    from albert_lab.checkpoints import load_checkpoint
+    from albert_lab.data.corpus import load_corpus
+
+    corpus = load_corpus(args.corpus)
+    pairs = build_eval_pairs(corpus.heldout)
+    results = []
+    for source in args.checkpoint:
+        bundle = load_checkpoint(source, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
+        metrics = intrinsic_eval(bundle.model, bundle.tokenizer, pairs, args.seq_len, limit=args.limit)
+        results.append({"checkpoint": bundle.name, "source": source, "trained_with": bundle.spec.objective,
+                        "pair_head": bundle.heads.pair, "corpus": corpus.name, **metrics})
+    rows = [(r["checkpoint"], r["trained_with"], f"{r['mlm_acc']:.3f}", f"{r['nsp_acc']:.3f}", f"{r['sop_acc']:.3f}",
+             f"{r['sop_lead_acc']:.3f}", f"{r['sop_interior_acc']:.3f}") for r in results]
+    emit(args, results if len(results) > 1 else results[0],
+         table(rows, ["checkpoint", "trained with", "MLM", "NSP", "SOP", "SOP lead", "SOP interior"]))
+    return 0

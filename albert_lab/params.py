@@ -165,3 +165,20 @@ def human(n: float) -> str:
         if abs(n) >= scale:
             return f"{n / scale:.1f}{unit}"
     return f"{n:.0f}"
+
+
+def sweep(base: ModelSpec, field_name: str, values: list[int], strategies: tuple[str, ...] = ("all", "attention", "ffn", "none"),
+          seq_len: int = 512) -> list[dict[str, Any]]:
+    """Parameters and FLOPs/token as one field (embedding_size, hidden_size, num_layers)
+    varies, per sharing strategy: tidy rows for a line chart."""
+    rows = []
+    for sharing in strategies:
+        for value in values:
+            changes: dict[str, Any] = {field_name: value, "sharing": sharing, "num_groups": None}
+            if field_name == "hidden_size":
+                changes.update(num_heads=None, ffn_size=None)
+            spec = base.replace(**changes)
+            report = count(spec, seq_len)
+            rows.append({"sharing": sharing, field_name: value, "params": report.total, "applied": report.applied,
+                         "flops_per_token": report.flops_per_token})
+    return rows

@@ -28,7 +28,9 @@ import torch
 from torch import nn
 
 from albert_lab.analysis.common import tune_for_inference
-from albert_lab.data.batching import Batch
+from albert_lab.checkpoints import ModelBundle
+from albert_lab.data.batching import Batch, batch_from_documents
+from albert_lab.data.corpus import Document, split_sentences
 from albert_lab.models import PretrainingModel
 from albert_lab.spec import ModelSpec
 from albert_lab.training.objective import PretrainingLoss
@@ -154,3 +156,15 @@ def _hidden_rows(hidden: list[torch.Tensor], attention_mask: torch.Tensor) -> li
 
 def _named(stats: tuple[float, float, int]) -> dict:
     return dict(zip(("mean_abs", "max_abs", "numel"), stats))
+
+
+def gradient_flow(bundle: ModelBundle, texts: list[str], objective: str | None = None, seed: int = 0,
+                  max_len: int = 128, max_pairs: int = 16) -> pd.DataFrame:
+    """Gradient flow of a checkpoint's pretraining loss on pairs made from `texts`
+    (as in training, masks drawn with `seed`); a 'checkpoint' column is added."""
+    objective = objective or bundle.spec.objective
+    docs = [Document(f"text {i + 1}", tuple(split_sentences(t))) for i, t in enumerate(texts)]
+    batch = batch_from_documents(docs, bundle.tokenizer, objective, min(max_len, bundle.spec.max_positions), seed, max_pairs)
+    frame = gradient_flow_on_batch(bundle.model, bundle.spec, batch, objective)
+    frame.insert(0, "checkpoint", bundle.name)
+    return frame

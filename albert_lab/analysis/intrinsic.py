@@ -25,43 +25,64 @@ from albert_lab.data.corpus import Document
 from albert_lab.data.masking import mask_sequence, masking_config
 from albert_lab.models import Parts
 
-TARGET_WORDS = 60  # words per pair: fits 128 tokens for most pairs
+TARGET_WORDS = 90  # words per chunk: about the 125 tokens training chunks aim for
 
 
-def build_eval_pairs(docs: Sequence[Document], seed: int = 1234, repeats: int = 2) -> pd.DataFrame:
-    """Held-out pairs: columns task (sop | nsp | mlm), a, b, label, interior, doc."""
+def build_eval_pairs(docs: Sequence[Document], seed: int = 1234) -> pd.DataFrame:
+    """Held-out pairs; columns task (sop | nsp | mlm), a, b, label, interior, natural, doc.
+
+    natural pairs are made the way training makes them: each document is walked in
+    chunks of ~TARGET_WORDS from its first segment, and a chunk of two or more segments
+    is split at a random point into A and B. Most contain the first segment; later
+    chunks of long documents do not (interior). On top of these, one extra interior SOP
+    pair per document of three or more segments (natural=False) gives the interior
+    number a sample of useful size."""
     rng = np.random.default_rng(seed)
     rows: list[dict] = []
     usable = [d for d in docs if len(d.segments) >= 2]
-    for _ in range(repeats):
-        for i, doc in enumerate(usable):
-            a, b = _split_chunk(doc.segments, 0, rng)
-            swap = rng.random() < 0.5
-            rows.append(dict(task="sop", a=b if swap else a, b=a if swap else b, label=int(swap), interior=False, doc=doc.title))
-            rows.append(dict(task="mlm", a=a, b=b, label=0, interior=False, doc=doc.title))
+    for i, doc in enumerate(usable):
+        for start, end in _chunks(doc.segments):
+            a, b = _split(doc.segments, start, end, rng)
+            interior = start > 0
+            rows.append(_sop_row(a, b, rng, interior, True, doc.title))
+            rows.append(dict(task="mlm", a=a, b=b, label=0, interior=interior, natural=True, doc=doc.title))
             if rng.random() < 0.5:
-                other = usable[(i + 1 + int(rng.integers(len(usable) - 1))) % len(usable)] if len(usable) > 1 else doc
-                start = int(rng.integers(len(other.segments)))
-                rows.append(dict(task="nsp", a=a, b=_take_words(other.segments[start:], TARGET_WORDS // 2),
-                                 label=1, interior=False, doc=doc.title))
+                other = usable[(i + 1 + int(rng.integers(max(1, len(usable) - 1)))) % len(usable)]
+                first = int(rng.integers(len(other.segments)))
+                b = _take_words(other.segments[first:], max(1, TARGET_WORDS - len(a.split())))
+                rows.append(dict(task="nsp", a=a, b=b, label=1, interior=interior, natural=True, doc=doc.title))
             else:
-                rows.append(dict(task="nsp", a=a, b=b, label=0, interior=False, doc=doc.title))
-            if len(doc.segments) >= 3:
-                a, b = _split_chunk(doc.segments, int(rng.integers(1, len(doc.segments) - 1)), rng)
-                swap = rng.random() < 0.5
-                rows.append(dict(task="sop", a=b if swap else a, b=a if swap else b, label=int(swap), interior=True, doc=doc.title))
-    return pd.DataFrame(rows, columns=["task", "a", "b", "label", "interior", "doc"])
+                rows.append(dict(task="nsp", a=a, b=b, label=0, interior=interior, natural=True, doc=doc.title))
+        if len(doc.segments) >= 3:
+            start = int(rng.integers(1, len(doc.segments) - 1))
+            end = next(e for s, e in _chunks(doc.segments[start:]))  # one chunk from `start`
+            a, b = _split(doc.segments, start, start + end, rng)
+            rows.append(_sop_row(a, b, rng, True, False, doc.title))
+    return pd.DataFrame(rows, columns=["task", "a", "b", "label", "interior", "natural", "doc"])
 
 
-def _split_chunk(segments: Sequence[str], start: int, rng: np.random.Generator) -> tuple[str, str]:
-    """Consecutive segments from `start` until ~TARGET_WORDS words (at least two), split
-    at a random point into A and B."""
-    end, words = start, 0
-    while end < len(segments) and (words < TARGET_WORDS or end - start < 2):
-        words += len(segments[end].split())
-        end += 1
+def _chunks(segments: Sequence[str]) -> list[tuple[int, int]]:
+    """(start, end) of consecutive chunks of ~TARGET_WORDS words with >= 2 segments."""
+    out, start = [], 0
+    while start < len(segments) - 1:
+        end, words = start, 0
+        while end < len(segments) and (words < TARGET_WORDS or end - start < 2):
+            words += len(segments[end].split())
+            end += 1
+        out.append((start, end))
+        start = end
+    return out
+
+
+def _split(segments: Sequence[str], start: int, end: int, rng: np.random.Generator) -> tuple[str, str]:
     k = int(rng.integers(start + 1, end))
     return " ".join(segments[start:k]), " ".join(segments[k:end])
+
+
+def _sop_row(a: str, b: str, rng: np.random.Generator, interior: bool, natural: bool, doc: str) -> dict:
+    swap = rng.random() < 0.5
+    return dict(task="sop", a=b if swap else a, b=a if swap else b, label=int(swap), interior=interior,
+                natural=natural, doc=doc)
 
 
 def _take_words(segments: Sequence[str], words: int) -> str:
@@ -132,8 +153,9 @@ def mlm_accuracy(model, tokenizer, first: Sequence[str], second: Sequence[str], 
 
 def intrinsic_eval(model, tokenizer, pairs: pd.DataFrame, max_len: int = 128, dtype: torch.dtype | None = None,
                    limit: int | None = None) -> dict[str, float]:
-    """MLM / NSP / SOP accuracy (and SOP on lead and interior pairs) on `pairs`
-    from build_eval_pairs. `limit` caps the pairs per task (for quick checks)."""
+    """MLM / NSP / SOP accuracy on the natural held-out pairs from build_eval_pairs, and
+    SOP accuracy on lead pairs (with the first segment) and on all interior pairs.
+    `limit` caps the pairs per task (for quick checks during training)."""
     def task(name: str) -> pd.DataFrame:
         frame = pairs[pairs.task == name]
         return frame.head(limit) if limit else frame
@@ -145,11 +167,11 @@ def intrinsic_eval(model, tokenizer, pairs: pd.DataFrame, max_len: int = 128, dt
         frame = task(name)
         p0 = pair_probabilities(model, tokenizer, list(frame.a), list(frame.b), max_len, dtype=dtype)
         hit = (p0 < 0.5).astype(int) == frame.label.to_numpy()
-        result[f"{name}_acc"] = float(hit.mean())
-        result[f"{name}_pairs"] = int(len(frame))
+        natural, interior = frame.natural.to_numpy(), frame.interior.to_numpy()
+        result[f"{name}_acc"] = float(hit[natural].mean())
+        result[f"{name}_pairs"] = int(natural.sum())
         if name == "sop":
-            interior = frame.interior.to_numpy()
-            result["sop_lead_acc"] = float(hit[~interior].mean())
+            result["sop_lead_acc"] = float(hit[natural & ~interior].mean())
             result["sop_interior_acc"] = float(hit[interior].mean()) if interior.any() else float("nan")
             result["sop_interior_pairs"] = int(interior.sum())
     return result

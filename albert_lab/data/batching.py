@@ -19,6 +19,7 @@ import torch
 from albert_lab.data.masking import MaskingConfig, mask_sequence
 from albert_lab.data.pairs import Instance, Objective, create_instances
 from albert_lab.data.tokenized import TokenizedDocs
+from albert_lab.errors import DataError
 
 SORT_WINDOW = 50  # batches
 
@@ -129,3 +130,23 @@ class PretrainingData:
     def epoch_of(self, step: int) -> float:
         epoch, index = self.locate(step)
         return epoch + index / max(1, self._epoch_sizes[epoch])
+
+
+def batch_from_documents(docs, tokenizer, objective: Objective, max_seq_len: int = 128, seed: int = 0,
+                         max_pairs: int = 16) -> Batch:
+    """A pretraining batch (pairs as in training, masked with a fixed seed) from a few
+    documents: what the gradient-flow view runs the loss on."""
+    from albert_lab.data.masking import masking_config
+    from albert_lab.data.pairs import check_pairable
+    from albert_lab.data.tokenized import tokenize_documents
+
+    tokenized = tokenize_documents(docs, tokenizer)
+    check_pairable(tokenized, objective, "the text")
+    rng = np.random.default_rng(seed)
+    instances = create_instances(tokenized, objective, max_seq_len, rng, short_seq_prob=0.0)
+    if not instances:
+        raise DataError("no sentence pairs could be made from the text; give texts of two or more sentences")
+    instances = instances[:max_pairs]
+    cfg = masking_config(tokenizer)
+    rngs = [np.random.default_rng([seed, i]) for i in range(len(instances))]
+    return collate(instances, cfg, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id, rngs)

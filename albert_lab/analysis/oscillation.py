@@ -1,0 +1,118 @@
+"""Layer-wise oscillation of hidden states: the paper's L2-distance / angle figure.
+
+For each layer l = 1..L (each block application when inner_group_num > 1), compare
+the hidden state entering the layer, h_{l-1}, with the one leaving it, h_l, token by
+token: the L2 distance ||h_l - h_{l-1}|| and the angle arccos(cos(h_l, h_{l-1})) in
+degrees. For ALBERT h_0 is the state after the E -> H projection.
+
+The paper does not say how tokens are aggregated. Our documented choice: per-token
+values, then the mean (or median) over all non-padding tokens of the batch ([CLS]
+and [SEP] included); `spread` is the standard deviation across input texts of each
+text's own mean, so a reader can see how much the curve depends on the input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import torch
+
+from albert_lab.analysis.common import check_segment
+from albert_lab.checkpoints import ModelBundle
+from albert_lab.errors import DataError
+from albert_lab.models import Parts
+
+Aggregate = Literal["mean", "median"]
+
+
+@torch.inference_mode()
+def hidden_states(bundle: ModelBundle, texts: Sequence[str], max_len: int = 128) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """(L+1) hidden states, each (B, T, H) in float32, and the (B, T) padding mask."""
+    if not texts:
+        raise DataError("no text to analyse: type some sentences or pick the built-in sample")
+    texts = [check_segment(t, f"text {i + 1}") for i, t in enumerate(texts)]
+    max_len = min(max_len, bundle.spec.max_positions)
+    enc = bundle.tokenizer(texts, truncation=True, max_length=max_len, padding=True, return_token_type_ids=True,
+                           return_tensors="pt")
+    enc = {k: enc[k].to(bundle.device) for k in ("input_ids", "token_type_ids", "attention_mask")}
+    out = Parts.of(bundle.model).encoder(**enc, output_hidden_states=True)
+    return [h.float() for h in out.hidden_states], enc["attention_mask"].bool()
+
+
+def per_token_transitions(states: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """L2 distance and angle (degrees) of every token at every layer: two (L, B, T) tensors."""
+    before, after = torch.stack(states[:-1]), torch.stack(states[1:])  # (L, B, T, H)
+    distance = (after - before).norm(dim=-1)
+    cosine = torch.nn.functional.cosine_similarity(after, before, dim=-1).clamp(-1.0, 1.0)
+    return distance, torch.rad2deg(torch.arccos(cosine))
+
+
+def oscillation(bundles: ModelBundle | Sequence[ModelBundle], texts: Sequence[str], aggregate: Aggregate = "mean",
+                max_len: int = 128) -> pd.DataFrame:
+    """Tidy frame, one row per (checkpoint, layer): l2, angle_deg, their spread across
+    texts, and the norms of the hidden states entering and leaving the layer."""
+    if aggregate not in ("mean", "median"):
+        raise DataError(f"aggregate: {aggregate!r} is not allowed; allowed: 'mean', 'median'")
+    frames = []
+    for bundle in [bundles] if isinstance(bundles, ModelBundle) else bundles:
+        states, mask = hidden_states(bundle, texts, max_len)
+        distance, angle = per_token_transitions(states)
+        norms = torch.stack(states).norm(dim=-1)  # (L+1, B, T)
+        rows = []
+        for layer in range(distance.shape[0]):
+            rows.append(dict(
+                checkpoint=bundle.name, family=bundle.spec.family, layer=layer + 1,
+                l2=_reduce(distance[layer][mask], aggregate), angle_deg=_reduce(angle[layer][mask], aggregate),
+                l2_spread=_spread(distance[layer], mask), angle_spread=_spread(angle[layer], mask),
+                norm_in=_reduce(norms[layer][mask], aggregate), norm_out=_reduce(norms[layer + 1][mask], aggregate),
+                tokens=int(mask.sum()), texts=len(texts), aggregate=aggregate,
+            ))
+        frames.append(pd.DataFrame(rows))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _reduce(values: torch.Tensor, aggregate: Aggregate) -> float:
+    return float(values.mean() if aggregate == "mean" else values.median())
+
+
+def _spread(values: torch.Tensor, mask: torch.Tensor) -> float:
+    """Standard deviation across texts of each text's mean over its tokens."""
+    per_text = (values * mask).sum(-1) / mask.sum(-1)
+    return float(per_text.std()) if len(per_text) > 1 else 0.0
+
+
+def similarity_matrix(bundle: ModelBundle, texts: Sequence[str], max_len: int = 128) -> pd.DataFrame:
+    """Mean per-token cosine similarity between the hidden states after every pair of
+    layers (0 = input to layer 1): tidy rows (checkpoint, layer_i, layer_j, cosine)."""
+    states, mask = hidden_states(bundle, texts, max_len)
+    unit = [torch.nn.functional.normalize(h[mask], dim=-1) for h in states]  # (N, H) each
+    stacked = torch.stack(unit)  # (L+1, N, H)
+    cos = torch.einsum("inh,jnh->ij", stacked, stacked) / stacked.shape[1]
+    n = len(states)
+    return pd.DataFrame([dict(checkpoint=bundle.name, layer_i=i, layer_j=j, cosine=float(cos[i, j]))
+                         for i in range(n) for j in range(n)])
+
+
+def verdict(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per checkpoint, in plain words: do the transitions shrink toward 0 (converging
+    to a fixed point, as Deep Equilibrium Models would have it) or keep oscillating?
+    Also the smoothness of the curve: mean |change between layers| / mean distance."""
+    rows = []
+    for name, group in frame.groupby("checkpoint", sort=False):
+        l2 = group.sort_values("layer")["l2"].to_numpy()
+        angle = group.sort_values("layer")["angle_deg"].to_numpy()
+        tail = l2[len(l2) // 2:]
+        # The first transition (embeddings -> first layer) is large in every model; judge
+        # convergence against the second one.
+        reference = l2[1] if len(l2) > 2 else l2[0]
+        converging = l2[-1] < 0.1 * reference and bool(np.all(np.diff(tail) <= 0))
+        roughness = float(np.abs(np.diff(l2)).mean() / l2.mean()) if len(l2) > 1 else 0.0
+        words = ("converging: the distances shrink toward 0 over the last layers" if converging else
+                 f"oscillating: the distances do not go to 0 (last layer {l2[-1]:.2f}, smallest {l2.min():.2f}, "
+                 f"largest {l2.max():.2f}; angles {angle.min():.1f}-{angle.max():.1f} degrees)")
+        rows.append(dict(checkpoint=name, converging=converging, last_l2=float(l2[-1]), min_l2=float(l2.min()),
+                         roughness=roughness, verdict=words))
+    return pd.DataFrame(rows)

@@ -1,0 +1,179 @@
+"""Scoring sentence pairs with SOP and NSP heads, side by side.
+
+For a pair (A, B) each checkpoint's pair head gives P(label 0) for the input A->B
+and for the swapped input B->A. Label 0 means "original order" for an SOP head and
+"B is the next segment" for an NSP head (transformers' convention). A head that is
+missing from its checkpoint or was never trained is not scored: its rows carry NaN
+and a note, never silent noise.
+
+Files: CSV, TSV or JSONL with columns sentence_a, sentence_b and optionally label
+(0 = A then B is the original order / B follows A; 1 = not). Problems are reported
+per row or column and valid rows are still scored.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from albert_lab.analysis.common import MAX_SEGMENT_CHARS
+from albert_lab.analysis.intrinsic import pair_probabilities
+from albert_lab.checkpoints import ModelBundle
+from albert_lab.data.corpus import decode_utf8
+from albert_lab.errors import DataError
+
+MAX_ROWS = 5000
+COLUMNS = ("sentence_a", "sentence_b")
+
+
+@dataclass
+class PairsFile:
+    pairs: pd.DataFrame  # columns: row (1-based, as in the file), sentence_a, sentence_b, label (Int64, may be NA)
+    problems: list[str] = field(default_factory=list)
+
+
+def read_pairs(data: bytes, name: str, max_rows: int = MAX_ROWS) -> PairsFile:
+    """Parse an uploaded pairs file; raise DataError only when nothing can be scored."""
+    text = decode_utf8(data, name)
+    if not text.strip():
+        raise DataError(f"{name}: the file is empty")
+    lower = name.lower()
+    if lower.endswith(".jsonl"):
+        records, problems = _jsonl_records(text, name)
+    elif lower.endswith((".csv", ".tsv", ".txt")):
+        records, problems = _delimited_records(text, name, "\t" if lower.endswith(".tsv") else ",")
+    else:
+        raise DataError(f"{name}: unsupported file type; use .csv, .tsv or .jsonl with columns sentence_a, sentence_b")
+    return _clean(records, problems, name, max_rows)
+
+
+def _delimited_records(text: str, name: str, delimiter: str) -> tuple[list[dict], list[str]]:
+    reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        hint = _delimiter_hint(text, delimiter)
+        raise DataError(f"{name}: missing column(s) {', '.join(missing)}; found {header[:6]}{hint}")
+    reader.fieldnames = header
+    return [{**r, "_row": i + 2} for i, r in enumerate(reader)], []  # row 1 is the header
+
+
+def _delimiter_hint(text: str, expected: str) -> str:
+    try:
+        found = csv.Sniffer().sniff(text.splitlines()[0], delimiters=",;\t|").delimiter
+    except csv.Error:
+        return ""
+    if found != expected:
+        names = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
+        return (f"; the file seems to use {names[found]}s as delimiter, expected {names[expected]}s "
+                "(.csv: commas, .tsv: tabs)")
+    return ""
+
+
+def _jsonl_records(text: str, name: str) -> tuple[list[dict], list[str]]:
+    records, problems = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            problems.append(f"row {number}: not valid JSON ({err.msg}); skipped")
+            continue
+        if not isinstance(record, dict):
+            problems.append(f"row {number}: not a JSON object; skipped")
+            continue
+        records.append({**record, "_row": number})
+    if records and all(c not in r for r in records for c in COLUMNS):
+        raise DataError(f"{name}: missing fields {', '.join(COLUMNS)} (found {sorted(records[0])[:6]})")
+    return records, problems
+
+
+def _clean(records: list[dict], problems: list[str], name: str, max_rows: int) -> PairsFile:
+    if len(records) > max_rows:
+        problems.append(f"the file has {len(records):,} rows; only the first {max_rows:,} (the cap) are scored")
+        records = records[:max_rows]
+    rows = []
+    for record in records:
+        number = record["_row"]
+        values = {}
+        for column in COLUMNS:
+            value = record.get(column)
+            value = "" if value is None else str(value).strip()
+            if not value:
+                problems.append(f"row {number}: {column} is empty; skipped")
+                break
+            if len(value) > MAX_SEGMENT_CHARS:
+                problems.append(f"row {number}: {column} has {len(value):,} characters; cut to {MAX_SEGMENT_CHARS:,}")
+                value = value[:MAX_SEGMENT_CHARS]
+            values[column] = " ".join(value.split())
+        else:
+            rows.append(dict(row=number, **values, label=_label(record.get("label"), number, problems)))
+    if not rows:
+        raise DataError(f"{name}: no row has both sentence_a and sentence_b" + (f" ({problems[0]})" if problems else ""))
+    frame = pd.DataFrame(rows)
+    frame["label"] = frame["label"].astype("Int64")
+    return PairsFile(frame, problems)
+
+
+def _label(value: object, number: int, problems: list[str]) -> int | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if str(value).strip() in ("0", "1", "0.0", "1.0"):
+        return int(float(value))
+    problems.append(f"row {number}: label {value!r} is not 0 or 1; scored without a label")
+    return None
+
+
+def pairs_frame(first: Sequence[str], second: Sequence[str], labels: Sequence[int | None] | None = None) -> pd.DataFrame:
+    """Pairs typed in by hand, in the shape read_pairs returns."""
+    labels = labels or [None] * len(first)
+    frame = pd.DataFrame(dict(row=range(1, len(first) + 1), sentence_a=list(first), sentence_b=list(second), label=labels))
+    frame["label"] = frame["label"].astype("Int64")
+    return frame
+
+
+def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFrame, max_len: int = 128) -> pd.DataFrame:
+    """One row per (pair, checkpoint): p_ab = P(label 0 | A->B), p_ba = P(label 0 | B->A),
+    the head's prediction for A->B and, when labelled, whether it is correct."""
+    frames = []
+    for bundle in [bundles] if isinstance(bundles, ModelBundle) else bundles:
+        frame = pairs.copy()
+        frame.insert(0, "checkpoint", bundle.name)
+        frame["head"] = bundle.heads.pair_kind
+        frame["head_status"] = bundle.heads.pair
+        if bundle.heads.pair_usable:
+            model = bundle.model
+            a, b = list(pairs.sentence_a), list(pairs.sentence_b)
+            both = pair_probabilities(model, bundle.tokenizer, a + b, b + a, min(max_len, bundle.spec.max_positions),
+                                      device=bundle.device, dtype=bundle.dtype)
+            frame["p_ab"], frame["p_ba"] = both[: len(a)], both[len(a):]
+            frame["prediction"] = (frame["p_ab"] < 0.5).astype(int)
+            frame["note"] = ""
+        else:
+            frame["p_ab"] = frame["p_ba"] = np.nan
+            frame["prediction"] = pd.NA
+            frame["note"] = f"not scored: pair head {bundle.heads.pair}"
+        frame["correct"] = (frame["prediction"] == frame["label"]).astype("boolean")
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def summarize(scores: pd.DataFrame) -> pd.DataFrame:
+    """Per checkpoint: pairs scored, accuracy on labelled pairs, mean P(label 0) for
+    A->B and B->A, and how often the head prefers A->B over B->A."""
+    rows = []
+    for name, group in scores.groupby("checkpoint", sort=False):
+        labelled = group[group.label.notna() & group.p_ab.notna()]
+        rows.append(dict(checkpoint=name, head=group["head"].iloc[0], head_status=group.head_status.iloc[0],
+                         pairs=int(group.p_ab.notna().sum()),
+                         accuracy=float(labelled.correct.mean()) if len(labelled) else np.nan,
+                         labelled=len(labelled), mean_p_ab=float(group.p_ab.mean()), mean_p_ba=float(group.p_ba.mean()),
+                         prefers_ab=float((group.p_ab > group.p_ba).mean()) if group.p_ab.notna().any() else np.nan))
+    return pd.DataFrame(rows)

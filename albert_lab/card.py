@@ -1,0 +1,39 @@
+"""The model card of a loaded checkpoint, as plain data (the app and CLI render it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from albert_lab.checkpoints import ModelBundle, discover_checkpoints
+from albert_lab.params import count
+
+
+def resolve_checkpoint(name_or_path: str) -> str:
+    """A name listed by discover_checkpoints (e.g. 'albert-sop', 'run:ID') -> its folder;
+    anything else is returned unchanged (a path or hub id)."""
+    for info in discover_checkpoints():
+        if info.name == name_or_path:
+            return str(info.path)
+    return name_or_path
+
+
+def model_card(bundle: ModelBundle) -> dict[str, Any]:
+    report = count(bundle.spec, seq_len=min(512, bundle.spec.max_positions))
+    provenance = dict(bundle.card.get("provenance", {}))
+    if not bundle.card:
+        provenance = {"origin": "no albert_lab.json: provenance unknown (not trained by ALBERT Lab)"}
+    return {
+        "name": bundle.name,
+        "source": bundle.source,
+        "spec": bundle.spec.to_dict(),
+        "spec_label": bundle.spec.label,
+        "params": report.to_dict(),
+        "heads": {"mlm": bundle.heads.mlm, "pair": bundle.heads.pair, "pair_kind": bundle.heads.pair_kind},
+        "warning": bundle.heads.warning,
+        "provenance": provenance,
+        "metrics": bundle.card.get("metrics", {}),
+        "device": str(bundle.device),
+        "dtype": str(bundle.dtype).replace("torch.", ""),
+        "folder": str(Path(bundle.source)) if Path(bundle.source).exists() else None,
+    }

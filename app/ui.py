@@ -1,0 +1,163 @@
+"""Pieces shared by every page: the sidebar (checkpoints, device, dtype), cached
+loaders, an error guard and small chart helpers. Pages stay thin: read widgets, call
+one library function, draw."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from albert_lab.checkpoints import ModelBundle, discover_checkpoints, hub_reachable, load_checkpoint
+from albert_lab.devices import available_devices
+from albert_lab.errors import AlbertLabError
+from albert_lab.paths import allowed_roots, is_within, runs_dir
+
+UPLOAD_LIMIT_BYTES = 5 * 1024 * 1024
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+
+
+# ---- errors ------------------------------------------------------------------------------
+@contextmanager
+def guard(what: str = "") -> Iterator[None]:
+    """Show errors a user can cause as a message in the page, never a traceback; the
+    rest of the page and the session stay usable."""
+    try:
+        yield
+    except AlbertLabError as err:
+        st.error(f"{what + ': ' if what else ''}{err}", icon=":material/error:")
+    except Exception as err:  # noqa: BLE001 - a bug must not take the page down
+        st.error(f"Something went wrong{' while ' + what if what else ''}: {type(err).__name__}: {err}",
+                 icon=":material/bug_report:")
+        with st.expander("Details for a bug report"):
+            st.code(traceback.format_exc())
+
+
+# ---- checkpoints ---------------------------------------------------------------------------
+@st.cache_data(ttl=5, show_spinner=False)
+def available_checkpoints() -> list[dict[str, Any]]:
+    return [{"name": c.name, "path": str(c.path), "origin": c.origin, "label": c.label, "objective": c.objective}
+            for c in discover_checkpoints()]
+
+
+def _stamp(source: str) -> float:
+    weights = Path(source) / "model.safetensors"
+    return weights.stat().st_mtime if weights.is_file() else 0.0
+
+
+@st.cache_resource(max_entries=8, show_spinner="Loading checkpoint ...")
+def _load(source: str, device: str, dtype: str, name: str | None, stamp: float) -> ModelBundle:
+    return load_checkpoint(source, device=device, dtype=dtype, name=name)
+
+
+def load_bundle(source: str, name: str | None = None) -> ModelBundle:
+    """Cached per (checkpoint, its file stamp, device, dtype)."""
+    return _load(source, st.session_state.get("device", "auto"), st.session_state.get("dtype", "float32"), name,
+                 _stamp(source))
+
+
+def selected_sources() -> list[tuple[str, str]]:
+    """(name, source) of the checkpoints picked in the sidebar."""
+    return list(st.session_state.get("selected", []))
+
+
+def selected_bundles(limit: int | None = None) -> list[ModelBundle]:
+    bundles = []
+    for name, source in selected_sources()[:limit]:
+        with guard(f"loading {name}"):
+            bundles.append(load_bundle(source, name))
+    return bundles
+
+
+def check_local_folder(text: str) -> str:
+    """A folder typed into the browser must lie inside the allowed roots."""
+    path = Path(text.strip()).expanduser()
+    if not path.is_absolute():
+        path = (Path.cwd() / path).resolve()
+    roots = allowed_roots()
+    if not is_within(path, roots):
+        raise AlbertLabError(f"{text!r} is outside the folders the app may read ({', '.join(str(r) for r in roots)}); "
+                             "copy the checkpoint into checkpoints/, or list its folder in ALBERT_LAB_ALLOWED_DIRS")
+    return str(path)
+
+
+def sidebar() -> None:
+    """The model picker shared by all pages, plus device and dtype."""
+    found = available_checkpoints()
+    by_name = {c["name"]: c for c in found}
+    extra: dict[str, str] = st.session_state.setdefault("extra_sources", {})
+    options = list(by_name) + [n for n in extra if n not in by_name]
+    default = [c["name"] for c in found if c["origin"] == "shipped"][:4] or options[:1]
+    with st.sidebar:
+        st.markdown("### Checkpoints")
+        picked = st.multiselect("Compare", options, default=[n for n in default if n in options], key="picked",
+                                help="Shipped checkpoints, finished training runs, and folders you add below. "
+                                     "Pages that show one model use the first.")
+        with st.expander("Add a folder or hub id"):
+            text = st.text_input("Folder (inside checkpoints/ or runs/) or hub id", key="add_source")
+            if st.button("Add", key="add_button") and text.strip():
+                with guard("adding"):
+                    _add_source(text, extra)
+        st.session_state["selected"] = [(n, by_name[n]["path"] if n in by_name else extra[n]) for n in picked]
+        devices = ["auto", *available_devices()]
+        st.selectbox("Device", devices, key="device", help="CUDA, then MPS, then CPU when 'auto'")
+        st.selectbox("Precision", ["float32", "bfloat16"], key="dtype",
+                     help="bfloat16 is faster on CPUs with AVX512-BF16/AMX; attributions always run in float32")
+        st.caption("Wikipedia text: CC BY-SA 4.0 (Wikipedia contributors).")
+
+
+def _add_source(text: str, extra: dict[str, str]) -> None:
+    text = text.strip()
+    looks_local = text.startswith((".", "/", "~")) or Path(text).exists() or (Path(text.split("/")[0]).is_dir())
+    if looks_local:
+        source = check_local_folder(text)
+        bundle = load_checkpoint(source, device="cpu")  # validates now, with a clear message
+        name = bundle.name
+    else:
+        if not hub_reachable():
+            raise AlbertLabError(f"{text!r} looks like a hub id, but the model hub is unreachable (offline)")
+        source, name = text, text
+        load_checkpoint(source, device="cpu")
+    extra[name] = source
+    st.session_state["picked"] = [*st.session_state.get("picked", []), name]
+    st.rerun()
+
+
+def need_checkpoints(minimum: int = 1) -> bool:
+    if len(selected_sources()) < minimum:
+        st.info("Pick a checkpoint in the sidebar (shipped ones are listed under 'Compare').", icon=":material/info:")
+        return False
+    return True
+
+
+def active_run() -> bool:
+    from albert_lab.training.runs import list_runs
+
+    return any(r.active for r in list_runs(runs_dir()))
+
+
+# ---- drawing -------------------------------------------------------------------------------
+def paper_note(text: str) -> None:
+    st.markdown(f":material/menu_book: **From the paper.** {text}")
+
+
+def download(frame: pd.DataFrame, name: str, label: str = "Download the data (CSV)") -> None:
+    st.download_button(label, frame.to_csv(index=False).encode(), file_name=name, mime="text/csv",
+                       key=f"download-{name}")
+
+
+def color_for(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def read_upload(uploaded) -> bytes:
+    """Bytes of an uploaded file, refusing files over the size cap."""
+    data = uploaded.getvalue()
+    if len(data) > UPLOAD_LIMIT_BYTES:
+        raise AlbertLabError(f"{uploaded.name} is {len(data) / 1e6:.1f} MB; the limit is {UPLOAD_LIMIT_BYTES / 1e6:.0f} MB")
+    return data

@@ -1,0 +1,84 @@
+"""Shared fixtures: tiny corpora, a tiny tokenizer, tiny models; every test's runs,
+checkpoints and caches live in temporary folders."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+torch.set_num_threads(1)  # fast and deterministic on the 2-core CI machines
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def session_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(autouse=True)
+def isolated_dirs(tmp_path, session_cache, monkeypatch):
+    """Runs and shipped checkpoints go to per-test folders; the cache is shared per session."""
+    monkeypatch.setenv("ALBERT_LAB_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(tmp_path / "checkpoints"))
+    monkeypatch.setenv("ALBERT_LAB_CACHE", str(session_cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    yield
+
+
+@pytest.fixture(scope="session")
+def small_corpus():
+    from albert_lab.data.corpus import load_builtin
+
+    return load_builtin(limit=600)
+
+
+@pytest.fixture(scope="session")
+def tokenizer_dir(tmp_path_factory, small_corpus) -> Path:
+    from albert_lab.tokenizer import train_tokenizer
+
+    out = tmp_path_factory.mktemp("tokenizer")
+    train_tokenizer([s for d in small_corpus.train for s in d.segments], out, vocab_size=1000)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tokenizer(tokenizer_dir):
+    from albert_lab.tokenizer import load_tokenizer
+
+    return load_tokenizer(tokenizer_dir)
+
+
+def tiny_spec(vocab_size: int = 1000, **changes):
+    from albert_lab.spec import ModelSpec
+
+    base = dict(vocab_size=vocab_size, embedding_size=16, hidden_size=32, num_layers=3, num_heads=2, ffn_size=48,
+                max_positions=64)
+    return ModelSpec(**{**base, **changes})
+
+
+@pytest.fixture
+def make_checkpoint(tmp_path, tokenizer):
+    """Save a tiny random model through our saver; returns (folder, model)."""
+    from albert_lab.checkpoints import save_checkpoint
+    from albert_lab.models import build_model
+
+    def make(name: str = "tiny", card: dict | None = None, **spec_changes):
+        spec = tiny_spec(len(tokenizer), **spec_changes)
+        model = build_model(spec, seed=0).eval()
+        folder = save_checkpoint(model, tokenizer, spec, tmp_path / name, card or {"name": name})
+        return folder, model
+
+    return make
+
+
+def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None):
+    """Run `python -m albert_lab ARGS` in a subprocess; returns CompletedProcess."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "albert_lab", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, cwd=str(cwd or ROOT), timeout=600)

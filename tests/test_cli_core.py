@@ -1,0 +1,51 @@
+"""The command line: numbers, JSON, and one-line errors without tracebacks."""
+
+import json
+
+import pytest
+
+from conftest import run_cli
+
+
+def test_params_json_paper_numbers():
+    result = run_cli("params", "--preset", "albert-base", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["total"] == 11_683_584
+    assert data["applied"] > data["total"]
+    assert set(data["by_component"]) >= {"word embeddings", "E->H projection", "attention", "FFN", "pair head"}
+    assert data["flops_per_token"] > 0
+    bert = json.loads(run_cli("params", "--family", "bert", "--vocab", "30522", "--hidden", "768", "--layers", "12",
+                              "--json").stdout)
+    assert bert["total"] == 109_482_240
+
+
+def test_params_text_and_presets():
+    out = run_cli("params", "--preset", "albert-xxlarge").stdout
+    assert "222,595,584" in out
+    presets = json.loads(run_cli("presets", "--json").stdout)
+    assert presets["albert-large"]["total"] == 17_683_968
+
+
+@pytest.mark.parametrize("args, message", [
+    (["params", "--preset", "albert-base", "--groups", "5"], "num_groups: 5 must divide num_layers 12"),
+    (["params", "--preset", "nope"], "unknown preset 'nope'"),
+    (["params", "--hidden", "100", "--heads", "3"], "num_heads"),
+    (["params", "--layers", "0"], "num_layers: must be a positive integer"),
+    (["card", "/definitely/not/here"], "no such folder"),
+    (["card", "albert-base-v2"], "unreachable"),
+])
+def test_errors_are_one_line_with_status_2(args, message, tmp_path):
+    result = run_cli(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_card_of_a_checkpoint(make_checkpoint):
+    folder, _ = make_checkpoint("carded", card={"name": "carded", "metrics": {"sop_acc": 0.9}})
+    data = json.loads(run_cli("card", str(folder), "--json").stdout)
+    assert data["heads"] == {"mlm": "trained", "pair": "trained", "pair_kind": "sop"}
+    assert data["params"]["total_with_heads"] > data["params"]["total"]
+    assert data["metrics"]["sop_acc"] == 0.9

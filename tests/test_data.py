@@ -1,0 +1,174 @@
+"""Corpora, pairs, masking and batches."""
+
+import collections
+
+import numpy as np
+import pytest
+
+from albert_lab.data.batching import PretrainingData, encode_pair
+from albert_lab.data.corpus import load_builtin, make_corpus, parse_documents, split_sentences, Document
+from albert_lab.data.masking import mask_sequence, masking_config, sample_ngram_length
+from albert_lab.data.pairs import check_pairable, create_instances
+from albert_lab.data.tokenized import tokenize_documents
+from albert_lab.errors import DataError
+
+
+def test_sentence_splitting_keeps_abbreviations_and_initials():
+    text = 'J. R. R. Tolkien wrote e.g. The Hobbit. Mr. Smith paid $5.3 million! Why? "Yes." Then (in 1990.) It ended.'
+    assert split_sentences(text) == ["J. R. R. Tolkien wrote e.g. The Hobbit.", "Mr. Smith paid $5.3 million!", "Why?",
+                                     '"Yes."', "Then (in 1990.)", "It ended."]
+
+
+def test_builtin_corpus_and_fixed_heldout():
+    corpus = load_builtin()
+    assert len(corpus.train) + len(corpus.heldout) > 10_000
+    assert 0.04 < len(corpus.heldout) / (len(corpus.train) + len(corpus.heldout)) < 0.06
+    assert "CC BY-SA" in corpus.credit
+    # The held-out set depends on the documents only, not on their order or the rest of the corpus.
+    docs = list(corpus.train + corpus.heldout)
+    reordered = make_corpus("x", docs[::-1])
+    assert {d.title for d in reordered.heldout} == {d.title for d in corpus.heldout}
+
+
+def test_user_files_txt_jsonl_and_bad_bytes():
+    docs = parse_documents(b"First doc. It has two sentences.\n\nSecond doc here. Also two.\n", "c.txt")
+    assert [len(d.segments) for d in docs] == [2, 2]
+    jsonl = b'{"text": "One. Two."}\n\n{"text": "Three. Four.", "title": "t"}\n'
+    assert [d.title for d in parse_documents(jsonl, "c.jsonl")] == ["c.jsonl #1", "t"]
+    with pytest.raises(DataError, match=r"not UTF-8 text \(byte 0xff at line 2"):
+        parse_documents(b"fine\n\xff bad", "c.txt")
+    with pytest.raises(DataError, match="line 1 is not valid JSON"):
+        parse_documents(b"{nope", "c.jsonl")
+    with pytest.raises(DataError, match="no string field 'text'"):
+        parse_documents(b'{"body": "x"}', "c.jsonl")
+    with pytest.raises(DataError, match="empty"):
+        parse_documents(b"\n\n  \n", "c.txt")
+    with pytest.raises(DataError, match="unsupported corpus file type"):
+        parse_documents(b"x", "c.pdf")
+
+
+@pytest.fixture(scope="module")
+def tokenized(small_corpus, tokenizer):
+    return tokenize_documents(small_corpus.train, tokenizer)
+
+
+def test_tokenized_cache_round_trip(small_corpus, tokenizer, tokenized):
+    cached = tokenize_documents(small_corpus.train, tokenizer, cache_key="t")
+    again = tokenize_documents(small_corpus.train, tokenizer, cache_key="t")
+    assert np.array_equal(cached.ids, tokenized.ids) and np.array_equal(again.ids, tokenized.ids)
+    assert np.array_equal(again.document_bounds, tokenized.document_bounds)
+
+
+def test_sop_pairs_are_order_swaps_of_one_document(tokenized):
+    instances = create_instances(tokenized, "sop", 128, np.random.default_rng(0))
+    labels = collections.Counter(i.label for i in instances)
+    assert abs(labels[0] - labels[1]) < 0.1 * len(instances)
+    doc_text = {tuple(tokenized.ids[tokenized.segment_bounds[tokenized.document_bounds[d]]:
+                                    tokenized.segment_bounds[tokenized.document_bounds[d + 1]]])
+                for d in range(tokenized.num_documents)}
+    for inst in instances[:300]:
+        a, b = (inst.tokens_b, inst.tokens_a) if inst.label == 1 else (inst.tokens_a, inst.tokens_b)
+        joined = np.concatenate([a, b])  # original order: a contiguous stretch of one document
+        assert len(a) and len(b) and inst.length <= 128
+        assert any(_contains(doc, joined) for doc in doc_text if len(doc) >= len(joined)), "not contiguous"
+
+
+def _contains(haystack, needle):
+    n = len(needle)
+    return any(haystack[i:i + n] == tuple(needle) for i in range(len(haystack) - n + 1))
+
+
+def test_nsp_negatives_come_from_another_document(tokenized):
+    rng = np.random.default_rng(1)
+    instances = create_instances(tokenized, "nsp", 128, rng)
+    owner = np.searchsorted(tokenized.segment_bounds, np.arange(tokenized.num_tokens), side="right") - 1
+    doc_of_segment = np.searchsorted(tokenized.document_bounds, np.arange(len(tokenized.segment_bounds) - 1), side="right") - 1
+    positions = collections.defaultdict(set)
+    for i, t in enumerate(tokenized.ids.tolist()):
+        positions[t].add(doc_of_segment[owner[i]])
+    assert {0, 1} == {i.label for i in instances}
+    for inst in [i for i in instances if i.label == 0][:200]:
+        assert _docs(inst.tokens_a, positions) & _docs(inst.tokens_b, positions)
+    disjoint = sum(not (_docs(i.tokens_a, positions) & _docs(i.tokens_b, positions)) for i in instances if i.label == 1)
+    assert disjoint >= 0.95 * sum(i.label == 1 for i in instances)
+
+
+def _docs(tokens, positions):
+    """Documents that contain every token of `tokens` (a crude but sound owner test)."""
+    result = None
+    for t in set(tokens.tolist()):
+        result = positions[t] if result is None else result & positions[t]
+    return result or set()
+
+
+def test_unpairable_corpora_are_refused(tokenizer):
+    single = [Document("a", ("Only one sentence here.",)), Document("b", ("Just one too.",))]
+    docs = tokenize_documents(single, tokenizer)
+    with pytest.raises(DataError, match="single segment"):
+        check_pairable(docs, "sop")
+    one_doc = tokenize_documents([Document("a", ("One.", "Two."))], tokenizer)
+    with pytest.raises(DataError, match="at least two documents"):
+        check_pairable(one_doc, "nsp")
+
+
+def test_ngram_lengths_follow_one_over_n(tokenizer):
+    cfg = masking_config(tokenizer)
+    rng = np.random.default_rng(0)
+    counts = collections.Counter(sample_ngram_length(rng, cfg, 3) for _ in range(20_000))
+    for n, p in ((1, 6 / 11), (2, 3 / 11), (3, 2 / 11)):
+        assert abs(counts[n] / 20_000 - p) < 0.01
+    # Realised spans in masked sequences, where the 20-prediction budget shortens a few.
+    used = collections.Counter()
+    words = np.array(tokenizer(" ".join(["alpha beta gamma"] * 60), add_special_tokens=False)["input_ids"])
+    for _ in range(300):
+        used.update(mask_sequence(words, cfg, rng)[3])
+    total = sum(used.values())
+    assert abs(used[1] / total - 6 / 11) < 0.06 and abs(used[3] / total - 2 / 11) < 0.05
+
+
+def test_mask_80_10_10_and_budget(tokenizer):
+    cfg = masking_config(tokenizer)
+    rng = np.random.default_rng(3)
+    tokens, _ = encode_pair(np.arange(5, 65, dtype=np.int32), np.arange(70, 130, dtype=np.int32), 2, 3)
+    outcome = collections.Counter()
+    for _ in range(400):
+        masked, positions, labels, _ = mask_sequence(tokens, cfg, rng)
+        assert len(positions) == min(20, round(0.15 * len(tokens)))
+        assert np.array_equal(labels, tokens[positions])
+        assert not set(positions.tolist()) & {0, 61, len(tokens) - 1}  # never [CLS] / [SEP]
+        for p in positions:
+            outcome["mask" if masked[p] == cfg.mask_id else "kept" if masked[p] == tokens[p] else "random"] += 1
+    total = sum(outcome.values())
+    assert abs(outcome["mask"] / total - 0.8) < 0.02
+    assert abs(outcome["kept"] / total - 0.1) < 0.02 and abs(outcome["random"] / total - 0.1) < 0.02
+
+
+def _data(tokenized, tokenizer, **kw):
+    special = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
+    return PretrainingData(tokenized, "sop", masking_config(tokenizer), special, 64, 8, seed=5, **kw)
+
+
+def test_batches_are_a_pure_function_of_seed_and_step(tokenized, tokenizer):
+    first, second = _data(tokenized, tokenizer), _data(tokenized, tokenizer)
+    late = second.batch(57)  # jump ahead first: no state carried between steps
+    assert all((getattr(late, f) == getattr(first.batch(57), f)).all() for f in ("input_ids", "mlm_positions", "pair_labels"))
+    b = first.batch(0)
+    assert b.input_ids.shape[0] == 8 and (b.input_ids[:, 0] == tokenizer.cls_token_id).all()
+    assert (b.dense_mlm_labels().view(-1)[b.mlm_positions] == b.mlm_labels).all()
+
+
+def test_ranks_split_the_same_global_batch(tokenized, tokenizer):
+    whole = _data(tokenized, tokenizer).batch(3)
+    halves = [_data(tokenized, tokenizer, rank=r, world_size=2).batch(3) for r in (0, 1)]
+    assert sorted(whole.pair_labels.tolist()) == sorted(halves[0].pair_labels.tolist() + halves[1].pair_labels.tolist())
+    assert sum(len(h.mlm_labels) for h in halves) == len(whole.mlm_labels)
+
+
+def test_tokenizer_pair_encoding_matches_training_encoding(tokenizer):
+    a, b = "the river is long.", "it flows to the sea."
+    enc = tokenizer(a, b, return_token_type_ids=True)
+    ids_a = np.array(tokenizer(a, add_special_tokens=False)["input_ids"])
+    ids_b = np.array(tokenizer(b, add_special_tokens=False)["input_ids"])
+    tokens, types = encode_pair(ids_a, ids_b, tokenizer.cls_token_id, tokenizer.sep_token_id)
+    assert enc["input_ids"] == tokens.tolist() and enc["token_type_ids"] == types.tolist()
+    assert tokenizer.unk_token_id not in enc["input_ids"]  # real words, not <unk>

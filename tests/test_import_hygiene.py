@@ -1,0 +1,23 @@
+"""The library never imports streamlit; importing it stays cheap."""
+
+import pkgutil
+import subprocess
+import sys
+
+import albert_lab
+
+
+def test_library_does_not_import_streamlit():
+    modules = [m.name for m in pkgutil.walk_packages(albert_lab.__path__, "albert_lab.") if m.name != "albert_lab.__main__"]
+    assert len(modules) > 20
+    code = ("import importlib, sys\n"
+            f"for m in {modules!r}: importlib.import_module(m)\n"
+            "bad = [m for m in sys.modules if m == 'streamlit' or m.startswith('streamlit.')]\n"
+            "assert not bad, bad\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_params_path_does_not_import_torch():
+    code = "import sys, albert_lab.params, albert_lab.spec, albert_lab.paper; assert 'torch' not in sys.modules"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -1,0 +1,49 @@
+"""LAMB against a step computed by hand; schedule; parameter groups."""
+
+import math
+
+import torch
+
+from albert_lab.training.optim import Lamb, build_optimizer, lr_factor, parameter_groups
+from albert_lab.models import build_model
+from conftest import tiny_spec
+
+
+def test_lamb_matches_hand_computed_step():
+    w = torch.nn.Parameter(torch.tensor([3.0, 4.0]))  # ||w|| = 5
+    w.grad = torch.tensor([0.5, -1.0])
+    opt = Lamb([w], lr=0.1, weight_decay=0.01, eps=1e-6)
+    opt.step()
+    # m = 0.1 g, v = 0.001 g^2 (no bias correction, as in ALBERT's code); update = m / (sqrt(v) + eps) + wd * w
+    g = [0.5, -1.0]
+    update = [0.1 * gi / (math.sqrt(0.001 * gi * gi) + 1e-6) + 0.01 * wi for gi, wi in zip(g, [3.0, 4.0])]
+    ratio = 5.0 / math.hypot(*update)
+    expected = [wi - 0.1 * ratio * ui for wi, ui in zip([3.0, 4.0], update)]
+    assert torch.allclose(w.detach(), torch.tensor(expected), atol=1e-6)
+
+
+def test_lamb_without_adaptation_and_zero_weights():
+    b = torch.nn.Parameter(torch.zeros(2))
+    b.grad = torch.tensor([1.0, -2.0])
+    Lamb([dict(params=[b], weight_decay=0.0, adapt=False)], lr=0.5).step()
+    step = 0.1 / (math.sqrt(0.001) + 1e-6)
+    assert torch.allclose(b.detach(), torch.tensor([-0.5 * step, 0.5 * step]), atol=1e-5)
+    z = torch.nn.Parameter(torch.zeros(3))  # ||w|| = 0 -> ratio 1
+    z.grad = torch.ones(3)
+    Lamb([z], lr=0.1, weight_decay=0.0).step()
+    assert torch.allclose(z.detach(), torch.full((3,), -0.1 * step), atol=1e-5)
+
+
+def test_no_decay_for_layernorm_and_bias():
+    model = build_model(tiny_spec(50))
+    decay, plain = parameter_groups(model, 0.01)
+    names = {id(p): n for n, p in model.named_parameters()}
+    assert all("LayerNorm" in names[id(p)] or "layer_norm" in names[id(p)] or p.ndim == 1 for p in plain["params"])
+    assert all(p.ndim == 2 for p in decay["params"])
+    assert len(decay["params"]) + len(plain["params"]) == len(list(model.parameters()))
+    assert isinstance(build_optimizer(model, "adamw", 1e-3), torch.optim.AdamW)
+
+
+def test_schedule_warms_up_then_decays_to_zero():
+    assert lr_factor(0, 0.0, 10) == 0.1 and lr_factor(9, 0.09, 10) == 1.0
+    assert lr_factor(10, 0.1, 10) == 0.9 and lr_factor(100, 1.0, 10) == 0.0

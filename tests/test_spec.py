@@ -1,0 +1,54 @@
+import pytest
+
+from albert_lab.errors import SpecError
+from albert_lab.spec import PRESETS, ModelSpec
+
+
+def test_defaults_follow_the_paper():
+    spec = ModelSpec(hidden_size=1024, num_layers=24)
+    assert (spec.num_heads, spec.ffn_size, spec.embedding_size) == (16, 4096, 128)
+    assert spec.sharing == "all" and spec.num_groups == 1 and spec.dropout == 0.0
+    assert ModelSpec(family="bert", hidden_size=512, sharing="none").embedding_size == 512
+    assert ModelSpec(sharing="none", num_layers=6).num_groups == 6
+
+
+def test_group_mapping_is_the_reference_codes():
+    spec = ModelSpec(num_layers=12, num_groups=3)
+    assert spec.group_of_layer == [int(i / 12 * 3) for i in range(12)] == [0] * 4 + [1] * 4 + [2] * 4
+
+
+@pytest.mark.parametrize("changes, field, fragment", [
+    (dict(hidden_size=100, num_heads=3), "num_heads", "divisible"),
+    (dict(num_layers=12, num_groups=5), "num_groups", "allowed: [1, 2, 3, 4, 6, 12]"),
+    (dict(sharing="some"), "sharing", "allowed: 'all', 'attention', 'ffn', 'none'"),
+    (dict(objective="mlm"), "objective", "allowed: 'sop', 'nsp', 'none'"),
+    (dict(num_layers=0), "num_layers", "positive integer"),
+    (dict(hidden_size=-8), "hidden_size", "positive integer"),
+    (dict(dropout=1.5), "dropout", "probability"),
+    (dict(family="bert", hidden_size=64, embedding_size=32, sharing="none"), "embedding_size", "E must equal H"),
+    (dict(family="bert", hidden_size=64, sharing="all"), "sharing", "allowed 'none'"),
+    (dict(family="gpt"), "family", "allowed: 'albert', 'bert'"),
+])
+def test_validation_names_field_and_allowed_values(changes, field, fragment):
+    with pytest.raises(SpecError) as err:
+        ModelSpec(**changes)
+    assert err.value.field == field
+    assert str(err.value).startswith(f"{field}: ") and fragment in str(err.value)
+
+
+def test_replace_recomputes_derived_defaults_but_keeps_explicit_ones():
+    base = PRESETS["albert-base"]
+    bigger = base.replace(hidden_size=1024)
+    assert (bigger.num_heads, bigger.ffn_size) == (16, 4096)
+    custom = ModelSpec(hidden_size=256, num_heads=2).replace(num_layers=3)
+    assert custom.num_heads == 2
+    assert base.replace(sharing="none").num_groups == 12
+
+
+def test_round_trip_and_presets():
+    for name, spec in PRESETS.items():
+        assert ModelSpec.from_dict(spec.to_dict()) == spec, name
+    with pytest.raises(SpecError, match="unknown preset 'albert-huge'; allowed: bert-base"):
+        ModelSpec.from_name("albert-huge")
+    with pytest.raises(SpecError, match="unknown field"):
+        ModelSpec.from_dict({"hidden": 3})

@@ -1,0 +1,189 @@
+"""Training runs: run folders, checkpoints, faults, bad input."""
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from albert_lab.checkpoints import load_checkpoint, recover_checkpoint_dir
+from albert_lab.errors import AlbertLabError, DataError, RunError, SpecError
+from albert_lab.training.config import TrainConfig
+from albert_lab.training.jobs import cancel_run, create_run, resume_run, start_run
+from albert_lab.training.runs import list_runs, read_jsonl, read_run
+from albert_lab.training.worker import run_worker
+
+from conftest import run_cli, tiny_spec
+
+CORPUS = "wiki-vital[:600]"
+
+
+def config(**changes) -> TrainConfig:
+    base = dict(spec=tiny_spec(1000, num_layers=2, hidden_size=32).to_dict(), corpus=CORPUS, vocab_size=1000,
+                max_seq_len=64, batch_size=8, max_steps=20, warmup_steps=5, lr=2e-3, log_every=5, eval_every=10,
+                eval_limit=32, checkpoint_every=10, gradflow_every=10, seed=0, threads=1)
+    return TrainConfig(**{**base, **changes})
+
+
+def wait_for(predicate, timeout=120.0, what="condition"):
+    end = time.time() + timeout
+    while time.time() < end:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_twenty_steps_write_the_run_folder_and_a_loadable_checkpoint(tmp_path):
+    run_dir, _ = create_run(config(name="smoke"))
+    assert run_worker(run_dir) == "succeeded"
+    assert {"run.json", "metrics.jsonl", "gradflow.jsonl", "checkpoint", "log.txt"} <= {p.name for p in run_dir.iterdir()}
+    info = read_run(run_dir)
+    assert info.status == "succeeded" and info.step == 20
+    train_rows = [m for m in info.metrics() if m["kind"] == "train"]
+    assert [m["step"] for m in train_rows] == [1, 5, 10, 15, 20]
+    assert all(m["tokens_per_s"] > 0 and 0 <= m["mlm_acc"] <= 1 for m in train_rows)
+    final = [m for m in info.metrics() if m.get("final")][0]
+    assert {"eval_mlm_acc", "eval_nsp_acc", "eval_sop_acc", "eval_sop_interior_acc"} <= set(final)
+    snapshots = info.gradflow()
+    assert [s["step"] for s in snapshots] == [10, 20]
+    assert {r["view"] for r in snapshots[0]["rows"]} == {"per_application", "shared_sum", "hidden", "outside"}
+    bundle = load_checkpoint(run_dir / "checkpoint")
+    assert bundle.heads.pair == "trained" and bundle.spec.num_layers == 2
+    provenance = bundle.card["provenance"]
+    assert provenance["steps"] == 20 and provenance["seed"] == 0 and provenance["wall_time_s"] > 0
+    assert "CC BY-SA" in provenance["corpus_credit"]
+
+
+def test_loss_decreases_with_a_fixed_seed():
+    run_dir, _ = create_run(config(max_steps=120, log_every=20, eval_every=1000, gradflow_every=1000,
+                                   checkpoint_every=1000, lr=5e-3, warmup_steps=10))
+    assert run_worker(run_dir) == "succeeded"
+    losses = [m["loss"] for m in read_run(run_dir).metrics() if m["kind"] == "train"]
+    assert losses[-1] < losses[0] - 1.0, losses
+
+
+def _wait_step(run_dir: Path, step: int) -> None:
+    wait_for(lambda: any(m.get("step", 0) >= step for m in read_jsonl(run_dir / "metrics.jsonl")), what=f"step {step}")
+
+
+@pytest.mark.slow
+def test_kill_9_then_resume_continues_from_the_checkpoint():
+    info = start_run(config(max_steps=60, checkpoint_every=10, eval_every=1000, gradflow_every=1000))
+    run_dir = info.path
+    _wait_step(run_dir, 25)
+    pid = read_run(run_dir).raw["pid"]
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: read_run(run_dir).status == "failed", what="failed status")
+    dead = read_run(run_dir)
+    assert "ended without finishing" in dead.message
+    saved = load_checkpoint(run_dir / "checkpoint")  # complete, never partial
+    saved_step = saved.card["provenance"]["steps"]
+    assert saved_step >= 20 and saved_step % 10 == 0
+    assert not [p for p in run_dir.iterdir() if p.name.startswith(".checkpoint")]  # tmp folders are hidden or gone
+    resume_run(run_dir)
+    wait_for(lambda: read_run(run_dir).status == "succeeded", timeout=240, what="resumed run to finish")
+    steps = [m["step"] for m in read_run(run_dir).metrics() if m["kind"] == "train"]
+    after = steps[steps.index(max(s for s in steps if s <= 25)) + 1:]
+    assert min(after) > saved_step and max(steps) == 60
+    assert "resumed from" in (run_dir / "log.txt").read_text()
+
+
+def test_resumed_run_matches_an_uninterrupted_one():
+    straight, _ = create_run(config(max_steps=20, name="straight", eval_every=1000, gradflow_every=1000))
+    run_worker(straight)
+    split, _ = create_run(config(max_steps=20, name="split", eval_every=1000, gradflow_every=1000))
+    # Stop the run at step 10 (its checkpoint), then resume to 20.
+    (split / "run.json").write_text(json.dumps({**json.loads((split / "run.json").read_text()),
+                                               "config": config(max_steps=10, name="split").to_dict()}))
+    run_worker(split)
+    data = json.loads((split / "run.json").read_text())
+    data["config"]["max_steps"] = 20
+    data["status"] = "cancelled"
+    (split / "run.json").write_text(json.dumps(data))
+    resume_run(split, foreground=True)
+    a = {m["step"]: m["loss"] for m in read_run(straight).metrics() if m["kind"] == "train"}
+    b = {m["step"]: m["loss"] for m in read_run(split).metrics() if m["kind"] == "train"}
+    assert abs(a[20] - b[20]) < 1e-4 * max(1.0, abs(a[20]))
+
+
+def test_cancel_saves_and_ends_cancelled():
+    info = start_run(config(max_steps=100_000, checkpoint_every=10_000, eval_every=10_000, gradflow_every=10_000))
+    _wait_step(info.path, 5)
+    cancel_run(info.path)
+    wait_for(lambda: read_run(info.path).status == "cancelled", what="cancelled status")
+    assert load_checkpoint(info.path / "checkpoint").card["provenance"]["steps"] >= 5
+    with pytest.raises(RunError, match="only queued or running runs can be cancelled"):
+        cancel_run(info.path)
+
+
+def test_second_run_waits_in_the_queue():
+    first = start_run(config(max_steps=100_000, name="first", eval_every=10_000, gradflow_every=10_000,
+                             checkpoint_every=10_000))
+    _wait_step(first.path, 1)
+    second = start_run(config(max_steps=5, name="second"))
+    time.sleep(3)
+    assert read_run(second.path).status == "queued"
+    cancel_run(first.path)
+    wait_for(lambda: read_run(second.path).status == "succeeded", what="queued run to run")
+    assert [r.status for r in list_runs(first.path.parent)] == ["succeeded", "cancelled"]
+
+
+def test_corrupted_metrics_line_is_skipped(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"kind": "train", "step": 1}\n{"kind": "tra\n[1, 2]\n{"kind": "train", "step": 2}\n')
+    assert [r["step"] for r in read_jsonl(path)] == [1, 2]
+
+
+def test_interrupted_checkpoint_swap_is_recovered(tmp_path):
+    folder = tmp_path / "checkpoint"
+    old = tmp_path / ".checkpoint.old-123"
+    old.mkdir()
+    (old / "config.json").write_text("{}")
+    (tmp_path / ".checkpoint.tmp-9").mkdir()
+    recover_checkpoint_dir(folder)
+    assert (folder / "config.json").is_file() and not old.exists() and not (tmp_path / ".checkpoint.tmp-9").exists()
+
+
+@pytest.mark.parametrize("changes, error, message", [
+    (dict(lr=0.0), RunError, "lr: learning rate must be positive"),
+    (dict(spec=tiny_spec(1000, num_layers=0).to_dict() if False else {**tiny_spec().to_dict(), "num_layers": 0}),
+     SpecError, "num_layers: must be a positive integer"),
+    (dict(vocab_size=50_000), DataError, "larger than this corpus supports"),
+    (dict(max_seq_len=4096), RunError, "max_seq_len"),
+])
+def test_bad_config_fails_before_any_run_folder(changes, error, message, tmp_path):
+    with pytest.raises(error, match=message):
+        create_run(config(**changes))
+    runs = Path(os.environ["ALBERT_LAB_RUNS"])
+    assert not runs.exists() or not [p for p in runs.iterdir() if not p.name.startswith(".train")]
+
+
+def test_bad_corpora_fail_before_any_run_folder(tmp_path):
+    cases = {
+        "empty.txt": (b"\n\n", "empty"),
+        "single.txt": (b"Only one sentence.\n\nAnother lonely one.\n", "single segment"),
+        "latin1.txt": ("Caf\u00e9 au lait. Tr\u00e8s bien.".encode("latin-1"), "not UTF-8"),
+    }
+    for name, (data, message) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(AlbertLabError, match=message):
+            create_run(config(corpus=str(path), vocab_size=100))
+    runs = Path(os.environ["ALBERT_LAB_RUNS"])
+    assert not runs.exists() or not [p for p in runs.iterdir() if not p.name.startswith(".")]
+
+
+def test_unwritable_runs_folder(tmp_path):
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where a folder should be")
+    with pytest.raises(RunError, match="cannot write runs"):
+        create_run(config(), root=blocked / "runs")
+
+
+def test_cli_train_bad_input_is_one_line(tmp_path):
+    result = run_cli("train", "--preset", "lab-tiny", "--lr", "-1", "--corpus", CORPUS, "--steps", "5")
+    assert result.returncode == 2 and "lr: learning rate must be positive" in result.stderr
+    assert "Traceback" not in result.stderr
