@@ -268,13 +268,13 @@ def save_checkpoint(model: PretrainingModel, tokenizer: Any, spec: ModelSpec, ou
 
 
 def recover_checkpoint_dir(out: Path) -> None:
-    """Undo a save interrupted between its two renames: bring the old copy back."""
-    if not out.exists():
-        olds = sorted(out.parent.glob(f".{out.name}.old-*"), key=lambda p: p.stat().st_mtime)
-        if olds:
-            os.replace(olds[-1], out)
-    for tmp in out.parent.glob(f".{out.name}.tmp-*"):
-        shutil.rmtree(tmp, ignore_errors=True)
+    """Clean up after a save that was killed: if it died between its two renames, bring
+    the old copy back; then remove half-written (.tmp-*) and superseded (.old-*) copies."""
+    olds = sorted(out.parent.glob(f".{out.name}.old-*"), key=lambda p: p.stat().st_mtime)
+    if not out.exists() and olds:
+        os.replace(olds.pop(), out)
+    for stale in [*olds, *out.parent.glob(f".{out.name}.tmp-*")]:
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 def _fsync_tree(folder: Path) -> None:

@@ -150,6 +150,26 @@ def cmd_card(args: argparse.Namespace) -> int:
     return 0
 
 
+def _app_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("streamlit_args", nargs="*", help="further arguments for `streamlit run`")
+
+
+@command("app", "start the workbench in the browser (streamlit run app/main.py)")(_app_arguments)
+def cmd_app(args: argparse.Namespace) -> int:
+    import os
+    import subprocess
+
+    from albert_lab.paths import PROJECT_ROOT
+
+    entry = PROJECT_ROOT / "app" / "main.py"
+    if not entry.is_file():
+        raise AlbertLabError(f"{entry} not found: run from a checkout of ALBERT Lab")
+    print(f"ALBERT Lab: http://localhost:{args.port}", file=sys.stderr)
+    command = [sys.executable, "-m", "streamlit", "run", str(entry), "--server.port", str(args.port), *args.streamlit_args]
+    return subprocess.call(command, cwd=PROJECT_ROOT, env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
+
+
 # ---- entry point ---------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     _register_other_commands()

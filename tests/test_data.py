@@ -63,19 +63,29 @@ def test_sop_pairs_are_order_swaps_of_one_document(tokenized):
     instances = create_instances(tokenized, "sop", 128, np.random.default_rng(0))
     labels = collections.Counter(i.label for i in instances)
     assert abs(labels[0] - labels[1]) < 0.1 * len(instances)
-    doc_text = {tuple(tokenized.ids[tokenized.segment_bounds[tokenized.document_bounds[d]]:
-                                    tokenized.segment_bounds[tokenized.document_bounds[d + 1]]])
-                for d in range(tokenized.num_documents)}
+    b = tokenized.segment_bounds
+    doc_text = [tokenized.ids[b[tokenized.document_bounds[d]]:b[tokenized.document_bounds[d + 1]]].astype(np.int32).tobytes()
+                for d in range(tokenized.num_documents)]
     for inst in instances[:300]:
         a, b = (inst.tokens_b, inst.tokens_a) if inst.label == 1 else (inst.tokens_a, inst.tokens_b)
-        joined = np.concatenate([a, b])  # original order: a contiguous stretch of one document
         assert len(a) and len(b) and inst.length <= 128
-        assert any(_contains(doc, joined) for doc in doc_text if len(doc) >= len(joined)), "not contiguous"
+        # In the original order, A and B are contiguous runs of one document with A first
+        # (truncation may trim A's end or B's start, so A + B need not be contiguous).
+        assert any(_ordered(doc, a, b) for doc in doc_text if len(doc) >= 4 * (len(a) + len(b))), "not A-before-B in one document"
 
 
-def _contains(haystack, needle):
-    n = len(needle)
-    return any(haystack[i:i + n] == tuple(needle) for i in range(len(haystack) - n + 1))
+def _find(haystack: bytes, needle: np.ndarray, start: int = 0) -> list[int]:
+    """Token offsets (4-byte aligned matches) of `needle` in `haystack`."""
+    pattern, found, at = needle.astype(np.int32).tobytes(), [], start * 4
+    while (at := haystack.find(pattern, at)) != -1:
+        if at % 4 == 0:
+            found.append(at // 4)
+        at += 1
+    return found
+
+
+def _ordered(doc, a, b):
+    return any(_find(doc, b, i + len(a)) for i in _find(doc, a))
 
 
 def test_nsp_negatives_come_from_another_document(tokenized):
@@ -101,14 +111,14 @@ def _docs(tokens, positions):
     return result or set()
 
 
-def test_unpairable_corpora_are_refused(tokenizer):
-    single = [Document("a", ("Only one sentence here.",)), Document("b", ("Just one too.",))]
-    docs = tokenize_documents(single, tokenizer)
+def test_unpairable_corpora_are_refused():
     with pytest.raises(DataError, match="single segment"):
-        check_pairable(docs, "sop")
-    one_doc = tokenize_documents([Document("a", ("One.", "Two."))], tokenizer)
+        check_pairable([1, 1], "sop")
     with pytest.raises(DataError, match="at least two documents"):
-        check_pairable(one_doc, "nsp")
+        check_pairable([2], "nsp")
+    with pytest.raises(DataError, match="no text"):
+        check_pairable([], "none")
+    check_pairable([1, 3], "sop")
 
 
 def test_ngram_lengths_follow_one_over_n(tokenizer):
@@ -117,13 +127,19 @@ def test_ngram_lengths_follow_one_over_n(tokenizer):
     counts = collections.Counter(sample_ngram_length(rng, cfg, 3) for _ in range(20_000))
     for n, p in ((1, 6 / 11), (2, 3 / 11), (3, 2 / 11)):
         assert abs(counts[n] / 20_000 - p) < 0.01
-    # Realised spans in masked sequences, where the 20-prediction budget shortens a few.
+    # Realised spans of whole words in a masked sequence. With a budget that rarely binds
+    # they follow 1/n; under the paper's cap of 20 predictions, longer n-grams that would
+    # overflow it are shortened (as in the reference code), which favours unigrams.
+    from dataclasses import replace
+
+    words = np.array(tokenizer(" ".join(["the"] * 2000), add_special_tokens=False)["input_ids"])
+    assert len(words) == 2000  # one piece per word
     used = collections.Counter()
-    words = np.array(tokenizer(" ".join(["alpha beta gamma"] * 60), add_special_tokens=False)["input_ids"])
-    for _ in range(300):
-        used.update(mask_sequence(words, cfg, rng)[3])
+    for _ in range(5):
+        used.update(mask_sequence(words, replace(cfg, max_predictions=10_000), rng)[3])
     total = sum(used.values())
-    assert abs(used[1] / total - 6 / 11) < 0.06 and abs(used[3] / total - 2 / 11) < 0.05
+    for n, p in ((1, 6 / 11), (2, 3 / 11), (3, 2 / 11)):
+        assert abs(used[n] / total - p) < 0.04, (n, used)
 
 
 def test_mask_80_10_10_and_budget(tokenizer):
@@ -131,7 +147,7 @@ def test_mask_80_10_10_and_budget(tokenizer):
     rng = np.random.default_rng(3)
     tokens, _ = encode_pair(np.arange(5, 65, dtype=np.int32), np.arange(70, 130, dtype=np.int32), 2, 3)
     outcome = collections.Counter()
-    for _ in range(400):
+    for _ in range(250):
         masked, positions, labels, _ = mask_sequence(tokens, cfg, rng)
         assert len(positions) == min(20, round(0.15 * len(tokens)))
         assert np.array_equal(labels, tokens[positions])
@@ -139,8 +155,8 @@ def test_mask_80_10_10_and_budget(tokenizer):
         for p in positions:
             outcome["mask" if masked[p] == cfg.mask_id else "kept" if masked[p] == tokens[p] else "random"] += 1
     total = sum(outcome.values())
-    assert abs(outcome["mask"] / total - 0.8) < 0.02
-    assert abs(outcome["kept"] / total - 0.1) < 0.02 and abs(outcome["random"] / total - 0.1) < 0.02
+    assert abs(outcome["mask"] / total - 0.8) < 0.02  # 5,000 predictions: 3 standard errors
+    assert abs(outcome["kept"] / total - 0.1) < 0.015 and abs(outcome["random"] / total - 0.1) < 0.015
 
 
 def _data(tokenized, tokenizer, **kw):

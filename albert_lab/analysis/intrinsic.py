@@ -102,6 +102,7 @@ def pair_probabilities(model, tokenizer, first: Sequence[str], second: Sequence[
     P(is next) for an NSP head. Pairs are batched by length."""
     device = device or next(model.parameters()).device
     parts = Parts.of(model)
+    max_len = min(max_len, model.config.max_position_embeddings)
     lengths = approximate_lengths(tokenizer, first, second, max_len)
     out = np.empty(len(first), dtype=np.float64)
     for idx in length_batches(lengths):
@@ -120,6 +121,7 @@ def mlm_accuracy(model, tokenizer, first: Sequence[str], second: Sequence[str], 
     80/10/10), drawn with a fixed seed. Returns (accuracy, number of predictions)."""
     device = next(model.parameters()).device
     parts = Parts.of(model)
+    max_len = min(max_len, model.config.max_position_embeddings)
     cfg = masking_config(tokenizer)
     rng = np.random.default_rng(seed)
     enc = tokenizer(list(first), list(second), truncation="longest_first", max_length=max_len,

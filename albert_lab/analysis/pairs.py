@@ -154,11 +154,11 @@ def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFram
             both = pair_probabilities(model, bundle.tokenizer, a + b, b + a, min(max_len, bundle.spec.max_positions),
                                       device=bundle.device, dtype=bundle.dtype)
             frame["p_ab"], frame["p_ba"] = both[: len(a)], both[len(a):]
-            frame["prediction"] = (frame["p_ab"] < 0.5).astype(int)
+            frame["prediction"] = (frame["p_ab"] < 0.5).astype("Int64")
             frame["note"] = ""
         else:
             frame["p_ab"] = frame["p_ba"] = np.nan
-            frame["prediction"] = pd.NA
+            frame["prediction"] = pd.array([pd.NA] * len(frame), dtype="Int64")
             frame["note"] = f"not scored: pair head {bundle.heads.pair}"
         frame["correct"] = (frame["prediction"] == frame["label"]).astype("boolean")
         frames.append(frame)

@@ -140,8 +140,8 @@ def batch_from_documents(docs, tokenizer, objective: Objective, max_seq_len: int
     from albert_lab.data.pairs import check_pairable
     from albert_lab.data.tokenized import tokenize_documents
 
+    check_pairable([len(d.segments) for d in docs], objective, "the text")
     tokenized = tokenize_documents(docs, tokenizer)
-    check_pairable(tokenized, objective, "the text")
     rng = np.random.default_rng(seed)
     instances = create_instances(tokenized, objective, max_seq_len, rng, short_seq_prob=0.0)
     if not instances:

@@ -39,15 +39,16 @@ class Instance:
         return len(self.tokens_a) + len(self.tokens_b) + (3 if len(self.tokens_b) else 2)
 
 
-def check_pairable(docs: TokenizedDocs, objective: Objective, name: str = "corpus") -> None:
-    """Raise a clear error when no pair can be made (before any run starts)."""
-    if docs.num_documents == 0 or docs.num_tokens == 0:
+def check_pairable(segment_counts: list[int], objective: Objective, name: str = "corpus") -> None:
+    """Raise a clear error when no pair can be made, from the number of segments of each
+    document (checked on the raw corpus, before a tokenizer is trained or a run starts)."""
+    if not segment_counts or not any(segment_counts):
         raise DataError(f"{name}: no text to train on")
-    multi = sum(docs.num_segments(d) >= 2 for d in range(docs.num_documents))
+    multi = sum(count >= 2 for count in segment_counts)
     if objective == "sop" and multi == 0:
         raise DataError(f"{name}: every document has a single segment, so no sentence-order pairs can be made; "
                         "documents need two or more sentences")
-    if objective == "nsp" and docs.num_documents < 2:
+    if objective == "nsp" and len(segment_counts) < 2:
         raise DataError(f"{name}: NSP needs at least two documents (negatives come from another document)")
 
 

@@ -161,8 +161,8 @@ class Trainer:
             tokens = batch.num_tokens * self.dist.world_size
             p = self.progress
             p.step, p.tokens, p.elapsed = p.step + 1, p.tokens + tokens, p.elapsed + now - last
-            p.add(time=now - last, tokens=tokens, steps=1, loss=loss, mlm_loss=float(out.mlm_loss),
-                  pair_loss=float(out.pair_loss), grad_norm=float(grad_norm), mlm_hits=float(out.mlm_correct),
+            p.add(time=now - last, tokens=tokens, steps=1, loss=loss, mlm_loss=float(out.mlm_loss.detach()),
+                  pair_loss=float(out.pair_loss.detach()), grad_norm=float(grad_norm), mlm_hits=float(out.mlm_correct),
                   mlm_n=out.mlm_count, pair_hits=float(out.pair_correct), pair_n=out.pair_count)
             if self.dist.is_main:
                 self._periodic(batch, lr)
@@ -242,6 +242,8 @@ class Trainer:
         scalars = load_trainer_state(checkpoint, self.optimizer)
         self.progress.step, self.progress.tokens = int(scalars["step"]), int(scalars["tokens"])
         self.progress.elapsed = float(scalars["elapsed"])
+        if self.dist.is_main:
+            self._metrics({"kind": "resume", "step": self.progress.step})
         _log(f"resumed from {checkpoint} at step {self.progress.step}")
 
 

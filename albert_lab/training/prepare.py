@@ -38,6 +38,7 @@ class Prepared:
 def prepare(config: TrainConfig) -> Prepared:
     config.validate()
     corpus = load_corpus(config.corpus)
+    check_pairable([len(d.segments) for d in corpus.train], config.objective, corpus.name)
     tokenizer_dir = Path(config.tokenizer) if config.tokenizer else cached_tokenizer_dir(corpus, config)
     if config.tokenizer:
         if not tokenizer_dir.is_dir():
@@ -57,7 +58,6 @@ def prepare(config: TrainConfig) -> Prepared:
         tokenizer = load_tokenizer(tokenizer_dir)
     spec = config.model_spec().replace(vocab_size=len(tokenizer))
     docs = tokenize_documents(corpus.train, tokenizer, cache_key=f"{corpus.fingerprint}-train")
-    check_pairable(docs, config.objective, corpus.name)
     pairs = len(create_instances(docs, config.objective, config.max_seq_len, np.random.default_rng([config.seed, 0]),
                                  config.short_seq_prob))
     if pairs < config.batch_size:
