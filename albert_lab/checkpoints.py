@@ -215,17 +215,21 @@ def _load_from_hub(hub_id: str) -> tuple[Any, PretrainingModel, set[str], Any]:
 
 
 def head_status(spec: ModelSpec, missing: set[str], card: dict[str, Any]) -> HeadStatus:
-    def state(prefix: str, trained: bool) -> HeadState:
+    """Missing weights win; then what the card records (the training loop writes
+    `heads`); then the objective the card names; without a card, 'present'."""
+    recorded = card.get("heads", {})
+
+    def state(prefix: str, head: str, trained: bool) -> HeadState:
         if any(k.startswith(prefix) for k in missing):
             return "missing"
         if not card:
             return "present"
-        return "trained" if trained else "untrained"
+        return recorded.get(head) or ("trained" if trained else "untrained")
 
     objective = spec.objective
     kind: Literal["sop", "nsp"] = objective if objective in ("sop", "nsp") else ("sop" if spec.family == "albert" else "nsp")
-    return HeadStatus(mlm=state(MLM_KEYS[spec.family], True), pair=state(PAIR_KEYS[spec.family], objective != "none"),
-                      pair_kind=kind)
+    return HeadStatus(mlm=state(MLM_KEYS[spec.family], "mlm", True),
+                      pair=state(PAIR_KEYS[spec.family], "pair", objective != "none"), pair_kind=kind)
 
 
 def read_card(folder: Path) -> dict[str, Any]:

@@ -82,3 +82,24 @@ def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None):
 
     return subprocess.run([sys.executable, "-m", "albert_lab", *args], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, cwd=str(cwd or ROOT), timeout=600)
+
+
+@pytest.fixture(scope="session")
+def shipped(tmp_path_factory, tokenizer) -> Path:
+    """A checkpoints folder like the real one: tiny ALBERT (SOP) and BERT (NSP) models and
+    a hub-style ALBERT saved without SOP head weights."""
+    from transformers import AlbertConfig, AlbertForMaskedLM
+
+    from albert_lab.checkpoints import save_checkpoint
+    from albert_lab.models import build_model
+
+    root = tmp_path_factory.mktemp("shipped")
+    for name, changes in {"albert-sop": dict(num_layers=3),
+                          "bert-nsp": dict(family="bert", embedding_size=32, sharing="none", objective="nsp")}.items():
+        spec = tiny_spec(len(tokenizer), **changes)
+        save_checkpoint(build_model(spec, seed=0), tokenizer, spec, root / name, {"name": name})
+    config = AlbertConfig(vocab_size=len(tokenizer), embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                          num_attention_heads=2, intermediate_size=48, max_position_embeddings=64)
+    AlbertForMaskedLM(config).save_pretrained(root / "hub-albert")
+    tokenizer.save_pretrained(root / "hub-albert")
+    return root

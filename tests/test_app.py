@@ -1,0 +1,143 @@
+"""Every page through Streamlit's AppTest, on tiny checkpoints: what it shows, uploads,
+and bad input shown as messages (never exceptions)."""
+
+import time
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from albert_lab.params import count
+from albert_lab.training.runs import list_runs
+
+from conftest import ROOT, tiny_spec
+
+MAIN = str(ROOT / "app" / "main.py")
+PAIRS_CSV = (b"sentence_a,sentence_b,label\n"
+             b"The Nile is a river in Africa.,It flows north into the Mediterranean Sea.,0\n"
+             b"It flows north into the Mediterranean Sea.,The Nile is a river in Africa.,1\n"
+             b",A row without its first sentence.,0\n")
+
+
+@pytest.fixture
+def app(shipped, monkeypatch):
+    monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(shipped))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def goto(at: AppTest, page: str) -> AppTest:
+    at.switch_page(f"../pages/{page}.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def charts(at: AppTest) -> list:
+    return at.get("plotly_chart")
+
+
+def test_model_card(app):
+    assert app.title[0].value == "Model card"
+    assert app.sidebar.multiselect(key="picked").value == ["albert-sop", "bert-nsp", "hub-albert"]
+    expected = count(tiny_spec(1000, num_layers=3)).total
+    assert app.metric[0].value == f"{expected / 1e6:.2f}M"
+    assert len(charts(app)) == 1 and not app.warning
+    app.selectbox(key="card_checkpoint").set_value("hub-albert").run()
+    assert any("SOP head weights are missing" in w.value for w in app.warning)
+    tables = [t.value for t in app.table]
+    assert any((t["status"] == "missing").any() for t in tables if "status" in t)
+
+
+def test_parameters(app):
+    at = goto(app, "parameters")
+    assert at.metric[0].value == "11,683,584"  # albert-base, the default preset
+    frames = [d.value for d in at.dataframe]
+    table1 = next(f for f in frames if "paper speedup" in f)
+    assert table1.set_index("model").loc["albert-base", "exact params"] == 11_683_584
+    assert len(charts(at)) == 3  # calculator bars, params curve, FLOPs curve
+    at.number_input(key="groups-albert-base").set_value(5).run()
+    assert any("num_groups: 5 must divide num_layers 12" in e.value for e in at.error)
+
+
+def test_oscillation(app):
+    at = goto(app, "oscillation")
+    assert len(charts(at)) == 2  # curves + similarity heatmap
+    verdicts = [m.value for m in at.markdown if m.value.startswith("**") and "roughness" in m.value]
+    assert len(verdicts) == 3 and all(("oscillating" in v) or ("converging" in v) for v in verdicts)
+    at.radio(key="osc_input").set_value("My text").run()
+    at.text_area(key="osc_text").set_value("   ").run()
+    assert not at.exception and any("no text" in e.value for e in at.error)
+
+
+def test_gradient_flow(app):
+    at = goto(app, "gradient_flow")
+    assert len(charts(at)) >= 3
+    outside = at.dataframe[0].value
+    assert {"embeddings", "E->H projection", "MLM head", "pair head"} <= set(outside.component)
+    assert (outside.mean_abs > 0).all()
+
+
+def test_sentence_pairs_upload_and_bad_files(app):
+    at = goto(app, "sentence_pairs")
+    typed = at.dataframe[0].value
+    assert set(typed.checkpoint) == {"albert-sop", "bert-nsp", "hub-albert"}
+    assert typed[typed.checkpoint == "hub-albert"].p_ab.isna().all()
+    assert any("not scored: pair head missing" in w.value for w in at.warning)
+    at.file_uploader(key="pairs_file").set_value(("pairs.csv", PAIRS_CSV, "text/csv"))
+    at.run()
+    assert any("row 4: sentence_a is empty; skipped" in w.value for w in at.warning)
+    summary = next(d.value for d in at.dataframe if "accuracy" in d.value)
+    assert summary.set_index("checkpoint").loc["albert-sop", "labelled"] == 2
+    scores = next(d.value for d in at.dataframe if "p_ab" in d.value and len(d.value) == 6)
+    scored = scores[scores.checkpoint != "hub-albert"]
+    assert scored.p_ab.between(0, 1).all() and scored.p_ba.between(0, 1).all()
+    at.file_uploader(key="pairs_file").set_value(("bad.csv", b"sentence_a;sentence_b\nx;y\n", "text/csv"))
+    at.run()
+    assert any("semicolons as delimiter" in e.value for e in at.error) and not at.exception
+    at.file_uploader(key="pairs_file").set_value(("latin.csv", b"sentence_a,sentence_b\ncaf\xe9,x\n", "text/csv"))
+    at.run()
+    assert any("not UTF-8" in e.value for e in at.error)
+
+
+def test_training_form_and_live_run(app, small_corpus):
+    at = goto(app, "training")
+    at.number_input(key="tr_lr").set_value(0.0)
+    next(b for b in at.button if b.label == "Start training").click().run()
+    assert any("lr: learning rate must be positive" in e.value for e in at.error)
+    text = "\n\n".join(" ".join(d.segments) for d in small_corpus.train[:80])
+    corpus = ("corpus.txt", text.encode(), "text/plain")
+    at.radio(key="tr_corpus").set_value("Upload .txt / .jsonl")
+    at.file_uploader(key="tr_upload").set_value(corpus)
+    for key, value in (("tr_lr", 0.003), ("tr_steps", 6), ("tr_batch", 4), ("tr_vocab", 100), ("tr_seq", 64)):
+        at.number_input(key=key).set_value(value)
+    at.number_input(key="tr_h").set_value(32)
+    at.number_input(key="tr_l").set_value(2)
+    at.number_input(key="tr_heads").set_value(2)
+    next(b for b in at.button if b.label == "Start training").click().run()
+    assert not at.error, [e.value for e in at.error]
+    assert any("started" in s.value for s in at.success)
+    deadline = time.time() + 120
+    while time.time() < deadline and any(r.active for r in list_runs(Path(__import__("os").environ["ALBERT_LAB_RUNS"]))):
+        time.sleep(0.5)
+    at.run()
+    assert any(":material/check_circle:" in m.value and "succeeded" in m.value for m in at.markdown)
+    assert any("run:" in c.value for c in at.caption)  # now selectable in the sidebar
+
+
+def test_depth_lab(app):
+    at = goto(app, "depth_lab")
+    assert len(charts(at)) == 4
+    at.multiselect(key="dl_variants").set_value(["none", "layernorm"]).run()
+    assert not at.exception and len(charts(at)) == 4
+
+
+def test_path_field_refuses_folders_outside_the_allowed_roots(app):
+    app.sidebar.text_input(key="add_source").set_value("/etc")
+    app.sidebar.button(key="add_button").click().run()
+    assert any("outside the folders the app may read" in e.value for e in app.error)
+    assert not app.exception

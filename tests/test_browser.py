@@ -1,0 +1,87 @@
+"""End to end in a real browser: start the server, drive Debian's Chromium with Playwright,
+open the sentence-pairs page, upload a CSV, see the scored table. Saves a screenshot to
+test-artifacts/."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from conftest import ROOT
+
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if process.poll() is not None:
+            raise AssertionError(f"the server exited: {process.stdout.read().decode(errors='replace')[-2000:]}")
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError("the server did not become healthy")
+
+
+@pytest.fixture
+def server(shipped, tmp_path):
+    port = _free_port()
+    env = {**os.environ, "ALBERT_LAB_CHECKPOINTS": str(shipped), "ALBERT_LAB_RUNS": str(tmp_path / "runs"),
+           "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
+                                "--server.port", str(port), "--server.headless", "true"],
+                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, process)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+@pytest.mark.browser
+def test_upload_pairs_and_see_scores_in_chromium(server, tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "Debian's chromium is needed for this test: scripts/test.sh installs it"
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("sentence_a,sentence_b,label\n"
+                     "The Nile is a river in Africa.,It flows north into the Mediterranean Sea.,0\n"
+                     "It flows north into the Mediterranean Sea.,The Nile is a river in Africa.,1\n"
+                     ",A row without its first sentence.,0\n")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page.goto(server)
+            expect(page.get_by_role("heading", name="Model card")).to_be_visible(timeout=90_000)
+            page.get_by_role("link", name="Sentence pairs").click()
+            expect(page.get_by_role("heading", name="Sentence pairs: SOP vs NSP")).to_be_visible(timeout=60_000)
+            page.get_by_role("tab", name="Upload pairs").click()
+            page.locator("input[type=file]").first.set_input_files(str(pairs))
+            expect(page.get_by_text("2 pairs scored")).to_be_visible(timeout=90_000)
+            expect(page.get_by_text("row 4: sentence_a is empty; skipped")).to_be_visible()
+            expect(page.get_by_text("not scored: pair head missing").filter(visible=True).first).to_be_visible()
+            page.get_by_text("2 pairs scored").scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "sentence-pairs-upload.png"), full_page=True)
+        finally:
+            browser.close()
+    assert (ARTIFACTS / "sentence-pairs-upload.png").stat().st_size > 10_000
