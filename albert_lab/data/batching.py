@@ -22,6 +22,11 @@ from albert_lab.data.tokenized import TokenizedDocs
 from albert_lab.errors import DataError
 
 SORT_WINDOW = 50  # batches
+# Shapes are rounded up so that a run sees a few dozen distinct tensor shapes instead of
+# thousands: oneDNN and PyTorch cache kernels per shape, and with every batch a new
+# (width, number of predictions) those caches grew by gigabytes over a run.
+WIDTH_MULTIPLE = 16  # sequence length
+PREDICTIONS_MULTIPLE = 64  # masked positions; the padding has label -100 (ignored)
 
 
 @dataclass
@@ -30,17 +35,22 @@ class Batch:
     token_type_ids: torch.Tensor  # (B, T) 0 = segment A (with [CLS]), 1 = segment B
     attention_mask: torch.Tensor  # (B, T) 1 = real token
     mlm_positions: torch.Tensor  # (P,) flat indexes into B*T of predicted tokens
-    mlm_labels: torch.Tensor  # (P,) original token ids there
+    mlm_labels: torch.Tensor  # (P,) original token ids there; -100 for shape padding
     pair_labels: torch.Tensor  # (B,) 0 = original order / is next
 
     @property
     def num_tokens(self) -> int:
         return int(self.attention_mask.sum())
 
+    @property
+    def num_predictions(self) -> int:
+        return int((self.mlm_labels != -100).sum())
+
     def dense_mlm_labels(self) -> torch.Tensor:
         """(B, T) labels with -100 where nothing is predicted (transformers' format)."""
         labels = torch.full(self.input_ids.shape, -100, dtype=torch.long)
-        labels.view(-1)[self.mlm_positions] = self.mlm_labels
+        real = self.mlm_labels != -100
+        labels.view(-1)[self.mlm_positions[real]] = self.mlm_labels[real]
         return labels
 
     def to(self, device: torch.device) -> Batch:
@@ -58,8 +68,9 @@ def encode_pair(a: np.ndarray, b: np.ndarray, cls_id: int, sep_id: int) -> tuple
 
 def collate(instances: list[Instance], cfg: MaskingConfig, cls_id: int, sep_id: int, pad_id: int,
             rngs: list[np.random.Generator]) -> Batch:
-    """Pad to the longest pair and mask each pair with its own generator."""
-    width = max(i.length for i in instances)
+    """Pad to the longest pair (rounded up to WIDTH_MULTIPLE) and mask each pair with its
+    own generator."""
+    width = -(-max(i.length for i in instances) // WIDTH_MULTIPLE) * WIDTH_MULTIPLE
     n = len(instances)
     ids = np.full((n, width), pad_id, dtype=np.int64)
     types = np.zeros((n, width), dtype=np.int64)
@@ -71,9 +82,13 @@ def collate(instances: list[Instance], cfg: MaskingConfig, cls_id: int, sep_id: 
         ids[row, :len(tokens)], types[row, :len(tokens)], mask[row, :len(tokens)] = masked, segs, 1
         positions.append(pos + row * width)
         labels.append(lab)
+    positions, labels = np.concatenate(positions), np.concatenate(labels).astype(np.int64)
+    pad = -len(positions) % PREDICTIONS_MULTIPLE
+    positions = np.concatenate([positions, np.zeros(pad, dtype=np.int64)])
+    labels = np.concatenate([labels, np.full(pad, -100, dtype=np.int64)])
     return Batch(
         input_ids=torch.from_numpy(ids), token_type_ids=torch.from_numpy(types), attention_mask=torch.from_numpy(mask),
-        mlm_positions=torch.from_numpy(np.concatenate(positions)), mlm_labels=torch.from_numpy(np.concatenate(labels)),
+        mlm_positions=torch.from_numpy(positions), mlm_labels=torch.from_numpy(labels),
         pair_labels=torch.tensor([i.label for i in instances], dtype=torch.long),
     )
 

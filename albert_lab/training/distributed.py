@@ -46,6 +46,14 @@ class DistContext:
         device_ids = [self.local_rank] if torch.cuda.is_available() else None
         return nn.parallel.DistributedDataParallel(module, device_ids=device_ids, find_unused_parameters=find_unused)
 
+    def all_sum(self, value: int) -> int:
+        """Sum of an integer over all ranks (e.g. tokens in each rank's slice)."""
+        if self.world_size <= 1:
+            return value
+        tensor = torch.tensor([value], dtype=torch.long)
+        torch_dist.all_reduce(tensor)
+        return int(tensor.item())
+
     def barrier(self) -> None:
         if self.world_size > 1:
             torch_dist.barrier()

@@ -158,7 +158,7 @@ class Trainer:
                 raise RunError(f"the loss became {loss} at step {self.progress.step}; lower the learning rate "
                                f"(now {self.config.lr})")
             now = time.perf_counter()
-            tokens = batch.num_tokens * self.dist.world_size
+            tokens = self.dist.all_sum(batch.num_tokens)
             p = self.progress
             p.step, p.tokens, p.elapsed = p.step + 1, p.tokens + tokens, p.elapsed + now - last
             p.add(time=now - last, tokens=tokens, steps=1, loss=loss, mlm_loss=float(out.mlm_loss.detach()),

@@ -54,6 +54,6 @@ class PretrainingLoss(nn.Module):
             mlm_correct = (mlm_logits.argmax(-1) == batch.mlm_labels).sum()
             pair_correct = (pair_logits.argmax(-1) == batch.pair_labels).sum()
         return LossOutput(loss=mlm_loss + pair_loss, mlm_loss=mlm_loss, pair_loss=pair_loss,
-                          mlm_correct=mlm_correct, mlm_count=len(batch.mlm_labels),
+                          mlm_correct=mlm_correct, mlm_count=batch.num_predictions,
                           pair_correct=pair_correct, pair_count=len(batch.pair_labels),
                           hidden_states=out.hidden_states if output_hidden_states else None)
