@@ -97,7 +97,7 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
         raise CheckpointError("no checkpoint given: pick one from the list, or give a folder or hub id")
     path = Path(text).expanduser()
     torch_device, torch_dtype = resolve_device(device), resolve_dtype(dtype)
-    if path.exists() or _looks_like_path(text):
+    if is_local_source(text):
         folder = _check_folder(path, allow_pickle)
         card = read_card(folder)
         config = AutoConfig.from_pretrained(str(folder))
@@ -115,10 +115,11 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
                        heads=head_status(spec, missing, card), card=card, device=torch_device, dtype=torch_dtype)
 
 
-def _looks_like_path(text: str) -> bool:
-    """A hub id is `name` or `org/name`; anything else, or a path whose first part
-    exists here (`checkpoints/typo`), is a local path."""
-    return text.startswith((".", "/", "~")) or not HUB_ID.match(text) or Path(text.split("/")[0]).is_dir()
+def is_local_source(text: str) -> bool:
+    """A hub id is `name` or `org/name`; anything else, an existing path, or a path whose
+    first part exists here (`checkpoints/typo`) is a local folder."""
+    return (Path(text).expanduser().exists() or text.startswith((".", "/", "~")) or not HUB_ID.match(text)
+            or Path(text.split("/")[0]).is_dir())
 
 
 def _check_folder(path: Path, allow_pickle: bool) -> Path:

@@ -48,8 +48,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from albert_lab.training.runs import read_run
 
     if args.resume:
-        info = resume_run(args.resume, foreground=args.foreground)
-        return 0 if args.foreground else _follow(args.resume, args.detach)
+        resume_run(args.resume, foreground=args.foreground)
+        return _report(read_run(args.resume), read_run(args.resume).status) if args.foreground else _follow(args.resume, args.detach)
     spec = spec_from_args(args, default_preset="lab-tiny")
     steps = args.steps if args.steps is not None or args.minutes is not None else 1000
     config = TrainConfig(

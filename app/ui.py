@@ -13,13 +13,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from albert_lab.checkpoints import ModelBundle, discover_checkpoints, hub_reachable, load_checkpoint
+from albert_lab.checkpoints import ModelBundle, discover_checkpoints, hub_reachable, is_local_source, load_checkpoint
 from albert_lab.devices import available_devices
 from albert_lab.errors import AlbertLabError
 from albert_lab.paths import allowed_roots, is_within, runs_dir
 
 UPLOAD_LIMIT_BYTES = 5 * 1024 * 1024
-PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 
 
 # ---- errors ------------------------------------------------------------------------------
@@ -113,8 +112,7 @@ def sidebar() -> None:
 
 def _add_source(text: str, extra: dict[str, str]) -> None:
     text = text.strip()
-    looks_local = text.startswith((".", "/", "~")) or Path(text).exists() or (Path(text.split("/")[0]).is_dir())
-    if looks_local:
+    if is_local_source(text):
         source = check_local_folder(text)
         bundle = load_checkpoint(source, device="cpu")  # validates now, with a clear message
         name = bundle.name
@@ -149,10 +147,6 @@ def paper_note(text: str) -> None:
 def download(frame: pd.DataFrame, name: str, label: str = "Download the data (CSV)") -> None:
     st.download_button(label, frame.to_csv(index=False).encode(), file_name=name, mime="text/csv",
                        key=f"download-{name}")
-
-
-def color_for(i: int) -> str:
-    return PALETTE[i % len(PALETTE)]
 
 
 def read_upload(uploaded) -> bytes:

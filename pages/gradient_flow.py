@@ -10,6 +10,7 @@ from albert_lab.data.samples import sample_texts
 from albert_lab.training.runs import list_runs
 from albert_lab.paths import runs_dir
 from app import ui
+from app.figures import gradflow_figure
 
 st.title("Gradient flow")
 
@@ -32,11 +33,7 @@ with tab_now:
         with ui.guard("gradient flow"):
             frame = compute(name, dict(ui.selected_sources())[name], tuple(texts), objective, int(seed),
                             st.session_state.get("device"), st.session_state.get("dtype"))
-            per_app = frame[frame.view == "per_application"]
-            long = per_app.melt(id_vars=["layer", "component"], value_vars=["mean_abs", "max_abs"], var_name="statistic")
-            fig = px.line(long, x="layer", y="value", color="component", line_dash="statistic", markers=True, log_y=True,
-                          title=f"{name}: |dL/dW| per layer application (solid: mean, dashed: max)")
-            fig.update_xaxes(dtick=1)
+            fig = gradflow_figure(frame, name)
             st.plotly_chart(fig, width="stretch")
             left, right = st.columns(2)
             hidden = frame[frame.view == "hidden"]

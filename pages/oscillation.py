@@ -2,13 +2,12 @@
 Figure 1), for several checkpoints overlaid."""
 
 import plotly.express as px
-import plotly.graph_objects as go
 import streamlit as st
-from plotly.subplots import make_subplots
 
 from albert_lab.analysis.oscillation import oscillation, similarity_matrix, verdict
 from albert_lab.data.samples import sample_texts
 from app import ui
+from app.figures import oscillation_figure
 
 st.title("Layer-wise oscillation")
 
@@ -34,18 +33,7 @@ if ui.need_checkpoints():
     with ui.guard("oscillation"):
         frame, verdicts = compute(tuple(ui.selected_sources()), tuple(texts), aggregate,
                                   st.session_state.get("device"), st.session_state.get("dtype"))
-        fig = make_subplots(rows=1, cols=2, subplot_titles=("L2 distance", "Angle (degrees)"))
-        for i, (name, group) in enumerate(frame.groupby("checkpoint", sort=False)):
-            color = ui.color_for(i)
-            dash = "dash" if group.family.iloc[0] == "bert" else "solid"
-            for col, (y, spread) in enumerate((("l2", "l2_spread"), ("angle_deg", "angle_spread")), start=1):
-                fig.add_trace(go.Scatter(x=group.layer, y=group[y], name=name, legendgroup=name, showlegend=col == 1,
-                                         mode="lines+markers", line=dict(color=color, dash=dash),
-                                         error_y=dict(type="data", array=group[spread], visible=True, thickness=1)),
-                              row=1, col=col)
-        fig.update_xaxes(title_text="layer", dtick=1)
-        fig.update_yaxes(rangemode="tozero")
-        fig.update_layout(height=420, title="Input vs output of each layer (error bars: spread across texts)")
+        fig = oscillation_figure(frame)
         st.plotly_chart(fig, width="stretch")
         for row in verdicts.itertuples():
             st.markdown(f"**{row.checkpoint}**: {row.verdict}; roughness {row.roughness:.2f} "

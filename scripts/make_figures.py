@@ -1,0 +1,115 @@
+"""The README's images, from the shipped checkpoints:
+
+- docs/oscillation.png   ALBERT (albert-sop) vs BERT (bert-nsp), the paper's Figure 1;
+- docs/gradflow.png      per-application gradient flow of both;
+- docs/app-*.png         screenshots of the running app.
+
+Figures are the app's own plotly figures (app/figures.py), rendered to PNG in Debian's
+Chromium through Playwright (plotly.js is inlined: nothing is fetched).
+
+Run: .venv/bin/python scripts/make_figures.py
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+DOCS = ROOT / "docs"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def figures() -> dict[str, object]:
+    from albert_lab.analysis.gradflow import gradient_flow
+    from albert_lab.analysis.oscillation import oscillation, verdict
+    from albert_lab.checkpoints import load_checkpoint
+    from albert_lab.data.samples import sample_texts
+    from app.figures import gradflow_figure, oscillation_figure
+    from plotly.subplots import make_subplots
+
+    albert = load_checkpoint(ROOT / "checkpoints" / "albert-sop", device="cpu")
+    bert = load_checkpoint(ROOT / "checkpoints" / "bert-nsp", device="cpu")
+    texts = sample_texts(16)
+    frame = oscillation([albert, bert], texts)
+    print(verdict(frame).to_string(index=False))
+    osc = oscillation_figure(frame)
+    osc.update_layout(title="Oscillation: ALBERT (shared, solid) vs BERT (not shared, dashed), 16 held-out texts")
+    flows = {b.name: gradient_flow(b, texts, objective=b.spec.objective) for b in (albert, bert)}
+    grad = make_subplots(rows=1, cols=2, subplot_titles=[f"{name}" for name in flows], shared_yaxes=True)
+    for col, (name, flow) in enumerate(flows.items(), start=1):
+        for trace in gradflow_figure(flow, name).data:
+            trace.showlegend = col == 1
+            grad.add_trace(trace, row=1, col=col)
+    grad.update_yaxes(type="log")
+    grad.update_xaxes(title_text="layer application", dtick=1)
+    grad.update_layout(height=420, title="Gradient flow per layer application: mean (solid) and max (dashed) |dL/dW|")
+    return {"oscillation": osc, "gradflow": grad}
+
+
+def render(figs: dict[str, object], browser) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, fig in figs.items():
+            html = Path(tmp) / f"{name}.html"
+            fig.write_html(html, include_plotlyjs=True, full_html=True, default_width=1100, default_height=420)
+            page = browser.new_page(viewport={"width": 1140, "height": 460})
+            page.goto(html.as_uri())
+            page.wait_for_selector(".main-svg")
+            page.locator(".plotly-graph-div").screenshot(path=str(DOCS / f"{name}.png"))
+            page.close()
+            print(f"wrote docs/{name}.png")
+
+
+def screenshots(browser) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"), "--server.port",
+                               str(port), "--server.headless", "true"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        for link, file in (("Model card", "app-model-card"), ("Oscillation", "app-oscillation"),
+                           ("Sentence pairs", "app-sentence-pairs")):
+            page.goto(url)
+            page.get_by_role("link", name=link, exact=True).click()
+            page.wait_for_timeout(1000)
+            page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=300_000)
+            page.wait_for_timeout(1500)
+            page.screenshot(path=str(DOCS / f"{file}.png"))
+            print(f"wrote docs/{file}.png")
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    DOCS.mkdir(exist_ok=True)
+    figs = figures()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=FLAGS)
+        render(figs, browser)
+        screenshots(browser)
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()
