@@ -27,6 +27,8 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, help="budget in optimizer steps (default 1000 unless --minutes)")
     p.add_argument("--minutes", type=float, help="budget in minutes")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--chunk-start", choices=["document", "random"], default="document",
+                   help="where each document's pairs start: its first segment (paper) or a random one")
     p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
     p.add_argument("--threads", type=int)
     p.add_argument("--eval-every", type=int, default=200)
@@ -56,7 +58,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         spec=spec.to_dict(), objective=args.objective or spec.objective, corpus=args.corpus, tokenizer=args.tokenizer,
         vocab_size=args.vocab_size, lowercase=not args.cased, max_seq_len=args.seq_len, batch_size=args.batch_size,
         lr=args.lr, optimizer=args.optimizer, weight_decay=args.weight_decay, warmup_steps=args.warmup, max_steps=steps,
-        max_minutes=args.minutes, seed=args.seed, precision=args.precision, threads=args.threads,
+        max_minutes=args.minutes, seed=args.seed, chunk_start=args.chunk_start, precision=args.precision, threads=args.threads,
         eval_every=args.eval_every, checkpoint_every=args.checkpoint_every, gradflow_every=args.gradflow_every,
         log_every=args.log_every, name=args.name, command="albert-lab " + shlex.join(sys.argv[1:]),
     )

@@ -38,6 +38,8 @@ PAGES = {
 page = st.navigation(PAGES)
 # While a training run uses the cores, the app computes on one thread (see the notes
 # on 2-vCPU machines in the reference); otherwise on all of them.
-torch.set_num_threads(1 if ui.active_run() else max(1, os.cpu_count() or 1))
+threads = 1 if ui.active_run() else max(1, os.cpu_count() or 1)
+if torch.get_num_threads() != threads:
+    torch.set_num_threads(threads)
 ui.sidebar()
 page.run()

@@ -189,3 +189,10 @@ def test_tokenizer_pair_encoding_matches_training_encoding(tokenizer):
     tokens, types = encode_pair(ids_a, ids_b, tokenizer.cls_token_id, tokenizer.sep_token_id)
     assert enc["input_ids"] == tokens.tolist() and enc["token_type_ids"] == types.tolist()
     assert tokenizer.unk_token_id not in enc["input_ids"]  # real words, not <unk>
+
+
+def test_random_chunk_start_makes_interior_pairs(tokenized):
+    share = {start: np.mean([i.first_segment for i in create_instances(tokenized, "sop", 128, np.random.default_rng(2),
+                                                                        chunk_start=start)])
+             for start in ("document", "random")}
+    assert share["document"] > 0.7 and share["random"] < share["document"] - 0.2, share

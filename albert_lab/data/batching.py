@@ -102,18 +102,20 @@ class PretrainingData:
 
     def __init__(self, docs: TokenizedDocs, objective: Objective, cfg: MaskingConfig, special: tuple[int, int, int],
                  max_seq_len: int, batch_size: int, seed: int, short_seq_prob: float = 0.1,
-                 rank: int = 0, world_size: int = 1):
+                 rank: int = 0, world_size: int = 1, chunk_start: str = "document"):
         self.docs, self.objective, self.cfg = docs, objective, cfg
         self.cls_id, self.sep_id, self.pad_id = special
         self.max_seq_len, self.batch_size, self.seed = max_seq_len, batch_size, seed
         self.short_seq_prob, self.rank, self.world_size = short_seq_prob, rank, world_size
+        self.chunk_start = chunk_start
         self._epoch_batches: dict[int, list[list[Instance]]] = {}
         self._epoch_sizes: list[int] = []  # batches per epoch, computed in order
 
     def epoch_batches(self, epoch: int) -> list[list[Instance]]:
         if epoch not in self._epoch_batches:
             rng = np.random.default_rng([self.seed, epoch])
-            instances = create_instances(self.docs, self.objective, self.max_seq_len, rng, self.short_seq_prob)
+            instances = create_instances(self.docs, self.objective, self.max_seq_len, rng, self.short_seq_prob,
+                                         self.chunk_start)
             window = self.batch_size * SORT_WINDOW
             ordered = [inst for lo in range(0, len(instances), window)
                        for inst in sorted(instances[lo:lo + window], key=lambda i: i.length)]

@@ -11,6 +11,10 @@ one). A = the first k segments of the chunk (k random), B = the rest. Then:
 
 Unlike the reference code, a one-segment chunk is not given a random B under SOP:
 that would be an NSP negative hidden inside the SOP task.
+
+chunk_start='random' (not in the paper) starts each document's walk at a random
+segment, so that more pairs come from inside documents: with short documents such as
+Wikipedia lead sections, almost every chunk otherwise contains the first sentence.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from albert_lab.data.tokenized import TokenizedDocs
 from albert_lab.errors import DataError
 
 Objective = Literal["sop", "nsp", "none"]
+ChunkStart = Literal["document", "random"]
 
 
 @dataclass(frozen=True)
@@ -53,22 +58,23 @@ def check_pairable(segment_counts: list[int], objective: Objective, name: str = 
 
 
 def create_instances(docs: TokenizedDocs, objective: Objective, max_seq_len: int, rng: np.random.Generator,
-                     short_seq_prob: float = 0.1) -> list[Instance]:
+                     short_seq_prob: float = 0.1, chunk_start: ChunkStart = "document") -> list[Instance]:
     """One pass over all documents (an 'epoch' of pairs), in a random document order."""
     instances: list[Instance] = []
     for doc in rng.permutation(docs.num_documents):
-        instances.extend(_from_document(docs, int(doc), objective, max_seq_len, rng, short_seq_prob))
+        instances.extend(_from_document(docs, int(doc), objective, max_seq_len, rng, short_seq_prob, chunk_start))
     return instances
 
 
 def _from_document(docs: TokenizedDocs, doc: int, objective: Objective, max_seq_len: int,
-                   rng: np.random.Generator, short_seq_prob: float) -> list[Instance]:
+                   rng: np.random.Generator, short_seq_prob: float, chunk_start: ChunkStart) -> list[Instance]:
     segments = docs.segments(doc)
     max_tokens = max_seq_len - 3
     target = max_tokens if rng.random() >= short_seq_prob else int(rng.integers(2, max_tokens + 1))
     out: list[Instance] = []
     chunk: list[int] = []  # segment indexes
-    length, i = 0, 0
+    length = 0
+    i = int(rng.integers(0, len(segments) - 1)) if chunk_start == "random" and len(segments) > 2 else 0
     while i < len(segments):
         chunk.append(i)
         length += len(segments[i])

@@ -33,6 +33,7 @@ class TrainConfig:
     precision: Precision = "auto"  # bf16 autocast where the hardware has it
     threads: int | None = None  # torch intra-op threads; None = all cores
     short_seq_prob: float = 0.1  # share of shorter sequences (paper: 10%)
+    chunk_start: Literal["document", "random"] = "document"  # random: pairs from inside documents too (not in the paper)
     max_predictions: int = 20  # MLM predictions per sequence at most
     log_every: int = 10
     eval_every: int = 200  # held-out MLM/NSP/SOP accuracy (on `eval_limit` pairs per task)
@@ -65,6 +66,7 @@ class TrainConfig:
             ("threads", self.threads is None or self.threads >= 1, f"must be at least 1, got {self.threads}"),
             ("optimizer", self.optimizer in ("lamb", "adamw"), f"{self.optimizer!r}; allowed: 'lamb', 'adamw'"),
             ("precision", self.precision in ("auto", "fp32", "bf16"), f"{self.precision!r}; allowed: auto, fp32, bf16"),
+            ("chunk_start", self.chunk_start in ("document", "random"), f"{self.chunk_start!r}; allowed: document, random"),
         ]
         for name in ("log_every", "eval_every", "checkpoint_every", "gradflow_every", "eval_limit"):
             checks.append((name, getattr(self, name) >= 1, f"must be at least 1, got {getattr(self, name)}"))

@@ -78,7 +78,8 @@ class Trainer:
         tok = self.prepared.tokenizer
         self.data = PretrainingData(self.prepared.train_docs, config.objective, masking_config(tok, config.max_predictions),
                                     (tok.cls_token_id, tok.sep_token_id, tok.pad_token_id), config.max_seq_len,
-                                    config.batch_size, config.seed, config.short_seq_prob, self.dist.rank, self.dist.world_size)
+                                    config.batch_size, config.seed, config.short_seq_prob, self.dist.rank, self.dist.world_size,
+                                    config.chunk_start)
         self.budget_s = config.max_minutes * 60 if config.max_minutes else None
         self.cancel = threading.Event()
         self.lock = threading.Lock()
