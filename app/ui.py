@@ -107,6 +107,8 @@ def sidebar() -> None:
         st.selectbox("Device", devices, key="device", help="CUDA, then MPS, then CPU when 'auto'")
         st.selectbox("Precision", ["float32", "bfloat16"], key="dtype",
                      help="bfloat16 is faster on CPUs with AVX512-BF16/AMX; attributions always run in float32")
+        if active_run():
+            st.caption(":material/model_training: A training run is using the CPU; analyses here run on one thread.")
         st.caption("Wikipedia text: CC BY-SA 4.0 (Wikipedia contributors).")
 
 

@@ -56,11 +56,14 @@ def new_run_form() -> None:
         lr = b[2].number_input("Learning rate", 0.0, 1.0, 3e-3, format="%.4f", key="tr_lr")
         batch = b[3].number_input("Batch size", 1, 512, 32, key="tr_batch")
         seed = b[4].number_input("Seed", 0, 1_000_000, 0, key="tr_seed")
-        c = st.columns(4)
+        c = st.columns(5)
         seq_len = c[0].number_input("Sequence length", 16, 512, 128, step=16, key="tr_seq")
         vocab = c[1].number_input("Vocabulary (new tokenizer)", 100, 32000, 8000, step=500, key="tr_vocab")
         optimizer = c[2].selectbox("Optimizer", ["lamb", "adamw"], key="tr_opt")
         warmup = c[3].number_input("Warm-up steps", 0, 100_000, 50, key="tr_warmup")
+        chunk_start = c[4].selectbox("Pairs start at", ["document", "random"], key="tr_chunk",
+                                     help="document: each document's first segment, as in the paper; random: a random "
+                                          "segment, so more pairs come from inside documents")
         submitted = st.form_submit_button("Start training", type="primary")
     if not submitted:
         return
@@ -78,7 +81,7 @@ def new_run_form() -> None:
         config = TrainConfig(spec=spec.to_dict(), objective=objective, corpus=corpus, vocab_size=int(vocab),
                              max_seq_len=int(seq_len), batch_size=int(batch), lr=float(lr), optimizer=optimizer,
                              warmup_steps=int(warmup), max_steps=int(steps), max_minutes=float(minutes) or None,
-                             seed=int(seed), name=name, eval_every=max(10, int(steps) // 5),
+                             seed=int(seed), name=name, chunk_start=chunk_start, eval_every=max(10, int(steps) // 5),
                              checkpoint_every=max(10, int(steps) // 5), gradflow_every=max(10, int(steps) // 10),
                              command=f"browser: {preset}, {objective}")
         with st.spinner("Checking the settings, preparing corpus and tokenizer ..."):
@@ -106,8 +109,10 @@ def progress_panel(run_id: str) -> None:
         m[2].metric("ETA", f"{last['eta_s'] / 60:.1f} min" if info.active else "-")
         m[3].metric("Tokens seen", f"{last['tokens'] / 1e6:.2f}M")
         left, right = st.columns(2)
-        left.plotly_chart(px.line(train, x="step", y=["loss", "mlm_loss", "pair_loss"], title="Training loss"),
-                          width="stretch", key=f"loss-{run_id}")
+        fig = px.line(train, x="step", y=["loss", "mlm_loss", "pair_loss"], title="Training loss")
+        for resume in (r["step"] for r in rows if r.get("kind") == "resume"):
+            fig.add_vline(x=resume, line_dash="dot", annotation_text="resumed")
+        left.plotly_chart(fig, width="stretch", key=f"loss-{run_id}")
         acc_cols = [c for c in ("eval_mlm_acc", "eval_nsp_acc", "eval_sop_acc", "eval_sop_interior_acc") if c in evals]
         if len(evals) and acc_cols:
             right.plotly_chart(px.line(evals, x="step", y=acc_cols, markers=True, range_y=[0, 1],
