@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+COMPONENT_COLORS = {"attention": "#d62728", "FFN": "#1f77b4", "LayerNorm": "#2ca02c"}
 
 
 def oscillation_figure(frame: pd.DataFrame) -> go.Figure:
@@ -32,6 +33,15 @@ def gradflow_figure(frame: pd.DataFrame, name: str) -> go.Figure:
     per_app = frame[frame.view == "per_application"]
     long = per_app.melt(id_vars=["layer", "component"], value_vars=["mean_abs", "max_abs"], var_name="statistic")
     fig = px.line(long, x="layer", y="value", color="component", line_dash="statistic", markers=True, log_y=True,
+                  color_discrete_map=COMPONENT_COLORS,
                   title=f"{name}: |dL/dW| per layer application (solid: mean, dashed: max)")
     fig.update_xaxes(dtick=1)
     return fig
+
+
+def shared_sum_figure(frame: pd.DataFrame) -> go.Figure:
+    """The summed gradient of each shared block (what the optimizer sees), by component."""
+    shared = frame[frame.view == "shared_sum"].assign(group=lambda f: "from layer " + f.layer.astype(str))
+    return px.bar(shared, x="component", y="mean_abs", color="component", pattern_shape="group", barmode="group",
+                  log_y=True, color_discrete_map=COMPONENT_COLORS,
+                  title="Summed over applications: mean |.grad| of the shared parameters")

@@ -10,7 +10,7 @@ from albert_lab.data.samples import sample_texts
 from albert_lab.training.runs import list_runs
 from albert_lab.paths import runs_dir
 from app import ui
-from app.figures import gradflow_figure
+from app.figures import gradflow_figure, shared_sum_figure
 
 st.title("Gradient flow")
 
@@ -42,9 +42,7 @@ with tab_now:
                               width="stretch")
             shared = frame[frame.view == "shared_sum"]
             if len(shared):
-                right.plotly_chart(px.bar(shared, x="component", y="mean_abs", color="layer", barmode="group", log_y=True,
-                                          title="Summed over applications: the shared parameters' .grad"),
-                                   width="stretch")
+                right.plotly_chart(shared_sum_figure(frame), width="stretch")
             else:
                 right.info("This model shares no layers: each layer's gradient is its own.")
             outside = frame[frame.view == "outside"]

@@ -51,7 +51,8 @@ if ui.need_checkpoints():
             long = scores.melt(id_vars=["checkpoint", "head"], value_vars=["p_ab", "p_ba"], var_name="order")
             long["order"] = long["order"].map({"p_ab": "A -> B", "p_ba": "B -> A"})
             fig = px.bar(long.dropna(), x="checkpoint", y="value", color="order", barmode="group", range_y=[0, 1],
-                         hover_data=["head"], title="P(original order) for SOP heads, P(is next) for NSP heads")
+                         hover_data=["head"], labels={"value": "P(label 0)"},
+                         title="P(original order) for SOP heads, P(is next) for NSP heads")
             fig.add_hline(y=0.5, line_dash="dot")
             st.plotly_chart(fig, width="stretch")
             show_scores(scores, "typed")
