@@ -142,11 +142,15 @@ def test_second_run_waits_in_the_queue():
                              checkpoint_every=10_000))
     _wait_step(first.path, 1)
     second = start_run(config(max_steps=5, name="second"))
+    third = start_run(config(max_steps=5, name="third"))
     time.sleep(3)
-    assert read_run(second.path).status == "queued"
+    assert read_run(second.path).status == "queued" and read_run(third.path).status == "queued"
+    cancel_run(third.path)  # cancelling a queued run ends it as cancelled, without training
+    wait_for(lambda: read_run(third.path).status == "cancelled", what="queued run cancelled")
+    assert read_run(third.path).step == 0
     cancel_run(first.path)
     wait_for(lambda: read_run(second.path).status == "succeeded", what="queued run to run")
-    assert [r.status for r in list_runs(first.path.parent)] == ["succeeded", "cancelled"]
+    assert sorted(r.status for r in list_runs(first.path.parent)) == ["cancelled", "cancelled", "succeeded"]
 
 
 def test_corrupted_metrics_line_is_skipped(tmp_path):

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -20,6 +22,10 @@ from albert_lab.training.runs import update_run
 
 def run_worker(run_dir: Path, use_slot: bool = True) -> str:
     run_dir = run_dir.resolve()
+    cancel_file = run_dir / "cancel"
+    if threading.current_thread() is threading.main_thread():
+        # Until training starts (and installs its own handler), SIGTERM means "cancel".
+        signal.signal(signal.SIGTERM, lambda *_: cancel_file.touch())
     update_run(run_dir, pid=os.getpid(), heartbeat=time.time())
     try:
         from albert_lab.training.config import TrainConfig
@@ -27,7 +33,6 @@ def run_worker(run_dir: Path, use_slot: bool = True) -> str:
         from albert_lab.training.loop import train
 
         config = TrainConfig.from_dict(json.loads((run_dir / "run.json").read_text())["config"])
-        cancel_file = run_dir / "cancel"
         if use_slot:
             with training_slot(run_dir.parent, should_stop=cancel_file.exists):
                 return train(run_dir, config)
