@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -25,7 +24,7 @@ import pandas as pd
 from albert_lab.analysis.common import MAX_SEGMENT_CHARS
 from albert_lab.analysis.intrinsic import pair_probabilities
 from albert_lab.checkpoints import ModelBundle
-from albert_lab.data.corpus import decode_utf8
+from albert_lab.data.corpus import decode_utf8, jsonl_records
 from albert_lab.errors import DataError
 
 MAX_ROWS = 5000
@@ -78,18 +77,11 @@ def _delimiter_hint(text: str, expected: str) -> str:
 
 def _jsonl_records(text: str, name: str) -> tuple[list[dict], list[str]]:
     records, problems = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            problems.append(f"row {number}: not valid JSON ({err.msg}); skipped")
-            continue
-        if not isinstance(record, dict):
-            problems.append(f"row {number}: not a JSON object; skipped")
-            continue
-        records.append({**record, "_row": number})
+    for number, record, problem in jsonl_records(text):
+        if problem:
+            problems.append(f"row {number}: {problem}; skipped")
+        else:
+            records.append({**record, "_row": number})
     if records and all(c not in r for r in records for c in COLUMNS):
         raise DataError(f"{name}: missing fields {', '.join(COLUMNS)} (found {sorted(records[0])[:6]})")
     return records, problems

@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,16 +132,26 @@ def parse_documents(data: bytes, name: str, text_field: str = "text") -> list[Do
     return docs
 
 
-def _jsonl_texts(text: str, name: str, text_field: str) -> list[tuple[str, str]]:
-    out = []
+def jsonl_records(text: str) -> Iterator[tuple[int, dict | None, str | None]]:
+    """(line number, object, problem) for each non-blank line of JSONL text; exactly one
+    of object and problem is None. Callers decide whether a problem is fatal."""
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as err:
-            raise DataError(f"{name}: line {number} is not valid JSON ({err.msg})") from None
-        if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
+            yield number, None, f"not valid JSON ({err.msg})"
+            continue
+        yield (number, record, None) if isinstance(record, dict) else (number, None, "not a JSON object")
+
+
+def _jsonl_texts(text: str, name: str, text_field: str) -> list[tuple[str, str]]:
+    out = []
+    for number, record, problem in jsonl_records(text):
+        if problem:
+            raise DataError(f"{name}: line {number} is {problem}")
+        if not isinstance(record.get(text_field), str):
             raise DataError(f"{name}: line {number} has no string field {text_field!r}")
         out.append((str(record.get("title", f"{name} #{number}")), record[text_field]))
     return out
