@@ -256,8 +256,11 @@ def save_checkpoint(model: PretrainingModel, tokenizer: Any, spec: ModelSpec, ou
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     # Tied copies of partially shared modules are written in full, so plain transformers
-    # loads an equivalent model; the MLM decoder tie is transformers' own and stays.
-    state = {k: v.detach().to("cpu", torch.float32).clone().contiguous() for k, v in model.state_dict().items()}
+    # loads an equivalent model. The MLM decoder's tie to the word embeddings is
+    # transformers' own: its keys are left out (as save_pretrained does) and re-tied on load.
+    tied = set(getattr(model, "_tied_weights_keys", None) or ())
+    state = {k: v.detach().to("cpu", torch.float32).clone().contiguous() for k, v in model.state_dict().items()
+             if k not in tied}
     model.save_pretrained(str(tmp), state_dict=state)
     save_tokenizer(tokenizer, tmp, tokenizer_source or getattr(tokenizer, "name_or_path", None))
     full_card = {"format": 1, **(card or {}), "spec": spec.to_dict(), "objective": spec.objective}

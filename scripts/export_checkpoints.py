@@ -18,7 +18,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from albert_lab.checkpoints import load_checkpoint, save_checkpoint  # noqa: E402
 NAMES = ["albert-sop", "albert-nsp", "albert-none", "bert-nsp"]
+# Experiments evaluated beside them when their runs exist (not shipped: checkpoints/ stays small).
+EXPERIMENTS = {"albert-sop-random": "runs/ship-albert-sop-random/checkpoint"}
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 PAPER = {"none": (54.9, 52.4, 53.3), "nsp": (54.5, 90.5, 52.0), "sop": (54.0, 78.9, 86.5)}
 
@@ -31,16 +36,21 @@ def copy_runs() -> None:
         target = ROOT / "checkpoints" / name
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(source, target, ignore=shutil.ignore_patterns("trainer_state.*"))
+        # Re-save through the current saver (the tied MLM decoder stored once).
+        bundle = load_checkpoint(target, device="cpu")
+        save_checkpoint(bundle.model, bundle.tokenizer, bundle.spec, target, bundle.card)
 
 
-def evaluate() -> list[dict]:
+def evaluate(folders: list[str]) -> list[dict]:
+    """`albert-lab evaluate --json` on the folders (relative to the repository)."""
     command = [sys.executable, "-m", "albert_lab", "evaluate", "--json", "--device", "cpu"]
-    for name in NAMES:
-        command += ["--checkpoint", str(ROOT / "checkpoints" / name)]
+    for folder in folders:
+        command += ["--checkpoint", str(ROOT / folder)]
     out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
     rows = json.loads(out.stdout)
+    rows = rows if isinstance(rows, list) else [rows]
     for row in rows:
-        row["command"] = "albert-lab evaluate --json " + " ".join(f"--checkpoint checkpoints/{n}" for n in NAMES)
+        row["command"] = "albert-lab evaluate --json " + " ".join(f"--checkpoint {f}" for f in folders)
     return rows
 
 
@@ -55,15 +65,17 @@ def write_results(rows: list[dict]) -> None:
         card_path.write_text(json.dumps(card, indent=2) + "\n")
 
 
-def table(rows: list[dict]) -> str:
+def table(rows: list[dict], experiments: list[dict]) -> str:
     lines = ["| checkpoint | trained with | MLM | NSP | SOP (all) | SOP lead | SOP interior | paper: MLM / NSP / SOP |",
              "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        paper = PAPER.get(r["trained_with"])
+    for r in rows + experiments:
+        paper = PAPER.get(r["trained_with"]) if r in rows else None
         lines.append(f"| {r['checkpoint']} | {r['trained_with'].upper()} | {r['mlm_acc']:.3f} | {r['nsp_acc']:.3f} | "
                      f"{r['sop_acc']:.3f} | {r['sop_lead_acc']:.3f} | {r['sop_interior_acc']:.3f} | "
                      + (" / ".join(f"{v / 100:.3f}" for v in paper) if paper and r["checkpoint"].startswith("albert")
                         else "-") + " |")
+    for r in experiments:
+        lines.append(f"\n*{r['checkpoint']}*: an experiment, not shipped: `{r['train_command']}`.")
     r = rows[0]
     lines.append("")
     lines.append(f"Held-out pairs: {r['nsp_pairs']} NSP, {r['sop_pairs']} SOP ({r['sop_interior_pairs']} interior "
@@ -71,13 +83,13 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def update_readme(rows: list[dict]) -> None:
+def update_readme(text_table: str) -> None:
     readme = ROOT / "README.md"
     text = readme.read_text()
     if START in text and END in text:
         head, rest = text.split(START, 1)
         _, tail = rest.split(END, 1)
-        readme.write_text(f"{head}{START}\n{table(rows)}\n{END}{tail}")
+        readme.write_text(f"{head}{START}\n{text_table}\n{END}{tail}")
 
 
 def main() -> None:
@@ -86,10 +98,18 @@ def main() -> None:
     args = parser.parse_args()
     if not args.skip_copy:
         copy_runs()
-    rows = evaluate()
+    rows = evaluate([f"checkpoints/{n}" for n in NAMES])
     write_results(rows)
-    update_readme(rows)
-    print(table(rows))
+    experiments = []
+    for name, folder in EXPERIMENTS.items():
+        if (ROOT / folder / "model.safetensors").is_file():
+            row = evaluate([folder])[0]
+            card = json.loads((ROOT / folder / "albert_lab.json").read_text())
+            experiments.append({**row, "checkpoint": name, "train_command": card["provenance"]["command"]})
+    (ROOT / "checkpoints" / "experiments.json").write_text(json.dumps(experiments, indent=2) + "\n")
+    text_table = table(rows, experiments)
+    update_readme(text_table)
+    print(text_table)
 
 
 if __name__ == "__main__":

@@ -143,6 +143,11 @@ def test_save_is_atomic_and_replaces(tmp_path, tokenizer):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ck"]  # no tmp or old folders left
     assert json.loads((out / "albert_lab.json").read_text())["name"] == "b"
     assert (out / "spiece.model").is_file()
+    from safetensors import safe_open
+
+    with safe_open(out / "model.safetensors", "pt") as f:  # the tied MLM decoder is not stored twice
+        assert "predictions.decoder.weight" not in f.keys() and "albert.embeddings.word_embeddings.weight" in f.keys()
+    assert (out / "model.safetensors").stat().st_size < 4 * sum(p.numel() for p in model.parameters()) * 1.05
 
 
 def test_discovery_lists_shipped_and_finished_runs(tmp_path, tokenizer, monkeypatch):
