@@ -1,7 +1,8 @@
 """Parameter counting without weights: closed form and meta device against
 materialising the model, for ALBERT-xxlarge (and the other Table 1 presets).
 
-Prints seconds and peak memory of each method and the ratio. All three counts must
+Prints seconds (including the imports each method needs, as a command pays them) and peak
+memory of each method and the ratio. All three counts must
 agree; the closed form is what `albert-lab params` uses.
 
 Run: .venv/bin/python benchmarks/bench_params.py [--preset albert-xxlarge]

@@ -5,8 +5,8 @@ built-in corpus, batch 64 x up to 128 tokens) with the same optimizer (LAMB):
 
 - baseline: `model(**inputs, labels=..., sentence_order_label=...)` as transformers
   ships it: fp32, SDPA attention, gelu_new, MLM logits over every position;
-- ours: albert_lab's training step: MLM head only at the predicted positions, fused
-  tanh GELU and eager attention (same math), bf16 autocast where the CPU has it.
+- ours: albert_lab's training step: MLM head only at the predicted positions, fast
+  GELU and eager attention (see analysis/common.py), bf16 autocast where the CPU has it.
 
 Each variant runs in its own process (for an honest peak memory). Prints tokens/s of
 real (non-padding) tokens, the ratio (target >= 2x), peak RSS, and the held-out MLM
@@ -68,7 +68,7 @@ def heldout_mlm_loss(model, batches) -> float:
 
 
 def run_variant(variant: str, preset: str, steps: int, warmup: int, batch_size: int) -> dict:
-    from albert_lab.analysis.common import tune_for_inference
+    from albert_lab.analysis.common import tune_for_training
     from albert_lab.devices import fast_bf16
     from albert_lab.models import build_model
     from albert_lab.training.objective import PretrainingLoss
@@ -78,7 +78,7 @@ def run_variant(variant: str, preset: str, steps: int, warmup: int, batch_size: 
     model = build_model(spec, seed=0).train()
     bf16 = variant == "ours" and fast_bf16(torch.device("cpu"))
     if variant == "ours":
-        tune_for_inference(model)
+        tune_for_training(model)
         loss_fn = PretrainingLoss(model, spec.objective)
     optimizer = build_optimizer(model, "lamb", 1e-3)
     tokens, elapsed = 0, 0.0

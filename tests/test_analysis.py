@@ -223,6 +223,40 @@ def test_depth_lab_vanishing_vs_healthy_gradients():
 
 @pytest.mark.slow
 def test_vgg_38_needs_batchnorm():
+    # Eval-mode accuracy of a 38-layer BN net after 120 steps swings with the kernels a CPU
+    # picks (0.2-0.6 across seeds and machines), so assert on what does not: the plain net
+    # sits at chance (loss ln 10) with gradients vanished by 16 orders of magnitude,
+    # the BatchNorm net learns with gradients of the same size at both ends.
     history, flow = compare_vgg(depths=(38,), steps=120, lr=0.1)
-    final = history.groupby("model").test_accuracy.last()
-    assert final["VGG-38"] < 0.2 < 0.5 < final["VGG-38 + BatchNorm"]
+    loss = history.groupby("model").loss.apply(lambda s: s.tail(3).mean())
+    accuracy = history.groupby("model").test_accuracy.last()
+    last = flow[flow.step == flow.step.max()].groupby("model")
+    ratio = last.apply(lambda g: g.sort_values("layer").mean_abs.iloc[0] / g.sort_values("layer").mean_abs.iloc[-1])
+    assert loss["VGG-38"] > 2.25 and accuracy["VGG-38"] < 0.15 and ratio["VGG-38"] < 1e-10
+    assert loss["VGG-38 + BatchNorm"] < 2.0 and accuracy["VGG-38 + BatchNorm"] > 0.15
+    assert 1e-2 < ratio["VGG-38 + BatchNorm"] < 1e2
+
+
+def test_fast_gelu_matches_albert_gelu_new():
+    from transformers.activations import NewGELUActivation
+
+    from albert_lab.analysis.common import FastGELU, tune_for_inference, tune_for_training
+
+    x = torch.linspace(-8, 8, 20001)
+    reference = NewGELUActivation()(x)
+    assert (FastGELU()(x) - reference).abs().max() < 1e-6  # fp32: the same tanh formula
+    bf16 = FastGELU()(x.bfloat16()).float()
+    rounding = (reference.bfloat16().float() - reference).abs().max()
+    assert (bf16 - reference).abs().max() < 2 * rounding  # erf in bf16: within bf16's own rounding
+
+    from albert_lab.spec import ModelSpec
+
+    model = build_model(ModelSpec.from_name("lab-tiny"), seed=0).eval()
+    ids = torch.randint(5, 100, (2, 16), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        stock = model(input_ids=ids).prediction_logits
+        fast = tune_for_inference(model)(input_ids=ids).prediction_logits
+    assert not any(isinstance(m, NewGELUActivation) for m in model.modules())
+    assert model.config._attn_implementation == "sdpa"
+    assert (fast - stock).abs().max() < 1e-5
+    assert tune_for_training(model).config._attn_implementation == "eager"

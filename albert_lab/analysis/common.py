@@ -32,6 +32,14 @@ def encode_pairs(tokenizer, first: Sequence[str], second: Sequence[str], max_len
     return {k: enc[k].to(device) for k in ("input_ids", "token_type_ids", "attention_mask")}
 
 
+def batch_tokens_for(model: nn.Module) -> int:
+    """Padded tokens per forward pass: the FFN's (tokens, ffn) activation should stay
+    cache-sized (~6M elements). Measured on albert-base (ffn 3072): 2048 tokens is ~2x
+    faster per pair than 32768 in bf16."""
+    ffn = getattr(getattr(model, "config", None), "intermediate_size", 3072)
+    return int(min(16384, max(512, 6_291_456 // ffn)))
+
+
 def length_batches(lengths: Sequence[int], batch_tokens: int = 8192, max_batch: int = 128) -> Iterator[np.ndarray]:
     """Indexes grouped into batches of similar length (sorted), each holding about
     `batch_tokens` padded tokens: padding is compute spent on nothing."""
@@ -52,18 +60,42 @@ def approximate_lengths(tokenizer, first: Sequence[str], second: Sequence[str], 
     return [min(max_len, len(x) + len(y) + 3) for x, y in zip(a, b)]
 
 
-def tune_for_inference(model: nn.Module) -> nn.Module:
-    """Same math, faster kernels on CPU: transformers' gelu_new as five element-wise
-    ops becomes PyTorch's fused tanh GELU (the same formula), and attention runs eager
-    (faster than CPU flash attention at these lengths, and gives attention maps)."""
+class FastGELU(nn.Module):
+    """ALBERT's gelu_new (the tanh approximation) with fast kernels.
+
+    fp32: PyTorch's fused tanh GELU, the same formula as transformers' five element-wise
+    ops. bf16/fp16: the exact erf GELU, about 5x faster on CPU; the two differ by at most
+    4.7e-4 (at x = 2.70), five times less than bf16's own rounding of the output there."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype in (torch.bfloat16, torch.float16):
+            return nn.functional.gelu(x)
+        return nn.functional.gelu(x, approximate="tanh")
+
+
+def _fast_gelu(model: nn.Module) -> None:
     from transformers.activations import NewGELUActivation
 
     for module in model.modules():
         for name, child in module.named_children():
             if isinstance(child, NewGELUActivation):
-                setattr(module, name, nn.GELU(approximate="tanh"))
+                setattr(module, name, FastGELU())
         if isinstance(getattr(module, "activation", None), NewGELUActivation):
-            module.activation = nn.GELU(approximate="tanh")
+            module.activation = FastGELU()
+
+
+def tune_for_inference(model: nn.Module) -> nn.Module:
+    """Same function, faster CPU kernels for forward passes: fast GELU (above) and SDPA
+    attention (flash attention on CPU is the fastest forward here)."""
+    _fast_gelu(model)
+    set_attention(model, "sdpa")
+    return model
+
+
+def tune_for_training(model: nn.Module) -> nn.Module:
+    """As tune_for_inference, but eager attention: CPU flash attention's backward is slow
+    (eager measured ~1.4x faster per training step at length 128)."""
+    _fast_gelu(model)
     set_attention(model, "eager")
     return model
 

@@ -27,7 +27,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from albert_lab.analysis.common import tune_for_inference
+from albert_lab.analysis.common import tune_for_training
 from albert_lab.checkpoints import ModelBundle
 from albert_lab.data.batching import Batch, batch_from_documents
 from albert_lab.data.corpus import Document, split_sentences
@@ -62,7 +62,7 @@ def unshared_view(model: PretrainingModel, spec: ModelSpec) -> PretrainingModel:
     clone.tie_weights()  # the MLM decoder and the word embeddings are one tensor again
     for p in clone.parameters():
         p.requires_grad_(True)
-    return tune_for_inference(clone).train(model.training)
+    return tune_for_training(clone).train(model.training)
 
 
 def _component(rest: str) -> str:

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from albert_lab.analysis.common import approximate_lengths, autocast, encode_pairs, length_batches
+from albert_lab.analysis.common import approximate_lengths, autocast, batch_tokens_for, encode_pairs, length_batches
 from albert_lab.data.corpus import Document
 from albert_lab.data.masking import mask_sequence, masking_config
 from albert_lab.models import Parts
@@ -105,7 +105,7 @@ def pair_probabilities(model, tokenizer, first: Sequence[str], second: Sequence[
     max_len = min(max_len, model.config.max_position_embeddings)
     lengths = approximate_lengths(tokenizer, first, second, max_len)
     out = np.empty(len(first), dtype=np.float64)
-    for idx in length_batches(lengths):
+    for idx in length_batches(lengths, batch_tokens_for(model), max_batch=512):
         enc = encode_pairs(tokenizer, [first[i] for i in idx], [second[i] for i in idx], max_len, device)
         with autocast(device, dtype):
             pooled = parts.encoder(**enc).pooler_output
@@ -129,7 +129,7 @@ def mlm_accuracy(model, tokenizer, first: Sequence[str], second: Sequence[str], 
     correct = total = 0
     lengths = [len(ids) for ids in enc["input_ids"]]
     masked_all = [mask_sequence(np.asarray(ids, dtype=np.int64), cfg, rng) for ids in enc["input_ids"]]
-    for idx in length_batches(lengths):
+    for idx in length_batches(lengths, batch_tokens_for(model), max_batch=512):
         width = max(lengths[i] for i in idx)
         ids = torch.full((len(idx), width), tokenizer.pad_token_id, dtype=torch.long)
         types = torch.zeros_like(ids)

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from safetensors.torch import load_file
 
-from albert_lab.analysis.common import tune_for_inference
+from albert_lab.analysis.common import tune_for_training
 from albert_lab.analysis.gradflow import gradient_flow_on_batch
 from albert_lab.analysis.intrinsic import intrinsic_eval
 from albert_lab.checkpoints import recover_checkpoint_dir, save_checkpoint
@@ -67,7 +67,7 @@ class Trainer:
         self.device = self.dist.device(resolve_device("auto"))
         use_bf16 = config.precision == "bf16" or (config.precision == "auto" and fast_bf16(self.device))
         self.dtype = torch.bfloat16 if use_bf16 else None
-        self.model = tune_for_inference(build_model(self.prepared.spec, seed=config.seed)).to(self.device).train()
+        self.model = tune_for_training(build_model(self.prepared.spec, seed=config.seed)).to(self.device).train()
         if config.objective == "none":  # no pair loss: the pooler and pair head get no gradient at all
             parts = Parts.of(self.model)
             for module in (parts.encoder.pooler, parts.pair_head):
