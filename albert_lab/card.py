@@ -1,12 +1,16 @@
-"""The model card of a loaded checkpoint, as plain data (the app and CLI render it)."""
+"""The model card of a checkpoint, as plain data (the app and CLI render it): from a
+loaded ModelBundle, or from a CheckpointSummary (the folder's files, nothing loaded)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from albert_lab.checkpoints import ModelBundle, discover_checkpoints
+from albert_lab.catalog import CheckpointSummary, discover_checkpoints
 from albert_lab.params import count
+
+if TYPE_CHECKING:
+    from albert_lab.checkpoints import ModelBundle
 
 
 def resolve_checkpoint(name_or_path: str) -> str:
@@ -18,7 +22,10 @@ def resolve_checkpoint(name_or_path: str) -> str:
     return name_or_path
 
 
-def model_card(bundle: ModelBundle) -> dict[str, Any]:
+def model_card(bundle: ModelBundle | CheckpointSummary, device: str | None = None, dtype: str | None = None
+               ) -> dict[str, Any]:
+    """`device` and `dtype` default to the bundle's (a summary has none: pass what it
+    would load on)."""
     report = count(bundle.spec, seq_len=min(512, bundle.spec.max_positions))
     provenance = dict(bundle.card.get("provenance", {}))
     if not bundle.card:
@@ -33,7 +40,7 @@ def model_card(bundle: ModelBundle) -> dict[str, Any]:
         "warning": bundle.heads.warning,
         "provenance": provenance,
         "metrics": bundle.card.get("metrics", {}),
-        "device": str(bundle.device),
-        "dtype": str(bundle.dtype).replace("torch.", ""),
+        "device": device or str(getattr(bundle, "device", "not loaded")),
+        "dtype": dtype or str(getattr(bundle, "dtype", "not loaded")).replace("torch.", ""),
         "folder": str(Path(bundle.source)) if Path(bundle.source).exists() else None,
     }

@@ -1,4 +1,5 @@
-"""Checkpoints: load, save and discover transformers-format folders.
+"""Checkpoints: load and save transformers-format folders (reading a folder's files
+without loading it, and discovery, live in albert_lab.catalog; re-exported here).
 
 A checkpoint is a folder `from_pretrained` can read: config.json, model.safetensors,
 the tokenizer (spiece.model + tokenizer files) and, when this project wrote it,
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,52 +25,15 @@ from transformers.utils import logging as hf_logging
 
 from albert_lab.analysis.common import tune_for_inference
 from albert_lab.devices import resolve_device, resolve_dtype
+from albert_lab.catalog import (CARD, PICKLE_SUFFIXES, CheckpointInfo, HeadStatus, check_folder,  # noqa: F401
+                                 checkpoint_label, discover_checkpoints, head_status, is_local_source, read_card)
 from albert_lab.errors import AlbertLabError, CheckpointError
 from albert_lab.models import PretrainingModel, spec_from_config, tie_shared_modules
-from albert_lab.paths import checkpoints_dir, runs_dir
 from albert_lab.spec import ModelSpec
 from albert_lab.tokenizer import load_tokenizer, save_tokenizer
 
 hf_logging.set_verbosity_error()
 hf_logging.disable_progress_bar()
-
-CARD = "albert_lab.json"
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
-HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
-PAIR_KEYS = {"albert": "sop_classifier.", "bert": "cls.seq_relationship."}
-MLM_KEYS = {"albert": "predictions.", "bert": "cls.predictions."}
-HeadState = Literal["trained", "untrained", "missing", "present"]
-
-
-@dataclass(frozen=True)
-class HeadStatus:
-    """What a checkpoint's heads can be trusted with.
-
-    trained:   weights present and trained by this project (per albert_lab.json);
-    untrained: weights present but never trained (objective 'none');
-    missing:   not in the checkpoint: transformers initialised them randomly;
-    present:   weights present, provenance unknown (e.g. a hub checkpoint).
-    """
-
-    mlm: HeadState
-    pair: HeadState
-    pair_kind: Literal["sop", "nsp"]  # what the pair head predicts; label 0 = original order / is next
-
-    @property
-    def pair_usable(self) -> bool:
-        return self.pair in ("trained", "present")
-
-    @property
-    def warning(self) -> str | None:
-        kind = self.pair_kind.upper()
-        if self.pair == "missing":
-            return (f"The {kind} head weights are missing from this checkpoint: transformers initialised them "
-                    f"randomly, so its {kind} scores are noise (public ALBERT checkpoints ship without them).")
-        if self.pair == "untrained":
-            return f"This model was trained without an inter-sentence loss: its pair head was never trained."
-        if self.mlm == "missing":
-            return "The MLM head weights are missing: masked-token predictions are noise."
-        return None
 
 
 @dataclass
@@ -98,12 +61,12 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
     path = Path(text).expanduser()
     torch_device, torch_dtype = resolve_device(device), resolve_dtype(dtype)
     if is_local_source(text):
-        folder = _check_folder(path, allow_pickle)
+        folder = check_folder(path, allow_pickle)
         card = read_card(folder)
         config = AutoConfig.from_pretrained(str(folder))
         model, missing = _load_weights(folder, config, allow_pickle)
         tokenizer = load_tokenizer(folder)
-        label = name or (folder.parent.name if folder.name == "checkpoint" else folder.name)
+        label = checkpoint_label(folder, name)
     else:
         card, (config, model, missing, tokenizer) = {}, _load_from_hub(text)
         label = name or text
@@ -113,52 +76,6 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
     model.to(device=torch_device, dtype=torch_dtype).eval()
     return ModelBundle(name=label, source=text, model=model, tokenizer=tokenizer, spec=spec,
                        heads=head_status(spec, missing, card), card=card, device=torch_device, dtype=torch_dtype)
-
-
-def is_local_source(text: str) -> bool:
-    """A hub id is `name` or `org/name`; anything else, an existing path, or a path whose
-    first part exists here (`checkpoints/typo`) is a local folder."""
-    return (Path(text).expanduser().exists() or text.startswith((".", "/", "~")) or not HUB_ID.match(text)
-            or Path(text.split("/")[0]).is_dir())
-
-
-def _check_folder(path: Path, allow_pickle: bool) -> Path:
-    if not path.exists():
-        raise CheckpointError(f"{path}: no such folder")
-    if path.is_file():
-        raise CheckpointError(f"{path} is a file; give the checkpoint folder that holds config.json")
-    if not (path / "config.json").is_file():
-        hint = f"; this looks like a run folder, its checkpoint is {path / 'checkpoint'}" if (path / "run.json").is_file() else ""
-        raise CheckpointError(f"{path} has no config.json, so it is not a transformers checkpoint folder{hint}")
-    try:
-        model_type = json.loads((path / "config.json").read_text()).get("model_type")
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CheckpointError(f"{path / 'config.json'} is not valid JSON ({err})") from None
-    if model_type not in ("albert", "bert"):
-        raise CheckpointError(f"unsupported model type {model_type!r} in {path / 'config.json'}; "
-                              "ALBERT Lab loads 'albert' and 'bert' checkpoints")
-    safetensors = sorted(path.glob("*.safetensors"))
-    if safetensors:
-        for file in safetensors:
-            _check_safetensors(file)
-        return path
-    pickles = sorted(p.name for p in path.iterdir() if p.suffix in PICKLE_SUFFIXES)
-    if not pickles:
-        raise CheckpointError(f"{path} has a config.json but no weights (model.safetensors)")
-    if not allow_pickle:
-        raise CheckpointError(f"{path} holds only pickled weights ({', '.join(pickles)}), and a pickle can run code "
-                              "when loaded; convert it to safetensors, or allow pickles (--allow-pickle) if you trust it")
-    return path
-
-
-def _check_safetensors(file: Path) -> None:
-    from safetensors import SafetensorError, safe_open
-
-    try:
-        with safe_open(str(file), "pt") as handle:
-            handle.keys()
-    except (SafetensorError, OSError) as err:
-        raise CheckpointError(f"{file} is damaged or truncated ({err}); re-copy or re-train the checkpoint") from None
 
 
 def _load_weights(folder: Path, config: AlbertConfig | BertConfig, allow_pickle: bool) -> tuple[PretrainingModel, set[str]]:
@@ -215,34 +132,6 @@ def _load_from_hub(hub_id: str) -> tuple[Any, PretrainingModel, set[str], Any]:
     return config, model, set(info["missing_keys"]), tokenizer
 
 
-def head_status(spec: ModelSpec, missing: set[str], card: dict[str, Any]) -> HeadStatus:
-    """Missing weights win; then what the card records (the training loop writes
-    `heads`); then the objective the card names; without a card, 'present'."""
-    recorded = card.get("heads", {})
-
-    def state(prefix: str, head: str, trained: bool) -> HeadState:
-        if any(k.startswith(prefix) for k in missing):
-            return "missing"
-        if not card:
-            return "present"
-        return recorded.get(head) or ("trained" if trained else "untrained")
-
-    objective = spec.objective
-    kind: Literal["sop", "nsp"] = objective if objective in ("sop", "nsp") else ("sop" if spec.family == "albert" else "nsp")
-    return HeadStatus(mlm=state(MLM_KEYS[spec.family], "mlm", True),
-                      pair=state(PAIR_KEYS[spec.family], "pair", objective != "none"), pair_kind=kind)
-
-
-def read_card(folder: Path) -> dict[str, Any]:
-    file = folder / CARD
-    if not file.is_file():
-        return {}
-    try:
-        return json.loads(file.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CheckpointError(f"{file} is not valid JSON ({err}); fix or delete it") from None
-
-
 # ---- saving ----------------------------------------------------------------------------
 def save_checkpoint(model: PretrainingModel, tokenizer: Any, spec: ModelSpec, out_dir: str | Path,
                     card: dict[str, Any] | None = None, tokenizer_source: str | Path | None = None,
@@ -294,51 +183,3 @@ def _fsync_tree(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-# ---- discovery -------------------------------------------------------------------------
-@dataclass(frozen=True)
-class CheckpointInfo:
-    name: str
-    path: Path
-    origin: Literal["shipped", "run"]
-    family: str
-    objective: str
-    label: str
-    card: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "path": str(self.path), "origin": self.origin, "family": self.family,
-                "objective": self.objective, "label": self.label, "metrics": self.card.get("metrics", {})}
-
-
-def discover_checkpoints(shipped: Path | None = None, runs: Path | None = None) -> list[CheckpointInfo]:
-    """Shipped checkpoints (sub-folders of checkpoints/) and finished runs' checkpoints."""
-    found = []
-    shipped = shipped or checkpoints_dir()
-    for folder in sorted(shipped.iterdir()) if shipped.is_dir() else []:
-        if (folder / "config.json").is_file():
-            found.append(_info(folder.name, folder, "shipped"))
-    runs = runs or runs_dir()
-    for run in sorted(runs.iterdir()) if runs.is_dir() else []:
-        folder = run / "checkpoint"
-        if (folder / "config.json").is_file() and _run_finished(run):
-            found.append(_info(f"run:{run.name}", folder, "run"))
-    return [info for info in found if info is not None]
-
-
-def _run_finished(run: Path) -> bool:
-    try:
-        return json.loads((run / "run.json").read_text()).get("status") in ("succeeded", "cancelled")
-    except (OSError, json.JSONDecodeError):
-        return False
-
-
-def _info(name: str, folder: Path, origin: Literal["shipped", "run"]) -> CheckpointInfo | None:
-    try:
-        card = read_card(folder)
-        spec = spec_from_config(AutoConfig.from_pretrained(str(folder)), card)
-    except (AlbertLabError, OSError, ValueError):
-        return None  # unreadable folders are reported when someone tries to load them
-    return CheckpointInfo(name=name, path=folder, origin=origin, family=spec.family, objective=spec.objective,
-                          label=spec.label, card=card)

@@ -166,7 +166,8 @@ def cmd_app(args: argparse.Namespace) -> int:
     if not entry.is_file():
         raise AlbertLabError(f"{entry} not found: run from a checkout of ALBERT Lab")
     print(f"ALBERT Lab: http://localhost:{args.port}", file=sys.stderr)
-    command = [sys.executable, "-m", "streamlit", "run", str(entry), "--server.port", str(args.port), *args.streamlit_args]
+    # app.serve = `streamlit run app/main.py` with torch/transformers imported beside the server start
+    command = [sys.executable, "-m", "app.serve", "--server.port", str(args.port), *args.streamlit_args]
     return subprocess.call(command, cwd=PROJECT_ROOT, env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
 
 

@@ -43,3 +43,4 @@ if torch.get_num_threads() != threads:
     torch.set_num_threads(threads)
 ui.sidebar()
 page.run()
+ui.warm_up()  # after the page is drawn: model code imports in the background

@@ -8,15 +8,19 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+import threading
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
 
-from albert_lab.checkpoints import ModelBundle, discover_checkpoints, hub_reachable, is_local_source, load_checkpoint
-from albert_lab.devices import available_devices
+from albert_lab.catalog import CheckpointSummary, discover_checkpoints, is_local_source, summarize_checkpoint
+from albert_lab.devices import available_devices, resolve_device
 from albert_lab.errors import AlbertLabError
 from albert_lab.paths import allowed_roots, is_within, runs_dir
+
+if TYPE_CHECKING:
+    from albert_lab.checkpoints import ModelBundle
 
 UPLOAD_LIMIT_BYTES = 5 * 1024 * 1024
 
@@ -45,13 +49,50 @@ def available_checkpoints() -> list[dict[str, Any]]:
 
 
 def _stamp(source: str) -> float:
-    weights = Path(source) / "model.safetensors"
-    return weights.stat().st_mtime if weights.is_file() else 0.0
+    """Changes when the weights or the card are rewritten (cache key)."""
+    files = [Path(source) / "model.safetensors", Path(source) / "albert_lab.json"]
+    return max((f.stat().st_mtime for f in files if f.is_file()), default=0.0)
 
 
 @st.cache_resource(max_entries=8, show_spinner="Loading checkpoint ...")
 def _load(source: str, device: str, dtype: str, name: str | None, stamp: float) -> ModelBundle:
+    from albert_lab.checkpoints import load_checkpoint
+
     return load_checkpoint(source, device=device, dtype=dtype, name=name)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _summary(source: str, name: str | None, stamp: float) -> CheckpointSummary | None:
+    return summarize_checkpoint(source, name)
+
+
+def checkpoint_card(source: str, name: str | None = None) -> dict[str, Any]:
+    """The model card, from the folder's files when they say enough (no model loaded:
+    the first page paints before torch and transformers are imported), else loaded."""
+    from albert_lab.card import model_card
+
+    device, dtype = st.session_state.get("device", "auto"), st.session_state.get("dtype", "float32")
+    summary = _summary(source, name, _stamp(source)) if is_local_source(source) else None
+    if summary is None:
+        return model_card(load_bundle(source, name))
+    return model_card(summary, device=str(resolve_device(device)), dtype=dtype)
+
+
+def warm_up() -> None:
+    """Import torch's and transformers' model code in the background, once per server
+    process, after the first page has been drawn: the next page that loads a model
+    does not wait for ~3 s of imports."""
+    global _WARMING
+    if _WARMING is None:
+        _WARMING = threading.Thread(target=_import_model_code, name="albert-lab-warm-up", daemon=True)
+        _WARMING.start()
+
+
+def _import_model_code() -> None:
+    import albert_lab.checkpoints  # noqa: F401
+
+
+_WARMING: threading.Thread | None = None
 
 
 def load_bundle(source: str, name: str | None = None) -> ModelBundle:
@@ -114,6 +155,8 @@ def sidebar() -> None:
 
 def _add_source(text: str, extra: dict[str, str]) -> None:
     text = text.strip()
+    from albert_lab.checkpoints import hub_reachable, load_checkpoint
+
     if is_local_source(text):
         source = check_local_folder(text)
         bundle = load_checkpoint(source, device="cpu")  # validates now, with a clear message

@@ -4,7 +4,6 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from albert_lab.card import model_card
 from app import ui
 
 st.title("Model card")
@@ -12,9 +11,8 @@ if ui.need_checkpoints():
     names = [name for name, _ in ui.selected_sources()]
     name = st.selectbox("Checkpoint", names, key="card_checkpoint")
     source = dict(ui.selected_sources())[name]
-    with ui.guard(f"loading {name}"):
-        bundle = ui.load_bundle(source, name)
-        card = model_card(bundle)
+    with ui.guard(f"reading {name}"):
+        card = ui.checkpoint_card(source, name)
         if card["warning"]:
             st.warning(card["warning"], icon=":material/warning:")
         left, right = st.columns([3, 2])

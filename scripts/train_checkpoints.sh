@@ -8,7 +8,11 @@
 # All four share one tokenizer (trained once on the corpus, then cached). Afterwards the
 # checkpoints are exported into checkpoints/ and evaluated (scripts/export_checkpoints.py).
 #
-# Usage: scripts/train_checkpoints.sh [STEPS]     (PYTHON=... to choose the interpreter)
+# EXPERIMENTS=1 also trains albert-sop-random (SOP with each document's walk starting at
+# a random sentence, so more training pairs are interior; evaluated beside the four, not
+# shipped).
+#
+# Usage: [EXPERIMENTS=1] scripts/train_checkpoints.sh [STEPS]     (PYTHON=... to choose the interpreter)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
@@ -33,4 +37,7 @@ train albert-sop  --preset lab-albert --objective sop
 train albert-nsp  --preset lab-albert --objective nsp
 train albert-none --preset lab-albert --objective none
 train bert-nsp    --preset lab-bert   --objective nsp
+if [ "${EXPERIMENTS:-0}" = 1 ]; then
+  train albert-sop-random --preset lab-albert --objective sop --chunk-start random
+fi
 "$PY" scripts/export_checkpoints.py

@@ -2,11 +2,15 @@
 
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
 import torch
-from transformers import AlbertConfig, AlbertForMaskedLM, AlbertForPreTraining, AlbertModel, BertConfig, BertForPreTraining
+from transformers import (AlbertConfig, AlbertForMaskedLM, AlbertForPreTraining, AlbertModel, BertConfig, BertForMaskedLM,
+                          BertForPreTraining)
 
+from albert_lab.catalog import summarize_checkpoint
 from albert_lab.checkpoints import discover_checkpoints, load_checkpoint, save_checkpoint
 from albert_lab.errors import CheckpointError
 from albert_lab.models import build_model
@@ -94,6 +98,49 @@ def test_card_drives_head_status(make_checkpoint):
     assert load_checkpoint(folder).heads.pair == "untrained"
     folder, _ = make_checkpoint("sop", objective="sop")
     assert load_checkpoint(folder).heads.pair == "trained"
+
+
+@pytest.mark.parametrize("cls", [AlbertForPreTraining, AlbertForMaskedLM, AlbertModel, BertForMaskedLM])
+def test_summary_from_files_matches_the_loaded_model(tmp_path, tokenizer, make_checkpoint, cls):
+    """The card the app paints from a folder's files (no model loaded) is the card of the
+    loaded model: same spec, heads, warning, provenance, counts."""
+    from albert_lab.card import model_card
+
+    family = "bert" if cls is BertForMaskedLM else "albert"
+    config = (BertConfig if family == "bert" else AlbertConfig)(
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37,
+        max_position_embeddings=64)
+    folders = [_hf_folder(tmp_path, tokenizer, cls(config), "hub-like")]
+    folders += [make_checkpoint(o, objective=o)[0] for o in ("sop", "none")] if cls is AlbertForPreTraining else []
+    cards = []
+    for folder in folders:
+        loaded = model_card(load_checkpoint(folder, device="cpu"))
+        summary = summarize_checkpoint(folder)
+        assert summary is not None
+        assert model_card(summary, device="cpu", dtype="float32") == loaded
+        cards.append(loaded)
+    expected = {AlbertForPreTraining: ("present", "present"), AlbertForMaskedLM: ("present", "missing"),
+                AlbertModel: ("missing", "missing"), BertForMaskedLM: ("present", "missing")}[cls]
+    assert (cards[0]["heads"]["mlm"], cards[0]["heads"]["pair"]) == expected
+    if cls is AlbertForPreTraining:
+        assert [c["heads"]["pair"] for c in cards[1:]] == ["trained", "untrained"]
+
+
+def test_summary_needs_no_torch_and_names_bad_folders(tmp_path, make_checkpoint):
+    folder, _ = make_checkpoint("sop", objective="sop")
+    code = ("import sys; from albert_lab.catalog import summarize_checkpoint; from albert_lab.card import model_card\n"
+            f"card = model_card(summarize_checkpoint({str(folder)!r}), device='cpu', dtype='float32')\n"
+            "assert card['heads']['pair'] == 'trained', card\n"
+            "assert not {'torch', 'transformers'} & set(sys.modules), 'heavy import'")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    data = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(data[: len(data) - 10])
+    with pytest.raises(CheckpointError, match="truncated"):
+        summarize_checkpoint(folder)
+    (folder / "model.safetensors").write_bytes(b"\x05\x00")
+    with pytest.raises(CheckpointError, match="damaged or truncated"):
+        summarize_checkpoint(folder)
 
 
 def _expect_error(path, match, **kwargs):

@@ -1,0 +1,245 @@
+"""What a checkpoint folder is, read from its files alone: no torch, no transformers.
+
+albert_lab.json (spec, objective, provenance, metrics), config.json and the safetensors
+header (the tensor names) say what a model card needs: the spec, and which heads are
+trained, untrained or missing. Listing checkpoints and showing a card therefore cost
+milliseconds, and the app paints its first page before torch and transformers (~3 s of
+imports on a 2-core CPU) are loaded. checkpoints.load_checkpoint builds on the same
+functions, so a summary and a loaded model always agree on the heads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from albert_lab.errors import AlbertLabError, CheckpointError
+from albert_lab.paths import checkpoints_dir, runs_dir
+from albert_lab.spec import ModelSpec
+
+CARD = "albert_lab.json"
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+PAIR_KEYS = {"albert": "sop_classifier.", "bert": "cls.seq_relationship."}
+MLM_KEYS = {"albert": "predictions.", "bert": "cls.predictions."}
+HeadState = Literal["trained", "untrained", "missing", "present"]
+
+
+@dataclass(frozen=True)
+class HeadStatus:
+    """What a checkpoint's heads can be trusted with.
+
+    trained:   weights present and trained by this project (per albert_lab.json);
+    untrained: weights present but never trained (objective 'none');
+    missing:   not in the checkpoint: transformers initialised them randomly;
+    present:   weights present, provenance unknown (e.g. a hub checkpoint).
+    """
+
+    mlm: HeadState
+    pair: HeadState
+    pair_kind: Literal["sop", "nsp"]  # what the pair head predicts; label 0 = original order / is next
+
+    @property
+    def pair_usable(self) -> bool:
+        return self.pair in ("trained", "present")
+
+    @property
+    def warning(self) -> str | None:
+        kind = self.pair_kind.upper()
+        if self.pair == "missing":
+            return (f"The {kind} head weights are missing from this checkpoint: transformers initialised them "
+                    f"randomly, so its {kind} scores are noise (public ALBERT checkpoints ship without them).")
+        if self.pair == "untrained":
+            return "This model was trained without an inter-sentence loss: its pair head was never trained."
+        if self.mlm == "missing":
+            return "The MLM head weights are missing: masked-token predictions are noise."
+        return None
+
+
+def head_status(spec: ModelSpec, missing: set[str], card: dict[str, Any]) -> HeadStatus:
+    """Missing weights win; then what the card records (the training loop writes
+    `heads`); then the objective the card names; without a card, 'present'."""
+    recorded = card.get("heads", {})
+
+    def state(prefix: str, head: str, trained: bool) -> HeadState:
+        if any(k.startswith(prefix) for k in missing):
+            return "missing"
+        if not card:
+            return "present"
+        return recorded.get(head) or ("trained" if trained else "untrained")
+
+    objective = spec.objective
+    kind: Literal["sop", "nsp"] = objective if objective in ("sop", "nsp") else ("sop" if spec.family == "albert" else "nsp")
+    return HeadStatus(mlm=state(MLM_KEYS[spec.family], "mlm", True),
+                      pair=state(PAIR_KEYS[spec.family], "pair", objective != "none"), pair_kind=kind)
+
+
+def is_local_source(text: str) -> bool:
+    """A hub id is `name` or `org/name`; anything else, an existing path, or a path whose
+    first part exists here (`checkpoints/typo`) is a local folder."""
+    return (Path(text).expanduser().exists() or text.startswith((".", "/", "~")) or not HUB_ID.match(text)
+            or Path(text.split("/")[0]).is_dir())
+
+
+# ---- files ------------------------------------------------------------------------------
+def read_card(folder: Path) -> dict[str, Any]:
+    file = folder / CARD
+    if not file.is_file():
+        return {}
+    try:
+        return json.loads(file.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise CheckpointError(f"{file} is not valid JSON ({err}); fix or delete it") from None
+
+
+def safetensors_keys(file: Path) -> set[str]:
+    """Tensor names from a safetensors header (8-byte length, JSON), checking that the
+    data the header describes is all there: a truncated copy is named as such."""
+    damaged = f"{file} is damaged or truncated"
+    try:
+        with file.open("rb") as handle:
+            (length,) = struct.unpack("<Q", handle.read(8))
+            if length > 100_000_000:
+                raise CheckpointError(f"{damaged} (header of {length} bytes); re-copy or re-train the checkpoint")
+            header = json.loads(handle.read(length))
+        ends = [entry["data_offsets"][1] for name, entry in header.items() if name != "__metadata__"]
+    except (struct.error, json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, IndexError) as err:
+        raise CheckpointError(f"{damaged} ({type(err).__name__}); re-copy or re-train the checkpoint") from None
+    expected, actual = 8 + length + max(ends, default=0), file.stat().st_size
+    if actual < expected:
+        raise CheckpointError(f"{damaged} ({actual:,} of {expected:,} bytes); re-copy or re-train the checkpoint")
+    return {name for name in header if name != "__metadata__"}
+
+
+def check_folder(path: Path, allow_pickle: bool = False) -> Path:
+    """A loadable checkpoint folder, or a CheckpointError that says what is wrong."""
+    if not path.exists():
+        raise CheckpointError(f"{path}: no such folder")
+    if path.is_file():
+        raise CheckpointError(f"{path} is a file; give the checkpoint folder that holds config.json")
+    if not (path / "config.json").is_file():
+        hint = f"; this looks like a run folder, its checkpoint is {path / 'checkpoint'}" if (path / "run.json").is_file() else ""
+        raise CheckpointError(f"{path} has no config.json, so it is not a transformers checkpoint folder{hint}")
+    model_type = read_config(path).get("model_type")
+    if model_type not in ("albert", "bert"):
+        raise CheckpointError(f"unsupported model type {model_type!r} in {path / 'config.json'}; "
+                              "ALBERT Lab loads 'albert' and 'bert' checkpoints")
+    safetensors = sorted(path.glob("*.safetensors"))
+    if safetensors:
+        for file in safetensors:
+            safetensors_keys(file)
+        return path
+    pickles = sorted(p.name for p in path.iterdir() if p.suffix in PICKLE_SUFFIXES)
+    if not pickles:
+        raise CheckpointError(f"{path} has a config.json but no weights (model.safetensors)")
+    if not allow_pickle:
+        raise CheckpointError(f"{path} holds only pickled weights ({', '.join(pickles)}), and a pickle can run code "
+                              "when loaded; convert it to safetensors, or allow pickles (--allow-pickle) if you trust it")
+    return path
+
+
+def read_config(folder: Path) -> dict[str, Any]:
+    try:
+        return json.loads((folder / "config.json").read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise CheckpointError(f"{folder / 'config.json'} is not valid JSON ({err})") from None
+
+
+def read_spec(folder: Path, card: dict[str, Any]) -> ModelSpec:
+    """From albert_lab.json when this project wrote the folder; otherwise from
+    config.json through transformers (its defaults fill what the file leaves out)."""
+    if "spec" in card:
+        return ModelSpec.from_dict(card["spec"])
+    from transformers import AutoConfig
+
+    from albert_lab.models import spec_from_config
+
+    return spec_from_config(AutoConfig.from_pretrained(str(folder)), card)
+
+
+def checkpoint_label(folder: Path, name: str | None = None) -> str:
+    """A run's checkpoint is named after its run folder; others after their folder."""
+    return name or (folder.parent.name if folder.name == "checkpoint" else folder.name)
+
+
+# ---- a checkpoint without loading it --------------------------------------------------------
+@dataclass(frozen=True)
+class CheckpointSummary:
+    """A checkpoint folder as its files describe it; the same fields a ModelBundle has
+    for a model card (name, source, spec, heads, card), without the model."""
+
+    name: str
+    source: str
+    spec: ModelSpec
+    heads: HeadStatus
+    card: dict[str, Any] = field(default_factory=dict)
+
+
+def summarize_checkpoint(folder: str | Path, name: str | None = None) -> CheckpointSummary | None:
+    """The summary of a local safetensors checkpoint; None where only loading can tell
+    (pickled or sharded weights). Raises CheckpointError for folders that cannot load."""
+    path = check_folder(Path(str(folder).strip()).expanduser())
+    files = sorted(path.glob("*.safetensors"))
+    if [f.name for f in files] != ["model.safetensors"]:
+        return None
+    card = read_card(path)
+    spec = read_spec(path, card)
+    keys = safetensors_keys(files[0])
+    # What from_pretrained reports missing for a head: its prefix absent from the file
+    # (files from *ForMaskedLM / base models keep the encoder under the same prefix).
+    missing = {prefix for prefix in (MLM_KEYS[spec.family], PAIR_KEYS[spec.family])
+               if not any(k.startswith(prefix) for k in keys)}
+    return CheckpointSummary(name=checkpoint_label(path, name), source=str(folder).strip(), spec=spec, heads=head_status(spec, missing, card),
+                             card=card)
+
+
+# ---- discovery -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CheckpointInfo:
+    name: str
+    path: Path
+    origin: Literal["shipped", "run"]
+    family: str
+    objective: str
+    label: str
+    card: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "path": str(self.path), "origin": self.origin, "family": self.family,
+                "objective": self.objective, "label": self.label, "metrics": self.card.get("metrics", {})}
+
+
+def discover_checkpoints(shipped: Path | None = None, runs: Path | None = None) -> list[CheckpointInfo]:
+    """Shipped checkpoints (sub-folders of checkpoints/) and finished runs' checkpoints."""
+    found = []
+    shipped = shipped or checkpoints_dir()
+    for folder in sorted(shipped.iterdir()) if shipped.is_dir() else []:
+        if (folder / "config.json").is_file():
+            found.append(_info(folder.name, folder, "shipped"))
+    runs = runs or runs_dir()
+    for run in sorted(runs.iterdir()) if runs.is_dir() else []:
+        folder = run / "checkpoint"
+        if (folder / "config.json").is_file() and _run_finished(run):
+            found.append(_info(f"run:{run.name}", folder, "run"))
+    return [info for info in found if info is not None]
+
+
+def _run_finished(run: Path) -> bool:
+    try:
+        return json.loads((run / "run.json").read_text()).get("status") in ("succeeded", "cancelled")
+    except (OSError, json.JSONDecodeError):
+        return False
+
+
+def _info(name: str, folder: Path, origin: Literal["shipped", "run"]) -> CheckpointInfo | None:
+    try:
+        card = read_card(folder)
+        spec = read_spec(folder, card)
+    except (AlbertLabError, OSError, ValueError):
+        return None  # unreadable folders are reported when someone tries to load them
+    return CheckpointInfo(name=name, path=folder, origin=origin, family=spec.family, objective=spec.objective,
+                          label=spec.label, card=card)
