@@ -152,13 +152,12 @@ def cmd_card(args: argparse.Namespace) -> int:
 
 def _app_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=8501)
-    p.add_argument("streamlit_args", nargs="*", help="further arguments for `streamlit run`")
+    p.epilog = "Other options go to `streamlit run`, e.g. albert-lab app --server.headless true"
 
 
 @command("app", "start the workbench in the browser (streamlit run app/main.py)")(_app_arguments)
 def cmd_app(args: argparse.Namespace) -> int:
     import os
-    import subprocess
 
     from albert_lab.paths import PROJECT_ROOT
 
@@ -166,9 +165,12 @@ def cmd_app(args: argparse.Namespace) -> int:
     if not entry.is_file():
         raise AlbertLabError(f"{entry} not found: run from a checkout of ALBERT Lab")
     print(f"ALBERT Lab: http://localhost:{args.port}", file=sys.stderr)
-    # app.serve = `streamlit run app/main.py` with torch/transformers imported beside the server start
+    # app.serve = `streamlit run app/main.py`, with the first page's imports warmed beside the server
+    # start. exec: this process becomes the server, so signals (Ctrl-C, SIGTERM) reach it.
+    os.chdir(PROJECT_ROOT)
     command = [sys.executable, "-m", "app.serve", "--server.port", str(args.port), *args.streamlit_args]
-    return subprocess.call(command, cwd=PROJECT_ROOT, env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
+    os.execve(sys.executable, command, {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
+    return 0  # not reached
 
 
 # ---- entry point ---------------------------------------------------------------------
@@ -190,7 +192,12 @@ def _register_other_commands() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and args.command != "app":
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.command == "app":  # `albert-lab app --server.headless true`: options for streamlit run
+        args.streamlit_args = unknown
     try:
         return args.handler(args)
     except AlbertLabError as err:
