@@ -165,10 +165,9 @@ def cmd_app(args: argparse.Namespace) -> int:
     if not entry.is_file():
         raise AlbertLabError(f"{entry} not found: run from a checkout of ALBERT Lab")
     print(f"ALBERT Lab: http://localhost:{args.port}", file=sys.stderr)
-    # app.serve = `streamlit run app/main.py`, with the first page's imports warmed beside the server
-    # start. exec: this process becomes the server, so signals (Ctrl-C, SIGTERM) reach it.
+    # exec: this process becomes the server, so signals (Ctrl-C, SIGTERM) reach it
     os.chdir(PROJECT_ROOT)
-    command = [sys.executable, "-m", "app.serve", "--server.port", str(args.port), *args.streamlit_args]
+    command = [sys.executable, "-m", "streamlit", "run", str(entry), "--server.port", str(args.port), *args.streamlit_args]
     os.execve(sys.executable, command, {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
     return 0  # not reached
 

@@ -83,8 +83,9 @@ def warm_up() -> None:
     process, after the first page has been drawn: the next page that loads a model
     does not wait for ~3 s of imports."""
     global _WARMING
-    if _WARMING is None:
-        _WARMING = threading.Thread(target=_import_model_code, name="albert-lab-warm-up", daemon=True)
+    if _WARMING is None:  # a second's delay: imports hold the GIL, and the page is still being sent
+        _WARMING = threading.Timer(1.0, _import_model_code)
+        _WARMING.name, _WARMING.daemon = "albert-lab-warm-up", True
         _WARMING.start()
 
 
@@ -92,7 +93,7 @@ def _import_model_code() -> None:
     import albert_lab.checkpoints  # noqa: F401
 
 
-_WARMING: threading.Thread | None = None
+_WARMING: threading.Timer | None = None
 
 
 def load_bundle(source: str, name: str | None = None) -> ModelBundle:

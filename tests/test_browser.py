@@ -43,7 +43,7 @@ def server(shipped, tmp_path):
     port = _free_port()
     env = {**os.environ, "ALBERT_LAB_CHECKPOINTS": str(shipped), "ALBERT_LAB_RUNS": str(tmp_path / "runs"),
            "PYTHONPATH": str(ROOT)}
-    # as the README starts it: albert-lab app (exec's app.serve, which runs streamlit run app/main.py)
+    # as the README starts it: albert-lab app (which execs streamlit run app/main.py)
     process = subprocess.Popen([sys.executable, "-m", "albert_lab", "app", "--port", str(port), "--server.headless", "true"],
                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
