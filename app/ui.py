@@ -4,11 +4,11 @@ one library function, draw."""
 
 from __future__ import annotations
 
+import threading
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-import threading
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
