@@ -133,7 +133,11 @@ def sidebar() -> None:
     by_name = {c["name"]: c for c in found}
     extra: dict[str, str] = st.session_state.setdefault("extra_sources", {})
     options = list(by_name) + [n for n in extra if n not in by_name]
-    default = [c["name"] for c in found if c["origin"] == "shipped"][:4] or options[:1]
+    # Shipped ones, SOP-trained first (ALBERT's own objective), no pair objective last: the
+    # model card opens on a model whose heads all work
+    shipped = sorted((c for c in found if c["origin"] == "shipped"),
+                     key=lambda c: (c["objective"] == "none", c["objective"] != "sop", c["name"]))
+    default = [c["name"] for c in shipped][:4] or options[:1]
     with st.sidebar:
         st.markdown("### Checkpoints")
         picked = st.multiselect("Compare", options, default=[n for n in default if n in options], key="picked",

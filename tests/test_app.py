@@ -43,7 +43,7 @@ def charts(at: AppTest) -> list:
 
 def test_model_card(app):
     assert app.title[0].value == "Model card"
-    assert app.sidebar.multiselect(key="picked").value == ["albert-sop", "bert-nsp", "hub-albert"]
+    assert app.sidebar.multiselect(key="picked").value == ["albert-sop", "hub-albert", "bert-nsp"]  # SOP first
     expected = count(tiny_spec(1000, num_layers=3)).total
     assert app.metric[0].value == f"{expected / 1e6:.2f}M"
     assert len(charts(app)) == 1 and not app.warning
