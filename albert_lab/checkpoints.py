@@ -16,7 +16,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from collections.abc import Callable
 
 import torch
@@ -25,8 +25,9 @@ from transformers.utils import logging as hf_logging
 
 from albert_lab.analysis.common import tune_for_inference
 from albert_lab.devices import resolve_device, resolve_dtype
-from albert_lab.catalog import (CARD, PICKLE_SUFFIXES, CheckpointInfo, HeadStatus, check_folder,  # noqa: F401
-                                 checkpoint_label, discover_checkpoints, head_status, is_local_source, read_card)
+from albert_lab.catalog import (CARD, PICKLE_SUFFIXES, HeadStatus, check_folder, checkpoint_label, head_status,
+                                 is_local_source, read_card)
+from albert_lab.catalog import discover_checkpoints  # noqa: F401  (re-exported: callers import it from here)
 from albert_lab.errors import AlbertLabError, CheckpointError
 from albert_lab.models import PretrainingModel, spec_from_config, tie_shared_modules
 from albert_lab.spec import ModelSpec

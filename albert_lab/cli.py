@@ -115,7 +115,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 @command("checkpoints", "checkpoints shipped in checkpoints/ and finished runs in runs/")(_json_only)
 def cmd_checkpoints(args: argparse.Namespace) -> int:
-    from albert_lab.checkpoints import discover_checkpoints
+    from albert_lab.catalog import discover_checkpoints  # file reads only: no torch, no transformers
 
     found = discover_checkpoints()
     rows = [(c.name, c.origin, c.label, str(c.path)) for c in found]

@@ -51,7 +51,10 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     if args.resume:
         resume_run(args.resume, foreground=args.foreground)
-        return _report(read_run(args.resume), read_run(args.resume).status) if args.foreground else _follow(args.resume, args.detach)
+        if not args.foreground:
+            return _follow(args.resume, args.detach)
+        info = read_run(args.resume)
+        return _report(info, info.status)
     spec = spec_from_args(args, default_preset="lab-tiny")
     steps = args.steps if args.steps is not None or args.minutes is not None else 1000
     config = TrainConfig(

@@ -4,7 +4,7 @@ residual connections change; plus the coursework's VGG-8 vs VGG-38 in miniature.
 import plotly.express as px
 import streamlit as st
 
-from albert_lab.analysis.depth import DepthConfig, compare_vgg, describe, train_disc
+from albert_lab.analysis.depth import DepthConfig, compare_vgg, train_disc
 from app import ui
 
 st.title("Depth lab")

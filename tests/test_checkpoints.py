@@ -1,7 +1,6 @@
 """Loading through our loader: parity with transformers, tying, head status, bad input."""
 
 import json
-import shutil
 import subprocess
 import sys
 

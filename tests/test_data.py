@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from albert_lab.data.batching import PretrainingData, encode_pair
-from albert_lab.data.corpus import load_builtin, make_corpus, parse_documents, split_sentences, Document
+from albert_lab.data.corpus import load_builtin, make_corpus, parse_documents, split_sentences
 from albert_lab.data.masking import mask_sequence, masking_config, sample_ngram_length
 from albert_lab.data.pairs import check_pairable, create_instances
 from albert_lab.data.tokenized import tokenize_documents

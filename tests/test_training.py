@@ -1,6 +1,5 @@
 """Training runs: run folders, checkpoints, faults, bad input."""
 
-import json
 import math
 import os
 import signal
