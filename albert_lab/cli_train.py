@@ -193,7 +193,7 @@ def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from albert_lab.analysis.intrinsic import build_eval_pairs, intrinsic_eval
     from albert_lab.checkpoints import load_checkpoint
-    from albert_lab.data.corpus import load_corpus
+    from albert_lab.data.corpora import load_corpus
 
     corpus = load_corpus(args.corpus)
     pairs = build_eval_pairs(corpus.heldout)
@@ -207,4 +207,32 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
              f"{r['sop_lead_acc']:.3f}", f"{r['sop_interior_acc']:.3f}") for r in results]
     emit(args, results if len(results) > 1 else results[0],
          table(rows, ["checkpoint", "trained with", "MLM", "NSP", "SOP", "SOP lead", "SOP interior"]))
+    return 0
+
+
+def _corpora_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--install", action="store_true", help="download (pinned, checked) and extract missing sources")
+    p.add_argument("--force", action="store_true", help="with --install: re-extract installed sources too")
+    p.add_argument("--json", action="store_true")
+
+
+@command("corpora", "the training corpora: each source's size, documents, sentences per document, licence")(_corpora_arguments)
+def cmd_corpora(args: argparse.Namespace) -> int:
+    from albert_lab.data.corpora import DEFAULT, describe_corpora
+    from albert_lab.data.sources import install
+
+    if args.install:
+        install(log=lambda line: print(line, file=sys.stderr), force=args.force)
+    rows = describe_corpora()
+
+    def cell(value, spec: str) -> str:
+        return "-" if value is None else format(value, spec)
+
+    table_rows = [(r["name"], r["role"] + (", default mix" if r["in_default_mix"] else ""), cell(r["megabytes"], ".1f"),
+                   cell(r["documents"], ","), cell(r["sentences_per_doc"], ".0f"), cell(r["median_sentences"], ","),
+                   cell(r["interior_pairs"], ","), r["licence"] if r["installed"] else "not installed: albert-lab corpora --install")
+                  for r in rows]
+    text = table(table_rows, ["source", "role", "MB", "documents", "sentences/doc", "median", "interior pairs", "licence"])
+    emit(args, rows, f"{text}\n\nThe default corpus, {DEFAULT}, mixes the sources marked 'default mix'; 5% of each "
+                     "source's documents are held out for evaluation.")
     return 0

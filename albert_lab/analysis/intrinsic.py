@@ -44,21 +44,24 @@ def build_eval_pairs(docs: Sequence[Document], seed: int = 1234) -> pd.DataFrame
         for start, end in _chunks(doc.segments):
             a, b = _split(doc.segments, start, end, rng)
             interior = start > 0
-            rows.append(_sop_row(a, b, rng, interior, True, doc.title))
-            rows.append(dict(task="mlm", a=a, b=b, label=0, interior=interior, natural=True, doc=doc.title))
+            rows.append(_sop_row(a, b, rng, interior, True, doc))
+            rows.append(dict(task="mlm", a=a, b=b, label=0, interior=interior, natural=True, doc=doc.title,
+                             source=doc.source))
             if rng.random() < 0.5:
                 other = usable[(i + 1 + int(rng.integers(max(1, len(usable) - 1)))) % len(usable)]
                 first = int(rng.integers(len(other.segments)))
                 b = _take_words(other.segments[first:], max(1, TARGET_WORDS - len(a.split())))
-                rows.append(dict(task="nsp", a=a, b=b, label=1, interior=interior, natural=True, doc=doc.title))
+                rows.append(dict(task="nsp", a=a, b=b, label=1, interior=interior, natural=True, doc=doc.title,
+                                 source=doc.source))
             else:
-                rows.append(dict(task="nsp", a=a, b=b, label=0, interior=interior, natural=True, doc=doc.title))
+                rows.append(dict(task="nsp", a=a, b=b, label=0, interior=interior, natural=True, doc=doc.title,
+                                 source=doc.source))
         if len(doc.segments) >= 3:
             start = int(rng.integers(1, len(doc.segments) - 1))
             end = next(e for s, e in _chunks(doc.segments[start:]))  # one chunk from `start`
             a, b = _split(doc.segments, start, start + end, rng)
-            rows.append(_sop_row(a, b, rng, True, False, doc.title))
-    return pd.DataFrame(rows, columns=["task", "a", "b", "label", "interior", "natural", "doc"])
+            rows.append(_sop_row(a, b, rng, True, False, doc))
+    return pd.DataFrame(rows, columns=["task", "a", "b", "label", "interior", "natural", "doc", "source"])
 
 
 def _chunks(segments: Sequence[str]) -> list[tuple[int, int]]:
@@ -79,10 +82,10 @@ def _split(segments: Sequence[str], start: int, end: int, rng: np.random.Generat
     return " ".join(segments[start:k]), " ".join(segments[k:end])
 
 
-def _sop_row(a: str, b: str, rng: np.random.Generator, interior: bool, natural: bool, doc: str) -> dict:
+def _sop_row(a: str, b: str, rng: np.random.Generator, interior: bool, natural: bool, doc: Document) -> dict:
     swap = rng.random() < 0.5
     return dict(task="sop", a=b if swap else a, b=a if swap else b, label=int(swap), interior=interior,
-                natural=natural, doc=doc)
+                natural=natural, doc=doc.title, source=doc.source)
 
 
 def _take_words(segments: Sequence[str], words: int) -> str:
@@ -159,8 +162,8 @@ def intrinsic_eval(model, tokenizer, pairs: pd.DataFrame, max_len: int = 128, dt
     SOP accuracy on lead pairs (with the first segment) and on all interior pairs.
     `limit` caps the pairs per task (for quick checks during training)."""
     def task(name: str) -> pd.DataFrame:
-        frame = pairs[pairs.task == name]
-        return frame.head(limit) if limit else frame
+        frame = pairs[pairs.task == name]  # a fixed random sample: every source is represented
+        return frame.sample(n=limit, random_state=0).sort_index() if limit and len(frame) > limit else frame
 
     mlm = task("mlm")
     mlm_acc, n_pred = mlm_accuracy(model, tokenizer, list(mlm.a), list(mlm.b), max_len, dtype=dtype)

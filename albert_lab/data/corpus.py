@@ -38,6 +38,7 @@ class Document:
     title: str
     segments: tuple[str, ...]
     topic: str = ""
+    source: str = ""  # the corpus source it came from (for per-source evaluation)
 
 
 @dataclass(frozen=True)
@@ -79,15 +80,15 @@ def make_corpus(name: str, docs: list[Document], credit: str = "", fraction: flo
     docs = [d for d in docs if d.segments]
     if not docs:
         raise DataError(f"{name}: the corpus has no documents with text")
-    keyed = sorted(docs, key=lambda d: _hash(d.title + "\n" + d.segments[0]))
+    keyed = sorted(docs, key=lambda d: content_hash(d.title + "\n" + d.segments[0]))
     n_held = max(1, round(fraction * len(docs))) if len(docs) >= 2 else 0
     heldout = {id(d) for d in keyed[:n_held]}
-    fingerprint = _hash(json.dumps([(d.title, d.segments) for d in docs]))
+    fingerprint = content_hash(json.dumps([(d.title, d.segments) for d in docs]))
     return Corpus(name=name, train=tuple(d for d in docs if id(d) not in heldout),
                   heldout=tuple(d for d in docs if id(d) in heldout), fingerprint=fingerprint, credit=credit)
 
 
-def _hash(text: str) -> str:
+def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -176,14 +177,3 @@ def load_hf_dataset(name: str, split: str = "train", text_field: str = "text", l
         raise DataError(f"could not load dataset {name!r} ({type(err).__name__}: {str(err)[:160]}); offline?") from None
     docs = [Document(title=f"{name} #{i}", segments=tuple(split_sentences(r[text_field]))) for i, r in enumerate(rows)]
     return make_corpus(name, docs)
-
-
-def load_corpus(source: str = BUILTIN, text_field: str = "text") -> Corpus:
-    """`wiki-vital` (built-in), a .txt/.jsonl path, or `hf:<dataset name>`."""
-    if source in (BUILTIN, "builtin", ""):
-        return load_builtin()
-    if source.startswith(f"{BUILTIN}[:") and source.endswith("]"):
-        return load_builtin(limit=int(source[len(BUILTIN) + 2:-1]))
-    if source.startswith("hf:"):
-        return load_hf_dataset(source[3:], text_field=text_field)
-    return load_file(source, text_field)

