@@ -32,6 +32,7 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
     p.add_argument("--threads", type=int)
     p.add_argument("--eval-every", type=int, default=200)
+    p.add_argument("--eval-limit", type=int, default=256, help="held-out pairs per task in evaluations during training")
     p.add_argument("--checkpoint-every", type=int, default=200)
     p.add_argument("--gradflow-every", type=int, default=100)
     p.add_argument("--log-every", type=int, default=10)
@@ -62,7 +63,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         vocab_size=args.vocab_size, lowercase=not args.cased, max_seq_len=args.seq_len, batch_size=args.batch_size,
         lr=args.lr, optimizer=args.optimizer, weight_decay=args.weight_decay, warmup_steps=args.warmup, max_steps=steps,
         max_minutes=args.minutes, seed=args.seed, chunk_start=args.chunk_start, precision=args.precision, threads=args.threads,
-        eval_every=args.eval_every, checkpoint_every=args.checkpoint_every, gradflow_every=args.gradflow_every,
+        eval_every=args.eval_every, eval_limit=args.eval_limit, checkpoint_every=args.checkpoint_every, gradflow_every=args.gradflow_every,
         log_every=args.log_every, name=args.name, command="albert-lab " + shlex.join(sys.argv[1:]),
     )
     from albert_lab.training.distributed import DistContext
