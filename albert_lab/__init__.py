@@ -7,5 +7,5 @@ torch and transformers load only when a module that needs them is imported.
 from albert_lab.errors import AlbertLabError
 from albert_lab.spec import PRESETS, ModelSpec
 
-__all__ = ["AlbertLabError", "ModelSpec", "PRESETS", "__version__"]
+__all__ = ["PRESETS", "AlbertLabError", "ModelSpec", "__version__"]
 __version__ = "0.1.0"

@@ -14,21 +14,29 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 import torch
 from transformers import AlbertConfig, AlbertForPreTraining, AutoConfig, BertConfig, BertForPreTraining
 from transformers.utils import logging as hf_logging
 
-from albert_lab.analysis.common import tune_for_inference
+from albert_lab.catalog import (
+    CARD,
+    PICKLE_SUFFIXES,
+    HeadStatus,
+    check_folder,
+    checkpoint_label,
+    discover_checkpoints,  # noqa: F401  (re-exported: callers import it from here)
+    head_status,
+    is_local_source,
+    read_card,
+)
 from albert_lab.devices import resolve_device, resolve_dtype
-from albert_lab.catalog import (CARD, PICKLE_SUFFIXES, HeadStatus, check_folder, checkpoint_label, head_status,
-                                 is_local_source, read_card)
-from albert_lab.catalog import discover_checkpoints  # noqa: F401  (re-exported: callers import it from here)
 from albert_lab.errors import AlbertLabError, CheckpointError
+from albert_lab.kernels import tune_for_inference
 from albert_lab.models import PretrainingModel, spec_from_config, tie_shared_modules
 from albert_lab.spec import ModelSpec
 from albert_lab.tokenizer import load_tokenizer, save_tokenizer
@@ -48,7 +56,7 @@ class ModelBundle:
     spec: ModelSpec
     heads: HeadStatus
     card: dict[str, Any] = field(default_factory=dict)
-    device: torch.device = torch.device("cpu")
+    device: torch.device = torch.device("cpu")  # noqa: RUF009 - immutable
     dtype: torch.dtype = torch.float32
 
 

@@ -9,67 +9,13 @@ Heavy imports (torch, transformers) happen inside the commands that need them, s
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+import albert_lab.cli_analysis
+import albert_lab.cli_train  # noqa: F401  (registers its commands)
+from albert_lab.cli_common import COMMANDS, add_spec_arguments, command, emit, spec_from_args, table
 from albert_lab.errors import AlbertLabError
-
-Handler = Callable[[argparse.Namespace], int]
-COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Handler, str]] = {}
-
-
-def command(name: str, help: str) -> Callable[[Callable[[argparse.ArgumentParser], None]], Callable[[Handler], Handler]]:
-    """Register a sub-command: `@command(name, help)(add_arguments)(handler)`."""
-    def with_arguments(add: Callable[[argparse.ArgumentParser], None]) -> Callable[[Handler], Handler]:
-        def with_handler(handler: Handler) -> Handler:
-            COMMANDS[name] = (add, handler, help)
-            return handler
-        return with_handler
-    return with_arguments
-
-
-def emit(args: argparse.Namespace, payload: Any, text: str) -> None:
-    print(json.dumps(payload, indent=2, default=str) if getattr(args, "json", False) else text)
-
-
-def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
-    """Plain-text table; numeric columns right-aligned."""
-    numeric = [all(isinstance(row[i], (int, float)) for row in rows) for i in range(len(header))]
-    cells = [list(map(str, header))] + [[f"{c:,}" if isinstance(c, int) else str(c) for c in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(r, widths, numeric)) for r in cells]
-    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
-
-
-# ---- params / presets ------------------------------------------------------------------
-SPEC_FLAGS = {  # flag -> ModelSpec field
-    "family": "family", "vocab": "vocab_size", "embedding": "embedding_size", "hidden": "hidden_size",
-    "layers": "num_layers", "heads": "num_heads", "ffn": "ffn_size", "sharing": "sharing", "groups": "num_groups",
-    "inner": "inner_group_num", "max_positions": "max_positions", "objective": "objective", "dropout": "dropout",
-}
-
-
-def add_spec_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--preset", help="start from a preset (see `albert-lab presets`); flags below override it")
-    p.add_argument("--family", choices=["albert", "bert"])
-    for flag in ("vocab", "embedding", "hidden", "layers", "heads", "ffn", "groups", "inner", "max-positions"):
-        p.add_argument(f"--{flag}", type=int, metavar="N")
-    p.add_argument("--sharing", choices=["all", "attention", "ffn", "none"])
-    p.add_argument("--objective", choices=["sop", "nsp", "none"])
-    p.add_argument("--dropout", type=float)
-
-
-def spec_from_args(args: argparse.Namespace, default_preset: str = "albert-base") -> Any:
-    from albert_lab.spec import ModelSpec
-
-    base = ModelSpec.from_name(args.preset or default_preset)
-    changes = {field: getattr(args, flag) for flag, field in SPEC_FLAGS.items() if getattr(args, flag, None) is not None}
-    if changes.get("family") == "bert" and "embedding_size" not in changes:
-        changes["embedding_size"] = changes.get("hidden_size", base.hidden_size)
-        changes.setdefault("sharing", "none")
-    return base.replace(**changes) if changes else base
 
 
 def _params_arguments(p: argparse.ArgumentParser) -> None:
@@ -174,7 +120,6 @@ def cmd_app(args: argparse.Namespace) -> int:
 
 # ---- entry point ---------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    _register_other_commands()
     parser = argparse.ArgumentParser(prog="albert-lab", description="ALBERT Lab: understand ALBERT-style language models.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (add, handler, help) in COMMANDS.items():
@@ -182,12 +127,6 @@ def build_parser() -> argparse.ArgumentParser:
         add(p)
         p.set_defaults(handler=handler)
     return parser
-
-
-def _register_other_commands() -> None:
-    """Commands defined beside their subsystems register themselves on import."""
-    import albert_lab.cli_analysis  # noqa: F401
-    import albert_lab.cli_train  # noqa: F401
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from albert_lab.cli import add_spec_arguments, command, emit, spec_from_args, table
+from albert_lab.cli_common import add_spec_arguments, command, emit, spec_from_args, table
 from albert_lab.errors import AlbertLabError
 
 
@@ -192,9 +192,10 @@ def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
 
 @command("evaluate", "intrinsic MLM / NSP / SOP accuracy on held-out pairs (paper Table 5)")(_evaluate_arguments)
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from albert_lab.analysis.intrinsic import build_eval_pairs, intrinsic_eval
+    from albert_lab.analysis.intrinsic import intrinsic_eval
     from albert_lab.checkpoints import load_checkpoint
     from albert_lab.data.corpora import load_corpus
+    from albert_lab.data.heldout import build_eval_pairs
 
     corpus = load_corpus(args.corpus)
     pairs = build_eval_pairs(corpus.heldout)

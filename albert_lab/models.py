@@ -2,7 +2,7 @@
 
 transformers expresses ALBERT's all-shared and grouped sharing natively: a list of
 unique layer groups (`albert_layer_groups`) and the mapping layer i -> group
-int(i / L * N). It cannot express the paper's shared-attention-only and
+int(i / (L / N)). It cannot express the paper's shared-attention-only and
 shared-FFN-only variants (Table 4); for those we build one group per layer and then
 tie the attention (or FFN) modules of layers in the same sharing group: the very same
 nn.Module objects, so parameters, gradients and optimizer state are shared.
@@ -21,7 +21,7 @@ from torch import nn
 from transformers import AlbertConfig, AlbertForPreTraining, BertConfig, BertForPreTraining, PreTrainedModel
 
 from albert_lab.errors import CheckpointError
-from albert_lab.spec import ModelSpec
+from albert_lab.spec import ModelSpec, layer_group
 
 PretrainingModel = AlbertForPreTraining | BertForPreTraining
 FFN_MODULES = ("ffn", "ffn_output", "full_layer_layer_norm")  # AlbertLayer's FFN and its closing LayerNorm
@@ -131,7 +131,7 @@ def layer_applications(model: PretrainingModel) -> list[nn.Module]:
     if isinstance(model, AlbertForPreTraining):
         cfg = model.config
         groups = model.albert.encoder.albert_layer_groups
-        return [groups[int(i / (cfg.num_hidden_layers / cfg.num_hidden_groups))] for i in range(cfg.num_hidden_layers)]
+        return [groups[layer_group(i, cfg.num_hidden_layers, cfg.num_hidden_groups)] for i in range(cfg.num_hidden_layers)]
     return list(model.bert.encoder.layer)
 
 

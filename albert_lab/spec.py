@@ -36,7 +36,7 @@ class ModelSpec:
     num_layers: int = 12  # L: layer applications (not unique layers when shared)
     num_heads: int | None = None  # attention heads; default H / 64
     ffn_size: int | None = None  # feed-forward inner size; default 4H
-    sharing: Sharing = "all"  # which parameters the L layers share (paper Table 4)
+    sharing: Sharing | None = None  # which parameters the L layers share (Table 4); default all (ALBERT), none (BERT)
     num_groups: int | None = None  # N sharing groups of L/N layers (sec. 4.5); default 1, L when not shared
     inner_group_num: int = 1  # blocks run per layer application (reference code)
     dropout: float = 0.0  # ALBERT removes dropout (Table 8); BERT used 0.1
@@ -47,6 +47,8 @@ class ModelSpec:
 
     def __post_init__(self) -> None:
         _check_choice("family", self.family, Family)
+        if self.sharing is None:  # the BERT rule lives here: no sharing, E = H (below)
+            object.__setattr__(self, "sharing", "all" if self.family == "albert" else "none")
         _check_choice("sharing", self.sharing, Sharing)
         _check_choice("objective", self.objective, Objective)
         for name in ("vocab_size", "hidden_size", "num_layers", "inner_group_num", "max_positions", "type_vocab_size"):
@@ -93,9 +95,8 @@ class ModelSpec:
 
     @property
     def group_of_layer(self) -> list[int]:
-        """Sharing group of each layer application, as ALBERT's reference code maps it:
-        layer i -> int(i / L * N)."""
-        return [int(i / self.num_layers * self.num_groups) for i in range(self.num_layers)]
+        """Sharing group of each layer application (see `layer_group`)."""
+        return [layer_group(i, self.num_layers, self.num_groups) for i in range(self.num_layers)]
 
     @property
     def label(self) -> str:
@@ -105,7 +106,7 @@ class ModelSpec:
     def replace(self, **changes: Any) -> ModelSpec:
         """A copy with fields changed; derived defaults are recomputed unless given."""
         base = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        for name in ("embedding_size", "num_heads", "ffn_size", "num_groups", "activation"):
+        for name in ("sharing", "embedding_size", "num_heads", "ffn_size", "num_groups", "activation"):
             if name not in changes and _was_default(self, name):
                 base[name] = None
         base.update(changes)
@@ -128,6 +129,14 @@ class ModelSpec:
             return PRESETS[name]
         except KeyError:
             raise SpecError("preset", f"unknown preset {name!r}; allowed: {', '.join(PRESETS)}") from None
+
+
+def layer_group(layer: int, num_layers: int, num_groups: int) -> int:
+    """The sharing group that layer application `layer` (0-based) runs, exactly as
+    transformers' AlbertTransformer computes it: int(layer / (L / N)). The reference
+    code's int(layer / L * N) is the same number mathematically but not in floating
+    point (L = N = 22, layer 3: 2.9999999999999996), and the model is what counts."""
+    return int(layer / (num_layers / num_groups))
 
 
 def _was_default(spec: ModelSpec, name: str) -> bool:

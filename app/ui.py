@@ -34,7 +34,7 @@ def guard(what: str = "") -> Iterator[None]:
         yield
     except AlbertLabError as err:
         st.error(f"{what + ': ' if what else ''}{err}", icon=":material/error:")
-    except Exception as err:  # noqa: BLE001 - a bug must not take the page down
+    except Exception as err:
         st.error(f"Something went wrong{' while ' + what if what else ''}: {type(err).__name__}: {err}",
                  icon=":material/bug_report:")
         with st.expander("Details for a bug report"):

@@ -21,9 +21,9 @@ import time
 import numpy as np
 import torch
 
-from albert_lab.analysis.common import tune_for_inference
 from albert_lab.analysis.intrinsic import pair_probabilities
 from albert_lab.data.corpus import load_builtin
+from albert_lab.kernels import tune_for_inference
 from albert_lab.models import build_model
 from albert_lab.params import count
 from albert_lab.spec import PRESETS

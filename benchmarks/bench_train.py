@@ -68,10 +68,10 @@ def heldout_mlm_loss(model, batches) -> float:
 
 
 def run_variant(variant: str, preset: str, steps: int, warmup: int, batch_size: int) -> dict:
-    from albert_lab.analysis.common import tune_for_training
     from albert_lab.devices import fast_bf16
+    from albert_lab.kernels import tune_for_training
     from albert_lab.models import build_model
-    from albert_lab.training.objective import PretrainingLoss
+    from albert_lab.objective import PretrainingLoss
     from albert_lab.training.optim import build_optimizer
 
     spec, data, heldout = setup(preset, batch_size)

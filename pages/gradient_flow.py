@@ -7,8 +7,8 @@ import streamlit as st
 
 from albert_lab.analysis.gradflow import gradient_flow
 from albert_lab.data.samples import sample_texts
-from albert_lab.training.runs import list_runs
 from albert_lab.paths import runs_dir
+from albert_lab.training.runs import list_runs
 from app import ui
 from app.figures import gradflow_figure, shared_sum_figure
 

@@ -9,9 +9,10 @@ import plotly.express as px
 import streamlit as st
 
 from albert_lab.analysis.attribution import attribute_pair
-from albert_lab.analysis.intrinsic import build_eval_pairs, intrinsic_eval
+from albert_lab.analysis.intrinsic import intrinsic_eval
 from albert_lab.analysis.pairs import pairs_frame, read_pairs, score_pairs, summarize
 from albert_lab.data.corpus import load_builtin
+from albert_lab.data.heldout import build_eval_pairs
 from albert_lab.paper import TABLE5
 from albert_lab.paths import checkpoints_dir
 from app import ui

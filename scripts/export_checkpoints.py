@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from albert_lab.checkpoints import load_checkpoint, save_checkpoint  # noqa: E402
+
 NAMES = ["albert-sop", "albert-nsp", "albert-none", "bert-nsp"]
 # Experiments evaluated beside them when their runs exist (not shipped: checkpoints/ stays small).
 EXPERIMENTS = {"albert-sop-random": "runs/ship-albert-sop-random/checkpoint"}

@@ -30,12 +30,13 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "-
 
 
 def figures() -> dict[str, object]:
+    from plotly.subplots import make_subplots
+
     from albert_lab.analysis.gradflow import gradient_flow
     from albert_lab.analysis.oscillation import oscillation, verdict
     from albert_lab.checkpoints import load_checkpoint
     from albert_lab.data.samples import sample_texts
     from app.figures import gradflow_figure, oscillation_figure
-    from plotly.subplots import make_subplots
 
     albert = load_checkpoint(ROOT / "checkpoints" / "albert-sop", device="cpu")
     bert = load_checkpoint(ROOT / "checkpoints" / "bert-nsp", device="cpu")

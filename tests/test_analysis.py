@@ -9,14 +9,15 @@ import torch
 from albert_lab.analysis.attribution import attribute_pair
 from albert_lab.analysis.depth import DepthConfig, compare_vgg, train_disc
 from albert_lab.analysis.gradflow import gradient_flow, gradient_flow_on_batch
-from albert_lab.analysis.intrinsic import build_eval_pairs, intrinsic_eval, pair_probabilities
+from albert_lab.analysis.intrinsic import intrinsic_eval, pair_probabilities
 from albert_lab.analysis.oscillation import oscillation, similarity_matrix, verdict
 from albert_lab.analysis.pairs import pairs_frame, read_pairs, score_pairs, summarize
 from albert_lab.checkpoints import load_checkpoint
 from albert_lab.data.batching import batch_from_documents
+from albert_lab.data.heldout import build_eval_pairs
 from albert_lab.errors import AlbertLabError, DataError
 from albert_lab.models import build_model
-from albert_lab.training.objective import PretrainingLoss
+from albert_lab.objective import PretrainingLoss
 
 TEXTS = ["The river flows through the old town. Its bridges are old.",
          "Paris is the capital of France. It has many museums and a famous tower.",
@@ -239,7 +240,7 @@ def test_vgg_38_needs_batchnorm():
 def test_fast_gelu_matches_albert_gelu_new():
     from transformers.activations import NewGELUActivation
 
-    from albert_lab.analysis.common import FastGELU, tune_for_inference, tune_for_training
+    from albert_lab.kernels import FastGELU, tune_for_inference, tune_for_training
 
     x = torch.linspace(-8, 8, 20001)
     reference = NewGELUActivation()(x)

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 import streamlit as st
+from conftest import ROOT, tiny_spec
 from streamlit.testing.v1 import AppTest
 
 from albert_lab.params import count
 from albert_lab.training.runs import list_runs
-
-from conftest import ROOT, tiny_spec
 
 MAIN = str(ROOT / "app" / "main.py")
 PAIRS_CSV = (b"sentence_a,sentence_b,label\n"

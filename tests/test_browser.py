@@ -11,7 +11,6 @@ import time
 import urllib.request
 
 import pytest
-
 from conftest import ROOT
 
 ARTIFACTS = ROOT / "test-artifacts"

@@ -6,15 +6,21 @@ import sys
 
 import pytest
 import torch
-from transformers import (AlbertConfig, AlbertForMaskedLM, AlbertForPreTraining, AlbertModel, BertConfig, BertForMaskedLM,
-                          BertForPreTraining)
+from conftest import tiny_spec
+from transformers import (
+    AlbertConfig,
+    AlbertForMaskedLM,
+    AlbertForPreTraining,
+    AlbertModel,
+    BertConfig,
+    BertForMaskedLM,
+    BertForPreTraining,
+)
 
 from albert_lab.catalog import summarize_checkpoint
 from albert_lab.checkpoints import discover_checkpoints, load_checkpoint, save_checkpoint
 from albert_lab.errors import CheckpointError
 from albert_lab.models import build_model
-
-from conftest import tiny_spec
 
 
 def _hf_folder(tmp_path, tokenizer, model, name):
@@ -192,7 +198,7 @@ def test_save_is_atomic_and_replaces(tmp_path, tokenizer):
     from safetensors import safe_open
 
     with safe_open(out / "model.safetensors", "pt") as f:  # the tied MLM decoder is not stored twice
-        assert "predictions.decoder.weight" not in f.keys() and "albert.embeddings.word_embeddings.weight" in f.keys()
+        assert "predictions.decoder.weight" not in f.keys() and "albert.embeddings.word_embeddings.weight" in f.keys()  # noqa: SIM118
     assert (out / "model.safetensors").stat().st_size < 4 * sum(p.numel() for p in model.parameters()) * 1.05
 
 

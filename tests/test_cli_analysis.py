@@ -3,7 +3,6 @@
 import json
 
 import pandas as pd
-
 from conftest import run_cli
 
 

@@ -6,11 +6,10 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ROOT
 
 from albert_lab.checkpoints import load_checkpoint
 from albert_lab.training.runs import read_run
-
-from conftest import ROOT
 
 ARGS = ["train", "--preset", "lab-tiny", "--hidden", "32", "--layers", "2", "--heads", "2", "--embedding", "16",
         "--corpus", "wiki-vital[:600]", "--vocab-size", "1000", "--seq-len", "64", "--batch-size", "8", "--steps", "12",

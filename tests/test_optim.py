@@ -3,10 +3,10 @@
 import math
 
 import torch
-
-from albert_lab.training.optim import Lamb, build_optimizer, lr_factor, parameter_groups
-from albert_lab.models import build_model
 from conftest import tiny_spec
+
+from albert_lab.models import build_model
+from albert_lab.training.optim import Lamb, build_optimizer, lr_factor, parameter_groups
 
 
 def test_lamb_matches_hand_computed_step():

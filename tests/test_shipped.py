@@ -5,12 +5,12 @@ import json
 
 import numpy as np
 import pytest
+from conftest import ROOT, run_cli
 
-from albert_lab.analysis.intrinsic import build_eval_pairs, pair_probabilities
+from albert_lab.analysis.intrinsic import pair_probabilities
 from albert_lab.checkpoints import discover_checkpoints, load_checkpoint
 from albert_lab.data.corpus import load_builtin
-
-from conftest import ROOT, run_cli
+from albert_lab.data.heldout import build_eval_pairs
 
 SHIPPED = ROOT / "checkpoints"
 NAMES = ["albert-sop", "albert-nsp", "albert-none", "bert-nsp"]

@@ -1,5 +1,6 @@
 """Training runs: run folders, checkpoints, faults, bad input."""
 
+import itertools
 import math
 import os
 import signal
@@ -7,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import run_cli, tiny_spec
 
 from albert_lab.checkpoints import load_checkpoint, recover_checkpoint_dir
 from albert_lab.errors import AlbertLabError, DataError, RunError, SpecError
@@ -14,8 +16,6 @@ from albert_lab.training.config import TrainConfig
 from albert_lab.training.jobs import cancel_run, create_run, resume_run, start_run
 from albert_lab.training.runs import list_runs, read_jsonl, read_run
 from albert_lab.training.worker import run_worker
-
-from conftest import run_cli, tiny_spec
 
 CORPUS = "wiki-vital[:600]"
 
@@ -45,7 +45,7 @@ def test_twenty_steps_write_the_run_folder_and_a_loadable_checkpoint(tmp_path):
     train_rows = [m for m in info.metrics() if m["kind"] == "train"]
     assert [m["step"] for m in train_rows] == [1, 5, 10, 15, 20]
     assert all(m["tokens_per_s"] > 0 and 0 <= m["mlm_acc"] <= 1 for m in train_rows)
-    final = [m for m in info.metrics() if m.get("final")][0]
+    final = next(m for m in info.metrics() if m.get("final"))
     assert {"eval_mlm_acc", "eval_nsp_acc", "eval_sop_acc", "eval_sop_interior_acc"} <= set(final)
     snapshots = info.gradflow()
     assert [s["step"] for s in snapshots] == [10, 20]
@@ -64,7 +64,7 @@ def test_loss_decreases_with_a_fixed_seed():
     rows = [m for m in read_run(run_dir).metrics() if m["kind"] == "train"]
     losses = [m["loss"] for m in rows]
     assert losses[-1] < losses[0] - 0.5, losses
-    assert all(b < a + 0.05 for a, b in zip(losses, losses[1:])), losses  # (almost) monotone
+    assert all(b < a + 0.05 for a, b in itertools.pairwise(losses)), losses  # (almost) monotone
     assert rows[-1]["mlm_loss"] < math.log(1000) - 0.5  # better than guessing uniformly over the vocabulary
 
 

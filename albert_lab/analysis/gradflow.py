@@ -27,13 +27,13 @@ import pandas as pd
 import torch
 from torch import nn
 
-from albert_lab.analysis.common import tune_for_training
 from albert_lab.checkpoints import ModelBundle
 from albert_lab.data.batching import Batch, batch_from_documents
 from albert_lab.data.corpus import Document, split_sentences
+from albert_lab.kernels import tune_for_training
 from albert_lab.models import PretrainingModel
+from albert_lab.objective import PretrainingLoss
 from albert_lab.spec import ModelSpec
-from albert_lab.training.objective import PretrainingLoss
 
 _ALBERT_LAYER = re.compile(r"^albert\.encoder\.albert_layer_groups\.(\d+)\.albert_layers\.(\d+)\.(.+)$")
 _BERT_LAYER = re.compile(r"^bert\.encoder\.layer\.(\d+)\.(.+)$")

@@ -15,8 +15,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from albert_lab.data.corpus import (BUILTIN, BUILTIN_CREDIT, Corpus, Document, content_hash, load_builtin, load_file,
-                                   load_hf_dataset, make_corpus)
+from albert_lab.data.corpus import (
+    BUILTIN,
+    BUILTIN_CREDIT,
+    Corpus,
+    Document,
+    content_hash,
+    load_builtin,
+    load_file,
+    load_hf_dataset,
+    make_corpus,
+)
 from albert_lab.data.sources import SOURCES, is_installed, load_source, manifest, source_stats
 
 DEFAULT = "long-mix"
@@ -60,7 +69,7 @@ def evaluation_documents(corpus: Corpus) -> tuple[Document, ...]:
 
 
 def _tagged(corpus: Corpus, source: str) -> Corpus:
-    tag = lambda docs: tuple(replace(d, source=source) for d in docs)  # noqa: E731
+    tag = lambda docs: tuple(replace(d, source=source) for d in docs)
     return replace(corpus, train=tag(corpus.train), heldout=tag(corpus.heldout))
 
 

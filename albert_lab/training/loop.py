@@ -23,7 +23,6 @@ from typing import Any
 import torch
 from safetensors.torch import load_file
 
-from albert_lab.analysis.common import tune_for_training
 from albert_lab.analysis.gradflow import gradient_flow_on_batch
 from albert_lab.analysis.intrinsic import intrinsic_eval
 from albert_lab.checkpoints import recover_checkpoint_dir, save_checkpoint
@@ -31,10 +30,11 @@ from albert_lab.data.batching import Batch, PretrainingData
 from albert_lab.data.masking import masking_config
 from albert_lab.devices import fast_bf16, resolve_device
 from albert_lab.errors import RunError
+from albert_lab.kernels import tune_for_training
 from albert_lab.models import Parts, build_model
+from albert_lab.objective import PretrainingLoss
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.distributed import DistContext
-from albert_lab.training.objective import PretrainingLoss
 from albert_lab.training.optim import build_optimizer, lr_factor
 from albert_lab.training.prepare import Prepared, prepare
 from albert_lab.training.runs import HEARTBEAT_S, append_jsonl, update_run

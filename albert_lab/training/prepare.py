@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from albert_lab.analysis.intrinsic import build_eval_pairs
 from albert_lab.data.corpora import load_corpus
 from albert_lab.data.corpus import Corpus
+from albert_lab.data.heldout import build_eval_pairs
 from albert_lab.data.pairs import check_pairable, create_instances
 from albert_lab.data.tokenized import TokenizedDocs, tokenize_documents
 from albert_lab.errors import DataError, RunError

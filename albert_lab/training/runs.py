@@ -15,15 +15,18 @@ A run whose process died is reported as failed, with its last log lines.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from albert_lab.errors import RunError
 
+LOCK = ".train.lock"  # one run trains at a time per runs folder
 STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 ACTIVE = ("queued", "running")
 HEARTBEAT_S = 5.0
@@ -153,3 +156,21 @@ def new_run_id(name: str = "") -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     slug = "".join(c if c.isalnum() or c in "-_" else "-" for c in name.strip().lower())[:32].strip("-")
     return f"{stamp}-{slug}-{os.getpid() % 10000:04d}" if slug else f"{stamp}-{os.getpid() % 10000:04d}"
+
+
+@contextmanager
+def training_slot(root: Path, poll_s: float = 1.0, should_stop=lambda: False):
+    """Hold the one-run-at-a-time lock (waiting as 'queued' until it is free)."""
+    handle = open(root / LOCK, "a+")  # noqa: SIM115 - held across the yield, closed in finally
+    try:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if should_stop():
+                    raise RunError("cancelled while queued") from None
+                time.sleep(poll_s)
+        yield
+    finally:
+        handle.close()

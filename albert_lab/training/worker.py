@@ -29,8 +29,8 @@ def run_worker(run_dir: Path, use_slot: bool = True) -> str:
     update_run(run_dir, pid=os.getpid(), heartbeat=time.time())
     try:
         from albert_lab.training.config import TrainConfig
-        from albert_lab.training.jobs import training_slot
         from albert_lab.training.loop import train
+        from albert_lab.training.runs import training_slot
 
         config = TrainConfig.from_dict(json.loads((run_dir / "run.json").read_text())["config"])
         if use_slot:
@@ -42,7 +42,7 @@ def run_worker(run_dir: Path, use_slot: bool = True) -> str:
         update_run(run_dir, status=status, finished=time.time(), message=str(err))
         print(f"{status}: {err}", flush=True)
         return status
-    except BaseException as err:  # noqa: BLE001 - any crash must end as 'failed', not 'running' forever
+    except BaseException as err:
         traceback.print_exc()
         update_run(run_dir, status="failed", finished=time.time(), message=f"{type(err).__name__}: {err}")
         return "failed"

@@ -1,0 +1,130 @@
+"""What the command-line modules share: the command registry, output (a table or
+one JSON document), spec and checkpoint arguments, and loading a checkpoint by
+shipped name, folder or hub id. cli.py, cli_analysis.py and cli_train.py import from
+here; nothing here imports them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, get_args
+
+from albert_lab.errors import AlbertLabError
+from albert_lab.spec import Family, Objective, Sharing
+
+Handler = Callable[[argparse.Namespace], int]
+COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Handler, str]] = {}
+
+
+def command(name: str, help: str) -> Callable[[Callable[[argparse.ArgumentParser], None]], Callable[[Handler], Handler]]:
+    """Register a sub-command: `@command(name, help)(add_arguments)(handler)`."""
+    def with_arguments(add: Callable[[argparse.ArgumentParser], None]) -> Callable[[Handler], Handler]:
+        def with_handler(handler: Handler) -> Handler:
+            COMMANDS[name] = (add, handler, help)
+            return handler
+        return with_handler
+    return with_arguments
+
+
+def emit(args: argparse.Namespace, payload: Any, text: str) -> None:
+    """`text` for people, or with --json one valid JSON document (NaN and infinities,
+    which JSON has no words for, become null)."""
+    print(json.dumps(json_safe(payload), indent=2, default=str, allow_nan=False) if getattr(args, "json", False) else text)
+
+
+def json_safe(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if value is not None and type(value).__name__ in ("NAType", "NaTType"):  # pandas' missing values
+        return None
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 1) == 0:  # numpy scalars
+        return json_safe(value.item())
+    return value
+
+
+def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
+    """Plain-text table; numeric columns right-aligned."""
+    numeric = [all(isinstance(row[i], (int, float)) for row in rows) for i in range(len(header))]
+    cells = [list(map(str, header))] + [[f"{c:,}" if isinstance(c, int) else str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = ["  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(r, widths, numeric)) for r in cells]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
+
+
+# ---- spec, checkpoints and texts ------------------------------------------------------------------
+SPEC_FLAGS = {  # flag -> ModelSpec field
+    "family": "family", "vocab": "vocab_size", "embedding": "embedding_size", "hidden": "hidden_size",
+    "layers": "num_layers", "heads": "num_heads", "ffn": "ffn_size", "sharing": "sharing", "groups": "num_groups",
+    "inner": "inner_group_num", "max_positions": "max_positions", "objective": "objective", "dropout": "dropout",
+}
+
+
+def add_spec_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", help="start from a preset (see `albert-lab presets`); flags below override it")
+    p.add_argument("--family", choices=get_args(Family))
+    for flag in ("vocab", "embedding", "hidden", "layers", "heads", "ffn", "groups", "inner", "max-positions"):
+        p.add_argument(f"--{flag}", type=int, metavar="N")
+    p.add_argument("--sharing", choices=get_args(Sharing))
+    p.add_argument("--objective", choices=get_args(Objective))
+    p.add_argument("--dropout", type=float)
+
+
+def spec_from_args(args: argparse.Namespace, default_preset: str = "albert-base") -> Any:
+    from albert_lab.spec import ModelSpec
+
+    base = ModelSpec.from_name(args.preset or default_preset)
+    changes = {field: getattr(args, flag) for flag, field in SPEC_FLAGS.items() if getattr(args, flag, None) is not None}
+    return base.replace(**changes) if changes else base  # the spec applies the BERT rule (E = H, no sharing)
+
+
+def add_checkpoint_arguments(p: argparse.ArgumentParser, many: bool = True) -> None:
+    p.add_argument("--checkpoint", action="append" if many else "store", required=True,
+                   help="shipped name, folder or hub id" + (" (repeatable)" if many else ""))
+    p.add_argument("--device", default="auto")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    p.add_argument("--allow-pickle", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the frame as JSON records")
+
+
+def add_text_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--text", action="append", help="an input text (repeatable); default: built-in held-out sample")
+    p.add_argument("--file", type=Path, help="a .txt file: texts separated by blank lines")
+    p.add_argument("--seq-len", type=int, default=128)
+
+
+def load_bundle(args: argparse.Namespace, source: str):
+    from albert_lab.card import resolve_checkpoint
+    from albert_lab.checkpoints import load_checkpoint
+
+    return load_checkpoint(resolve_checkpoint(source), device=args.device, dtype=args.dtype,
+                           allow_pickle=args.allow_pickle, name=source if "/" not in source else None)
+
+
+def input_texts(args: argparse.Namespace) -> list[str]:
+    from albert_lab.data.corpus import decode_utf8
+    from albert_lab.data.samples import sample_texts
+
+    if args.file:
+        if not args.file.is_file():
+            raise AlbertLabError(f"{args.file}: no such file")
+        blocks = decode_utf8(args.file.read_bytes(), str(args.file)).split("\n\n")
+        return [b for b in blocks if b.strip()] or fail(f"{args.file}: no text")
+    return args.text or sample_texts()
+
+
+def fail(message: str):
+    raise AlbertLabError(message)
+
+
+def print_frame(args: argparse.Namespace, frame, columns=None) -> None:
+    view = frame[columns] if columns else frame
+    emit(args, view.to_dict(orient="records"), view.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+
+
