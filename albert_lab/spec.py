@@ -135,7 +135,7 @@ def layer_group(layer: int, num_layers: int, num_groups: int) -> int:
     """The sharing group that layer application `layer` (0-based) runs, exactly as
     transformers' AlbertTransformer computes it: int(layer / (L / N)). The reference
     code's int(layer / L * N) is the same number mathematically but not in floating
-    point (L = N = 22, layer 3: 2.9999999999999996), and the model is what counts."""
+    point (L = N = 22, layer 15: int(14.999999999999998) = 14), and the model is what counts."""
     return int(layer / (num_layers / num_groups))
 
 

@@ -102,6 +102,26 @@ def test_per_application_gradients_sum_to_the_shared_grad(tokenizer, sharing, gr
                                 rel_tol=1e-5)
 
 
+@pytest.mark.parametrize("layers, groups", [(22, 22), (22, 11)])
+def test_unshared_view_computes_the_models_function_where_the_group_formulas_differ(tokenizer, layers, groups):
+    """L = N = 22: the reference code's int(i / L * N) sends layer 15 to group 14; the model
+    (transformers) runs group 15. The gradient-flow view must run what the model runs."""
+    from conftest import tiny_spec
+
+    from albert_lab.analysis.gradflow import unshared_view
+
+    spec = tiny_spec(len(tokenizer), num_layers=layers, num_groups=groups, hidden_size=16, ffn_size=16)
+    model = build_model(spec, seed=0).eval()
+    torch.manual_seed(1)
+    for p in model.parameters():  # groups must differ visibly for the test to mean anything
+        p.data.add_(0.05 * torch.randn_like(p))
+    batch = _batch(tokenizer)
+    with torch.no_grad():
+        expected = PretrainingLoss(model, "sop")(batch).loss
+        got = PretrainingLoss(unshared_view(model, spec).eval(), "sop")(batch).loss
+    assert torch.allclose(got, expected, atol=1e-5), (float(got), float(expected))
+
+
 def _component(name):
     if "LayerNorm" in name or "layer_norm" in name:
         return "LayerNorm"

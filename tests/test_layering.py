@@ -1,0 +1,116 @@
+"""The library's layers point down only, and its modules import no circle.
+
+Layers (a module may import its own layer and the ones below):
+  0 errors, paths, spec
+  1 devices, params, models, tokenizer
+  2 catalog, paper, data.*
+  3 kernels, objective, checkpoints, card
+  4 analysis.*
+  5 training.*
+  6 the command line (cli*, __main__)
+Imports inside functions count too (they are how a lower module would sneak upward);
+imports under `if TYPE_CHECKING:` do not (they never run).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from albert_lab.spec import ModelSpec, layer_group
+
+ROOT = Path(__file__).resolve().parent.parent / "albert_lab"
+LAYERS = {
+    0: ("errors", "paths", "spec", "__init__"),
+    1: ("devices", "params", "models", "tokenizer"),
+    2: ("catalog", "paper", "data"),
+    3: ("kernels", "objective", "checkpoints", "card"),
+    4: ("analysis",),
+    5: ("training",),
+    6: ("cli", "cli_common", "cli_analysis", "cli_train", "__main__"),
+}
+
+
+def layer_of(module: str) -> int:
+    parts = module.removeprefix("albert_lab.").split(".")
+    for layer, names in LAYERS.items():
+        if parts[0] in names:
+            return layer
+    raise AssertionError(f"albert_lab.{module} is in no layer: add it to LAYERS in {__file__}")
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" and len(parts) > 2 else parts)
+
+
+def imports(path: Path) -> list[tuple[str, bool]]:
+    """(imported albert_lab module, at module level?) for every import that can run."""
+    tree = ast.parse(path.read_text())
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped |= {id(n) for n in ast.walk(node)}
+    top = {id(n) for n in tree.body}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("albert_lab"):
+            names = [f"{node.module}.{a.name}" if node.module == "albert_lab.data" or node.module == "albert_lab" else node.module
+                     for a in node.names]
+            found += [(n, id(node) in top) for n in names]
+        elif isinstance(node, ast.Import):
+            found += [(a.name, id(node) in top) for a in node.names if a.name.startswith("albert_lab")]
+    return found
+
+
+MODULES = {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_upward_import(module):
+    for imported, _ in imports(MODULES[module]):
+        if imported.removeprefix("albert_lab.") in ("", "__init__"):
+            continue
+        assert layer_of(imported) <= layer_of(module), (
+            f"{module} (layer {layer_of(module)}) imports {imported} (layer {layer_of(imported)}): layers point down only")
+
+
+def test_no_import_circle_at_module_level():
+    graph = {m: {i for i, top in imports(p) if top and i in MODULES and i != m} for m, p in MODULES.items()}
+    state: dict[str, int] = {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for nxt in graph[node]:
+            if state.get(nxt) == 1:
+                raise AssertionError("import circle: " + " -> ".join([*stack[stack.index(nxt):], nxt]))
+            if nxt not in state:
+                visit(nxt, [*stack, nxt])
+        state[node] = 2
+
+    for node in graph:
+        if node not in state:
+            visit(node, [node])
+
+
+def test_layer_group_map_equals_transformers_for_every_l_and_n():
+    """The spec's layer-to-group map is the one transformers' AlbertTransformer runs."""
+    import inspect
+
+    from transformers.models.albert import modeling_albert
+
+    source = inspect.getsource(modeling_albert.AlbertTransformer.forward)
+    assert "int(i / (self.config.num_hidden_layers / self.config.num_hidden_groups))" in source
+    for layers in range(1, 49):
+        for groups in (n for n in range(1, layers + 1) if layers % n == 0):
+            expected = [int(i / (layers / groups)) for i in range(layers)]
+            assert [layer_group(i, layers, groups) for i in range(layers)] == expected
+            spec = ModelSpec(hidden_size=64, num_heads=1, num_layers=layers, num_groups=groups, vocab_size=50)
+            assert spec.group_of_layer == expected
+    # where the reference code's int(i / L * N) differs: L = N = 22, layer 15
+    assert int(15 / 22 * 22) == 14 and layer_group(15, 22, 22) == 15
