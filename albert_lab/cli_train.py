@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from albert_lab.cli_common import add_spec_arguments, command, emit, spec_from_args, table
+from albert_lab.cli_common import add_checkpoint_arguments, add_spec_arguments, command, emit, load_bundle, spec_from_args, table
 from albert_lab.errors import AlbertLabError
 
 
@@ -180,36 +180,41 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--checkpoint", required=True, action="append", help="folder or hub id (repeatable)")
-    p.add_argument("--corpus", default="wiki-vital", help="held-out documents of this corpus are used")
+    add_checkpoint_arguments(p)
+    p.add_argument("--corpus", default="long-mix", help="held-out documents of this corpus are used (default long-mix)")
     p.add_argument("--seq-len", type=int, default=128)
-    p.add_argument("--limit", type=int, help="at most this many pairs per task")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
-    p.add_argument("--allow-pickle", action="store_true")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--limit", type=int, help="at most this many pairs per task (a fixed random sample)")
+    p.add_argument("--by-source", action="store_true", help="also one row per source")
+    p.add_argument("--no-ood", action="store_true", help="skip the out-of-domain source")
 
 
-@command("evaluate", "intrinsic MLM / NSP / SOP accuracy on held-out pairs (paper Table 5)")(_evaluate_arguments)
+@command("evaluate", "intrinsic MLM / NSP / SOP accuracy on held-out pairs, with 95% intervals (paper Table 5)")(_evaluate_arguments)
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from albert_lab.analysis.intrinsic import intrinsic_eval
-    from albert_lab.checkpoints import load_checkpoint
-    from albert_lab.data.corpora import load_corpus
-    from albert_lab.data.heldout import build_eval_pairs
+    from albert_lab.analysis.evaluation import evaluate, evaluation_pairs
 
-    corpus = load_corpus(args.corpus)
-    pairs = build_eval_pairs(corpus.heldout)
-    results = []
-    for source in args.checkpoint:
-        bundle = load_checkpoint(source, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
-        metrics = intrinsic_eval(bundle.model, bundle.tokenizer, pairs, args.seq_len, limit=args.limit)
-        results.append({"checkpoint": bundle.name, "source": source, "trained_with": bundle.spec.objective,
-                        "pair_head": bundle.heads.pair, "corpus": corpus.name, **metrics})
-    rows = [(r["checkpoint"], r["trained_with"], f"{r['mlm_acc']:.3f}", f"{r['nsp_acc']:.3f}", f"{r['sop_acc']:.3f}",
-             f"{r['sop_lead_acc']:.3f}", f"{r['sop_interior_acc']:.3f}") for r in results]
-    emit(args, results if len(results) > 1 else results[0],
-         table(rows, ["checkpoint", "trained with", "MLM", "NSP", "SOP", "SOP lead", "SOP interior"]))
+    pairs = evaluation_pairs(args.corpus, out_of_domain=not args.no_ood)
+    results = evaluate([load_bundle(args, source) for source in args.checkpoint], pairs, args.seq_len, args.limit,
+                       by_source=args.by_source)
+    emit(args, results.to_dict(orient="records"), evaluation_text(results))
     return 0
+
+
+def evaluation_text(results) -> str:
+    """One line per checkpoint (and source): accuracy [95% interval] per metric."""
+    metrics = ["mlm", "nsp", "sop", "sop_lead", "sop_interior"]
+    rows, notes = [], []
+    for (name, domain, source), group in results.groupby(["checkpoint", "domain", "source"], sort=False):
+        by_metric = {r.metric: r for r in group.itertuples()}
+        cells = []
+        for metric in metrics:
+            r = by_metric.get(metric)
+            cells.append("-" if r is None or r.note else f"{r.accuracy:.3f} [{r.low:.2f}, {r.high:.2f}] n={r.n:,}")
+            if r is not None and r.note:
+                notes.append(f"{name}: {metric}: {r.note}")
+        where = ("held-out" if domain == "in" else "out-of-domain") + ("" if source == "all" else f" {source}")
+        rows.append((name, group.trained_with.iloc[0], where, *cells))
+    text = table(rows, ["checkpoint", "trained with", "pairs", "MLM", "NSP", "SOP", "SOP lead", "SOP interior"])
+    return "\n".join([text, *sorted(set(notes))])
 
 
 def _corpora_arguments(p: argparse.ArgumentParser) -> None:

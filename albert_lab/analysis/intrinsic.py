@@ -9,7 +9,9 @@ Label convention (transformers'): 0 = original order / B is the next segment.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -41,10 +43,10 @@ def pair_probabilities(model, tokenizer, first: Sequence[str], second: Sequence[
 
 
 @torch.inference_mode()
-def mlm_accuracy(model, tokenizer, first: Sequence[str], second: Sequence[str], max_len: int = 128,
-                 seed: int = 4321, dtype: torch.dtype | None = None) -> tuple[float, int]:
-    """Accuracy of masked-token predictions with the training masking (n-grams,
-    80/10/10), drawn with a fixed seed. Returns (accuracy, number of predictions)."""
+def mlm_hits(model, tokenizer, first: Sequence[str], second: Sequence[str], max_len: int = 128,
+             seed: int = 4321, dtype: torch.dtype | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair: (correct, predicted) masked tokens, with the training masking (n-grams,
+    80/10/10) drawn with a fixed seed."""
     device = next(model.parameters()).device
     parts = Parts.of(model)
     max_len = min(max_len, model.config.max_position_embeddings)
@@ -52,15 +54,14 @@ def mlm_accuracy(model, tokenizer, first: Sequence[str], second: Sequence[str], 
     rng = np.random.default_rng(seed)
     enc = tokenizer(list(first), list(second), truncation="longest_first", max_length=max_len,
                     return_token_type_ids=True)
-    correct = total = 0
     lengths = [len(ids) for ids in enc["input_ids"]]
     masked_all = [mask_sequence(np.asarray(ids, dtype=np.int64), cfg, rng) for ids in enc["input_ids"]]
+    correct, predicted = np.zeros(len(lengths), dtype=np.int64), np.zeros(len(lengths), dtype=np.int64)
     for idx in length_batches(lengths, batch_tokens_for(model), max_batch=512):
         width = max(lengths[i] for i in idx)
         ids = torch.full((len(idx), width), tokenizer.pad_token_id, dtype=torch.long)
-        types = torch.zeros_like(ids)
-        attn = torch.zeros_like(ids)
-        positions, labels = [], []
+        types, attn = torch.zeros_like(ids), torch.zeros_like(ids)
+        positions, labels, owners = [], [], []
         for row, i in enumerate(idx):
             masked, pos, lab, _ = masked_all[i]
             n = lengths[i]
@@ -69,42 +70,87 @@ def mlm_accuracy(model, tokenizer, first: Sequence[str], second: Sequence[str], 
             attn[row, :n] = 1
             positions.append(torch.from_numpy(pos) + row * width)
             labels.append(torch.from_numpy(lab))
+            owners.append(np.full(len(lab), i))
         pos, lab = torch.cat(positions).to(device), torch.cat(labels).to(device)
         with autocast(device, dtype):
             hidden = parts.encoder(input_ids=ids.to(device), token_type_ids=types.to(device),
                                    attention_mask=attn.to(device)).last_hidden_state
             logits = parts.mlm_head(hidden.reshape(-1, hidden.shape[-1]).index_select(0, pos))
-        correct += int((logits.argmax(-1) == lab).sum())
-        total += len(lab)
-    return correct / max(1, total), total
+        hit = (logits.argmax(-1) == lab).cpu().numpy()
+        owner = np.concatenate(owners)
+        np.add.at(correct, owner, hit)
+        np.add.at(predicted, owner, 1)
+    return correct, predicted
+
+
+Task = Literal["mlm", "nsp", "sop"]
+TASKS: tuple[Task, ...] = get_args(Task)
+# metric -> (task, which rows); accuracy is computed over the rows' hits / n.
+SUBSETS: dict[str, tuple[Task, str]] = {
+    "mlm": ("mlm", "all"), "nsp": ("nsp", "natural"), "sop": ("sop", "natural"),
+    "sop_lead": ("sop", "lead"), "sop_interior": ("sop", "interior"),
+}
+
+
+def score_eval_pairs(model, tokenizer, pairs: pd.DataFrame, max_len: int = 128, dtype: torch.dtype | None = None,
+                     limit: int | None = None, tasks: Sequence[Task] = TASKS) -> pd.DataFrame:
+    """The held-out pairs of `tasks` with two columns added: hits and n (masked tokens
+    for MLM; one pair for NSP and SOP). `limit` takes a fixed random sample of that many
+    pairs per task, so that every source is represented (for quick checks in training)."""
+    frames = []
+    for name in tasks:
+        frame = pairs[pairs.task == name]
+        if limit and len(frame) > limit:
+            frame = frame.sample(n=limit, random_state=0).sort_index()
+        frame = frame.copy()
+        if name == "mlm":
+            frame["hits"], frame["n"] = mlm_hits(model, tokenizer, list(frame.a), list(frame.b), max_len, dtype=dtype)
+        else:
+            p0 = pair_probabilities(model, tokenizer, list(frame.a), list(frame.b), max_len, dtype=dtype)
+            frame["hits"], frame["n"] = ((p0 < 0.5).astype(int) == frame.label.to_numpy()).astype(int), 1
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def wilson_interval(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a proportion (sound near 0 and 1 and for small n)."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def accuracy_table(scored: pd.DataFrame, by_source: bool = False) -> pd.DataFrame:
+    """Tidy accuracies with 95% intervals: metric (mlm, nsp, sop, sop_lead, sop_interior),
+    source ('all', or each source with by_source), hits, n, accuracy, low, high."""
+    masks = {"all": lambda f: f.index == f.index, "natural": lambda f: f.natural.astype(bool),
+             "lead": lambda f: f.natural.astype(bool) & ~f.interior.astype(bool), "interior": lambda f: f.interior.astype(bool)}
+    groups = [("all", scored)]
+    if by_source and "source" in scored:
+        groups += [(name, part) for name, part in scored.groupby("source", sort=True) if name]
+    rows = []
+    for source, frame in groups:
+        for metric, (task, subset) in SUBSETS.items():
+            part = frame[frame.task == task]
+            part = part[masks[subset](part)]
+            hits, n = int(part.hits.sum()), int(part.n.sum())
+            if n:
+                low, high = wilson_interval(hits, n)
+                rows.append(dict(metric=metric, source=source, hits=hits, n=n, accuracy=hits / n, low=low, high=high))
+    return pd.DataFrame(rows, columns=["metric", "source", "hits", "n", "accuracy", "low", "high"])
 
 
 def intrinsic_eval(model, tokenizer, pairs: pd.DataFrame, max_len: int = 128, dtype: torch.dtype | None = None,
-                   limit: int | None = None) -> dict[str, float]:
-    """MLM / NSP / SOP accuracy on the natural held-out pairs from build_eval_pairs, and
-    SOP accuracy on lead pairs (with the first segment) and on all interior pairs.
-    `limit` caps the pairs per task (for quick checks during training)."""
-    def task(name: str) -> pd.DataFrame:
-        frame = pairs[pairs.task == name]  # a fixed random sample: every source is represented
-        return frame.sample(n=limit, random_state=0).sort_index() if limit and len(frame) > limit else frame
-
-    mlm = task("mlm")
-    mlm_acc, n_pred = mlm_accuracy(model, tokenizer, list(mlm.a), list(mlm.b), max_len, dtype=dtype)
-    result: dict[str, float] = {"mlm_acc": mlm_acc, "mlm_predictions": n_pred}
-    for name in ("nsp", "sop"):
-        frame = task(name)
-        p0 = pair_probabilities(model, tokenizer, list(frame.a), list(frame.b), max_len, dtype=dtype)
-        hit = (p0 < 0.5).astype(int) == frame.label.to_numpy()
-        natural, interior = frame.natural.to_numpy(), frame.interior.to_numpy()
-        result[f"{name}_acc"] = float(hit[natural].mean())
-        result[f"{name}_pairs"] = int(natural.sum())
-        if name == "sop":
-            result["sop_lead_acc"] = float(hit[natural & ~interior].mean())
-            result["sop_interior_acc"] = float(hit[interior].mean()) if interior.any() else float("nan")
-            result["sop_interior_pairs"] = int(interior.sum())
+                   limit: int | None = None, tasks: Sequence[Task] = TASKS) -> dict[str, float]:
+    """Flat metrics for logs and cards: <metric>_acc and its pair (or prediction) count,
+    over all sources; NSP/SOP on natural pairs, SOP also on lead and interior pairs."""
+    table = accuracy_table(score_eval_pairs(model, tokenizer, pairs, max_len, dtype, limit, tasks))
+    result: dict[str, float] = {}
+    count_names = {"mlm": "mlm_predictions", "nsp": "nsp_pairs", "sop": "sop_pairs", "sop_interior": "sop_interior_pairs"}
+    for row in table.itertuples():
+        result[f"{row.metric}_acc"] = float(row.accuracy)
+        if row.metric in count_names:
+            result[count_names[row.metric]] = int(row.n)
     return result
-
-
-def as_frame(metrics: dict[str, float], checkpoint: str) -> pd.DataFrame:
-    """Tidy frame: checkpoint, metric, value."""
-    return pd.DataFrame([{"checkpoint": checkpoint, "metric": k, "value": v} for k, v in metrics.items()])
