@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from albert_lab.errors import AlbertLabError, CheckpointError
 from albert_lab.paths import checkpoints_dir, runs_dir
+from albert_lab.runfolder import RunFolder
 from albert_lab.spec import ModelSpec
 
 CARD = "albert_lab.json"
@@ -122,7 +123,7 @@ def check_folder(path: Path, allow_pickle: bool = False) -> Path:
     if path.is_file():
         raise CheckpointError(f"{path} is a file; give the checkpoint folder that holds config.json")
     if not (path / "config.json").is_file():
-        hint = f"; this looks like a run folder, its checkpoint is {path / 'checkpoint'}" if (path / "run.json").is_file() else ""
+        hint = f"; this looks like a run folder, its checkpoint is {RunFolder(path).checkpoint}" if RunFolder(path).is_run() else ""
         raise CheckpointError(f"{path} has no config.json, so it is not a transformers checkpoint folder{hint}")
     model_type = read_config(path).get("model_type")
     if model_type not in ("albert", "bert"):
@@ -222,7 +223,7 @@ def discover_checkpoints(shipped: Path | None = None, runs: Path | None = None) 
             found.append(_info(folder.name, folder, "shipped"))
     runs = runs or runs_dir()
     for run in sorted(runs.iterdir()) if runs.is_dir() else []:
-        folder = run / "checkpoint"
+        folder = RunFolder(run).checkpoint
         if (folder / "config.json").is_file() and _run_finished(run):
             found.append(_info(f"run:{run.name}", folder, "run"))
     return [info for info in found if info is not None]
@@ -230,8 +231,8 @@ def discover_checkpoints(shipped: Path | None = None, runs: Path | None = None) 
 
 def _run_finished(run: Path) -> bool:
     try:
-        return json.loads((run / "run.json").read_text()).get("status") in ("succeeded", "cancelled")
-    except (OSError, json.JSONDecodeError):
+        return RunFolder(run).read().get("status") in ("succeeded", "cancelled")
+    except (OSError, ValueError, AttributeError, RecursionError):
         return False
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import get_args
 
 from albert_lab.cli_common import (
     add_checkpoint_arguments,
@@ -16,6 +17,7 @@ from albert_lab.cli_common import (
     print_frame,
 )
 from albert_lab.errors import AlbertLabError
+from albert_lab.spec import Objective
 
 
 def _oscillation_arguments(p: argparse.ArgumentParser) -> None:
@@ -40,7 +42,7 @@ def cmd_oscillation(args: argparse.Namespace) -> int:
 def _gradflow_arguments(p: argparse.ArgumentParser) -> None:
     add_checkpoint_arguments(p, many=False)
     add_text_arguments(p)
-    p.add_argument("--objective", choices=["sop", "nsp", "none"], help="pair loss to add (default: the checkpoint's)")
+    p.add_argument("--objective", choices=get_args(Objective), help="pair loss to add (default: the checkpoint's)")
     p.add_argument("--seed", type=int, default=0, help="seed of the pairs and masks")
 
 

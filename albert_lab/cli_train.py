@@ -47,7 +47,7 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
 @command("train", "pretrain a model (MLM + SOP / NSP / none) as a background run")(_train_arguments)
 def cmd_train(args: argparse.Namespace) -> int:
     from albert_lab.training.config import TrainConfig
-    from albert_lab.training.jobs import create_run, resume_run, spawn_worker
+    from albert_lab.training.jobs import resume_run, start_run
     from albert_lab.training.runs import read_run
 
     if args.resume:
@@ -72,15 +72,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     if dist.world_size > 1:
         return _train_distributed(config, args, dist)
     print("preparing corpus and tokenizer ...", file=sys.stderr)
-    run_dir, prepared = create_run(config, args.runs_dir, args.run_id)
-    print(f"run {run_dir.name}: {prepared.spec.label}; folder {run_dir}", file=sys.stderr)
-    if args.foreground:
-        from albert_lab.training.worker import run_worker
-
-        status = run_worker(run_dir)
-        return _report(read_run(run_dir), status)
-    spawn_worker(run_dir)
-    return _follow(run_dir, args.detach)
+    info = start_run(config, args.runs_dir, args.run_id, foreground=args.foreground,
+                     announce=lambda run: print(f"run {run.id}: {run.raw.get('spec_label', '')}; folder {run.path}",
+                                                file=sys.stderr))
+    return _report(info, info.status) if args.foreground else _follow(info.path, args.detach)
 
 
 def _train_distributed(config, args: argparse.Namespace, dist) -> int:
@@ -157,13 +152,14 @@ def _runs_arguments(p: argparse.ArgumentParser) -> None:
 @command("runs", "list training runs; show or cancel one")(_runs_arguments)
 def cmd_runs(args: argparse.Namespace) -> int:
     from albert_lab.paths import runs_dir
+    from albert_lab.runfolder import RunFolder
     from albert_lab.training.jobs import cancel_run
     from albert_lab.training.runs import list_runs, read_run
 
     root = args.runs_dir or runs_dir()
     if args.cancel or args.show:
         path = root / (args.cancel or args.show)
-        if not (path / "run.json").is_file():
+        if not RunFolder(path).is_run():
             raise AlbertLabError(f"no run {path.name!r} in {root}")
         info = cancel_run(path) if args.cancel else read_run(path)
         metrics = info.metrics()

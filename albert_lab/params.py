@@ -15,9 +15,9 @@ element-wise work (LayerNorm, softmax, GELU, bias adds) is left out.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
-from albert_lab.spec import ModelSpec
+from albert_lab.spec import ModelSpec, Sharing
 
 # Components in forward order. The paper's "params" column is the encoder model
 # with pooler (transformers' AlbertModel / BertModel): every component but the heads.
@@ -167,7 +167,7 @@ def human(n: float) -> str:
     return f"{n:.0f}"
 
 
-def sweep(base: ModelSpec, field_name: str, values: list[int], strategies: tuple[str, ...] = ("all", "attention", "ffn", "none"),
+def sweep(base: ModelSpec, field_name: str, values: list[int], strategies: tuple[str, ...] = get_args(Sharing),
           seq_len: int = 512) -> list[dict[str, Any]]:
     """Parameters and FLOPs/token as one field (embedding_size, hidden_size, num_layers)
     varies, per sharing strategy: tidy rows for a line chart."""

@@ -1,6 +1,8 @@
 """Gradient flow: mean and max |grad| per layer for the pretraining loss, per application of
 a shared block, the summed gradient the optimizer sees, and gradients w.r.t. hidden states."""
 
+from typing import get_args
+
 import pandas as pd
 import plotly.express as px
 import streamlit as st
@@ -8,6 +10,7 @@ import streamlit as st
 from albert_lab.analysis.gradflow import gradient_flow
 from albert_lab.data.samples import sample_texts
 from albert_lab.paths import runs_dir
+from albert_lab.spec import Objective
 from albert_lab.training.runs import list_runs
 from app import ui
 from app.figures import gradflow_figure, shared_sum_figure
@@ -26,7 +29,7 @@ with tab_now:
         names = [n for n, _ in ui.selected_sources()]
         cols = st.columns(3)
         name = cols[0].selectbox("Checkpoint", names, key="gf_checkpoint")
-        objective = cols[1].selectbox("Pair loss", ["sop", "nsp", "none"], key="gf_objective",
+        objective = cols[1].selectbox("Pair loss", get_args(Objective), key="gf_objective",
                                       help="MLM + this inter-sentence loss, as in pretraining")
         seed = cols[2].number_input("Seed (pairs and masks)", 0, 10_000, 0, key="gf_seed")
         texts = sample_texts(16)
@@ -56,7 +59,7 @@ with tab_now:
                           "healthy with residual connections and post-LN LayerNorm.")
 
 with tab_runs:
-    runs = [r for r in list_runs(runs_dir()) if (r.path / "gradflow.jsonl").is_file()]
+    runs = [r for r in list_runs(runs_dir()) if r.folder.gradflow.is_file()]
     if not runs:
         st.info("No training run has recorded gradient-flow snapshots yet; start one on the Training page.")
     else:

@@ -1,13 +1,15 @@
 """Parameters: a calculator over V/E/H/L/heads/FFN/sharing/groups, the paper's tables
 with exact counts, and curves of cost against E, H and L."""
 
+from typing import get_args
+
 import pandas as pd
 import plotly.express as px
 import streamlit as st
 
 from albert_lab import paper
 from albert_lab.params import count, sweep
-from albert_lab.spec import PRESETS, SHARING_LABELS, ModelSpec
+from albert_lab.spec import PRESETS, SHARING_LABELS, Family, ModelSpec
 from app import ui
 
 st.title("Parameters and compute")
@@ -17,7 +19,7 @@ with tab_calc:
     preset = st.selectbox("Start from", list(PRESETS), index=list(PRESETS).index("albert-base"), key="calc_preset")
     base = PRESETS[preset]
     cols = st.columns(4)
-    family = cols[0].selectbox("Family", ["albert", "bert"], index=["albert", "bert"].index(base.family), key=f"fam-{preset}")
+    family = cols[0].selectbox("Family", get_args(Family), index=get_args(Family).index(base.family), key=f"fam-{preset}")
     vocab = cols[1].number_input("V (vocabulary)", 100, 1_000_000, base.vocab_size, step=1000, key=f"v-{preset}")
     hidden = cols[2].number_input("H (hidden)", 16, 16384, base.hidden_size, step=64, key=f"h-{preset}")
     layers = cols[3].number_input("L (layers)", 1, 96, base.num_layers, key=f"l-{preset}")

@@ -2,6 +2,7 @@
 compare. Runs are separate processes; this page only reads their files."""
 
 import hashlib
+from typing import get_args
 
 import pandas as pd
 import plotly.express as px
@@ -10,7 +11,7 @@ import streamlit as st
 from albert_lab.errors import AlbertLabError
 from albert_lab.params import count
 from albert_lab.paths import runs_dir
-from albert_lab.spec import PRESETS, SHARING_LABELS
+from albert_lab.spec import PRESETS, SHARING_LABELS, Objective
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.jobs import cancel_run, start_run
 from albert_lab.training.runs import list_runs, read_run
@@ -36,7 +37,7 @@ def new_run_form() -> None:
         cols = st.columns(3)
         preset = cols[0].selectbox("Model", TRAINABLE, key="tr_preset",
                                    help="lab-tiny: seconds per step; lab-albert / lab-bert: the shipped sizes")
-        objective = cols[1].radio("Inter-sentence loss", ["sop", "nsp", "none"], horizontal=True, key="tr_objective")
+        objective = cols[1].radio("Inter-sentence loss", get_args(Objective), horizontal=True, key="tr_objective")
         name = cols[2].text_input("Run name", key="tr_name", placeholder="e.g. tiny-sop")
         with st.expander("Architecture"):
             base = PRESETS[preset]
@@ -127,7 +128,7 @@ def progress_panel(run_id: str) -> None:
         with ui.guard("cancelling"):
             cancel_run(info.path)
             st.toast("Cancel requested: the run saves its checkpoint and stops.")
-    if info.status in ("succeeded", "cancelled") and (info.path / "checkpoint" / "config.json").is_file():
+    if info.status in ("succeeded", "cancelled") and (info.folder.checkpoint / "config.json").is_file():
         st.caption(f"Its checkpoint is listed in the sidebar as run:{info.id}.")
 
 

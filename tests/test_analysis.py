@@ -14,6 +14,7 @@ from albert_lab.analysis.oscillation import oscillation, similarity_matrix, verd
 from albert_lab.analysis.pairs import pairs_frame, read_pairs, score_pairs, summarize
 from albert_lab.checkpoints import load_checkpoint
 from albert_lab.data.batching import batch_from_documents
+from albert_lab.data.corpus import MAX_SEGMENT_CHARS
 from albert_lab.data.heldout import build_eval_pairs
 from albert_lab.errors import AlbertLabError, DataError
 from albert_lab.models import build_model
@@ -197,8 +198,8 @@ def test_pairs_file_problems_are_named():
     capped = read_pairs(b"sentence_a\tsentence_b\n" + b"a.\tb.\n" * 12, "p.tsv", max_rows=10)
     assert len(capped.pairs) == 10 and "only the first 10" in capped.problems[0]
     huge = read_pairs(f'{{"sentence_a": "{"word " * 2000}", "sentence_b": "x"}}\nnot json\n'.encode(), "p.jsonl")
-    assert 3990 <= len(huge.pairs.sentence_a[0]) <= 4000
-    assert any("cut to 4,000" in p for p in huge.problems) and any("row 2: not valid JSON" in p for p in huge.problems)
+    assert MAX_SEGMENT_CHARS - 10 <= len(huge.pairs.sentence_a[0]) <= MAX_SEGMENT_CHARS
+    assert any(f"cut to {MAX_SEGMENT_CHARS:,}" in p for p in huge.problems) and any("row 2: not valid JSON" in p for p in huge.problems)
 
 
 def test_attributions_satisfy_completeness(bundles):

@@ -44,8 +44,16 @@ def test_score_bad_input(shipped, tmp_path):
 
 
 def test_evaluate_json(shipped):
-    result = run_cli("evaluate", "--checkpoint", str(shipped / "bert-nsp"), "--corpus", "wiki-vital[:600]",
-                     "--limit", "20", "--json")
+    result = run_cli("evaluate", "--checkpoint", str(shipped / "bert-nsp"), "--checkpoint", str(shipped / "hub-albert"),
+                     "--corpus", "wiki-vital[:600]", "--limit", "20", "--json")
     assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
-    assert data["trained_with"] == "nsp" and 0 <= data["sop_acc"] <= 1 and data["nsp_pairs"] == 20
+    rows = pd.DataFrame(json.loads(result.stdout))
+    assert set(rows.domain) == {"in", "out"}  # the out-of-domain source (cfi) is installed by the test command
+    bert = rows[(rows.checkpoint == "bert-nsp") & (rows.domain == "in")].set_index("metric")
+    assert (bert.trained_with == "nsp").all() and bert.loc["nsp", "n"] == 20 and 0 < bert.loc["sop", "n"] <= 20
+    for metric in ("mlm", "nsp", "sop"):
+        row = bert.loc[metric]
+        assert 0 <= row.low <= row.accuracy <= row.high <= 1 and row.accuracy == row.hits / row.n
+    hub = rows[(rows.checkpoint == "hub-albert") & (rows.domain == "in")].set_index("metric")  # no pair head weights: no pair numbers
+    assert hub.loc["sop"].accuracy is None or pd.isna(hub.loc["sop"].accuracy)
+    assert "head is missing" in hub.loc["sop"].note and not hub.loc["mlm"].note

@@ -12,9 +12,10 @@ from conftest import run_cli, tiny_spec
 
 from albert_lab.checkpoints import load_checkpoint, recover_checkpoint_dir
 from albert_lab.errors import AlbertLabError, DataError, RunError, SpecError
+from albert_lab.runfolder import read_jsonl
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.jobs import cancel_run, create_run, resume_run, start_run
-from albert_lab.training.runs import list_runs, read_jsonl, read_run
+from albert_lab.training.runs import list_runs, read_run
 from albert_lab.training.worker import run_worker
 
 CORPUS = "wiki-vital[:600]"

@@ -9,9 +9,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from albert_lab.data.corpus import MAX_SEGMENT_CHARS
 from albert_lab.errors import DataError
-
-MAX_SEGMENT_CHARS = 4000  # the tokenizers' pair truncation grows badly with huge segments
 
 
 def check_segment(text: object, what: str) -> str:

@@ -30,7 +30,7 @@ from torch import nn
 from albert_lab.checkpoints import ModelBundle
 from albert_lab.data.batching import Batch, batch_from_documents
 from albert_lab.data.corpus import Document, split_sentences
-from albert_lab.kernels import tune_for_training
+from albert_lab.kernels import autocast, tune_for_training
 from albert_lab.models import PretrainingModel
 from albert_lab.objective import PretrainingLoss
 from albert_lab.spec import ModelSpec
@@ -101,8 +101,7 @@ def gradient_flow_on_batch(model: PretrainingModel, spec: ModelSpec, batch: Batc
     view = unshared_view(model, spec)
     device = next(model.parameters()).device
     loss_fn = PretrainingLoss(view, objective or spec.objective)
-    enabled = dtype in (torch.bfloat16, torch.float16)
-    with torch.autocast(device.type, dtype=dtype or torch.bfloat16, enabled=enabled):
+    with autocast(device, dtype):
         out = loss_fn(batch.to(device), output_hidden_states=True)
     hidden = list(out.hidden_states)
     for h in hidden:

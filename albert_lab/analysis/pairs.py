@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from albert_lab.analysis.common import MAX_SEGMENT_CHARS
 from albert_lab.analysis.intrinsic import pair_probabilities
 from albert_lab.checkpoints import ModelBundle
-from albert_lab.data.corpus import decode_utf8, jsonl_records
+from albert_lab.data.corpus import MAX_SEGMENT_CHARS, decode_utf8, jsonl_records
 from albert_lab.errors import DataError
 
 MAX_ROWS = 5000

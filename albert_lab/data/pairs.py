@@ -26,8 +26,8 @@ import numpy as np
 
 from albert_lab.data.tokenized import TokenizedDocs
 from albert_lab.errors import DataError
+from albert_lab.spec import Objective
 
-Objective = Literal["sop", "nsp", "none"]
 ChunkStart = Literal["document", "random"]
 
 

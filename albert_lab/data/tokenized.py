@@ -11,11 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from albert_lab.data.corpus import Document
+from albert_lab.data.corpus import MAX_SEGMENT_CHARS, Document
 from albert_lab.paths import cache_dir
 from albert_lab.tokenizer import fingerprint
-
-MAX_SEGMENT_CHARS = 2000  # a longer "sentence" is cut; see the tokenizers' pair-truncation trap
 
 
 @dataclass(frozen=True)
@@ -47,7 +45,7 @@ def tokenize_documents(docs: Sequence[Document], tokenizer, cache_key: str | Non
     (e.g. the corpus fingerprint and split), the result is cached per tokenizer."""
     path = None
     if cache_key:
-        path = cache_dir() / "tokenized" / f"{cache_key}-{fingerprint(tokenizer)}.npz"
+        path = cache_dir() / "tokenized" / f"{cache_key}-{fingerprint(tokenizer)}-{MAX_SEGMENT_CHARS}.npz"
         if path.is_file():
             try:
                 with np.load(path, allow_pickle=False) as data:

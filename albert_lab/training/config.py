@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from albert_lab.errors import RunError
-from albert_lab.spec import ModelSpec
+from albert_lab.spec import ModelSpec, Objective
 
 Precision = Literal["auto", "fp32", "bf16"]
 
@@ -15,7 +15,7 @@ Precision = Literal["auto", "fp32", "bf16"]
 @dataclass
 class TrainConfig:
     spec: dict[str, Any] = field(default_factory=lambda: ModelSpec.from_name("lab-tiny").to_dict())
-    objective: Literal["sop", "nsp", "none"] = "sop"  # inter-sentence loss (overrides spec.objective)
+    objective: Objective = "sop"  # inter-sentence loss (overrides spec.objective)
     corpus: str = "long-mix"  # a named corpus (data/corpora.py), a .txt/.jsonl path, or hf:<dataset>
     tokenizer: str | None = None  # folder with a trained tokenizer to reuse; None trains one
     vocab_size: int = 8000  # SentencePiece pieces when training a tokenizer

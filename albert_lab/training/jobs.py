@@ -14,13 +14,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from albert_lab.errors import RunError
 from albert_lab.paths import PROJECT_ROOT, runs_dir
+from albert_lab.runfolder import RunFolder, write_json_atomic
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.prepare import Prepared, prepare
-from albert_lab.training.runs import RunInfo, new_run_id, read_run, update_run, write_json_atomic
+from albert_lab.training.runs import RunInfo, new_run_id, read_run, update_run
 
 
 def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None = None) -> tuple[Path, Prepared]:
@@ -37,10 +39,10 @@ def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
-        write_json_atomic(tmp / "run.json", {"id": run_id, "status": "queued", "created": time.time(), "pid": None,
+        write_json_atomic(RunFolder(tmp).run_json, {"id": run_id, "status": "queued", "created": time.time(), "pid": None,
                                              "config": config.to_dict(), "step": 0, "total_steps": config.max_steps,
                                              "spec_label": prepared.spec.label})
-        (tmp / "log.txt").touch()
+        RunFolder(tmp).log.touch()
         os.rename(tmp, final)
     except OSError as err:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -58,15 +60,25 @@ def _check_writable(root: Path) -> None:
         raise RunError(f"cannot write runs to {root} ({err.strerror or err}); choose a writable folder") from None
 
 
-def start_run(config: TrainConfig, root: Path | None = None) -> RunInfo:
-    """Create the run and start its worker process in the background."""
-    run_dir, _ = create_run(config, root)
-    spawn_worker(run_dir)
+def start_run(config: TrainConfig, root: Path | None = None, run_id: str | None = None,
+              foreground: bool = False, announce: Callable[[RunInfo], None] | None = None) -> RunInfo:
+    """The one way to launch a run (browser and command line): validate and prepare,
+    create the run folder, then train in a background worker process, or in this
+    process with `foreground`. `announce(run)` is called once the folder exists."""
+    run_dir, _ = create_run(config, root, run_id)
+    if announce is not None:
+        announce(read_run(run_dir))
+    if foreground:
+        from albert_lab.training.worker import run_worker
+
+        run_worker(run_dir)
+    else:
+        spawn_worker(run_dir)
     return read_run(run_dir)
 
 
 def spawn_worker(run_dir: Path) -> int:
-    log = open(run_dir / "log.txt", "ab")  # noqa: SIM115 - handed to the child process, closed below
+    log = open(RunFolder(run_dir).log, "ab")  # noqa: SIM115 - handed to the child process, closed below
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.setdefault("PYTHONPATH", str(PROJECT_ROOT))
     process = subprocess.Popen([sys.executable, "-m", "albert_lab.training.worker", str(run_dir)], stdout=log,
@@ -81,7 +93,7 @@ def cancel_run(run_dir: Path) -> RunInfo:
     info = read_run(run_dir)
     if not info.active:
         raise RunError(f"run {info.id} is {info.status}; only queued or running runs can be cancelled")
-    (run_dir / "cancel").touch()
+    RunFolder(run_dir).cancel.touch()
     pid = info.raw.get("pid")
     if pid:
         try:
@@ -98,7 +110,7 @@ def resume_run(run_dir: Path, foreground: bool = False) -> RunInfo:
         raise RunError(f"run {info.id} is still {info.status}")
     if info.status == "succeeded":
         raise RunError(f"run {info.id} already finished; start a new run to train longer")
-    (run_dir / "cancel").unlink(missing_ok=True)
+    RunFolder(run_dir).cancel.unlink(missing_ok=True)
     update_run(run_dir, status="queued", pid=None, created_resume=time.time(), message="resuming")
     if foreground:
         from albert_lab.training.worker import run_worker

@@ -30,14 +30,15 @@ from albert_lab.data.batching import Batch, PretrainingData
 from albert_lab.data.masking import masking_config
 from albert_lab.devices import fast_bf16, resolve_device
 from albert_lab.errors import RunError
-from albert_lab.kernels import tune_for_training
+from albert_lab.kernels import autocast, tune_for_training
 from albert_lab.models import Parts, build_model
 from albert_lab.objective import PretrainingLoss
+from albert_lab.runfolder import RunFolder, append_jsonl
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.distributed import DistContext
 from albert_lab.training.optim import build_optimizer, lr_factor
 from albert_lab.training.prepare import Prepared, prepare
-from albert_lab.training.runs import HEARTBEAT_S, append_jsonl, update_run
+from albert_lab.training.runs import HEARTBEAT_S, update_run
 from albert_lab.training.state import has_trainer_state, load_trainer_state, save_trainer_state
 
 
@@ -60,6 +61,7 @@ class Progress:
 class Trainer:
     def __init__(self, run_dir: Path, config: TrainConfig, prepared: Prepared | None = None):
         self.run_dir, self.config = run_dir, config
+        self.folder = RunFolder(run_dir)
         self.dist = DistContext.from_env()
         if config.threads:
             torch.set_num_threads(config.threads)
@@ -96,7 +98,7 @@ class Trainer:
 
     # ---- the run -----------------------------------------------------------------------
     def run(self) -> str:
-        checkpoint = self.run_dir / "checkpoint"
+        checkpoint = self.folder.checkpoint
         if self.dist.is_main:
             recover_checkpoint_dir(checkpoint)
         self.dist.barrier()
@@ -142,13 +144,13 @@ class Trainer:
         clip = self.config.clip_norm or float("inf")
         last = time.perf_counter()
         while (fraction := self._fraction()) < 1.0:
-            if self.cancel.is_set() or (self.run_dir / "cancel").exists():
+            if self.cancel.is_set() or self.folder.cancel.exists():
                 raise Cancelled
             lr = self.config.lr * lr_factor(self.progress.step, fraction, self.config.warmup_steps)
             for group in self.optimizer.param_groups:
                 group["lr"] = lr
             batch = self.data.batch(self.progress.step).to(self.device)
-            with torch.autocast(self.device.type, dtype=self.dtype or torch.bfloat16, enabled=self.dtype is not None):
+            with autocast(self.device, self.dtype):
                 out = self.loss_fn(batch)
             out.loss.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(params, clip)
@@ -175,7 +177,7 @@ class Trainer:
             self._log_window(lr)
         if step % config.gradflow_every == 0:
             frame = gradient_flow_on_batch(self.model, self.prepared.spec, batch, config.objective, self.dtype)
-            append_jsonl(self.run_dir / "gradflow.jsonl", {"step": step, "rows": frame.to_dict(orient="records")})
+            append_jsonl(self.folder.gradflow, {"step": step, "rows": frame.to_dict(orient="records")})
         if step % config.eval_every == 0:
             metrics = self._evaluate(limit=config.eval_limit)
             self._metrics({"kind": "eval", "step": step, **{f"eval_{k}": v for k, v in metrics.items()}})
@@ -193,14 +195,15 @@ class Trainer:
         row = {"kind": "train", "step": p.step, "epoch": round(self.data.epoch_of(p.step), 3), "loss": w["loss"] / n,
                "mlm_loss": w["mlm_loss"] / n, "pair_loss": w["pair_loss"] / n, "mlm_acc": w["mlm_hits"] / max(1, w["mlm_n"]),
                "pair_acc": w["pair_hits"] / max(1, w["pair_n"]), "grad_norm": w["grad_norm"] / n, "lr": lr,
-               "tokens": p.tokens, "tokens_per_s": rate, "elapsed_s": p.elapsed, "eta_s": eta}
+               "tokens": p.tokens, "tokens_per_s": rate, "run_tokens_per_s": p.tokens / max(p.elapsed, 1e-9),
+               "elapsed_s": p.elapsed, "eta_s": eta}
         self._metrics(row)
         p.window = {}
         _log(f"step {p.step}: loss {row['loss']:.3f} (mlm {row['mlm_loss']:.3f}, pair {row['pair_loss']:.3f}), "
              f"{rate:,.0f} tok/s, eta {eta:,.0f} s")
 
     def _metrics(self, row: dict[str, Any]) -> None:
-        append_jsonl(self.run_dir / "metrics.jsonl", {**row, "time": time.time()})
+        append_jsonl(self.folder.metrics, {**row, "time": time.time()})
 
     def _evaluate(self, limit: int | None) -> dict[str, float]:
         if self.prepared.eval_pairs.empty:
@@ -229,7 +232,7 @@ class Trainer:
             },
         }
         scalars = {"step": p.step, "tokens": p.tokens, "elapsed": p.elapsed}
-        save_checkpoint(self.model, prep.tokenizer, prep.spec, self.run_dir / "checkpoint", card,
+        save_checkpoint(self.model, prep.tokenizer, prep.spec, self.folder.checkpoint, card,
                         tokenizer_source=prep.tokenizer_dir,
                         extra=lambda folder: save_trainer_state(folder, self.optimizer, scalars))
 

@@ -1,22 +1,13 @@
-"""Run directories: the only interface between a training process and its readers.
+"""Runs as their readers see them: status (a run whose process died is reported as
+failed, with its last log lines), listing, new run ids, and the one-run-at-a-time slot.
+The folder layout and its file primitives are albert_lab.runfolder's.
 
-runs/<run-id>/
-  run.json        config + status (queued, running, succeeded, failed, cancelled),
-                  pid, heartbeat, step; written atomically (tmp file + rename)
-  metrics.jsonl   one JSON object per log step (kind 'train') or evaluation ('eval')
-  gradflow.jsonl  per-layer gradient-flow snapshots
-  checkpoint/     the latest checkpoint, written atomically, with trainer state
-  log.txt         the process's output
-  cancel          present when a cancel was requested
-
-The UI and the CLI only read these files, so a run lives on after the browser closes.
-A run whose process died is reported as failed, with its last log lines.
+The UI and the CLI only read run folders, so a run lives on after the browser closes.
 """
 
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import time
 from contextlib import contextmanager
@@ -25,39 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from albert_lab.errors import RunError
+from albert_lab.runfolder import RunFolder
 
 LOCK = ".train.lock"  # one run trains at a time per runs folder
 STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 ACTIVE = ("queued", "running")
 HEARTBEAT_S = 5.0
-
-
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    os.replace(tmp, path)
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """All well-formed lines; a corrupted or half-written line is skipped, not fatal."""
-    if not path.is_file():
-        return []
-    rows = []
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(row, dict):
-                rows.append(row)
-    return rows
-
-
-def append_jsonl(path: Path, row: dict[str, Any]) -> None:
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(row, default=float) + "\n")
-        handle.flush()
 
 
 def process_alive(pid: int | None) -> bool:
@@ -98,14 +62,18 @@ class RunInfo:
     def active(self) -> bool:
         return self.status in ACTIVE
 
+    @property
+    def folder(self) -> RunFolder:
+        return RunFolder(self.path)
+
     def metrics(self) -> list[dict[str, Any]]:
-        return read_jsonl(self.path / "metrics.jsonl")
+        return self.folder.metric_rows()
 
     def gradflow(self) -> list[dict[str, Any]]:
-        return read_jsonl(self.path / "gradflow.jsonl")
+        return self.folder.gradflow_rows()
 
     def log_tail(self, lines: int = 20) -> str:
-        log = self.path / "log.txt"
+        log = self.folder.log
         if not log.is_file():
             return ""
         with open(log, "rb") as handle:
@@ -117,8 +85,10 @@ def read_run(path: Path) -> RunInfo:
     """The run's state as readers should see it: a queued/running run whose process is
     gone is reported as failed, with the end of its log."""
     try:
-        raw = json.loads((path / "run.json").read_text())
-    except (OSError, json.JSONDecodeError) as err:
+        raw = RunFolder(path).read()
+        if not isinstance(raw, dict):
+            raise TypeError("run.json does not hold an object")
+    except (OSError, ValueError, TypeError, RecursionError) as err:
         raise RunError(f"{path}: not a readable run folder ({err})") from None
     info = RunInfo(id=path.name, path=path, status=raw.get("status", "failed"), config=raw.get("config", {}),
                    step=int(raw.get("step", 0)), total_steps=raw.get("total_steps"), message=raw.get("message", ""),
@@ -136,7 +106,7 @@ def list_runs(root: Path) -> list[RunInfo]:
     """All runs, newest first; folders that are not runs are skipped."""
     runs = []
     for path in root.iterdir() if root.is_dir() else []:
-        if path.is_dir() and not path.name.startswith(".") and (path / "run.json").is_file():
+        if path.is_dir() and not path.name.startswith(".") and RunFolder(path).is_run():
             try:
                 runs.append(read_run(path))
             except RunError:
@@ -145,11 +115,7 @@ def list_runs(root: Path) -> list[RunInfo]:
 
 
 def update_run(path: Path, **changes: Any) -> dict[str, Any]:
-    """Read-modify-write run.json (only the run's own process writes after creation)."""
-    data = json.loads((path / "run.json").read_text())
-    data.update(changes)
-    write_json_atomic(path / "run.json", data)
-    return data
+    return RunFolder(path).update(**changes)
 
 
 def new_run_id(name: str = "") -> str:

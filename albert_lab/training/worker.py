@@ -7,7 +7,6 @@ traceback goes to log.txt.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -17,12 +16,13 @@ import traceback
 from pathlib import Path
 
 from albert_lab.errors import AlbertLabError
+from albert_lab.runfolder import RunFolder
 from albert_lab.training.runs import update_run
 
 
 def run_worker(run_dir: Path, use_slot: bool = True) -> str:
     run_dir = run_dir.resolve()
-    cancel_file = run_dir / "cancel"
+    cancel_file = RunFolder(run_dir).cancel
     if threading.current_thread() is threading.main_thread():
         # Until training starts (and installs its own handler), SIGTERM means "cancel".
         signal.signal(signal.SIGTERM, lambda *_: cancel_file.touch())
@@ -32,7 +32,7 @@ def run_worker(run_dir: Path, use_slot: bool = True) -> str:
         from albert_lab.training.loop import train
         from albert_lab.training.runs import training_slot
 
-        config = TrainConfig.from_dict(json.loads((run_dir / "run.json").read_text())["config"])
+        config = TrainConfig.from_dict(RunFolder(run_dir).read()["config"])
         if use_slot:
             with training_slot(run_dir.parent, should_stop=cancel_file.exists):
                 return train(run_dir, config)

@@ -1,0 +1,132 @@
+"""A training run's folder as a type: its files by name, the rows its logs hold, and
+writes that a reader can never see half done. The trainer writes these files; the
+catalog, the CLI and the pages only read them (training/runs.py interprets status).
+
+runs/<run-id>/
+  run.json        config + status (queued, running, succeeded, failed, cancelled),
+                  pid, heartbeat, step; written atomically (tmp file + rename)
+  metrics.jsonl   one TrainRow per log step, one EvalRow per evaluation, ResumeRow on resume
+  gradflow.jsonl  per-layer gradient-flow snapshots ({"step", "rows"})
+  checkpoint/     the latest checkpoint, written atomically, with trainer state
+  log.txt         the process's output
+  cancel          present when a cancel was requested
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypedDict
+
+
+class TrainRow(TypedDict):
+    kind: Literal["train"]
+    step: int
+    epoch: float
+    loss: float
+    mlm_loss: float
+    pair_loss: float
+    mlm_acc: float
+    pair_acc: float
+    grad_norm: float
+    lr: float
+    tokens: int
+    tokens_per_s: float  # over the last log interval
+    run_tokens_per_s: float  # over the whole run so far (tokens / training seconds)
+    elapsed_s: float
+    eta_s: float
+    time: float
+
+
+class EvalRow(TypedDict, total=False):
+    kind: Literal["eval"]
+    step: int
+    final: bool
+    eval_mlm_acc: float
+    eval_nsp_acc: float
+    eval_sop_acc: float
+    eval_sop_lead_acc: float
+    eval_sop_interior_acc: float
+    time: float
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    path: Path
+
+    @property
+    def id(self) -> str:
+        return self.path.name
+
+    @property
+    def run_json(self) -> Path:
+        return self.path / "run.json"
+
+    @property
+    def metrics(self) -> Path:
+        return self.path / "metrics.jsonl"
+
+    @property
+    def gradflow(self) -> Path:
+        return self.path / "gradflow.jsonl"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.path / "checkpoint"
+
+    @property
+    def log(self) -> Path:
+        return self.path / "log.txt"
+
+    @property
+    def cancel(self) -> Path:
+        return self.path / "cancel"
+
+    def is_run(self) -> bool:
+        return self.run_json.is_file()
+
+    def read(self) -> dict[str, Any]:
+        return json.loads(self.run_json.read_text())
+
+    def update(self, **changes: Any) -> dict[str, Any]:
+        """Read-modify-write run.json (only the run's own process writes after creation)."""
+        data = self.read()
+        data.update(changes)
+        write_json_atomic(self.run_json, data)
+        return data
+
+    def metric_rows(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.metrics)
+
+    def gradflow_rows(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.gradflow)
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2, default=str))
+    os.replace(tmp, path)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """All well-formed lines; a corrupted or half-written line is skipped, not fatal."""
+    if not path.is_file():
+        return []
+    rows = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            try:
+                row = json.loads(line)
+            except (json.JSONDecodeError, RecursionError):
+                continue
+            if isinstance(row, dict):
+                rows.append(row)
+    return rows
+
+
+def append_jsonl(path: Path, row: dict[str, Any]) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(row, default=float) + "\n")
+        handle.flush()
