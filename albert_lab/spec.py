@@ -117,10 +117,8 @@ class ModelSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelSpec:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise SpecError(unknown[0], f"unknown field; allowed: {sorted(known)}")
+        if unknown := unknown_field(cls, data):
+            raise SpecError(unknown, f"unknown field; allowed: {field_names(cls)}")
         return cls(**data)
 
     @classmethod
@@ -190,3 +188,14 @@ PRESET_NOTES: dict[str, str] = {
     "lab-bert": "shipped BERT baseline: not shared, E = H = 256, same depth and width",
     "lab-tiny": "seconds-scale runs for trying the training page",
 }
+
+
+def field_names(cls) -> list[str]:
+    """The sorted field names of a dataclass."""
+    return sorted(f.name for f in dataclasses.fields(cls))
+
+
+def unknown_field(cls, data: dict[str, Any]) -> str | None:
+    """The first key of `data` that is not a field of the dataclass `cls`, if any."""
+    unknown = sorted(set(data) - set(field_names(cls)))
+    return unknown[0] if unknown else None

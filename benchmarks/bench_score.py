@@ -1,21 +1,29 @@
-"""Scoring throughput and analysis latency on an albert-base-sized model, on this CPU.
+"""Scoring throughput and analysis latency on an albert-base-sized model, interleaved in one run.
 
-1. 512 sentence pairs of mixed length (8-120 tokens): length-bucketed batched scoring
-   (albert_lab.analysis.intrinsic.pair_probabilities) in fp32 and bf16 (weights in bf16,
-   as the app's Precision setting loads them), against a plain
-   transformers loop (the model as shipped, fp32, one pair per forward pass; target
-   >= 5x) and against our tuned model one pair at a time. Model FLOPs utilisation:
-   forward FLOPs of the real tokens over the time, as a share of this machine's matmul
-   throughput measured in the same run, and of the task's quoted ceiling (target >= 50%).
+1. 512 sentence pairs of mixed length (8-120 tokens), P(original order) from the SOP head:
+   - transformers batched bf16: the loop a user would write: pairs sorted by length,
+     batches of 32, `tokenizer(..., padding=True)`, the stock model under
+     `torch.autocast("cpu", torch.bfloat16)`;
+   - transformers batched fp32: the same without autocast;
+   - transformers one pair at a time, fp32 (the first loop people write; reference);
+   - ours: albert_lab.analysis.intrinsic.pair_probabilities (length-bucketed batches sized
+     to the cache, fast GELU, SDPA, MLM head skipped) on the tuned model, in fp32 and with
+     bf16 weights (the app's Precision setting).
+   The variants run interleaved for several rounds; ratios are taken within a round and
+   the median and range printed. The fp32 and bf16 matmul peaks are measured in each
+   round; MFU is forward FLOPs of the real tokens (albert_lab.params.count) over the time,
+   as a share of the peak of the precision the variant computes in.
 2. Oscillation + gradient flow for 8 x 128 tokens: seconds (target < 3 s).
 
-Run: .venv/bin/python benchmarks/bench_score.py [--threads N] [--pairs 512]
+Run: .venv/bin/python benchmarks/bench_score.py [--threads N] [--pairs 512] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import statistics
+import tempfile
 import time
 
 import numpy as np
@@ -23,6 +31,7 @@ import torch
 
 from albert_lab.analysis.intrinsic import pair_probabilities
 from albert_lab.data.corpus import load_builtin
+from albert_lab.devices import matmul_rate
 from albert_lab.kernels import tune_for_inference
 from albert_lab.models import build_model
 from albert_lab.params import count
@@ -30,16 +39,9 @@ from albert_lab.spec import PRESETS
 from albert_lab.tokenizer import train_tokenizer
 
 
-def matmul_peak(dtype: torch.dtype, n: int = 2048, seconds: float = 2.0) -> float:
-    """Measured FLOP/s of a large square matmul (the ceiling for MFU)."""
-    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
-    for _ in range(3):
-        a @ b
-    reps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        a @ b
-        reps += 1
-    return 2 * n ** 3 * reps / (time.perf_counter() - start)
+def matmul_peak(dtype: torch.dtype) -> float:
+    """Measured FLOP/s of a 1024^3 matmul in `dtype` (the ceiling for MFU), best of 8."""
+    return matmul_rate(dtype, size=1024, repeats=8) * 1e9
 
 
 def make_pairs(tokenizer, n: int, seed: int = 0) -> tuple[list[str], list[str], list[int]]:
@@ -61,33 +63,23 @@ def flops(spec, lengths: list[int]) -> float:
     return sum(count(spec, seq_len=t).flops_per_token * t for t in lengths)
 
 
-def plain_loop(spec, tokenizer, a, b, n: int) -> float:
-    """Pairs/s of the loop a user would write first: transformers' model as shipped
-    (fp32, SDPA, gelu_new), one pair per forward pass."""
-    model = build_model(spec, seed=0).eval()
-    with torch.inference_mode():
-        model(**tokenizer(a[0], b[0], return_tensors="pt", return_token_type_ids=True))
-        start = time.perf_counter()
-        for x, y in zip(a[:n], b[:n]):
-            torch.softmax(model(**tokenizer(x, y, return_tensors="pt", return_token_type_ids=True)).sop_logits, -1)
-    return n / (time.perf_counter() - start)
-
-
-def bench_scoring(model, tokenizer, spec, a, b, lengths, dtype) -> dict:
-    """Batched (length-bucketed) scoring against the same tuned model one pair at a time."""
-    pair_probabilities(model, tokenizer, a[:32], b[:32], dtype=dtype)  # warm-up
-    start = time.perf_counter()  # first pass: oneDNN builds kernels for each new batch shape
-    pair_probabilities(model, tokenizer, a, b, dtype=dtype)
-    t_first = time.perf_counter() - start
-    start = time.perf_counter()  # steady state: the same file scored again (another checkpoint, a re-run)
-    batched = pair_probabilities(model, tokenizer, a, b, dtype=dtype)
-    t_batched = time.perf_counter() - start
-    n_single = min(128, len(a))
-    start = time.perf_counter()
-    single = np.array([pair_probabilities(model, tokenizer, [x], [y], dtype=dtype)[0] for x, y in zip(a[:n_single], b[:n_single])])
-    t_single = (time.perf_counter() - start) * len(a) / n_single  # extrapolated to all pairs
-    return dict(batched=len(a) / t_batched, first=len(a) / t_first, single=len(a) / t_single, flops_s=flops(spec, lengths) / t_batched,
-                max_diff=float(np.abs(single - batched[:n_single]).max()))
+def stock_scorer(model, tokenizer, a, b, batch_size: int | None, bf16: bool):
+    """The stock transformers model scoring pairs as a user would write it: sorted by
+    length and dynamically padded in batches (or one pair per call when batch_size is None)."""
+    def run() -> np.ndarray:
+        out = np.empty(len(a))
+        if batch_size is None:
+            batches = [[i] for i in range(len(a))]
+        else:
+            order = np.argsort([len(x) + len(y) for x, y in zip(a, b)], kind="stable")
+            batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            for idx in batches:
+                enc = tokenizer([a[i] for i in idx], [b[i] for i in idx], padding=True, truncation=True, max_length=128,
+                                return_tensors="pt", return_token_type_ids=True)
+                out[idx] = torch.softmax(model(**enc).sop_logits.float(), -1)[:, 0].numpy()
+        return out
+    return run
 
 
 def bench_analyses(model, tokenizer, spec, dtype) -> float:
@@ -108,39 +100,62 @@ def bench_analyses(model, tokenizer, spec, dtype) -> float:
     return time.perf_counter() - start
 
 
+def spread(values: list[float], fmt: str) -> str:
+    return f"{format(statistics.median(values), fmt)} [{format(min(values), fmt)}-{format(max(values), fmt)}]"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--pairs", type=int, default=512)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--single", type=int, default=64, help="pairs timed for the one-pair-per-call loop (extrapolated)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     corpus = load_builtin()
-    import tempfile
-
     with tempfile.TemporaryDirectory() as tmp:
         tokenizer = train_tokenizer([s for d in corpus.train for s in d.segments], tmp, vocab_size=30000)
     spec = PRESETS["albert-base"].replace(vocab_size=len(tokenizer))
-    model = tune_for_inference(build_model(spec, seed=0)).eval()
+    stock = build_model(spec, seed=0).eval()
+    ours = tune_for_inference(copy.deepcopy(stock)).eval()
+    ours_bf16 = copy.deepcopy(ours).to(torch.bfloat16)
     a, b, lengths = make_pairs(tokenizer, args.pairs)
+    work = flops(spec, lengths)
     print(f"albert-base-sized model ({count(spec).total / 1e6:.1f}M params), {len(a)} pairs of "
-          f"{min(lengths)}-{max(lengths)} tokens (mean {np.mean(lengths):.0f}), {args.threads} threads")
-    peaks = {"fp32": matmul_peak(torch.float32), "bf16": matmul_peak(torch.bfloat16)}
-    quoted = {"fp32": 190e9, "bf16": 800e9}  # the task's figures for a quiet machine of this kind
-    print(f"measured matmul peak in this run: fp32 {peaks['fp32'] / 1e9:.0f} GFLOP/s, bf16 {peaks['bf16'] / 1e9:.0f} GFLOP/s "
-          "(quoted for this machine kind: 190 / 800)")
-    plain = plain_loop(spec, tokenizer, a, b, min(96, len(a)))
-    print(f"plain transformers loop, one pair at a time, fp32: {plain:.1f} pairs/s")
-    # bf16 as the app's Precision setting runs it: weights stored in bf16 (load_checkpoint(dtype=...)).
-    # bf16 autocast over fp32 weights, as training's evaluation runs, measured ~20% slower here.
-    model_bf16 = copy.deepcopy(model).to(torch.bfloat16)
-    for name, scored in (("fp32", model), ("bf16", model_bf16)):
-        r = bench_scoring(scored, tokenizer, spec, a, b, lengths, None)
-        print(f"{name}: batched {r['batched']:.1f} pairs/s (first pass {r['first']:.1f}) = "
-              f"{r['batched'] / plain:.1f}x the plain loop (target >= 5x), "
-              f"{r['batched'] / r['single']:.1f}x the tuned model one pair at a time ({r['single']:.1f} pairs/s); "
-              f"{r['flops_s'] / 1e9:.0f} GFLOP/s = MFU {r['flops_s'] / peaks[name]:.0%} of the measured {name} peak, "
-              f"{r['flops_s'] / quoted[name]:.0%} of the quoted one (target >= 50%); max |batched - single| {r['max_diff']:.1e}")
-    for name, dtype in (("fp32", None), ("bf16", torch.bfloat16)):
+          f"{min(lengths)}-{max(lengths)} tokens (mean {np.mean(lengths):.0f}), {args.threads} threads, {args.rounds} interleaved rounds")
+    variants = {  # name -> (callable scoring all pairs, precision it computes in, pairs it scores)
+        "transformers batched bf16": (stock_scorer(stock, tokenizer, a, b, 32, True), "bf16", len(a)),
+        "transformers batched fp32": (stock_scorer(stock, tokenizer, a, b, 32, False), "fp32", len(a)),
+        "transformers one pair, fp32": (stock_scorer(stock, tokenizer, a[:args.single], b[:args.single], None, False), "fp32",
+                                        args.single),
+        "ours fp32": (lambda: pair_probabilities(ours, tokenizer, a, b), "fp32", len(a)),
+        "ours bf16 weights": (lambda: pair_probabilities(ours_bf16, tokenizer, a, b), "bf16", len(a)),
+    }
+    results = {name: fn() for name, (fn, _, _) in variants.items()}  # warm-up; oneDNN builds kernels per shape
+    reference = results["transformers batched fp32"]
+    rates: dict[str, list[float]] = {name: [] for name in variants}
+    peaks: dict[str, list[float]] = {"fp32": [], "bf16": []}
+    for r in range(args.rounds):
+        for name in (list(variants) if r % 2 == 0 else list(variants)[::-1]):
+            fn, _, n = variants[name]
+            start = time.perf_counter()
+            fn()
+            rates[name].append(n / (time.perf_counter() - start))
+        peaks["fp32"].append(matmul_peak(torch.float32))
+        peaks["bf16"].append(matmul_peak(torch.bfloat16))
+    print(f"matmul peak measured in the same rounds: fp32 {spread([p / 1e9 for p in peaks['fp32']], ',.0f')} GFLOP/s, "
+          f"bf16 {spread([p / 1e9 for p in peaks['bf16']], ',.0f')} GFLOP/s   (median [min-max])")
+    per_pair = work / len(a)
+    for name, (_, precision, _) in variants.items():
+        mfu = [100 * rate * per_pair / peaks[precision][i] for i, rate in enumerate(rates[name])]
+        diff = float(np.abs(results[name] - reference[:len(results[name])]).max())
+        print(f"  {name:28s}: {spread(rates[name], ',.1f')} pairs/s, MFU {spread(mfu, '.0f')}% of the {precision} peak; "
+              f"max |P - transformers fp32| {diff:.1e}")
+    for mine in ("ours fp32", "ours bf16 weights"):
+        for base in ("transformers batched bf16", "transformers batched fp32", "transformers one pair, fp32"):
+            ratios = [m / s for m, s in zip(rates[mine], rates[base])]
+            print(f"  {mine} / {base}: {spread(ratios, '.2f')}x")
+    for name, dtype, model in (("fp32", None, ours), ("bf16 autocast", torch.bfloat16, ours)):
         seconds = bench_analyses(model, tokenizer, spec, dtype)
         print(f"oscillation + gradient flow, 8 x 128 tokens, {name}: {seconds:.2f} s (target < 3 s)")
 

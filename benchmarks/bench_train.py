@@ -1,33 +1,42 @@
-"""Training throughput: our step against a plain transformers loop, in one run.
+"""Training throughput against the loops a user would actually write, interleaved in one run.
 
-Both train the same spec from the same initial weights on the same batches (the
-built-in corpus, batch 64 x up to 128 tokens) with the same optimizer (LAMB):
+Three variants train the same spec from the same initial weights on the same batches
+(the built-in long-mix corpus, batch 64 x up to 128 tokens) with the same optimizer (LAMB):
 
-- baseline: `model(**inputs, labels=..., sentence_order_label=...)` as transformers
-  ships it: fp32, SDPA attention, gelu_new, MLM logits over every position;
-- ours: albert_lab's training step: MLM head only at the predicted positions, fast
-  GELU and eager attention (see analysis/common.py), bf16 autocast where the CPU has it.
+- transformers bf16: `AlbertForPreTraining(**inputs, labels=..., sentence_order_label=...)`
+  under `torch.autocast("cpu", torch.bfloat16)`, the loop a user would write first;
+- transformers fp32: the same loop without autocast (reference);
+- ours: albert_lab's training step (MLM head only at the predicted positions, fast GELU,
+  eager attention) at the precision `--precision auto` picks here (bf16 only where bf16
+  matmuls measure faster than fp32; see albert_lab.devices.fast_bf16).
 
-Each variant runs in its own process (for an honest peak memory). Prints tokens/s of
-real (non-padding) tokens, the ratio (target >= 2x), peak RSS, and the held-out MLM
-loss of both after the same tokens (fp32, full logits; ours must be no worse).
+Noise: the variants run interleaved (A B C A B C ...) for several rounds, each round a few
+steps of each, so a noisy neighbour hits all of them alike; every ratio is taken within a
+round and the median and range over rounds are printed. The fp32 and bf16 matmul peaks
+are measured in every round too, and model FLOPs utilisation (MFU) is the variant's
+training FLOP/s (3x the forward FLOPs of albert_lab.params.count, on real tokens and
+predicted positions) over the peak of the precision it computes in.
 
-Run: .venv/bin/python benchmarks/bench_train.py [--preset lab-albert] [--steps 80]
+At the end: the held-out MLM loss of every variant after the same tokens (fp32, full
+logits); ours must be no worse.
+
+Run: .venv/bin/python benchmarks/bench_train.py [--preset lab-albert] [--rounds 5] [--steps 6]
+     .venv/bin/python benchmarks/bench_train.py --scaling     (ours only: tokens/s and MFU per size)
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import resource
-import subprocess
-import sys
+import statistics
 import time
+from dataclasses import dataclass, field
 
 import torch
 
+from albert_lab.devices import matmul_rate
 
-def setup(preset: str, batch_size: int):
+
+def setup(preset: str, batch_size: int, **spec_changes):
     from albert_lab.data.batching import PretrainingData
     from albert_lab.data.masking import masking_config
     from albert_lab.data.tokenized import tokenize_documents
@@ -35,7 +44,7 @@ def setup(preset: str, batch_size: int):
     from albert_lab.training.config import TrainConfig
     from albert_lab.training.prepare import prepare
 
-    spec = PRESETS[preset]
+    spec = PRESETS[preset].replace(**spec_changes)
     prepared = prepare(TrainConfig(spec=spec.to_dict(), objective=spec.objective, vocab_size=8000))
     tok = prepared.tokenizer
     special = (tok.cls_token_id, tok.sep_token_id, tok.pad_token_id)
@@ -45,10 +54,17 @@ def setup(preset: str, batch_size: int):
     return prepared.spec, train, [heldout.batch(i) for i in range(4)]
 
 
-def forward_baseline(model, batch, family: str):
-    pair = {"sentence_order_label" if family == "albert" else "next_sentence_label": batch.pair_labels}
-    return model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
-                 labels=batch.dense_mlm_labels(), **pair).loss
+def matmul_peak(dtype: torch.dtype) -> float:
+    """Measured FLOP/s of a 1024^3 matmul in `dtype` (the ceiling for MFU), best of 8."""
+    return matmul_rate(dtype, size=1024, repeats=8) * 1e9
+
+
+def train_flops(spec, batch) -> float:
+    """Training FLOPs of one step (3x forward: the backward costs two forwards)."""
+    from albert_lab.params import count
+
+    report = count(spec, seq_len=batch.input_ids.shape[1])
+    return 3 * (report.flops_per_token * batch.num_tokens + report.mlm_flops_per_prediction * batch.num_predictions)
 
 
 @torch.no_grad()
@@ -67,69 +83,130 @@ def heldout_mlm_loss(model, batches) -> float:
     return total / n
 
 
-def run_variant(variant: str, preset: str, steps: int, warmup: int, batch_size: int) -> dict:
+@dataclass
+class Variant:
+    name: str
+    model: torch.nn.Module
+    step_fn: object  # batch -> loss
+    bf16: bool
+    optimizer: torch.optim.Optimizer = None
+    step: int = 0
+    rates: list[float] = field(default_factory=list)  # tokens/s per round
+    flops: list[float] = field(default_factory=list)  # FLOP/s per round
+
+    def run(self, data, spec, steps: int, record: bool = True) -> None:
+        tokens, work, elapsed = 0, 0.0, 0.0
+        for _ in range(steps):
+            batch = data.batch(self.step)
+            self.step += 1
+            start = time.perf_counter()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+                loss = self.step_fn(batch)
+            loss.backward()
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+            elapsed += time.perf_counter() - start
+            tokens += batch.num_tokens
+            work += train_flops(spec, batch)
+        if record:
+            self.rates.append(tokens / elapsed)
+            self.flops.append(work / elapsed)
+
+
+def make_variants(spec, names: list[str]) -> list[Variant]:
     from albert_lab.devices import fast_bf16
     from albert_lab.kernels import tune_for_training
     from albert_lab.models import build_model
     from albert_lab.objective import PretrainingLoss
     from albert_lab.training.optim import build_optimizer
 
-    spec, data, heldout = setup(preset, batch_size)
-    model = build_model(spec, seed=0).train()
-    bf16 = variant == "ours" and fast_bf16(torch.device("cpu"))
-    if variant == "ours":
-        tune_for_training(model)
-        loss_fn = PretrainingLoss(model, spec.objective)
-    optimizer = build_optimizer(model, "lamb", 1e-3)
-    tokens, elapsed = 0, 0.0
-    for step in range(steps):
-        batch = data.batch(step)
-        start = time.perf_counter()
-        if variant == "ours":
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                loss = loss_fn(batch).loss
+    pair_label = "sentence_order_label" if spec.family == "albert" else "next_sentence_label"
+    variants = []
+    for name in names:
+        model = build_model(spec, seed=0).train()
+        if name == "ours":
+            tune_for_training(model)
+            loss_fn = PretrainingLoss(model, spec.objective)
+            variant = Variant(name, model, lambda b, f=loss_fn: f(b).loss, fast_bf16(torch.device("cpu")))
         else:
-            loss = forward_baseline(model, batch, spec.family)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        if step >= warmup:
-            elapsed += time.perf_counter() - start
-            tokens += batch.num_tokens
-    model.eval()
-    return dict(variant=variant, tokens_per_s=tokens / elapsed, tokens=tokens, bf16=bf16,
-                heldout_mlm_loss=heldout_mlm_loss(model, heldout),
-                peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+            def step_fn(b, m=model):
+                return m(input_ids=b.input_ids, attention_mask=b.attention_mask, token_type_ids=b.token_type_ids,
+                         labels=b.dense_mlm_labels(), **{pair_label: b.pair_labels}).loss
+            variant = Variant(name, model, step_fn, name == "transformers bf16")
+        variant.optimizer = build_optimizer(model, "lamb", 1e-3)
+        variants.append(variant)
+    return variants
+
+
+def spread(values: list[float], fmt: str) -> str:
+    return f"{format(statistics.median(values), fmt)} [{format(min(values), fmt)}-{format(max(values), fmt)}]"
+
+
+def compare(args) -> None:
+    spec, data, heldout = setup(args.preset, args.batch_size)
+    variants = make_variants(spec, ["transformers bf16", "transformers fp32", "ours"])
+    peaks: dict[str, list[float]] = {"fp32": [], "bf16": []}
+    for v in variants:  # warm-up: oneDNN picks kernels for each shape; not recorded
+        v.run(data, spec, args.warmup, record=False)
+    for r in range(args.rounds):
+        order = variants if r % 2 == 0 else variants[::-1]  # A B C, then C B A: no variant always goes first
+        for v in order:
+            v.run(data, spec, args.steps)
+        peaks["fp32"].append(matmul_peak(torch.float32))
+        peaks["bf16"].append(matmul_peak(torch.bfloat16))
+    print(f"{args.preset}: {spec.label}, batch {args.batch_size} x <=128 tokens, "
+          f"{args.rounds} interleaved rounds of {args.steps} steps per variant after {args.warmup} warm-up steps, "
+          f"{torch.get_num_threads()} threads")
+    print(f"matmul peak measured in the same rounds: fp32 {spread([p / 1e9 for p in peaks['fp32']], ',.0f')} GFLOP/s, "
+          f"bf16 {spread([p / 1e9 for p in peaks['bf16']], ',.0f')} GFLOP/s   (median [min-max])")
+    ours = variants[-1]
+    for v in variants:
+        mfu = [f / peaks["bf16" if v.bf16 else "fp32"][i] for i, f in enumerate(v.flops)]
+        print(f"  {v.name:18s} {'bf16' if v.bf16 else 'fp32'}: {spread(v.rates, ',.0f')} tokens/s, "
+              f"MFU {spread([100 * m for m in mfu], '.0f')}% of the {'bf16' if v.bf16 else 'fp32'} peak")
+    for base in variants[:-1]:
+        ratios = [o / b for o, b in zip(ours.rates, base.rates)]
+        print(f"  ours / {base.name}: {spread(ratios, '.2f')}x (ratio within each round)")
+    losses = {v.name: heldout_mlm_loss(v.model.eval(), heldout) for v in variants}
+    print(f"held-out MLM loss after {ours.step} steps each (equal tokens): "
+          + ", ".join(f"{name} {loss:.4f}" for name, loss in losses.items()))
+
+
+def scaling(args) -> None:
+    """Ours only, per size: tokens/s and MFU, so the corpus issue can pick the largest model that fits an hour."""
+    sizes = [("lab-tiny", {}), ("lab-albert", dict(hidden_size=128, num_heads=2, ffn_size=512, embedding_size=64)),
+             ("lab-albert", {}), ("lab-albert", dict(hidden_size=384, num_heads=6, ffn_size=1536)),
+             ("lab-albert", dict(hidden_size=512, num_heads=8, ffn_size=2048)), ("albert-base", dict(vocab_size=8000))]
+    print(f"ours, batch {args.batch_size} x <=128 tokens, {args.rounds} rounds of {args.steps} steps, {torch.get_num_threads()} threads")
+    print(f"{'spec':34s} {'params':>8s} {'tokens/s':>22s} {'MFU':>14s} {'tokens/hour':>12s}")
+    from albert_lab.params import count
+
+    for preset, changes in sizes:
+        spec, data, _ = setup(preset, args.batch_size, **changes)
+        (variant,) = make_variants(spec, ["ours"])
+        variant.run(data, spec, 2, record=False)
+        peaks = []
+        for _ in range(args.rounds):
+            variant.run(data, spec, args.steps)
+            peaks.append(matmul_peak(torch.bfloat16 if variant.bf16 else torch.float32))
+        mfu = [100 * f / p for f, p in zip(variant.flops, peaks)]
+        label = f"L={spec.num_layers} H={spec.hidden_size} E={spec.embedding_size} V={spec.vocab_size}"
+        print(f"{label:34s} {count(spec).total / 1e6:7.1f}M {spread(variant.rates, ',.0f'):>22s} {spread(mfu, '.0f'):>13s}% "
+              f"{statistics.median(variant.rates) * 3600 / 1e6:10.0f}M")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="lab-albert")
-    parser.add_argument("--steps", type=int, default=80)
-    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=6, help="steps per variant per round")
+    parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
-    parser.add_argument("--variant", choices=["ours", "baseline"], help=argparse.SUPPRESS)
+    parser.add_argument("--scaling", action="store_true", help="ours only, tokens/s and MFU for sizes up to albert-base")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    if args.variant:
-        print(json.dumps(run_variant(args.variant, args.preset, args.steps, args.warmup, args.batch_size)))
-        return
-    results = {}
-    for variant in ("baseline", "ours"):
-        out = subprocess.run([sys.executable, __file__, "--variant", variant, "--preset", args.preset,
-                              "--steps", str(args.steps), "--warmup", str(args.warmup), "--batch-size",
-                              str(args.batch_size), "--threads", str(args.threads)],
-                             capture_output=True, text=True, check=True)
-        results[variant] = json.loads(out.stdout.strip().splitlines()[-1])
-    base, ours = results["baseline"], results["ours"]
-    print(f"{args.preset}, batch {args.batch_size} x <=128 tokens, {args.steps} steps ({args.warmup} warm-up), "
-          f"{args.threads} threads")
-    for r in (base, ours):
-        print(f"  {r['variant']:8s}: {r['tokens_per_s']:8,.0f} tokens/s   peak RSS {r['peak_rss_mb']:6,.0f} MB   "
-              f"held-out MLM loss {r['heldout_mlm_loss']:.4f}" + ("   (bf16 autocast)" if r["bf16"] else ""))
-    print(f"  ratio ours / baseline: {ours['tokens_per_s'] / base['tokens_per_s']:.2f}x (target >= 2x); "
-          f"held-out MLM loss difference {ours['heldout_mlm_loss'] - base['heldout_mlm_loss']:+.4f} at equal tokens")
+    (scaling if args.scaling else compare)(args)
 
 
 if __name__ == "__main__":

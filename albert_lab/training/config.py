@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from albert_lab.errors import RunError
-from albert_lab.spec import ModelSpec, Objective
+from albert_lab.spec import ModelSpec, Objective, field_names, unknown_field
 
 Precision = Literal["auto", "fp32", "bf16"]
 
@@ -80,10 +80,8 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise RunError(f"{unknown[0]}: unknown training option; allowed: {sorted(known)}")
+        if unknown := unknown_field(cls, data):
+            raise RunError(f"{unknown}: unknown training option; allowed: {field_names(cls)}")
         config = cls(**data)
         config.model_spec()  # raises SpecError naming the bad field
         return config
