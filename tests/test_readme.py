@@ -1,0 +1,97 @@
+"""Every command in the README's command-line block runs, as written, plus only the flags
+that make it fast here (appended, so they override: tiny budgets, a small corpus)."""
+
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from conftest import ROOT, run_cli
+
+# Appended to a README command so that it finishes in seconds; the command itself is unchanged.
+FAST = {
+    "train": ["--corpus", "wiki-vital[:600]", "--vocab-size", "1000", "--seq-len", "32", "--batch-size", "4", "--steps", "2",
+              "--eval-limit", "8", "--hidden", "32", "--heads", "2", "--ffn", "48", "--embedding", "16", "--foreground"],
+    "evaluate": ["--corpus", "wiki-vital[:600]", "--limit", "8", "--no-ood"],
+}
+COVERED_ELSEWHERE = {"torchrun": "tests/test_ddp.py runs the same entry point under torchrun"}
+
+
+def readme_commands() -> list[list[str]]:
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"## Command line\s+```bash\n(.*?)```", text, re.S).group(1)
+    commands = []
+    for line in block.splitlines():
+        line = line.split("  #")[0].strip()
+        if line and not line.startswith("#"):
+            commands.append(shlex.split(line))
+    return commands
+
+
+def test_the_readme_lists_the_commands():
+    names = {c[1] for c in readme_commands() if c[0] == "albert-lab"}
+    assert {"params", "train", "evaluate", "oscillation", "gradflow", "score", "app"} <= names
+
+
+@pytest.fixture(scope="module")
+def readme_checkpoints(shipped, tmp_path_factory, tokenizer):
+    """The shipped fixture plus the other names the README uses (albert-nsp)."""
+    import shutil
+
+    from conftest import tiny_spec
+
+    from albert_lab.checkpoints import save_checkpoint
+    from albert_lab.models import build_model
+
+    root = tmp_path_factory.mktemp("readme-checkpoints")
+    shutil.copytree(shipped, root, dirs_exist_ok=True)
+    spec = tiny_spec(len(tokenizer), objective="nsp")
+    save_checkpoint(build_model(spec, seed=1), tokenizer, spec, root / "albert-nsp", {"name": "albert-nsp"})
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", readme_commands(), ids=lambda c: " ".join(c)[:60])
+def test_readme_command_runs(command, readme_checkpoints, tmp_path):
+    if command[0] in COVERED_ELSEWHERE:
+        pytest.skip(COVERED_ELSEWHERE[command[0]])
+    assert command[0] == "albert-lab"
+    args = [a for a in command[1:] if a not in ("[--show", "ID", "|", "--cancel", "ID]")]  # `runs [--show ID | --cancel ID]`
+    env = {"ALBERT_LAB_CHECKPOINTS": str(readme_checkpoints)}
+    if args[0] == "app":
+        assert_app_serves(env)
+        return
+    if args[0] == "score":
+        (tmp_path / "pairs.csv").write_text("sentence_a,sentence_b,label\nThe cat sat.,It purred.,0\nIt purred.,The cat sat.,1\n")
+    result = run_cli(*args, *FAST.get(args[0], []), env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() or args[0] == "score"
+    assert "Traceback" not in result.stderr
+
+
+def assert_app_serves(env: dict) -> None:
+    import os
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "albert_lab", "app", "--port", str(port), "--server.headless", "true"],
+                            env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=2) as response:
+                    assert response.read() == b"ok"
+                    break
+            except OSError:
+                assert proc.poll() is None and time.time() < deadline, proc.stdout.read().decode()[-2000:] if proc.stdout else ""
+                time.sleep(0.5)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
