@@ -196,21 +196,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def evaluation_text(results) -> str:
-    """One line per checkpoint (and source): accuracy [95% interval] per metric."""
-    metrics = ["mlm", "nsp", "sop", "sop_lead", "sop_interior"]
-    rows, notes = [], []
-    for (name, domain, source), group in results.groupby(["checkpoint", "domain", "source"], sort=False):
-        by_metric = {r.metric: r for r in group.itertuples()}
-        cells = []
-        for metric in metrics:
-            r = by_metric.get(metric)
-            cells.append("-" if r is None or r.note else f"{r.accuracy:.3f} [{r.low:.2f}, {r.high:.2f}] n={r.n:,}")
-            if r is not None and r.note:
-                notes.append(f"{name}: {metric}: {r.note}")
-        where = ("held-out" if domain == "in" else "out-of-domain") + ("" if source == "all" else f" {source}")
-        rows.append((name, group.trained_with.iloc[0], where, *cells))
-    text = table(rows, ["checkpoint", "trained with", "pairs", "MLM", "NSP", "SOP", "SOP lead", "SOP interior"])
-    return "\n".join([text, *sorted(set(notes))])
+    """One line per checkpoint and pairs set: accuracy [95% interval] n per metric, then the notes."""
+    from albert_lab.analysis.evaluation import table5_cells
+
+    cells, notes = table5_cells(results)
+    return "\n".join([table([tuple(r) for r in cells.itertuples(index=False)], list(cells.columns)), *notes])
 
 
 def _corpora_arguments(p: argparse.ArgumentParser) -> None:

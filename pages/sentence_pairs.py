@@ -1,19 +1,14 @@
 """Sentence pairs: SOP and NSP heads side by side on pairs typed or uploaded, token
-attributions for one decision, and the paper's Table 5 in miniature."""
-
-import html
-import json
+attributions for one decision, and the paper's Table 5 beside ours."""
 
 import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from albert_lab.analysis.attribution import attribute_pair
-from albert_lab.analysis.intrinsic import intrinsic_eval
+from albert_lab.analysis.attribution import attribute_pair, attribution_html
+from albert_lab.analysis.evaluation import evaluate, evaluation_pairs, paper_table5, read_results, table5_cells
+from albert_lab.analysis.intrinsic import wilson_interval
 from albert_lab.analysis.pairs import pairs_frame, read_pairs, score_pairs, summarize
-from albert_lab.data.corpus import load_builtin
-from albert_lab.data.heldout import build_eval_pairs
-from albert_lab.paper import TABLE5
 from albert_lab.paths import checkpoints_dir
 from app import ui
 
@@ -23,40 +18,78 @@ st.caption("P(label 0) from each checkpoint's pair head: for an SOP head, P(A th
 
 EXAMPLE_A = "The Nile is a major north-flowing river in northeastern Africa."
 EXAMPLE_B = "It flows into the Mediterranean Sea and is among the longest rivers in the world."
+RESULTS = checkpoints_dir() / "results.json"
+
+
+@st.cache_data(show_spinner=False)
+def shipped_interior_accuracy(stamp: float) -> dict[str, str]:
+    """How well each shipped checkpoint orders held-out pairs from inside documents."""
+    results = read_results(RESULTS)
+    if results is None:
+        return {}
+    rows = results[(results.metric == "sop_interior") & (results.domain == "in") & (results.source == "all")]
+    return {r.checkpoint: f"{r.accuracy:.2f} (95% interval {r.low:.2f}-{r.high:.2f}, {int(r.n):,} pairs)"
+            for r in rows.itertuples() if pd.notna(r.accuracy)}
 
 
 def show_scores(scores: pd.DataFrame, key: str) -> None:
     flagged = scores[scores.note != ""]
     for name in flagged.checkpoint.unique():
-        st.warning(f"{name}: {flagged[flagged.checkpoint == name].note.iloc[0]} (see its model card)",
-                   icon=":material/warning:")
+        st.warning(f"{name}: {flagged[flagged.checkpoint == name].note.iloc[0]} (see its model card)", icon=":material/warning:")
     shown = scores[["row", "checkpoint", "head", "head_status", "p_ab", "p_ba", "prediction", "label", "correct",
                     "sentence_a", "sentence_b"]]
     st.dataframe(shown, hide_index=True, width="stretch",
-                 column_config={"p_ab": st.column_config.ProgressColumn("P(label 0 | A->B)", min_value=0, max_value=1,
-                                                                         format="%.3f"),
-                                "p_ba": st.column_config.ProgressColumn("P(label 0 | B->A)", min_value=0, max_value=1,
-                                                                         format="%.3f")})
+                 column_config={"p_ab": st.column_config.ProgressColumn("P(label 0 | A->B)", min_value=0, max_value=1, format="%.3f"),
+                                "p_ba": st.column_config.ProgressColumn("P(label 0 | B->A)", min_value=0, max_value=1, format="%.3f")})
     ui.download(scores, f"pair-scores-{key}.csv", "Download the scores (CSV)")
+
+
+def pair_chart(scores: pd.DataFrame) -> None:
+    long = scores.melt(id_vars=["checkpoint", "head"], value_vars=["p_ab", "p_ba"], var_name="order")
+    long["order"] = long["order"].map({"p_ab": "A -> B (as typed)", "p_ba": "B -> A (swapped)"})
+    fig = px.bar(long.dropna(), x="checkpoint", y="value", color="order", barmode="group", range_y=[0, 1],
+                 hover_data=["head"], labels={"value": "P(label 0)", "checkpoint": "checkpoint", "order": "order"},
+                 title="P(original order) for SOP heads, P(is next) for NSP heads")
+    fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
+    st.plotly_chart(fig, width="stretch")
+
+
+def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
+    """Accuracy with 95% intervals when the file has labels, else how P(A->B) is spread."""
+    labelled = summary[summary.labelled > 0]
+    if len(labelled):
+        frame = labelled.assign(hits=lambda f: (f.accuracy * f.labelled).round().astype(int))
+        bounds = [wilson_interval(h, n) for h, n in zip(frame.hits, frame.labelled)]
+        frame["low"], frame["high"] = [b[0] for b in bounds], [b[1] for b in bounds]
+        fig = px.scatter(frame, x="checkpoint", y="accuracy", range_y=[0, 1], title="Accuracy on the labelled pairs (95% interval)",
+                         error_y=frame.high - frame.accuracy, error_y_minus=frame.accuracy - frame.low,
+                         labels={"accuracy": "accuracy (fraction)"})
+        fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
+    else:
+        fig = px.histogram(scores.dropna(subset=["p_ab"]), x="p_ab", color="checkpoint", nbins=20, barmode="overlay",
+                           range_x=[0, 1], title="P(label 0 | A->B) over the file (no labels given)",
+                           labels={"p_ab": "P(label 0 | A->B)", "count": "pairs"})
+    st.plotly_chart(fig, width="stretch")
 
 
 if ui.need_checkpoints():
     bundles = ui.selected_bundles()
-    tab_type, tab_upload, tab_attr, tab_table5 = st.tabs(["Type a pair", "Upload pairs", "Token attributions",
-                                                          "Table 5 in miniature"])
+    tab_type, tab_upload, tab_attr, tab_table5 = st.tabs(["Type a pair", "Upload pairs", "Token attributions", "Table 5"])
     with tab_type:
-        a = st.text_area("Sentence A", EXAMPLE_A, key="pair_a")
-        b = st.text_area("Sentence B", EXAMPLE_B, key="pair_b")
+        # A form: typing does not rerun the models; the pair is scored (and explained) when submitted.
+        with st.form("pair_form"):
+            st.text_area("Sentence A", EXAMPLE_A, key="pair_a")
+            st.text_area("Sentence B", EXAMPLE_B, key="pair_b")
+            st.form_submit_button("Score this pair", type="primary")
         with ui.guard("scoring"):
-            scores = score_pairs(bundles, pairs_frame([a], [b]))
-            long = scores.melt(id_vars=["checkpoint", "head"], value_vars=["p_ab", "p_ba"], var_name="order")
-            long["order"] = long["order"].map({"p_ab": "A -> B", "p_ba": "B -> A"})
-            fig = px.bar(long.dropna(), x="checkpoint", y="value", color="order", barmode="group", range_y=[0, 1],
-                         hover_data=["head"], labels={"value": "P(label 0)"},
-                         title="P(original order) for SOP heads, P(is next) for NSP heads")
-            fig.add_hline(y=0.5, line_dash="dot")
-            st.plotly_chart(fig, width="stretch")
+            scores = score_pairs(bundles, pairs_frame([st.session_state.pair_a], [st.session_state.pair_b]))
+            pair_chart(scores)
             show_scores(scores, "typed")
+        known = shipped_interior_accuracy(RESULTS.stat().st_mtime if RESULTS.is_file() else 0.0)
+        if known:
+            st.caption("How much to trust these numbers: on held-out pairs from inside documents, the shipped "
+                       "checkpoints order the two segments correctly with accuracy "
+                       + "; ".join(f"**{name}** {text}" for name, text in known.items()) + " (chance is 0.50).")
 
     with tab_upload:
         st.markdown("A **.csv**, **.tsv** or **.jsonl** file with columns `sentence_a`, `sentence_b` and, optionally, "
@@ -68,57 +101,74 @@ if ui.need_checkpoints():
                 for problem in parsed.problems[:20]:
                     st.warning(problem, icon=":material/warning:")
                 if len(parsed.problems) > 20:
-                    st.warning(f"... and {len(parsed.problems) - 20} more problems")
-                scores = score_pairs(bundles, parsed.pairs)
-                st.session_state["uploaded_scores"] = scores
+                    st.warning(f"... and {len(parsed.problems) - 20:,} more problems")
+                with st.spinner(f"Scoring {len(parsed.pairs):,} pairs with {len(bundles)} checkpoint(s) ..."):
+                    scores = score_pairs(bundles, parsed.pairs)
                 summary = summarize(scores)
                 st.subheader(f"{len(parsed.pairs):,} pairs scored")
-                st.dataframe(summary, hide_index=True, width="stretch")
+                upload_chart(summary, scores)
+                st.dataframe(summary, hide_index=True, width="stretch",
+                             column_config={"accuracy": st.column_config.NumberColumn(format="%.3f"),
+                                            "mean_p_ab": st.column_config.NumberColumn(format="%.3f"),
+                                            "mean_p_ba": st.column_config.NumberColumn(format="%.3f"),
+                                            "prefers_ab": st.column_config.NumberColumn(format="%.3f")})
                 show_scores(scores, "uploaded")
-        ui.paper_note("Table 5: a model trained with NSP cannot do SOP (52.0%, chance), while a model trained with SOP "
-                      "does NSP well (78.9%). NSP mostly learns topic shift; SOP forces a model to learn coherence.")
+        ui.paper_note("Table 5: a model trained with NSP cannot do SOP (0.520, chance), while a model trained with SOP "
+                      "does NSP well (0.789). NSP mostly learns topic shift; SOP forces a model to learn coherence.")
 
     with tab_attr:
         usable = [bd for bd in bundles if bd.heads.pair_usable]
         if not usable:
             st.warning("None of the picked checkpoints has a usable pair head.")
         else:
-            cols = st.columns([2, 1, 1])
-            name = cols[0].selectbox("Checkpoint", [bd.name for bd in usable], key="attr_checkpoint")
-            target = cols[1].radio("Explain", [0, 1], key="attr_target", horizontal=True,
-                                   format_func=lambda t: "label 0 (in order / next)" if t == 0 else "label 1")
-            steps = cols[2].slider("Integration steps", 10, 200, 50, 10, key="attr_steps")
-            a = st.text_input("Sentence A", st.session_state.get("pair_a", EXAMPLE_A), key="attr_a")
-            b = st.text_input("Sentence B", st.session_state.get("pair_b", EXAMPLE_B), key="attr_b")
-            with ui.guard("attribution"):
-                result = attribute_pair(next(bd for bd in usable if bd.name == name), a, b, target, steps)
-                scale = max(1e-12, float(result.tokens.attribution.abs().max()))
-                spans = []
-                for row in result.tokens.itertuples():
-                    strength = row.attribution / scale
-                    color = f"rgba(44,160,44,{abs(strength):.2f})" if strength > 0 else f"rgba(214,39,40,{abs(strength):.2f})"
-                    spans.append(f'<span title="{row.attribution:+.4f} ({row.segment})" style="background:{color};'
-                                 f'padding:2px 1px;border-radius:3px">{html.escape(row.token.replace(chr(9601), " "))}</span>')
-                st.html(f'<div style="line-height:2.2;font-size:1.05em">{"".join(spans)}</div>')
-                st.caption(f"Green pushes P(label {target}) up, red pushes it down. P = {result.probability:.3f} for the "
-                           f"input, {result.baseline_probability:.3f} for the baseline ({result.baseline}); convergence "
+            a, b = st.session_state.get("pair_a", EXAMPLE_A), st.session_state.get("pair_b", EXAMPLE_B)
+            st.markdown(f"Explaining the pair from **Type a pair**: A = *{a[:200]}*, B = *{b[:200]}*")
+            with st.form("attr_form"):
+                cols = st.columns([2, 1, 1])
+                name = cols[0].selectbox("Checkpoint", [bd.name for bd in usable], key="attr_checkpoint")
+                target = cols[1].radio("Explain", [0, 1], key="attr_target", horizontal=True,
+                                       format_func=lambda t: "label 0 (in order / next)" if t == 0 else "label 1")
+                steps = cols[2].slider("Integration steps", 10, 200, 50, 10, key="attr_steps")
+                explain = st.form_submit_button("Explain", type="primary")
+            request = (name, a, b, target, steps)
+            if explain:
+                with ui.guard("attribution"), st.spinner(f"Integrated gradients, {steps} steps ..."):
+                    st.session_state["attr_result"] = (request, attribute_pair(next(bd for bd in usable if bd.name == name), a, b,
+                                                                               target, steps))
+            stored = st.session_state.get("attr_result")
+            if stored is None:
+                st.info("Press Explain to attribute the decision to the tokens (a few seconds).")
+            else:
+                (for_name, for_a, for_b, for_target, _), result = stored
+                if (for_name, for_a, for_b, for_target) != request[:4]:
+                    st.warning("The pair or the settings changed since: press Explain again.", icon=":material/warning:")
+                st.html(attribution_html(result.tokens))
+                st.caption(f"{for_name}: green pushes P(label {for_target}) up, red pushes it down. P = {result.probability:.3f} "
+                           f"for the input, {result.baseline_probability:.3f} for the baseline ({result.baseline}); convergence "
                            f"delta {result.delta:+.2e} (attributions sum to the difference up to it).")
                 ui.download(result.tokens, "attributions.csv")
 
     with tab_table5:
-        committed = checkpoints_dir() / "results.json"
-        paper = pd.DataFrame([{"trained with": k.upper(), "MLM": v[0], "NSP": v[1], "SOP": v[2], "downstream avg": v[3]}
-                              for k, v in TABLE5.items()])
-        st.markdown("**The paper (ALBERT-base, accuracy %)**")
-        st.dataframe(paper, hide_index=True)
-        if committed.is_file():
-            ours = pd.DataFrame(json.loads(committed.read_text()))
-            st.markdown("**The shipped checkpoints** (`albert-lab evaluate`, held-out Wikipedia pairs)")
-            st.dataframe(ours, hide_index=True)
-        if st.button("Evaluate the picked checkpoints now", key="t5_run"):
-            with ui.guard("evaluation"), st.spinner("Scoring held-out pairs ..."):
-                pairs = build_eval_pairs(load_builtin().heldout)
-                rows = [{"checkpoint": bd.name, "trained with": bd.spec.objective.upper(), "pair head": bd.heads.pair,
-                         **intrinsic_eval(bd.model, bd.tokenizer, pairs, limit=200)} for bd in bundles]
-                st.dataframe(pd.DataFrame(rows), hide_index=True)
+        st.markdown("**The paper** (ALBERT-base, 125k steps; accuracy as a fraction)")
+        st.dataframe(paper_table5(), hide_index=True, column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                                                     for c in ("MLM", "NSP", "SOP", "downstream avg")})
+        results = read_results(RESULTS)
+        if results is not None:
+            cells, notes = table5_cells(results)
+            st.markdown("**The shipped checkpoints** (`albert-lab evaluate`; accuracy [95% interval] and number of pairs "
+                        "or masked tokens)")
+            st.dataframe(cells, hide_index=True, width="stretch")
+            for note in notes:
+                st.caption(note)
+        if st.button("Evaluate the picked checkpoints now (about a minute)", key="t5_run"):
+            with ui.guard("evaluation"):
+                bar = st.progress(0.0, text="Building held-out pairs ...")
+                pairs = evaluation_pairs()
+                live = evaluate(bundles, pairs, limit=200, progress=lambda f, what: bar.progress(f, text=f"Scoring {what} ..."))
+                bar.progress(1.0, text="Done")
+                cells, notes = table5_cells(live)
+                st.dataframe(cells, hide_index=True, width="stretch")
+                for note in notes:
+                    st.caption(note)
                 st.caption("200 pairs per task for speed; `albert-lab evaluate` scores all of them.")
+                ui.download(live, "table5.csv")

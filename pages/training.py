@@ -1,56 +1,69 @@
 """Training: launch short pretraining runs (MLM + SOP / NSP / none), watch them live, cancel,
 compare. Runs are separate processes; this page only reads their files."""
 
-import hashlib
 from typing import get_args
 
 import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from albert_lab.data.corpora import DEFAULT, describe_corpora
+from albert_lab.data.corpus import save_corpus_upload
 from albert_lab.errors import AlbertLabError
 from albert_lab.params import count
 from albert_lab.paths import runs_dir
 from albert_lab.spec import PRESETS, SHARING_LABELS, Objective
-from albert_lab.training.config import TrainConfig
+from albert_lab.training.config import browser_config
 from albert_lab.training.jobs import cancel_run, start_run
 from albert_lab.training.runs import list_runs, read_run
 from app import ui
 
 st.title("Training")
 TRAINABLE = ["lab-tiny", "lab-albert", "lab-bert"]
+UPLOAD = "upload a .txt / .jsonl file"
+ARCHITECTURE = {"tr_h": "hidden_size", "tr_l": "num_layers", "tr_e": "embedding_size", "tr_heads": "num_heads", "tr_sharing": "sharing"}
 
 
-def save_upload(uploaded) -> str:
-    data = ui.read_upload(uploaded)
-    if not uploaded.name.lower().endswith((".txt", ".jsonl")):
-        raise AlbertLabError(f"{uploaded.name}: upload a .txt (documents separated by blank lines) or .jsonl corpus")
-    folder = runs_dir() / "uploads"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{hashlib.sha256(data).hexdigest()[:12]}-{uploaded.name}"
-    path.write_bytes(data)
-    return str(path)
+@st.cache_data(show_spinner=False, ttl=600)
+def corpora_table() -> pd.DataFrame:
+    return pd.DataFrame(describe_corpora())
+
+
+def apply_preset() -> None:
+    """The architecture fields follow the preset picked (before the form reads them)."""
+    spec = PRESETS[st.session_state.tr_preset]
+    for key, field in ARCHITECTURE.items():
+        st.session_state[key] = getattr(spec, field)
 
 
 def new_run_form() -> None:
+    if "tr_h" not in st.session_state:
+        st.session_state.setdefault("tr_preset", TRAINABLE[1])
+        apply_preset()
+    corpora = corpora_table()
+    trainable = [DEFAULT] + [r.name for r in corpora.itertuples() if r.role == "train" and r.installed]
+    cols = st.columns(3)
+    preset = cols[0].selectbox("Model", TRAINABLE, key="tr_preset", on_change=apply_preset,
+                               help="lab-tiny: seconds per step; lab-albert / lab-bert: the shipped sizes")
+    bert = PRESETS[preset].family == "bert"
     with st.form("train_form"):
-        cols = st.columns(3)
-        preset = cols[0].selectbox("Model", TRAINABLE, key="tr_preset",
-                                   help="lab-tiny: seconds per step; lab-albert / lab-bert: the shipped sizes")
-        objective = cols[1].radio("Inter-sentence loss", get_args(Objective), horizontal=True, key="tr_objective")
-        name = cols[2].text_input("Run name", key="tr_name", placeholder="e.g. tiny-sop")
-        with st.expander("Architecture"):
-            base = PRESETS[preset]
+        cols = st.columns(2)
+        objective = cols[0].radio("Inter-sentence loss", get_args(Objective), horizontal=True, key="tr_objective",
+                                  index=get_args(Objective).index(PRESETS[preset].objective))
+        name = cols[1].text_input("Run name", key="tr_name", placeholder="e.g. tiny-sop")
+        with st.expander(f"Architecture ({preset})", expanded=True):
             a = st.columns(4)
-            hidden = a[0].number_input("H", 16, 1024, base.hidden_size, step=16, key="tr_h")
-            layers = a[1].number_input("L", 1, 24, base.num_layers, key="tr_l")
-            embedding = a[2].number_input("E (ALBERT)", 8, 1024, base.embedding_size, step=16, key="tr_e")
-            heads = a[3].number_input("Heads", 1, 16, base.num_heads, key="tr_heads")
-            sharing = st.selectbox("Sharing (ALBERT)", list(SHARING_LABELS), format_func=SHARING_LABELS.get, key="tr_sharing",
-                                   index=list(SHARING_LABELS).index(base.sharing))
-        corpus_kind = st.radio("Corpus", ["Built-in Wikipedia (10k lead sections)", "Upload .txt / .jsonl"],
-                               horizontal=True, key="tr_corpus")
-        upload = st.file_uploader("Corpus file", type=["txt", "jsonl"], key="tr_upload")
+            hidden = a[0].number_input("H (hidden size)", 16, 1024, step=16, key="tr_h")
+            layers = a[1].number_input("L (layers)", 1, 24, key="tr_l")
+            embedding = a[2].number_input("E (embedding size)", 8, 1024, step=16, key="tr_e", disabled=bert,
+                                          help="BERT ties E to H" if bert else None)
+            heads = a[3].number_input("Attention heads", 1, 16, key="tr_heads")
+            sharing = st.selectbox("Cross-layer sharing", list(SHARING_LABELS), format_func=SHARING_LABELS.get, key="tr_sharing",
+                                   disabled=bert, help="BERT shares nothing" if bert else None)
+        corpus = st.selectbox("Corpus", [*trainable, UPLOAD], key="tr_corpus",
+                              help=f"{DEFAULT}: the built-in mix of long documents (see 'Corpora' below)")
+        upload = st.file_uploader("Corpus file (.txt: documents separated by blank lines; .jsonl: a 'text' field)",
+                                  type=["txt", "jsonl"], key="tr_upload")
         b = st.columns(5)
         steps = b[0].number_input("Steps", 1, 1_000_000, 200, key="tr_steps")
         minutes = b[1].number_input("or minutes (0: off)", 0.0, 600.0, 0.0, key="tr_minutes")
@@ -66,29 +79,39 @@ def new_run_form() -> None:
                                      help="document: each document's first segment, as in the paper; random: a random "
                                           "segment, so more pairs come from inside documents")
         submitted = st.form_submit_button("Start training", type="primary")
+    with st.expander("Corpora"):
+        shown = corpora[["name", "role", "megabytes", "documents", "sentences_per_doc", "interior_pairs", "licence"]]
+        st.dataframe(shown, hide_index=True, width="stretch",
+                     column_config={"megabytes": st.column_config.NumberColumn("MB", format="%.1f"),
+                                    "documents": st.column_config.NumberColumn(format="localized"),
+                                    "sentences_per_doc": st.column_config.NumberColumn("sentences / doc", format="%.0f"),
+                                    "interior_pairs": st.column_config.NumberColumn("interior pairs", format="localized")})
+        st.caption("5% of each source's documents are held out for evaluation; 'ood' sources are never trained on.")
     if not submitted:
         return
     with ui.guard("starting the run"):
-        family = PRESETS[preset].family
-        spec = PRESETS[preset].replace(hidden_size=int(hidden), num_layers=int(layers), num_heads=int(heads),
-                                       embedding_size=int(hidden) if family == "bert" else int(embedding),
-                                       sharing="none" if family == "bert" else sharing, num_groups=None)
-        if corpus_kind.startswith("Upload"):
+        if corpus == UPLOAD:
             if upload is None:
-                raise AlbertLabError("choose a corpus file to upload, or pick the built-in corpus")
-            corpus = save_upload(upload)
-        else:
-            corpus = "wiki-vital"
-        config = TrainConfig(spec=spec.to_dict(), objective=objective, corpus=corpus, vocab_size=int(vocab),
-                             max_seq_len=int(seq_len), batch_size=int(batch), lr=float(lr), optimizer=optimizer,
-                             warmup_steps=int(warmup), max_steps=int(steps), max_minutes=float(minutes) or None,
-                             seed=int(seed), name=name, chunk_start=chunk_start, eval_every=max(10, int(steps) // 5),
-                             checkpoint_every=max(10, int(steps) // 5), gradflow_every=max(10, int(steps) // 10),
-                             command=f"browser: {preset}, {objective}")
+                raise AlbertLabError("choose a corpus file to upload, or pick a built-in corpus")
+            corpus = str(save_corpus_upload(upload.name, ui.read_upload(upload), runs_dir() / "uploads"))
+        config = browser_config(preset, objective, hidden=int(hidden), layers=int(layers), embedding=int(embedding),
+                                heads=int(heads), sharing=sharing, corpus=corpus, steps=int(steps), minutes=float(minutes),
+                                vocab=int(vocab), max_seq_len=int(seq_len), batch_size=int(batch), lr=float(lr),
+                                optimizer=optimizer, warmup_steps=int(warmup), seed=int(seed), name=name, chunk_start=chunk_start)
         with st.spinner("Checking the settings, preparing corpus and tokenizer ..."):
             info = start_run(config)
-        st.session_state["watch_run"] = info.id
-        st.success(f"Run {info.id} started ({count(config.model_spec()).total:,} parameters). Follow it under 'Runs'.")
+        st.session_state["watch_select"] = info.id  # the Runs tab follows the new run
+        spec = config.model_spec()
+        st.success(f"Run {info.id} started: {spec.label}, {count(spec).total:,} parameters with a {config.vocab_size:,}-piece "
+                   "vocabulary. Follow it under 'Runs'.")
+
+
+def duration(seconds: float) -> str:
+    """59 s, 12 min, 1 h 05 min."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def progress_panel(run_id: str) -> None:
@@ -102,26 +125,35 @@ def progress_panel(run_id: str) -> None:
               "failed": ":material/error:", "cancelled": ":material/cancel:"}[info.status]
     st.markdown(f"{status} **{info.name}**: {info.status}, step {info.step:,}" + (f" of {total:,}" if total else ""))
     if last is not None:
-        done = min(1.0, last["step"] / total) if total else 0.0
+        done = min(1.0, info.step / total) if total else 0.0
         st.progress(done, text=f"{done:.0%}")
         m = st.columns(4)
         m[0].metric("Loss", f"{last['loss']:.3f}")
-        m[1].metric("Tokens / s", f"{last['tokens_per_s']:,.0f}")
-        m[2].metric("ETA", f"{last['eta_s'] / 60:.1f} min" if info.active else "-")
+        rate = last.get("run_tokens_per_s", last["tokens_per_s"])  # the run's rate, not the last interval's
+        m[1].metric("Tokens / s (whole run)", f"{rate:,.0f}")
+        m[2].metric("Time left", duration(last["eta_s"]) if info.active else "-")
         m[3].metric("Tokens seen", f"{last['tokens'] / 1e6:.2f}M")
         left, right = st.columns(2)
-        fig = px.line(train, x="step", y=["loss", "mlm_loss", "pair_loss"], title="Training loss")
+        long = train.melt(id_vars=["step"], value_vars=["loss", "mlm_loss", "pair_loss"], var_name="loss", value_name="nats")
+        fig = px.line(long, x="step", y="nats", color="loss", title="Training loss",
+                      labels={"step": "optimizer step", "nats": "cross-entropy (nats)"})
         for resume in (r["step"] for r in rows if r.get("kind") == "resume"):
             fig.add_vline(x=resume, line_dash="dot", annotation_text="resumed")
         left.plotly_chart(fig, width="stretch", key=f"loss-{run_id}")
-        acc_cols = [c for c in ("eval_mlm_acc", "eval_nsp_acc", "eval_sop_acc", "eval_sop_interior_acc") if c in evals]
+        names = {"eval_mlm_acc": "MLM", "eval_nsp_acc": "NSP", "eval_sop_acc": "SOP", "eval_sop_interior_acc": "SOP interior"}
+        acc_cols = [c for c in names if c in evals]
         if len(evals) and acc_cols:
-            right.plotly_chart(px.line(evals, x="step", y=acc_cols, markers=True, range_y=[0, 1],
-                                       title="Held-out accuracy (MLM, NSP, SOP, SOP interior)"),
-                               width="stretch", key=f"acc-{run_id}")
+            long = evals.melt(id_vars=["step"], value_vars=acc_cols, var_name="task", value_name="accuracy")
+            long["task"] = long["task"].map(names)
+            fig = px.line(long, x="step", y="accuracy", color="task", markers=True, range_y=[0, 1], title="Held-out accuracy",
+                          labels={"step": "optimizer step", "accuracy": "accuracy (fraction)"})
         else:
-            right.plotly_chart(px.line(train, x="step", y=["mlm_acc", "pair_acc"], range_y=[0, 1],
-                                       title="Training accuracy"), width="stretch", key=f"tacc-{run_id}")
+            long = train.melt(id_vars=["step"], value_vars=["mlm_acc", "pair_acc"], var_name="task", value_name="accuracy")
+            long["task"] = long["task"].map({"mlm_acc": "MLM", "pair_acc": "pair task"})
+            fig = px.line(long, x="step", y="accuracy", color="task", range_y=[0, 1], title="Training accuracy",
+                          labels={"step": "optimizer step", "accuracy": "accuracy (fraction)"})
+        fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance (pair tasks)")
+        right.plotly_chart(fig, width="stretch", key=f"acc-{run_id}")
     if info.status == "failed":
         st.error(info.message or "the run failed", icon=":material/error:")
     if info.active and st.button("Cancel this run", key=f"cancel-{run_id}"):
@@ -132,6 +164,19 @@ def progress_panel(run_id: str) -> None:
         st.caption(f"Its checkpoint is listed in the sidebar as run:{info.id}.")
 
 
+def runs_view() -> None:
+    """The runs table and the watched run, refreshed together (every 2 s while a run is active)."""
+    runs = list_runs(runs_dir())
+    table = pd.DataFrame([{"run": r.id, "name": r.name, "status": r.status, "step": r.step,
+                           "objective": r.config.get("objective"), "spec": r.raw.get("spec_label", "")} for r in runs])
+    st.dataframe(table, hide_index=True, width="stretch", column_config={"step": st.column_config.NumberColumn(format="localized")})
+    ids = [r.id for r in runs]
+    if st.session_state.get("watch_select") not in ids:
+        st.session_state["watch_select"] = ids[0]
+    run_id = st.selectbox("Watch", ids, key="watch_select")
+    progress_panel(run_id)
+
+
 tab_new, tab_runs, tab_compare = st.tabs(["New run", "Runs", "Compare runs"])
 with tab_new:
     new_run_form()
@@ -140,23 +185,18 @@ with tab_new:
                   "warm-up and decay, no dropout. One run trains at a time; others wait in the queue.")
 
 with tab_runs:
-    runs = list_runs(runs_dir())
-    if not runs:
+    if not list_runs(runs_dir()):
         st.info("No runs yet: start one under 'New run'.")
     else:
-        table = pd.DataFrame([{"run": r.id, "name": r.name, "status": r.status, "step": r.step,
-                               "objective": r.config.get("objective"), "spec": r.raw.get("spec_label", "")} for r in runs])
-        st.dataframe(table, hide_index=True, width="stretch")
-        ids = [r.id for r in runs]
-        default = st.session_state.get("watch_run")
-        run_id = st.selectbox("Watch", ids, index=ids.index(default) if default in ids else 0, key="watch_select")
-        active = read_run(runs_dir() / run_id).active
-        st.fragment(run_every=2 if active else None)(progress_panel)(run_id)
+        active = any(r.active for r in list_runs(runs_dir()))
+        st.fragment(run_every=2 if active else None)(runs_view)()
 
 with tab_compare:
     runs = list_runs(runs_dir())
     picked = st.multiselect("Runs", [r.id for r in runs], default=[r.id for r in runs[:3]], key="compare_runs")
-    metric = st.selectbox("Metric", ["loss", "mlm_loss", "pair_loss", "mlm_acc", "pair_acc", "tokens_per_s"], key="cmp_metric")
+    titles = {"loss": "loss (nats)", "mlm_loss": "MLM loss (nats)", "pair_loss": "pair loss (nats)", "mlm_acc": "MLM accuracy",
+              "pair_acc": "pair accuracy", "tokens_per_s": "tokens / s"}
+    metric = st.selectbox("Metric", list(titles), format_func=titles.get, key="cmp_metric")
     frames = []
     for run_id in picked:
         info = read_run(runs_dir() / run_id)
@@ -165,5 +205,6 @@ with tab_compare:
             frames.append(pd.DataFrame(rows).assign(run=f"{info.name} ({info.config.get('objective')})"))
     if frames:
         frame = pd.concat(frames)
-        st.plotly_chart(px.line(frame, x="step", y=metric, color="run", title=f"{metric} by run"), width="stretch")
+        st.plotly_chart(px.line(frame, x="step", y=metric, color="run", title=f"{titles[metric]} by run",
+                                labels={"step": "optimizer step", metric: titles[metric]}), width="stretch")
         ui.download(frame, "runs.csv")

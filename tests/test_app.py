@@ -110,16 +110,19 @@ def test_training_form_and_live_run(app, small_corpus):
     assert any("lr: learning rate must be positive" in e.value for e in at.error)
     text = "\n\n".join(" ".join(d.segments) for d in small_corpus.train[:80])
     corpus = ("corpus.txt", text.encode(), "text/plain")
-    at.radio(key="tr_corpus").set_value("Upload .txt / .jsonl")
+    at.selectbox(key="tr_corpus").set_value("upload a .txt / .jsonl file")
     at.file_uploader(key="tr_upload").set_value(corpus)
     for key, value in (("tr_lr", 0.003), ("tr_steps", 6), ("tr_batch", 4), ("tr_vocab", 100), ("tr_seq", 64)):
         at.number_input(key=key).set_value(value)
-    at.number_input(key="tr_h").set_value(32)
-    at.number_input(key="tr_l").set_value(2)
-    at.number_input(key="tr_heads").set_value(2)
+    for key, value in (("tr_h", 32), ("tr_l", 2), ("tr_heads", 2), ("tr_e", 16)):
+        at.number_input(key=key).set_value(value)
     next(b for b in at.button if b.label == "Start training").click().run()
     assert not at.error, [e.value for e in at.error]
-    assert any("started" in s.value for s in at.success)
+    assert any("started" in s.value and "100-piece vocabulary" in s.value for s in at.success)
+    (run,) = list_runs(Path(__import__("os").environ["ALBERT_LAB_RUNS"]))
+    spec = run.config["spec"]  # the run trains what the form showed
+    assert (spec["hidden_size"], spec["num_layers"], spec["num_heads"], spec["embedding_size"]) == (32, 2, 2, 16)
+    assert at.session_state["watch_select"] == run.id  # the Runs tab follows the new run
     deadline = time.time() + 120
     while time.time() < deadline and any(r.active for r in list_runs(Path(__import__("os").environ["ALBERT_LAB_RUNS"]))):
         time.sleep(0.5)

@@ -10,6 +10,7 @@ attributions sum to P(input) - P(baseline) up to the reported convergence delta.
 from __future__ import annotations
 
 import copy
+import html
 from dataclasses import dataclass
 
 import pandas as pd
@@ -67,3 +68,18 @@ def attribute_pair(bundle: ModelBundle, a: str, b: str, target: int = 0, n_steps
     return Attribution(tokens=frame, probability=p_input, baseline_probability=p_base, delta=float(delta),
                        baseline="[CLS]/[SEP] and segment ids kept, every other token replaced by <pad>",
                        head=bundle.heads.pair_kind, target=target)
+
+
+def attribution_html(tokens: pd.DataFrame) -> str:
+    """The tokens as inline HTML, each shaded by its attribution (green pushes the
+    explained label up, red down, opacity relative to the largest), the value on hover.
+    Token text is escaped; SentencePiece's word marker becomes a space."""
+    scale = max(1e-12, float(tokens.attribution.abs().max())) if len(tokens) else 1.0
+    spans = []
+    for row in tokens.itertuples():
+        strength = row.attribution / scale
+        rgb = "44,160,44" if strength > 0 else "214,39,40"
+        text = html.escape(str(row.token).replace("\u2581", " "))
+        spans.append(f'<span title="{row.attribution:+.4f} ({html.escape(str(row.segment))})" '
+                     f'style="background:rgba({rgb},{abs(strength):.2f});padding:2px 1px;border-radius:3px">{text}</span>')
+    return f'<div style="line-height:2.2;font-size:1.05em">{"".join(spans)}</div>'

@@ -9,7 +9,9 @@ loss) is scored, as the paper's "none" row is, and its status is in every row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pandas as pd
 
@@ -46,14 +48,21 @@ def usable_tasks(bundle: ModelBundle) -> tuple[list[Task], dict[Task, str]]:
 
 
 def evaluate(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFrame, max_len: int = 128,
-             limit: int | None = None, by_source: bool = False) -> pd.DataFrame:
-    """Tidy accuracies (COLUMNS), one row per checkpoint, domain, metric and source."""
+             limit: int | None = None, by_source: bool = False,
+             progress: Callable[[float, str], None] | None = None) -> pd.DataFrame:
+    """Tidy accuracies (COLUMNS), one row per checkpoint, domain, metric and source.
+    `progress(fraction, what)` is called before each checkpoint and pairs set."""
     rows = []
-    for bundle in [bundles] if isinstance(bundles, ModelBundle) else bundles:
+    bundles = [bundles] if isinstance(bundles, ModelBundle) else list(bundles)
+    domains = sorted(pairs.domain.unique())
+    for b, bundle in enumerate(bundles):
         tasks, skipped = usable_tasks(bundle)
         info = dict(checkpoint=bundle.name, trained_with=bundle.spec.objective, mlm_head=bundle.heads.mlm,
                     pair_head=bundle.heads.pair)
-        for domain, part in pairs.groupby("domain", sort=True):
+        for d, (domain, part) in enumerate(pairs.groupby("domain", sort=True)):
+            if progress is not None:
+                where = "held-out" if domain == "in" else "out-of-domain"
+                progress((b * len(domains) + d) / (len(bundles) * len(domains)), f"{bundle.name}: {where} pairs")
             if tasks:
                 scored = score_eval_pairs(bundle.model, bundle.tokenizer, part, min(max_len, bundle.spec.max_positions),
                                           None, limit, tasks)
@@ -65,16 +74,47 @@ def evaluate(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFrame, 
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def table5(results: pd.DataFrame) -> pd.DataFrame:
-    """One row per checkpoint: each metric as accuracy, with its interval and count in
-    neighbouring columns (in-domain, all sources; out-of-domain SOP interior)."""
-    rows = []
-    for name, group in results[results.source == "all"].groupby("checkpoint", sort=False):
-        row = {"checkpoint": name, "trained_with": group.trained_with.iloc[0], "pair_head": group.pair_head.iloc[0]}
-        for r in group.itertuples():
-            key = r.metric if r.domain == "in" else f"ood_{r.metric}"
-            row[key] = r.accuracy
-            row[f"{key}_ci"] = (r.low, r.high) if pd.notna(r.accuracy) else None
-            row[f"{key}_n"] = r.n
+METRICS = ["mlm", "nsp", "sop", "sop_lead", "sop_interior"]
+METRIC_TITLES = {"mlm": "MLM", "nsp": "NSP", "sop": "SOP", "sop_lead": "SOP lead", "sop_interior": "SOP interior"}
+
+
+def cell(accuracy: float, low: float, high: float, n: int) -> str:
+    """'0.912 [0.89, 0.93] n=515', the way every accuracy is shown."""
+    return f"{accuracy:.3f} [{low:.2f}, {high:.2f}] n={int(n):,}"
+
+
+def table5_cells(results: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """For reading: one row per checkpoint, pairs set (held-out, out-of-domain, per
+    source) with one text cell per metric (accuracy [95% interval] n), '-' where not
+    scored; and the notes saying why."""
+    rows, notes = [], []
+    for (name, domain, source), group in results.groupby(["checkpoint", "domain", "source"], sort=False):
+        by_metric = {r.metric: r for r in group.itertuples()}
+        row = {"checkpoint": name, "trained with": str(group.trained_with.iloc[0]).upper(),
+               "pairs": ("held-out" if domain == "in" else "out-of-domain") + ("" if source == "all" else f" {source}")}
+        for metric in METRICS:
+            r = by_metric.get(metric)
+            scored = r is not None and not r.note and pd.notna(r.accuracy)
+            row[METRIC_TITLES[metric]] = cell(r.accuracy, r.low, r.high, r.n) if scored else "-"
+            if r is not None and r.note:
+                notes.append(f"{name}: {METRIC_TITLES[metric]}: {r.note}")
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows), sorted(set(notes))
+
+
+def paper_table5() -> pd.DataFrame:
+    """The paper's Table 5 (ALBERT-base, 125k steps) as fractions, like ours."""
+    from albert_lab.paper import TABLE5
+
+    return pd.DataFrame([{"trained with": k.upper(), "MLM": v[0] / 100, "NSP": v[1] / 100, "SOP": v[2] / 100,
+                          "downstream avg": v[3] / 100} for k, v in TABLE5.items()])
+
+
+def read_results(path: Path) -> pd.DataFrame | None:
+    """Committed evaluation rows (checkpoints/results.json, written by
+    scripts/export_checkpoints.py from `albert-lab evaluate --json`), or None when the
+    file is missing or from an older layout."""
+    if not path.is_file():
+        return None
+    frame = pd.DataFrame(json.loads(path.read_text()))
+    return frame if set(COLUMNS) <= set(frame.columns) else None

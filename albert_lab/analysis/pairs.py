@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from albert_lab.analysis.common import check_segment
 from albert_lab.analysis.intrinsic import pair_probabilities
 from albert_lab.checkpoints import ModelBundle
 from albert_lab.data.corpus import MAX_SEGMENT_CHARS, decode_utf8, jsonl_records
@@ -123,9 +124,13 @@ def _label(value: object, number: int, problems: list[str]) -> int | None:
 
 
 def pairs_frame(first: Sequence[str], second: Sequence[str], labels: Sequence[int | None] | None = None) -> pd.DataFrame:
-    """Pairs typed in by hand, in the shape read_pairs returns."""
+    """Pairs typed in by hand, in the shape read_pairs returns; a blank sentence is
+    refused (DataError naming it), never scored as a one-segment input."""
     labels = labels or [None] * len(first)
-    frame = pd.DataFrame(dict(row=range(1, len(first) + 1), sentence_a=list(first), sentence_b=list(second), label=labels))
+    several = len(first) > 1
+    first = [check_segment(a, f"sentence A{f' of pair {i}' if several else ''}") for i, a in enumerate(first, 1)]
+    second = [check_segment(b, f"sentence B{f' of pair {i}' if several else ''}") for i, b in enumerate(second, 1)]
+    frame = pd.DataFrame(dict(row=range(1, len(first) + 1), sentence_a=first, sentence_b=second, label=labels))
     frame["label"] = frame["label"].astype("Int64")
     return frame
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import re
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,3 +181,23 @@ def load_hf_dataset(name: str, split: str = "train", text_field: str = "text", l
         raise DataError(f"could not load dataset {name!r} ({type(err).__name__}: {str(err)[:160]}); offline?") from None
     docs = [Document(title=f"{name} #{i}", segments=tuple(split_sentences(r[text_field]))) for i, r in enumerate(rows)]
     return make_corpus(name, docs)
+
+
+def save_corpus_upload(filename: str, data: bytes, folder: Path) -> Path:
+    """Keep an uploaded training corpus (.txt or .jsonl) under `folder`, named by its
+    content hash so that the same file uploaded twice is one file (and one tokenized
+    cache entry). Written to a unique temporary name first, then renamed into place, so
+    two sessions uploading at once never see half a file."""
+    suffix = Path(filename).suffix.lower()
+    if suffix not in (".txt", ".jsonl"):
+        raise DataError(f"{filename}: upload a .txt (documents separated by blank lines) or .jsonl corpus")
+    if not data.strip():
+        raise DataError(f"{filename}: the file is empty")
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(filename).stem)[:60] or "corpus"
+    path = folder / f"{hashlib.sha256(data).hexdigest()[:12]}-{stem}{suffix}"
+    if not path.is_file():
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    return path

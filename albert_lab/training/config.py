@@ -85,3 +85,20 @@ class TrainConfig:
         config = cls(**data)
         config.model_spec()  # raises SpecError naming the bad field
         return config
+
+
+def browser_config(preset: str, objective: Objective, *, hidden: int, layers: int, embedding: int, heads: int,
+                   sharing: str, corpus: str, steps: int, minutes: float | None = None, vocab: int = 8000, **options: Any) -> TrainConfig:
+    """The TrainConfig for the Training page's form: the preset with the fields the form
+    shows changed (the spec applies the BERT rule, E = H and no sharing), a vocabulary
+    of `vocab` pieces, and evaluation, checkpoint and gradient-flow snapshots spread over
+    the run (five, five and ten of them). Validated."""
+    base = ModelSpec.from_name(preset)
+    bert = base.family == "bert"
+    spec = base.replace(hidden_size=hidden, num_layers=layers, num_heads=heads, embedding_size=None if bert else embedding,
+                        sharing=None if bert else sharing, num_groups=None, vocab_size=vocab)
+    every = max(10, steps // 5)
+    config = TrainConfig(spec=spec.to_dict(), objective=objective, corpus=corpus, vocab_size=vocab, max_steps=steps,
+                         max_minutes=minutes or None, eval_every=every, checkpoint_every=every,
+                         gradflow_every=max(10, steps // 10), command=f"browser: {preset}, {objective}", **options)
+    return config.validate()

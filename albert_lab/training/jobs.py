@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -85,6 +86,9 @@ def spawn_worker(run_dir: Path) -> int:
                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(PROJECT_ROOT), env=env,
                                start_new_session=True)
     log.close()
+    # Reap the worker when it ends, so that a finished run leaves no zombie behind in a
+    # long-lived parent (the app's server); liveness checks then see it gone.
+    threading.Thread(target=process.wait, name=f"reap-{process.pid}", daemon=True).start()
     return process.pid
 
 
