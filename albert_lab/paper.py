@@ -28,7 +28,6 @@ TABLE4 = {
 }
 # Table 5: intrinsic accuracy (%) of ALBERT-base by inter-sentence loss.
 TABLE5 = {"none": (54.9, 52.4, 53.3, 79.0), "nsp": (54.5, 90.5, 52.0, 79.2), "sop": (54.0, 78.9, 86.5, 80.1)}
-TABLE5_COLUMNS = ("MLM", "NSP", "SOP", "downstream avg")
 
 
 # Rows where the paper's number is not a rounding of the model it describes.

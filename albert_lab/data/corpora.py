@@ -33,11 +33,6 @@ MIX = (BUILTIN, "sotu", "austen", "moby-dick", "web-bible", "sqlite-docs")
 OOD = tuple(name for name, source in SOURCES.items() if source.role == "ood")
 
 
-def corpus_names() -> list[str]:
-    """Every named corpus, the default first."""
-    return [DEFAULT, BUILTIN, *SOURCES]
-
-
 def load_corpus(source: str = DEFAULT, text_field: str = "text") -> Corpus:
     """A named corpus (see the module docstring), a .txt/.jsonl path, or `hf:<dataset>`."""
     source = source.strip()

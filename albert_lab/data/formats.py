@@ -12,7 +12,6 @@ import struct
 import tarfile
 import zlib
 from html.parser import HTMLParser
-from pathlib import Path
 
 from albert_lab.errors import DataError
 
@@ -195,8 +194,3 @@ def html_paragraphs(data: bytes) -> list[str]:
 def html_title(data: bytes) -> str:
     match = re.search(rb"<title>(.*?)</title>", data, re.S | re.I)
     return " ".join(match[1].decode("utf-8", "replace").split()) if match else ""
-
-
-def read_members(folder: Path) -> dict[str, bytes]:
-    """Every file below `folder`, by relative path (for tests and unpacked packages)."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from albert_lab.data.corpus import Document, load_builtin, parse_documents
+from albert_lab.data.corpus import Document, load_builtin
 
 
 @lru_cache(maxsize=4)
@@ -16,8 +16,3 @@ def sample_documents(n: int = 16, min_segments: int = 3) -> tuple[Document, ...]
 
 def sample_texts(n: int = 16) -> list[str]:
     return [" ".join(d.segments) for d in sample_documents(n)]
-
-
-def documents_from_text(text: str, name: str = "text") -> list[Document]:
-    """Documents typed into a box: separated by blank lines, split into sentences."""
-    return parse_documents(text.encode("utf-8"), f"{name}.txt")

@@ -19,7 +19,6 @@ from albert_lab.errors import RunError
 from albert_lab.runfolder import RunFolder
 
 LOCK = ".train.lock"  # one run trains at a time per runs folder
-STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 ACTIVE = ("queued", "running")
 HEARTBEAT_S = 5.0
 
