@@ -1,11 +1,16 @@
-"""Export the four trained runs into checkpoints/ and evaluate them.
+"""Export trained runs into checkpoints/ and evaluate them as the paper's Table 5.
 
-1. runs/ship-<name>/checkpoint -> checkpoints/<name> (without the optimizer state);
-2. `albert-lab evaluate --json` on all four (held-out Wikipedia pairs), written to
-   checkpoints/results.json and into each card's metrics;
-3. the README's results table, regenerated from that JSON (between the markers).
+1. runs/ship-<name>/checkpoint -> checkpoints/<name> (without the optimizer state), for
+   each run that exists (`--names` to choose);
+2. `albert-lab evaluate --json --by-source` on the shipped checkpoints: held-out pairs of
+   the long-mix corpus (all sources and each source) and the out-of-domain source, every
+   accuracy with its number of pairs and 95% interval. The tidy rows go to
+   checkpoints/results.json and each card's metrics;
+3. the learning curves (held-out accuracy during training, from each run's
+   metrics.jsonl) to checkpoints/learning_curves.json and docs/learning-curve.png;
+4. the README's results table, regenerated from that JSON (between the markers).
 
-Run: .venv/bin/python scripts/export_checkpoints.py [--skip-copy]
+Run: .venv/bin/python scripts/export_checkpoints.py [--skip-copy] [--names albert-sop ...] [--limit N]
 """
 
 from __future__ import annotations
@@ -20,67 +25,73 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import pandas as pd  # noqa: E402
+
+from albert_lab.analysis.evaluation import table5_cells  # noqa: E402
 from albert_lab.checkpoints import load_checkpoint, save_checkpoint  # noqa: E402
 
 NAMES = ["albert-sop", "albert-nsp", "albert-none", "bert-nsp"]
-# Experiments evaluated beside them when their runs exist (not shipped: checkpoints/ stays small).
-EXPERIMENTS = {"albert-sop-random": "runs/ship-albert-sop-random/checkpoint"}
 START, END = "<!-- results:start -->", "<!-- results:end -->"
-PAPER = {"none": (54.9, 52.4, 53.3), "nsp": (54.5, 90.5, 52.0), "sop": (54.0, 78.9, 86.5)}
 
 
-def copy_runs() -> None:
-    for name in NAMES:
-        source = ROOT / "runs" / f"ship-{name}" / "checkpoint"
-        if not (source / "model.safetensors").is_file():
-            sys.exit(f"missing {source}: train it first (scripts/train_checkpoints.sh)")
-        target = ROOT / "checkpoints" / name
-        shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(source, target, ignore=shutil.ignore_patterns("trainer_state.*"))
-        # Re-save through the current saver (the tied MLM decoder stored once).
-        bundle = load_checkpoint(target, device="cpu")
-        save_checkpoint(bundle.model, bundle.tokenizer, bundle.spec, target, bundle.card)
+def copy_run(name: str) -> bool:
+    source = ROOT / "runs" / f"ship-{name}" / "checkpoint"
+    if not (source / "model.safetensors").is_file():
+        print(f"{name}: no run at {source}; the shipped checkpoint stays")
+        return False
+    target = ROOT / "checkpoints" / name
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("trainer_state.*"))
+    bundle = load_checkpoint(target, device="cpu")  # re-saved through the current saver (tied decoder once)
+    save_checkpoint(bundle.model, bundle.tokenizer, bundle.spec, target, bundle.card)
+    return True
 
 
-def evaluate(folders: list[str]) -> list[dict]:
-    """`albert-lab evaluate --json` on the folders (relative to the repository)."""
-    command = [sys.executable, "-m", "albert_lab", "evaluate", "--json", "--device", "cpu"]
-    for folder in folders:
-        command += ["--checkpoint", str(ROOT / folder)]
-    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
-    rows = json.loads(out.stdout)
-    rows = rows if isinstance(rows, list) else [rows]
-    for row in rows:
-        row["command"] = "albert-lab evaluate --json " + " ".join(f"--checkpoint {f}" for f in folders)
-    return rows
+def evaluate(names: list[str], limit: int | None) -> tuple[pd.DataFrame, str]:
+    args = ["evaluate", "--json", "--by-source", "--device", "cpu"] + (["--limit", str(limit)] if limit else [])
+    for name in names:
+        args += ["--checkpoint", name]
+    out = subprocess.run([sys.executable, "-m", "albert_lab", *args], cwd=ROOT, capture_output=True, text=True, check=True)
+    return pd.DataFrame(json.loads(out.stdout)), "albert-lab " + " ".join(args)
 
 
-def write_results(rows: list[dict]) -> None:
-    (ROOT / "checkpoints" / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
-    for row in rows:
-        card_path = ROOT / "checkpoints" / row["checkpoint"] / "albert_lab.json"
+def write_results(results: pd.DataFrame, command: str) -> None:
+    rows = json.loads(results.to_json(orient="records"))
+    (ROOT / "checkpoints" / "results.json").write_text(json.dumps(rows, indent=1) + "\n")
+    for name, group in results[results.source == "all"].groupby("checkpoint"):
+        card_path = ROOT / "checkpoints" / name / "albert_lab.json"
         card = json.loads(card_path.read_text())
-        card["metrics"] = {k: row[k] for k in ("mlm_acc", "nsp_acc", "sop_acc", "sop_lead_acc", "sop_interior_acc",
-                                               "nsp_pairs", "sop_pairs", "sop_interior_pairs", "mlm_predictions")}
-        card["metrics_source"] = row["command"]
+        card["metrics"] = {("" if r.domain == "in" else "ood_") + r.metric: {"accuracy": r.accuracy, "low": r.low, "high": r.high, "n": r.n}
+                           for r in group.itertuples() if not r.note}
+        card["metrics_source"] = command
         card_path.write_text(json.dumps(card, indent=2) + "\n")
 
 
-def table(rows: list[dict], experiments: list[dict]) -> str:
-    lines = ["| checkpoint | trained with | MLM | NSP | SOP (all) | SOP lead | SOP interior | paper: MLM / NSP / SOP |",
-             "|---|---|---|---|---|---|---|---|"]
-    for r in rows + experiments:
-        paper = PAPER.get(r["trained_with"]) if r in rows else None
-        lines.append(f"| {r['checkpoint']} | {r['trained_with'].upper()} | {r['mlm_acc']:.3f} | {r['nsp_acc']:.3f} | "
-                     f"{r['sop_acc']:.3f} | {r['sop_lead_acc']:.3f} | {r['sop_interior_acc']:.3f} | "
-                     + (" / ".join(f"{v / 100:.3f}" for v in paper) if paper and r["checkpoint"].startswith("albert")
-                        else "-") + " |")
-    for r in experiments:
-        lines.append(f"\n*{r['checkpoint']}*: an experiment, not shipped: `{r['train_command']}`.")
-    r = rows[0]
-    lines.append("")
-    lines.append(f"Held-out pairs: {r['nsp_pairs']} NSP, {r['sop_pairs']} SOP ({r['sop_interior_pairs']} interior "
-                 f"pairs in all), {r['mlm_predictions']:,} masked tokens; generated by `{r['command']}`.")
+def learning_curves() -> pd.DataFrame:
+    rows = []
+    for run in sorted((ROOT / "runs").glob("ship-*")):
+        metrics = run / "metrics.jsonl"
+        if not metrics.is_file():
+            continue
+        spec = json.loads((run / "run.json").read_text()).get("spec_label", "")
+        for line in metrics.read_text().splitlines():
+            row = json.loads(line)
+            if row.get("kind") == "eval":
+                rows.append({"checkpoint": run.name.removeprefix("ship-"), "spec": spec, "step": row["step"],
+                             "tokens": row.get("tokens"), **{k: v for k, v in row.items() if k.startswith("eval_")}})
+    frame = pd.DataFrame(rows)
+    if len(frame):
+        (ROOT / "checkpoints" / "learning_curves.json").write_text(frame.to_json(orient="records", indent=1) + "\n")
+    return frame
+
+
+def table(results: pd.DataFrame, command: str) -> str:
+    cells, notes = table5_cells(results[results.source == "all"])
+    lines = ["| " + " | ".join(cells.columns) + " |", "|" + "---|" * len(cells.columns)]
+    lines += ["| " + " | ".join(map(str, row)) + " |" for row in cells.itertuples(index=False)]
+    lines += ["", *[f"- {note}" for note in notes], "",
+              f"Each cell: accuracy [95% Wilson interval] and the number of pairs (masked tokens for MLM). "
+              f"Generated by `{command}` (per-source rows in checkpoints/results.json)."]
     return "\n".join(lines)
 
 
@@ -96,19 +107,18 @@ def update_readme(text_table: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-copy", action="store_true", help="only re-evaluate checkpoints/")
+    parser.add_argument("--names", nargs="+", default=NAMES)
+    parser.add_argument("--limit", type=int, help="pairs per task (default: all)")
     args = parser.parse_args()
     if not args.skip_copy:
-        copy_runs()
-    rows = evaluate([f"checkpoints/{n}" for n in NAMES])
-    write_results(rows)
-    experiments = []
-    for name, folder in EXPERIMENTS.items():
-        if (ROOT / folder / "model.safetensors").is_file():
-            row = evaluate([folder])[0]
-            card = json.loads((ROOT / folder / "albert_lab.json").read_text())
-            experiments.append({**row, "checkpoint": name, "train_command": card["provenance"]["command"]})
-    (ROOT / "checkpoints" / "experiments.json").write_text(json.dumps(experiments, indent=2) + "\n")
-    text_table = table(rows, experiments)
+        for name in args.names:
+            copy_run(name)
+    results, command = evaluate(NAMES, args.limit)
+    write_results(results, command)
+    curves = learning_curves()
+    if len(curves):
+        print(curves.to_string(index=False))
+    text_table = table(results, command)
     update_readme(text_table)
     print(text_table)
 
