@@ -70,8 +70,9 @@ def load_tokenizer(folder: str | Path) -> PreTrainedTokenizerBase:
     """Load the tokenizer saved in a checkpoint folder and check it knows real words."""
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
-    except (OSError, ValueError) as err:
-        raise CheckpointError(f"{folder}: no usable tokenizer ({err}); a checkpoint needs spiece.model "
+    except Exception as err:  # broken tokenizer files fail in many types (DecodeError, RuntimeError, TypeError, ...)
+        first = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+        raise CheckpointError(f"{folder}: no usable tokenizer ({first}); a checkpoint needs spiece.model "
                               "or tokenizer.json beside config.json") from None
     check_tokenizer(tokenizer, str(folder))
     return tokenizer

@@ -3,14 +3,18 @@ The property-based harness over the same readers is tests/test_fuzz.py."""
 
 from __future__ import annotations
 
+import json
 import random
+import re
+import struct
 
 import pytest
 from conftest import ROOT
 
 from albert_lab.analysis.pairs import read_pairs
+from albert_lab.catalog import check_folder, summarize_checkpoint
 from albert_lab.data.corpus import MAX_SEGMENT_CHARS, jsonl_records, parse_documents
-from albert_lab.errors import DataError
+from albert_lab.errors import CheckpointError, DataError
 
 HEADER = b"sentence_a,sentence_b\n"
 
@@ -119,3 +123,63 @@ def test_cjk_vocab_error_says_the_vocab_is_too_small(tmp_path):
     texts = ["".join(chr(rng.randrange(0x4E00, 0x4E00 + 3000)) for _ in range(30)) for _ in range(300)]
     with pytest.raises(DataError, match=r"vocab size 200 is smaller than the \d+ distinct characters this corpus needs"):
         train_tokenizer(texts, tmp_path / "tok", vocab_size=200)
+
+
+# ---- checkpoint folders --------------------------------------------------------------------------
+CONFIG = {"model_type": "albert", "vocab_size": 100, "embedding_size": 8, "hidden_size": 16, "num_hidden_layers": 2,
+          "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 32}
+
+
+def _safetensors(header: object, data: bytes = bytes(32)) -> bytes:
+    raw = json.dumps(header).encode()
+    return struct.pack("<Q", len(raw)) + raw + data
+
+
+def _checkpoint(tmp_path, **files: bytes):
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(CONFIG))
+    for name, data in files.items():
+        (folder / name.replace("__", ".")).write_bytes(data)
+    return folder
+
+
+@pytest.mark.parametrize("header, message", [
+    ({"w": {"dtype": "F99", "shape": [2], "data_offsets": [0, 8]}}, "unknown dtype 'F99'"),
+    ({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}},
+     "overlaps the tensor before it"),
+    ([{"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}], "the header is a list"),
+    ({"w": {"dtype": "F32", "shape": [2], "data_offsets": ["0", "8"]}}, "data_offsets that are not two increasing"),
+    ({"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}, "takes 8 bytes, but its dtype and shape need 12"),
+])
+def test_bad_safetensors_headers_are_named(tmp_path, header, message):
+    folder = _checkpoint(tmp_path, model__safetensors=_safetensors(header))
+    with pytest.raises(CheckpointError, match=re.escape(message)) as err:
+        check_folder(folder)
+    assert "model.safetensors" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("file, content, message", [
+    ("albert_lab.json", "[1, 2]", "albert_lab.json holds a list, expected a JSON object"),
+    ("albert_lab.json", '{"spec": "albert"}', "albert_lab.json: 'spec' is a string, expected an object"),
+    ("albert_lab.json", '{"heads": [1]}', "albert_lab.json: 'heads' is a list, expected an object"),
+    ("albert_lab.json", '{"spec": {"hidden_size": "big"}}', "albert_lab.json: the spec is not valid"),
+    ("config.json", '"albert"', "config.json holds a string, expected a JSON object"),
+    ("config.json", '{"model_type": "albert", "hidden_size": "big"}', "config.json: transformers cannot read it"),
+])
+def test_json_of_the_wrong_shape_is_one_line_naming_the_file(tmp_path, file, content, message):
+    weights = {"albert.embeddings.word_embeddings.weight": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}}
+    folder = _checkpoint(tmp_path, model__safetensors=_safetensors(weights, bytes(16)))
+    (folder / file).write_text(content)
+    with pytest.raises(CheckpointError, match=re.escape(message)) as err:
+        summarize_checkpoint(folder)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("data", [b"", b"not a pickle", b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00]\x94.", bytes(100)])
+def test_broken_pickles_with_allow_pickle_are_checkpoint_errors(tmp_path, data):
+    from albert_lab.checkpoints import load_checkpoint
+
+    folder = _checkpoint(tmp_path, pytorch_model__bin=data)
+    with pytest.raises(CheckpointError, match="the weights cannot be loaded"):
+        load_checkpoint(folder, device="cpu", allow_pickle=True)
