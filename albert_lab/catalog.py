@@ -11,6 +11,7 @@ functions, so a summary and a loaded model always agree on the heads.
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
 from dataclasses import dataclass, field
@@ -172,8 +173,42 @@ def _tensor_span(file: Path, name: str, entry: object) -> tuple[int, int, str]:
     return offsets[0], offsets[1], name
 
 
+def recover_interrupted_save(out: Path) -> bool:
+    """Readers' half of atomic checkpoint saves (checkpoints.save_checkpoint renames the
+    old copy to `.<name>.old-<pid>`, then the new one into place): a save killed between
+    the two renames leaves no `out`. Whoever reads first brings the old copy back, when the
+    process that was saving is gone; a live one is mid-save and finishes it itself."""
+    if out.exists():
+        return False
+    olds = [p for p in out.parent.glob(f".{out.name}.old-*") if not _pid_alive(p.name.rsplit("-", 1)[-1])]
+    for old in sorted(olds, key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            os.replace(old, out)
+            return True
+        except OSError:  # another reader was first
+            if out.exists():
+                return True
+    return False
+
+
+def _pid_alive(text: str) -> bool:
+    if not text.isdigit():
+        return False
+    pid = int(text)
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # gone, or a number no pid can be
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
 def check_folder(path: Path, allow_pickle: bool = False) -> Path:
     """A loadable checkpoint folder, or a CheckpointError that says what is wrong."""
+    recover_interrupted_save(path)
     if not path.exists():
         raise CheckpointError(f"{path}: no such folder")
     if path.is_file():
@@ -305,6 +340,8 @@ def discover_checkpoints(shipped: Path | None = None, runs: Path | None = None) 
     runs = runs or runs_dir()
     for run in sorted(runs.iterdir()) if runs.is_dir() else []:
         folder = RunFolder(run).checkpoint
+        if run.is_dir() and not run.name.startswith("."):
+            recover_interrupted_save(folder)
         if (folder / "config.json").is_file() and _run_finished(run):
             found.append(_info(f"run:{run.name}", folder, "run"))
     return [info for info in found if info is not None]

@@ -182,7 +182,7 @@ def recover_checkpoint_dir(out: Path) -> None:
     """Clean up after a save that was killed: if it died between its two renames, bring
     the old copy back; then remove half-written (.tmp-*) and superseded (.old-*) copies."""
     olds = sorted(out.parent.glob(f".{out.name}.old-*"), key=lambda p: p.stat().st_mtime)
-    if not out.exists() and olds:
+    if not out.exists() and olds:  # readers do this too (catalog.recover_interrupted_save), if the saver is gone
         os.replace(olds.pop(), out)
     for stale in [*olds, *out.parent.glob(f".{out.name}.tmp-*")]:
         shutil.rmtree(stale, ignore_errors=True)
