@@ -33,6 +33,8 @@ from albert_lab.catalog import (
     head_status,
     is_local_source,
     read_card,
+    read_spec,
+    read_transformers_config,
 )
 from albert_lab.devices import resolve_device, resolve_dtype
 from albert_lab.errors import AlbertLabError, CheckpointError
@@ -72,14 +74,15 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
     if is_local_source(text):
         folder = check_folder(path, allow_pickle)
         card = read_card(folder)
-        config = AutoConfig.from_pretrained(str(folder))
+        config = read_transformers_config(folder)
+        spec = read_spec(folder, card, config)
         model, missing = _load_weights(folder, config, allow_pickle)
         tokenizer = load_tokenizer(folder)
         label = checkpoint_label(folder, name)
     else:
         card, (config, model, missing, tokenizer) = {}, _load_from_hub(text)
+        spec = spec_from_config(config, card)
         label = name or text
-    spec = spec_from_config(config, card)
     tie_shared_modules(model, spec, check_equal=True)
     tune_for_inference(model)  # same math, faster CPU kernels (see analysis/common.py)
     model.to(device=torch_device, dtype=torch_dtype).eval()
@@ -96,8 +99,10 @@ def _load_weights(folder: Path, config: AlbertConfig | BertConfig, allow_pickle:
             weights = next(p for p in sorted(folder.iterdir()) if p.suffix in PICKLE_SUFFIXES)
             state = torch.load(weights, weights_only=True, map_location="cpu")
             model, info = cls.from_pretrained(None, config=config, state_dict=state, output_loading_info=True)
-    except (OSError, RuntimeError, ValueError, KeyError) as err:
-        raise CheckpointError(f"{folder}: transformers could not load the weights ({str(err).splitlines()[0]})") from None
+    except Exception as err:  # pickles and broken files fail in many types (UnpicklingError, EOFError, SafetensorError, ...)
+        first = str(err).splitlines()[0][:200] if str(err) else ""
+        raise CheckpointError(f"{folder}: the weights cannot be loaded ({type(err).__name__}: {first}); "
+                              "re-copy or re-train the checkpoint") from None
     return model, set(info["missing_keys"])
 
 
@@ -177,7 +182,7 @@ def recover_checkpoint_dir(out: Path) -> None:
     """Clean up after a save that was killed: if it died between its two renames, bring
     the old copy back; then remove half-written (.tmp-*) and superseded (.old-*) copies."""
     olds = sorted(out.parent.glob(f".{out.name}.old-*"), key=lambda p: p.stat().st_mtime)
-    if not out.exists() and olds:
+    if not out.exists() and olds:  # readers do this too (catalog.recover_interrupted_save), if the saver is gone
         os.replace(olds.pop(), out)
     for stale in [*olds, *out.parent.glob(f".{out.name}.tmp-*")]:
         shutil.rmtree(stale, ignore_errors=True)

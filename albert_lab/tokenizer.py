@@ -9,6 +9,7 @@ fast tokenizer; note it must be loaded with `from_pretrained(folder)`: building
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -54,6 +55,10 @@ def train_tokenizer(texts: Iterable[str], out_dir: str | Path, vocab_size: int =
 
 
 def _explain_spm_error(message: str, vocab_size: int) -> str:
+    needed = re.search(r"smaller than required_chars\D*\d+ vs (\d+)", message)
+    if needed:  # e.g. a CJK corpus: every distinct character needs a piece of its own
+        return (f"vocab size {vocab_size} is smaller than the {needed[1]} distinct characters this corpus needs; "
+                f"choose a vocab size of at least {int(needed[1]) + 100}, or a corpus with fewer distinct characters")
     if "Vocabulary size is too high" in message or "vocab_size" in message:
         limit = message.rsplit("<=", 1)[-1].strip(" .") if "<=" in message else "smaller"
         return (f"vocab size {vocab_size} is larger than this corpus supports (at most {limit}); "
@@ -65,8 +70,9 @@ def load_tokenizer(folder: str | Path) -> PreTrainedTokenizerBase:
     """Load the tokenizer saved in a checkpoint folder and check it knows real words."""
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
-    except (OSError, ValueError) as err:
-        raise CheckpointError(f"{folder}: no usable tokenizer ({err}); a checkpoint needs spiece.model "
+    except Exception as err:  # broken tokenizer files fail in many types (DecodeError, RuntimeError, TypeError, ...)
+        first = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+        raise CheckpointError(f"{folder}: no usable tokenizer ({first}); a checkpoint needs spiece.model "
                               "or tokenizer.json beside config.json") from None
     check_tokenizer(tokenizer, str(folder))
     return tokenizer

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from albert_lab.analysis.common import approximate_lengths, batch_tokens_for, encode_pairs, length_batches
+from albert_lab.analysis.common import approximate_lengths, batch_tokens_for, clip_sides, encode_pairs, length_batches
 from albert_lab.data.masking import mask_sequence, masking_config
 from albert_lab.kernels import autocast
 from albert_lab.models import Parts
@@ -52,8 +52,8 @@ def mlm_hits(model, tokenizer, first: Sequence[str], second: Sequence[str], max_
     max_len = min(max_len, model.config.max_position_embeddings)
     cfg = masking_config(tokenizer)
     rng = np.random.default_rng(seed)
-    enc = tokenizer(list(first), list(second), truncation="longest_first", max_length=max_len,
-                    return_token_type_ids=True)
+    enc = tokenizer(clip_sides(tokenizer, first, max_len), clip_sides(tokenizer, second, max_len),
+                    truncation="longest_first", max_length=max_len, return_token_type_ids=True)
     lengths = [len(ids) for ids in enc["input_ids"]]
     masked_all = [mask_sequence(np.asarray(ids, dtype=np.int64), cfg, rng) for ids in enc["input_ids"]]
     correct, predicted = np.zeros(len(lengths), dtype=np.int64), np.zeros(len(lengths), dtype=np.int64)

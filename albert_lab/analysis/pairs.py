@@ -53,19 +53,37 @@ def read_pairs(data: bytes, name: str, max_rows: int = MAX_ROWS) -> PairsFile:
 
 
 def _delimited_records(text: str, name: str, delimiter: str) -> tuple[list[dict], list[str]]:
+    # The csv module refuses fields over 128 KiB by default; here a long field is cut later
+    # (MAX_SEGMENT_CHARS) like any other, and the whole file is in memory anyway.
+    csv.field_size_limit(max(csv.field_size_limit(), min(len(text) + 1, 2**31 - 1)))
     reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
-    header = [h.strip() for h in (reader.fieldnames or [])]
+    try:
+        header = [h.strip() for h in (reader.fieldnames or [])]
+    except csv.Error as err:
+        raise DataError(f"{name}: the header row cannot be read ({err}); check the quotes in the first line") from None
     missing = [c for c in COLUMNS if c not in header]
     if missing:
         hint = _delimiter_hint(text, delimiter)
         raise DataError(f"{name}: missing column(s) {', '.join(missing)}; found {header[:6]}{hint}")
     reader.fieldnames = header
-    return [{**r, "_row": i + 2} for i, r in enumerate(reader)], []  # row 1 is the header
+    records, problems = [], []
+    number = 1  # row 1 is the header
+    while True:
+        number += 1
+        try:
+            record = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as err:  # the reader goes on at the next line
+            problems.append(f"row {number}: cannot be read as CSV ({err}); skipped")
+            continue
+        records.append({**record, "_row": number})
+    return records, problems
 
 
 def _delimiter_hint(text: str, expected: str) -> str:
     try:
-        found = csv.Sniffer().sniff(text.splitlines()[0], delimiters=",;\t|").delimiter
+        found = csv.Sniffer().sniff(text.split("\n", 1)[0][:10_000], delimiters=",;\t|").delimiter
     except csv.Error:
         return ""
     if found != expected:
@@ -88,15 +106,20 @@ def _jsonl_records(text: str, name: str) -> tuple[list[dict], list[str]]:
 
 
 def _clean(records: list[dict], problems: list[str], name: str, max_rows: int) -> PairsFile:
-    if len(records) > max_rows:
-        problems.append(f"the file has {len(records):,} rows; only the first {max_rows:,} (the cap) are scored")
-        records = records[:max_rows]
+    """Valid rows, at most `max_rows` of them (the cap counts only rows that are scored)."""
     rows = []
     for record in records:
         number = record["_row"]
+        if len(rows) == max_rows:
+            problems.append(f"the file has more than {max_rows:,} valid rows; only the first {max_rows:,} (the cap) are "
+                            f"scored, from row {number} on nothing is read")
+            break
         values = {}
         for column in COLUMNS:
             value = record.get(column)
+            if isinstance(value, (dict, list, bool)):
+                problems.append(f"row {number}: {column} is not text; skipped")
+                break
             value = "" if value is None else str(value).strip()
             if not value:
                 problems.append(f"row {number}: {column} is empty; skipped")
@@ -117,9 +140,10 @@ def _clean(records: list[dict], problems: list[str], name: str, max_rows: int) -
 def _label(value: object, number: int, problems: list[str]) -> int | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    if str(value).strip() in ("0", "1", "0.0", "1.0"):
+    if not isinstance(value, (dict, list, bool)) and str(value).strip() in ("0", "1", "0.0", "1.0"):
         return int(float(value))
-    problems.append(f"row {number}: label {value!r} is not 0 or 1; scored without a label")
+    shown = value if isinstance(value, (str, int, float)) and len(str(value)) <= 40 else type(value).__name__
+    problems.append(f"row {number}: label {shown!r} is not 0 or 1; scored without a label")
     return None
 
 

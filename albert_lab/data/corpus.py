@@ -27,6 +27,10 @@ HELDOUT_FRACTION = 0.05
 MAX_SEGMENT_CHARS = 2000  # one sentence (or one side of a pair) at most; the tokenizers' pair truncation grows
 # badly with huge segments, and 128 tokens are about 500 characters anyway
 MAX_DOC_CHARS = 200_000  # longer documents are cut: one runaway file must not stall tokenising
+CHARS_PER_TOKEN = 8  # a side of a pair is cut to max_len * this many characters before tokenising: the
+# tokenizers' longest-first truncation costs time and memory quadratic in the tokens it removes (a 4,000-character
+# word took ~0.3 s and hundreds of MB per pair), and real text has 4-5 characters per token, so the cut never
+# changes which tokens are kept
 
 # Abbreviations after which a full stop does not end a sentence.
 _ABBREVIATIONS = {
@@ -111,13 +115,21 @@ def load_builtin(limit: int | None = None) -> Corpus:
     return make_corpus(BUILTIN if limit is None else f"{BUILTIN}[:{limit}]", docs, BUILTIN_CREDIT)
 
 
+def clip_for_tokens(text: str, max_len: int) -> str:
+    """At most the characters that `max_len` tokens can come from (see CHARS_PER_TOKEN)."""
+    return text[:min(MAX_SEGMENT_CHARS, max(1, max_len) * CHARS_PER_TOKEN)]
+
+
 def decode_utf8(data: bytes, name: str) -> str:
+    """UTF-8 text (a BOM is dropped) with every line ending as \n: files saved with CR-only
+    (classic Mac) or mixed line endings read like any other."""
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
         raise DataError(f"{name}: not UTF-8 text (byte 0x{data[err.start]:02x} at line {line}, offset {err.start}); "
                         "save the file as UTF-8") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def parse_documents(data: bytes, name: str, text_field: str = "text") -> list[Document]:
@@ -139,14 +151,21 @@ def parse_documents(data: bytes, name: str, text_field: str = "text") -> list[Do
 
 def jsonl_records(text: str) -> Iterator[tuple[int, dict | None, str | None]]:
     """(line number, object, problem) for each non-blank line of JSONL text; exactly one
-    of object and problem is None. Callers decide whether a problem is fatal."""
-    for number, line in enumerate(text.splitlines(), start=1):
+    of object and problem is None. Callers decide whether a problem is fatal. Lines end
+    at \n only: U+2028, U+2029 and U+0085 are legal inside a JSON string."""
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as err:
             yield number, None, f"not valid JSON ({err.msg})"
+            continue
+        except ValueError:  # an integer of more than 4,300 digits
+            yield number, None, "a number too long to read"
+            continue
+        except RecursionError:
+            yield number, None, "nested too deeply"
             continue
         yield (number, record, None) if isinstance(record, dict) else (number, None, "not a JSON object")
 
@@ -158,7 +177,8 @@ def _jsonl_texts(text: str, name: str, text_field: str) -> list[tuple[str, str]]
             raise DataError(f"{name}: line {number} is {problem}")
         if not isinstance(record.get(text_field), str):
             raise DataError(f"{name}: line {number} has no string field {text_field!r}")
-        out.append((str(record.get("title", f"{name} #{number}")), record[text_field]))
+        title = record.get("title")
+        out.append((title if isinstance(title, str) else f"{name} #{number}", record[text_field]))
     return out
 
 

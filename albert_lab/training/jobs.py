@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from albert_lab.paths import PROJECT_ROOT, runs_dir
 from albert_lab.runfolder import RunFolder, write_json_atomic
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.prepare import Prepared, prepare
-from albert_lab.training.runs import RunInfo, new_run_id, read_run, update_run
+from albert_lab.training.runs import RunInfo, claim_run_dir, read_run, update_run
 
 
 def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None = None) -> tuple[Path, Prepared]:
@@ -32,21 +33,20 @@ def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None
     root = (root or runs_dir()).resolve()
     _check_writable(root)
     prepared = prepare(config)
-    run_id = run_id or new_run_id(config.name)
-    final = root / run_id
-    if final.exists():
-        raise RunError(f"{final} already exists; choose another run name")
-    tmp = root / f".{run_id}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    final = claim_run_dir(root, config.name, run_id)
+    run_id = final.name
+    tmp = root / f".{run_id}.tmp-{uuid.uuid4().hex[:12]}"  # unique: concurrent launches never share a temp name
     try:
+        tmp.mkdir()
         write_json_atomic(RunFolder(tmp).run_json, {"id": run_id, "status": "queued", "created": time.time(), "pid": None,
                                              "config": config.to_dict(), "step": 0, "total_steps": config.max_steps,
                                              "spec_label": prepared.spec.label})
         RunFolder(tmp).log.touch()
-        os.rename(tmp, final)
+        os.replace(tmp, final)  # over the empty folder claim_run_dir made: atomic
     except OSError as err:
         shutil.rmtree(tmp, ignore_errors=True)
+        if not RunFolder(final).is_run():
+            shutil.rmtree(final, ignore_errors=True)
         raise RunError(f"could not create the run folder in {root}: {err}") from None
     return final, prepared
 
@@ -54,7 +54,7 @@ def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None
 def _check_writable(root: Path) -> None:
     try:
         root.mkdir(parents=True, exist_ok=True)
-        probe = root / f".write-test-{os.getpid()}"
+        probe = root / f".write-test-{uuid.uuid4().hex[:12]}"
         probe.write_text("")
         probe.unlink()
     except OSError as err:

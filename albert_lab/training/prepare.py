@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,11 +50,14 @@ def prepare(config: TrainConfig) -> Prepared:
         tokenizer = load_tokenizer(tokenizer_dir)
     else:
         texts = [s for d in corpus.train for s in d.segments]
-        tmp = tokenizer_dir.with_name(f"{tokenizer_dir.name}.tmp-{os.getpid()}")
+        tmp = tokenizer_dir.with_name(f"{tokenizer_dir.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         try:
             train_tokenizer(texts, tmp, vocab_size=config.vocab_size, lowercase=config.lowercase, seed=config.seed)
-            if not tokenizer_dir.exists():  # another run may have finished the same one first
+            try:
                 tmp.rename(tokenizer_dir)
+            except OSError:  # another launch finished the same tokenizer first: use theirs
+                if not (tokenizer_dir / "tokenizer_config.json").is_file():
+                    raise
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         tokenizer = load_tokenizer(tokenizer_dir)

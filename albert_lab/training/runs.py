@@ -117,6 +117,21 @@ def update_run(path: Path, **changes: Any) -> dict[str, Any]:
     return RunFolder(path).update(**changes)
 
 
+def claim_run_dir(root: Path, name: str = "", run_id: str | None = None) -> Path:
+    """Reserve a run folder: an empty directory made with an exclusive mkdir, so that two
+    launches in the same second (two browser sessions share one process id) get distinct
+    ids, `<id>`, `<id>-2`, ...; a given `run_id` that exists is an error. The folder holds
+    no run.json until the complete run is renamed over it, so readers skip it."""
+    candidates = [run_id] if run_id else [(base := new_run_id(name)), *(f"{base}-{n}" for n in range(2, 1000))]
+    for candidate in candidates:
+        try:
+            (root / candidate).mkdir()
+            return root / candidate
+        except FileExistsError:
+            continue
+    raise RunError(f"{root / candidates[0]} already exists; choose another run name")
+
+
 def new_run_id(name: str = "") -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     slug = "".join(c if c.isalnum() or c in "-_" else "-" for c in name.strip().lower())[:32].strip("-")
