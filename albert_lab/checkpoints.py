@@ -58,6 +58,7 @@ class ModelBundle:
     card: dict[str, Any] = field(default_factory=dict)
     device: torch.device = torch.device("cpu")  # noqa: RUF009 - immutable
     dtype: torch.dtype = torch.float32
+    missing_keys: frozenset[str] = frozenset()  # weights transformers initialised randomly on load
 
 
 # ---- loading --------------------------------------------------------------------------
@@ -75,7 +76,7 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
         config = AutoConfig.from_pretrained(str(folder))
         model, missing = _load_weights(folder, config, allow_pickle)
         tokenizer = load_tokenizer(folder)
-        label = checkpoint_label(folder, name)
+        label = checkpoint_label(path.absolute(), name)  # the folder given, not a sentence-transformers module in it
     else:
         card, (config, model, missing, tokenizer) = {}, _load_from_hub(text)
         label = name or text
@@ -84,7 +85,8 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
     tune_for_inference(model)  # same math, faster CPU kernels (see analysis/common.py)
     model.to(device=torch_device, dtype=torch_dtype).eval()
     return ModelBundle(name=label, source=text, model=model, tokenizer=tokenizer, spec=spec,
-                       heads=head_status(spec, missing, card), card=card, device=torch_device, dtype=torch_dtype)
+                       heads=head_status(spec, missing, card), card=card, device=torch_device, dtype=torch_dtype,
+                       missing_keys=frozenset(missing))
 
 
 def _load_weights(folder: Path, config: AlbertConfig | BertConfig, allow_pickle: bool) -> tuple[PretrainingModel, set[str]]:

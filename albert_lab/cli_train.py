@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from albert_lab.cli_common import add_checkpoint_arguments, add_spec_arguments, command, emit, load_bundle, spec_from_args, table
+from albert_lab.cli_common import add_checkpoint_arguments, add_spec_arguments, command, emit, load_bundles, spec_from_args, table
 from albert_lab.errors import AlbertLabError
 
 
@@ -189,7 +189,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from albert_lab.analysis.evaluation import evaluate, evaluation_pairs
 
     pairs = evaluation_pairs(args.corpus, out_of_domain=not args.no_ood)
-    results = evaluate([load_bundle(args, source) for source in args.checkpoint], pairs, args.seq_len, args.limit,
+    results = evaluate(load_bundles(args, args.checkpoint), pairs, args.seq_len, args.limit,
                        by_source=args.by_source)
     emit(args, results.to_dict(orient="records"), evaluation_text(results))
     return 0
