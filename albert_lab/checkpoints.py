@@ -146,10 +146,11 @@ def _load_from_hub(hub_id: str) -> tuple[Any, PretrainingModel, set[str], Any]:
 # ---- saving ----------------------------------------------------------------------------
 def save_checkpoint(model: PretrainingModel, tokenizer: Any, spec: ModelSpec, out_dir: str | Path,
                     card: dict[str, Any] | None = None, tokenizer_source: str | Path | None = None,
-                    extra: Callable[[Path], None] | None = None) -> Path:
+                    extra: Callable[[Path], None] | None = None, omit: tuple[str, ...] = ()) -> Path:
     """Write a checkpoint folder atomically: into a hidden sibling, then renamed into
     place, so a reader never sees a half-written checkpoint (even after kill -9).
-    `extra(folder)` may add files (e.g. trainer state) before the swap."""
+    `extra(folder)` may add files (e.g. trainer state) before the swap. Weights whose
+    names start with an `omit` prefix are left out (a head that was missing on load)."""
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp, old = out.parent / f".{out.name}.tmp-{os.getpid()}", out.parent / f".{out.name}.old-{os.getpid()}"
@@ -160,7 +161,7 @@ def save_checkpoint(model: PretrainingModel, tokenizer: Any, spec: ModelSpec, ou
     # transformers' own: its keys are left out (as save_pretrained does) and re-tied on load.
     tied = set(getattr(model, "_tied_weights_keys", None) or ())
     state = {k: v.detach().to("cpu", torch.float32).clone().contiguous() for k, v in model.state_dict().items()
-             if k not in tied}
+             if k not in tied and not k.startswith(omit)}
     model.save_pretrained(str(tmp), state_dict=state)
     save_tokenizer(tokenizer, tmp, tokenizer_source or getattr(tokenizer, "name_or_path", None))
     full_card = {"format": 1, **(card or {}), "spec": spec.to_dict(), "objective": spec.objective}

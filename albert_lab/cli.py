@@ -88,6 +88,11 @@ def cmd_card(args: argparse.Namespace) -> int:
              f"heads: MLM {card['heads']['mlm']}, pair ({card['heads']['pair_kind'].upper()}) {card['heads']['pair']}"]
     if card["warning"]:
         lines.append(f"warning: {card['warning']}")
+    if probe := card["probe"]:
+        low, high = probe["ci95"]
+        lines.append(f"pair head: {probe['kind']} ({probe['task'].upper()}, {probe['pairs']['train']:,} training pairs, "
+                     f"{probe['steps']} steps; held-out accuracy {probe['held_out_accuracy']:.3f} [{low:.3f}, {high:.3f}], "
+                     f"n={probe['pairs']['held_out']:,})")
     for key, value in card["provenance"].items():
         if key != "train_config":
             lines.append(f"{key}: {value}")

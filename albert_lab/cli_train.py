@@ -213,6 +213,44 @@ def evaluation_text(results) -> str:
     return "\n".join([text, *sorted(set(notes))])
 
 
+def _fit_head_arguments(p: argparse.ArgumentParser) -> None:
+    add_checkpoint_arguments(p, many=False)
+    p.add_argument("--task", choices=["sop", "nsp"], help="the head to fit (default: the checkpoint's pair head kind)")
+    p.add_argument("--out", type=Path, help="new checkpoint folder (default: checkpoints/NAME-TASK-probe)")
+    p.add_argument("--corpus", default="long-mix", help="training pairs from its training documents, scored on its held-out ones")
+    p.add_argument("--train-pairs", type=int, default=2000)
+    p.add_argument("--heldout-pairs", type=int, default=1000)
+    p.add_argument("--steps", type=int, default=300, help="full-batch optimizer steps on the cached features")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--replace", action="store_true", help="also fit in place of a trained head of the same kind")
+
+
+@command("fit-head", "fit a missing or untrained SOP / NSP head as a probe on the frozen encoder")(_fit_head_arguments)
+def cmd_fit_head(args: argparse.Namespace) -> int:
+    from albert_lab.paths import checkpoints_dir
+    from albert_lab.training.probe import PROBE, check_probe_allowed, fit_probe, save_probe
+
+    for flag in ("train_pairs", "heldout_pairs", "steps"):
+        if getattr(args, flag) <= 0:
+            raise AlbertLabError(f"--{flag.replace('_', '-')} must be positive, got {getattr(args, flag)}")
+    bundle = load_bundles(args, [args.checkpoint])[0]
+    task = args.task or bundle.heads.pair_kind
+    check_probe_allowed(bundle, task, args.replace)
+    out = args.out or checkpoints_dir() / f"{bundle.name.replace('/', '-')}-{task}-probe"
+    if out.exists():
+        raise AlbertLabError(f"{out} exists; remove it or give another --out")
+    log = lambda line: print(line, file=sys.stderr)
+    result = fit_probe(bundle, task, args.corpus, args.train_pairs, args.heldout_pairs, args.steps, seed=args.seed,
+                       max_len=args.seq_len, log=log)
+    folder = save_probe(bundle, result, out)
+    emit(args, {"folder": str(folder), **vars(result)},
+         f"{task.upper()} {PROBE} of {bundle.name}: held-out accuracy {result.accuracy:.3f} "
+         f"[{result.low:.3f}, {result.high:.3f}] (95% Wilson), {result.hits}/{result.heldout_pairs} held-out pairs; "
+         f"fitted on {result.train_pairs:,} training pairs, {result.steps} steps, pooler {result.pooler}\nwrote {folder}")
+    return 0
+
+
 def _corpora_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--install", action="store_true", help="download (pinned, checked) and extract missing sources")
     p.add_argument("--force", action="store_true", help="with --install: re-extract installed sources too")
