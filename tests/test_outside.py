@@ -166,6 +166,14 @@ def test_bad_input_ends_in_one_line_saying_what_to_do(shipped, tmp_path):
     line = one_line_error(run_cli("oscillation", "--checkpoint", str(broken), "--text", TEXTS[0]))
     assert "damaged or truncated" in line and "model.safetensors" in line
     assert "invalid choice" in run_cli("card", str(broken), "--device", "gpu0").stderr
+    from albert_lab.catalog import check_folder
+
+    tf = tmp_path / "albert_base"
+    tf.mkdir()
+    (tf / "model.ckpt-best.index").write_bytes(b"")
+    for path in (tf, tf / "model.ckpt-best.index"):
+        with pytest.raises(CheckpointError, match=r"TensorFlow checkpoint.*convert it first"):
+            check_folder(path)
 
 
 @pytest.mark.gpu
