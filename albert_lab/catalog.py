@@ -28,7 +28,7 @@ PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 PAIR_KEYS = {"albert": "sop_classifier.", "bert": "cls.seq_relationship."}
 MLM_KEYS = {"albert": "predictions.", "bert": "cls.predictions."}
-HeadState = Literal["trained", "untrained", "missing", "present"]
+HeadState = Literal["trained", "untrained", "missing", "present", "probe"]
 
 
 @dataclass(frozen=True)
@@ -38,28 +38,42 @@ class HeadStatus:
     trained:   weights present and trained by this project (per albert_lab.json);
     untrained: weights present but never trained (objective 'none');
     missing:   not in the checkpoint: transformers initialised them randomly;
-    present:   weights present, provenance unknown (e.g. a hub checkpoint).
+    present:   weights present, provenance unknown (e.g. a hub checkpoint);
+    probe:     a pair head fitted on the frozen encoder (`albert-lab fit-head`).
     """
 
     mlm: HeadState
     pair: HeadState
     pair_kind: Literal["sop", "nsp"]  # what the pair head predicts; label 0 = original order / is next
+    family: Literal["albert", "bert"] = "albert"
 
     @property
     def pair_usable(self) -> bool:
-        return self.pair in ("trained", "present")
+        return self.pair in ("trained", "present", "probe")
+
+    @property
+    def missing(self) -> list[str]:
+        """The missing heads by name, e.g. ['MLM head', 'NSP head']."""
+        return [f"{name} head" for name, state in (("MLM", self.mlm), (self.pair_kind.upper(), self.pair)) if state == "missing"]
 
     @property
     def warning(self) -> str | None:
-        kind = self.pair_kind.upper()
-        if self.pair == "missing":
-            return (f"The {kind} head weights are missing from this checkpoint: transformers initialised them "
-                    f"randomly, so its {kind} scores are noise (public ALBERT checkpoints ship without them).")
+        kind, notes = self.pair_kind.upper(), []
+        if self.missing:
+            one = len(self.missing) == 1
+            uses = " and ".join(use for use, state in (("masked-token predictions", self.mlm), (f"{kind} scores", self.pair))
+                                if state == "missing")
+            notes.append(f"The {' and '.join(self.missing)} weights are missing from this checkpoint: "
+                         f"transformers would initialise {'it' if one else 'them'} randomly, so {uses} would be noise; "
+                         "none are computed.")
+            if self.pair == "missing":
+                hub = " (the model hub's ALBERT checkpoints ship without it)" if self.family == "albert" else ""
+                notes.append(f"An {kind} probe can be fitted on the frozen encoder with `albert-lab fit-head`{hub}.")
         if self.pair == "untrained":
-            return "This model was trained without an inter-sentence loss: its pair head was never trained."
-        if self.mlm == "missing":
-            return "The MLM head weights are missing: masked-token predictions are noise."
-        return None
+            notes.append(f"This model was trained without an inter-sentence loss: its {kind} head was never trained.")
+        if self.pair == "probe":
+            notes.append(f"The {kind} head is a probe on a frozen encoder, fitted after pretraining, not trained with the model.")
+        return " ".join(notes) or None
 
 
 def head_status(spec: ModelSpec, missing: set[str], card: dict[str, Any]) -> HeadStatus:
@@ -77,7 +91,7 @@ def head_status(spec: ModelSpec, missing: set[str], card: dict[str, Any]) -> Hea
     objective = spec.objective
     kind: Literal["sop", "nsp"] = objective if objective in ("sop", "nsp") else ("sop" if spec.family == "albert" else "nsp")
     return HeadStatus(mlm=state(MLM_KEYS[spec.family], "mlm", True),
-                      pair=state(PAIR_KEYS[spec.family], "pair", objective != "none"), pair_kind=kind)
+                      pair=state(PAIR_KEYS[spec.family], "pair", objective != "none"), pair_kind=kind, family=spec.family)
 
 
 def is_local_source(text: str) -> bool:
@@ -212,10 +226,10 @@ def check_folder(path: Path, allow_pickle: bool = False) -> Path:
     if not path.exists():
         raise CheckpointError(f"{path}: no such folder")
     if path.is_file():
-        raise CheckpointError(f"{path} is a file; give the checkpoint folder that holds config.json")
+        raise CheckpointError(_file_hint(path))
+    path = sentence_transformers_module(path)
     if not (path / "config.json").is_file():
-        hint = f"; this looks like a run folder, its checkpoint is {RunFolder(path).checkpoint}" if RunFolder(path).is_run() else ""
-        raise CheckpointError(f"{path} has no config.json, so it is not a transformers checkpoint folder{hint}")
+        raise CheckpointError(f"{path} has no config.json, so it is not a transformers checkpoint folder{_folder_hint(path)}")
     model_type = read_config(path).get("model_type")
     if model_type not in ("albert", "bert"):
         raise CheckpointError(f"unsupported model type {model_type!r} in {path / 'config.json'}; "
@@ -232,6 +246,48 @@ def check_folder(path: Path, allow_pickle: bool = False) -> Path:
         raise CheckpointError(f"{path} holds only pickled weights ({', '.join(pickles)}), and a pickle can run code "
                               "when loaded; convert it to safetensors, or allow pickles (--allow-pickle) if you trust it")
     return path
+
+
+def sentence_transformers_module(path: Path) -> Path:
+    """The folder of the Transformer module of a sentence-transformers folder
+    (modules.json names it: "" for the root, often "0_Transformer"); else `path`."""
+    if (path / "config.json").is_file() or not (path / "modules.json").is_file():
+        return path
+    try:
+        modules = json.loads((path / "modules.json").read_text())
+        found = [m.get("path", "") for m in modules if str(m.get("type", "")).endswith("Transformer")]
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, TypeError):
+        raise CheckpointError(f"{path / 'modules.json'} is not a valid sentence-transformers module list; "
+                              "point at the folder that holds config.json and model.safetensors") from None
+    if not found:
+        raise CheckpointError(f"{path} is a sentence-transformers folder without a Transformer module in modules.json; "
+                              "point at the folder that holds config.json")
+    return path / found[0]
+
+
+def _file_hint(path: Path) -> str:
+    """One line for a file given where a folder is expected: what to point at instead."""
+    import zipfile
+
+    if zipfile.is_zipfile(path) or path.suffix.lower() in (".zip", ".tar", ".gz", ".tgz"):
+        return f"{path} is an archive; unpack it (e.g. `unzip {path.name} -d {path.stem}`) and give the folder that holds config.json"
+    if path.name.startswith("model.ckpt") or ".data-0" in path.name or path.suffix == ".index":
+        return f"{path} is part of a TensorFlow checkpoint; convert it first (README: 'Checkpoints you did not train')"
+    return f"{path} is a file; give the checkpoint folder that holds it and config.json"
+
+
+def _folder_hint(path: Path) -> str:
+    """What a folder without config.json might be instead: a run, a TF checkpoint, a parent."""
+    if RunFolder(path).is_run():
+        return f"; this looks like a run folder, its checkpoint is {RunFolder(path).checkpoint}"
+    if any(path.glob("*.index")) or any(path.glob("*.data-0*")):
+        return "; it holds a TensorFlow checkpoint: convert it first (README: 'Checkpoints you did not train')"
+    inner = sorted(p.parent for p in path.glob("*/config.json"))
+    if inner:
+        return f"; give the folder that holds config.json, e.g. {inner[0]}"
+    if any(path.glob("*.zip")):
+        return "; it holds an archive: unpack it and give the folder that holds config.json"
+    return "; give the folder that holds config.json and model.safetensors"
 
 
 def read_config(folder: Path) -> dict[str, Any]:
@@ -299,7 +355,8 @@ class CheckpointSummary:
 def summarize_checkpoint(folder: str | Path, name: str | None = None) -> CheckpointSummary | None:
     """The summary of a local safetensors checkpoint; None where only loading can tell
     (pickled or sharded weights). Raises CheckpointError for folders that cannot load."""
-    path = check_folder(Path(str(folder).strip()).expanduser())
+    given = Path(str(folder).strip()).expanduser()
+    path = check_folder(given)
     files = sorted(path.glob("*.safetensors"))
     if [f.name for f in files] != ["model.safetensors"]:
         return None
@@ -310,7 +367,8 @@ def summarize_checkpoint(folder: str | Path, name: str | None = None) -> Checkpo
     # (files from *ForMaskedLM / base models keep the encoder under the same prefix).
     missing = {prefix for prefix in (MLM_KEYS[spec.family], PAIR_KEYS[spec.family])
                if not any(k.startswith(prefix) for k in keys)}
-    return CheckpointSummary(name=checkpoint_label(path, name), source=str(folder).strip(), spec=spec, heads=head_status(spec, missing, card),
+    return CheckpointSummary(name=checkpoint_label(given.absolute(), name), source=str(folder).strip(), spec=spec,
+                             heads=head_status(spec, missing, card),
                              card=card)
 
 

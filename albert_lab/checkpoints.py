@@ -60,6 +60,7 @@ class ModelBundle:
     card: dict[str, Any] = field(default_factory=dict)
     device: torch.device = torch.device("cpu")  # noqa: RUF009 - immutable
     dtype: torch.dtype = torch.float32
+    missing_keys: frozenset[str] = frozenset()  # weights transformers initialised randomly on load
 
 
 # ---- loading --------------------------------------------------------------------------
@@ -78,7 +79,7 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
         spec = read_spec(folder, card, config)
         model, missing = _load_weights(folder, config, allow_pickle)
         tokenizer = load_tokenizer(folder)
-        label = checkpoint_label(folder, name)
+        label = checkpoint_label(path.absolute(), name)  # the folder given, not a sentence-transformers module in it
     else:
         card, (config, model, missing, tokenizer) = {}, _load_from_hub(text)
         spec = spec_from_config(config, card)
@@ -87,7 +88,8 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
     tune_for_inference(model)  # same math, faster CPU kernels (see analysis/common.py)
     model.to(device=torch_device, dtype=torch_dtype).eval()
     return ModelBundle(name=label, source=text, model=model, tokenizer=tokenizer, spec=spec,
-                       heads=head_status(spec, missing, card), card=card, device=torch_device, dtype=torch_dtype)
+                       heads=head_status(spec, missing, card), card=card, device=torch_device, dtype=torch_dtype,
+                       missing_keys=frozenset(missing))
 
 
 def _load_weights(folder: Path, config: AlbertConfig | BertConfig, allow_pickle: bool) -> tuple[PretrainingModel, set[str]]:
@@ -149,10 +151,11 @@ def _load_from_hub(hub_id: str) -> tuple[Any, PretrainingModel, set[str], Any]:
 # ---- saving ----------------------------------------------------------------------------
 def save_checkpoint(model: PretrainingModel, tokenizer: Any, spec: ModelSpec, out_dir: str | Path,
                     card: dict[str, Any] | None = None, tokenizer_source: str | Path | None = None,
-                    extra: Callable[[Path], None] | None = None) -> Path:
+                    extra: Callable[[Path], None] | None = None, omit: tuple[str, ...] = ()) -> Path:
     """Write a checkpoint folder atomically: into a hidden sibling, then renamed into
     place, so a reader never sees a half-written checkpoint (even after kill -9).
-    `extra(folder)` may add files (e.g. trainer state) before the swap."""
+    `extra(folder)` may add files (e.g. trainer state) before the swap. Weights whose
+    names start with an `omit` prefix are left out (a head that was missing on load)."""
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp, old = out.parent / f".{out.name}.tmp-{os.getpid()}", out.parent / f".{out.name}.old-{os.getpid()}"
@@ -163,7 +166,7 @@ def save_checkpoint(model: PretrainingModel, tokenizer: Any, spec: ModelSpec, ou
     # transformers' own: its keys are left out (as save_pretrained does) and re-tied on load.
     tied = set(getattr(model, "_tied_weights_keys", None) or ())
     state = {k: v.detach().to("cpu", torch.float32).clone().contiguous() for k, v in model.state_dict().items()
-             if k not in tied}
+             if k not in tied and not k.startswith(omit)}
     model.save_pretrained(str(tmp), state_dict=state)
     save_tokenizer(tokenizer, tmp, tokenizer_source or getattr(tokenizer, "name_or_path", None))
     full_card = {"format": 1, **(card or {}), "spec": spec.to_dict(), "objective": spec.objective}

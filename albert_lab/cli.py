@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import albert_lab.cli_analysis
 import albert_lab.cli_train  # noqa: F401  (registers its commands)
-from albert_lab.cli_common import COMMANDS, add_spec_arguments, command, emit, spec_from_args, table
+from albert_lab.cli_common import COMMANDS, add_device_argument, add_spec_arguments, command, emit, spec_from_args, table
 from albert_lab.errors import AlbertLabError
 
 
@@ -72,6 +72,7 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
 def _card_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", help="checkpoint folder, name from `albert-lab checkpoints`, or hub id")
     p.add_argument("--allow-pickle", action="store_true", help="load pickled weights (only if you trust the source)")
+    add_device_argument(p)
     p.add_argument("--json", action="store_true")
 
 
@@ -80,13 +81,18 @@ def cmd_card(args: argparse.Namespace) -> int:
     from albert_lab.card import model_card, resolve_checkpoint
     from albert_lab.checkpoints import load_checkpoint
 
-    bundle = load_checkpoint(resolve_checkpoint(args.checkpoint), device="cpu", allow_pickle=args.allow_pickle)
+    bundle = load_checkpoint(resolve_checkpoint(args.checkpoint), device=args.device, allow_pickle=args.allow_pickle)
     card = model_card(bundle)
     lines = [f"{card['name']}: {card['spec_label']}", f"source: {card['source']}",
              f"parameters: {card['params']['total']:,} (encoder incl. pooler), {card['params']['total_with_heads']:,} with heads",
              f"heads: MLM {card['heads']['mlm']}, pair ({card['heads']['pair_kind'].upper()}) {card['heads']['pair']}"]
     if card["warning"]:
         lines.append(f"warning: {card['warning']}")
+    if probe := card["probe"]:
+        low, high = probe["ci95"]
+        lines.append(f"pair head: {probe['kind']} ({probe['task'].upper()}, {probe['pairs']['train']:,} training pairs, "
+                     f"{probe['steps']} steps; held-out accuracy {probe['held_out_accuracy']:.3f} [{low:.3f}, {high:.3f}], "
+                     f"n={probe['pairs']['held_out']:,})")
     for key, value in card["provenance"].items():
         if key != "train_config":
             lines.append(f"{key}: {value}")

@@ -14,6 +14,7 @@ from albert_lab.cli_common import (
     emit,
     input_texts,
     load_bundle,
+    load_bundles,
     print_frame,
 )
 from albert_lab.errors import AlbertLabError
@@ -30,7 +31,7 @@ def _oscillation_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_oscillation(args: argparse.Namespace) -> int:
     from albert_lab.analysis.oscillation import oscillation, verdict
 
-    bundles = [load_bundle(args, c) for c in args.checkpoint]
+    bundles = load_bundles(args, args.checkpoint)
     frame = oscillation(bundles, input_texts(args), args.aggregate, args.seq_len)
     print_frame(args, frame, ["checkpoint", "layer", "l2", "angle_deg", "l2_spread", "angle_spread", "norm_out"])
     if not args.json:
@@ -73,7 +74,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     parsed = read_pairs(args.pairs.read_bytes(), args.pairs.name, args.max_rows)
     for problem in parsed.problems:
         print(f"warning: {problem}", file=sys.stderr)
-    bundles = [load_bundle(args, c) for c in args.checkpoint]
+    bundles = load_bundles(args, args.checkpoint)
     for bundle in bundles:
         if bundle.heads.warning:
             print(f"warning: {bundle.name}: {bundle.heads.warning}", file=sys.stderr)

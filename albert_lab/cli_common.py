@@ -84,10 +84,17 @@ def spec_from_args(args: argparse.Namespace, default_preset: str = "albert-base"
     return base.replace(**changes) if changes else base  # the spec applies the BERT rule (E = H, no sharing)
 
 
+DEVICES = ["auto", "cpu", "cuda", "mps"]
+
+
+def add_device_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default="auto", choices=DEVICES, help="auto: CUDA when present, else MPS, else CPU")
+
+
 def add_checkpoint_arguments(p: argparse.ArgumentParser, many: bool = True) -> None:
     p.add_argument("--checkpoint", action="append" if many else "store", required=True,
                    help="shipped name, folder or hub id" + (" (repeatable)" if many else ""))
-    p.add_argument("--device", default="auto")
+    add_device_argument(p)
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     p.add_argument("--allow-pickle", action="store_true")
     p.add_argument("--json", action="store_true", help="print the frame as JSON records")
@@ -105,6 +112,32 @@ def load_bundle(args: argparse.Namespace, source: str):
 
     return load_checkpoint(resolve_checkpoint(source), device=args.device, dtype=args.dtype,
                            allow_pickle=args.allow_pickle, name=source if "/" not in source else None)
+
+
+def load_bundles(args: argparse.Namespace, sources: Sequence[str]) -> list:
+    """Load each checkpoint; labels made distinct where folder names collide (a/model and
+    b/model become 'a/model' and 'b/model'), so their rows never merge."""
+    bundles = [load_bundle(args, source) for source in sources]
+    for bundle, label in zip(bundles, distinct_labels([b.name for b in bundles], [b.source for b in bundles])):
+        bundle.name = label
+    return bundles
+
+
+def distinct_labels(names: Sequence[str], sources: Sequence[str]) -> list[str]:
+    """`names`, where two are equal: the last two parts of their paths, then ' (2)', ' (3)'..."""
+    labels = list(names)
+    for name in set(names):
+        same = [i for i, n in enumerate(names) if n == name]
+        if len(same) > 1:
+            for i in same:
+                parts = Path(sources[i]).expanduser().absolute().parts
+                labels[i] = "/".join(parts[-2:]) if len(parts) >= 2 else name
+    seen: dict[str, int] = {}
+    for i, label in enumerate(labels):
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            labels[i] = f"{label} ({seen[label]})"
+    return labels
 
 
 def input_texts(args: argparse.Namespace) -> list[str]:

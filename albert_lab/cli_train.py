@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from albert_lab.cli_common import add_checkpoint_arguments, add_spec_arguments, command, emit, load_bundle, spec_from_args, table
+from albert_lab.cli_common import add_checkpoint_arguments, add_spec_arguments, command, emit, load_bundles, spec_from_args, table
 from albert_lab.errors import AlbertLabError
 
 
@@ -189,7 +189,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from albert_lab.analysis.evaluation import evaluate, evaluation_pairs
 
     pairs = evaluation_pairs(args.corpus, out_of_domain=not args.no_ood)
-    results = evaluate([load_bundle(args, source) for source in args.checkpoint], pairs, args.seq_len, args.limit,
+    results = evaluate(load_bundles(args, args.checkpoint), pairs, args.seq_len, args.limit,
                        by_source=args.by_source)
     emit(args, results.to_dict(orient="records"), evaluation_text(results))
     return 0
@@ -201,6 +201,44 @@ def evaluation_text(results) -> str:
 
     cells, notes = table5_cells(results)
     return "\n".join([table([tuple(r) for r in cells.itertuples(index=False)], list(cells.columns)), *notes])
+
+
+def _fit_head_arguments(p: argparse.ArgumentParser) -> None:
+    add_checkpoint_arguments(p, many=False)
+    p.add_argument("--task", choices=["sop", "nsp"], help="the head to fit (default: the checkpoint's pair head kind)")
+    p.add_argument("--out", type=Path, help="new checkpoint folder (default: checkpoints/NAME-TASK-probe)")
+    p.add_argument("--corpus", default="long-mix", help="training pairs from its training documents, scored on its held-out ones")
+    p.add_argument("--train-pairs", type=int, default=2000)
+    p.add_argument("--heldout-pairs", type=int, default=1000)
+    p.add_argument("--steps", type=int, default=300, help="full-batch optimizer steps on the cached features")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--replace", action="store_true", help="also fit in place of a trained head of the same kind")
+
+
+@command("fit-head", "fit a missing or untrained SOP / NSP head as a probe on the frozen encoder")(_fit_head_arguments)
+def cmd_fit_head(args: argparse.Namespace) -> int:
+    from albert_lab.paths import checkpoints_dir
+    from albert_lab.training.probe import PROBE, check_probe_allowed, fit_probe, save_probe
+
+    for flag in ("train_pairs", "heldout_pairs", "steps"):
+        if getattr(args, flag) <= 0:
+            raise AlbertLabError(f"--{flag.replace('_', '-')} must be positive, got {getattr(args, flag)}")
+    bundle = load_bundles(args, [args.checkpoint])[0]
+    task = args.task or bundle.heads.pair_kind
+    check_probe_allowed(bundle, task, args.replace)
+    out = args.out or checkpoints_dir() / f"{bundle.name.replace('/', '-')}-{task}-probe"
+    if out.exists():
+        raise AlbertLabError(f"{out} exists; remove it or give another --out")
+    log = lambda line: print(line, file=sys.stderr)
+    result = fit_probe(bundle, task, args.corpus, args.train_pairs, args.heldout_pairs, args.steps, seed=args.seed,
+                       max_len=args.seq_len, log=log)
+    folder = save_probe(bundle, result, out)
+    emit(args, {"folder": str(folder), **vars(result)},
+         f"{task.upper()} {PROBE} of {bundle.name}: held-out accuracy {result.accuracy:.3f} "
+         f"[{result.low:.3f}, {result.high:.3f}] (95% Wilson), {result.hits}/{result.heldout_pairs} held-out pairs; "
+         f"fitted on {result.train_pairs:,} training pairs, {result.steps} steps, pooler {result.pooler}\nwrote {folder}")
+    return 0
 
 
 def _corpora_arguments(p: argparse.ArgumentParser) -> None:

@@ -30,6 +30,7 @@ from torch import nn
 from albert_lab.checkpoints import ModelBundle
 from albert_lab.data.batching import Batch, batch_from_documents
 from albert_lab.data.corpus import Document, split_sentences
+from albert_lab.errors import CheckpointError
 from albert_lab.kernels import autocast, tune_for_training
 from albert_lab.models import PretrainingModel
 from albert_lab.objective import PretrainingLoss
@@ -172,11 +173,28 @@ def _named(stats: tuple[float, float, int]) -> dict:
     return dict(zip(("mean_abs", "max_abs", "numel"), stats))
 
 
+def check_loss_heads(bundle: ModelBundle, objective: str) -> None:
+    """The pretraining loss needs the MLM head, and the pair head unless objective is
+    'none'; a missing head would be transformers' random initialisation (unseeded), so
+    the gradients would describe noise: refuse, saying what would work instead."""
+    heads = bundle.heads
+    if heads.mlm == "missing":
+        raise CheckpointError(f"{bundle.name}: the MLM head is missing from the checkpoint, and the pretraining loss needs it "
+                              "(a random head would give random gradients); gradient flow needs a checkpoint with an MLM head"
+                              + (f" (its {heads.pair_kind.upper()} head is missing too)" if heads.pair == "missing" else ""))
+    if heads.pair == "missing" and objective != "none":
+        raise CheckpointError(f"{bundle.name}: the {heads.pair_kind.upper()} head is missing from the checkpoint, so the "
+                              f"{objective.upper()} loss would run through a random head; use --objective none (MLM loss only), "
+                              "or fit a probe head with `albert-lab fit-head`")
+
+
 def gradient_flow(bundle: ModelBundle, texts: list[str], objective: str | None = None, seed: int = 0,
                   max_len: int = 128, max_pairs: int = 16) -> pd.DataFrame:
     """Gradient flow of a checkpoint's pretraining loss on pairs made from `texts`
-    (as in training, masks drawn with `seed`); a 'checkpoint' column is added."""
+    (as in training, masks drawn with `seed`); a 'checkpoint' column is added.
+    Refuses a loss that would run through a head the checkpoint does not have."""
     objective = objective or bundle.spec.objective
+    check_loss_heads(bundle, objective)
     docs = [Document(f"text {i + 1}", tuple(split_sentences(t))) for i, t in enumerate(texts)]
     batch = batch_from_documents(docs, bundle.tokenizer, objective, min(max_len, bundle.spec.max_positions), seed, max_pairs)
     frame = gradient_flow_on_batch(bundle.model, bundle.spec, batch, objective)

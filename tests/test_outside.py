@@ -1,0 +1,237 @@
+"""Checkpoints the lab did not train (issue #10): a real pretrained sentence-transformers
+encoder without MLM or NSP head, hub-style folders, and bad input. What a user sees:
+the head status, no number from a random head, one line naming each problem."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+
+import pandas as pd
+import pytest
+import torch
+
+from albert_lab.catalog import HeadStatus
+from albert_lab.cli_common import distinct_labels
+from albert_lab.errors import AlbertLabError, CheckpointError
+from tests.conftest import run_cli
+
+TEXTS = ["The river flows through the old town. Its bridges date from the middle ages.",
+         "Photosynthesis turns light into chemical energy. Plants store it as sugar."]
+
+
+def one_line_error(result) -> str:
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+# ---- the real MiniLM encoder through every command ------------------------------------------
+def test_minilm_card_shows_both_heads_missing(minilm):
+    result = run_cli("card", str(minilm), "--json", "--device", "cpu")
+    assert result.returncode == 0, result.stderr
+    card = json.loads(result.stdout)
+    assert card["heads"] == {"mlm": "missing", "pair": "missing", "pair_kind": "nsp"}
+    assert card["spec"]["family"] == "bert" and card["spec"]["num_layers"] == 6 and card["spec"]["hidden_size"] == 384
+    assert "MLM head and NSP head weights are missing" in card["warning"] and "ALBERT" not in card["warning"]
+    assert card["name"] == "model"
+
+
+def test_minilm_oscillation_matches_transformers(minilm):
+    from transformers import AutoTokenizer, BertModel
+
+    result = run_cli("oscillation", "--checkpoint", str(minilm), *[a for t in TEXTS for a in ("--text", t)], "--json")
+    assert result.returncode == 0, result.stderr
+    rows = pd.DataFrame(json.loads(result.stdout))
+    tokenizer = AutoTokenizer.from_pretrained(str(minilm))
+    model = BertModel.from_pretrained(str(minilm)).eval()  # independent of albert_lab's loading
+    enc = tokenizer(TEXTS, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        states = model(**enc, output_hidden_states=True).hidden_states
+    mask = enc["attention_mask"].bool()
+    for layer in range(1, 7):
+        before, after = states[layer - 1][mask].double(), states[layer][mask].double()
+        l2 = (after - before).norm(dim=-1).mean().item()
+        cos = torch.nn.functional.cosine_similarity(after, before, dim=-1).clamp(-1, 1)
+        angle = torch.rad2deg(torch.arccos(cos)).mean().item()
+        row = rows[rows.layer == layer].iloc[0]
+        assert row.l2 == pytest.approx(l2, abs=1e-5, rel=1e-5) and row.angle_deg == pytest.approx(angle, abs=1e-4)
+    assert list(rows.layer) == [1, 2, 3, 4, 5, 6]
+
+
+def test_minilm_score_json_has_no_numbers_from_a_random_head(minilm, tmp_path):
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("sentence_a,sentence_b,label\nThe sun rose.,Birds began to sing.,0\nIt rained.,Then it stopped.,0\n")
+    result = run_cli("score", str(pairs), "--checkpoint", str(minilm), "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)  # valid JSON: no bare NaN
+    assert len(rows) == 2 and all(r["p_ab"] is None and r["p_ba"] is None and r["prediction"] is None for r in rows)
+    assert all(r["head_status"] == "missing" and r["note"].startswith("not scored") for r in rows)
+    assert "MLM head and NSP head" in result.stderr
+
+
+def test_minilm_gradflow_refuses_in_one_line(minilm):
+    line = one_line_error(run_cli("gradflow", "--checkpoint", str(minilm), "--text", TEXTS[0]))
+    assert "MLM head is missing" in line and "NSP head is missing too" in line
+
+
+def test_minilm_evaluate_scores_nothing(minilm):
+    result = run_cli("evaluate", "--checkpoint", str(minilm), "--corpus", "wiki-vital[:600]", "--limit", "10", "--no-ood",
+                     "--json")
+    assert result.returncode == 0, result.stderr
+    rows = pd.DataFrame(json.loads(result.stdout))
+    assert set(rows.metric) >= {"mlm", "nsp", "sop"} and rows.accuracy.isna().all() and rows.hits.isna().all()
+    assert rows.set_index("metric").loc["mlm", "note"] == "not scored: the MLM head is missing from the checkpoint"
+    assert (rows.mlm_head == "missing").all() and (rows.pair_head == "missing").all()
+
+
+def test_minilm_attribution_refused(minilm):
+    from albert_lab.analysis.attribution import attribute_pair
+    from albert_lab.checkpoints import load_checkpoint
+
+    bundle = load_checkpoint(minilm, device="cpu")
+    assert bundle.heads.mlm == "missing" and bundle.heads.pair == "missing"
+    with pytest.raises(AlbertLabError, match="pair head is missing"):
+        attribute_pair(bundle, "The sun rose.", "Birds sang.")
+
+
+# ---- heads: wording, gradient flow -----------------------------------------------------------
+def test_warnings_name_each_missing_head_in_the_family_words():
+    bert = HeadStatus(mlm="missing", pair="missing", pair_kind="nsp", family="bert")
+    assert bert.missing == ["MLM head", "NSP head"] and "ALBERT" not in bert.warning
+    albert = HeadStatus(mlm="present", pair="missing", pair_kind="sop", family="albert")
+    assert albert.missing == ["SOP head"] and "SOP head weights are missing" in albert.warning
+    assert "model hub's ALBERT checkpoints" in albert.warning and "MLM" not in albert.warning
+    mlm_only = HeadStatus(mlm="missing", pair="trained", pair_kind="sop", family="albert")
+    assert "The MLM head weights are missing" in mlm_only.warning and "initialise it randomly" in mlm_only.warning
+    assert mlm_only.missing == ["MLM head"] and "masked-token predictions" in mlm_only.warning
+    assert HeadStatus(mlm="trained", pair="trained", pair_kind="sop").warning is None
+
+
+def test_gradflow_without_pair_head_refuses_or_uses_mlm_only(shipped):
+    from albert_lab.analysis.gradflow import gradient_flow
+    from albert_lab.checkpoints import load_checkpoint
+
+    bundle = load_checkpoint(shipped / "hub-albert", device="cpu")
+    with pytest.raises(CheckpointError, match="--objective none"):
+        gradient_flow(bundle, TEXTS)
+    first, again = (gradient_flow(bundle, TEXTS, objective="none", seed=3) for _ in range(2))
+    pd.testing.assert_frame_equal(first, again)  # deterministic for a seed
+    assert "pair head" not in set(first.component)  # no gradient reaches the random head
+
+
+# ---- labels, folders and bad input -------------------------------------------------------------
+def test_labels_distinct_when_folder_names_collide(shipped, tmp_path):
+    assert distinct_labels(["model", "model", "x"], ["/p/a/model", "/p/b/model", "x"]) == ["a/model", "b/model", "x"]
+    assert distinct_labels(["m", "m"], ["/a/m", "/a/m"]) == ["a/m", "a/m (2)"]
+    for parent in ("a", "b"):
+        shutil.copytree(shipped / "albert-sop", tmp_path / parent / "model")
+    result = run_cli("oscillation", "--checkpoint", str(tmp_path / "a" / "model"), "--checkpoint", str(tmp_path / "b" / "model"),
+                     "--text", TEXTS[0], "--json")
+    assert result.returncode == 0, result.stderr
+    rows = pd.DataFrame(json.loads(result.stdout))
+    assert rows.groupby("checkpoint").size().to_dict() == {"a/model": 3, "b/model": 3}
+
+
+def test_sentence_transformers_folder_loads_its_transformer(shipped, tmp_path):
+    from albert_lab.catalog import summarize_checkpoint
+    from albert_lab.checkpoints import load_checkpoint
+
+    root = tmp_path / "my-encoder"
+    shutil.copytree(shipped / "bert-nsp", root / "0_Transformer")
+    (root / "1_Pooling").mkdir()
+    (root / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "0_Transformer", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    bundle = load_checkpoint(root, device="cpu")
+    assert bundle.name == "my-encoder" and bundle.spec.family == "bert" and bundle.heads.pair == "trained"
+    assert summarize_checkpoint(root).name == "my-encoder"
+
+
+def test_bad_input_ends_in_one_line_saying_what_to_do(shipped, tmp_path):
+    archive = tmp_path / "model.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.write(shipped / "albert-sop" / "config.json", "config.json")
+    assert "unpack it" in one_line_error(run_cli("card", str(archive)))
+    parent = tmp_path / "downloads"
+    shutil.copytree(shipped / "albert-sop", parent / "inner")
+    line = one_line_error(run_cli("card", str(parent)))
+    assert "no config.json" in line and str(parent / "inner") in line
+    broken = tmp_path / "broken"
+    shutil.copytree(shipped / "albert-sop", broken)
+    weights = broken / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    line = one_line_error(run_cli("oscillation", "--checkpoint", str(broken), "--text", TEXTS[0]))
+    assert "damaged or truncated" in line and "model.safetensors" in line
+    assert "invalid choice" in run_cli("card", str(broken), "--device", "gpu0").stderr
+    from albert_lab.catalog import check_folder
+
+    tf = tmp_path / "albert_base"
+    tf.mkdir()
+    (tf / "model.ckpt-best.index").write_bytes(b"")
+    for path in (tf, tf / "model.ckpt-best.index"):
+        with pytest.raises(CheckpointError, match=r"TensorFlow checkpoint.*convert it first"):
+            check_folder(path)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_oscillation_on_cuda_matches_cpu(shipped):
+    from albert_lab.analysis.oscillation import oscillation
+    from albert_lab.checkpoints import load_checkpoint
+
+    frames = [oscillation(load_checkpoint(shipped / "albert-sop", device=d), TEXTS) for d in ("cpu", "cuda")]
+    assert frames[1].l2.to_numpy() == pytest.approx(frames[0].l2.to_numpy(), rel=1e-4)
+
+
+# ---- fit-head: a probe on a frozen encoder -----------------------------------------------------
+def test_fit_head_on_hub_albert_writes_a_probe(shipped, tmp_path):
+    out = tmp_path / "hub-albert-sop-probe"
+    args = ("fit-head", "--checkpoint", str(shipped / "hub-albert"), "--corpus", "wiki-vital[:600]", "--train-pairs", "64",
+            "--heldout-pairs", "48", "--steps", "30", "--out", str(out), "--json")
+    result = run_cli(*args)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["task"] == "sop" and summary["pooler"] == "fitted"  # AlbertForMaskedLM has no pooler
+    assert summary["heldout_pairs"] == 48 and 0 <= summary["low"] <= summary["accuracy"] <= summary["high"] <= 1
+    card = json.loads((out / "albert_lab.json").read_text())
+    assert card["probe"]["kind"] == "probe on a frozen encoder" and card["heads"] == {"mlm": "present", "pair": "probe"}
+    assert card["probe"]["pairs"] == {"train": 64, "held_out": 48} and card["probe"]["steps"] == 30
+    assert card["provenance"]["origin"].startswith("probe on a frozen encoder") and "trained" not in json.dumps(card["heads"])
+    shown = run_cli("card", str(out))
+    assert "pair (SOP) probe" in shown.stdout and "pair head: probe on a frozen encoder (SOP, 64 training pairs" in shown.stdout
+    assert "exists" in one_line_error(run_cli(*args))  # never overwrites
+
+
+def test_fit_head_probe_is_deterministic_and_used_by_scoring(shipped, tmp_path):
+    from albert_lab.analysis.pairs import pairs_frame, score_pairs
+    from albert_lab.checkpoints import load_checkpoint
+    from albert_lab.training.probe import fit_probe, save_probe
+
+    results = []
+    for _ in range(2):
+        bundle = load_checkpoint(shipped / "hub-albert", device="cpu")
+        results.append(fit_probe(bundle, corpus="wiki-vital[:600]", train_pairs=40, heldout_pairs=40, steps=10, seed=1))
+    assert results[0] == results[1]
+    folder = save_probe(bundle, results[1], tmp_path / "probe")
+    reloaded = load_checkpoint(folder, device="cpu")
+    assert reloaded.heads.pair == "probe" and reloaded.heads.pair_usable and "probe on a frozen encoder" in reloaded.heads.warning
+    scores = score_pairs(reloaded, pairs_frame(["The sun rose."], ["Birds sang."]))
+    assert scores.p_ab.notna().all() and (scores.head_status == "probe").all()
+
+
+def test_fit_head_refuses_a_trained_head_of_the_same_kind(shipped):
+    line = one_line_error(run_cli("fit-head", "--checkpoint", str(shipped / "albert-sop"), "--corpus", "wiki-vital[:600]"))
+    assert "SOP head is trained" in line and "--replace" in line
+
+
+def test_fit_head_on_minilm_keeps_the_mlm_head_missing(minilm, tmp_path):
+    out = tmp_path / "minilm-nsp"
+    result = run_cli("fit-head", "--checkpoint", str(minilm), "--corpus", "wiki-vital[:600]", "--train-pairs", "24",
+                     "--heldout-pairs", "16", "--steps", "5", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    card = json.loads(run_cli("card", str(out), "--json").stdout)
+    assert card["heads"] == {"mlm": "missing", "pair": "probe", "pair_kind": "nsp"}  # no random MLM weights written
+    assert card["probe"]["pooler"] == "checkpoint" and "MLM head weights are missing" in card["warning"]
