@@ -11,11 +11,11 @@ import zipfile
 import pandas as pd
 import pytest
 import torch
+from conftest import run_cli
 
 from albert_lab.catalog import HeadStatus
 from albert_lab.cli_common import distinct_labels
 from albert_lab.errors import AlbertLabError, CheckpointError
-from tests.conftest import run_cli
 
 TEXTS = ["The river flows through the old town. Its bridges date from the middle ages.",
          "Photosynthesis turns light into chemical energy. Plants store it as sugar."]
