@@ -65,7 +65,7 @@ def test_parameters(app):
 
 def test_oscillation(app):
     at = goto(app, "oscillation")
-    assert len(charts(at)) == 2  # curves + similarity heatmap
+    assert len(charts(at)) == 3  # curves, roughness bars, similarity heatmap
     verdicts = [m.value for m in at.markdown if m.value.startswith("**") and "roughness" in m.value]
     assert len(verdicts) == 3 and all(("oscillating" in v) or ("converging" in v) for v in verdicts)
     at.radio(key="osc_input").set_value("My text").run()
@@ -140,3 +140,60 @@ def test_path_field_refuses_folders_outside_the_allowed_roots(app):
     app.sidebar.button(key="add_button").click().run()
     assert any("outside the folders the app may read" in e.value for e in app.error)
     assert not app.exception
+
+
+# ---- issue #14: the oscillation page's words agree with its numbers ------------------------
+def test_roughness_calls_a_steady_decay_smoother_than_a_zigzag():
+    import pandas as pd
+
+    from albert_lab.analysis.oscillation import verdict
+
+    # the shipped models' curves: ALBERT decays steadily, BERT goes down and up
+    albert = [12.96, 5.77, 4.39, 3.62, 3.06, 2.70]
+    bert = [7.78, 6.03, 5.80, 6.74, 6.86, 8.14]
+    frame = pd.DataFrame([dict(checkpoint=name, layer=i + 1, l2=v, angle_deg=10.0)
+                          for name, curve in (("albert", albert), ("bert", bert)) for i, v in enumerate(curve)])
+    rough = verdict(frame).set_index("checkpoint").roughness
+    assert rough["albert"] < rough["bert"]
+    line = pd.DataFrame([dict(checkpoint="line", layer=i + 1, l2=10.0 - i, angle_deg=1.0) for i in range(6)])
+    assert verdict(line).roughness.iloc[0] == pytest.approx(0.0)
+
+
+def test_oscillation_page_names_the_smoother_model_from_its_own_numbers(app):
+    at = goto(app, "oscillation")
+    rough = {}
+    for m in at.markdown:
+        if m.value.startswith("**") and "roughness" in m.value:
+            name, rest = m.value[2:].split("**", 1)
+            rough[name] = float(rest.split("roughness ")[1].split(" ")[0])
+    sentence = next(m.value for m in at.markdown if m.value.startswith("Smoothest to roughest"))
+    order = sorted(rough, key=rough.get)
+    positions = [sentence.index(f"{name} (") for name in order]
+    assert positions == sorted(positions), (sentence, rough)
+    assert "lower is smoother" in next(m.value for m in at.markdown if "roughness" in m.value)
+
+
+# ---- issue #14: the launcher says the port it starts on; the favicon is local ---------------
+@pytest.mark.parametrize("argv, port", [(["app"], 8501), (["app", "--port", "9100"], 9100),
+                                        (["app", "--server.port", "9000"], 9000),
+                                        (["app", "--server.port=9001", "--server.headless", "true"], 9001)])
+def test_app_launcher_prints_the_port_it_starts(argv, port, monkeypatch, capsys):
+    import os
+
+    from albert_lab import cli
+
+    calls = []
+    monkeypatch.setattr(os, "chdir", lambda path: None)
+    monkeypatch.setattr(os, "execve", lambda exe, command, env: calls.append(command))
+    assert cli.main(argv) == 0
+    assert f"http://localhost:{port}" in capsys.readouterr().err
+    command = calls[0]
+    assert command.count("--server.port") == 1 and command[command.index("--server.port") + 1] == str(port)
+
+
+def test_favicon_is_drawn_locally():
+    from streamlit.commands.page_config import _get_favicon_string
+
+    from app import ui
+
+    assert _get_favicon_string(ui.PAGE_ICON).startswith("emoji:")  # a ":material/..." icon is fetched from gstatic
