@@ -197,3 +197,25 @@ def test_favicon_is_drawn_locally():
     from app import ui
 
     assert _get_favicon_string(ui.PAGE_ICON).startswith("emoji:")  # a ":material/..." icon is fetched from gstatic
+
+
+# ---- issue #14: the parameters calculator keeps its results when H and heads disagree ------
+def test_parameters_h_steps_by_heads_and_snaps_invalid_values(app):
+    at = goto(app, "parameters")
+    at.number_input(key="heads-albert-base").set_value(12).run()
+    assert at.number_input(key="h-albert-base").step == 12  # 768 -> 780, still a multiple of 12
+    at.number_input(key="h-albert-base").set_value(800).run()  # typed: not a multiple of 12
+    assert not at.error and not at.exception
+    assert any("H = 800 is not a multiple of the 12 heads" in w.value and "H = 804" in w.value for w in at.warning)
+    assert at.metric[0].value.replace(",", "").isdigit() and len(charts(at)) == 3
+
+
+def test_parameters_bert_shows_e_equal_h_and_no_groups(app):
+    at = goto(app, "parameters")
+    at.selectbox(key="calc_preset").set_value("bert-base").run()
+    e_field = next(n for n in at.number_input if n.label.startswith("E (embedding)"))
+    assert e_field.disabled and e_field.value == 768
+    assert not [n for n in at.number_input if n.label.startswith("Groups")]
+    at.number_input(key="h-bert-base").set_value(1024).run()
+    e_field = next(n for n in at.number_input if n.label.startswith("E (embedding)"))
+    assert e_field.value == 1024 and not at.error
