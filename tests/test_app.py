@@ -219,3 +219,67 @@ def test_parameters_bert_shows_e_equal_h_and_no_groups(app):
     at.number_input(key="h-bert-base").set_value(1024).run()
     e_field = next(n for n in at.number_input if n.label.startswith("E (embedding)"))
     assert e_field.value == 1024 and not at.error
+
+
+# ---- issue #14: the depth lab draws its first view at once; diverged models say so ----------
+def _figure_names(at: AppTest) -> set[str]:
+    import json
+
+    return {trace.get("name", "") for c in charts(at) for trace in json.loads(c.proto.spec)["data"]}
+
+
+def test_depth_lab_first_view_trains_nothing(app, monkeypatch):
+    import albert_lab.analysis.depth as depth
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the default view should come from app/depth_default.json")
+
+    monkeypatch.setattr(depth, "train_disc", refuse)
+    start = time.perf_counter()
+    at = goto(app, "depth_lab")
+    assert not at.error and len(charts(at)) == 4
+    assert time.perf_counter() - start < 10
+    assert "MLP depth 16 (plain)" in _figure_names(at)
+
+
+def test_shipped_depth_default_matches_a_fresh_run():
+    import torch
+
+    from albert_lab.analysis.depth import train_disc
+    from app.depth_cache import default_configs, precomputed
+
+    cfg = next(c for c in default_configs() if c.residual)  # the fastest of the three
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        history, flow = train_disc(cfg)
+    finally:
+        torch.set_num_threads(threads)
+    shipped_history, shipped_flow = precomputed(cfg)
+    assert list(history.step) == list(shipped_history.step)
+    assert history.loss.to_numpy() == pytest.approx(shipped_history.loss.to_numpy(), rel=1e-4)
+    assert flow.mean_abs.to_numpy() == pytest.approx(shipped_flow.mean_abs.to_numpy(), rel=1e-3)
+
+
+def test_depth_lab_marks_a_diverged_model_instead_of_dropping_it(app):
+    at = goto(app, "depth_lab")
+    at.multiselect(key="dl_variants").set_value(["none", "batchnorm_before"])
+    at.number_input(key="dl_std").set_value(2.0)
+    at.slider(key="dl_steps").set_value(50).run()
+    assert not at.exception and not at.error
+    assert any("MLP depth 16 (plain) diverged at step" in w.value for w in at.warning)
+    names = _figure_names(at)
+    assert any(n.startswith("MLP depth 16 (plain) (diverged at step") for n in names), names
+    assert "MLP depth 16 + batchnorm before" in names  # the model that trains keeps its plain name
+
+
+def test_divergence_cuts_the_trace_at_the_first_bad_step():
+    import pandas as pd
+
+    from app.figures import cut_at_divergence, divergence, legend_names
+
+    history = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 2, "step": [1, 10, 20, 23, 1, 10],
+                            "loss": [0.7, 5e4, float("nan"), float("nan"), 0.7, 0.6]})
+    assert divergence(history) == {"a": 10}
+    assert list(cut_at_divergence(history, {"a": 10}).step) == [1, 1, 10]
+    assert legend_names(["a", "b"], {"a": 10}) == {"a": "a (diverged at step 10)", "b": "b"}
