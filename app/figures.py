@@ -64,7 +64,7 @@ def fmt_duration(seconds: float) -> str:
 
 def fmt_value(key: str, value: object) -> str:
     """A card value for a table: counts with separators, durations in minutes,
-    fractions with 3 decimals."""
+    other numbers with 4 significant digits."""
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, (int, float)) and (key.endswith("_s") or key.endswith("seconds")):
@@ -72,7 +72,7 @@ def fmt_value(key: str, value: object) -> str:
     if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) >= 1):
         return fmt_count(value)
     if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 1000 else fmt_count(value)
+        return f"{value:.4g}" if abs(value) < 1000 else fmt_count(value)
     return str(value)
 
 
@@ -156,7 +156,8 @@ def hidden_grad_figure(frame: pd.DataFrame) -> go.Figure:
     hidden = frame[frame.view == "hidden"].rename(columns={"mean_abs": "mean", "max_abs": "max"})
     fig = px.line(hidden, x="layer", y=["mean", "max"], markers=True,
                   title="|dL/dh| of the hidden state leaving each layer (0: entering layer 1)")
-    return style(fig, x="layer", y="|dL/dh| (log scale)", layers=True, log_y=True, legend_title="statistic")
+    return style(fig, x="hidden state after layer (0 = embeddings)", y="|dL/dh| (log scale)", layers=True, log_y=True,
+                 legend_title="statistic")
 
 
 # ---- depth lab --------------------------------------------------------------------------

@@ -283,3 +283,71 @@ def test_divergence_cuts_the_trace_at_the_first_bad_step():
     assert divergence(history) == {"a": 10}
     assert list(cut_at_divergence(history, {"a": 10}).step) == [1, 1, 10]
     assert legend_names(["a", "b"], {"a": 10}) == {"a": "a (diverged at step 10)", "b": "b"}
+
+
+# ---- issue #14: one look everywhere; the link reproduces the view --------------------------
+def test_numbers_read_as_people_write_them():
+    from app.figures import fmt_value
+
+    assert fmt_value("nsp_pairs", 515.0) == "515" and fmt_value("tokens", 25637385) == "25,637,385"
+    assert fmt_value("wall_time_s", 3565.4) == "59 min" and fmt_value("sop_acc", 0.91456) == "0.9146"
+    assert fmt_value("layer_norm_eps", 1e-12) == "1e-12" and fmt_value("family", "albert") == "albert"
+
+
+def test_a_checkpoint_keeps_its_colour_whatever_else_is_selected():
+    import pandas as pd
+
+    from app.figures import colour_for, oscillation_figure
+
+    def frame(names):
+        return pd.DataFrame([dict(checkpoint=n, family="bert" if "bert-" in n else "albert", layer=layer, l2=1.0,
+                                  angle_deg=1.0, l2_spread=0.0, angle_spread=0.0) for n in names for layer in (1, 2)])
+
+    def colours(fig):
+        return {t.name: t.line.color for t in fig.data}
+
+    assert colours(oscillation_figure(frame(["bert-nsp"])))["bert-nsp"] == \
+        colours(oscillation_figure(frame(["albert-sop", "bert-nsp"])))["bert-nsp"] == colour_for("bert-nsp")
+
+
+def test_figures_have_unit_axis_titles_and_integer_layer_ticks(app):
+    import json
+
+    at = goto(app, "gradient_flow")
+    for chart in charts(at):
+        layout = json.loads(chart.proto.spec)["layout"]
+        for axis in [v for k, v in layout.items() if k.startswith(("xaxis", "yaxis"))]:
+            title = axis.get("title", {}).get("text", "")
+            assert title and title not in ("value", "variable", "mean_abs", "layer"), title
+            if "layer" in title:
+                assert axis.get("dtick") == 1
+            if axis.get("type") == "log":
+                assert axis.get("exponentformat") == "power"
+        assert json.loads(chart.proto.config)["toImageButtonOptions"]["filename"].startswith("gradflow")
+
+
+def test_the_link_carries_the_view_and_a_preset_opens_figure_1(app):
+    at = goto(app, "oscillation")
+    at.selectbox(key="osc_agg").set_value("median").run()
+    assert at.query_params["osc_agg"] == ["median"] or at.query_params["osc_agg"] == "median"
+    from app.ui import PRESETS
+
+    label, stem, params = PRESETS[0]
+    assert stem == "oscillation" and "Figure 1" in label
+    fresh = AppTest.from_file(MAIN, default_timeout=120)
+    for key, value in params.items():
+        fresh.query_params[key] = value
+    fresh.run()
+    assert fresh.sidebar.multiselect(key="picked").value == ["albert-sop", "bert-nsp"]
+    fresh.switch_page("../pages/oscillation.py").run()
+    assert not fresh.exception
+    verdicts = [m.value for m in fresh.markdown if m.value.startswith("**") and "roughness" in m.value]
+    assert [v.split("**")[1] for v in verdicts] == ["albert-sop", "bert-nsp"]
+
+
+def test_a_depth_lab_link_reproduces_its_settings(app):
+    fresh = AppTest.from_file(MAIN, default_timeout=120)
+    fresh.query_params.update({"dl_depth": "4", "dl_steps": "50", "dl_variants": "none,layernorm,bogus"})
+    fresh.switch_page("../pages/depth_lab.py").run()  # the link opens the page itself
+    assert not fresh.exception and not fresh.error
+    assert fresh.slider(key="dl_depth").value == 4 and fresh.multiselect(key="dl_variants").value == ["none", "layernorm"]
