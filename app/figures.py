@@ -121,7 +121,8 @@ def oscillation_figure(frame: pd.DataFrame) -> go.Figure:
     fig.update_yaxes(title_text="L2 distance (hidden-state units)", row=1, col=1)
     fig.update_yaxes(title_text="angle (degrees)", row=1, col=2)
     fig.update_layout(title="Input vs output of each layer (error bars: spread across texts)")
-    return style(fig, layers=True, height=460)
+    fig = style(fig, layers=True, height=480)
+    return fig.update_layout(legend_y=1.12, margin_t=140)  # above the subplot titles, not on them
 
 
 def roughness_figure(verdicts: pd.DataFrame) -> go.Figure:
