@@ -1,8 +1,18 @@
 """Plotly figures built from the library's tidy frames; used by the pages and by
-scripts/make_figures.py (the README's images), so both show the same thing."""
+scripts/make_figures.py (the README's images), so both show the same thing.
+
+One style for all of them (`style`): axis titles with units, integer layer ticks,
+readable log ticks, the legend above the plot (never on it), no hard-coded
+backgrounds (Streamlit's light and dark themes both apply), and one colour per
+checkpoint on every page (`colour_for`)."""
 
 from __future__ import annotations
 
+import hashlib
+import math
+from collections.abc import Iterable
+
+import numpy as np
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
@@ -10,38 +20,216 @@ from plotly.subplots import make_subplots
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 COMPONENT_COLORS = {"attention": "#d62728", "FFN": "#1f77b4", "LayerNorm": "#2ca02c"}
+GRAD_AXIS = "mean |dL/dW| (log scale)"
+
+# Checkpoint -> palette slot, in the order checkpoints were first discovered (not the
+# order of the current selection), so a model keeps its colour on every page.
+_ORDER: list[str] = []
 
 
+def register_checkpoints(names: Iterable[str]) -> None:
+    """Remember discovered checkpoints in first-seen order; never reorders."""
+    for name in names:
+        if name not in _ORDER:
+            _ORDER.append(name)
+
+
+def colour_for(name: str) -> str:
+    """A stable colour for a checkpoint: its discovery slot, else a hash of its name."""
+    if name in _ORDER:
+        return PALETTE[_ORDER.index(name) % len(PALETTE)]
+    digest = int(hashlib.sha1(name.encode()).hexdigest(), 16)
+    return PALETTE[digest % len(PALETTE)]
+
+
+def colour_map(names: Iterable[str]) -> dict[str, str]:
+    return {name: colour_for(name) for name in names}
+
+
+# ---- numbers as people read them --------------------------------------------------------
+def fmt_count(value: float | int) -> str:
+    """515 -> '515', 25637385 -> '25,637,385' (never '515.0000')."""
+    return f"{round(value):,}"
+
+
+def fmt_duration(seconds: float) -> str:
+    """3565.4 -> '59 min', 42 -> '42 s', 7300 -> '2 h 2 min'."""
+    if not math.isfinite(seconds):
+        return "-"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 120 else f"{minutes // 60} h {minutes % 60} min"
+
+
+def fmt_value(key: str, value: object) -> str:
+    """A card value for a table: counts with separators, durations in minutes,
+    other numbers with 4 significant digits."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, (int, float)) and (key.endswith("_s") or key.endswith("seconds")):
+        return fmt_duration(float(value))
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) >= 1):
+        return fmt_count(value)
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1000 else fmt_count(value)
+    return str(value)
+
+
+# ---- shared style -----------------------------------------------------------------------
+def style(fig: go.Figure, *, x: str | None = None, y: str | None = None, layers: bool = False, log_y: bool = False,
+          height: int | None = None, legend_title: str | None = None) -> go.Figure:
+    """The look every figure shares. `layers`: integer ticks on x (no 1.5)."""
+    if x is not None:
+        fig.update_xaxes(title_text=x)
+    if y is not None:
+        fig.update_yaxes(title_text=y)
+    if layers:
+        fig.update_xaxes(dtick=1, tick0=0, tickformat="d")
+    if log_y:
+        fig.update_yaxes(type="log", exponentformat="power", showexponent="all")
+    fig.update_layout(
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0, title_text=legend_title),
+        margin=dict(t=110, l=10, r=10, b=10),
+        title=dict(y=0.97, yanchor="top", yref="container"),
+        hoverlabel=dict(namelength=-1),
+    )
+    if height:
+        fig.update_layout(height=height)
+    return fig
+
+
+def chart_config(filename: str, image_format: str = "png") -> dict:
+    """st.plotly_chart(config=...): the modebar's camera saves PNG or SVG under a useful name."""
+    return {"displaylogo": False,
+            "toImageButtonOptions": {"format": image_format, "filename": filename, "scale": 2 if image_format == "png" else 1}}
+
+
+# ---- figures ----------------------------------------------------------------------------
 def oscillation_figure(frame: pd.DataFrame) -> go.Figure:
     """L2 distance and angle per layer, one line per checkpoint (BERT dashed)."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("L2 distance", "Angle (degrees)"))
-    for i, (name, group) in enumerate(frame.groupby("checkpoint", sort=False)):
-        color, dash = PALETTE[i % len(PALETTE)], "dash" if group.family.iloc[0] == "bert" else "solid"
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("L2 distance ||h_l - h_(l-1)||", "Angle between h_l and h_(l-1)"))
+    for name, group in frame.groupby("checkpoint", sort=False):
+        color, dash = colour_for(str(name)), "dash" if group.family.iloc[0] == "bert" else "solid"
         for col, (y, spread) in enumerate((("l2", "l2_spread"), ("angle_deg", "angle_spread")), start=1):
             fig.add_trace(go.Scatter(x=group.layer, y=group[y], name=name, legendgroup=name, showlegend=col == 1,
                                      mode="lines+markers", line=dict(color=color, dash=dash),
                                      error_y=dict(type="data", array=group[spread], visible=True, thickness=1)),
                           row=1, col=col)
-    fig.update_xaxes(title_text="layer", dtick=1)
+    fig.update_xaxes(title_text="layer l")
     fig.update_yaxes(rangemode="tozero")
-    fig.update_layout(height=420, title="Input vs output of each layer (error bars: spread across texts)")
-    return fig
+    fig.update_yaxes(title_text="L2 distance (hidden-state units)", row=1, col=1)
+    fig.update_yaxes(title_text="angle (degrees)", row=1, col=2)
+    fig.update_layout(title="Input vs output of each layer (error bars: spread across texts)")
+    fig = style(fig, layers=True, height=480)
+    return fig.update_layout(legend_y=1.12, margin_t=140)  # above the subplot titles, not on them
+
+
+def roughness_figure(verdicts: pd.DataFrame) -> go.Figure:
+    """Roughness of each checkpoint's L2 curve (lower: smoother), one bar per checkpoint."""
+    fig = px.bar(verdicts, x="checkpoint", y="roughness", color="checkpoint", color_discrete_map=colour_map(verdicts.checkpoint),
+                 text_auto=".2f", title="Roughness of the L2 curve: lower is smoother")
+    fig.update_layout(showlegend=False)
+    return style(fig, x="checkpoint", y="roughness (mean |2nd difference| / mean L2)", height=360)
 
 
 def gradflow_figure(frame: pd.DataFrame, name: str) -> go.Figure:
     """Mean (solid) and max (dashed) |dL/dW| per layer application, by component."""
     per_app = frame[frame.view == "per_application"]
     long = per_app.melt(id_vars=["layer", "component"], value_vars=["mean_abs", "max_abs"], var_name="statistic")
-    fig = px.line(long, x="layer", y="value", color="component", line_dash="statistic", markers=True, log_y=True,
+    long["statistic"] = long.statistic.map({"mean_abs": "mean", "max_abs": "max"})
+    fig = px.line(long, x="layer", y="value", color="component", line_dash="statistic", markers=True,
                   color_discrete_map=COMPONENT_COLORS,
                   title=f"{name}: |dL/dW| per layer application (solid: mean, dashed: max)")
-    fig.update_xaxes(dtick=1)
-    return fig
+    return style(fig, x="layer application", y="|dL/dW| (log scale)", layers=True, log_y=True)
 
 
 def shared_sum_figure(frame: pd.DataFrame) -> go.Figure:
     """The summed gradient of each shared block (what the optimizer sees), by component."""
     shared = frame[frame.view == "shared_sum"].assign(group=lambda f: "from layer " + f.layer.astype(str))
-    return px.bar(shared, x="component", y="mean_abs", color="component", pattern_shape="group", barmode="group",
-                  log_y=True, color_discrete_map=COMPONENT_COLORS,
-                  title="Summed over applications: mean |.grad| of the shared parameters")
+    fig = px.bar(shared, x="component", y="mean_abs", color="component", pattern_shape="group", barmode="group",
+                 color_discrete_map=COMPONENT_COLORS, title="Summed over applications: mean |.grad| of the shared parameters")
+    return style(fig, x="component", y="mean |.grad| (log scale)", log_y=True)
+
+
+def hidden_grad_figure(frame: pd.DataFrame) -> go.Figure:
+    """|dL/dh| of the hidden state leaving each layer: mean and max."""
+    hidden = frame[frame.view == "hidden"].rename(columns={"mean_abs": "mean", "max_abs": "max"})
+    fig = px.line(hidden, x="layer", y=["mean", "max"], markers=True,
+                  title="|dL/dh| of the hidden state leaving each layer (0: entering layer 1)")
+    return style(fig, x="hidden state after layer (0 = embeddings)", y="|dL/dh| (log scale)", layers=True, log_y=True,
+                 legend_title="statistic")
+
+
+# ---- depth lab --------------------------------------------------------------------------
+HUGE_LOSS = 1e3  # cross-entropy of a 2-class problem starts near 0.69; beyond this it has blown up
+
+
+def divergence(history: pd.DataFrame) -> dict[str, int]:
+    """model -> first recorded step whose loss is not finite or huge (diverged runs only)."""
+    out = {}
+    for model, group in history.groupby("model", sort=False):
+        bad = group[~np.isfinite(group.loss) | (group.loss.abs() > HUGE_LOSS)]
+        if len(bad):
+            out[str(model)] = int(bad.step.min())
+    return out
+
+
+def cut_at_divergence(frame: pd.DataFrame, diverged: dict[str, int]) -> pd.DataFrame:
+    """Rows up to (not including) each diverged model's divergence step."""
+    keep = [not (m in diverged and s >= diverged[m]) for m, s in zip(frame.model, frame.step)]
+    return frame[keep]
+
+
+def legend_names(models: Iterable[str], diverged: dict[str, int]) -> dict[str, str]:
+    return {m: f"{m} (diverged at step {diverged[m]})" if m in diverged else m for m in models}
+
+
+def depth_figures(history: pd.DataFrame, flow: pd.DataFrame) -> dict[str, go.Figure]:
+    """Loss, accuracy and last-step gradient per layer; a diverged model keeps its
+    trace up to the divergence and says so in the legend."""
+    diverged = divergence(history)
+    names = legend_names(history.model.unique(), diverged)
+    colours = {names[m]: PALETTE[i % len(PALETTE)] for i, m in enumerate(history.model.unique())}
+    shown = cut_at_divergence(history, diverged).assign(model=lambda f: f.model.map(names))
+    # keep every model in the legend even when nothing before the divergence was recorded
+    missing = [names[m] for m in history.model.unique() if names[m] not in set(shown.model)]
+    pad = pd.DataFrame({"model": missing, "step": [np.nan] * len(missing), "loss": [np.nan] * len(missing),
+                        "test_accuracy": [np.nan] * len(missing)})
+    shown = pd.concat([shown, pad], ignore_index=True) if missing else shown
+    loss = px.line(shown, x="step", y="loss", color="model", color_discrete_map=colours, title="Training loss")
+    loss = style(loss, x="SGD step", y="cross-entropy loss (nats)", legend_title="")
+    accuracy = px.line(shown, x="step", y="test_accuracy", color="model", color_discrete_map=colours, range_y=[0, 1],
+                       title="Test accuracy (chance: 0.5)")
+    accuracy = style(accuracy, x="SGD step", y="test accuracy (fraction correct)", legend_title="")
+    flow_ok = cut_at_divergence(flow, diverged)
+    last = flow_ok[flow_ok.step == flow_ok.groupby("model").step.transform("max")].assign(model=lambda f: f.model.map(names))
+    layers = px.line(last, x="layer", y="mean_abs", color="model", markers=True, color_discrete_map=colours,
+                     title="Mean |dL/dW| per layer at the last step before any divergence (input -> output)")
+    layers = style(layers, x="weight layer (1 = input)", y=GRAD_AXIS, layers=True, log_y=True, legend_title="")
+    return {"loss": loss, "accuracy": accuracy, "layers": layers}
+
+
+def flow_heatmap(flow: pd.DataFrame, model: str) -> go.Figure:
+    grid = flow[flow.model == model].pivot(index="layer", columns="step", values="mean_abs")
+    fig = px.imshow(grid.apply(lambda c: c.clip(lower=1e-12)).transform("log10"), aspect="auto",
+                    color_continuous_scale="Viridis", labels=dict(x="SGD step", y="weight layer", color="log10 mean |dL/dW|"),
+                    title=f"{model}: log10 mean |dL/dW| by layer and step")
+    return style(fig, layers=False)
+
+
+# ---- parameters -------------------------------------------------------------------------
+def parameter_bars(rows: pd.DataFrame, title: str) -> go.Figure:
+    long = rows.melt(id_vars="component", value_vars=["unique", "applied"], var_name="count", value_name="parameters")
+    long["count"] = long["count"].map({"unique": "held in memory", "applied": "applied per forward pass"})
+    fig = px.bar(long, x="component", y="parameters", color="count", barmode="group", title=title)
+    fig.update_traces(hovertemplate="%{x}: %{y:,} parameters")
+    return style(fig, x="component", y="parameters (count, log scale)", log_y=True, legend_title="")
+
+
+def sweep_figure(frame: pd.DataFrame, field: str, axis: str, y: str) -> go.Figure:
+    label = {"params": "parameters (count, log scale)", "flops_per_token": "forward FLOPs per token (log scale)"}[y]
+    title = f"{'Parameters' if y == 'params' else 'Forward FLOPs per token'} vs {axis} (ALBERT-base otherwise)"
+    fig = px.line(frame, x=field, y=y, color="sharing", markers=True, title=title)
+    fig.update_traces(hovertemplate="%{x:,}: %{y:,}")
+    return style(fig, x=axis, y=label, log_y=True, legend_title="")

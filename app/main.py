@@ -17,22 +17,21 @@ import torch  # noqa: E402
 
 from app import ui  # noqa: E402
 
-st.set_page_config(page_title="ALBERT Lab", page_icon=":material/science:", layout="wide")
+st.set_page_config(page_title="ALBERT Lab", page_icon=ui.PAGE_ICON, layout="wide")
 
+BY_STEM = {stem: st.Page(ROOT / "pages" / f"{stem}.py", title=title, icon=icon, default=stem == "model_card")
+           for stem, title, icon in (
+               ("model_card", "Model card", ":material/badge:"),
+               ("parameters", "Parameters", ":material/calculate:"),
+               ("oscillation", "Oscillation", ":material/ssid_chart:"),
+               ("gradient_flow", "Gradient flow", ":material/waterfall_chart:"),
+               ("sentence_pairs", "Sentence pairs", ":material/compare_arrows:"),
+               ("training", "Training", ":material/model_training:"),
+               ("depth_lab", "Depth lab", ":material/stacked_line_chart:"))}
 PAGES = {
-    "Models": [
-        st.Page(ROOT / "pages" / "model_card.py", title="Model card", icon=":material/badge:", default=True),
-        st.Page(ROOT / "pages" / "parameters.py", title="Parameters", icon=":material/calculate:"),
-    ],
-    "Inside the network": [
-        st.Page(ROOT / "pages" / "oscillation.py", title="Oscillation", icon=":material/ssid_chart:"),
-        st.Page(ROOT / "pages" / "gradient_flow.py", title="Gradient flow", icon=":material/waterfall_chart:"),
-    ],
-    "Tasks": [
-        st.Page(ROOT / "pages" / "sentence_pairs.py", title="Sentence pairs", icon=":material/compare_arrows:"),
-        st.Page(ROOT / "pages" / "training.py", title="Training", icon=":material/model_training:"),
-        st.Page(ROOT / "pages" / "depth_lab.py", title="Depth lab", icon=":material/stacked_line_chart:"),
-    ],
+    "Models": [BY_STEM["model_card"], BY_STEM["parameters"]],
+    "Inside the network": [BY_STEM["oscillation"], BY_STEM["gradient_flow"]],
+    "Tasks": [BY_STEM["sentence_pairs"], BY_STEM["training"], BY_STEM["depth_lab"]],
 }
 
 page = st.navigation(PAGES)
@@ -42,5 +41,6 @@ threads = 1 if ui.active_run() else max(1, os.cpu_count() or 1)
 if torch.get_num_threads() != threads:
     torch.set_num_threads(threads)
 ui.sidebar()
+ui.presets(BY_STEM)
 page.run()
 ui.warm_up()  # after the page is drawn: model code imports in the background

@@ -5,8 +5,9 @@ one library function, draw."""
 from __future__ import annotations
 
 import threading
+import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,11 +19,16 @@ from albert_lab.catalog import CheckpointSummary, discover_checkpoints, is_local
 from albert_lab.devices import available_devices, resolve_device
 from albert_lab.errors import AlbertLabError
 from albert_lab.paths import allowed_roots, is_within, runs_dir
+from app import figures
 
 if TYPE_CHECKING:
     from albert_lab.checkpoints import ModelBundle
 
 UPLOAD_LIMIT_BYTES = 5 * 1024 * 1024
+# An emoji favicon is drawn inline by the browser; a ":material/...:" one is fetched
+# from fonts.gstatic.com on every page load.
+PAGE_ICON = "\U0001F9EA"  # test tube
+URL_TEXT_LIMIT = 1500  # characters of typed text that go into a shareable link
 
 
 # ---- errors ------------------------------------------------------------------------------
@@ -128,7 +134,8 @@ def check_local_folder(text: str) -> str:
 
 
 def sidebar() -> None:
-    """The model picker shared by all pages, plus device and dtype."""
+    """The model picker shared by all pages, plus device and dtype. The picked
+    checkpoints travel in the link (?ckpt=a,b)."""
     found = available_checkpoints()
     by_name = {c["name"]: c for c in found}
     extra: dict[str, str] = st.session_state.setdefault("extra_sources", {})
@@ -137,10 +144,16 @@ def sidebar() -> None:
     # model card opens on a model whose heads all work
     shipped = sorted((c for c in found if c["origin"] == "shipped"),
                      key=lambda c: (c["objective"] == "none", c["objective"] != "sop", c["name"]))
+    figures.register_checkpoints([c["name"] for c in shipped] + [c["name"] for c in found] + list(extra))
     default = [c["name"] for c in shipped][:4] or options[:1]
+    if "_pending_picked" in st.session_state:  # set by "Add" on the previous run
+        st.session_state["picked"] = st.session_state.pop("_pending_picked")
+    from_url("picked", [n for n in default if n in options], param="ckpt",
+             parse=lambda raw: [n for n in raw.split(",") if n in options])
+    st.session_state["picked"] = [n for n in st.session_state["picked"] if n in options]
     with st.sidebar:
         st.markdown("### Checkpoints")
-        picked = st.multiselect("Compare", options, default=[n for n in default if n in options], key="picked",
+        picked = st.multiselect("Compare", options, key="picked",
                                 help="Shipped checkpoints, finished training runs, and folders you add below. "
                                      "Pages that show one model use the first.")
         with st.expander("Add a folder or hub id"):
@@ -153,6 +166,8 @@ def sidebar() -> None:
         st.selectbox("Device", devices, key="device", help="CUDA, then MPS, then CPU when 'auto'")
         st.selectbox("Precision", ["float32", "bfloat16"], key="dtype",
                      help="bfloat16 is faster on CPUs with AVX512-BF16/AMX; attributions always run in float32")
+        st.radio("Save figures as", ["png", "svg"], key="image_format", horizontal=True, format_func=str.upper,
+                 help="The camera icon above each figure saves it in this format")
         if active_run():
             st.caption(":material/model_training: A training run is using the CPU; analyses here run on one thread.")
         st.caption("Wikipedia text: CC BY-SA 4.0 (Wikipedia contributors).")
@@ -172,7 +187,8 @@ def _add_source(text: str, extra: dict[str, str]) -> None:
         source, name = text, text
         load_checkpoint(source, device="cpu")
     extra[name] = source
-    st.session_state["picked"] = [*st.session_state.get("picked", []), name]
+    # the multiselect is already drawn in this run: its value changes at the top of the next
+    st.session_state["_pending_picked"] = [*st.session_state.get("picked", []), name]
     st.rerun()
 
 
@@ -205,3 +221,95 @@ def read_upload(uploaded) -> bytes:
     if len(data) > UPLOAD_LIMIT_BYTES:
         raise AlbertLabError(f"{uploaded.name} is {len(data) / 1e6:.1f} MB; the limit is {UPLOAD_LIMIT_BYTES / 1e6:.0f} MB")
     return data
+
+
+def chart(fig, name: str, key: str | None = None, container=None) -> None:
+    """A plotly figure, full width, whose camera icon saves PNG or SVG as `name`."""
+    config = figures.chart_config(name, st.session_state.get("image_format", "png"))
+    (container or st).plotly_chart(fig, width="stretch", config=config, key=key)
+
+
+# ---- state in the link -----------------------------------------------------------------------
+def from_url(key: str, default: Any, parse: Callable[[str], Any] = str, param: str | None = None,
+             options: Sequence[Any] | None = None) -> None:
+    """Give widget `key` its value before it is drawn: from the link (?param=...) when
+    the link carries a value not yet applied in this session (a shared link, a preset),
+    else the default on the first run. Bad values in a link are ignored."""
+    param = param or key
+    applied: dict[str, str] = st.session_state.setdefault("_url_applied", {})
+    raw = st.query_params.get(param)
+    if raw is not None and applied.get(param) != raw:
+        applied[param] = raw
+        try:
+            value = parse(raw)
+        except (TypeError, ValueError):
+            value = None
+        if value is not None and (options is None or value in options):
+            st.session_state[key] = value
+            return
+    if key not in st.session_state:
+        st.session_state[key] = default
+
+
+def share(**params: Any) -> None:
+    """Write this page's inputs into the link (replacing other pages' ones), checkpoints
+    included, so the address reproduces the view."""
+    values = {"ckpt": ",".join(st.session_state.get("picked", []))}
+    for name, value in params.items():
+        if value is None:
+            continue
+        values[name] = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    applied: dict[str, str] = st.session_state.setdefault("_url_applied", {})
+    applied.update(values)
+    if dict(st.query_params) != values:
+        st.query_params.from_dict(values)
+
+
+def parse_list(options: Sequence[str]) -> Callable[[str], list[str]]:
+    return lambda raw: [v for v in raw.split(",") if v in options]
+
+
+# Classroom presets: (label, page file stem, link parameters)
+PRESETS: list[tuple[str, str, dict[str, str]]] = [
+    ("Figure 1: ALBERT vs BERT oscillation", "oscillation",
+     {"ckpt": "albert-sop,bert-nsp", "osc_input": "Built-in sample (held-out Wikipedia)", "osc_agg": "mean"}),
+    ("Vanishing gradients in a deep MLP", "depth_lab",
+     {"dl_depth": "16", "dl_width": "32", "dl_init": "gaussian", "dl_std": "0.1", "dl_steps": "300", "dl_dropout": "0.0",
+      "dl_variants": "none,batchnorm_before,residual"}),
+    ("Gradient flow through a shared layer", "gradient_flow",
+     {"ckpt": "albert-sop,bert-nsp", "gf_checkpoint": "albert-sop", "gf_objective": "sop", "gf_seed": "0"}),
+]
+
+
+def presets(pages: dict[str, Any]) -> None:
+    """Links that open a page on a known view (the sidebar's 'Classroom presets')."""
+    with st.sidebar.expander("Classroom presets", icon=":material/school:"):
+        for label, stem, params in PRESETS:
+            if stem in pages:
+                st.page_link(pages[stem], label=label, query_params=params)
+
+
+# ---- progress --------------------------------------------------------------------------------
+_SECONDS: dict[str, float] = {}  # what a kind of work took per unit last time, this process
+
+
+def estimate(kind: str, units: float, guess_per_unit: float) -> float:
+    return _SECONDS.get(kind, guess_per_unit) * units
+
+
+def learn(kind: str, seconds: float, units: float) -> None:
+    if units > 0:
+        _SECONDS[kind] = seconds / units
+
+
+@contextmanager
+def timed_spinner(what: str, kind: str, units: float = 1.0, guess_per_unit: float = 5.0) -> Iterator[None]:
+    """A spinner that says how long the work should take (from the last time, else a
+    guess) and counts the seconds; shown only when the work takes over half a second."""
+    eta = estimate(kind, units, guess_per_unit)
+    start = time.perf_counter()
+    with st.spinner(f"{what}: about {figures.fmt_duration(eta)}", show_time=True):
+        yield
+    seconds = time.perf_counter() - start
+    if seconds > 0.5:  # a cache hit teaches nothing
+        learn(kind, seconds, units)

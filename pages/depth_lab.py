@@ -1,16 +1,21 @@
 """Depth lab: vanishing gradients in a deep plain MLP, and what BatchNorm, LayerNorm and
 residual connections change; plus the coursework's VGG-8 vs VGG-38 in miniature."""
 
+import time
+
+import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from albert_lab.analysis.depth import DepthConfig, compare_vgg, train_disc
-from app import ui
+from albert_lab.analysis.depth import DepthConfig, compare_vgg, describe, train_disc
+from app import depth_cache, ui
+from app.depth_cache import DEFAULTS, VARIANTS
+from app.figures import depth_figures, divergence, flow_heatmap, fmt_duration, style
 
 st.title("Depth lab")
 
 
-@st.cache_data(show_spinner="Training the MLP ...", max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=64)
 def run_disc(cfg: DepthConfig):
     return train_disc(cfg)
 
@@ -20,45 +25,62 @@ def run_vgg(steps: int, lr: float):
     return compare_vgg(steps=steps, lr=lr)
 
 
+_TRAINED: set[DepthConfig] = set()  # trained in this process: in run_disc's cache, no progress bar needed
+
+
+def train_all(configs: list[DepthConfig]) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
+    """Each configuration's (history, flow): shipped, cached, or trained now behind a
+    progress bar that says which network and about how long is left."""
+    results: dict[DepthConfig, tuple] = {cfg: depth_cache.precomputed(cfg) for cfg in configs}
+    todo = [cfg for cfg in configs if results[cfg] is None and cfg not in _TRAINED]
+    units = {cfg: cfg.steps * (cfg.depth + 2) for cfg in configs}  # work ~ steps x layers (narrow nets: overhead)
+    bar = st.progress(0.0) if todo else None
+    for i, cfg in enumerate(todo):
+        left = ui.estimate("depth", sum(units[c] for c in todo[i:]), 5e-4)
+        bar.progress(i / len(todo), text=f"Training {describe(cfg)} ({i + 1} of {len(todo)}): about {fmt_duration(left)} left")
+        start = time.perf_counter()
+        results[cfg] = run_disc(cfg)
+        ui.learn("depth", time.perf_counter() - start, units[cfg])
+        _TRAINED.add(cfg)
+    if bar is not None:
+        bar.empty()
+    return [results[cfg] if results[cfg] is not None else run_disc(cfg) for cfg in configs]
+
+
 tab_mlp, tab_vgg = st.tabs(["Deep MLP on the disc", "VGG-8 vs VGG-38"])
 with tab_mlp:
+    for key, field, parse in (("dl_depth", "depth", int), ("dl_width", "width", int), ("dl_init", "init", str),
+                              ("dl_std", "init_std", float), ("dl_steps", "steps", int), ("dl_dropout", "dropout", float)):
+        ui.from_url(key, DEFAULTS[field], parse)
+    ui.from_url("dl_variants", DEFAULTS["variants"], ui.parse_list(VARIANTS))
     cols = st.columns(4)
-    depth = cols[0].slider("Hidden layers", 1, 48, 16, key="dl_depth")
-    width = cols[1].select_slider("Width", [8, 16, 32, 64, 128], 32, key="dl_width")
+    depth = cols[0].slider("Hidden layers", 1, 48, key="dl_depth")
+    width = cols[1].select_slider("Width", [8, 16, 32, 64, 128], key="dl_width")
     init = cols[2].selectbox("Initialisation", ["gaussian", "pytorch", "he"], key="dl_init",
                              help="gaussian: N(0, std^2), the notes' naive init; he: Kaiming normal")
-    std = cols[3].number_input("Gaussian std", 0.001, 2.0, 0.1, format="%.3f", key="dl_std")
+    std = cols[3].number_input("Gaussian std", 0.001, 2.0, format="%.3f", key="dl_std")
     cols = st.columns(4)
-    steps = cols[0].slider("SGD steps (lr 0.1)", 50, 2000, 300, 50, key="dl_steps")
-    dropout = cols[1].slider("Dropout", 0.0, 0.8, 0.0, 0.1, key="dl_dropout")
-    variants = cols[2].multiselect("Compare", ["none", "batchnorm_before", "batchnorm_after", "layernorm", "residual"],
-                                   default=["none", "batchnorm_before", "residual"], key="dl_variants")
+    steps = cols[0].slider("SGD steps (lr 0.1)", 50, 2000, step=50, key="dl_steps")
+    dropout = cols[1].slider("Dropout", 0.0, 0.8, step=0.1, key="dl_dropout")
+    variants = cols[2].multiselect("Compare", VARIANTS, key="dl_variants")
+    ui.share(dl_depth=depth, dl_width=width, dl_init=init, dl_std=std, dl_steps=steps, dl_dropout=dropout,
+             dl_variants=variants)
     with ui.guard("depth lab"):
-        histories, flows = [], []
-        for variant in variants:
-            cfg = DepthConfig(depth=depth, width=width, init=init, init_std=std, steps=steps, dropout=dropout,
-                              norm="none" if variant == "residual" else variant, residual=variant == "residual")
-            history, flow = run_disc(cfg)
-            histories.append(history)
-            flows.append(flow)
-        if histories:
-            import pandas as pd
-
-            history, flow = pd.concat(histories), pd.concat(flows)
+        configs = [depth_cache.config(v, depth, width, init, std, steps, dropout) for v in variants]
+        results = train_all(configs)
+        if results:
+            history, flow = pd.concat([h for h, _ in results]), pd.concat([f for _, f in results])
+            diverged = divergence(history)
+            for model, step in diverged.items():
+                st.warning(f"{model} diverged at step {step} (loss not finite or above 1,000): its curves stop there. "
+                           "Try a smaller Gaussian std or add normalisation.", icon=":material/trending_up:")
+            figs = depth_figures(history, flow)
             left, right = st.columns(2)
-            left.plotly_chart(px.line(history, x="step", y="loss", color="model", title="Training loss"),
-                              width="stretch")
-            right.plotly_chart(px.line(history, x="step", y="test_accuracy", color="model", range_y=[0, 1],
-                                       title="Test accuracy (chance: 0.5)"), width="stretch")
-            last = flow[flow.step == flow.step.max()]
-            fig = px.line(last, x="layer", y="mean_abs", color="model", markers=True, log_y=True,
-                          title=f"Mean |dL/dW| per layer at step {int(flow.step.max())} (input -> output)")
-            st.plotly_chart(fig, width="stretch")
+            ui.chart(figs["loss"], "depth-loss", container=left)
+            ui.chart(figs["accuracy"], "depth-accuracy", container=right)
+            ui.chart(figs["layers"], "depth-gradient-per-layer")
             model = st.selectbox("Gradient flow over time for", history.model.unique(), key="dl_heat")
-            grid = flow[flow.model == model].pivot(index="layer", columns="step", values="mean_abs")
-            st.plotly_chart(px.imshow(grid.apply(lambda c: c.clip(lower=1e-12)).transform("log10"), aspect="auto",
-                                      color_continuous_scale="Viridis", labels=dict(color="log10 mean |grad|"),
-                                      title=f"{model}: log10 mean |dL/dW| by layer and step"), width="stretch")
+            ui.chart(flow_heatmap(flow, model), "depth-gradient-heatmap")
             ui.download(flow, "depth-gradflow.csv")
     ui.paper_note("The lecture notes' toy: a 16-layer, width-32 MLP with naive Gaussian initialisation does not train "
                   "with plain SGD; gradients vanish toward the input. BatchNorm (before or after the ReLU; after is "
@@ -74,11 +96,15 @@ with tab_vgg:
         with ui.guard("VGG comparison"):
             history, flow = run_vgg(steps, lr)
             left, right = st.columns(2)
-            left.plotly_chart(px.line(history, x="step", y="test_accuracy", color="model", range_y=[0, 1],
-                                      title="Test accuracy on 8x8 digits (chance: 0.1)"), width="stretch")
+            accuracy = px.line(history, x="step", y="test_accuracy", color="model", range_y=[0, 1],
+                               title="Test accuracy on 8x8 digits (chance: 0.1)")
+            ui.chart(style(accuracy, x="SGD step", y="test accuracy (fraction correct)", legend_title=""), "vgg-accuracy",
+                     container=left)
             last = flow[flow.step == flow.step.max()]
-            right.plotly_chart(px.line(last, x="layer", y="mean_abs", color="model", log_y=True, markers=True,
-                                       title="Mean |dL/dW| per layer at the last step"), width="stretch")
+            layers = px.line(last, x="layer", y="mean_abs", color="model", markers=True,
+                             title="Mean |dL/dW| per layer at the last step")
+            ui.chart(style(layers, x="weight layer (1 = input)", y="mean |dL/dW| (log scale)", layers=True, log_y=True,
+                           legend_title=""), "vgg-gradient-per-layer", container=right)
             ui.download(history, "vgg-history.csv")
     ui.paper_note("The coursework behind this view: VGG_38 without normalisation had average gradients of about 0 in "
                   "every layer and test accuracy around 1% on CIFAR-100 (chance); BatchNorm after every conv layer "

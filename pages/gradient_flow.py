@@ -13,12 +13,12 @@ from albert_lab.paths import runs_dir
 from albert_lab.spec import Objective
 from albert_lab.training.runs import list_runs
 from app import ui
-from app.figures import gradflow_figure, shared_sum_figure
+from app.figures import GRAD_AXIS, gradflow_figure, hidden_grad_figure, shared_sum_figure, style
 
 st.title("Gradient flow")
 
 
-@st.cache_data(show_spinner="Computing gradients ...", max_entries=32)
+@st.cache_data(show_spinner=False, max_entries=32)
 def compute(name: str, source: str, texts: tuple, objective: str, seed: int, device: str, dtype: str) -> pd.DataFrame:
     return gradient_flow(ui.load_bundle(source, name), list(texts), objective=objective, seed=seed)
 
@@ -27,29 +27,37 @@ tab_now, tab_runs = st.tabs(["A checkpoint, now", "Over a training run"])
 with tab_now:
     if ui.need_checkpoints():
         names = [n for n, _ in ui.selected_sources()]
+        ui.from_url("gf_checkpoint", names[0], options=names)
+        ui.from_url("gf_objective", get_args(Objective)[0], options=list(get_args(Objective)))
+        ui.from_url("gf_seed", 0, int)
+        if st.session_state["gf_checkpoint"] not in names:
+            st.session_state["gf_checkpoint"] = names[0]
         cols = st.columns(3)
         name = cols[0].selectbox("Checkpoint", names, key="gf_checkpoint")
         objective = cols[1].selectbox("Pair loss", get_args(Objective), key="gf_objective",
                                       help="MLM + this inter-sentence loss, as in pretraining")
-        seed = cols[2].number_input("Seed (pairs and masks)", 0, 10_000, 0, key="gf_seed")
+        seed = cols[2].number_input("Seed (pairs and masks)", 0, 10_000, key="gf_seed")
+        ui.share(gf_checkpoint=name, gf_objective=objective, gf_seed=int(seed))
         texts = sample_texts(16)
         with ui.guard("gradient flow"):
-            frame = compute(name, dict(ui.selected_sources())[name], tuple(texts), objective, int(seed),
-                            st.session_state.get("device"), st.session_state.get("dtype"))
-            fig = gradflow_figure(frame, name)
-            st.plotly_chart(fig, width="stretch")
+            source = dict(ui.selected_sources())[name]
+            size = ui.checkpoint_card(source, name)["params"]["applied"]
+            with ui.timed_spinner(f"Computing gradients of {name} on {len(texts)} texts", "gradflow", size / 1e6, 1.0):
+                frame = compute(name, source, tuple(texts), objective, int(seed),
+                                st.session_state.get("device"), st.session_state.get("dtype"))
+            ui.chart(gradflow_figure(frame, name), f"gradflow-{name}")
             left, right = st.columns(2)
-            hidden = frame[frame.view == "hidden"]
-            left.plotly_chart(px.line(hidden, x="layer", y=["mean_abs", "max_abs"], markers=True, log_y=True,
-                                      title="|dL/dh| of the hidden state leaving each layer (0: entering layer 1)"),
-                              width="stretch")
+            ui.chart(hidden_grad_figure(frame), f"gradflow-hidden-{name}", container=left)
             shared = frame[frame.view == "shared_sum"]
             if len(shared):
-                right.plotly_chart(shared_sum_figure(frame), width="stretch")
+                ui.chart(shared_sum_figure(frame), f"gradflow-shared-{name}", container=right)
             else:
                 right.info("This model shares no layers: each layer's gradient is its own.")
             outside = frame[frame.view == "outside"]
-            st.dataframe(outside[["component", "mean_abs", "max_abs", "numel"]], hide_index=True)
+            st.dataframe(outside[["component", "mean_abs", "max_abs", "numel"]], hide_index=True,
+                         column_config={"mean_abs": st.column_config.NumberColumn("mean |dL/dW|", format="%.3e"),
+                                        "max_abs": st.column_config.NumberColumn("max |dL/dW|", format="%.3e"),
+                                        "numel": st.column_config.NumberColumn("parameters", format="localized")})
             ui.download(frame, f"gradflow-{name}.csv")
             ui.paper_note("With cross-layer sharing, a parameter's .grad is the sum of what every layer that applies "
                           "it contributes, which hides how gradient flows through depth. The per-application curves "
@@ -69,7 +77,8 @@ with tab_runs:
         per_app = frame[(frame.view == "per_application")]
         component = st.radio("Component", sorted(per_app.component.unique()), horizontal=True, key="gf_run_comp")
         chosen = per_app[per_app.component == component]
-        st.plotly_chart(px.line(chosen, x="layer", y="mean_abs", color="step", markers=True, log_y=True,
-                                title=f"{run.name}: mean |dL/dW| of {component} per layer application, over training"),
-                        width="stretch")
+        fig = px.line(chosen, x="layer", y="mean_abs", color="step", markers=True,
+                      title=f"{run.name}: mean |dL/dW| of {component} per layer application, over training")
+        ui.chart(style(fig, x="layer application", y=GRAD_AXIS, layers=True, log_y=True, legend_title="training step"),
+                 f"gradflow-{run.id}-{component}")
         ui.download(frame, f"gradflow-{run.id}.csv")

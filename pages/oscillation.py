@@ -7,37 +7,63 @@ import streamlit as st
 from albert_lab.analysis.oscillation import oscillation, similarity_matrix, verdict
 from albert_lab.data.samples import sample_texts
 from app import ui
-from app.figures import oscillation_figure
+from app.figures import oscillation_figure, roughness_figure, style
 
 st.title("Layer-wise oscillation")
 
+INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
+EXAMPLE = "The river flows through the old town. Its bridges date from the middle ages."
 
-@st.cache_data(show_spinner="Running the models ...", max_entries=32)
+
+@st.cache_data(show_spinner=False, max_entries=32)
 def compute(sources: tuple, texts: tuple, aggregate: str, device: str, dtype: str):
     bundles = [ui.load_bundle(source, name) for name, source in sources]
     frame = oscillation(bundles, list(texts), aggregate)
     return frame, verdict(frame)
 
 
+def smoother_sentence(verdicts) -> str:
+    """What the data say, in the words of the paper's claim (lower roughness: smoother)."""
+    ranked = verdicts.sort_values("roughness")
+    names = [f"{r.checkpoint} ({r.roughness:.2f})" for r in ranked.itertuples()]
+    if len(ranked) < 2:
+        return f"Roughness of {names[0]}."
+    return f"Smoothest to roughest on these texts: {' < '.join(names)}."
+
+
 if ui.need_checkpoints():
-    source = st.radio("Input", ["Built-in sample (held-out Wikipedia)", "My text"], horizontal=True, key="osc_input")
+    ui.from_url("osc_input", INPUTS[0], options=INPUTS)
+    ui.from_url("osc_agg", "mean", options=["mean", "median"])
+    ui.from_url("osc_text", EXAMPLE)
+    source = st.radio("Input", INPUTS, horizontal=True, key="osc_input")
     if source.startswith("My"):
-        text = st.text_area("Texts, separated by blank lines", height=150, key="osc_text",
-                            value="The river flows through the old town. Its bridges date from the middle ages.")
+        text = st.text_area("Texts, separated by blank lines", height=150, key="osc_text")
         texts = [t for t in text.split("\n\n") if t.strip()]
+        if len(text) > ui.URL_TEXT_LIMIT:
+            st.caption(f"Texts over {ui.URL_TEXT_LIMIT:,} characters are not put in the page's link.")
     else:
+        text = None
         texts = sample_texts(16)
         st.caption(f"{len(texts)} held-out lead sections, e.g. \u201c{texts[0][:140]}...\u201d")
     aggregate = st.selectbox("Aggregate over tokens", ["mean", "median"], key="osc_agg",
                              help="Per-token distances and angles, then the mean (or median) over all non-padding tokens")
+    ui.share(osc_input=source, osc_agg=aggregate,
+             osc_text=text if text is not None and len(text) <= ui.URL_TEXT_LIMIT else None)
     with ui.guard("oscillation"):
-        frame, verdicts = compute(tuple(ui.selected_sources()), tuple(texts), aggregate,
-                                  st.session_state.get("device"), st.session_state.get("dtype"))
-        fig = oscillation_figure(frame)
-        st.plotly_chart(fig, width="stretch")
+        sources = tuple(ui.selected_sources())
+        with ui.timed_spinner(f"Running {len(sources)} model(s) on {len(texts)} text(s)", "oscillation", len(sources), 3.0):
+            frame, verdicts = compute(sources, tuple(texts), aggregate, st.session_state.get("device"),
+                                      st.session_state.get("dtype"))
+        ui.chart(oscillation_figure(frame), "oscillation")
         for row in verdicts.itertuples():
             st.markdown(f"**{row.checkpoint}**: {row.verdict}; roughness {row.roughness:.2f} "
-                        "(mean change between layers / mean distance: lower is smoother)")
+                        "(mean |second difference| of the L2 curve from layer 2 on / mean distance: lower is smoother)")
+        left, right = st.columns([2, 3])
+        ui.chart(roughness_figure(verdicts), "oscillation-roughness", container=left)
+        right.markdown(smoother_sentence(verdicts))
+        right.caption("Roughness measures how much the L2 curve bends from one layer to the next: a steady decay "
+                      "or rise scores near 0, a curve that goes up and down scores high. The first transition "
+                      "(embeddings to the first layer) is large in every model and is left out.")
         ui.download(frame, "oscillation.csv")
         ui.paper_note("Lan et al. plot these two curves for BERT-large and ALBERT-large (Figure 1): ALBERT's "
                       "transitions are much smoother than BERT's, and neither goes to 0, so the embeddings oscillate "
@@ -48,7 +74,9 @@ if ui.need_checkpoints():
             name = st.selectbox("Checkpoint", [n for n, _ in ui.selected_sources()], key="osc_sim")
             bundle = ui.load_bundle(dict(ui.selected_sources())[name], name)
             sim = similarity_matrix(bundle, texts).pivot(index="layer_i", columns="layer_j", values="cosine")
-            st.plotly_chart(px.imshow(sim, zmin=0, zmax=1, color_continuous_scale="Blues", text_auto=".2f",
-                                      labels=dict(x="layer", y="layer", color="cosine"),
-                                      title=f"{name}: mean cosine similarity of token states (0 = input to layer 1)"),
-                            width="stretch")
+            fig = px.imshow(sim, zmin=0, zmax=1, color_continuous_scale="Blues", text_auto=".2f",
+                            labels=dict(x="hidden state after layer j", y="hidden state after layer i", color="cosine"),
+                            title=f"{name}: mean cosine similarity of token states (0 = input to layer 1)")
+            fig.update_xaxes(dtick=1)
+            fig.update_yaxes(dtick=1)
+            ui.chart(style(fig), f"{name}-layer-similarity")

@@ -4,44 +4,64 @@ with exact counts, and curves of cost against E, H and L."""
 from typing import get_args
 
 import pandas as pd
-import plotly.express as px
 import streamlit as st
 
 from albert_lab import paper
 from albert_lab.params import count, sweep
 from albert_lab.spec import PRESETS, SHARING_LABELS, Family, ModelSpec
 from app import ui
+from app.figures import parameter_bars, sweep_figure
+
+COUNTS = {name: st.column_config.NumberColumn(format="localized")
+          for name in ("unique", "applied", "FLOPs/token", "exact params", "params", "flops_per_token")}
 
 st.title("Parameters and compute")
 tab_calc, tab_tables, tab_curves = st.tabs(["Calculator", "Paper tables", "Curves"])
 
 with tab_calc:
-    preset = st.selectbox("Start from", list(PRESETS), index=list(PRESETS).index("albert-base"), key="calc_preset")
+    ui.from_url("calc_preset", "albert-base", options=list(PRESETS))
+    preset = st.selectbox("Start from", list(PRESETS), key="calc_preset")
     base = PRESETS[preset]
     cols = st.columns(4)
     family = cols[0].selectbox("Family", get_args(Family), index=get_args(Family).index(base.family), key=f"fam-{preset}")
+    bert = family == "bert"
     vocab = cols[1].number_input("V (vocabulary)", 100, 1_000_000, base.vocab_size, step=1000, key=f"v-{preset}")
-    hidden = cols[2].number_input("H (hidden)", 16, 16384, base.hidden_size, step=64, key=f"h-{preset}")
+    # H moves by the number of heads, so every step lands on a valid H (heads must divide H)
+    heads_now = int(st.session_state.get(f"heads-{preset}", base.num_heads))
+    hidden = cols[2].number_input("H (hidden)", 16, 16384, base.hidden_size, step=heads_now, key=f"h-{preset}",
+                                  help=f"Steps by the number of heads ({heads_now}): H must be a multiple of it")
     layers = cols[3].number_input("L (layers)", 1, 96, base.num_layers, key=f"l-{preset}")
     cols = st.columns(4)
-    embedding = cols[0].number_input("E (embedding)", 8, 16384, base.embedding_size, step=32, key=f"e-{preset}",
-                                     disabled=family == "bert", help="BERT has no factorisation: E = H")
+    if bert:  # one rule (E = H, no sharing, no groups): shown, not editable
+        embedding = cols[0].number_input("E (embedding) = H", value=int(hidden), disabled=True,
+                                         help="BERT has no factorisation: E = H")
+    else:
+        embedding = cols[0].number_input("E (embedding)", 8, 16384, base.embedding_size, step=32, key=f"e-{preset}")
     heads = cols[1].number_input("Heads", 1, 256, base.num_heads, key=f"heads-{preset}")
     ffn = cols[2].number_input("FFN size", 16, 65536, base.ffn_size, step=256, key=f"ffn-{preset}")
     seq_len = cols[3].number_input("Sequence length (for FLOPs)", 8, 8192, 512, step=64, key="calc_seq")
     cols = st.columns(4)
-    sharing = cols[0].selectbox("Sharing", list(SHARING_LABELS), format_func=SHARING_LABELS.get,
-                                index=list(SHARING_LABELS).index(base.sharing), key=f"share-{preset}",
-                                disabled=family == "bert")
-    groups = cols[1].number_input("Groups (N)", 1, 96, base.num_groups if sharing != "none" else int(layers),
-                                  key=f"groups-{preset}", help="L layers in N groups; layers in a group share (sec. 4.5)")
-    inner = cols[2].number_input("Inner blocks per layer", 1, 8, base.inner_group_num, key=f"inner-{preset}")
+    if bert:
+        cols[0].selectbox("Sharing", ["none"], format_func=SHARING_LABELS.get, disabled=True, key=f"share-bert-{preset}",
+                          help="BERT shares no layers")
+        sharing, groups, inner = "none", int(layers), 1
+    else:
+        sharing = cols[0].selectbox("Sharing", list(SHARING_LABELS), format_func=SHARING_LABELS.get,
+                                    index=list(SHARING_LABELS).index(base.sharing), key=f"share-{preset}")
+        groups = cols[1].number_input("Groups (N)", 1, 96, base.num_groups if sharing != "none" else int(layers),
+                                      key=f"groups-{preset}", help="L layers in N groups; layers in a group share (sec. 4.5)")
+        inner = cols[2].number_input("Inner blocks per layer", 1, 8, base.inner_group_num, key=f"inner-{preset}")
+    hidden = int(hidden)
+    if hidden % int(heads):
+        snapped = max(int(heads), round(hidden / int(heads)) * int(heads))
+        st.warning(f"H = {hidden:,} is not a multiple of the {int(heads)} heads; the results below use H = {snapped:,}, "
+                   "the nearest multiple.", icon=":material/straighten:")
+        hidden = snapped
     with ui.guard("spec"):
-        spec = ModelSpec(family=family, vocab_size=int(vocab), hidden_size=int(hidden), num_layers=int(layers),
-                         embedding_size=int(hidden) if family == "bert" else int(embedding), num_heads=int(heads),
-                         ffn_size=int(ffn), sharing="none" if family == "bert" else sharing,
-                         num_groups=int(layers) if family == "bert" or sharing == "none" else int(groups),
-                         inner_group_num=int(inner))
+        spec = ModelSpec(family=family, vocab_size=int(vocab), hidden_size=hidden, num_layers=int(layers),
+                         embedding_size=hidden if bert else int(embedding), num_heads=int(heads),
+                         ffn_size=int(ffn), sharing=sharing,
+                         num_groups=int(layers) if sharing == "none" else int(groups), inner_group_num=int(inner))
         report = count(spec, int(seq_len))
         m = st.columns(4)
         m[0].metric("Parameters (paper's count)", f"{report.total:,}")
@@ -50,9 +70,8 @@ with tab_calc:
         m[3].metric("Forward FLOPs / token", f"{report.flops_per_token / 1e6:,.1f}M")
         rows = pd.DataFrame([{"component": c.name, "unique": c.unique, "applied": c.applied,
                               "FLOPs/token": c.flops_per_token} for c in report.components])
-        st.plotly_chart(px.bar(rows, x="component", y=["unique", "applied"], barmode="group", log_y=True,
-                               title=f"{spec.label}: parameters by component (log scale)"), width="stretch")
-        st.dataframe(rows, hide_index=True, width="stretch")
+        ui.chart(parameter_bars(rows, f"{spec.label}: parameters by component (log scale)"), "parameters-by-component")
+        st.dataframe(rows, hide_index=True, width="stretch", column_config=COUNTS)
         ui.download(rows, "parameters.csv")
 
 with tab_tables:
@@ -67,7 +86,7 @@ with tab_tables:
     ):
         st.subheader(title)
         frame = pd.DataFrame(rows).drop(columns=["spec"])
-        st.dataframe(frame, hide_index=True, width="stretch")
+        st.dataframe(frame, hide_index=True, width="stretch", column_config=COUNTS)
         st.caption(note)
     ui.paper_note("Counts are exact for transformers' AlbertModel / BertModel with pooler (V=30,000 or 30,522, 512 "
                   "positions, 2 token types); the paper rounds, sometimes down and sometimes up, and its xxlarge "
@@ -78,15 +97,15 @@ with tab_curves:
     choices = {"E (embedding)": ("embedding_size", [32, 64, 128, 256, 512, 768, 1024]),
                "H (hidden)": ("hidden_size", [256, 512, 768, 1024, 2048, 4096]),
                "L (layers)": ("num_layers", [1, 3, 6, 12, 24, 48])}
+    ui.from_url("curve_axis", "E (embedding)", options=list(choices))
     axis = st.radio("Vary", list(choices), horizontal=True, key="curve_axis")
+    ui.share(calc_preset=preset, curve_axis=axis)
     field, values = choices[axis]
     frame = pd.DataFrame(sweep(base, field, values))
     frame["sharing"] = frame["sharing"].map(SHARING_LABELS)
     left, right = st.columns(2)
-    left.plotly_chart(px.line(frame, x=field, y="params", color="sharing", markers=True, log_y=True,
-                              title=f"Parameters vs {axis} (ALBERT-base otherwise)"), width="stretch")
-    right.plotly_chart(px.line(frame, x=field, y="flops_per_token", color="sharing", markers=True, log_y=True,
-                               title=f"Forward FLOPs per token vs {axis}"), width="stretch")
+    ui.chart(sweep_figure(frame, field, axis, "params"), f"params-vs-{field}", container=left)
+    ui.chart(sweep_figure(frame, field, axis, "flops_per_token"), f"flops-vs-{field}", container=right)
     ui.download(frame, f"sweep-{field}.csv")
     ui.paper_note("Sharing changes the parameter curves, not the FLOPs: every strategy applies the same L blocks. "
                   "That is why ALBERT-xxlarge (235M parameters) trains slower than BERT-large (334M): speed "

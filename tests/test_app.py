@@ -65,7 +65,7 @@ def test_parameters(app):
 
 def test_oscillation(app):
     at = goto(app, "oscillation")
-    assert len(charts(at)) == 2  # curves + similarity heatmap
+    assert len(charts(at)) == 3  # curves, roughness bars, similarity heatmap
     verdicts = [m.value for m in at.markdown if m.value.startswith("**") and "roughness" in m.value]
     assert len(verdicts) == 3 and all(("oscillating" in v) or ("converging" in v) for v in verdicts)
     at.radio(key="osc_input").set_value("My text").run()
@@ -143,3 +143,214 @@ def test_path_field_refuses_folders_outside_the_allowed_roots(app):
     app.sidebar.button(key="add_button").click().run()
     assert any("outside the folders the app may read" in e.value for e in app.error)
     assert not app.exception
+
+
+# ---- issue #14: the oscillation page's words agree with its numbers ------------------------
+def test_roughness_calls_a_steady_decay_smoother_than_a_zigzag():
+    import pandas as pd
+
+    from albert_lab.analysis.oscillation import verdict
+
+    # the shipped models' curves: ALBERT decays steadily, BERT goes down and up
+    albert = [12.96, 5.77, 4.39, 3.62, 3.06, 2.70]
+    bert = [7.78, 6.03, 5.80, 6.74, 6.86, 8.14]
+    frame = pd.DataFrame([dict(checkpoint=name, layer=i + 1, l2=v, angle_deg=10.0)
+                          for name, curve in (("albert", albert), ("bert", bert)) for i, v in enumerate(curve)])
+    rough = verdict(frame).set_index("checkpoint").roughness
+    assert rough["albert"] < rough["bert"]
+    line = pd.DataFrame([dict(checkpoint="line", layer=i + 1, l2=10.0 - i, angle_deg=1.0) for i in range(6)])
+    assert verdict(line).roughness.iloc[0] == pytest.approx(0.0)
+
+
+def test_oscillation_page_names_the_smoother_model_from_its_own_numbers(app):
+    at = goto(app, "oscillation")
+    rough = {}
+    for m in at.markdown:
+        if m.value.startswith("**") and "roughness" in m.value:
+            name, rest = m.value[2:].split("**", 1)
+            rough[name] = float(rest.split("roughness ")[1].split(" ")[0])
+    sentence = next(m.value for m in at.markdown if m.value.startswith("Smoothest to roughest"))
+    order = sorted(rough, key=rough.get)
+    positions = [sentence.index(f"{name} (") for name in order]
+    assert positions == sorted(positions), (sentence, rough)
+    assert "lower is smoother" in next(m.value for m in at.markdown if "roughness" in m.value)
+
+
+# ---- issue #14: the launcher says the port it starts on; the favicon is local ---------------
+@pytest.mark.parametrize("argv, port", [(["app"], 8501), (["app", "--port", "9100"], 9100),
+                                        (["app", "--server.port", "9000"], 9000),
+                                        (["app", "--server.port=9001", "--server.headless", "true"], 9001)])
+def test_app_launcher_prints_the_port_it_starts(argv, port, monkeypatch, capsys):
+    import os
+
+    from albert_lab import cli
+
+    calls = []
+    monkeypatch.setattr(os, "chdir", lambda path: None)
+    monkeypatch.setattr(os, "execve", lambda exe, command, env: calls.append(command))
+    assert cli.main(argv) == 0
+    assert f"http://localhost:{port}" in capsys.readouterr().err
+    command = calls[0]
+    assert command.count("--server.port") == 1 and command[command.index("--server.port") + 1] == str(port)
+
+
+def test_favicon_is_drawn_locally():
+    from streamlit.commands.page_config import _get_favicon_string
+
+    from app import ui
+
+    assert _get_favicon_string(ui.PAGE_ICON).startswith("emoji:")  # a ":material/..." icon is fetched from gstatic
+
+
+# ---- issue #14: the parameters calculator keeps its results when H and heads disagree ------
+def test_parameters_h_steps_by_heads_and_snaps_invalid_values(app):
+    at = goto(app, "parameters")
+    at.number_input(key="heads-albert-base").set_value(12).run()
+    assert at.number_input(key="h-albert-base").step == 12  # 768 -> 780, still a multiple of 12
+    at.number_input(key="h-albert-base").set_value(800).run()  # typed: not a multiple of 12
+    assert not at.error and not at.exception
+    assert any("H = 800 is not a multiple of the 12 heads" in w.value and "H = 804" in w.value for w in at.warning)
+    assert at.metric[0].value.replace(",", "").isdigit() and len(charts(at)) == 3
+
+
+def test_parameters_bert_shows_e_equal_h_and_no_groups(app):
+    at = goto(app, "parameters")
+    at.selectbox(key="calc_preset").set_value("bert-base").run()
+    e_field = next(n for n in at.number_input if n.label.startswith("E (embedding)"))
+    assert e_field.disabled and e_field.value == 768
+    assert not [n for n in at.number_input if n.label.startswith("Groups")]
+    at.number_input(key="h-bert-base").set_value(1024).run()
+    e_field = next(n for n in at.number_input if n.label.startswith("E (embedding)"))
+    assert e_field.value == 1024 and not at.error
+
+
+# ---- issue #14: the depth lab draws its first view at once; diverged models say so ----------
+def _figure_names(at: AppTest) -> set[str]:
+    import json
+
+    return {trace.get("name", "") for c in charts(at) for trace in json.loads(c.proto.spec)["data"]}
+
+
+def test_depth_lab_first_view_trains_nothing(app, monkeypatch):
+    import albert_lab.analysis.depth as depth
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the default view should come from app/depth_default.json")
+
+    monkeypatch.setattr(depth, "train_disc", refuse)
+    start = time.perf_counter()
+    at = goto(app, "depth_lab")
+    assert not at.error and len(charts(at)) == 4
+    assert time.perf_counter() - start < 10
+    assert "MLP depth 16 (plain)" in _figure_names(at)
+
+
+def test_shipped_depth_default_matches_a_fresh_run():
+    import torch
+
+    from albert_lab.analysis.depth import train_disc
+    from app.depth_cache import default_configs, precomputed
+
+    cfg = next(c for c in default_configs() if c.residual)  # the fastest of the three
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        history, flow = train_disc(cfg)
+    finally:
+        torch.set_num_threads(threads)
+    shipped_history, shipped_flow = precomputed(cfg)
+    assert list(history.step) == list(shipped_history.step)
+    assert history.loss.to_numpy() == pytest.approx(shipped_history.loss.to_numpy(), rel=1e-4)
+    assert flow.mean_abs.to_numpy() == pytest.approx(shipped_flow.mean_abs.to_numpy(), rel=1e-3)
+
+
+def test_depth_lab_marks_a_diverged_model_instead_of_dropping_it(app):
+    at = goto(app, "depth_lab")
+    at.multiselect(key="dl_variants").set_value(["none", "batchnorm_before"])
+    at.number_input(key="dl_std").set_value(2.0)
+    at.slider(key="dl_steps").set_value(50).run()
+    assert not at.exception and not at.error
+    assert any("MLP depth 16 (plain) diverged at step" in w.value for w in at.warning)
+    names = _figure_names(at)
+    assert any(n.startswith("MLP depth 16 (plain) (diverged at step") for n in names), names
+    assert "MLP depth 16 + batchnorm before" in names  # the model that trains keeps its plain name
+
+
+def test_divergence_cuts_the_trace_at_the_first_bad_step():
+    import pandas as pd
+
+    from app.figures import cut_at_divergence, divergence, legend_names
+
+    history = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 2, "step": [1, 10, 20, 23, 1, 10],
+                            "loss": [0.7, 5e4, float("nan"), float("nan"), 0.7, 0.6]})
+    assert divergence(history) == {"a": 10}
+    assert list(cut_at_divergence(history, {"a": 10}).step) == [1, 1, 10]
+    assert legend_names(["a", "b"], {"a": 10}) == {"a": "a (diverged at step 10)", "b": "b"}
+
+
+# ---- issue #14: one look everywhere; the link reproduces the view --------------------------
+def test_numbers_read_as_people_write_them():
+    from app.figures import fmt_value
+
+    assert fmt_value("nsp_pairs", 515.0) == "515" and fmt_value("tokens", 25637385) == "25,637,385"
+    assert fmt_value("wall_time_s", 3565.4) == "59 min" and fmt_value("sop_acc", 0.91456) == "0.9146"
+    assert fmt_value("layer_norm_eps", 1e-12) == "1e-12" and fmt_value("family", "albert") == "albert"
+
+
+def test_a_checkpoint_keeps_its_colour_whatever_else_is_selected():
+    import pandas as pd
+
+    from app.figures import colour_for, oscillation_figure
+
+    def frame(names):
+        return pd.DataFrame([dict(checkpoint=n, family="bert" if "bert-" in n else "albert", layer=layer, l2=1.0,
+                                  angle_deg=1.0, l2_spread=0.0, angle_spread=0.0) for n in names for layer in (1, 2)])
+
+    def colours(fig):
+        return {t.name: t.line.color for t in fig.data}
+
+    assert colours(oscillation_figure(frame(["bert-nsp"])))["bert-nsp"] == \
+        colours(oscillation_figure(frame(["albert-sop", "bert-nsp"])))["bert-nsp"] == colour_for("bert-nsp")
+
+
+def test_figures_have_unit_axis_titles_and_integer_layer_ticks(app):
+    import json
+
+    at = goto(app, "gradient_flow")
+    for chart in charts(at):
+        layout = json.loads(chart.proto.spec)["layout"]
+        for axis in [v for k, v in layout.items() if k.startswith(("xaxis", "yaxis"))]:
+            title = axis.get("title", {}).get("text", "")
+            assert title and title not in ("value", "variable", "mean_abs", "layer"), title
+            if "layer" in title:
+                assert axis.get("dtick") == 1
+            if axis.get("type") == "log":
+                assert axis.get("exponentformat") == "power"
+        assert json.loads(chart.proto.config)["toImageButtonOptions"]["filename"].startswith("gradflow")
+
+
+def test_the_link_carries_the_view_and_a_preset_opens_figure_1(app):
+    at = goto(app, "oscillation")
+    at.selectbox(key="osc_agg").set_value("median").run()
+    assert at.query_params["osc_agg"] == ["median"] or at.query_params["osc_agg"] == "median"
+    from app.ui import PRESETS
+
+    label, stem, params = PRESETS[0]
+    assert stem == "oscillation" and "Figure 1" in label
+    fresh = AppTest.from_file(MAIN, default_timeout=120)
+    for key, value in params.items():
+        fresh.query_params[key] = value
+    fresh.run()
+    assert fresh.sidebar.multiselect(key="picked").value == ["albert-sop", "bert-nsp"]
+    fresh.switch_page("../pages/oscillation.py").run()
+    assert not fresh.exception
+    verdicts = [m.value for m in fresh.markdown if m.value.startswith("**") and "roughness" in m.value]
+    assert [v.split("**")[1] for v in verdicts] == ["albert-sop", "bert-nsp"]
+
+
+def test_a_depth_lab_link_reproduces_its_settings(app):
+    fresh = AppTest.from_file(MAIN, default_timeout=120)
+    fresh.query_params.update({"dl_depth": "4", "dl_steps": "50", "dl_variants": "none,layernorm,bogus"})
+    fresh.switch_page("../pages/depth_lab.py").run()  # the link opens the page itself
+    assert not fresh.exception and not fresh.error
+    assert fresh.slider(key="dl_depth").value == 4 and fresh.multiselect(key="dl_variants").value == ["none", "layernorm"]

@@ -128,6 +128,8 @@ def _train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, x_test: torch.Ten
             history.append(dict(model=label, step=step, loss=float(loss.detach()), **_accuracy(model, x_test, y_test)))
         optimizer.step()
         if not math.isfinite(float(loss.detach())):
+            if history[-1]["step"] != step:  # the step it diverged at is in the history, always
+                history.append(dict(model=label, step=step, loss=float(loss.detach()), test_accuracy=math.nan))
             break  # diverged: keep what was recorded
     return pd.DataFrame(history), pd.DataFrame(flow)
 

@@ -99,7 +99,7 @@ def similarity_matrix(bundle: ModelBundle, texts: Sequence[str], max_len: int = 
 def verdict(frame: pd.DataFrame) -> pd.DataFrame:
     """Per checkpoint, in plain words: do the transitions shrink toward 0 (converging
     to a fixed point, as Deep Equilibrium Models would have it) or keep oscillating?
-    Also the smoothness of the curve: mean |change between layers| / mean distance."""
+    Also how rough the L2 curve is (`_roughness`; lower is smoother)."""
     rows = []
     for name, group in frame.groupby("checkpoint", sort=False):
         l2 = group.sort_values("layer")["l2"].to_numpy()
@@ -109,10 +109,23 @@ def verdict(frame: pd.DataFrame) -> pd.DataFrame:
         # convergence against the second one.
         reference = l2[1] if len(l2) > 2 else l2[0]
         converging = l2[-1] < 0.1 * reference and bool(np.all(np.diff(tail) <= 0))
-        roughness = float(np.abs(np.diff(l2)).mean() / l2.mean()) if len(l2) > 1 else 0.0
+        roughness = _roughness(l2)
         words = ("converging: the distances shrink toward 0 over the last layers" if converging else
                  f"oscillating: the distances do not go to 0 (last layer {l2[-1]:.2f}, smallest {l2.min():.2f}, "
                  f"largest {l2.max():.2f}; angles {angle.min():.1f}-{angle.max():.1f} degrees)")
         rows.append(dict(checkpoint=name, converging=converging, last_l2=float(l2[-1]), min_l2=float(l2.min()),
                          roughness=roughness, verdict=words))
     return pd.DataFrame(rows)
+
+
+def _roughness(l2: np.ndarray) -> float:
+    """Mean |second difference| of the L2 curve over mean L2, from the second layer on.
+
+    A steady decay or rise (ALBERT's shared layer in the paper's Figure 1) has small
+    second differences; a curve that goes up and down (BERT's) has large ones. The first
+    differences would call a steady decay rough. The first transition is left out: it
+    is large in every model (embeddings -> first layer)."""
+    tail = l2[1:] if len(l2) > 3 else l2
+    if len(tail) < 3:
+        return 0.0
+    return float(np.abs(np.diff(tail, n=2)).mean() / tail.mean())

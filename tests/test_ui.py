@@ -1,0 +1,56 @@
+"""Smoke test in a real browser: every page opens without a Streamlit exception, a
+console error, or a request to another host (the favicon, fonts and plotly are local)."""
+
+import shutil
+import time
+from urllib.parse import urlparse
+
+import pytest
+from test_browser import CHROMIUM_FLAGS, server  # noqa: F401  (server: a fixture)
+
+PAGES = ["model_card", "parameters", "oscillation", "gradient_flow", "sentence_pairs", "training", "depth_lab"]
+
+
+def _probe(url: str) -> bool:
+    """Opened at /<page>, Streamlit's frontend first asks /<page>/_stcore/... (is the app
+    served under a path prefix?) and gets a 404 before it uses /_stcore/: not an error."""
+    path = urlparse(url).path
+    return "/_stcore/" in path and not path.startswith("/_stcore/")
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_every_page_opens_cleanly_in_chromium(server):  # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "Debian's chromium is needed for this test: scripts/test.sh installs it"
+    start, errors, remote = time.time(), [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("console", lambda m: errors.append(f"{page.url}: {m.text} ({m.location.get('url')})")
+                    if m.type == "error" and not _probe(m.location.get("url", "")) else None)
+            page.on("pageerror", lambda e: errors.append(f"{page.url}: {e}"))
+            host = urlparse(server).hostname
+
+            def request(r):
+                if urlparse(r.url).hostname not in (host, None) and not r.url.startswith(("data:", "blob:")):
+                    remote.append(r.url)
+
+            page.on("request", request)
+            page.on("response", lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400 and not _probe(r.url) else None)
+            for stem in PAGES:
+                page.goto(f"{server}/{stem}" if stem != "model_card" else server)
+                page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
+                page.wait_for_timeout(500)  # the script starts
+                page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000)
+                page.wait_for_selector("h1", timeout=30_000)
+                exceptions = page.locator("[data-testid='stException']")
+                assert exceptions.count() == 0, f"{stem}: {exceptions.first.inner_text()[:1000]}"
+        finally:
+            browser.close()
+    assert not errors, errors
+    assert not remote, remote
+    assert time.time() - start < 60
