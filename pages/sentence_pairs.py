@@ -10,7 +10,7 @@ from albert_lab.analysis.evaluation import evaluate, evaluation_pairs, paper_tab
 from albert_lab.analysis.intrinsic import wilson_interval
 from albert_lab.analysis.pairs import pairs_frame, read_pairs, score_pairs, summarize
 from albert_lab.paths import checkpoints_dir
-from app import ui
+from app import figures, ui
 
 st.title("Sentence pairs: SOP vs NSP")
 st.caption("P(label 0) from each checkpoint's pair head: for an SOP head, P(A then B is the original order); "
@@ -51,7 +51,7 @@ def pair_chart(scores: pd.DataFrame) -> None:
                  hover_data=["head"], labels={"value": "P(label 0)", "checkpoint": "checkpoint", "order": "order"},
                  title="P(original order) for SOP heads, P(is next) for NSP heads")
     fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
-    st.plotly_chart(fig, width="stretch")
+    ui.chart(figures.style(fig, legend_title="order"), "pair-probabilities")
 
 
 def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
@@ -62,14 +62,15 @@ def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
         bounds = [wilson_interval(h, n) for h, n in zip(frame.hits, frame.labelled)]
         frame["low"], frame["high"] = [b[0] for b in bounds], [b[1] for b in bounds]
         fig = px.scatter(frame, x="checkpoint", y="accuracy", range_y=[0, 1], title="Accuracy on the labelled pairs (95% interval)",
-                         error_y=frame.high - frame.accuracy, error_y_minus=frame.accuracy - frame.low,
-                         labels={"accuracy": "accuracy (fraction)"})
+                         error_y=frame.high - frame.accuracy, error_y_minus=frame.accuracy - frame.low, color="checkpoint",
+                         color_discrete_map=figures.colour_map(frame.checkpoint), labels={"accuracy": "accuracy (fraction)"})
         fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
     else:
         fig = px.histogram(scores.dropna(subset=["p_ab"]), x="p_ab", color="checkpoint", nbins=20, barmode="overlay",
                            range_x=[0, 1], title="P(label 0 | A->B) over the file (no labels given)",
-                           labels={"p_ab": "P(label 0 | A->B)", "count": "pairs"})
-    st.plotly_chart(fig, width="stretch")
+                           color_discrete_map=figures.colour_map(scores.checkpoint), labels={"p_ab": "P(label 0 | A->B)"})
+        fig.update_yaxes(title_text="pairs")
+    ui.chart(figures.style(fig), "pairs-file")
 
 
 if ui.need_checkpoints():

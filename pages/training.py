@@ -16,7 +16,7 @@ from albert_lab.spec import PRESETS, SHARING_LABELS, Objective
 from albert_lab.training.config import browser_config
 from albert_lab.training.jobs import cancel_run, start_run
 from albert_lab.training.runs import list_runs, read_run
-from app import ui
+from app import figures, ui
 
 st.title("Training")
 TRAINABLE = ["lab-tiny", "lab-albert", "lab-bert"]
@@ -106,14 +106,6 @@ def new_run_form() -> None:
                    "vocabulary. Follow it under 'Runs'.")
 
 
-def duration(seconds: float) -> str:
-    """59 s, 12 min, 1 h 05 min."""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    minutes = round(seconds / 60)
-    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
-
-
 def progress_panel(run_id: str) -> None:
     info = read_run(runs_dir() / run_id)
     rows = info.metrics()
@@ -131,7 +123,7 @@ def progress_panel(run_id: str) -> None:
         m[0].metric("Loss", f"{last['loss']:.3f}")
         rate = last.get("run_tokens_per_s", last["tokens_per_s"])  # the run's rate, not the last interval's
         m[1].metric("Tokens / s (whole run)", f"{rate:,.0f}")
-        m[2].metric("Time left", duration(last["eta_s"]) if info.active else "-")
+        m[2].metric("Time left", figures.fmt_duration(last["eta_s"]) if info.active else "-")
         m[3].metric("Tokens seen", f"{last['tokens'] / 1e6:.2f}M")
         left, right = st.columns(2)
         long = train.melt(id_vars=["step"], value_vars=["loss", "mlm_loss", "pair_loss"], var_name="loss", value_name="nats")
@@ -139,7 +131,7 @@ def progress_panel(run_id: str) -> None:
                       labels={"step": "optimizer step", "nats": "cross-entropy (nats)"})
         for resume in (r["step"] for r in rows if r.get("kind") == "resume"):
             fig.add_vline(x=resume, line_dash="dot", annotation_text="resumed")
-        left.plotly_chart(fig, width="stretch", key=f"loss-{run_id}")
+        ui.chart(figures.style(fig, legend_title="loss"), f"loss-{run_id}", key=f"loss-{run_id}", container=left)
         names = {"eval_mlm_acc": "MLM", "eval_nsp_acc": "NSP", "eval_sop_acc": "SOP", "eval_sop_interior_acc": "SOP interior"}
         acc_cols = [c for c in names if c in evals]
         if len(evals) and acc_cols:
@@ -153,7 +145,7 @@ def progress_panel(run_id: str) -> None:
             fig = px.line(long, x="step", y="accuracy", color="task", range_y=[0, 1], title="Training accuracy",
                           labels={"step": "optimizer step", "accuracy": "accuracy (fraction)"})
         fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance (pair tasks)")
-        right.plotly_chart(fig, width="stretch", key=f"acc-{run_id}")
+        ui.chart(figures.style(fig, legend_title="task"), f"accuracy-{run_id}", key=f"acc-{run_id}", container=right)
     if info.status == "failed":
         st.error(info.message or "the run failed", icon=":material/error:")
     if info.active and st.button("Cancel this run", key=f"cancel-{run_id}"):
@@ -205,6 +197,7 @@ with tab_compare:
             frames.append(pd.DataFrame(rows).assign(run=f"{info.name} ({info.config.get('objective')})"))
     if frames:
         frame = pd.concat(frames)
-        st.plotly_chart(px.line(frame, x="step", y=metric, color="run", title=f"{titles[metric]} by run",
-                                labels={"step": "optimizer step", metric: titles[metric]}), width="stretch")
+        fig = px.line(frame, x="step", y=metric, color="run", title=f"{titles[metric]} by run",
+                      labels={"step": "optimizer step", metric: titles[metric]})
+        ui.chart(figures.style(fig, legend_title="run"), f"runs-{metric}")
         ui.download(frame, "runs.csv")
