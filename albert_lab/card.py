@@ -45,3 +45,16 @@ def model_card(bundle: ModelBundle | CheckpointSummary, device: str | None = Non
         "dtype": dtype or str(getattr(bundle, "dtype", "not loaded")).replace("torch.", ""),
         "folder": str(Path(bundle.source)) if Path(bundle.source).exists() else None,
     }
+
+
+def metric_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+    """(metric, text) for a card's held-out metrics: '0.912 [0.89, 0.93] n=515' for
+    metrics with an interval (written by scripts/export_checkpoints.py), '0.912' for
+    plain numbers (older cards), skipping other bookkeeping fields."""
+    lines = []
+    for key, value in metrics.items():
+        if isinstance(value, dict) and {"accuracy", "low", "high", "n"} <= set(value):
+            lines.append((key, f"{value['accuracy']:.3f} [{value['low']:.2f}, {value['high']:.2f}] n={int(value['n']):,}"))
+        elif isinstance(value, float):
+            lines.append((key, f"{value:.3f}"))
+    return lines

@@ -97,7 +97,9 @@ def cmd_card(args: argparse.Namespace) -> int:
         if key != "train_config":
             lines.append(f"{key}: {value}")
     if card["metrics"]:
-        lines.append("held-out: " + ", ".join(f"{k} {v:.3f}" for k, v in card["metrics"].items() if isinstance(v, float)))
+        from albert_lab.card import metric_lines
+
+        lines.append("held-out: " + ", ".join(f"{k} {text}" for k, text in metric_lines(card["metrics"])))
     emit(args, card, "\n".join(lines))
     return 0
 

@@ -4,6 +4,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from albert_lab.card import metric_lines
 from app import ui
 from app.figures import fmt_value, style
 
@@ -53,7 +54,7 @@ if ui.need_checkpoints():
             st.table(pd.DataFrame([{"field": k, "value": fmt_value(k, v)} for k, v in provenance.items()]))
             if card["metrics"]:
                 st.markdown("**Held-out metrics**")
-                st.table(pd.DataFrame([{"metric": k, "value": fmt_value(k, v)} for k, v in card["metrics"].items()]))
+                st.table(pd.DataFrame(metric_lines(card["metrics"]), columns=["metric", "accuracy [95% interval] n"]))
         ui.paper_note("ALBERT's parameter savings come from two choices you can see above: the factorised "
                       "embedding (V x E + E x H instead of V x H) and cross-layer sharing (one block held in memory, "
                       "applied L times, so 'applied' exceeds 'held'). ALBERT-base has 12M parameters against "

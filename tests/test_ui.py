@@ -20,7 +20,7 @@ def _probe(url: str) -> bool:
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_every_page_opens_cleanly_in_chromium(server):  # noqa: F811
+def test_every_page_opens_cleanly_in_chromium(server):
     from playwright.sync_api import sync_playwright
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
