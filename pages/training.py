@@ -15,7 +15,7 @@ from albert_lab.paths import runs_dir
 from albert_lab.spec import PRESETS, SHARING_LABELS, Objective
 from albert_lab.training.config import browser_config
 from albert_lab.training.jobs import cancel_run, start_run
-from albert_lab.training.runs import list_runs, read_run
+from albert_lab.training.runs import list_runs, read_run, single_user
 from app import figures, ui
 
 st.title("Training")
@@ -101,6 +101,7 @@ def new_run_form() -> None:
         with st.spinner("Checking the settings, preparing corpus and tokenizer ..."):
             info = start_run(config)
         st.session_state["watch_select"] = info.id  # the Runs tab follows the new run
+        st.session_state.setdefault("my_runs", set()).add(info.id)  # this browser session may cancel it
         spec = config.model_spec()
         st.success(f"Run {info.id} started: {spec.label}, {count(spec).total:,} parameters with a {config.vocab_size:,}-piece "
                    "vocabulary. Follow it under 'Runs'.")
@@ -148,7 +149,11 @@ def progress_panel(run_id: str) -> None:
         ui.chart(figures.style(fig, legend_title="task"), f"accuracy-{run_id}", key=f"acc-{run_id}", container=right)
     if info.status == "failed":
         st.error(info.message or "the run failed", icon=":material/error:")
-    if info.active and st.button("Cancel this run", key=f"cancel-{run_id}"):
+    mine = run_id in st.session_state.get("my_runs", set()) or single_user()
+    if info.active and not mine:
+        st.caption("Started by another session or from the command line: shown read-only here. Cancel it with "
+                   f"`albert-lab runs --cancel {run_id}`, or serve the app with ALBERT_LAB_SINGLE_USER=1.")
+    if info.active and mine and st.button("Cancel this run", key=f"cancel-{run_id}"):
         with ui.guard("cancelling"):
             cancel_run(info.path)
             st.toast("Cancel requested: the run saves its checkpoint and stops.")

@@ -43,3 +43,20 @@ def test_table5_shows_fractions_and_no_paths(app):
     paper = next(d.value for d in at.dataframe if "downstream avg" in d.value)
     assert paper[["MLM", "NSP", "SOP"]].to_numpy().max() < 1  # fractions, like ours
     assert not any("/" in str(v) and str(v).startswith("/") for d in at.dataframe for v in d.value.to_numpy().ravel())
+
+
+def test_runs_of_other_sessions_are_read_only_unless_single_user(app, monkeypatch):
+    from conftest import tiny_spec
+
+    from albert_lab.training.config import TrainConfig
+    from albert_lab.training.jobs import create_run
+
+    config = TrainConfig(spec=tiny_spec(1000).to_dict(), corpus="wiki-vital[:600]", vocab_size=1000, max_steps=5, max_seq_len=64,
+                         name="elsewhere")
+    run_dir, _ = create_run(config)  # queued, started outside this browser session
+    at = goto(app, "training")
+    assert not any(b.label == "Cancel this run" for b in at.button)
+    assert any(f"albert-lab runs --cancel {run_dir.name}" in c.value for c in at.caption)
+    monkeypatch.setenv("ALBERT_LAB_SINGLE_USER", "1")
+    at.run()
+    assert any(b.label == "Cancel this run" for b in at.button)

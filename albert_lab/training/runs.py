@@ -154,3 +154,10 @@ def training_slot(root: Path, poll_s: float = 1.0, should_stop=lambda: False):
         yield
     finally:
         handle.close()
+
+
+def single_user() -> bool:
+    """Whether the app serves one person (ALBERT_LAB_SINGLE_USER=1): then every browser
+    session may cancel any run. Otherwise a session cancels only the runs it started and
+    sees the others read-only (a class sharing one server)."""
+    return os.environ.get("ALBERT_LAB_SINGLE_USER", "").strip().lower() in ("1", "true", "yes")
