@@ -186,8 +186,13 @@ def _add_source(text: str, extra: dict[str, str]) -> None:
             raise AlbertLabError(f"{text!r} looks like a hub id, but the model hub is unreachable (offline)")
         source, name = text, text
         load_checkpoint(source, device="cpu")
-    extra[name] = source
-    # the multiselect is already drawn in this run: its value changes at the top of the next
+    add_checkpoint(name, source)
+
+
+def add_checkpoint(name: str, source: str) -> None:
+    """Offer a checkpoint in the sidebar and pick it (from the next run on: the
+    multiselect is already drawn in this one), then rerun."""
+    st.session_state.setdefault("extra_sources", {})[name] = source
     st.session_state["_pending_picked"] = [*st.session_state.get("picked", []), name]
     st.rerun()
 

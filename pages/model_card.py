@@ -9,6 +9,46 @@ from app import ui
 from app.figures import fmt_value, style
 
 st.title("Model card")
+
+
+def probe_section(name: str, source: str, heads: dict) -> None:
+    """Fit the missing or untrained pair head on the frozen encoder (albert-lab fit-head)."""
+    from albert_lab.paths import runs_dir
+    from albert_lab.training.probe import fit_probe, save_probe
+
+    with st.expander(f"Fit a pair head on the frozen encoder (a probe): the {heads['pair_kind'].upper()} head is {heads['pair']}"):
+        st.markdown("Only a linear pair head (and the pooler, if it is missing) is trained, on [CLS] vectors of the frozen "
+                    "encoder for pairs from the training documents of the built-in corpus; it is scored on held-out "
+                    "pairs. The result is a new checkpoint whose card says **probe**, never 'trained'.")
+        with st.form("probe_form"):
+            cols = st.columns(4)
+            task = cols[0].radio("Task", ["sop", "nsp"], index=["sop", "nsp"].index(heads["pair_kind"]), horizontal=True,
+                                 format_func=str.upper, key="probe_task")
+            train_pairs = cols[1].number_input("Training pairs", 100, 20_000, 1000, step=100, key="probe_train")
+            held_pairs = cols[2].number_input("Held-out pairs", 100, 5_000, 500, step=100, key="probe_held")
+            steps = cols[3].number_input("Steps", 10, 5_000, 300, step=10, key="probe_steps")
+            go = st.form_submit_button("Fit the probe (about a minute)", type="primary")
+        if go:
+            with ui.guard("fitting the probe"), st.status("Fitting the probe ...", expanded=True) as status:
+                bundle = ui.load_bundle(source, name)
+                result = fit_probe(bundle, task, train_pairs=int(train_pairs), heldout_pairs=int(held_pairs), steps=int(steps),
+                                   log=status.write)
+                folder = runs_dir() / "probes"
+                out = folder / f"{name.replace('/', '-')}-{task}-probe"
+                k = 2
+                while out.exists():
+                    out, k = folder / f"{name.replace('/', '-')}-{task}-probe-{k}", k + 1
+                save_probe(bundle, result, out)
+                status.update(label=f"{task.upper()} probe: held-out accuracy {result.accuracy:.3f} "
+                                    f"[{result.low:.2f}, {result.high:.2f}] n={result.heldout_pairs:,}", state="complete")
+                st.session_state["probe_done"] = (out.name, str(out), result.accuracy)
+        if "probe_done" in st.session_state:
+            probe_name, probe_path, accuracy = st.session_state["probe_done"]
+            st.success(f"Saved {probe_path} (held-out accuracy {accuracy:.3f}).")
+            if st.button(f"Pick {probe_name} in the sidebar", key="probe_pick"):
+                ui.add_checkpoint(probe_name, probe_path)
+
+
 if ui.need_checkpoints():
     names = [name for name, _ in ui.selected_sources()]
     ui.from_url("card_checkpoint", names[0], options=names)
@@ -55,6 +95,8 @@ if ui.need_checkpoints():
             if card["metrics"]:
                 st.markdown("**Held-out metrics**")
                 st.table(pd.DataFrame(metric_lines(card["metrics"]), columns=["metric", "accuracy [95% interval] n"]))
+        if heads["pair"] in ("missing", "untrained"):
+            probe_section(name, source, heads)
         ui.paper_note("ALBERT's parameter savings come from two choices you can see above: the factorised "
                       "embedding (V x E + E x H instead of V x H) and cross-layer sharing (one block held in memory, "
                       "applied L times, so 'applied' exceeds 'held'). ALBERT-base has 12M parameters against "

@@ -60,3 +60,18 @@ def test_runs_of_other_sessions_are_read_only_unless_single_user(app, monkeypatc
     monkeypatch.setenv("ALBERT_LAB_SINGLE_USER", "1")
     at.run()
     assert any(b.label == "Cancel this run" for b in at.button)
+
+
+def test_fit_a_probe_from_the_model_card(app):
+    at = goto(app, "model_card")
+    at.selectbox(key="card_checkpoint").set_value("hub-albert").run()
+    for key, value in (("probe_train", 100), ("probe_held", 100), ("probe_steps", 10)):
+        at.number_input(key=key).set_value(value)
+    next(b for b in at.button if b.label.startswith("Fit the probe")).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    name, path, accuracy = at.session_state["probe_done"]
+    assert name == "hub-albert-sop-probe" and 0 <= accuracy <= 1
+    from albert_lab.checkpoints import load_checkpoint
+
+    probe = load_checkpoint(path, device="cpu")
+    assert probe.heads.pair == "probe" and probe.card["probe"]["pairs"]["held_out"] == 100
