@@ -17,6 +17,7 @@ FAST = {
     "train": ["--corpus", "wiki-vital[:600]", "--vocab-size", "1000", "--seq-len", "32", "--batch-size", "4", "--steps", "2",
               "--eval-limit", "8", "--hidden", "32", "--heads", "2", "--ffn", "48", "--embedding", "16", "--foreground"],
     "evaluate": ["--corpus", "wiki-vital[:600]", "--limit", "8", "--no-ood"],
+    "fit-head": ["--corpus", "wiki-vital[:600]", "--train-pairs", "60", "--heldout-pairs", "40", "--steps", "5", "--out", "probe"],
 }
 COVERED_ELSEWHERE = {"torchrun": "tests/test_ddp.py runs the same entry point under torchrun"}
 
@@ -49,8 +50,9 @@ def readme_checkpoints(shipped, tmp_path_factory, tokenizer):
 
     root = tmp_path_factory.mktemp("readme-checkpoints")
     shutil.copytree(shipped, root, dirs_exist_ok=True)
-    spec = tiny_spec(len(tokenizer), objective="nsp")
-    save_checkpoint(build_model(spec, seed=1), tokenizer, spec, root / "albert-nsp", {"name": "albert-nsp"})
+    for name, objective in (("albert-nsp", "nsp"), ("albert-none", "none")):
+        spec = tiny_spec(len(tokenizer), objective=objective)
+        save_checkpoint(build_model(spec, seed=1), tokenizer, spec, root / name, {"name": name})
     return root
 
 
