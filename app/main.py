@@ -27,6 +27,7 @@ PAGES = {
     "Inside the network": [
         st.Page(ROOT / "pages" / "oscillation.py", title="Oscillation", icon=":material/ssid_chart:"),
         st.Page(ROOT / "pages" / "gradient_flow.py", title="Gradient flow", icon=":material/waterfall_chart:"),
+        st.Page(ROOT / "pages" / "shared_block.py", title="Shared layer, applied again", icon=":material/repeat:"),
     ],
     "Tasks": [
         st.Page(ROOT / "pages" / "sentence_pairs.py", title="Sentence pairs", icon=":material/compare_arrows:"),

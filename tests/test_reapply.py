@@ -302,7 +302,14 @@ def test_page(shipped, monkeypatch):
     at.run()
     at.switch_page("../pages/shared_block.py").run()
     assert not at.exception, [e.value for e in at.exception]
-    assert len(at.get("plotly_chart")) >= 4
-    assert any("hub-albert" in m.value or "converges" in m.value or "drifts" in m.value or "cycles" in m.value
-               for m in at.markdown)
-    assert len(at.get("download_button")) >= 4
+    assert not at.error, [e.value for e in at.error]
+    assert len(at.get("plotly_chart")) >= 7  # extrapolation, lens, 3 top-k, attention, entropy, CKA
+    verdicts = [m.value for m in at.markdown if m.value.startswith("**")]
+    assert any(v in " ".join(verdicts) for v in ("converges", "cycles", "drifts")) and "not judged" in " ".join(verdicts)
+    assert len(at.get("download_button")) >= 5
+    at.slider(key="sb_app").set_value(6).run()
+    at.selectbox(key="sb_cka_y").set_value("bert-nsp").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    at.radio(key="sb_input").set_value("My text").run()
+    at.text_area(key="sb_text").set_value("   ").run()
+    assert not at.exception and any("no text" in e.value for e in at.error)
