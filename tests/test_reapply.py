@@ -60,7 +60,7 @@ def close(a, b, tol=TOL):
 def test_k1_equals_the_models_forward(bundles, which):
     bundle = bundles[which]
     inputs = encode(bundle, TEXTS, seed=3)
-    states, _ = run_applications(bundle, inputs, repeat=1)
+    states = run_applications(bundle, inputs, repeat=1)
     out = reference_states(bundle, inputs)
     assert len(states) == len(out.hidden_states) == bundle.spec.num_layers + 1
     for mine, theirs in zip(states, out.hidden_states):
@@ -79,7 +79,7 @@ def test_k1_equals_the_models_forward(bundles, which):
 def test_k_times_l_equals_a_deeper_model_with_the_same_weights(bundles, which):
     bundle = bundles[which]
     inputs = encode(bundle, TEXTS)
-    states, _ = run_applications(bundle, inputs, repeat=3)
+    states = run_applications(bundle, inputs, repeat=3)
     out = reference_states(bundle, inputs, layers=3 * bundle.spec.num_layers)
     assert len(states) == 13 and all(close(a, b, 1e-4) for a, b in zip(states, out.hidden_states))
     if which == 1:  # grouped: each group runs 3x as long

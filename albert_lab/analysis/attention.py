@@ -14,7 +14,8 @@ v_j W_O,h^T W_O,h v_j^T: a d x d form per head instead of a (T, H) vector per to
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -34,24 +35,25 @@ def attention_projections(layer: nn.Module) -> tuple[nn.Linear, nn.Linear, nn.Li
     return s.query, s.key, s.value, layer.attention.output.dense, s.num_attention_heads
 
 
-@torch.inference_mode()
-def head_attention(layer: nn.Module, h: torch.Tensor, keep: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Attention weights alpha (B, heads, T, T) and ||f(x_j)|| per head (B, heads, T) of
-    one layer reading h (B, T, H); `keep` (B, T) marks real tokens (padding gets no weight)."""
-    query, key, value, out, heads = attention_projections(layer)
-    b, t, width = h.shape
+def head_attention(layer: nn.Module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                   keep: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention weights alpha (B, heads, T, T) and ||f(x_j)|| per head (B, heads, T) of one
+    layer from its query, key and value projections (B, T, H) of the state it read;
+    `keep` (B, T) marks real tokens (padding gets no weight)."""
+    *_, out, heads = attention_projections(layer)
+    b, t, width = q.shape
     d = width // heads
 
     def split(x: torch.Tensor) -> torch.Tensor:
-        return x.view(b, t, heads, d).transpose(1, 2)  # (B, heads, T, d)
+        return x.float().view(b, t, heads, d).transpose(1, 2)  # (B, heads, T, d)
 
-    q, k, v = split(query(h)).float(), split(key(h)).float(), split(value(h)).float()
+    q, k, v = split(q), split(k), split(v)
     scores = (q @ k.transpose(-1, -2)) * d ** -0.5
     scores = scores.masked_fill(~keep[:, None, None, :].bool(), torch.finfo(scores.dtype).min)
     alpha = torch.softmax(scores, -1)
     w_o = out.weight.float().view(width, heads, d)  # (H_out, heads, d): the head's slice of W_O
     gram = torch.einsum("ohd,ohe->hde", w_o, w_o)  # (heads, d, d)
-    f_norm = torch.einsum("bhtd,hde,bhte->bht", v, gram, v).clamp_min(0).sqrt()
+    f_norm = ((v @ gram[None]) * v).sum(-1).clamp_min(0).sqrt()  # v G v^T per token: (B, heads, T)
     return alpha, f_norm
 
 
@@ -61,6 +63,28 @@ def _layers(bundle: ModelBundle, repeat: int) -> list[tuple[int, int, nn.Module]
     return [(a + 1, i, layer) for a, layers in enumerate(runs) for i, layer in enumerate(layers)]
 
 
+@torch.inference_mode()
+def per_layer_attention(bundle: ModelBundle, texts: Sequence[str], repeat: int, max_len: int
+                        ) -> Iterator[tuple[int, int, torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """(application, inner, alpha, ||f(x_j)||, keep) for every layer run, from the query,
+    key and value projections the forward pass itself computed (caught by hooks, so
+    nothing is computed twice; a shared module's outputs arrive in application order)."""
+    inputs = encode(bundle, texts, max_len, mask_rate=0.0)
+    layers = _layers(bundle, repeat)
+    caught: dict[int, list[torch.Tensor]] = defaultdict(list)
+    linears = {id(lin): lin for _, _, layer in layers for lin in attention_projections(layer)[:3]}
+    handles = [lin.register_forward_hook(lambda m, _, out: caught[id(m)].append(out)) for lin in linears.values()]
+    try:
+        run_applications(bundle, inputs, repeat)
+    finally:
+        for handle in handles:
+            handle.remove()
+    for application, inner, layer in layers:
+        q, k, v = (caught[id(lin)].pop(0) for lin in attention_projections(layer)[:3])
+        alpha, f_norm = head_attention(layer, q, k, v, inputs.attention_mask)
+        yield application, inner, alpha, f_norm, inputs.attention_mask.bool()
+
+
 def attention_maps(bundles: ModelBundle | Sequence[ModelBundle], text: str, repeat: int = 1,
                    max_len: int = 128) -> pd.DataFrame:
     """Maps of one text: one row per (checkpoint, application, inner, head, query, key)
@@ -68,21 +92,21 @@ def attention_maps(bundles: ModelBundle | Sequence[ModelBundle], text: str, repe
     applies a shared block beyond depth L (unshared models stay at L, with a note)."""
     frames = []
     for bundle in [bundles] if isinstance(bundles, ModelBundle) else bundles:
-        inputs = encode(bundle, [text], max_len, mask_rate=0.0)
-        _, layer_inputs = run_applications(bundle, inputs, repeat, keep_layer_inputs=True)
-        pieces = bundle.tokenizer.convert_ids_to_tokens(inputs.input_ids[0].tolist())
-        t = len(pieces)
-        head, query, key = (a.ravel() for a in np.meshgrid(np.arange(bundle.spec.num_heads), np.arange(t), np.arange(t),
-                                                             indexing="ij"))
-        tokens = dict(query_token=_token_column(pieces, query), key_token=_token_column(pieces, key))
+        runs = list(per_layer_attention(bundle, [text], repeat, max_len))
+        pieces = bundle.tokenizer.convert_ids_to_tokens(encode(bundle, [text], max_len, 0.0).input_ids[0].tolist())
+        t, heads = len(pieces), bundle.spec.num_heads
+        head, query, key = (np.tile(a.ravel(), len(runs)) for a in np.meshgrid(np.arange(heads), np.arange(t),
+                                                                                  np.arange(t), indexing="ij"))
+        per_run = heads * t * t
+        alpha = torch.cat([r[2][0].reshape(-1) for r in runs])
+        weighted = torch.cat([(r[2] * r[3][:, :, None, :])[0].reshape(-1) for r in runs])
         note = (reapply_note(bundle.spec) or "") if repeat > 1 else ""
-        for (application, inner, layer), h in zip(_layers(bundle, repeat), layer_inputs):
-            alpha, f_norm = head_attention(layer, h, inputs.attention_mask)
-            weighted = alpha * f_norm[:, :, None, :]  # (1, heads, T, T)
-            frames.append(pd.DataFrame(dict(
-                checkpoint=bundle.name, application=application, inner=inner, head=head, query=query, key=key, **tokens,
-                weight=alpha[0].reshape(-1).cpu().numpy(), norm_weighted=weighted[0].reshape(-1).cpu().numpy(), note=note)))
-    return pd.concat(frames, ignore_index=True)
+        frames.append(pd.DataFrame(dict(
+            checkpoint=pd.Categorical([bundle.name]).repeat(per_run * len(runs)),
+            application=np.repeat([r[0] for r in runs], per_run), inner=np.repeat([r[1] for r in runs], per_run),
+            head=head, query=query, key=key, query_token=_token_column(pieces, query), key_token=_token_column(pieces, key),
+            weight=alpha.numpy(), norm_weighted=weighted.numpy(), note=pd.Categorical([note]).repeat(per_run * len(runs)))))
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
 def _token_column(pieces: list[str], index: np.ndarray) -> pd.Categorical:
@@ -99,13 +123,9 @@ def attention_entropy(bundles: ModelBundle | Sequence[ModelBundle], texts: Seque
     entropy as a share of its maximum log(keys). Low: focused heads; high: broad ones."""
     rows = []
     for bundle in [bundles] if isinstance(bundles, ModelBundle) else bundles:
-        inputs = encode(bundle, texts, max_len, mask_rate=0.0)
-        _, layer_inputs = run_applications(bundle, inputs, repeat, keep_layer_inputs=True)
-        keep = inputs.attention_mask.bool()  # (B, T)
-        log_keys = torch.log(keep.sum(-1).float())[:, None, None]  # (B, 1, 1)
         note = (reapply_note(bundle.spec) or "") if repeat > 1 else ""
-        for (application, inner, layer), h in zip(_layers(bundle, repeat), layer_inputs):
-            alpha, f_norm = head_attention(layer, h, inputs.attention_mask)
+        for application, inner, alpha, f_norm, keep in per_layer_attention(bundle, texts, repeat, max_len):
+            log_keys = torch.log(keep.sum(-1).float())[:, None, None]  # (B, 1, 1)
             weighted = alpha * f_norm[:, :, None, :]
             weighted = weighted / weighted.sum(-1, keepdim=True).clamp_min(1e-30)
             raw, normed = _entropy(alpha), _entropy(weighted)  # (B, heads, T)

@@ -55,7 +55,7 @@ def _states(bundle: ModelBundle, texts: Sequence[str], repeat: int, max_len: int
             pick: torch.Tensor | None) -> tuple[list[torch.Tensor], torch.Tensor]:
     """Per application (N, H) float32 rows: real tokens (subsampled by `pick`) or text means."""
     inputs = encode(bundle, texts, max_len, mask_rate=0.0)
-    states, _ = run_applications(bundle, inputs, repeat)
+    states = run_applications(bundle, inputs, repeat)
     keep = inputs.attention_mask.bool()
     if unit == "text":
         weights = keep.float() / keep.sum(-1, keepdim=True)

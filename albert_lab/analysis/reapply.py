@@ -118,25 +118,21 @@ def encode(bundle: ModelBundle, texts: Sequence[str], max_len: int = 128, mask_r
 
 # ---- running the applications ------------------------------------------------------------------
 @torch.inference_mode()
-def run_applications(bundle: ModelBundle, inputs: Inputs, repeat: int = 1,
-                     keep_layer_inputs: bool = False) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+def run_applications(bundle: ModelBundle, inputs: Inputs, repeat: int = 1) -> list[torch.Tensor]:
     """States before and after every application: len = applications + 1, each (B, T, H),
-    state 0 entering the first layer (ALBERT: after the E -> H projection). With
-    `keep_layer_inputs`, also the input of every transformer layer run (for attention)."""
+    state 0 entering the first layer (ALBERT: after the E -> H projection)."""
     model = bundle.model
     encoder = Parts.of(model).encoder
     h = encoder.embeddings(input_ids=inputs.input_ids, token_type_ids=inputs.token_type_ids)
     mask = create_bidirectional_mask(config=encoder.config, inputs_embeds=h, attention_mask=inputs.attention_mask)
     if isinstance(model, AlbertForPreTraining):
         h = encoder.encoder.embedding_hidden_mapping_in(h)
-    states, layer_inputs = [h], []
+    states = [h]
     for layers in blocks(model, application_groups(bundle.spec, repeat)):
         for layer in layers:
-            if keep_layer_inputs:
-                layer_inputs.append(h)
             h = layer(h, mask)
         states.append(h)
-    return states, layer_inputs
+    return states
 
 
 @torch.inference_mode()
@@ -174,7 +170,7 @@ def extrapolate(bundles: ModelBundle | Sequence[ModelBundle], texts: Sequence[st
     frames = []
     for bundle in [bundles] if isinstance(bundles, ModelBundle) else bundles:
         inputs = encode(bundle, texts, max_len, mask_rate, seed)
-        states, _ = run_applications(bundle, inputs, repeat)
+        states = run_applications(bundle, inputs, repeat)
         accuracy = masked_accuracy(bundle, states, inputs)
         tokens = _token_rows(states, inputs.attention_mask)  # (S, N, H)
         depth = bundle.spec.num_layers
@@ -257,7 +253,7 @@ def logit_lens(bundles: ModelBundle | Sequence[ModelBundle], texts: Sequence[str
         inputs = encode(bundle, texts, max_len, mask_rate, seed)
         if len(inputs.labels) == 0:
             raise DataError("nothing was masked: raise the mask rate or give longer texts")
-        states, _ = run_applications(bundle, inputs, repeat)
+        states = run_applications(bundle, inputs, repeat)
         logits = mlm_logits(bundle, states, inputs.positions)  # (S, M, V)
         logp = torch.log_softmax(logits, -1)
         top = logits.argmax(-1)  # (S, M)
@@ -305,7 +301,7 @@ def lens_predictions(bundles: ModelBundle | Sequence[ModelBundle], text: str, po
     rows = []
     for bundle in [bundles] if isinstance(bundles, ModelBundle) else bundles:
         inputs, pieces = lens_inputs(bundle, text, position, mask_position, max_len)
-        states, _ = run_applications(bundle, inputs, repeat)
+        states = run_applications(bundle, inputs, repeat)
         probs = torch.softmax(mlm_logits(bundle, states, inputs.positions)[:, 0], -1)  # (S, V)
         best = probs.topk(top_k, dim=-1)
         label = int(inputs.labels[0])
