@@ -313,3 +313,22 @@ def test_page(shipped, monkeypatch):
     at.radio(key="sb_input").set_value("My text").run()
     at.text_area(key="sb_text").set_value("   ").run()
     assert not at.exception and any("no text" in e.value for e in at.error)
+
+
+def test_inner_groups_run_every_inner_layer(make_checkpoint):
+    folder, _ = make_checkpoint("inner", num_layers=2, inner_group_num=2)
+    bundle = load_checkpoint(folder)
+    inputs = encode(bundle, TEXTS)
+    states = run_applications(bundle, inputs, repeat=1)
+    plain = encode(bundle, [TEXTS[0]], mask_rate=0.0)
+    bundle.model.set_attn_implementation("eager")
+    with torch.no_grad():
+        out = bundle.model(**inputs.model_inputs(), output_hidden_states=True)
+        reference = bundle.model(**plain.model_inputs(), output_attentions=True).attentions
+    bundle.model.set_attn_implementation("sdpa")
+    assert len(out.hidden_states) == 5 and all(close(a, b) for a, b in zip(states, out.hidden_states[::2]))
+    maps = attention_maps(bundle, TEXTS[0])
+    assert set(zip(maps.application, maps.inner)) == {(1, 0), (1, 1), (2, 0), (2, 1)}
+    for run, (application, inner) in enumerate([(1, 0), (1, 1), (2, 0), (2, 1)]):
+        rows = maps[(maps.application == application) & (maps.inner == inner)].sort_values(["head", "query", "key"])
+        assert close(rows.weight.to_numpy(), reference[run][0].reshape(-1).numpy())

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from albert_lab.analysis.reapply import encode, run_applications
+from albert_lab.analysis.reapply import Inputs, encode, reapply_note, run_applications
 from albert_lab.checkpoints import ModelBundle
 from albert_lab.errors import DataError
 
@@ -51,22 +51,19 @@ def cka_from_grams(kx: torch.Tensor, ky: torch.Tensor) -> np.ndarray:
     return (cross / torch.outer(fx.norm(dim=1), fy.norm(dim=1)).clamp_min(1e-300)).numpy()
 
 
-def _states(bundle: ModelBundle, texts: Sequence[str], repeat: int, max_len: int, unit: str,
-            pick: torch.Tensor | None) -> tuple[list[torch.Tensor], torch.Tensor]:
-    """Per application (N, H) float32 rows: real tokens (subsampled by `pick`) or text means."""
-    inputs = encode(bundle, texts, max_len, mask_rate=0.0)
+def _states(bundle: ModelBundle, inputs: Inputs, repeat: int, unit: str, max_tokens: int, seed: int) -> list[torch.Tensor]:
+    """Per application (N, H) float32 rows: real tokens (at most `max_tokens`, drawn
+    with `seed`) or each text's mean state."""
     states = run_applications(bundle, inputs, repeat)
     keep = inputs.attention_mask.bool()
     if unit == "text":
         weights = keep.float() / keep.sum(-1, keepdim=True)
-        return [torch.einsum("bt,bth->bh", weights, s.float()) for s in states], inputs.input_ids
-    return [s[keep].float()[pick] if pick is not None else s[keep].float() for s in states], inputs.input_ids
-
-
-def _subsample(n: int, max_tokens: int, seed: int) -> torch.Tensor | None:
+        return [torch.einsum("bt,bth->bh", weights, s.float()) for s in states]
+    n = int(keep.sum())
     if n <= max_tokens:
-        return None
-    return torch.from_numpy(np.sort(np.random.default_rng(seed).choice(n, size=max_tokens, replace=False)))
+        return [s[keep].float() for s in states]
+    pick = torch.from_numpy(np.sort(np.random.default_rng(seed).choice(n, size=max_tokens, replace=False)))
+    return [s[keep].float()[pick.to(s.device)] for s in states]
 
 
 def layer_cka(bundle: ModelBundle, texts: Sequence[str], other: ModelBundle | None = None, repeat: int = 1,
@@ -77,18 +74,20 @@ def layer_cka(bundle: ModelBundle, texts: Sequence[str], other: ModelBundle | No
     At most `max_tokens` tokens, drawn with `seed`, enter the Grams."""
     if not texts:
         raise DataError("no text to analyse: type some sentences or pick the built-in sample")
-    unit, note = "token", CAUTION
-    if other is not None:
-        a = encode(bundle, texts, max_len, mask_rate=0.0).input_ids
-        b = encode(other, texts, max_len, mask_rate=0.0).input_ids
-        if a.shape != b.shape or not torch.equal(a.cpu(), b.cpu()):
-            unit = "text"
-            note = (f"the two tokenizers split the texts differently: the unit is each text's mean state, so N is only "
-                    f"{len(texts)} texts (few points inflate CKA); " + CAUTION)
-    n = int(encode(bundle, texts, max_len, mask_rate=0.0).attention_mask.sum())
-    pick = _subsample(n, max_tokens, seed) if unit == "token" else None
-    xs, _ = _states(bundle, texts, repeat, max_len, unit, pick)
-    ys = xs if other is None else _states(other, texts, repeat, max_len, unit, pick)[0]
+    notes = [CAUTION]
+    inputs_x = encode(bundle, texts, max_len, mask_rate=0.0)
+    inputs_y = inputs_x if other is None else encode(other, texts, max_len, mask_rate=0.0)
+    same = inputs_x.input_ids.shape == inputs_y.input_ids.shape and torch.equal(inputs_x.input_ids.cpu(),
+                                                                                inputs_y.input_ids.cpu())
+    unit = "token" if same else "text"
+    if not same:
+        notes.insert(0, f"the two tokenizers split the texts differently: the unit is each text's mean state, so N is only "
+                        f"{len(texts)} texts (few points inflate CKA)")
+    if repeat > 1:
+        notes += [f"{b.name}: {reapply_note(b.spec)}" for b in (bundle, other) if b is not None and reapply_note(b.spec)]
+    xs = _states(bundle, inputs_x, repeat, unit, max_tokens, seed)
+    ys = xs if other is None else _states(other, inputs_y, repeat, unit, max_tokens, seed)
+    note = "; ".join(notes)
     kx = centred_grams(xs)
     ky = kx if other is None else centred_grams(ys)
     cka = cka_from_grams(kx, ky)

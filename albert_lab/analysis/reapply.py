@@ -43,10 +43,10 @@ def reapply_note(spec: ModelSpec) -> str | None:
     if spec.family == "bert":
         return "BERT's layers each have their own weights: there is no shared block to apply again (shown to depth L)"
     if spec.sharing in ("attention", "ffn"):
-        other = "FFN" if spec.sharing == "attention" else "attention"
-        return (f"only the {'attention' if spec.sharing == 'attention' else 'FFN'} is shared; the {other} of each layer "
-                "has its own weights, so no whole block can be applied again (shown to depth L)")
-    if spec.sharing == "none" or spec.num_groups == spec.num_layers:
+        shared, own = ("attention", "FFN") if spec.sharing == "attention" else ("FFN", "attention")
+        return (f"only the {shared} is shared; the {own} of each layer has its own weights, so no whole block "
+                "can be applied again (shown to depth L)")
+    if spec.sharing == "none" or spec.num_groups == spec.num_layers > 1:
         return "the layers are not shared: there is no block to apply again (shown to depth L)"
     return None
 
@@ -56,8 +56,8 @@ def application_groups(spec: ModelSpec, repeat: int = 1) -> list[int]:
     k x L applications by transformers' formula with L' = k x L; unshared models: L."""
     if not 1 <= repeat <= MAX_REPEAT:
         raise AlbertLabError(f"repeat: {repeat} is not allowed; allowed: 1 to {MAX_REPEAT} (k x L applications)")
-    if reapply_note(spec) is not None:
-        return list(range(spec.num_layers)) if spec.family == "bert" or spec.sharing != "all" else spec.group_of_layer
+    if reapply_note(spec) is not None:  # one module per layer (partial sharing ties modules across them)
+        return list(range(spec.num_layers))
     depth = repeat * spec.num_layers
     return [layer_group(i, depth, spec.num_groups) for i in range(depth)]
 
