@@ -52,7 +52,7 @@ def top_k_figure(frame: pd.DataFrame, name: str) -> go.Figure:
                                texttemplate="%{text}", colorscale="Blues", colorbar=dict(title="p")))
     watched = part.watched.iloc[0]
     fig.update_layout(height=300, title=f"{name}: top predictions for {watched!r} after every application",
-                      xaxis_title="application", yaxis_title="rank", yaxis_autorange="reversed")
+                      xaxis_title="application", yaxis_title="rank", yaxis_autorange="reversed", yaxis_dtick=1, xaxis_dtick=1)
     return fig
 
 
@@ -65,19 +65,25 @@ def attention_figure(maps: pd.DataFrame, application: int, head: int) -> go.Figu
     for col, value in enumerate(("weight", "norm_weighted"), start=1):
         z = part.pivot(index="query", columns="key", values=value).to_numpy()
         fig.add_trace(go.Heatmap(z=z, x=labels, y=labels, colorscale="Viridis", showscale=False), row=1, col=col)
-    fig.update_yaxes(autorange="reversed", title_text="query (attends from)", col=1)
+    fig.update_yaxes(autorange="reversed")
+    fig.update_yaxes(title_text="query (attends from)", col=1)
     fig.update_xaxes(title_text="key (attends to)")
     fig.update_layout(height=520, title=f"{maps.checkpoint.iloc[0]}: application {application}, head {head}")
     return fig
 
 
 def entropy_figure(frame: pd.DataFrame) -> go.Figure:
-    """Attention entropy per application (x) and head (y), one panel per checkpoint."""
-    frame = frame.assign(head_label=lambda f: "head " + f["head"].astype(str))
-    fig = px.density_heatmap(frame, x="application", y="head_label", z="entropy", histfunc="avg",
-                             facet_col="checkpoint", color_continuous_scale="Magma",
-                             nbinsx=int(frame.application.max()), title="Attention entropy (nats) per application and head")
-    fig.update_layout(height=360, coloraxis_colorbar_title="nats")
+    """Attention entropy per application (x) and head (y), one panel per checkpoint;
+    applications a model does not have stay blank."""
+    names = list(dict.fromkeys(frame.checkpoint))
+    fig = make_subplots(rows=1, cols=len(names), subplot_titles=names, shared_yaxes=True)
+    low, high = frame.entropy.min(), frame.entropy.max()
+    for col, name in enumerate(names, start=1):
+        grid = frame[(frame.checkpoint == name) & (frame.inner == 0)].pivot(index="head", columns="application", values="entropy")
+        fig.add_trace(go.Heatmap(z=grid.to_numpy(), x=grid.columns, y=[f"head {h}" for h in grid.index], zmin=low, zmax=high,
+                                 colorscale="Magma", showscale=col == 1, colorbar=dict(title="nats")), row=1, col=col)
+    fig.update_xaxes(title_text="application", range=[0.5, frame.application.max() + 0.5])
+    fig.update_layout(height=340, title="Attention entropy (nats) per application and head (low: focused, high: broad)")
     return fig
 
 

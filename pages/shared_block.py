@@ -36,10 +36,14 @@ def compute_lens(sources: tuple, texts: tuple, watched: str, repeat: int, seed: 
     return logit_lens(bundles, list(texts), repeat, seed=seed), lens_predictions(bundles, watched, repeat=repeat)
 
 
-@st.cache_data(show_spinner="Computing attention ...", max_entries=16)
-def compute_attention(sources: tuple, texts: tuple, repeat: int, device: str, dtype: str):
-    bundles = _bundles(sources)
-    return attention_maps(bundles[0], texts[0], repeat), attention_entropy(bundles, list(texts), repeat)
+@st.cache_data(show_spinner="Computing attention maps ...", max_entries=16)
+def compute_maps(sources: tuple, text: str, repeat: int, device: str, dtype: str):
+    return attention_maps(_bundles(sources), text, repeat)
+
+
+@st.cache_data(show_spinner="Computing attention entropy ...", max_entries=16)
+def compute_entropy(sources: tuple, texts: tuple, repeat: int, device: str, dtype: str):
+    return attention_entropy(_bundles(sources), list(texts), repeat)
 
 
 @st.cache_data(show_spinner="Computing CKA ...", max_entries=16)
@@ -85,7 +89,7 @@ if ui.need_checkpoints():
                             value="The capital of France is [MASK].")
     with ui.guard("logit lens"):
         usable = tuple((n, s) for n, s in selected if ui.load_bundle(s, n).heads.mlm != "missing")
-        for name in [n for n, _ in selected if (n, dict(selected)[n]) not in usable]:
+        for name, _ in sorted(set(selected) - set(usable)):
             st.warning(f"{name}: no MLM head in this checkpoint, so no logit lens (random head weights would mean nothing)")
         if usable:
             lens, top = compute_lens(usable, texts, watched, repeat, int(seed), device, dtype)
@@ -101,16 +105,17 @@ if ui.need_checkpoints():
 
     st.header("3. Attention at every application")
     with ui.guard("attention"):
-        maps, entropy = compute_attention(selected, texts, repeat, device, dtype)
-        name = maps.checkpoint.iloc[0]
-        a, h = st.columns(2)
+        c, a, h = st.columns(3)
+        name = c.selectbox("Checkpoint", [n for n, _ in selected], key="sb_att_model")
+        maps = compute_maps(((name, dict(selected)[name]),), texts[0], repeat, device, dtype)
         application = a.slider("Application", 1, int(maps.application.max()), 1, key="sb_app")
         head = h.selectbox("Head", sorted(maps["head"].unique()), key="sb_head")
         st.plotly_chart(attention_figure(maps, application, int(head)), width="stretch")
         st.caption(f"{name}, first text. Rows: the token that attends; columns: the token attended to.")
+        entropy = compute_entropy(selected, texts, repeat, device, dtype)
         st.plotly_chart(entropy_figure(entropy), width="stretch")
         ui.download(entropy, "attention_entropy.csv")
-        ui.download(maps, "attention_maps.csv", "Download the maps of the first checkpoint (CSV)")
+        ui.download(maps, f"attention_maps_{name}.csv", "Download these maps (CSV)")
         ui.paper_note("The same query, key and value weights give different patterns at each application of a shared "
                       "block, because the states differ. Kobayashi et al. (2020) weigh each weight by the norm of the "
                       "vector it moves, ||alpha_ij f(x_j)||: heads that seem to stare at [CLS], [SEP] or punctuation "
