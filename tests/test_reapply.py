@@ -332,3 +332,25 @@ def test_inner_groups_run_every_inner_layer(make_checkpoint):
     for run, (application, inner) in enumerate([(1, 0), (1, 1), (2, 0), (2, 1)]):
         rows = maps[(maps.application == application) & (maps.inner == inner)].sort_values(["head", "query", "key"])
         assert close(rows.weight.to_numpy(), reference[run][0].reshape(-1).numpy())
+
+
+def test_cka_across_tokenizers_uses_text_means(bundles, small_corpus, tmp_path):
+    import dataclasses
+
+    from albert_lab.tokenizer import load_tokenizer, train_tokenizer
+
+    albert, _, bert = bundles
+    train_tokenizer([s for d in small_corpus.train[:200] for s in d.segments], tmp_path / "other", vocab_size=600)
+    other = dataclasses.replace(bert, tokenizer=load_tokenizer(tmp_path / "other"))
+    frame = layer_cka(albert, TEXTS, other=other)
+    assert (frame.unit == "text").all() and (frame.n == len(TEXTS)).all() and frame.note.str.contains("tokenizers").all()
+
+    def means(bundle):
+        inputs = encode(bundle, TEXTS, mask_rate=0.0)
+        with torch.no_grad():
+            hidden = bundle.model(**inputs.model_inputs(), output_hidden_states=True).hidden_states
+        keep = inputs.attention_mask.double().numpy()[..., None]
+        return [(h.double().numpy() * keep).sum(1) / keep.sum(1) for h in hidden]
+
+    expected = np.array([[hsic_cka(x, y) for y in means(other)] for x in means(albert)])
+    assert close(frame.pivot(index="application_x", columns="application_y", values="cka").to_numpy(), expected)
