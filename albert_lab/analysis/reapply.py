@@ -9,7 +9,8 @@ apply again: they are run to depth L only, and every row says so in `note`.
 
 Inputs are masked once, deterministically: with `seed`, `mask_rate` of each text's
 non-special tokens (at least one) become [MASK] (no 80/10/10 replacement: the task is
-filling blanks). Every state is computed on that masked input; masked-token accuracy
+filling blanks, so accuracies are below a card's mlm_acc, which also counts the chosen
+tokens left unchanged). Every state is computed on that masked input; masked-token accuracy
 reads each state through the model's own MLM head (the "logit lens" of nostalgebraist
 2020, with the head the model was trained with). A checkpoint whose MLM head is
 missing gets no accuracy (None, with a note), never numbers from random weights.
@@ -229,7 +230,7 @@ def extrapolation_verdict(frame: pd.DataFrame, converge: float = 0.1, cycle: flo
         if last < converge * reference:
             verdict, words = "converges", f"the last step is {last:.3g}, {last / reference:.1%} of a step within depth L"
         elif back < cycle * last:
-            verdict, words = "cycles", f"the last state is {back:.3g} from a recent earlier state, less than half a step ({last:.3g})"
+            verdict, words = "cycles", f"the last state is {back:.3g} from a recent earlier state, under {cycle:g} of a step ({last:.3g})"
         else:
             verdict, words = "drifts", (f"the last step is still {last / reference:.0%} of a step within depth L and the state "
                                         f"ends {group.l2_to_depth_L.iloc[-1]:.3g} from where it was at depth L")
@@ -238,7 +239,6 @@ def extrapolation_verdict(frame: pd.DataFrame, converge: float = 0.1, cycle: flo
             words += f"; masked-token accuracy {acc[depth]:.1%} at depth L, {acc[-1]:.1%} after {len(group) - 1} applications"
         rows.append(dict(checkpoint=name, verdict=verdict, words=words))
     return pd.DataFrame(rows, columns=["checkpoint", "verdict", "words"])
-
 
 
 # ---- logit lens ---------------------------------------------------------------------------------
