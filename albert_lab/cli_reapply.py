@@ -21,6 +21,13 @@ def _masking(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the masked positions")
 
 
+def _print_notes(frame, name_column: str = "checkpoint") -> None:
+    """What an analysis could not do for a checkpoint (no shared block, no MLM head), on stderr."""
+    for name, note in frame.groupby(name_column, sort=False).note.first().items():
+        if note:
+            print(f"note: {name}: {note}", file=sys.stderr)
+
+
 def _extrapolate_arguments(p: argparse.ArgumentParser) -> None:
     add_checkpoint_arguments(p)
     add_text_arguments(p)
@@ -40,9 +47,7 @@ def cmd_extrapolate(args: argparse.Namespace) -> int:
     if not args.json:
         for row in extrapolation_verdict(frame).itertuples():
             print(f"{row.checkpoint}: {row.verdict}: {row.words}")
-        for name, note in frame.groupby("checkpoint", sort=False).note.first().items():
-            if note:
-                print(f"note: {name}: {note}", file=sys.stderr)
+        _print_notes(frame)
     return 0
 
 
@@ -61,6 +66,7 @@ def cmd_logit_lens(args: argparse.Namespace) -> int:
     frame = logit_lens(bundles, input_texts(args), args.repeat, args.seq_len, args.mask_rate, args.seed)
     print_frame(args, frame, None if args.json else ["checkpoint", "application", "mlm_accuracy", "nll", "agrees_with_last",
                                                       "beyond_L"])
+    _print_notes(frame)
     return 0
 
 
@@ -104,6 +110,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
     frame = attention_entropy(bundles, texts, args.repeat, args.seq_len)
     print_frame(args, frame, None if args.json else ["checkpoint", "application", "inner", "head", "entropy",
                                                       "entropy_norm_weighted", "entropy_share"])
+    _print_notes(frame)
     if args.maps_out:
         maps = attention_maps(bundles, texts[0], args.repeat, args.seq_len)
         maps.to_csv(args.maps_out, index=False)

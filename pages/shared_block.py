@@ -94,6 +94,9 @@ if ui.need_checkpoints():
         if usable:
             lens, top = compute_lens(usable, texts, watched, repeat, int(seed), device, dtype)
             st.plotly_chart(lens_figure(lens), width="stretch")
+            for checkpoint, note in lens.groupby("checkpoint", sort=False).note.first().items():
+                if note:
+                    st.caption(f"{checkpoint}: {note}")
             for name in top.checkpoint.unique():
                 st.plotly_chart(top_k_figure(top, name), width="stretch")
             ui.download(lens, "logit_lens.csv")
@@ -114,6 +117,9 @@ if ui.need_checkpoints():
         st.caption(f"{name}, first text. Rows: the token that attends; columns: the token attended to.")
         entropy = compute_entropy(selected, texts, repeat, device, dtype)
         st.plotly_chart(entropy_figure(entropy), width="stretch")
+        for checkpoint, note in entropy.groupby("checkpoint", sort=False).note.first().items():
+            if note:
+                st.caption(f"{checkpoint}: {note}")
         ui.download(entropy, "attention_entropy.csv")
         ui.download(maps, f"attention_maps_{name}.csv", "Download these maps (CSV)")
         ui.paper_note("The same query, key and value weights give different patterns at each application of a shared "
