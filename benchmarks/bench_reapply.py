@@ -7,6 +7,11 @@ of the plain transformers forward passes it needs (extrapolation at k = 1, 2 and
 applications cost k forward passes), so that a machine busy with other work, which slows
 the forward passes too, can be told apart from overhead of the analyses.
 
+Threads: 1 by default, as the app runs while a training run holds the cores. On this
+2-core machine shared with a training run, 2 threads were measured 2x slower for the plain
+forward (2.97 s vs 1.51 s) and 100x slower for a torch.stack of 49 slices (3.1 s vs 0.03 s):
+each parallel region waits for a thread the OS has descheduled.
+
 Run: .venv/bin/python benchmarks/bench_reapply.py [--threads N] [--dtype float32|bfloat16 ...]
 """
 
@@ -76,7 +81,7 @@ def timed(label: str, run, floor: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1; see above)")
     parser.add_argument("--dtype", action="append", choices=["float32", "bfloat16"],
                         help="weights' precision, as the app's Precision setting loads them (default: both)")
     args = parser.parse_args()

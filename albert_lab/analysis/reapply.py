@@ -154,10 +154,29 @@ def masked_accuracy(bundle: ModelBundle, states: Sequence[torch.Tensor], inputs:
     return [float(v) for v in hits.float().mean(-1)]
 
 
-def _token_rows(states: Sequence[torch.Tensor], attention_mask: torch.Tensor) -> torch.Tensor:
-    """(S, N, H) float32: the real (non-padding) tokens of every state."""
-    keep = attention_mask.bool()
-    return torch.stack([s[keep].float() for s in states])
+def state_geometry(states: Sequence[torch.Tensor], attention_mask: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Means over the real tokens of ||h_a - h_b|| and of the angle between h_a and h_b
+    (degrees) for every pair of states, (S, S) each, and of ||h_a||, (S,). From per-token
+    Gram matrices in float64, one text at a time: one pass over the states, and exact
+    enough for nearly equal states (|a|^2 + |b|^2 - 2ab cancels in float32)."""
+    n, where = len(states), dict(dtype=torch.float64, device=states[0].device)
+    distance, angle, norm = torch.zeros(n, n, **where), torch.zeros(n, n, **where), torch.zeros(n, **where)
+    for b, keep in enumerate(attention_mask.bool()):
+        real = keep.nonzero().flatten()
+        if len(real) == 0:
+            continue
+        first, last = int(real[0]), int(real[-1]) + 1
+        # Slices, not gathers: real tokens are one run (padding on one side), and slicing is far faster
+        x = torch.stack([s[b, first:last] if last - first == len(real) else s[b, keep] for s in states]).double()  # (S, T_b, H)
+        gram = torch.einsum("sth,uth->tsu", x, x)  # (T_b, S, S)
+        square = gram.diagonal(dim1=1, dim2=2)  # (T_b, S): ||h_a||^2
+        length = square.sqrt()
+        distance += (square[:, :, None] + square[:, None, :] - 2 * gram).clamp_min(0).sqrt().sum(0)
+        cosine = (gram / (length[:, :, None] * length[:, None, :]).clamp_min(1e-300)).clamp(-1, 1)
+        angle += torch.rad2deg(torch.arccos(cosine)).sum(0)
+        norm += length.sum(0)
+    tokens = int(attention_mask.sum())
+    return tuple((t / tokens).cpu().numpy() for t in (distance, angle, norm))
 
 
 # ---- depth extrapolation -----------------------------------------------------------------------
@@ -173,35 +192,24 @@ def extrapolate(bundles: ModelBundle | Sequence[ModelBundle], texts: Sequence[st
         inputs = encode(bundle, texts, max_len, mask_rate, seed)
         states = run_applications(bundle, inputs, repeat)
         accuracy = masked_accuracy(bundle, states, inputs)
-        tokens = _token_rows(states, inputs.attention_mask)  # (S, N, H)
-        depth = bundle.spec.num_layers
-        step = (tokens[1:] - tokens[:-1]).norm(dim=-1).mean(-1)
-        cosine = torch.nn.functional.cosine_similarity(tokens[1:], tokens[:-1], dim=-1).clamp(-1, 1)
-        angle = torch.rad2deg(torch.arccos(cosine)).mean(-1)
-        to_depth = (tokens - tokens[depth]).norm(dim=-1).mean(-1)
-        back = _return_distance(tokens, depth)
+        distance, angle, norm = state_geometry(states, inputs.attention_mask)  # (S, S), (S, S), (S,)
+        depth, count = bundle.spec.num_layers, len(states)
+        step = [float("nan")] + [float(distance[a, a - 1]) for a in range(1, count)]
+        angle_step = [float("nan")] + [float(angle[a, a - 1]) for a in range(1, count)]
+        # How close h_a comes back to a recent earlier state h_{a-p}, p = 2..L.
+        back = [float("nan")] * min(2, count) + [float(distance[a, max(0, a - depth):a - 1].min()) for a in range(2, count)]
         cannot = reapply_note(bundle.spec)
         note = cannot or ""
         if bundle.heads.mlm == "missing":
             note = "; ".join(filter(None, [note, MLM_MISSING]))
         frames.append(pd.DataFrame(dict(
             checkpoint=bundle.name, family=bundle.spec.family, application=range(len(states)),
-            l2_step=[float("nan"), *step.tolist()], angle_step_deg=[float("nan"), *angle.tolist()],
-            l2_to_depth_L=to_depth.tolist(), l2_return=back, norm=tokens.norm(dim=-1).mean(-1).tolist(), mlm_accuracy=accuracy,
+            l2_step=step, angle_step_deg=angle_step, l2_to_depth_L=distance[:, depth], l2_return=back, norm=norm,
+            mlm_accuracy=accuracy,
             beyond_L=[a > depth for a in range(len(states))], depth_L=depth, repeat=1 if cannot else repeat, reapplicable=cannot is None,
-            masked=len(inputs.labels), tokens=tokens.shape[1], note=note,
+            masked=len(inputs.labels), tokens=int(inputs.attention_mask.sum()), note=note,
         )))
     return pd.concat(frames, ignore_index=True)
-
-
-def _return_distance(tokens: torch.Tensor, window: int) -> list[float]:
-    """Per application a: min over lags p = 2..window of the mean ||h_a - h_{a-p}||,
-    how close the state comes back to a recent earlier state (NaN for a < 2)."""
-    out = [float("nan")] * min(2, len(tokens))
-    for a in range(2, len(tokens)):
-        earlier = tokens[max(0, a - window):a - 1]  # (p, N, H): lags p >= 2
-        out.append(float((tokens[a] - earlier).norm(dim=-1).mean(-1).min()))
-    return out
 
 
 def extrapolation_verdict(frame: pd.DataFrame, converge: float = 0.1, cycle: float = 0.5) -> pd.DataFrame:
