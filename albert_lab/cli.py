@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 import albert_lab.cli_analysis
+import albert_lab.cli_reapply
 import albert_lab.cli_train  # noqa: F401  (registers its commands)
 from albert_lab.cli_common import COMMANDS, add_device_argument, add_spec_arguments, command, emit, spec_from_args, table
 from albert_lab.errors import AlbertLabError

@@ -25,12 +25,13 @@ BY_STEM = {stem: st.Page(ROOT / "pages" / f"{stem}.py", title=title, icon=icon, 
                ("parameters", "Parameters", ":material/calculate:"),
                ("oscillation", "Oscillation", ":material/ssid_chart:"),
                ("gradient_flow", "Gradient flow", ":material/waterfall_chart:"),
+               ("shared_block", "Shared layer, applied again", ":material/repeat:"),
                ("sentence_pairs", "Sentence pairs", ":material/compare_arrows:"),
                ("training", "Training", ":material/model_training:"),
                ("depth_lab", "Depth lab", ":material/stacked_line_chart:"))}
 PAGES = {
     "Models": [BY_STEM["model_card"], BY_STEM["parameters"]],
-    "Inside the network": [BY_STEM["oscillation"], BY_STEM["gradient_flow"]],
+    "Inside the network": [BY_STEM["oscillation"], BY_STEM["gradient_flow"], BY_STEM["shared_block"]],
     "Tasks": [BY_STEM["sentence_pairs"], BY_STEM["training"], BY_STEM["depth_lab"]],
 }
 

@@ -29,7 +29,7 @@ LAYERS = {
     3: ("kernels", "objective", "checkpoints", "card"),
     4: ("analysis",),
     5: ("training",),
-    6: ("cli", "cli_common", "cli_analysis", "cli_train", "__main__"),
+    6: ("cli", "cli_common", "cli_analysis", "cli_reapply", "cli_train", "__main__"),
 }
 
 

@@ -24,7 +24,8 @@ COVERED_ELSEWHERE = {"torchrun": "tests/test_ddp.py runs the same entry point un
 
 def readme_commands() -> list[list[str]]:
     text = (ROOT / "README.md").read_text()
-    block = re.search(r"## Command line\s+```bash\n(.*?)```", text, re.S).group(1)
+    section = re.search(r"\n## Command line\n(.*?)\n## ", text, re.S).group(1)
+    block = "".join(re.findall(r"```bash\n(.*?)```", section, re.S))  # every bash block of the section
     commands = []
     for line in block.splitlines():
         line = line.split("  #")[0].strip()
@@ -35,7 +36,7 @@ def readme_commands() -> list[list[str]]:
 
 def test_the_readme_lists_the_commands():
     names = {c[1] for c in readme_commands() if c[0] == "albert-lab"}
-    assert {"params", "train", "evaluate", "oscillation", "gradflow", "score", "app"} <= names
+    assert {"params", "train", "evaluate", "oscillation", "gradflow", "score", "app", "fit-head", "extrapolate", "cka"} <= names
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,97 @@
+"""Linear CKA between layer applications, within a model and across two models.
+
+Centered kernel alignment (Kornblith et al. 2019) with a linear kernel: for states X
+(N, D1) and Y (N, D2) of the same N tokens, column-centred,
+    CKA(X, Y) = ||Y^T X||_F^2 / (||X^T X||_F ||Y^T Y||_F) = <K, L> / (||K|| ||L||)
+with K = X X^T and L = Y Y^T (the HSIC form; the 1/(N-1)^2 factors cancel). It is 1
+for states equal up to rotation and isotropic scaling and 0 for unrelated ones.
+
+Caution: CKA can mislead. It is dominated by the few directions of largest variance
+(one outlier dimension can make unrelated layers look alike), it is biased upward when
+N is small against D, and it can be pushed to almost any value by transformations that
+leave a model's function unchanged (Davari et al. 2022, "Reliability of CKA as a
+similarity measure in deep learning"). Read it beside other measures (the cosine
+matrix of the oscillation page, the logit lens), never alone.
+
+Tokens are the unit: both models must tokenise the texts identically. When they do not
+(different tokenizers), each text's mean state is the unit instead, and `note` says
+that N is then only the number of texts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from albert_lab.analysis.reapply import Inputs, encode, reapply_note, run_applications
+from albert_lab.checkpoints import ModelBundle
+from albert_lab.errors import DataError
+
+CAUTION = ("CKA can mislead: a few high-variance directions dominate it, it is biased upward for few tokens, and "
+           "function-preserving changes can move it (Davari et al. 2022); compare with other measures")
+MAX_TOKENS = 1024  # N x N Gram matrices per state: 4 MB each at 1024 tokens
+
+
+def centred_grams(states: Sequence[torch.Tensor]) -> torch.Tensor:
+    """(S, N, N) Gram matrices K = X X^T of column-centred states X (N, D)."""
+    out = []
+    for x in states:
+        x = x.float() - x.float().mean(0, keepdim=True)
+        out.append(x @ x.T)
+    return torch.stack(out)
+
+
+def cka_from_grams(kx: torch.Tensor, ky: torch.Tensor) -> np.ndarray:
+    """(Sx, Sy) linear CKA from centred Grams (Sx, N, N) and (Sy, N, N)."""
+    fx, fy = kx.flatten(1).double(), ky.flatten(1).double()
+    cross = fx @ fy.T
+    return (cross / torch.outer(fx.norm(dim=1), fy.norm(dim=1)).clamp_min(1e-300)).numpy()
+
+
+def _states(bundle: ModelBundle, inputs: Inputs, repeat: int, unit: str, max_tokens: int, seed: int) -> list[torch.Tensor]:
+    """Per application (N, H) float32 rows: real tokens (at most `max_tokens`, drawn
+    with `seed`) or each text's mean state."""
+    states = run_applications(bundle, inputs, repeat)
+    keep = inputs.attention_mask.bool()
+    if unit == "text":
+        weights = keep.float() / keep.sum(-1, keepdim=True)
+        return [torch.einsum("bt,bth->bh", weights, s.float()) for s in states]
+    n = int(keep.sum())
+    if n <= max_tokens:
+        return [s[keep].float() for s in states]
+    pick = torch.from_numpy(np.sort(np.random.default_rng(seed).choice(n, size=max_tokens, replace=False)))
+    return [s[keep].float()[pick.to(s.device)] for s in states]
+
+
+def layer_cka(bundle: ModelBundle, texts: Sequence[str], other: ModelBundle | None = None, repeat: int = 1,
+              max_len: int = 128, max_tokens: int = MAX_TOKENS, seed: int = 0) -> pd.DataFrame:
+    """Linear CKA between every pair of states (0 = entering layer 1, a = after
+    application a) of `bundle`, or between `bundle`'s and `other`'s. One row per
+    (application_x, application_y) with cka, the unit (token or text), N and a note.
+    At most `max_tokens` tokens, drawn with `seed`, enter the Grams."""
+    if not texts:
+        raise DataError("no text to analyse: type some sentences or pick the built-in sample")
+    notes = [CAUTION]
+    inputs_x = encode(bundle, texts, max_len, mask_rate=0.0)
+    inputs_y = inputs_x if other is None else encode(other, texts, max_len, mask_rate=0.0)
+    same = inputs_x.input_ids.shape == inputs_y.input_ids.shape and torch.equal(inputs_x.input_ids.cpu(),
+                                                                                inputs_y.input_ids.cpu())
+    unit = "token" if same else "text"
+    if not same:
+        notes.insert(0, f"the two tokenizers split the texts differently: the unit is each text's mean state, so N is only "
+                        f"{len(texts)} texts (few points inflate CKA)")
+    if repeat > 1:
+        notes += [f"{b.name}: {reapply_note(b.spec)}" for b in (bundle, other) if b is not None and reapply_note(b.spec)]
+    xs = _states(bundle, inputs_x, repeat, unit, max_tokens, seed)
+    ys = xs if other is None else _states(other, inputs_y, repeat, unit, max_tokens, seed)
+    note = "; ".join(notes)
+    kx = centred_grams(xs)
+    ky = kx if other is None else centred_grams(ys)
+    cka = cka_from_grams(kx, ky)
+    name_y = bundle.name if other is None else other.name
+    rows = [dict(checkpoint_x=bundle.name, checkpoint_y=name_y, application_x=i, application_y=j, cka=float(cka[i, j]),
+                 unit=unit, n=xs[0].shape[0], note=note) for i in range(len(xs)) for j in range(len(ys))]
+    return pd.DataFrame(rows)

@@ -1,0 +1,95 @@
+"""Figures for the "Shared layer, applied again" page, built from the tidy frames of
+albert_lab.analysis.reapply, .attention and .cka."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from app.figures import PALETTE
+
+
+def extrapolation_figure(frame: pd.DataFrame) -> go.Figure:
+    """Step distance, distance to the state at depth L and masked-token accuracy per
+    application, one line per checkpoint (BERT dashed); the dotted line marks depth L."""
+    panels = (("l2_step", "Step ||h_a - h_(a-1)||"), ("l2_to_depth_L", "Distance to h_L"),
+              ("mlm_accuracy", "Masked-token accuracy (own MLM head)"))
+    fig = make_subplots(rows=1, cols=3, subplot_titles=[t for _, t in panels])
+    for i, (name, group) in enumerate(frame.groupby("checkpoint", sort=False)):
+        color, dash = PALETTE[i % len(PALETTE)], "dash" if group.family.iloc[0] == "bert" else "solid"
+        for col, (y, _) in enumerate(panels, start=1):
+            fig.add_trace(go.Scatter(x=group.application, y=group[y], name=name, legendgroup=name, showlegend=col == 1,
+                                     mode="lines+markers", line=dict(color=color, dash=dash)), row=1, col=col)
+    for depth in frame.depth_L.unique():
+        fig.add_vline(x=int(depth), line_dash="dot", line_color="grey")
+    fig.update_xaxes(title_text="application (0 = entering layer 1)")
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_layout(height=420, title="The block applied beyond its trained depth L (dotted line)")
+    return fig
+
+
+def lens_figure(frame: pd.DataFrame) -> go.Figure:
+    """Logit lens: masked-token accuracy and NLL of every state through the MLM head."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("Masked-token accuracy", "NLL of the right token (nats)"))
+    for i, (name, group) in enumerate(frame.groupby("checkpoint", sort=False)):
+        color, dash = PALETTE[i % len(PALETTE)], "dash" if group.family.iloc[0] == "bert" else "solid"
+        for col, y in enumerate(("mlm_accuracy", "nll"), start=1):
+            fig.add_trace(go.Scatter(x=group.application, y=group[y], name=name, legendgroup=name, showlegend=col == 1,
+                                     mode="lines+markers", line=dict(color=color, dash=dash)), row=1, col=col)
+    fig.update_xaxes(title_text="application", dtick=1)
+    fig.update_layout(height=380, title="Each layer's state read through the model's own MLM head")
+    return fig
+
+
+def top_k_figure(frame: pd.DataFrame, name: str) -> go.Figure:
+    """Top-k tokens (text) and their probabilities (colour) per application for one checkpoint."""
+    part = frame[frame.checkpoint == name]
+    probs = part.pivot(index="rank", columns="application", values="probability")
+    tokens = part.pivot(index="rank", columns="application", values="token")
+    fig = go.Figure(go.Heatmap(z=probs.to_numpy(), x=probs.columns, y=probs.index, text=tokens.to_numpy(),
+                               texttemplate="%{text}", colorscale="Blues", colorbar=dict(title="p")))
+    watched = part.watched.iloc[0]
+    fig.update_layout(height=300, title=f"{name}: top predictions for {watched!r} after every application",
+                      xaxis_title="application", yaxis_title="rank", yaxis_autorange="reversed", yaxis_dtick=1, xaxis_dtick=1)
+    return fig
+
+
+def attention_figure(maps: pd.DataFrame, application: int, head: int) -> go.Figure:
+    """Raw and norm-weighted attention of one head at one application, side by side."""
+    part = maps[(maps.application == application) & (maps["head"] == head) & (maps.inner == 0)]
+    t = int(part["query"].max()) + 1
+    labels = [f"{i}:{tok}" for i, tok in enumerate(part.sort_values(["query", "key"]).key_token.iloc[:t])]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("weights alpha_ij", "norm-weighted ||alpha_ij f(x_j)||"))
+    for col, value in enumerate(("weight", "norm_weighted"), start=1):
+        z = part.pivot(index="query", columns="key", values=value).to_numpy()
+        fig.add_trace(go.Heatmap(z=z, x=labels, y=labels, colorscale="Viridis", showscale=False), row=1, col=col)
+    fig.update_yaxes(autorange="reversed")
+    fig.update_yaxes(title_text="query (attends from)", col=1)
+    fig.update_xaxes(title_text="key (attends to)")
+    fig.update_layout(height=520, title=f"{maps.checkpoint.iloc[0]}: application {application}, head {head}")
+    return fig
+
+
+def entropy_figure(frame: pd.DataFrame) -> go.Figure:
+    """Attention entropy per application (x) and head (y), one panel per checkpoint;
+    applications a model does not have stay blank."""
+    names = list(dict.fromkeys(frame.checkpoint))
+    fig = make_subplots(rows=1, cols=len(names), subplot_titles=names, shared_yaxes=True)
+    low, high = frame.entropy.min(), frame.entropy.max()
+    for col, name in enumerate(names, start=1):
+        grid = frame[(frame.checkpoint == name) & (frame.inner == 0)].pivot(index="head", columns="application", values="entropy")
+        fig.add_trace(go.Heatmap(z=grid.to_numpy(), x=grid.columns, y=[f"head {h}" for h in grid.index], zmin=low, zmax=high,
+                                 colorscale="Magma", showscale=col == 1, colorbar=dict(title="nats")), row=1, col=col)
+    fig.update_xaxes(title_text="application", range=[0.5, frame.application.max() + 0.5])
+    fig.update_layout(height=340, title="Attention entropy (nats) per application and head (low: focused, high: broad)")
+    return fig
+
+
+def cka_figure(frame: pd.DataFrame) -> go.Figure:
+    grid = frame.pivot(index="application_x", columns="application_y", values="cka")
+    return px.imshow(grid, zmin=0, zmax=1, color_continuous_scale="Blues", text_auto=".2f",
+                     labels=dict(y=frame.checkpoint_x.iloc[0], x=frame.checkpoint_y.iloc[0], color="CKA"),
+                     title=f"Linear CKA, {frame.checkpoint_x.iloc[0]} vs {frame.checkpoint_y.iloc[0]} "
+                           f"(unit: {frame.unit.iloc[0]}, N = {frame.n.iloc[0]})")

@@ -1,0 +1,142 @@
+"""A shared layer, applied again: depth extrapolation, the logit lens, attention per
+application and CKA between layers and between models."""
+
+import streamlit as st
+
+from albert_lab.analysis.attention import attention_entropy, attention_maps
+from albert_lab.analysis.cka import layer_cka
+from albert_lab.analysis.reapply import extrapolate, extrapolation_verdict, lens_predictions, logit_lens
+from albert_lab.data.samples import sample_texts
+from app import ui
+from app.reapply_figures import (
+    attention_figure,
+    cka_figure,
+    entropy_figure,
+    extrapolation_figure,
+    lens_figure,
+    top_k_figure,
+)
+
+st.title("A shared layer, applied again")
+
+
+def _bundles(sources: tuple) -> list:
+    return [ui.load_bundle(source, name) for name, source in sources]
+
+
+@st.cache_data(show_spinner="Applying the blocks ...", max_entries=16)
+def compute_extrapolation(sources: tuple, texts: tuple, repeat: int, seed: int, device: str, dtype: str):
+    frame = extrapolate(_bundles(sources), list(texts), repeat, seed=seed)
+    return frame, extrapolation_verdict(frame)
+
+
+@st.cache_data(show_spinner="Reading every layer through the MLM head ...", max_entries=16)
+def compute_lens(sources: tuple, texts: tuple, watched: str, repeat: int, seed: int, device: str, dtype: str):
+    bundles = _bundles(sources)
+    return logit_lens(bundles, list(texts), repeat, seed=seed), lens_predictions(bundles, watched, repeat=repeat)
+
+
+@st.cache_data(show_spinner="Computing attention maps ...", max_entries=16)
+def compute_maps(sources: tuple, text: str, repeat: int, device: str, dtype: str):
+    return attention_maps(_bundles(sources), text, repeat)
+
+
+@st.cache_data(show_spinner="Computing attention entropy ...", max_entries=16)
+def compute_entropy(sources: tuple, texts: tuple, repeat: int, device: str, dtype: str):
+    return attention_entropy(_bundles(sources), list(texts), repeat)
+
+
+@st.cache_data(show_spinner="Computing CKA ...", max_entries=16)
+def compute_cka(sources: tuple, texts: tuple, repeat: int, device: str, dtype: str):
+    bundles = _bundles(sources)
+    return layer_cka(bundles[0], list(texts), bundles[1] if len(bundles) > 1 else None, repeat)
+
+
+if ui.need_checkpoints():
+    source = st.radio("Input", ["Built-in sample (held-out Wikipedia)", "My text"], horizontal=True, key="sb_input")
+    if source.startswith("My"):
+        text = st.text_area("Texts, separated by blank lines", height=120, key="sb_text",
+                            value="The river flows through the old town. Its bridges date from the middle ages.")
+        texts = tuple(t for t in text.split("\n\n") if t.strip())
+    else:
+        texts = tuple(sample_texts(8))
+        st.caption(f"{len(texts)} held-out lead sections, e.g. \u201c{texts[0][:140]}...\u201d")
+    left, right = st.columns(2)
+    repeat = left.slider("Apply the shared block k x L times", 1, 4, 2, key="sb_repeat",
+                         help="k = 1 is the model as trained; unshared models (BERT) always stop at L")
+    seed = right.number_input("Seed of the masked tokens (15% of each text)", 0, 10_000, 0, key="sb_seed")
+    selected = tuple(ui.selected_sources())
+    device, dtype = st.session_state.get("device"), st.session_state.get("dtype")
+
+    st.header("1. Depth extrapolation")
+    with ui.guard("depth extrapolation"):
+        frame, verdicts = compute_extrapolation(selected, texts, repeat, int(seed), device, dtype)
+        st.plotly_chart(extrapolation_figure(frame), width="stretch")
+        for row in verdicts.itertuples():
+            st.markdown(f"**{row.checkpoint}**: {row.verdict}: {row.words}")
+        for name, note in frame.groupby("checkpoint", sort=False).note.first().items():
+            if note:
+                st.caption(f"{name}: {note}")
+        ui.download(frame, "extrapolation.csv")
+        ui.paper_note("ALBERT's layers oscillate rather than converge (Figure 1), against the fixed point that Deep "
+                      "Equilibrium Models posit (Bai et al. 2019); Universal Transformers (Dehghani et al. 2019) apply one "
+                      "block a variable number of times. Here the trained block runs past its depth: converges = the step "
+                      "falls below 10% of a step within depth L; cycles = the state comes back within half a step of a "
+                      "recent earlier state; drifts = neither.")
+
+    st.header("2. Logit lens through the model's own MLM head")
+    watched = st.text_input("Watch one token: type [MASK] where the model should fill in", key="sb_watched",
+                            value="The capital of France is [MASK].")
+    with ui.guard("logit lens"):
+        usable = tuple((n, s) for n, s in selected if ui.load_bundle(s, n).heads.mlm != "missing")
+        for name, _ in sorted(set(selected) - set(usable)):
+            st.warning(f"{name}: no MLM head in this checkpoint, so no logit lens (random head weights would mean nothing)")
+        if usable:
+            lens, top = compute_lens(usable, texts, watched, repeat, int(seed), device, dtype)
+            st.plotly_chart(lens_figure(lens), width="stretch")
+            for checkpoint, note in lens.groupby("checkpoint", sort=False).note.first().items():
+                if note:
+                    st.caption(f"{checkpoint}: {note}")
+            for name in top.checkpoint.unique():
+                st.plotly_chart(top_k_figure(top, name), width="stretch")
+            ui.download(lens, "logit_lens.csv")
+            ui.download(top, "logit_lens_top_k.csv", "Download the top-k predictions (CSV)")
+        ui.paper_note("The logit lens (nostalgebraist 2020) reads intermediate states with the output head. For an "
+                      "encoder trained with MLM it shows at which depth the masked word becomes predictable; Tenney et "
+                      "al. (2019) found BERT's lower layers resolve syntax and the upper ones semantics. A shared ALBERT "
+                      "block reads a state it also wrote, so its lens can be read past depth L too.")
+
+    st.header("3. Attention at every application")
+    with ui.guard("attention"):
+        c, a, h = st.columns(3)
+        name = c.selectbox("Checkpoint", [n for n, _ in selected], key="sb_att_model")
+        maps = compute_maps(((name, dict(selected)[name]),), texts[0], repeat, device, dtype)
+        application = a.slider("Application", 1, int(maps.application.max()), 1, key="sb_app")
+        head = h.selectbox("Head", sorted(maps["head"].unique()), key="sb_head")
+        st.plotly_chart(attention_figure(maps, application, int(head)), width="stretch")
+        st.caption(f"{name}, first text. Rows: the token that attends; columns: the token attended to.")
+        entropy = compute_entropy(selected, texts, repeat, device, dtype)
+        st.plotly_chart(entropy_figure(entropy), width="stretch")
+        for checkpoint, note in entropy.groupby("checkpoint", sort=False).note.first().items():
+            if note:
+                st.caption(f"{checkpoint}: {note}")
+        ui.download(entropy, "attention_entropy.csv")
+        ui.download(maps, f"attention_maps_{name}.csv", "Download these maps (CSV)")
+        ui.paper_note("The same query, key and value weights give different patterns at each application of a shared "
+                      "block, because the states differ. Kobayashi et al. (2020) weigh each weight by the norm of the "
+                      "vector it moves, ||alpha_ij f(x_j)||: heads that seem to stare at [CLS], [SEP] or punctuation "
+                      "(Clark et al. 2019) often move little. Entropy: low = focused, high = broad (log(tokens) at most).")
+
+    st.header("4. Layer similarity (linear CKA)")
+    with ui.guard("CKA"):
+        names = [n for n, _ in selected]
+        first = st.selectbox("Model", names, key="sb_cka_x")
+        second = st.selectbox("Compare with", ["(itself)", *[n for n in names if n != first]], key="sb_cka_y")
+        pair = tuple((n, dict(selected)[n]) for n in [first] + ([second] if second != "(itself)" else []))
+        cka = compute_cka(pair, texts, repeat, device, dtype)
+        st.plotly_chart(cka_figure(cka), width="stretch")
+        st.warning(f"Caution: {cka.note.iloc[0]}.", icon=":material/warning:")
+        ui.download(cka, "cka.csv")
+        ui.paper_note("Linear CKA (Kornblith et al. 2019) compares representations up to rotation and scale. In a shared "
+                      "ALBERT neighbouring applications look alike (the smooth transitions of Figure 1); across ALBERT and "
+                      "BERT it asks whether the two reach similar states at similar depths.")
