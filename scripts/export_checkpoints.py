@@ -74,11 +74,13 @@ def learning_curves() -> pd.DataFrame:
         if not metrics.is_file():
             continue
         spec = json.loads((run / "run.json").read_text()).get("spec_label", "")
-        for line in metrics.read_text().splitlines():
-            row = json.loads(line)
+        lines = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+        tokens = {r["step"]: r["tokens"] for r in lines if r.get("kind") == "train" and "tokens" in r}
+        for row in lines:
             if row.get("kind") == "eval":
                 rows.append({"checkpoint": run.name.removeprefix("ship-"), "spec": spec, "step": row["step"],
-                             "tokens": row.get("tokens"), **{k: v for k, v in row.items() if k.startswith("eval_")}})
+                             "tokens": row.get("tokens", tokens.get(row["step"])),
+                             **{k: v for k, v in row.items() if k.startswith("eval_")}})
     frame = pd.DataFrame(rows)
     if len(frame):
         (ROOT / "checkpoints" / "learning_curves.json").write_text(frame.to_json(orient="records", indent=1) + "\n")

@@ -54,7 +54,30 @@ def figures() -> dict[str, object]:
     grad.update_yaxes(type="log")
     grad.update_xaxes(title_text="layer application", dtick=1)
     grad.update_layout(height=420, title="Gradient flow per layer application: mean (solid) and max (dashed) |dL/dW|")
-    return {"oscillation": osc, "gradflow": grad}
+    figs = {"oscillation": osc, "gradflow": grad, **shared_block_figures(albert, bert, texts)}
+    curves = ROOT / "checkpoints" / "learning_curves.json"
+    if curves.is_file():
+        import pandas as pd
+
+        from app.figures import learning_curve_figure
+
+        figs["learning-curve"] = learning_curve_figure(pd.read_json(curves))
+    return figs
+
+
+def shared_block_figures(albert, bert, texts) -> dict[str, object]:
+    """One figure of each shared-block analysis (issue #11), from the shipped checkpoints."""
+    from albert_lab.analysis.attention import attention_entropy
+    from albert_lab.analysis.cka import layer_cka
+    from albert_lab.analysis.reapply import extrapolate, extrapolation_verdict, logit_lens
+    from app.reapply_figures import cka_figure, entropy_figure, extrapolation_figure, lens_figure
+
+    extrapolation = extrapolate([albert, bert], texts, repeat=4, seed=0)
+    print(extrapolation_verdict(extrapolation).to_string(index=False))
+    return {"extrapolation": extrapolation_figure(extrapolation),
+            "logit-lens": lens_figure(logit_lens([albert, bert], texts, 1, seed=0)),
+            "attention-entropy": entropy_figure(attention_entropy([albert, bert], texts, 2)),
+            "cka": cka_figure(layer_cka(albert, texts, bert, 1))}
 
 
 def render(figs: dict[str, object], browser) -> None:
