@@ -87,3 +87,35 @@ def test_classroom_preset_labels_fit_the_sidebar():
 
     assert all(len(label) <= 26 for label, _, _ in PRESETS)
     assert all(stem in PRESET_HELP for _, stem, _ in PRESETS)
+
+
+def test_attention_of_one_cached_model_from_two_threads_at_once(shipped):
+    """Two sessions (or a rerun overlapping the run it replaces) on the shared-layer page
+    use the same cached model: each thread's hooks caught the other's q/k/v ('The size of
+    tensor a (19) must match the size of tensor b (128)')."""
+    import threading
+
+    from albert_lab.analysis.attention import attention_entropy
+    from albert_lab.checkpoints import load_checkpoint
+
+    bundle = load_checkpoint(shipped / "albert-sop", device="cpu")
+    texts = {"long": ["The Nile is a river in Africa. " * 12], "short": ["The river flows through the old town."]}
+    alone = {name: attention_entropy(bundle, t, 2) for name, t in texts.items()}
+    results, errors, start = {}, [], threading.Barrier(2)
+
+    def work(name: str) -> None:
+        start.wait()
+        try:
+            for _ in range(40):  # a tiny model: many rounds, so that the two threads overlap
+                results[name] = attention_entropy(bundle, texts[name], 2)
+        except Exception as err:  # pragma: no cover - the failure being tested
+            errors.append(repr(err))
+
+    threads = [threading.Thread(target=work, args=(name,)) for name in texts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for name in texts:
+        pd.testing.assert_frame_equal(results[name], alone[name])
