@@ -52,6 +52,11 @@ def fmt_count(value: float | int) -> str:
     return f"{round(value):,}"
 
 
+def fmt_tokens(value: float | int) -> str:
+    """1501 -> '1,501', 22434249 -> '22.43M' (never '0.00M' for a short run)."""
+    return f"{value / 1e6:.2f}M" if value >= 1e6 else fmt_count(value)
+
+
 def fmt_duration(seconds: float) -> str:
     """3565.4 -> '59 min', 42 -> '42 s', 7300 -> '2 h 2 min'."""
     if not math.isfinite(seconds):
@@ -148,7 +153,7 @@ def shared_sum_figure(frame: pd.DataFrame) -> go.Figure:
     """The summed gradient of each shared block (what the optimizer sees), by component."""
     shared = frame[frame.view == "shared_sum"].assign(group=lambda f: "from layer " + f.layer.astype(str))
     fig = px.bar(shared, x="component", y="mean_abs", color="component", pattern_shape="group", barmode="group",
-                 color_discrete_map=COMPONENT_COLORS, title="Summed over applications: mean |.grad| of the shared parameters")
+                 color_discrete_map=COMPONENT_COLORS, title="Shared parameters: mean |.grad|, summed over applications")
     return style(fig, x="component", y="mean |.grad| (log scale)", log_y=True)
 
 

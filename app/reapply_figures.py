@@ -61,7 +61,9 @@ def attention_figure(maps: pd.DataFrame, application: int, head: int) -> go.Figu
     part = maps[(maps.application == application) & (maps["head"] == head) & (maps.inner == 0)]
     t = int(part["query"].max()) + 1
     labels = [f"{i}:{tok}" for i, tok in enumerate(part.sort_values(["query", "key"]).key_token.iloc[:t])]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("weights alpha_ij", "norm-weighted ||alpha_ij f(x_j)||"))
+    # one set of row labels (shared y): the right panel's own labels would run into the left panel
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("weights alpha_ij", "norm-weighted ||alpha_ij f(x_j)||"),
+                        shared_yaxes=True, horizontal_spacing=0.03)
     for col, value in enumerate(("weight", "norm_weighted"), start=1):
         z = part.pivot(index="query", columns="key", values=value).to_numpy()
         fig.add_trace(go.Heatmap(z=z, x=labels, y=labels, colorscale="Viridis", showscale=False), row=1, col=col)

@@ -59,7 +59,7 @@ with tab_mlp:
     init = cols[2].selectbox("Initialisation", ["gaussian", "pytorch", "he"], key="dl_init",
                              help="gaussian: N(0, std^2), the notes' naive init; he: Kaiming normal")
     std = cols[3].number_input("Gaussian std", 0.001, 2.0, format="%.3f", key="dl_std")
-    cols = st.columns(4)
+    cols = st.columns([1, 1, 2])  # room for the compared variants
     steps = cols[0].slider("SGD steps (lr 0.1)", 50, 2000, step=50, key="dl_steps")
     dropout = cols[1].slider("Dropout", 0.0, 0.8, step=0.1, key="dl_dropout")
     variants = cols[2].multiselect("Compare", VARIANTS, key="dl_variants")

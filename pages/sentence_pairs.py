@@ -161,6 +161,9 @@ if ui.need_checkpoints():
             st.dataframe(cells, hide_index=True, width="stretch")
             for note in notes:
                 st.caption(note)
+        elif RESULTS.is_file():
+            st.info(f"{RESULTS} is from an older version and lacks per-task intervals: regenerate it with "
+                    "`albert-lab evaluate --json --by-source` (scripts/export_checkpoints.py), or evaluate below.")
         if st.button("Evaluate the picked checkpoints now (about a minute)", key="t5_run"):
             with ui.guard("evaluation"):
                 bar = st.progress(0.0, text="Building held-out pairs ...")

@@ -75,7 +75,7 @@ if ui.need_checkpoints():
         for row in verdicts.itertuples():
             st.markdown(f"**{row.checkpoint}**: {row.verdict}: {row.words}")
         for name, note in frame.groupby("checkpoint", sort=False).note.first().items():
-            if note:
+            if note and not any(note in words for words in verdicts[verdicts.checkpoint == name].words):  # said once
                 st.caption(f"{name}: {note}")
         ui.download(frame, "extrapolation.csv")
         ui.paper_note("ALBERT's layers oscillate rather than converge (Figure 1), against the fixed point that Deep "

@@ -125,10 +125,10 @@ def progress_panel(run_id: str) -> None:
         rate = last.get("run_tokens_per_s", last["tokens_per_s"])  # the run's rate, not the last interval's
         m[1].metric("Tokens / s (whole run)", f"{rate:,.0f}")
         m[2].metric("Time left", figures.fmt_duration(last["eta_s"]) if info.active else "-")
-        m[3].metric("Tokens seen", f"{last['tokens'] / 1e6:.2f}M")
+        m[3].metric("Tokens seen", figures.fmt_tokens(last["tokens"]))
         left, right = st.columns(2)
         long = train.melt(id_vars=["step"], value_vars=["loss", "mlm_loss", "pair_loss"], var_name="loss", value_name="nats")
-        fig = px.line(long, x="step", y="nats", color="loss", title="Training loss",
+        fig = px.line(long, x="step", y="nats", color="loss", title="Training loss", markers=len(train) < 30,
                       labels={"step": "optimizer step", "nats": "cross-entropy (nats)"})
         for resume in (r["step"] for r in rows if r.get("kind") == "resume"):
             fig.add_vline(x=resume, line_dash="dot", annotation_text="resumed")
@@ -143,7 +143,7 @@ def progress_panel(run_id: str) -> None:
         else:
             long = train.melt(id_vars=["step"], value_vars=["mlm_acc", "pair_acc"], var_name="task", value_name="accuracy")
             long["task"] = long["task"].map({"mlm_acc": "MLM", "pair_acc": "pair task"})
-            fig = px.line(long, x="step", y="accuracy", color="task", range_y=[0, 1], title="Training accuracy",
+            fig = px.line(long, x="step", y="accuracy", color="task", range_y=[0, 1], title="Training accuracy", markers=len(train) < 30,
                           labels={"step": "optimizer step", "accuracy": "accuracy (fraction)"})
         fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance (pair tasks)")
         ui.chart(figures.style(fig, legend_title="task"), f"accuracy-{run_id}", key=f"acc-{run_id}", container=right)
@@ -203,6 +203,7 @@ with tab_compare:
     if frames:
         frame = pd.concat(frames)
         fig = px.line(frame, x="step", y=metric, color="run", title=f"{titles[metric]} by run",
+                      markers=frame.groupby("run").size().max() < 30,  # a short run's one or two points still show
                       labels={"step": "optimizer step", metric: titles[metric]})
         ui.chart(figures.style(fig, legend_title="run"), f"runs-{metric}")
         ui.download(frame, "runs.csv")

@@ -2,24 +2,20 @@
 
 - docs/oscillation.png   ALBERT (albert-sop) vs BERT (bert-nsp), the paper's Figure 1;
 - docs/gradflow.png      per-application gradient flow of both;
-- docs/app-*.png         screenshots of the running app.
+- docs/app-*-{light,dark}.png  screenshots of every page of the running app (scripts/screenshots.py;
+                               `--no-screenshots` skips them).
 
 Figures are the app's own plotly figures (app/figures.py), rendered to PNG in Debian's
 Chromium through Playwright (plotly.js is inlined: nothing is fetched).
 
-Run: .venv/bin/python scripts/make_figures.py
+Run: .venv/bin/python scripts/make_figures.py [--no-screenshots]
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,36 +89,6 @@ def render(figs: dict[str, object], browser) -> None:
             print(f"wrote docs/{name}.png")
 
 
-def screenshots(browser) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"), "--server.port",
-                               str(port), "--server.headless", "true"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(600):
-            try:
-                urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
-        page = browser.new_page(viewport={"width": 1500, "height": 1000})
-        for link, file in (("Model card", "app-model-card"), ("Oscillation", "app-oscillation"),
-                           ("Sentence pairs", "app-sentence-pairs")):
-            page.goto(url)
-            page.get_by_role("link", name=link, exact=True).click()
-            page.wait_for_timeout(1000)
-            page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=300_000)
-            page.wait_for_timeout(1500)
-            page.screenshot(path=str(DOCS / f"{file}.png"))
-            print(f"wrote docs/{file}.png")
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
-
-
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
@@ -131,8 +97,11 @@ def main() -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=FLAGS)
         render(figs, browser)
-        screenshots(browser)
         browser.close()
+    if "--no-screenshots" not in sys.argv[1:]:
+        from screenshots import main as screenshots  # scripts/screenshots.py, beside this file
+
+        screenshots([])
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ v_j W_O,h^T W_O,h v_j^T: a d x d form per head instead of a (T, H) vector per to
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
@@ -73,7 +74,15 @@ def per_layer_attention(bundle: ModelBundle, texts: Sequence[str], repeat: int, 
     layers = _layers(bundle, repeat)
     caught: dict[int, list[torch.Tensor]] = defaultdict(list)
     linears = {id(lin): lin for _, _, layer in layers for lin in attention_projections(layer)[:3]}
-    handles = [lin.register_forward_hook(lambda m, _, out: caught[id(m)].append(out)) for lin in linears.values()]
+    # The app caches one model per checkpoint for all sessions: another thread may run the
+    # same modules meanwhile, so only this thread's outputs are caught.
+    me = threading.get_ident()
+
+    def catch(module: nn.Module, _, out: torch.Tensor) -> None:
+        if threading.get_ident() == me:
+            caught[id(module)].append(out)
+
+    handles = [lin.register_forward_hook(catch) for lin in linears.values()]
     try:
         run_applications(bundle, inputs, repeat)
     finally:

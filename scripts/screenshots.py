@@ -1,0 +1,138 @@
+"""Screenshots of every page of the app, in the light and the dark theme:
+docs/app-<page>-light.png and docs/app-<page>-dark.png (1400 x 900, the top of each page).
+
+The app's theme follows the browser, so the dark set comes from Chromium's
+prefers-color-scheme: dark. Pages are shown as a new user first sees them (the
+sidebar's default checkpoints, each page's default controls). Debian's Chromium through
+Playwright, as in scripts/make_figures.py and tests/test_ui.py.
+
+Run: .venv/bin/python scripts/screenshots.py [--url http://127.0.0.1:8501] [--pages oscillation,training]
+     (without --url it starts `albert-lab app` on a free port and stops it afterwards)
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PAGES = {"model_card": "model-card", "parameters": "parameters", "oscillation": "oscillation",
+         "gradient_flow": "gradient-flow", "shared_block": "shared-layer", "sentence_pairs": "sentence-pairs",
+         "training": "training", "depth_lab": "depth-lab"}
+VIEWPORT = {"width": 1400, "height": 900}
+# Streamlit 1.67 with toolbarMode = "minimal" shows no running-status widget; a rerun marks
+# the elements it has not redrawn yet as stale, and cached work shows a spinner.
+BUSY = ("() => !!document.querySelector('[data-stale=\"true\"], [data-testid=\"stSpinner\"], "
+        "[data-testid=\"stSkeleton\"], [data-testid=\"stStatusWidget\"]')")
+
+
+def wait_drawn(page, timeout_ms: int = 300_000) -> None:
+    """Until the page has a title, nothing is stale or spinning, and the plotly charts have drawn."""
+    page.wait_for_selector("h1", timeout=timeout_ms)
+    page.wait_for_timeout(500)  # the script run starts
+    calm = 0
+    deadline = time.monotonic() + timeout_ms / 1000
+    while calm < 3 and time.monotonic() < deadline:  # three quiet checks in a row
+        busy = page.evaluate(BUSY) or page.evaluate(
+            "() => [...document.querySelectorAll('[data-testid=\"stPlotlyChart\"]')].some(c => !c.querySelector('.main-svg'))")
+        calm = 0 if busy else calm + 1
+        page.wait_for_timeout(300)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_app() -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "albert_lab", "app", "--port", str(port), "--server.headless", "true"],
+                              cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(1200):
+        try:
+            urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
+            return server, url
+        except OSError:
+            time.sleep(0.1)
+    server.terminate()
+    raise SystemExit("the app did not start within 2 minutes")
+
+
+def save_png(data: bytes, path: Path) -> None:
+    """Optimised PNG (lossless) when Pillow is installed, else as Chromium wrote it."""
+    try:
+        from PIL import Image
+    except ImportError:
+        path.write_bytes(data)
+        return
+    Image.open(io.BytesIO(data)).save(path, optimize=True)
+
+
+def shoot(browser, url: str, stems: list[str], scheme: str) -> list[Path]:
+    context = browser.new_context(viewport=VIEWPORT, color_scheme=scheme)
+    page = context.new_page()
+    written = []
+    try:
+        page.goto(url)  # the first visit loads the models; later pages reuse them
+        wait_drawn(page)
+        for stem in stems:
+            page.goto(url if stem == "model_card" else f"{url}/{stem}")  # the default page lives at /
+            wait_drawn(page)
+            errors = page.locator("[data-testid='stException']")
+            if errors.count():
+                print(f"warning: {stem} ({scheme}) shows an exception: {errors.first.inner_text()[:300]}")
+            path = DOCS / f"app-{PAGES[stem]}-{scheme}.png"
+            save_png(page.screenshot(), path)
+            written.append(path)
+            print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size / 1024:.0f} KB)", flush=True)
+    finally:
+        context.close()
+    return written
+
+
+def main(argv: list[str] | None = None) -> list[Path]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", help="a running app (default: start one)")
+    parser.add_argument("--pages", default=",".join(PAGES), help="comma-separated page stems")
+    parser.add_argument("--themes", default="light,dark")
+    args = parser.parse_args(argv)
+    stems = [s for s in args.pages.split(",") if s]
+    unknown = sorted(set(stems) - set(PAGES))
+    if unknown:
+        parser.error(f"unknown pages {unknown}; choose from {list(PAGES)}")
+    from playwright.sync_api import sync_playwright
+
+    DOCS.mkdir(exist_ok=True)
+    server, url = (None, args.url.rstrip("/")) if args.url else start_app()
+    written = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium", args=FLAGS)
+            try:
+                for scheme in args.themes.split(","):
+                    written += shoot(browser, url, stems, scheme)
+            finally:
+                browser.close()
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=20)
+    return written
+
+
+if __name__ == "__main__":
+    main()
