@@ -67,76 +67,84 @@ if ui.need_checkpoints():
     seed = right.number_input("Seed of the masked tokens (15% of each text)", 0, 10_000, 0, key="sb_seed")
     selected = tuple(ui.selected_sources())
     device, dtype = st.session_state.get("device"), st.session_state.get("dtype")
+    # One section at a time: the first visit computes one analysis, not four for every model.
+    SECTIONS = ["1. Depth extrapolation", "2. Logit lens through the model's own MLM head", "3. Attention at every application",
+                "4. Layer similarity (linear CKA)"]
+    section = st.radio("Analysis", SECTIONS, horizontal=True, key="sb_section")
 
-    st.header("1. Depth extrapolation")
-    with ui.guard("depth extrapolation"):
-        frame, verdicts = compute_extrapolation(selected, texts, repeat, int(seed), device, dtype)
-        st.plotly_chart(extrapolation_figure(frame), width="stretch")
-        for row in verdicts.itertuples():
-            st.markdown(f"**{row.checkpoint}**: {row.verdict}: {row.words}")
-        for name, note in frame.groupby("checkpoint", sort=False).note.first().items():
-            if note and not any(note in words for words in verdicts[verdicts.checkpoint == name].words):  # said once
-                st.caption(f"{name}: {note}")
-        ui.download(frame, "extrapolation.csv")
-        ui.paper_note("ALBERT's layers oscillate rather than converge (Figure 1), against the fixed point that Deep "
-                      "Equilibrium Models posit (Bai et al. 2019); Universal Transformers (Dehghani et al. 2019) apply one "
-                      "block a variable number of times. Here the trained block runs past its depth: converges = the step "
-                      "falls below 10% of a step within depth L; cycles = the state comes back within half a step of a "
-                      "recent earlier state; drifts = neither.")
+    if section == "1. Depth extrapolation":
+        st.header("1. Depth extrapolation")
+        with ui.guard("depth extrapolation"):
+            frame, verdicts = compute_extrapolation(selected, texts, repeat, int(seed), device, dtype)
+            ui.chart(extrapolation_figure(frame), "extrapolation")
+            for row in verdicts.itertuples():
+                st.markdown(f"**{row.checkpoint}**: {row.verdict}: {row.words}")
+            for name, note in frame.groupby("checkpoint", sort=False).note.first().items():
+                if note and not any(note in words for words in verdicts[verdicts.checkpoint == name].words):  # said once
+                    st.caption(f"{name}: {note}")
+            ui.download(frame, "extrapolation.csv")
+            ui.paper_note("ALBERT's layers oscillate rather than converge (Figure 1), against the fixed point that Deep "
+                          "Equilibrium Models posit (Bai et al. 2019); Universal Transformers (Dehghani et al. 2019) apply one "
+                          "block a variable number of times. Here the trained block runs past its depth: converges = the step "
+                          "falls below 10% of a step within depth L; cycles = the state comes back within half a step of a "
+                          "recent earlier state; drifts = neither.")
 
-    st.header("2. Logit lens through the model's own MLM head")
-    watched = st.text_input("Watch one token: type [MASK] where the model should fill in", key="sb_watched",
-                            value="The capital of France is [MASK].")
-    with ui.guard("logit lens"):
-        usable = tuple((n, s) for n, s in selected if ui.load_bundle(s, n).heads.mlm != "missing")
-        for name, _ in sorted(set(selected) - set(usable)):
-            st.warning(f"{name}: no MLM head in this checkpoint, so no logit lens (random head weights would mean nothing)")
-        if usable:
-            lens, top = compute_lens(usable, texts, watched, repeat, int(seed), device, dtype)
-            st.plotly_chart(lens_figure(lens), width="stretch")
-            for checkpoint, note in lens.groupby("checkpoint", sort=False).note.first().items():
+    if section == "2. Logit lens through the model's own MLM head":
+        st.header("2. Logit lens through the model's own MLM head")
+        watched = st.text_input("Watch one token: type [MASK] where the model should fill in", key="sb_watched",
+                                value="The capital of France is [MASK].")
+        with ui.guard("logit lens"):
+            usable = tuple((n, s) for n, s in selected if ui.load_bundle(s, n).heads.mlm != "missing")
+            for name, _ in sorted(set(selected) - set(usable)):
+                st.warning(f"{name}: no MLM head in this checkpoint, so no logit lens (random head weights would mean nothing)")
+            if usable:
+                lens, top = compute_lens(usable, texts, watched, repeat, int(seed), device, dtype)
+                ui.chart(lens_figure(lens), "lens")
+                for checkpoint, note in lens.groupby("checkpoint", sort=False).note.first().items():
+                    if note:
+                        st.caption(f"{checkpoint}: {note}")
+                for name in top.checkpoint.unique():
+                    ui.chart(top_k_figure(top, name), f"top_k-{name}")
+                ui.download(lens, "logit_lens.csv")
+                ui.download(top, "logit_lens_top_k.csv", "Download the top-k predictions (CSV)")
+            ui.paper_note("The logit lens (nostalgebraist 2020) reads intermediate states with the output head. For an "
+                          "encoder trained with MLM it shows at which depth the masked word becomes predictable; Tenney et "
+                          "al. (2019) found BERT's lower layers resolve syntax and the upper ones semantics. A shared ALBERT "
+                          "block reads a state it also wrote, so its lens can be read past depth L too.")
+
+    if section == "3. Attention at every application":
+        st.header("3. Attention at every application")
+        with ui.guard("attention"):
+            c, a, h = st.columns(3)
+            name = c.selectbox("Checkpoint", [n for n, _ in selected], key="sb_att_model")
+            maps = compute_maps(((name, dict(selected)[name]),), texts[0], repeat, device, dtype)
+            application = a.slider("Application", 1, int(maps.application.max()), 1, key="sb_app")
+            head = h.selectbox("Head", sorted(maps["head"].unique()), key="sb_head")
+            ui.chart(attention_figure(maps, application, int(head)), "attention")
+            st.caption(f"{name}, first text. Rows: the token that attends; columns: the token attended to.")
+            entropy = compute_entropy(selected, texts, repeat, device, dtype)
+            ui.chart(entropy_figure(entropy), "entropy")
+            for checkpoint, note in entropy.groupby("checkpoint", sort=False).note.first().items():
                 if note:
                     st.caption(f"{checkpoint}: {note}")
-            for name in top.checkpoint.unique():
-                st.plotly_chart(top_k_figure(top, name), width="stretch")
-            ui.download(lens, "logit_lens.csv")
-            ui.download(top, "logit_lens_top_k.csv", "Download the top-k predictions (CSV)")
-        ui.paper_note("The logit lens (nostalgebraist 2020) reads intermediate states with the output head. For an "
-                      "encoder trained with MLM it shows at which depth the masked word becomes predictable; Tenney et "
-                      "al. (2019) found BERT's lower layers resolve syntax and the upper ones semantics. A shared ALBERT "
-                      "block reads a state it also wrote, so its lens can be read past depth L too.")
+            ui.download(entropy, "attention_entropy.csv")
+            ui.download(maps, f"attention_maps_{name}.csv", "Download these maps (CSV)")
+            ui.paper_note("The same query, key and value weights give different patterns at each application of a shared "
+                          "block, because the states differ. Kobayashi et al. (2020) weigh each weight by the norm of the "
+                          "vector it moves, ||alpha_ij f(x_j)||: heads that seem to stare at [CLS], [SEP] or punctuation "
+                          "(Clark et al. 2019) often move little. Entropy: low = focused, high = broad (log(tokens) at most).")
 
-    st.header("3. Attention at every application")
-    with ui.guard("attention"):
-        c, a, h = st.columns(3)
-        name = c.selectbox("Checkpoint", [n for n, _ in selected], key="sb_att_model")
-        maps = compute_maps(((name, dict(selected)[name]),), texts[0], repeat, device, dtype)
-        application = a.slider("Application", 1, int(maps.application.max()), 1, key="sb_app")
-        head = h.selectbox("Head", sorted(maps["head"].unique()), key="sb_head")
-        st.plotly_chart(attention_figure(maps, application, int(head)), width="stretch")
-        st.caption(f"{name}, first text. Rows: the token that attends; columns: the token attended to.")
-        entropy = compute_entropy(selected, texts, repeat, device, dtype)
-        st.plotly_chart(entropy_figure(entropy), width="stretch")
-        for checkpoint, note in entropy.groupby("checkpoint", sort=False).note.first().items():
-            if note:
-                st.caption(f"{checkpoint}: {note}")
-        ui.download(entropy, "attention_entropy.csv")
-        ui.download(maps, f"attention_maps_{name}.csv", "Download these maps (CSV)")
-        ui.paper_note("The same query, key and value weights give different patterns at each application of a shared "
-                      "block, because the states differ. Kobayashi et al. (2020) weigh each weight by the norm of the "
-                      "vector it moves, ||alpha_ij f(x_j)||: heads that seem to stare at [CLS], [SEP] or punctuation "
-                      "(Clark et al. 2019) often move little. Entropy: low = focused, high = broad (log(tokens) at most).")
-
-    st.header("4. Layer similarity (linear CKA)")
-    with ui.guard("CKA"):
-        names = [n for n, _ in selected]
-        first = st.selectbox("Model", names, key="sb_cka_x")
-        second = st.selectbox("Compare with", ["(itself)", *[n for n in names if n != first]], key="sb_cka_y")
-        pair = tuple((n, dict(selected)[n]) for n in [first] + ([second] if second != "(itself)" else []))
-        cka = compute_cka(pair, texts, repeat, device, dtype)
-        st.plotly_chart(cka_figure(cka), width="stretch")
-        st.warning(f"Caution: {cka.note.iloc[0]}.", icon=":material/warning:")
-        ui.download(cka, "cka.csv")
-        ui.paper_note("Linear CKA (Kornblith et al. 2019) compares representations up to rotation and scale. In a shared "
-                      "ALBERT neighbouring applications look alike (the smooth transitions of Figure 1); across ALBERT and "
-                      "BERT it asks whether the two reach similar states at similar depths.")
+    if section == "4. Layer similarity (linear CKA)":
+        st.header("4. Layer similarity (linear CKA)")
+        with ui.guard("CKA"):
+            names = [n for n, _ in selected]
+            first = st.selectbox("Model", names, key="sb_cka_x")
+            second = st.selectbox("Compare with", ["(itself)", *[n for n in names if n != first]], key="sb_cka_y")
+            pair = tuple((n, dict(selected)[n]) for n in [first] + ([second] if second != "(itself)" else []))
+            cka = compute_cka(pair, texts, repeat, device, dtype)
+            ui.chart(cka_figure(cka), "cka")
+            st.warning(f"Caution: {cka.note.iloc[0]}.", icon=":material/warning:")
+            ui.download(cka, "cka.csv")
+            ui.paper_note("Linear CKA (Kornblith et al. 2019) compares representations up to rotation and scale. In a shared "
+                          "ALBERT neighbouring applications look alike (the smooth transitions of Figure 1); across ALBERT and "
+                          "BERT it asks whether the two reach similar states at similar depths.")

@@ -75,3 +75,27 @@ def test_fit_a_probe_from_the_model_card(app):
 
     probe = load_checkpoint(path, device="cpu")
     assert probe.heads.pair == "probe" and probe.card["probe"]["pairs"]["held_out"] == 100
+
+
+def test_a_real_pretrained_encoder_through_every_page(app, minilm, monkeypatch):
+    """all-MiniLM-L6-v2 (no MLM head, no NSP head), added in the sidebar: every page shows
+    its head status and never a number from a missing head."""
+    monkeypatch.setenv("ALBERT_LAB_ALLOWED_DIRS", str(minilm.parent))
+    app.text_input(key="add_source").set_value(str(minilm))
+    next(b for b in app.button if b.label == "Add").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    name = next(n for n in app.session_state["picked"] if "model" in n or "minilm" in n.lower())
+    app.session_state["picked"] = [name]
+    at = goto(app, "model_card")
+    assert any("MLM head" in w.value and "NSP head" in w.value for w in at.warning)
+    heads = next(t.value for t in at.table if "head" in t.value.columns)
+    assert set(heads.status) == {"missing"}
+    at = goto(at, "oscillation")
+    assert not at.error, [e.value for e in at.error]
+    at = goto(at, "sentence_pairs")
+    typed = next(d.value for d in at.dataframe if "p_ab" in d.value)
+    assert typed.p_ab.isna().all() and any("not scored" in w.value for w in at.warning)
+    at = goto(at, "gradient_flow")
+    assert any("MLM head" in e.value for e in at.error) and not at.exception  # refused in words, not computed
+    at = goto(at, "shared_block")
+    assert not at.exception

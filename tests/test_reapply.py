@@ -303,13 +303,23 @@ def test_page(shipped, monkeypatch):
     at.switch_page("../pages/shared_block.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
-    assert len(at.get("plotly_chart")) >= 7  # extrapolation, lens, 3 top-k, attention, entropy, CKA
+    assert len(at.get("plotly_chart")) == 1  # the first visit computes one section: depth extrapolation
     verdicts = [m.value for m in at.markdown if m.value.startswith("**")]
     assert any(v in " ".join(verdicts) for v in ("converges", "cycles", "drifts")) and "not judged" in " ".join(verdicts)
-    assert len(at.get("download_button")) >= 5
-    at.slider(key="sb_app").set_value(6).run()
-    at.selectbox(key="sb_cka_y").set_value("bert-nsp").run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
+    charts, downloads = 1, len(at.get("download_button"))
+    sections = at.radio(key="sb_section").options
+    for section, expected in zip(sections[1:], (4, 2, 1)):  # lens + 3 top-k; attention + entropy; CKA
+        at.radio(key="sb_section").set_value(section).run()
+        assert not at.exception and not at.error, (section, [e.value for e in at.error])
+        assert len(at.get("plotly_chart")) == expected, section
+        charts, downloads = charts + expected, downloads + len(at.get("download_button"))
+        if section.startswith("3."):
+            at.slider(key="sb_app").set_value(6).run()
+        if section.startswith("4."):
+            at.selectbox(key="sb_cka_y").set_value("bert-nsp").run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+    assert charts >= 8 and downloads >= 5
+    at.radio(key="sb_section").set_value(sections[0]).run()
     at.radio(key="sb_input").set_value("My text").run()
     at.text_area(key="sb_text").set_value("   ").run()
     assert not at.exception and any("no text" in e.value for e in at.error)
