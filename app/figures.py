@@ -240,9 +240,10 @@ def sweep_figure(frame: pd.DataFrame, field: str, axis: str, y: str) -> go.Figur
     return style(fig, x=axis, y=label, log_y=True, legend_title="")
 
 
-def learning_curve_figure(curves: pd.DataFrame) -> go.Figure:
+def learning_curve_figure(curves: pd.DataFrame, reference: dict[str, list[tuple[float, float]]] | None = None) -> go.Figure:
     """Held-out accuracy during training against tokens seen, one colour per run, one
-    dash per task; chance at 0.5 for the pair tasks."""
+    dash per task; chance at 0.5 for the pair tasks. `reference`: named (tokens,
+    accuracy) points measured elsewhere, drawn in grey."""
     names = {"eval_sop_interior_acc": "SOP interior", "eval_sop_acc": "SOP", "eval_nsp_acc": "NSP", "eval_mlm_acc": "MLM"}
     long = curves.melt(id_vars=["checkpoint", "tokens"], value_vars=[c for c in names if c in curves], var_name="task",
                        value_name="accuracy")
@@ -251,5 +252,8 @@ def learning_curve_figure(curves: pd.DataFrame) -> go.Figure:
     fig = px.line(long, x="tokens (millions)", y="accuracy", color="checkpoint", line_dash="task", markers=True,
                   color_discrete_map=colour_map(long.checkpoint.unique()), range_y=[0, 1],
                   title="Held-out accuracy during training (600 pairs per task per evaluation)")
+    for name, points in (reference or {}).items():
+        fig.add_scatter(x=[t / 1e6 for t, _ in points], y=[a for _, a in points], name=name, mode="markers+lines",
+                        line=dict(color="#7f7f7f", dash="dot"), marker=dict(symbol="x", size=9))
     fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance (pair tasks)")
     return style(fig, x="tokens seen (millions)", y="accuracy (fraction)", legend_title="")

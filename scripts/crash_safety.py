@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=15)
-    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0, help="seed of the kill times (the training seed is 0)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -59,7 +59,7 @@ def main() -> None:
                 resume_run(killed)
                 continue
             if kills < args.kills and info.status == "running" and info.raw.get("pid"):
-                time.sleep(rng.uniform(0.2, 2.5))
+                time.sleep(rng.uniform(0.1, 1.0))
                 try:
                     os.kill(int(read_run(killed).raw["pid"]), signal.SIGKILL)
                     kills += 1

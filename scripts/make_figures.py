@@ -57,7 +57,10 @@ def figures() -> dict[str, object]:
 
         from app.figures import learning_curve_figure
 
-        figs["learning-curve"] = learning_curve_figure(pd.read_json(curves))
+        # The probe reported in issue #9 (lab-albert on a 25 MB long-document mix, on a machine with AMX):
+        # interior SOP after about 13.5M and 27M tokens, 1,584 held-out interior pairs.
+        probe = {"SOP interior, probe reported in issue #9 (another machine)": [(13.5e6, 0.514), (27e6, 0.573)]}
+        figs["learning-curve"] = learning_curve_figure(pd.read_json(curves), probe)
     return figs
 
 
