@@ -1,9 +1,11 @@
 """The checkpoints this project ships: present, loadable, honest about their heads and
 where they came from, and their published numbers are the evaluate output."""
 
+import importlib.util
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import ROOT, run_cli
 
@@ -37,15 +39,34 @@ def test_all_four_are_listed_and_load(real_checkpoints):
 
 
 def test_published_numbers_are_the_evaluate_output():
-    results = json.loads((SHIPPED / "results.json").read_text())
-    assert [r["checkpoint"] for r in results] == NAMES
-    for row in results:
-        card = json.loads((SHIPPED / row["checkpoint"] / "albert_lab.json").read_text())
-        assert card["metrics"]["sop_acc"] == row["sop_acc"] and card["metrics"]["mlm_acc"] == row["mlm_acc"]
-        assert row["command"].startswith("albert-lab evaluate")
+    export = _export_script()
+    results = pd.DataFrame(json.loads((SHIPPED / "results.json").read_text()))
+    assert sorted(results.checkpoint.unique()) == sorted(NAMES)
+    assert {"in", "out"} <= set(results.domain) and "all" in set(results.source)
+    commands = set()
+    for name, group in results[results.source == "all"].groupby("checkpoint"):
+        card = json.loads((SHIPPED / name / "albert_lab.json").read_text())
+        commands.add(card["metrics_source"])
+        for row in group.itertuples():
+            key = ("" if row.domain == "in" else "ood_") + row.metric
+            if row.note:
+                assert key not in card["metrics"]  # an untrained head has no number
+                continue
+            published = {"accuracy": row.accuracy, "low": row.low, "high": row.high, "n": row.n}
+            assert card["metrics"][key] == pytest.approx(published, abs=1e-9)  # JSON keeps 10 digits
+            assert row.low <= row.accuracy <= row.high and row.n > 0
+    (command,) = commands
+    assert command.startswith("albert-lab evaluate")
     readme = (ROOT / "README.md").read_text()
-    for row in results:
-        assert f"| {row['checkpoint']} | {row['trained_with'].upper()} | {row['mlm_acc']:.3f} |" in readme
+    published = readme.split(export.START, 1)[1].split(export.END, 1)[0].strip()
+    assert published == export.table(results, command).strip()
+
+
+def _export_script():
+    spec = importlib.util.spec_from_file_location("export_checkpoints", ROOT / "scripts" / "export_checkpoints.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_the_sop_model_prefers_the_original_order():
