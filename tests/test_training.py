@@ -58,6 +58,14 @@ def test_twenty_steps_write_the_run_folder_and_a_loadable_checkpoint(tmp_path):
     assert "CC BY-SA" in provenance["corpus_credit"]
 
 
+def test_the_last_steps_are_logged_when_not_a_multiple_of_log_every():
+    run_dir, _ = create_run(config(name="odd", max_steps=7, eval_every=100, checkpoint_every=100, gradflow_every=100))
+    assert run_worker(run_dir) == "succeeded"
+    train_rows = [m for m in read_run(run_dir).metrics() if m["kind"] == "train"]
+    assert [m["step"] for m in train_rows] == [1, 5, 7]
+    assert train_rows[-1]["tokens"] == load_checkpoint(run_dir / "checkpoint").card["provenance"]["tokens"]
+
+
 def test_loss_decreases_with_a_fixed_seed():
     run_dir, _ = create_run(config(max_steps=120, log_every=20, eval_every=1000, gradflow_every=1000,
                                    checkpoint_every=1000, lr=5e-3, warmup_steps=10))

@@ -121,6 +121,8 @@ class Trainer:
             status = "cancelled"
         finally:
             stop.set()
+        if self.dist.is_main and self.progress.window.get("steps"):
+            self._log_window(self.optimizer.param_groups[0]["lr"])  # the last steps, when not a multiple of log_every
         if self.dist.is_main:
             metrics = self._evaluate(limit=None) if status == "succeeded" else {}
             if metrics:
