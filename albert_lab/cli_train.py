@@ -10,32 +10,36 @@ from pathlib import Path
 
 from albert_lab.cli_common import add_checkpoint_arguments, add_spec_arguments, command, emit, load_bundles, spec_from_args, table
 from albert_lab.errors import AlbertLabError
+from albert_lab.training.config import TrainConfig
+
+DEFAULTS = TrainConfig()  # the CLI's defaults are the config's, written once
 
 
 def _train_arguments(p: argparse.ArgumentParser) -> None:
     add_spec_arguments(p)
-    p.add_argument("--corpus", default="wiki-vital", help="wiki-vital (built-in), a .txt/.jsonl file, or hf:NAME")
+    p.add_argument("--corpus", default=DEFAULTS.corpus,
+                   help=f"{DEFAULTS.corpus} (the default mix; see `albert-lab corpora`), wiki-vital, a source's name, a .txt/.jsonl file, or hf:NAME")
     p.add_argument("--tokenizer", help="folder of a trained tokenizer to reuse (default: train one, cached)")
-    p.add_argument("--vocab-size", type=int, default=8000)
+    p.add_argument("--vocab-size", type=int, default=DEFAULTS.vocab_size)
     p.add_argument("--cased", action="store_true", help="keep case (default: lower-case, as ALBERT)")
-    p.add_argument("--seq-len", type=int, default=128)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--optimizer", choices=["lamb", "adamw"], default="lamb")
-    p.add_argument("--weight-decay", type=float, default=0.01)
-    p.add_argument("--warmup", type=int, default=100, help="warm-up steps")
-    p.add_argument("--steps", type=int, help="budget in optimizer steps (default 1000 unless --minutes)")
+    p.add_argument("--seq-len", type=int, default=DEFAULTS.max_seq_len)
+    p.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size)
+    p.add_argument("--lr", type=float, default=DEFAULTS.lr)
+    p.add_argument("--optimizer", choices=["lamb", "adamw"], default=DEFAULTS.optimizer)
+    p.add_argument("--weight-decay", type=float, default=DEFAULTS.weight_decay)
+    p.add_argument("--warmup", type=int, default=DEFAULTS.warmup_steps, help="warm-up steps")
+    p.add_argument("--steps", type=int, help=f"budget in optimizer steps (default {DEFAULTS.max_steps} unless --minutes)")
     p.add_argument("--minutes", type=float, help="budget in minutes")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--chunk-start", choices=["document", "random"], default="document",
+    p.add_argument("--seed", type=int, default=DEFAULTS.seed)
+    p.add_argument("--chunk-start", choices=["document", "random"], default=DEFAULTS.chunk_start,
                    help="where each document's pairs start: its first segment (paper) or a random one")
-    p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
+    p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default=DEFAULTS.precision)
     p.add_argument("--threads", type=int)
-    p.add_argument("--eval-every", type=int, default=200)
-    p.add_argument("--eval-limit", type=int, default=256, help="held-out pairs per task in evaluations during training")
-    p.add_argument("--checkpoint-every", type=int, default=200)
-    p.add_argument("--gradflow-every", type=int, default=100)
-    p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--eval-every", type=int, default=DEFAULTS.eval_every)
+    p.add_argument("--eval-limit", type=int, default=DEFAULTS.eval_limit, help="held-out pairs per task in evaluations during training")
+    p.add_argument("--checkpoint-every", type=int, default=DEFAULTS.checkpoint_every)
+    p.add_argument("--gradflow-every", type=int, default=DEFAULTS.gradflow_every)
+    p.add_argument("--log-every", type=int, default=DEFAULTS.log_every)
     p.add_argument("--name", default="")
     p.add_argument("--runs-dir", type=Path, help="where run folders go (default runs/)")
     p.add_argument("--run-id", help="run folder name (default: time stamp + name)")
@@ -46,7 +50,6 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
 
 @command("train", "pretrain a model (MLM + SOP / NSP / none) as a background run")(_train_arguments)
 def cmd_train(args: argparse.Namespace) -> int:
-    from albert_lab.training.config import TrainConfig
     from albert_lab.training.jobs import resume_run, start_run
     from albert_lab.training.runs import read_run
 
@@ -57,7 +60,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         info = read_run(args.resume)
         return _report(info, info.status)
     spec = spec_from_args(args, default_preset="lab-tiny")
-    steps = args.steps if args.steps is not None or args.minutes is not None else 1000
+    steps = args.steps if args.steps is not None or args.minutes is not None else DEFAULTS.max_steps
     config = TrainConfig(
         spec=spec.to_dict(), objective=args.objective or spec.objective, corpus=args.corpus, tokenizer=args.tokenizer,
         vocab_size=args.vocab_size, lowercase=not args.cased, max_seq_len=args.seq_len, batch_size=args.batch_size,

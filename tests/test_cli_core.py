@@ -48,3 +48,20 @@ def test_card_of_a_checkpoint(make_checkpoint):
     assert data["heads"] == {"mlm": "trained", "pair": "trained", "pair_kind": "sop"}
     assert data["params"]["total_with_heads"] > data["params"]["total"]
     assert data["metrics"]["sop_acc"] == 0.9
+
+
+def test_train_defaults_are_the_configs():
+    """`albert-lab train` with no options trains what TrainConfig() describes (the default
+    corpus is the long-document mix, not the Wikipedia leads alone)."""
+    from albert_lab.cli import build_parser
+    from albert_lab.training.config import TrainConfig
+
+    args = build_parser().parse_args(["train"])
+    config = TrainConfig()
+    pairs = {"corpus": "corpus", "vocab_size": "vocab_size", "seq_len": "max_seq_len", "batch_size": "batch_size",
+             "lr": "lr", "optimizer": "optimizer", "weight_decay": "weight_decay", "warmup": "warmup_steps",
+             "seed": "seed", "chunk_start": "chunk_start", "precision": "precision", "eval_every": "eval_every",
+             "eval_limit": "eval_limit", "checkpoint_every": "checkpoint_every", "gradflow_every": "gradflow_every",
+             "log_every": "log_every"}
+    assert {flag: getattr(args, flag) for flag in pairs} == {flag: getattr(config, field) for flag, field in pairs.items()}
+    assert args.corpus == "long-mix"
