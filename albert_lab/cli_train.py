@@ -18,7 +18,7 @@ DEFAULTS = TrainConfig()  # the CLI's defaults are the config's, written once
 def _train_arguments(p: argparse.ArgumentParser) -> None:
     add_spec_arguments(p)
     p.add_argument("--corpus", default=DEFAULTS.corpus,
-                   help=f"{DEFAULTS.corpus} (the default mix; see `albert-lab corpora`), wiki-vital, a source's name, a .txt/.jsonl file, or hf:NAME")
+                   help=f"{DEFAULTS.corpus} (the default; `albert-lab corpora`), wiki-vital, a source, a .txt/.jsonl file, or hf:NAME")
     p.add_argument("--tokenizer", help="folder of a trained tokenizer to reuse (default: train one, cached)")
     p.add_argument("--vocab-size", type=int, default=DEFAULTS.vocab_size)
     p.add_argument("--cased", action="store_true", help="keep case (default: lower-case, as ALBERT)")

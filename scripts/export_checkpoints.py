@@ -87,8 +87,16 @@ def learning_curves() -> pd.DataFrame:
     return frame
 
 
+def trained_on(name: str) -> str:
+    """'long-mix, 44M tokens' from the checkpoint's card: rows trained on different data or
+    budgets must say so beside their numbers."""
+    provenance = json.loads((ROOT / "checkpoints" / name / "albert_lab.json").read_text())["provenance"]
+    return f"{provenance['corpus']}, {provenance['tokens'] / 1e6:.0f}M tokens"
+
+
 def table(results: pd.DataFrame, command: str) -> str:
     cells, notes = table5_cells(results[results.source == "all"])
+    cells.insert(2, "trained on", [trained_on(name) for name in cells.checkpoint])
     lines = ["| " + " | ".join(cells.columns) + " |", "|" + "---|" * len(cells.columns)]
     lines += ["| " + " | ".join(map(str, row)) + " |" for row in cells.itertuples(index=False)]
     lines += ["", *[f"- {note}" for note in notes], "",
