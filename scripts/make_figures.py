@@ -8,7 +8,7 @@
 Figures are the app's own plotly figures (app/figures.py), rendered to PNG in Debian's
 Chromium through Playwright (plotly.js is inlined: nothing is fetched).
 
-Run: .venv/bin/python scripts/make_figures.py [--no-screenshots]
+Run: .venv/bin/python scripts/make_figures.py [--no-screenshots | --learning-curve-only]
 """
 
 from __future__ import annotations
@@ -50,18 +50,21 @@ def figures() -> dict[str, object]:
     grad.update_yaxes(type="log")
     grad.update_xaxes(title_text="layer application", dtick=1)
     grad.update_layout(height=420, title="Gradient flow per layer application: mean (solid) and max (dashed) |dL/dW|")
-    figs = {"oscillation": osc, "gradflow": grad, **shared_block_figures(albert, bert, texts)}
+    return {"oscillation": osc, "gradflow": grad, **shared_block_figures(albert, bert, texts), **learning_curve()}
+
+
+def learning_curve() -> dict[str, object]:
     curves = ROOT / "checkpoints" / "learning_curves.json"
-    if curves.is_file():
-        import pandas as pd
+    if not curves.is_file():
+        return {}
+    import pandas as pd
 
-        from app.figures import learning_curve_figure
+    from app.figures import learning_curve_figure
 
-        # The probe reported in issue #9 (lab-albert on a 25 MB long-document mix, on a machine with AMX):
-        # interior SOP after about 13.5M and 27M tokens, 1,584 held-out interior pairs.
-        probe = {"SOP interior, probe reported in issue #9 (another machine)": [(13.5e6, 0.514), (27e6, 0.573)]}
-        figs["learning-curve"] = learning_curve_figure(pd.read_json(curves), probe)
-    return figs
+    # The probe reported in issue #9 (lab-albert on a 25 MB long-document mix, on a machine with AMX):
+    # interior SOP after about 13.5M and 27M tokens, 1,584 held-out interior pairs.
+    probe = {"SOP interior, probe reported in issue #9 (another machine)": [(13.5e6, 0.514), (27e6, 0.573)]}
+    return {"learning-curve": learning_curve_figure(pd.read_json(curves), probe)}
 
 
 def shared_block_figures(albert, bert, texts) -> dict[str, object]:
@@ -96,12 +99,12 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     DOCS.mkdir(exist_ok=True)
-    figs = figures()
+    figs = learning_curve() if "--learning-curve-only" in sys.argv[1:] else figures()
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=FLAGS)
         render(figs, browser)
         browser.close()
-    if "--no-screenshots" not in sys.argv[1:]:
+    if not {"--no-screenshots", "--learning-curve-only"} & set(sys.argv[1:]):
         from screenshots import main as screenshots  # scripts/screenshots.py, beside this file
 
         screenshots([])
