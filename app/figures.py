@@ -34,6 +34,13 @@ def register_checkpoints(names: Iterable[str]) -> None:
             _ORDER.append(name)
 
 
+def shipped_first(entries: Iterable[dict]) -> list[dict]:
+    """Shipped checkpoints, SOP-trained first (ALBERT's own objective), no pair objective
+    last: the picker's default order, and the order that gives them their colours."""
+    return sorted((c for c in entries if c["origin"] == "shipped"),
+                  key=lambda c: (c["objective"] == "none", c["objective"] != "sop", c["name"]))
+
+
 def colour_for(name: str) -> str:
     """A stable colour for a checkpoint: its discovery slot, else a hash of its name."""
     if name in _ORDER:
@@ -244,7 +251,8 @@ def learning_curve_figure(curves: pd.DataFrame, reference: dict[str, list[tuple[
     """Held-out accuracy during training against tokens seen, one colour per run, one
     dash per task; chance at 0.5 for the pair tasks. `reference`: named (tokens,
     accuracy) points measured elsewhere, drawn in grey."""
-    names = {"eval_sop_interior_acc": "SOP interior", "eval_sop_acc": "SOP", "eval_nsp_acc": "NSP", "eval_mlm_acc": "MLM"}
+    names = {"eval_sop_interior_acc": "SOP interior", "eval_sop_lead_acc": "SOP lead", "eval_sop_acc": "SOP", "eval_nsp_acc": "NSP",
+             "eval_mlm_acc": "MLM"}
     long = curves.melt(id_vars=["checkpoint", "tokens"], value_vars=[c for c in names if c in curves], var_name="task",
                        value_name="accuracy")
     long["task"] = long["task"].map(names)

@@ -140,10 +140,7 @@ def sidebar() -> None:
     by_name = {c["name"]: c for c in found}
     extra: dict[str, str] = st.session_state.setdefault("extra_sources", {})
     options = list(by_name) + [n for n in extra if n not in by_name]
-    # Shipped ones, SOP-trained first (ALBERT's own objective), no pair objective last: the
-    # model card opens on a model whose heads all work
-    shipped = sorted((c for c in found if c["origin"] == "shipped"),
-                     key=lambda c: (c["objective"] == "none", c["objective"] != "sop", c["name"]))
+    shipped = figures.shipped_first(found)  # the model card opens on a model whose heads all work
     figures.register_checkpoints([c["name"] for c in shipped] + [c["name"] for c in found] + list(extra))
     default = [c["name"] for c in shipped][:4] or options[:1]
     if "_pending_picked" in st.session_state:  # set by "Add" on the previous run

@@ -98,7 +98,12 @@ def render(figs: dict[str, object], browser) -> None:
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
+    from albert_lab.catalog import discover_checkpoints
+    from app.figures import register_checkpoints, shipped_first
+
     DOCS.mkdir(exist_ok=True)
+    entries = [{"name": c.name, "origin": c.origin, "objective": c.objective} for c in discover_checkpoints()]
+    register_checkpoints(c["name"] for c in shipped_first(entries))  # the app's colours
     figs = learning_curve() if "--learning-curve-only" in sys.argv[1:] else figures()
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=FLAGS)

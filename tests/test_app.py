@@ -320,6 +320,22 @@ def test_a_checkpoint_keeps_its_colour_whatever_else_is_selected():
         colours(oscillation_figure(frame(["albert-sop", "bert-nsp"])))["bert-nsp"] == colour_for("bert-nsp")
 
 
+
+def test_the_shipped_checkpoints_each_have_their_own_colour():
+    """The picker's order gives the colours; the README's figures use it too
+    (albert-sop and albert-nsp once shared a hashed colour in the learning curve)."""
+    from conftest import ROOT
+
+    from albert_lab.catalog import discover_checkpoints
+    from app.figures import colour_for, register_checkpoints, shipped_first
+
+    shipped = discover_checkpoints(ROOT / "checkpoints", ROOT / "no-runs")
+    names = [c["name"] for c in shipped_first({"name": c.name, "origin": c.origin, "objective": c.objective} for c in shipped)]
+    assert names == ["albert-sop", "albert-nsp", "bert-nsp", "albert-none"]
+    register_checkpoints(names)
+    assert len({colour_for(name) for name in names}) == 4
+
+
 def test_figures_have_unit_axis_titles_and_integer_layer_ticks(app):
     import json
 
