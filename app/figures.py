@@ -8,7 +8,6 @@ checkpoint on every page (`colour_for`)."""
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Iterable
 
@@ -42,11 +41,10 @@ def shipped_first(entries: Iterable[dict]) -> list[dict]:
 
 
 def colour_for(name: str) -> str:
-    """A stable colour for a checkpoint: its discovery slot, else a hash of its name."""
-    if name in _ORDER:
-        return PALETTE[_ORDER.index(name) % len(PALETTE)]
-    digest = int(hashlib.sha1(name.encode()).hexdigest(), 16)
-    return PALETTE[digest % len(PALETTE)]
+    """A stable colour for a checkpoint: its discovery slot; a name not seen before takes
+    the next free slot (a hash of the name let two checkpoints share a colour)."""
+    register_checkpoints([name])
+    return PALETTE[_ORDER.index(name) % len(PALETTE)]
 
 
 def colour_map(names: Iterable[str]) -> dict[str, str]:

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Reproduce the four shipped checkpoints from a fresh clone, with the project's own
 # training module on the built-in long-mix corpus (Wikipedia leads and five long-document
-# sources; `albert-lab corpora`). On 2 CPU cores (5,500-7,000 tokens/s at lab-albert size,
-# fp32 or bf16 as devices.fast_bf16 measures) 6,000 steps (about 44M tokens) take about
-# 110 minutes per model; a checkpoint already shipped from this recipe is skipped, so the
-# four can be trained across sessions:
+# sources; `albert-lab corpora`). On 2 CPU cores 6,000 steps (about 44M tokens) took 58
+# minutes per model in bf16 on an AMD EPYC (13,000 tokens/s); about twice that where
+# devices.fast_bf16 picks fp32. A checkpoint already shipped from this recipe is skipped,
+# so the four can be trained across sessions:
 #   1. albert-sop   ALBERT all-shared, E=128 < H=256, L=6, objective SOP
 #   2. albert-nsp   the same spec, objective NSP
 #   3. albert-none  the same spec, no inter-sentence loss

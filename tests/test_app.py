@@ -320,7 +320,6 @@ def test_a_checkpoint_keeps_its_colour_whatever_else_is_selected():
         colours(oscillation_figure(frame(["albert-sop", "bert-nsp"])))["bert-nsp"] == colour_for("bert-nsp")
 
 
-
 def test_the_shipped_checkpoints_each_have_their_own_colour():
     """The picker's order gives the colours; the README's figures use it too
     (albert-sop and albert-nsp once shared a hashed colour in the learning curve)."""
@@ -334,6 +333,8 @@ def test_the_shipped_checkpoints_each_have_their_own_colour():
     assert names == ["albert-sop", "albert-nsp", "bert-nsp", "albert-none"]
     register_checkpoints(names)
     assert len({colour_for(name) for name in names}) == 4
+    fresh = [f"run:never-registered-{i}" for i in range(3)]  # names the picker never saw
+    assert len({colour_for(name) for name in fresh}) == 3
 
 
 def test_figures_have_unit_axis_titles_and_integer_layer_ticks(app):
