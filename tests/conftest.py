@@ -4,6 +4,7 @@ checkpoints and caches live in temporary folders."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,13 +76,51 @@ def make_checkpoint(tmp_path, tokenizer):
     return make
 
 
-def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None):
-    """Run `python -m albert_lab ARGS` in a subprocess; returns CompletedProcess."""
-    import subprocess
-    import sys
+def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, isolated: bool = False):
+    """Run the command line `albert-lab ARGS`; returns a CompletedProcess.
 
-    return subprocess.run([sys.executable, "-m", "albert_lab", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, cwd=str(cwd or ROOT), timeout=600)
+    By default in this process (`albert_lab.cli.main` with its own stdout, stderr,
+    environment, working folder, threads and random state, all restored afterwards), which
+    spares each call the 3-5 s of importing torch and transformers again. isolated=True runs
+    `python -m albert_lab ARGS` in a subprocess, for the tests of the entry point itself."""
+    import subprocess
+
+    if isolated:
+        return subprocess.run([sys.executable, "-m", "albert_lab", *args], capture_output=True, text=True,
+                              env={**os.environ, **(env or {})}, cwd=str(cwd or ROOT), timeout=600)
+    return _run_cli_here(list(args), env or {}, Path(cwd or ROOT))
+
+
+def _run_cli_here(args: list[str], env: dict, cwd: Path):
+    import contextlib
+    import io
+    import random
+    import signal
+    import subprocess
+
+    from albert_lab.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd, threads = dict(os.environ), os.getcwd(), torch.get_num_threads()
+    sigterm, py_random = signal.getsignal(signal.SIGTERM), random.getstate()
+    os.environ.update(env)
+    os.chdir(cwd)
+    try:
+        with torch.random.fork_rng(devices=[]), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(args)
+            except SystemExit as exit_:  # argparse errors and --help
+                code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+                if not isinstance(exit_.code, (int, type(None))):
+                    print(exit_.code, file=sys.stderr)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        torch.set_num_threads(threads)
+        signal.signal(signal.SIGTERM, sigterm)
+        random.setstate(py_random)
+    return subprocess.CompletedProcess(["albert-lab", *args], code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="session")

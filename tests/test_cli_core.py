@@ -7,7 +7,7 @@ from conftest import run_cli
 
 
 def test_params_json_paper_numbers():
-    result = run_cli("params", "--preset", "albert-base", "--json")
+    result = run_cli("params", "--preset", "albert-base", "--json", isolated=True)  # the entry point itself, once
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["total"] == 11_683_584
