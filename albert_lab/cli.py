@@ -142,9 +142,10 @@ def cmd_app(args: argparse.Namespace) -> int:
         raise AlbertLabError(f"{entry} not found: run from a checkout of ALBERT Lab")
     port, rest = _server_port(args.port, list(getattr(args, "streamlit_args", [])))
     print(f"ALBERT Lab: http://localhost:{port}", file=sys.stderr)
-    # exec: this process becomes the server, so signals (Ctrl-C, SIGTERM) reach it
+    # exec: this process becomes the server, so signals (Ctrl-C, SIGTERM) reach it; app.serve
+    # is `streamlit run` with the model code importing in the background as the server starts
     os.chdir(PROJECT_ROOT)
-    command = [sys.executable, "-m", "streamlit", "run", str(entry), "--server.port", str(port), *rest]
+    command = [sys.executable, "-m", "app.serve", "run", str(entry), "--server.port", str(port), *rest]
     os.execve(sys.executable, command, {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
     return 0  # not reached
 
