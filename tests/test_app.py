@@ -192,6 +192,31 @@ def test_app_launcher_prints_the_port_it_starts(argv, port, monkeypatch, capsys)
     assert f"http://localhost:{port}" in capsys.readouterr().err
     command = calls[0]
     assert command.count("--server.port") == 1 and command[command.index("--server.port") + 1] == str(port)
+    assert command[1:4] == ["-m", "app.serve", "run"] and command[4].endswith("main.py")  # streamlit run, imports warming
+
+
+def test_the_server_entry_point_is_streamlit_run_with_model_code_imported(monkeypatch):
+    """app.serve starts importing the model code, then hands its command line to streamlit's."""
+    import runpy
+    import sys
+    import threading
+
+    import streamlit.web.cli
+
+    started, seen = [], {}
+
+    class Recorded(threading.Thread):
+        def start(self):
+            started.append((self.name, self._target.__name__))
+            super().start()
+
+    monkeypatch.setattr(threading, "Thread", Recorded)
+    monkeypatch.setattr(streamlit.web.cli, "main", lambda prog_name: seen.update(prog=prog_name, argv=list(sys.argv),
+                                                                                  started=list(started)))
+    monkeypatch.setattr(sys, "argv", ["serve", "run", "app/main.py", "--server.port", "8600"])
+    runpy.run_module("app.serve", run_name="__main__")
+    assert seen == {"prog": "streamlit", "argv": ["serve", "run", "app/main.py", "--server.port", "8600"],
+                    "started": [("albert-lab-import", "_import_model_code")]}
 
 
 def test_favicon_is_drawn_locally():
