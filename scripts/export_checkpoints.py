@@ -103,8 +103,14 @@ def learning_curves() -> pd.DataFrame:
                              "tokens": row.get("tokens", tokens.get(row["step"])),
                              **{k: v for k, v in row.items() if k.startswith("eval_")}})
     frame = pd.DataFrame(rows)
+    path = ROOT / "checkpoints" / "learning_curves.json"
+    if path.is_file():  # keep the curves of checkpoints whose run folders are not here (trained in an earlier session)
+        kept = pd.read_json(path, orient="records")
+        if len(kept):
+            kept = kept[~kept.checkpoint.isin(set(frame.checkpoint) if len(frame) else set())]
+            frame = pd.concat([kept, frame], ignore_index=True) if len(frame) else kept
     if len(frame):
-        (ROOT / "checkpoints" / "learning_curves.json").write_text(frame.to_json(orient="records", indent=1) + "\n")
+        path.write_text(frame.to_json(orient="records", indent=1) + "\n")
     return frame
 
 
