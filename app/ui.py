@@ -20,6 +20,7 @@ from albert_lab.devices import available_devices, resolve_device
 from albert_lab.errors import AlbertLabError
 from albert_lab.paths import allowed_roots, is_within, runs_dir
 from app import figures
+from app.serve import import_model_code
 
 if TYPE_CHECKING:
     from albert_lab.checkpoints import ModelBundle
@@ -90,13 +91,9 @@ def warm_up() -> None:
     does not wait for ~3 s of imports."""
     global _WARMING
     if _WARMING is None:  # a second's delay: imports hold the GIL, and the page is still being sent
-        _WARMING = threading.Timer(1.0, _import_model_code)
+        _WARMING = threading.Timer(1.0, import_model_code)
         _WARMING.name, _WARMING.daemon = "albert-lab-warm-up", True
         _WARMING.start()
-
-
-def _import_model_code() -> None:
-    import albert_lab.checkpoints  # noqa: F401
 
 
 _WARMING: threading.Timer | None = None

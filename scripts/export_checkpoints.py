@@ -104,11 +104,9 @@ def learning_curves() -> pd.DataFrame:
                              **{k: v for k, v in row.items() if k.startswith("eval_")}})
     frame = pd.DataFrame(rows)
     path = ROOT / "checkpoints" / "learning_curves.json"
-    if path.is_file():  # keep the curves of checkpoints whose run folders are not here (trained in an earlier session)
-        kept = pd.read_json(path, orient="records")
-        if len(kept):
-            kept = kept[~kept.checkpoint.isin(set(frame.checkpoint) if len(frame) else set())]
-            frame = pd.concat([kept, frame], ignore_index=True) if len(frame) else kept
+    kept = pd.read_json(path, orient="records") if path.is_file() else pd.DataFrame()
+    if len(kept):  # keep the curves of checkpoints whose run folders are not here (trained in an earlier session)
+        frame = pd.concat([kept[~kept.checkpoint.isin(frame.get("checkpoint", []))], frame], ignore_index=True)
     if len(frame):
         path.write_text(frame.to_json(orient="records", indent=1) + "\n")
     return frame

@@ -216,7 +216,7 @@ def test_the_server_entry_point_is_streamlit_run_with_model_code_imported(monkey
     monkeypatch.setattr(sys, "argv", ["serve", "run", "app/main.py", "--server.port", "8600"])
     runpy.run_module("app.serve", run_name="__main__")
     assert seen == {"prog": "streamlit", "argv": ["serve", "run", "app/main.py", "--server.port", "8600"],
-                    "started": [("albert-lab-import", "_import_model_code")]}
+                    "started": [("albert-lab-import", "import_model_code")]}
 
 
 def test_favicon_is_drawn_locally():
