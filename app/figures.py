@@ -8,7 +8,9 @@ checkpoint on every page (`colour_for`)."""
 
 from __future__ import annotations
 
+import datetime
 import math
+import re
 from collections.abc import Iterable
 
 import numpy as np
@@ -74,9 +76,11 @@ def fmt_duration(seconds: float) -> str:
 
 def fmt_value(key: str, value: object) -> str:
     """A card value for a table: counts with separators, durations in minutes,
-    other numbers with 4 significant digits."""
+    other numbers with 4 significant digits, times to the minute."""
     if isinstance(value, bool) or value is None:
         return str(value)
+    if isinstance(value, str) and ISO_TIME.fullmatch(value):
+        return fmt_time(value)
     if isinstance(value, (int, float)) and (key.endswith("_s") or key.endswith("seconds")):
         return fmt_duration(float(value))
     if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) >= 1):
@@ -84,6 +88,22 @@ def fmt_value(key: str, value: object) -> str:
     if isinstance(value, float):
         return f"{value:.4g}" if abs(value) < 1000 else fmt_count(value)
     return str(value)
+
+
+ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:?\d\d|Z)?")
+
+
+def fmt_time(iso: str) -> str:
+    """'2026-11-23T12:38:29+0000' -> '2026-11-23 12:38 UTC'. To the minute: a reader needs
+    no seconds, and the browser holds back a cell with 'hh:mm:ss' (':38:' reads as an
+    emoji code) until it has fetched its emoji plugin, a second on a first visit."""
+    try:
+        when = datetime.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return iso
+    offset = when.utcoffset()
+    zone = "" if offset is None else " UTC" if not offset else f" UTC{when.strftime('%z')[:3]}:{when.strftime('%z')[3:]}"
+    return when.strftime("%Y-%m-%d %H:%M") + zone
 
 
 # ---- shared style -----------------------------------------------------------------------

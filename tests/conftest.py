@@ -136,7 +136,8 @@ def shipped(tmp_path_factory, tokenizer) -> Path:
     for name, changes in {"albert-sop": dict(num_layers=3),
                           "bert-nsp": dict(family="bert", embedding_size=32, sharing="none", objective="nsp")}.items():
         spec = tiny_spec(len(tokenizer), **changes)
-        save_checkpoint(build_model(spec, seed=0), tokenizer, spec, root / name, {"name": name})
+        provenance = {"seed": 0, "created": "2026-11-23T12:38:29+0000"}  # as training writes them
+        save_checkpoint(build_model(spec, seed=0), tokenizer, spec, root / name, {"name": name, "provenance": provenance})
     config = AlbertConfig(vocab_size=len(tokenizer), embedding_size=16, hidden_size=32, num_hidden_layers=2,
                           num_attention_heads=2, intermediate_size=48, max_position_embeddings=64)
     AlbertForMaskedLM(config).save_pretrained(root / "hub-albert")

@@ -1,6 +1,7 @@
 """Every page through Streamlit's AppTest, on tiny checkpoints: what it shows, uploads,
 and bad input shown as messages (never exceptions)."""
 
+import re
 import time
 from pathlib import Path
 
@@ -40,12 +41,23 @@ def charts(at: AppTest) -> list:
     return at.get("plotly_chart")
 
 
+def emoji_codes(at: AppTest) -> list[str]:
+    """Text the browser reads as emoji codes (Streamlit's own test, ':38:' in '12:38:29'
+    included): a cell or paragraph with one is drawn only after the emoji plugin (260 kB)
+    has been fetched."""
+    pattern = re.compile(r":(?!material/|streamlit:)[\w+-][\w_+-]*:")
+    texts = [str(e.value) for kind in ("markdown", "caption", "info", "warning", "success") for e in getattr(at, kind)]
+    texts += [str(v) for t in at.table for v in t.value.to_numpy().ravel()]
+    return [m for text in texts for m in pattern.findall(text)]
+
+
 def test_model_card(app):
     assert app.title[0].value == "Model card"
     assert app.sidebar.multiselect(key="picked").value == ["albert-sop", "hub-albert", "bert-nsp"]  # SOP first
     expected = count(tiny_spec(1000, num_layers=3)).total
     assert app.metric[0].value == f"{expected / 1e6:.2f}M"
     assert len(charts(app)) == 1 and not app.warning
+    assert not emoji_codes(app)  # the browser would hold those cells back until it has its emoji plugin
     app.selectbox(key="card_checkpoint").set_value("hub-albert").run()
     assert any("SOP head weights are missing" in w.value for w in app.warning)
     tables = [t.value for t in app.table]
@@ -216,7 +228,7 @@ def test_the_server_entry_point_is_streamlit_run_with_model_code_imported(monkey
     monkeypatch.setattr(sys, "argv", ["serve", "run", "app/main.py", "--server.port", "8600"])
     runpy.run_module("app.serve", run_name="__main__")
     assert seen == {"prog": "streamlit", "argv": ["serve", "run", "app/main.py", "--server.port", "8600"],
-                    "started": [("albert-lab-import", "import_model_code")]}
+                    "started": [("albert-lab-import", "warm_up")]}
 
 
 def test_favicon_is_drawn_locally():
