@@ -155,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="albert-lab", description="ALBERT Lab: understand ALBERT-style language models.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (add, handler, help) in COMMANDS.items():
-        p = sub.add_parser(name, help=help, description=help)
+        p = sub.add_parser(name, help=help.replace("%", "%%"), description=help)  # argparse %-formats help
         add(p)
         p.set_defaults(handler=handler)
     return parser

@@ -6,6 +6,19 @@ import pytest
 from conftest import run_cli
 
 
+def test_help_lists_every_command_and_each_has_help():
+    """`albert-lab --help` is the first thing a new user types (a '95%' in one command's
+    help once made argparse crash on it)."""
+    from albert_lab.cli import COMMANDS
+
+    out = run_cli("--help")
+    assert out.returncode == 0, out.stderr
+    assert all(name in out.stdout for name in COMMANDS)
+    for name in COMMANDS:
+        sub = run_cli(name, "--help")
+        assert sub.returncode == 0 and "usage: albert-lab " + name in sub.stdout, (name, sub.stderr)
+
+
 def test_params_json_paper_numbers():
     result = run_cli("params", "--preset", "albert-base", "--json", isolated=True)  # the entry point itself, once
     assert result.returncode == 0, result.stderr
