@@ -43,5 +43,8 @@ if torch.get_num_threads() != threads:
     torch.set_num_threads(threads)
 ui.sidebar()
 ui.presets(BY_STEM)
+st.session_state["_shared"] = False
 page.run()
+if not st.session_state["_shared"]:  # a page without inputs of its own still links the checkpoints picked
+    ui.share()
 ui.warm_up()  # after the page is drawn: model code imports in the background

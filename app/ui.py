@@ -260,6 +260,7 @@ def share(**params: Any) -> None:
         values[name] = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
     applied: dict[str, str] = st.session_state.setdefault("_url_applied", {})
     applied.update(values)
+    st.session_state["_shared"] = True
     if dict(st.query_params) != values:
         st.query_params.from_dict(values)
 

@@ -22,24 +22,37 @@ with tab_calc:
     ui.from_url("calc_preset", "albert-base", options=list(PRESETS))
     preset = st.selectbox("Start from", list(PRESETS), key="calc_preset")
     base = PRESETS[preset]
+
+    def linked(key: str, default, low: int | None = None, high: int | None = None, options=None) -> str:
+        """The widget key for this preset, its value taken from the link (?calc_<key>=) when given."""
+        def parse(raw: str):
+            value = int(raw) if options is None else raw
+            return value if options is not None or low <= value <= high else None
+
+        widget_key = f"{key}-{preset}"
+        ui.from_url(widget_key, default, parse, param=f"calc_{key}", options=options)
+        return widget_key
+
     cols = st.columns(4)
-    family = cols[0].selectbox("Family", get_args(Family), index=get_args(Family).index(base.family), key=f"fam-{preset}")
+    family = cols[0].selectbox("Family", get_args(Family), key=linked("fam", base.family, options=get_args(Family)))
     bert = family == "bert"
-    vocab = cols[1].number_input("V (vocabulary)", 100, 1_000_000, base.vocab_size, step=1000, key=f"v-{preset}")
+    vocab = cols[1].number_input("V (vocabulary)", 100, 1_000_000, step=1000, key=linked("v", base.vocab_size, 100, 1_000_000))
     # H moves by the number of heads, so every step lands on a valid H (heads must divide H)
-    heads_now = int(st.session_state.get(f"heads-{preset}", base.num_heads))
-    hidden = cols[2].number_input("H (hidden)", 16, 16384, base.hidden_size, step=heads_now, key=f"h-{preset}",
+    heads_key = linked("heads", base.num_heads, 1, 256)
+    heads_now = int(st.session_state[heads_key])
+    hidden = cols[2].number_input("H (hidden)", 16, 16384, step=heads_now, key=linked("h", base.hidden_size, 16, 16384),
                                   help=f"Steps by the number of heads ({heads_now}): H must be a multiple of it")
-    layers = cols[3].number_input("L (layers)", 1, 96, base.num_layers, key=f"l-{preset}")
+    layers = cols[3].number_input("L (layers)", 1, 96, key=linked("l", base.num_layers, 1, 96))
     cols = st.columns(4)
     if bert:  # one rule (E = H, no sharing, no groups): shown, not editable
         embedding = cols[0].number_input("E (embedding) = H", value=int(hidden), disabled=True,
                                          help="BERT has no factorisation: E = H")
     else:
-        embedding = cols[0].number_input("E (embedding)", 8, 16384, base.embedding_size, step=32, key=f"e-{preset}")
-    heads = cols[1].number_input("Heads", 1, 256, base.num_heads, key=f"heads-{preset}")
-    ffn = cols[2].number_input("FFN size", 16, 65536, base.ffn_size, step=256, key=f"ffn-{preset}")
-    seq_len = cols[3].number_input("Sequence length (for FLOPs)", 8, 8192, 512, step=64, key="calc_seq")
+        embedding = cols[0].number_input("E (embedding)", 8, 16384, step=32, key=linked("e", base.embedding_size, 8, 16384))
+    heads = cols[1].number_input("Heads", 1, 256, key=heads_key)
+    ffn = cols[2].number_input("FFN size", 16, 65536, step=256, key=linked("ffn", base.ffn_size, 16, 65536))
+    ui.from_url("calc_seq", 512, lambda raw: int(raw) if 8 <= int(raw) <= 8192 else None)
+    seq_len = cols[3].number_input("Sequence length (for FLOPs)", 8, 8192, step=64, key="calc_seq")
     cols = st.columns(4)
     if bert:
         cols[0].selectbox("Sharing", ["none"], format_func=SHARING_LABELS.get, disabled=True, key=f"share-bert-{preset}",
@@ -47,11 +60,11 @@ with tab_calc:
         sharing, groups, inner = "none", int(layers), 1
     else:
         sharing = cols[0].selectbox("Sharing", list(SHARING_LABELS), format_func=SHARING_LABELS.get,
-                                    index=list(SHARING_LABELS).index(base.sharing), key=f"share-{preset}")
-        groups = cols[1].number_input("Groups (N)", 1, 96, base.num_groups if sharing != "none" else int(layers),
-                                      key=f"groups-{preset}", help="L layers in N groups; layers in a group share (sec. 4.5)")
-        inner = cols[2].number_input("Inner blocks per layer", 1, 8, base.inner_group_num, key=f"inner-{preset}")
-    hidden = int(hidden)
+                                    key=linked("share", base.sharing, options=list(SHARING_LABELS)))
+        groups = cols[1].number_input("Groups (N)", 1, 96, key=linked("groups", base.num_groups, 1, 96),
+                                      help="L layers in N groups; layers in a group share (sec. 4.5)")
+        inner = cols[2].number_input("Inner blocks per layer", 1, 8, key=linked("inner", base.inner_group_num, 1, 8))
+    hidden = typed_hidden = int(hidden)
     if hidden % int(heads):
         snapped = max(int(heads), round(hidden / int(heads)) * int(heads))
         st.warning(f"H = {hidden:,} is not a multiple of the {int(heads)} heads; the results below use H = {snapped:,}, "
@@ -99,7 +112,10 @@ with tab_curves:
                "L (layers)": ("num_layers", [1, 3, 6, 12, 24, 48])}
     ui.from_url("curve_axis", "E (embedding)", options=list(choices))
     axis = st.radio("Vary", list(choices), horizontal=True, key="curve_axis")
-    ui.share(calc_preset=preset, curve_axis=axis)
+    ui.share(calc_preset=preset, calc_fam=family, calc_v=int(vocab), calc_h=typed_hidden, calc_l=int(layers),
+             calc_e=None if bert else int(embedding), calc_heads=int(heads), calc_ffn=int(ffn), calc_seq=int(seq_len),
+             calc_share=None if bert else sharing, calc_groups=None if bert else int(groups),
+             calc_inner=None if bert else int(inner), curve_axis=axis)
     field, values = choices[axis]
     frame = pd.DataFrame(sweep(base, field, values))
     frame["sharing"] = frame["sharing"].map(SHARING_LABELS)

@@ -19,6 +19,7 @@ st.caption("P(label 0) from each checkpoint's pair head: for an SOP head, P(A th
 EXAMPLE_A = "The Nile is a major north-flowing river in northeastern Africa."
 EXAMPLE_B = "It flows into the Mediterranean Sea and is among the longest rivers in the world."
 RESULTS = checkpoints_dir() / "results.json"
+MAX_TOKENS = 128  # what score_pairs lets a model read
 
 
 @st.cache_data(show_spinner=False)
@@ -32,15 +33,33 @@ def shipped_interior_accuracy(stamp: float) -> dict[str, str]:
             for r in rows.itertuples() if pd.notna(r.accuracy)}
 
 
+LABELS = {"row": "row", "checkpoint": "checkpoint", "head": "head", "head_status": "head is", "prediction": "predicts",
+          "label": "your label", "correct": "correct", "tokens": "tokens", "sentence_a": "sentence A",
+          "sentence_b": "sentence B"}
+
+
 def show_scores(scores: pd.DataFrame, key: str) -> None:
     flagged = scores[scores.note != ""]
     for name in flagged.checkpoint.unique():
         st.warning(f"{name}: {flagged[flagged.checkpoint == name].note.iloc[0]} (see its model card)", icon=":material/warning:")
-    shown = scores[["row", "checkpoint", "head", "head_status", "p_ab", "p_ba", "prediction", "label", "correct",
-                    "sentence_a", "sentence_b"]]
+    cut = scores.drop_duplicates("row")
+    cut = cut[cut.truncated.fillna(False).astype(bool)]
+    if len(cut):
+        rows = ", ".join(map(str, cut.row.head(10))) + (" ..." if len(cut) > 10 else "")
+        st.warning(f"{len(cut):,} pair(s) are longer than the {MAX_TOKENS} tokens the models read (row {rows}; up to "
+                   f"{int(cut.tokens.max()):,} tokens): they were scored on their first {MAX_TOKENS}, the longer sentence "
+                   "cut first. Sentence order is judged at the boundary, so shorter pairs say more.", icon=":material/content_cut:")
+    shown = scores[[*LABELS, "p_ab", "p_ba"]].assign(  # words, and blanks where there is nothing to say
+        prediction=scores.prediction.astype(object).map({0: "0: in order / next", 1: "1: swapped / random"}).fillna(""),
+        label=scores.label.astype("string").fillna(""),
+        correct=scores.correct.astype(object).map({True: "yes", False: "no"}).fillna(""))
     st.dataframe(shown, hide_index=True, width="stretch",
-                 column_config={"p_ab": st.column_config.ProgressColumn("P(label 0 | A->B)", min_value=0, max_value=1, format="%.3f"),
-                                "p_ba": st.column_config.ProgressColumn("P(label 0 | B->A)", min_value=0, max_value=1, format="%.3f")})
+                 column_config={**LABELS,
+                                "p_ab": st.column_config.ProgressColumn("P(label 0 | A->B)", min_value=0, max_value=1, format="%.3f"),
+                                "p_ba": st.column_config.ProgressColumn("P(label 0 | B->A)", min_value=0, max_value=1, format="%.3f"),
+                                "tokens": st.column_config.NumberColumn("tokens", format="localized")},
+                 column_order=["row", "checkpoint", "head", "head_status", "p_ab", "p_ba", "prediction", "label", "correct",
+                               "tokens", "sentence_a", "sentence_b"])
     ui.download(scores, f"pair-scores-{key}.csv", "Download the scores (CSV)")
 
 
@@ -61,10 +80,11 @@ def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
         frame = labelled.assign(hits=lambda f: (f.accuracy * f.labelled).round().astype(int))
         bounds = [wilson_interval(h, n) for h, n in zip(frame.hits, frame.labelled)]
         frame["low"], frame["high"] = [b[0] for b in bounds], [b[1] for b in bounds]
-        fig = px.scatter(frame, x="checkpoint", y="accuracy", range_y=[0, 1], title="Accuracy on the labelled pairs (95% interval)",
+        fig = px.scatter(frame, x="checkpoint", y="accuracy", range_y=[0, 1.04], title="Accuracy on the labelled pairs (95% interval)",
                          error_y=frame.high - frame.accuracy, error_y_minus=frame.accuracy - frame.low, color="checkpoint",
                          color_discrete_map=figures.colour_map(frame.checkpoint), labels={"accuracy": "accuracy (fraction)"})
         fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
+        fig.update_traces(cliponaxis=False, marker_size=11)  # a perfect score sits on the top edge, drawn whole
     else:
         fig = px.histogram(scores.dropna(subset=["p_ab"]), x="p_ab", color="checkpoint", nbins=20, barmode="overlay",
                            range_x=[0, 1], title="P(label 0 | A->B) over the file (no labels given)",
@@ -78,10 +98,13 @@ if ui.need_checkpoints():
     tab_type, tab_upload, tab_attr, tab_table5 = st.tabs(["Type a pair", "Upload pairs", "Token attributions", "Table 5"])
     with tab_type:
         # A form: typing does not rerun the models; the pair is scored (and explained) when submitted.
+        ui.from_url("pair_a", EXAMPLE_A)
+        ui.from_url("pair_b", EXAMPLE_B)
         with st.form("pair_form"):
-            st.text_area("Sentence A", EXAMPLE_A, key="pair_a")
-            st.text_area("Sentence B", EXAMPLE_B, key="pair_b")
+            st.text_area("Sentence A", key="pair_a")
+            st.text_area("Sentence B", key="pair_b")
             st.form_submit_button("Score this pair", type="primary")
+        ui.share(pair_a=st.session_state.pair_a, pair_b=st.session_state.pair_b)
         with ui.guard("scoring"):
             scores = score_pairs(bundles, pairs_frame([st.session_state.pair_a], [st.session_state.pair_b]))
             pair_chart(scores)
@@ -109,10 +132,14 @@ if ui.need_checkpoints():
                 st.subheader(f"{len(parsed.pairs):,} pairs scored")
                 upload_chart(summary, scores)
                 st.dataframe(summary, hide_index=True, width="stretch",
-                             column_config={"accuracy": st.column_config.NumberColumn(format="%.3f"),
-                                            "mean_p_ab": st.column_config.NumberColumn(format="%.3f"),
-                                            "mean_p_ba": st.column_config.NumberColumn(format="%.3f"),
-                                            "prefers_ab": st.column_config.NumberColumn(format="%.3f")})
+                             column_config={"head_status": "head is", "pairs": "pairs scored",
+                                            "accuracy": st.column_config.NumberColumn("accuracy (labelled)", format="%.3f"),
+                                            "labelled": "labelled pairs",
+                                            "mean_p_ab": st.column_config.NumberColumn("mean P(label 0 | A->B)", format="%.3f"),
+                                            "mean_p_ba": st.column_config.NumberColumn("mean P(label 0 | B->A)", format="%.3f"),
+                                            "prefers_ab": st.column_config.NumberColumn(
+                                                "prefers A->B", format="%.3f",
+                                                help="Share of pairs with P(label 0) higher as given than swapped")})
                 show_scores(scores, "uploaded")
         ui.paper_note("Table 5: a model trained with NSP cannot do SOP (0.520, chance), while a model trained with SOP "
                       "does NSP well (0.789). NSP mostly learns topic shift; SOP forces a model to learn coherence.")

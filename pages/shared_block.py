@@ -52,25 +52,34 @@ def compute_cka(sources: tuple, texts: tuple, repeat: int, device: str, dtype: s
     return layer_cka(bundles[0], list(texts), bundles[1] if len(bundles) > 1 else None, repeat)
 
 
+INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
+SECTIONS = ["1. Depth extrapolation", "2. Logit lens through the model's own MLM head", "3. Attention at every application",
+            "4. Layer similarity (linear CKA)"]
+EXAMPLE = "The river flows through the old town. Its bridges date from the middle ages."
+
 if ui.need_checkpoints():
-    source = st.radio("Input", ["Built-in sample (held-out Wikipedia)", "My text"], horizontal=True, key="sb_input")
+    ui.from_url("sb_input", INPUTS[0], options=INPUTS)
+    ui.from_url("sb_text", EXAMPLE)
+    ui.from_url("sb_repeat", 2, lambda raw: int(raw) if 1 <= int(raw) <= 4 else None)
+    ui.from_url("sb_seed", 0, lambda raw: int(raw) if 0 <= int(raw) <= 10_000 else None)
+    ui.from_url("sb_section", SECTIONS[0], lambda raw: next((s for s in SECTIONS if s.startswith(raw)), None))
+    source = st.radio("Input", INPUTS, horizontal=True, key="sb_input")
     if source.startswith("My"):
-        text = st.text_area("Texts, separated by blank lines", height=120, key="sb_text",
-                            value="The river flows through the old town. Its bridges date from the middle ages.")
+        text = st.text_area("Texts, separated by blank lines", height=120, key="sb_text")
         texts = tuple(t for t in text.split("\n\n") if t.strip())
     else:
         texts = tuple(sample_texts(8))
         st.caption(f"{len(texts)} held-out lead sections, e.g. \u201c{texts[0][:140]}...\u201d")
     left, right = st.columns(2)
-    repeat = left.slider("Apply the shared block k x L times", 1, 4, 2, key="sb_repeat",
+    repeat = left.slider("Apply the shared block k x L times", 1, 4, key="sb_repeat",
                          help="k = 1 is the model as trained; unshared models (BERT) always stop at L")
-    seed = right.number_input("Seed of the masked tokens (15% of each text)", 0, 10_000, 0, key="sb_seed")
+    seed = right.number_input("Seed of the masked tokens (15% of each text)", 0, 10_000, key="sb_seed")
     selected = tuple(ui.selected_sources())
     device, dtype = st.session_state.get("device"), st.session_state.get("dtype")
     # One section at a time: the first visit computes one analysis, not four for every model.
-    SECTIONS = ["1. Depth extrapolation", "2. Logit lens through the model's own MLM head", "3. Attention at every application",
-                "4. Layer similarity (linear CKA)"]
     section = st.radio("Analysis", SECTIONS, horizontal=True, key="sb_section")
+    ui.share(sb_input=source, sb_text=text if source.startswith("My") else None, sb_repeat=int(repeat), sb_seed=int(seed),
+             sb_section=section.split(" ")[0])
 
     if section == "1. Depth extrapolation":
         st.header("1. Depth extrapolation")

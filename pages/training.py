@@ -37,14 +37,16 @@ def apply_preset() -> None:
 
 
 def new_run_form() -> None:
-    if "tr_h" not in st.session_state:
-        st.session_state.setdefault("tr_preset", TRAINABLE[1])
+    before = st.session_state.get("tr_preset")
+    ui.from_url("tr_preset", TRAINABLE[1], options=TRAINABLE)
+    if "tr_h" not in st.session_state or st.session_state.tr_preset != before:  # first run, or a link's preset
         apply_preset()
     corpora = corpora_table()
     trainable = [DEFAULT] + [r.name for r in corpora.itertuples() if r.role == "train" and r.installed]
     cols = st.columns(3)
     preset = cols[0].selectbox("Model", TRAINABLE, key="tr_preset", on_change=apply_preset,
                                help="lab-tiny: seconds per step; lab-albert / lab-bert: the shipped sizes")
+    ui.share(tr_preset=preset)
     bert = PRESETS[preset].family == "bert"
     with st.form("train_form"):
         cols = st.columns(2)

@@ -415,3 +415,59 @@ def test_a_depth_lab_link_reproduces_its_settings(app):
     fresh.switch_page("../pages/depth_lab.py").run()  # the link opens the page itself
     assert not fresh.exception and not fresh.error
     assert fresh.slider(key="dl_depth").value == 4 and fresh.multiselect(key="dl_variants").value == ["none", "layernorm"]
+
+
+def _link(at: AppTest) -> dict[str, str]:
+    return {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
+
+
+def _open_link(link: dict[str, str], page: str) -> AppTest:
+    fresh = AppTest.from_file(MAIN, default_timeout=120)
+    fresh.query_params.update(link)
+    fresh.switch_page(f"../pages/{page}.py").run()  # the link opens the page itself
+    assert not fresh.exception, [e.value for e in fresh.exception]
+    return fresh
+
+
+def test_links_reproduce_the_calculator_the_shared_layer_view_a_typed_pair_and_the_training_preset(app):
+    app.sidebar.multiselect(key="picked").set_value(["bert-nsp", "albert-sop"]).run()
+    at = goto(app, "parameters")
+    at.selectbox(key="calc_preset").set_value("albert-xxlarge").run()
+    at.number_input(key="l-albert-xxlarge").set_value(24).run()
+    fresh = _open_link(_link(at), "parameters")
+    assert fresh.selectbox(key="calc_preset").value == "albert-xxlarge"
+    assert fresh.number_input(key="l-albert-xxlarge").value == 24 and fresh.metric[0].value == at.metric[0].value
+
+    at = goto(at, "shared_block")
+    at.radio(key="sb_input").set_value("My text").run()
+    at.text_area(key="sb_text").set_value("One sentence here. Another one there.\n\nA second text.").run()
+    at.slider(key="sb_repeat").set_value(3).run()
+    link = _link(at)
+    assert link["ckpt"] == "bert-nsp,albert-sop"  # the sidebar's pick travels too
+    fresh = _open_link(link, "shared_block")
+    assert fresh.sidebar.multiselect(key="picked").value == ["bert-nsp", "albert-sop"]
+    assert fresh.radio(key="sb_input").value == "My text" and fresh.slider(key="sb_repeat").value == 3
+    assert fresh.text_area(key="sb_text").value == "One sentence here. Another one there.\n\nA second text."
+
+    at = goto(at, "sentence_pairs")
+    at.text_area(key="pair_a").set_value("The bridge was closed in winter.")
+    at.text_area(key="pair_b").set_value("It reopened in spring.")
+    at.button[0].click().run()  # the form's submit button
+    fresh = _open_link(_link(at), "sentence_pairs")
+    assert fresh.text_area(key="pair_a").value == "The bridge was closed in winter."
+    shown = fresh.dataframe[0].value
+    assert set(shown["sentence_b"]) == {"It reopened in spring."}
+
+    at = goto(at, "training")
+    at.selectbox(key="tr_preset").set_value("lab-bert").run()
+    fresh = _open_link(_link(at), "training")
+    assert fresh.selectbox(key="tr_preset").value == "lab-bert" and fresh.number_input(key="tr_e").value == 256
+
+
+def test_typed_pairs_longer_than_the_model_reads_are_flagged(app):
+    at = goto(app, "sentence_pairs")
+    at.text_area(key="pair_a").set_value(" ".join(["word"] * 400))
+    at.button[0].click().run()
+    assert any("longer than the 128 tokens" in w.value for w in at.warning)
+    shown = at.dataframe[0].value
+    assert "head_status" in shown and set(shown["label"]) == {""}  # no 'None' where no label was given

@@ -161,17 +161,22 @@ def pairs_frame(first: Sequence[str], second: Sequence[str], labels: Sequence[in
 
 def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFrame, max_len: int = 128) -> pd.DataFrame:
     """One row per (pair, checkpoint): p_ab = P(label 0 | A->B), p_ba = P(label 0 | B->A),
-    the head's prediction for A->B and, when labelled, whether it is correct."""
+    the head's prediction for A->B and, when labelled, whether it is correct; `tokens`
+    the pair's length with [CLS] and [SEP]s, `truncated` whether that exceeds what the
+    model reads (max_len, or its position table when shorter)."""
     frames = []
     for bundle in [bundles] if isinstance(bundles, ModelBundle) else bundles:
         frame = pairs.copy()
         frame.insert(0, "checkpoint", bundle.name)
         frame["head"] = bundle.heads.pair_kind
         frame["head_status"] = bundle.heads.pair
+        length = min(max_len, bundle.spec.max_positions)
+        a, b = list(pairs.sentence_a), list(pairs.sentence_b)
+        tokens = [len(ids) for ids in bundle.tokenizer(a, b, truncation=False)["input_ids"]] if len(a) else []
+        frame["tokens"] = pd.array(tokens, dtype="Int64")
+        frame["truncated"] = frame["tokens"] > length  # the model sees the first `length` tokens (longest side cut first)
         if bundle.heads.pair_usable:
-            model = bundle.model
-            a, b = list(pairs.sentence_a), list(pairs.sentence_b)
-            both = pair_probabilities(model, bundle.tokenizer, a + b, b + a, min(max_len, bundle.spec.max_positions),
+            both = pair_probabilities(bundle.model, bundle.tokenizer, a + b, b + a, length,
                                       device=bundle.device, dtype=bundle.dtype)
             frame["p_ab"], frame["p_ba"] = both[: len(a)], both[len(a):]
             frame["prediction"] = (frame["p_ab"] < 0.5).astype("Int64")
