@@ -258,11 +258,23 @@ def parameter_bars(rows: pd.DataFrame, title: str) -> go.Figure:
 
 
 def sweep_figure(frame: pd.DataFrame, field: str, axis: str, y: str) -> go.Figure:
-    label = {"params": "parameters (count, log scale)", "flops_per_token": "forward FLOPs per token (log scale)"}[y]
-    title = f"{'Parameters' if y == 'params' else 'Forward FLOPs per token'} vs {axis} (ALBERT-base otherwise)"
-    fig = px.line(frame, x=field, y=y, color="sharing", markers=True, title=title)
+    """Cost against one of E, H, L, a line per sharing strategy. Log y only where the values
+    span a factor of 10 or more; else linear from 0, so a nearly flat cost looks flat.
+    Lines that coincide (every strategy applies the same L blocks: same FLOPs) are said to."""
+    values = frame[y].astype(float)
+    log = values.max() / max(values.min(), 1e-12) >= 10
+    name = "parameters" if y == "params" else "forward FLOPs per token"
+    label = name + (" (log scale)" if log else "")
+    same = frame.groupby(field)[y].nunique().max() == 1
+    subtitle = "ALBERT-base otherwise" + ("; all sharing strategies coincide" if same else "")
+    fig = px.line(frame, x=field, y=y, color="sharing", markers=True,
+                  title=f"{'Parameters' if y == 'params' else 'Forward FLOPs per token'} vs {axis.split(' ')[0]}"
+                        f"<br><sup>{subtitle}</sup>")
     fig.update_traces(hovertemplate="%{x:,}: %{y:,}")
-    return style(fig, x=axis, y=label, log_y=True, legend_title="")
+    fig = style(fig, x=axis, y=label, log_y=log, legend_title="")
+    if not log:
+        fig.update_yaxes(rangemode="tozero", tickformat="~s")
+    return fig
 
 
 def learning_curve_figure(curves: pd.DataFrame, reference: dict[str, list[tuple[float, float]]] | None = None) -> go.Figure:

@@ -95,8 +95,9 @@ if ui.need_checkpoints():
             ui.paper_note("ALBERT's layers oscillate rather than converge (Figure 1), against the fixed point that Deep "
                           "Equilibrium Models posit (Bai et al. 2019); Universal Transformers (Dehghani et al. 2019) apply one "
                           "block a variable number of times. Here the trained block runs past its depth: converges = the step "
-                          "falls below 10% of a step within depth L; cycles = the state comes back within half a step of a "
-                          "recent earlier state; drifts = neither.")
+                          "falls below 2% of a step within depth L; cycles = the state comes back within half a step of a "
+                          "recent earlier state; slows down = the step falls below half a step within L, but the state "
+                          "still moves on; drifts = none of these.")
 
     if section == "2. Logit lens through the model's own MLM head":
         st.header("2. Logit lens through the model's own MLM head")

@@ -101,7 +101,7 @@ def test_unshared_models_stay_at_depth_l_with_a_note(bundles):
     assert len(frame[frame.checkpoint == bundles[0].name]) == 13
     verdicts = extrapolation_verdict(frame).set_index("checkpoint")
     assert verdicts.loc[bundles[2].name, "verdict"] == "not judged"
-    assert verdicts.loc[bundles[0].name, "verdict"] in ("converges", "cycles", "drifts")
+    assert verdicts.loc[bundles[0].name, "verdict"] in ("converges", "cycles", "slows down", "drifts")
     with pytest.raises(AlbertLabError, match="repeat"):
         extrapolate(bundles[0], TEXTS, repeat=5)
 
@@ -114,10 +114,14 @@ def _frame(steps, returns):
 
 
 def test_verdict_rule_on_hand_made_curves():
-    converging = _frame([0, 5, 4, 4, 4, 2, 1, 0.5, 0.2], [np.nan] * 2 + [9] * 7)
+    converging = _frame([0, 5, 4, 4, 4, 2, 1, 0.2, 0.05], [np.nan] * 2 + [9] * 7)
     cycling = _frame([0, 5, 4, 4, 4, 4, 4, 4, 4], [np.nan] * 2 + [9] * 6 + [0.1])
     drifting = _frame([0, 5, 4, 4, 4, 4, 4, 4, 4], [np.nan] * 2 + [9] * 7)
-    assert [extrapolation_verdict(f).verdict[0] for f in (converging, cycling, drifting)] == ["converges", "cycles", "drifts"]
+    curves = (converging, cycling, drifting)
+    assert [extrapolation_verdict(f).verdict[0] for f in curves] == ["converges", "cycles", "drifts"]
+    # two curves that look alike get one word, whichever side of 10% their last steps fall
+    alike = [_frame([0, 5, 4, 4, 4, 2, 1, 0.6, last], [np.nan] * 2 + [9] * 7) for last in (0.35, 0.44)]
+    assert [extrapolation_verdict(f).verdict[0] for f in alike] == ["slows down", "slows down"]
 
 
 def test_missing_mlm_head_gives_no_accuracy(tmp_path, tokenizer):
@@ -285,7 +289,7 @@ def test_cli_commands_json(shipped):
         assert result.returncode == 0, result.stderr
         assert check(json.loads(result.stdout)), args
     plain = run_cli("extrapolate", "--checkpoint", "albert-sop", "--repeat", "2", *text, env=env)
-    assert plain.returncode == 0 and any(v in plain.stdout for v in ("converges", "cycles", "drifts"))
+    assert plain.returncode == 0 and any(v in plain.stdout for v in ("converges", "cycles", "slows down", "drifts"))
     bad = run_cli("extrapolate", "--checkpoint", "albert-sop", "--repeat", "9", *text, env=env)
     assert bad.returncode == 2 and "repeat" in bad.stderr
 
@@ -305,7 +309,7 @@ def test_page(shipped, monkeypatch):
     assert not at.error, [e.value for e in at.error]
     assert len(at.get("plotly_chart")) == 1  # the first visit computes one section: depth extrapolation
     verdicts = [m.value for m in at.markdown if m.value.startswith("**")]
-    assert any(v in " ".join(verdicts) for v in ("converges", "cycles", "drifts")) and "not judged" in " ".join(verdicts)
+    assert any(v in " ".join(verdicts) for v in ("converges", "cycles", "slows down", "drifts")) and "not judged" in " ".join(verdicts)
     charts, downloads = 1, len(at.get("download_button"))
     sections = at.radio(key="sb_section").options
     for section, expected in zip(sections[1:], (4, 2, 1)):  # lens + 3 top-k; attention + entropy; CKA

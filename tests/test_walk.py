@@ -119,3 +119,27 @@ def test_attention_of_one_cached_model_from_two_threads_at_once(shipped):
     assert not errors, errors
     for name in texts:
         pd.testing.assert_frame_equal(results[name], alone[name])
+
+
+def test_cost_curves_use_a_log_axis_only_where_the_cost_spans_orders_of_magnitude():
+    """FLOPs per token against E change by under 1%: on a log axis clipped to the data that
+    looked like a steep rise, and the four identical strategies hid behind one line."""
+    from albert_lab.params import sweep
+    from albert_lab.spec import PRESETS
+    from app.figures import sweep_figure
+
+    frame = pd.DataFrame(sweep(PRESETS["albert-base"], "embedding_size", [32, 128, 512, 1024]))
+    flops = sweep_figure(frame, "embedding_size", "E (embedding)", "flops_per_token")
+    assert flops.layout.yaxis.type != "log" and flops.layout.yaxis.rangemode == "tozero"
+    assert "coincide" in flops.layout.title.text and "(log scale)" not in flops.layout.yaxis.title.text
+    params = sweep_figure(frame, "embedding_size", "E (embedding)", "params")
+    assert params.layout.yaxis.type == "log" and "coincide" not in params.layout.title.text
+    assert len(params.layout.title.text.split("<br>")[0]) <= 40  # fits half a page
+
+
+def test_an_iso_time_reads_to_the_minute():
+    from app.figures import fmt_value
+
+    assert fmt_value("created", "2026-11-23T12:38:29+0000") == "2026-11-23 12:38 UTC"
+    assert fmt_value("created", "2026-11-23T12:38:29-05:30") == "2026-11-23 12:38 UTC-05:30"
+    assert fmt_value("note", "at 12:38:29 it stopped") == "at 12:38:29 it stopped"

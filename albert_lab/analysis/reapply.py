@@ -212,17 +212,20 @@ def extrapolate(bundles: ModelBundle | Sequence[ModelBundle], texts: Sequence[st
     return pd.concat(frames, ignore_index=True)
 
 
-def extrapolation_verdict(frame: pd.DataFrame, converge: float = 0.1, cycle: float = 0.5) -> pd.DataFrame:
+def extrapolation_verdict(frame: pd.DataFrame, converge: float = 0.02, slow: float = 0.5, cycle: float = 0.5) -> pd.DataFrame:
     """In plain words, per checkpoint, what the block does beyond depth L (needs k >= 2).
 
     With s = the median step distance ||h_a - h_{a-1}|| over applications a = 2..L (the
     trained depth; the first step, out of the embeddings, is large in every model) and
     d = the last step distance:
-    - converges: d < `converge` x s: the state stops moving (a fixed point).
+    - converges: d < `converge` x s: the state has all but stopped moving (a fixed point).
     - cycles: not converging, and the last state lies closer to a state 2..L applications
       back than `cycle` x d (l2_return < cycle x d): it comes back where it was.
-    - drifts: neither: the state keeps moving to new places.
-    Checkpoints that cannot be applied again (see `note`) and k = 1 are 'not judged'.
+    - slows down: d < `slow` x s: the steps shrink, but the state still moves on.
+    - drifts: none of these: the state keeps moving to new places at the pace within L.
+    The bands are wide on purpose: two curves that look alike get the same word (a single
+    cut between 'converges' and 'drifts' once split 8.8% from 11%). Checkpoints that cannot
+    be applied again (see `note`) and k = 1 are 'not judged'.
     """
     rows = []
     for name, group in frame.groupby("checkpoint", sort=False):
@@ -235,13 +238,17 @@ def extrapolation_verdict(frame: pd.DataFrame, converge: float = 0.1, cycle: flo
         steps = group.l2_step.to_numpy()
         reference = float(np.median(steps[2:depth + 1])) if depth > 1 else float(steps[1])
         last, back = float(steps[-1]), float(group.l2_return.iloc[-1])
+        away = float(group.l2_to_depth_L.iloc[-1])
         if last < converge * reference:
             verdict, words = "converges", f"the last step is {last:.3g}, {last / reference:.1%} of a step within depth L"
         elif back < cycle * last:
             verdict, words = "cycles", f"the last state is {back:.3g} from a recent earlier state, under {cycle:g} of a step ({last:.3g})"
+        elif last < slow * reference:
+            verdict, words = "slows down", (f"the steps shrink to {last / reference:.0%} of a step within depth L, but the state "
+                                            f"still moves on: it ends {away:.3g} from where it was at depth L")
         else:
             verdict, words = "drifts", (f"the last step is still {last / reference:.0%} of a step within depth L and the state "
-                                        f"ends {group.l2_to_depth_L.iloc[-1]:.3g} from where it was at depth L")
+                                        f"ends {away:.3g} from where it was at depth L")
         acc = group.mlm_accuracy.to_numpy(dtype=float, na_value=np.nan)
         if not np.isnan(acc[-1]):
             words += f"; masked-token accuracy {acc[depth]:.1%} at depth L, {acc[-1]:.1%} after {len(group) - 1} applications"
