@@ -90,6 +90,20 @@ def fmt_value(key: str, value: object) -> str:
     return str(value)
 
 
+FIELD_LABELS = {  # a model card's spec and provenance keys, in words
+    "vocab_size": "vocabulary size (V)", "embedding_size": "embedding size (E)", "hidden_size": "hidden size (H)",
+    "num_layers": "layers (L)", "num_heads": "attention heads", "ffn_size": "FFN size", "sharing": "cross-layer sharing",
+    "num_groups": "layer groups", "inner_group_num": "blocks per layer", "max_positions": "positions",
+    "type_vocab_size": "token types", "objective": "pair objective", "run_id": "run", "corpus_credit": "corpus credit",
+    "corpus_fingerprint": "corpus fingerprint", "tokens": "tokens seen", "wall_time_s": "wall time",
+    "code": "code (git commit)", "created": "saved",
+}
+
+
+def field_label(key: str) -> str:
+    return FIELD_LABELS.get(key, key.replace("_", " "))
+
+
 ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:?\d\d|Z)?")
 
 

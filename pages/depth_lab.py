@@ -62,7 +62,7 @@ with tab_mlp:
     cols = st.columns([1, 1, 2])  # room for the compared variants
     steps = cols[0].slider("SGD steps (lr 0.1)", 50, 2000, step=50, key="dl_steps")
     dropout = cols[1].slider("Dropout", 0.0, 0.8, step=0.1, key="dl_dropout")
-    variants = cols[2].multiselect("Compare", VARIANTS, key="dl_variants")
+    variants = cols[2].multiselect("Compare", VARIANTS, key="dl_variants", format_func=lambda v: v.replace("_", " "))
     ui.share(dl_depth=depth, dl_width=width, dl_init=init, dl_std=std, dl_steps=steps, dl_dropout=dropout,
              dl_variants=variants)
     with ui.guard("depth lab"):

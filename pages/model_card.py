@@ -6,7 +6,7 @@ import streamlit as st
 
 from albert_lab.card import metric_lines
 from app import ui
-from app.figures import fmt_value, style
+from app.figures import field_label, fmt_value, style
 
 st.title("Model card")
 
@@ -88,10 +88,10 @@ if ui.need_checkpoints():
             st.table(pd.DataFrame([{"head": "MLM", "status": heads["mlm"]},
                                    {"head": f"pair ({heads['pair_kind'].upper()})", "status": heads["pair"]}]))
             st.markdown("**Spec**")
-            st.table(pd.DataFrame([{"field": k, "value": fmt_value(k, v)} for k, v in card["spec"].items()]))
+            st.table(pd.DataFrame([{"field": field_label(k), "value": fmt_value(k, v)} for k, v in card["spec"].items()]))
             st.markdown("**Provenance**")
             provenance = {k: v for k, v in card["provenance"].items() if k != "train_config"}
-            st.table(pd.DataFrame([{"field": k, "value": fmt_value(k, v)} for k, v in provenance.items()]))
+            st.table(pd.DataFrame([{"field": field_label(k), "value": fmt_value(k, v)} for k, v in provenance.items()]))
             if card["metrics"]:
                 st.markdown("**Held-out metrics**")
                 st.table(pd.DataFrame(metric_lines(card["metrics"]), columns=["metric", "accuracy [95% interval] n"]))

@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from albert_lab.data.corpora import DEFAULT, describe_corpora
+from albert_lab.data.corpora import DEFAULT, MIX, describe_corpora
 from albert_lab.data.corpus import save_corpus_upload
 from albert_lab.errors import AlbertLabError
 from albert_lab.params import count
@@ -42,7 +42,9 @@ def new_run_form() -> None:
     if "tr_h" not in st.session_state or st.session_state.tr_preset != before:  # first run, or a link's preset
         apply_preset()
     corpora = corpora_table()
-    trainable = [DEFAULT] + [r.name for r in corpora.itertuples() if r.role == "train" and r.installed]
+    installed = {r.name for r in corpora.itertuples() if r.installed}
+    mix_ready = set(MIX) <= installed  # long-mix needs every one of its sources
+    trainable = [DEFAULT] * mix_ready + [r.name for r in corpora.itertuples() if r.role == "train" and r.installed]
     cols = st.columns(3)
     preset = cols[0].selectbox("Model", TRAINABLE, key="tr_preset", on_change=apply_preset,
                                help="lab-tiny: seconds per step; lab-albert / lab-bert: the shipped sizes")
@@ -64,6 +66,9 @@ def new_run_form() -> None:
                                    disabled=bert, help="BERT shares nothing" if bert else None)
         corpus = st.selectbox("Corpus", [*trainable, UPLOAD], key="tr_corpus",
                               help=f"{DEFAULT}: the built-in mix of long documents (see 'Corpora' below)")
+        if not mix_ready:
+            st.caption(f":material/info: {DEFAULT}, the default mix, needs its long-document sources, not installed here: "
+                       "`albert-lab corpora --install` fetches them (pinned and checked; the README's commands do).")
         upload = st.file_uploader("Corpus file (.txt: documents separated by blank lines; .jsonl: a 'text' field)",
                                   type=["txt", "jsonl"], key="tr_upload")
         b = st.columns(5)
@@ -82,7 +87,8 @@ def new_run_form() -> None:
                                           "segment, so more pairs come from inside documents")
         submitted = st.form_submit_button("Start training", type="primary")
     with st.expander("Corpora"):
-        shown = corpora[["name", "role", "megabytes", "documents", "sentences_per_doc", "interior_pairs", "licence"]]
+        shown = corpora[["name", "role", "megabytes", "documents", "sentences_per_doc", "interior_pairs", "licence"]].assign(
+            installed=corpora.installed.map({True: "yes", False: "no: albert-lab corpora --install"}))
         st.dataframe(shown, hide_index=True, width="stretch",
                      column_config={"megabytes": st.column_config.NumberColumn("MB", format="%.1f"),
                                     "documents": st.column_config.NumberColumn(format="localized"),

@@ -58,6 +58,8 @@ def test_model_card(app):
     assert app.metric[0].value == f"{expected / 1e6:.2f}M"
     assert len(charts(app)) == 1 and not app.warning
     assert not emoji_codes(app)  # the browser would hold those cells back until it has its emoji plugin
+    fields = [f for t in app.table if "field" in t.value for f in t.value["field"]]
+    assert "hidden size (H)" in fields and "saved" in fields and not [f for f in fields if "_" in f]  # words, not keys
     app.selectbox(key="card_checkpoint").set_value("hub-albert").run()
     assert any("SOP head weights are missing" in w.value for w in app.warning)
     tables = [t.value for t in app.table]
@@ -471,3 +473,13 @@ def test_typed_pairs_longer_than_the_model_reads_are_flagged(app):
     assert any("longer than the 128 tokens" in w.value for w in at.warning)
     shown = at.dataframe[0].value
     assert "head_status" in shown and set(shown["label"]) == {""}  # no 'None' where no label was given
+
+
+def test_training_page_without_the_long_document_sources_offers_what_is_installed(app, tmp_path, monkeypatch):
+    monkeypatch.setenv("ALBERT_LAB_DATA", str(tmp_path / "no-data"))
+    st.cache_data.clear()
+    at = goto(app, "training")
+    assert "long-mix" not in at.selectbox(key="tr_corpus").options  # it would fail at the start
+    assert any("corpora --install" in c.value for c in at.caption)
+    corpora = next(d.value for d in at.dataframe if "licence" in d.value)
+    assert set(corpora.installed) == {"yes", "no: albert-lab corpora --install"}
