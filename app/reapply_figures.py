@@ -10,6 +10,16 @@ from plotly.subplots import make_subplots
 
 from app.figures import PALETTE
 
+READABLE = 13  # columns of a heatmap that still leave room for text in its cells
+
+
+def application_ticks(frame: pd.DataFrame) -> dict:
+    """Integer ticks over the applications drawn, no -1 or n + 1: every one up to 12,
+    else every L-th (the depth the block was trained at)."""
+    last = int(frame.application.max())
+    depth = int(frame.depth_L.min()) if "depth_L" in frame else 1
+    return dict(range=[-0.5, last + 0.5], tick0=0, dtick=1 if last < READABLE else max(1, depth))
+
 
 def extrapolation_figure(frame: pd.DataFrame) -> go.Figure:
     """Step distance, distance to the state at depth L and masked-token accuracy per
@@ -24,8 +34,9 @@ def extrapolation_figure(frame: pd.DataFrame) -> go.Figure:
                                      mode="lines+markers", line=dict(color=color, dash=dash)), row=1, col=col)
     for depth in frame.depth_L.unique():
         fig.add_vline(x=int(depth), line_dash="dot", line_color="grey")
-    fig.update_xaxes(title_text="application (0 = entering layer 1)")
+    fig.update_xaxes(title_text="application (0 = entering layer 1)", **application_ticks(frame))
     fig.update_yaxes(rangemode="tozero")
+    fig.update_yaxes(tickformat=".0%", col=3)  # percent, as the verdict's words say it
     fig.update_layout(height=420, title="The block applied beyond its trained depth L (dotted line)")
     return fig
 
@@ -38,7 +49,8 @@ def lens_figure(frame: pd.DataFrame) -> go.Figure:
         for col, y in enumerate(("mlm_accuracy", "nll"), start=1):
             fig.add_trace(go.Scatter(x=group.application, y=group[y], name=name, legendgroup=name, showlegend=col == 1,
                                      mode="lines+markers", line=dict(color=color, dash=dash)), row=1, col=col)
-    fig.update_xaxes(title_text="application", dtick=1)
+    fig.update_xaxes(title_text="application", **application_ticks(frame))
+    fig.update_yaxes(tickformat=".0%", col=1)
     fig.update_layout(height=380, title="Each layer's state read through the model's own MLM head")
     return fig
 
@@ -48,11 +60,21 @@ def top_k_figure(frame: pd.DataFrame, name: str) -> go.Figure:
     part = frame[frame.checkpoint == name]
     probs = part.pivot(index="rank", columns="application", values="probability")
     tokens = part.pivot(index="rank", columns="application", values="token")
-    fig = go.Figure(go.Heatmap(z=probs.to_numpy(), x=probs.columns, y=probs.index, text=tokens.to_numpy(),
-                               texttemplate="%{text}", colorscale="Blues", colorbar=dict(title="p")))
+    text = tokens.to_numpy().astype(object)
+    columns = list(probs.columns)
+    if len(columns) > READABLE:  # words only where a pass through the L layers ends (and the last); all on hover
+        depth = int(part.depth_L.min()) if "depth_L" in part else 1
+        for j, application in enumerate(columns):
+            if application % max(depth, 1) and application != columns[-1]:
+                text[:, j] = ""
+    fig = go.Figure(go.Heatmap(z=probs.to_numpy(), x=columns, y=probs.index, text=text, customdata=tokens.to_numpy(),
+                               texttemplate="%{text}", colorscale="Blues", colorbar=dict(title="p"),
+                               hovertemplate="application %{x}, rank %{y}: %{customdata} (p = %{z:.3f})<extra></extra>"))
     watched = part.watched.iloc[0]
     fig.update_layout(height=300, title=f"{name}: top predictions for {watched!r} after every application",
-                      xaxis_title="application", yaxis_title="rank", yaxis_autorange="reversed", yaxis_dtick=1, xaxis_dtick=1)
+                      xaxis_title="application", yaxis_title="rank", yaxis_autorange="reversed", yaxis_dtick=1)
+    fig.update_xaxes(range=[columns[0] - 0.5, columns[-1] + 0.5], tick0=0,
+                     dtick=1 if len(columns) <= READABLE else max(1, int(part.depth_L.min()) if "depth_L" in part else 1))
     return fig
 
 
@@ -91,7 +113,7 @@ def entropy_figure(frame: pd.DataFrame) -> go.Figure:
 
 def cka_figure(frame: pd.DataFrame) -> go.Figure:
     grid = frame.pivot(index="application_x", columns="application_y", values="cka")
-    return px.imshow(grid, zmin=0, zmax=1, color_continuous_scale="Blues", text_auto=".2f",
+    return px.imshow(grid, zmin=0, zmax=1, color_continuous_scale="Blues", text_auto=".2f" if len(grid) <= READABLE else False,
                      labels=dict(y=frame.checkpoint_x.iloc[0], x=frame.checkpoint_y.iloc[0], color="CKA"),
                      title=f"Linear CKA, {frame.checkpoint_x.iloc[0]} vs {frame.checkpoint_y.iloc[0]} "
                            f"(unit: {frame.unit.iloc[0]}, N = {frame.n.iloc[0]})")

@@ -143,3 +143,24 @@ def test_an_iso_time_reads_to_the_minute():
     assert fmt_value("created", "2026-11-23T12:38:29+0000") == "2026-11-23 12:38 UTC"
     assert fmt_value("created", "2026-11-23T12:38:29-05:30") == "2026-11-23 12:38 UTC-05:30"
     assert fmt_value("note", "at 12:38:29 it stopped") == "at 12:38:29 it stopped"
+
+
+def test_figures_of_a_block_applied_24_times_stay_readable():
+    """At k = 4 the top-k heatmap had 25 columns of words and the axes ticks at -1 and 25."""
+    from app.reapply_figures import cka_figure, lens_figure, top_k_figure
+
+    apps = range(25)
+    top = pd.DataFrame([dict(checkpoint="m", application=a, depth_L=6, rank=r, token=f"t{a}{r}", probability=0.5 / r,
+                             watched="x") for a in apps for r in (1, 2, 3)])
+    fig = top_k_figure(top, "m")
+    worded = [a for a in apps if fig.data[0].text[0][a]]
+    assert worded == [0, 6, 12, 18, 24] and list(fig.layout.xaxis.range) == [-0.5, 24.5] and fig.layout.xaxis.dtick == 6
+    lens = pd.DataFrame([dict(checkpoint="m", family="albert", application=a, depth_L=6, mlm_accuracy=0.1, nll=5.0)
+                         for a in apps])
+    fig = lens_figure(lens)
+    assert list(fig.layout.xaxis.range) == [-0.5, 24.5] and fig.layout.yaxis.tickformat == ".0%"
+    cka = pd.DataFrame([dict(application_x=i, application_y=j, cka=0.5, checkpoint_x="m", checkpoint_y="m", unit="token",
+                             n=100) for i in apps for j in apps])
+    assert not cka_figure(cka).data[0].texttemplate
+    small = cka[(cka.application_x < 7) & (cka.application_y < 7)]
+    assert cka_figure(small).data[0].texttemplate

@@ -277,7 +277,7 @@ def logit_lens(bundles: ModelBundle | Sequence[ModelBundle], texts: Sequence[str
             rows.append(dict(checkpoint=bundle.name, family=bundle.spec.family, application=a,
                              mlm_accuracy=float((top[a] == inputs.labels).float().mean()), nll=float(nll[a]),
                              agrees_with_last=float((top[a] == top[-1]).float().mean()),
-                             beyond_L=a > bundle.spec.num_layers, masked=len(inputs.labels),
+                             beyond_L=a > bundle.spec.num_layers, depth_L=bundle.spec.num_layers, masked=len(inputs.labels),
                              note=(reapply_note(bundle.spec) or "") if repeat > 1 else ""))
     return pd.DataFrame(rows)
 
@@ -325,7 +325,8 @@ def lens_predictions(bundles: ModelBundle | Sequence[ModelBundle], text: str, po
             target_p = float(probs[a, label]) if label >= 0 else float("nan")
             target_rank = int((probs[a] > probs[a, label]).sum()) + 1 if label >= 0 else None
             for rank, (p, token) in enumerate(zip(best.values[a].tolist(), best.indices[a].tolist()), start=1):
-                rows.append(dict(checkpoint=bundle.name, family=bundle.spec.family, application=a, rank=rank,
+                rows.append(dict(checkpoint=bundle.name, family=bundle.spec.family, application=a, depth_L=bundle.spec.num_layers,
+                                 rank=rank,
                                  token=bundle.tokenizer.convert_ids_to_tokens(token), probability=p, is_target=token == label,
                                  position=where, watched=pieces[where] if label < 0 else bundle.tokenizer.convert_ids_to_tokens(label),
                                  target_probability=target_p, target_rank=target_rank, masked=mask_position or label < 0))
