@@ -205,8 +205,9 @@ def active_run() -> bool:
 
 
 # ---- drawing -------------------------------------------------------------------------------
-def paper_note(text: str) -> None:
-    st.markdown(f":material/menu_book: **From the paper.** {text}")
+def paper_note(text: str, source: str = "the paper") -> None:
+    """What the literature says beside a view, and which literature ('the lecture notes', ...)."""
+    st.markdown(f":material/menu_book: **From {source}.** {text}")
 
 
 def download(frame: pd.DataFrame, name: str, label: str = "Download the data (CSV)") -> None:

@@ -82,10 +82,11 @@ with tab_mlp:
             model = st.selectbox("Gradient flow over time for", history.model.unique(), key="dl_heat")
             ui.chart(flow_heatmap(flow, model), "depth-gradient-heatmap")
             ui.download(flow, "depth-gradflow.csv")
-    ui.paper_note("The lecture notes' toy: a 16-layer, width-32 MLP with naive Gaussian initialisation does not train "
-                  "with plain SGD; gradients vanish toward the input. BatchNorm (before or after the ReLU; after is "
+    ui.paper_note("The toy: a width-32 MLP of 16 hidden layers, naively initialised (Gaussian), does not train with "
+                  "plain SGD; gradients vanish toward the input. BatchNorm (before or after the ReLU; after is "
                   "'the current default' in the notes) and residual connections restore them. Transformers, ALBERT "
-                  "included, rely on residual connections and post-LN LayerNorm; ALBERT also drops dropout.")
+                  "included, rely on residual connections and post-LN LayerNorm; ALBERT also drops dropout.",
+                  source="the lecture notes (F. Fleuret, EE-559, 'Going deeper')")
 
 with tab_vgg:
     cols = st.columns(2)
@@ -106,6 +107,6 @@ with tab_vgg:
             ui.chart(style(layers, x="weight layer (1 = input)", y="mean |dL/dW| (log scale)", layers=True, log_y=True,
                            legend_title=""), "vgg-gradient-per-layer", container=right)
             ui.download(history, "vgg-history.csv")
-    ui.paper_note("The coursework behind this view: VGG_38 without normalisation had average gradients of about 0 in "
+    ui.paper_note("VGG_38 without normalisation had average gradients of about 0 in "
                   "every layer and test accuracy around 1% on CIFAR-100 (chance); BatchNorm after every conv layer "
-                  "brought it to 47-52%.")
+                  "brought it to 47-52%.", source="the coursework behind this view")

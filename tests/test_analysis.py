@@ -226,6 +226,15 @@ def test_intrinsic_eval_pairs_and_scores(small_corpus, bundles):
     assert result["nsp_pairs"] <= 20
 
 
+def test_depth_lab_builds_the_hidden_layers_it_is_asked_for():
+    from albert_lab.analysis.depth import build_mlp
+
+    for depth in (1, 16):
+        model = build_mlp(DepthConfig(depth=depth))
+        assert sum(isinstance(m, torch.nn.ReLU) for m in model.modules()) == depth  # one per hidden layer
+        assert sum(isinstance(m, torch.nn.Linear) for m in model.modules()) == depth + 1
+
+
 def test_depth_lab_vanishing_vs_healthy_gradients():
     def first_last(cfg):
         history, flow = train_disc(cfg)

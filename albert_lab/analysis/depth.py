@@ -81,7 +81,9 @@ class Block(nn.Module):
 
 
 def build_mlp(cfg: DepthConfig) -> nn.Sequential:
-    blocks = [Block(2, cfg.width, cfg)] + [Block(cfg.width, cfg.width, cfg) for _ in range(cfg.depth)]
+    """`depth` hidden layers (Linear 2 -> width, then depth - 1 Linear width -> width, each
+    with its ReLU) and the output Linear: depth + 1 weight layers."""
+    blocks = [Block(2, cfg.width, cfg)] + [Block(cfg.width, cfg.width, cfg) for _ in range(cfg.depth - 1)]
     model = nn.Sequential(*blocks, nn.Linear(cfg.width, 2))
     for module in model.modules():
         if isinstance(module, nn.Linear):
