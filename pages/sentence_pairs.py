@@ -63,10 +63,14 @@ def show_scores(scores: pd.DataFrame, key: str) -> None:
     ui.download(scores, f"pair-scores-{key}.csv", "Download the scores (CSV)")
 
 
+ORDER_COLOURS = {"A -> B (as typed)": "#4c78a8", "B -> A (swapped)": "#f58518"}
+
+
 def pair_chart(scores: pd.DataFrame) -> None:
     long = scores.melt(id_vars=["checkpoint", "head"], value_vars=["p_ab", "p_ba"], var_name="order")
     long["order"] = long["order"].map({"p_ab": "A -> B (as typed)", "p_ba": "B -> A (swapped)"})
     fig = px.bar(long.dropna(), x="checkpoint", y="value", color="order", barmode="group", range_y=[0, 1],
+                 color_discrete_map=ORDER_COLOURS,  # the same in light and dark themes (not the theme's colorway)
                  hover_data=["head"], labels={"value": "P(label 0)", "checkpoint": "checkpoint", "order": "order"},
                  title="P(original order) for SOP heads, P(is next) for NSP heads")
     fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")

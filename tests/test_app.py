@@ -101,6 +101,10 @@ def test_sentence_pairs_upload_and_bad_files(app):
     assert set(typed.checkpoint) == {"albert-sop", "bert-nsp", "hub-albert"}
     assert typed[typed.checkpoint == "hub-albert"].p_ab.isna().all()
     assert any("not scored: pair head missing" in w.value for w in at.warning)
+    import json
+
+    bars = json.loads(charts(at)[0].proto.spec)["data"]  # one colour per order, whatever the theme's colorway
+    assert {b["name"]: b["marker"]["color"] for b in bars} == {"A -> B (as typed)": "#4c78a8", "B -> A (swapped)": "#f58518"}
     at.file_uploader(key="pairs_file").set_value(("pairs.csv", PAIRS_CSV, "text/csv"))
     at.run()
     assert any("row 4: sentence_a is empty; skipped" in w.value for w in at.warning)
