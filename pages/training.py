@@ -198,6 +198,8 @@ with tab_runs:
 
 with tab_compare:
     runs = list_runs(runs_dir())
+    if not runs:
+        st.info("No runs to compare yet: start one under 'New run'.")
     picked = st.multiselect("Runs", [r.id for r in runs], default=[r.id for r in runs[:3]], key="compare_runs")
     titles = {"loss": "loss (nats)", "mlm_loss": "MLM loss (nats)", "pair_loss": "pair loss (nats)", "mlm_acc": "MLM accuracy",
               "pair_acc": "pair accuracy", "tokens_per_s": "tokens / s"}

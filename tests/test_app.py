@@ -487,3 +487,10 @@ def test_training_page_without_the_long_document_sources_offers_what_is_installe
     assert any("corpora --install" in c.value for c in at.caption)
     corpora = next(d.value for d in at.dataframe if "licence" in d.value)
     assert set(corpora.installed) == {"yes", "no: albert-lab corpora --install"}
+
+
+def test_training_page_says_when_there_is_nothing_to_watch_or_compare(app):
+    at = goto(app, "training")  # the runs folder of this test is empty
+    infos = [i.value for i in at.info]
+    assert "No runs yet: start one under 'New run'." in infos
+    assert "No runs to compare yet: start one under 'New run'." in infos
