@@ -307,5 +307,5 @@ def learning_curve_figure(curves: pd.DataFrame, reference: dict[str, list[tuple[
     for name, points in (reference or {}).items():
         fig.add_scatter(x=[t / 1e6 for t, _ in points], y=[a for _, a in points], name=name, mode="markers+lines",
                         line=dict(color="#7f7f7f", dash="dot"), marker=dict(symbol="x", size=9))
-    fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance (pair tasks)")
+    fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance (pair tasks)", annotation_position="top left")
     return style(fig, x="tokens seen (millions)", y="accuracy (fraction)", legend_title="")

@@ -258,6 +258,9 @@ def share(**params: Any) -> None:
     for name, value in params.items():
         if value is None:
             continue
+        if isinstance(value, str) and len(value) > URL_TEXT_LIMIT:  # links stay short enough to paste anywhere
+            st.caption(f"Texts over {URL_TEXT_LIMIT:,} characters are not put in the page's link.")
+            continue
         values[name] = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
     applied: dict[str, str] = st.session_state.setdefault("_url_applied", {})
     applied.update(values)

@@ -39,8 +39,6 @@ if ui.need_checkpoints():
     if source.startswith("My"):
         text = st.text_area("Texts, separated by blank lines", height=150, key="osc_text")
         texts = [t for t in text.split("\n\n") if t.strip()]
-        if len(text) > ui.URL_TEXT_LIMIT:
-            st.caption(f"Texts over {ui.URL_TEXT_LIMIT:,} characters are not put in the page's link.")
     else:
         text = None
         texts = sample_texts(16)
@@ -48,7 +46,7 @@ if ui.need_checkpoints():
     aggregate = st.selectbox("Aggregate over tokens", ["mean", "median"], key="osc_agg",
                              help="Per-token distances and angles, then the mean (or median) over all non-padding tokens")
     ui.share(osc_input=source, osc_agg=aggregate,
-             osc_text=text if text is not None and len(text) <= ui.URL_TEXT_LIMIT else None)
+             osc_text=text)
     with ui.guard("oscillation"):
         sources = tuple(ui.selected_sources())
         with ui.timed_spinner(f"Running {len(sources)} model(s) on {len(texts)} text(s)", "oscillation", len(sources), 3.0):

@@ -14,6 +14,7 @@ from app.figures import parameter_bars, sweep_figure
 
 COUNTS = {name: st.column_config.NumberColumn(format="localized")
           for name in ("unique", "applied", "FLOPs/token", "exact params", "params", "flops_per_token")}
+COUNTS["note"] = st.column_config.TextColumn("note", width="large")  # the notes are sentences
 
 st.title("Parameters and compute")
 tab_calc, tab_tables, tab_curves = st.tabs(["Calculator", "Paper tables", "Curves"])

@@ -9,6 +9,7 @@ from albert_lab.analysis.attribution import attribute_pair, attribution_html
 from albert_lab.analysis.evaluation import evaluate, evaluation_pairs, paper_table5, read_results, table5_cells
 from albert_lab.analysis.intrinsic import wilson_interval
 from albert_lab.analysis.pairs import pairs_frame, read_pairs, score_pairs, summarize
+from albert_lab.data.corpus import MAX_SEGMENT_CHARS
 from albert_lab.paths import checkpoints_dir
 from app import figures, ui
 
@@ -28,7 +29,8 @@ def shipped_interior_accuracy(stamp: float) -> dict[str, str]:
     results = read_results(RESULTS)
     if results is None:
         return {}
-    rows = results[(results.metric == "sop_interior") & (results.domain == "in") & (results.source == "all")]
+    trained = results.pair_head == "trained" if "pair_head" in results else True  # an untrained head's number confuses
+    rows = results[(results.metric == "sop_interior") & (results.domain == "in") & (results.source == "all") & trained]
     return {r.checkpoint: f"{r.accuracy:.2f} (95% interval {r.low:.2f}-{r.high:.2f}, {int(r.n):,} pairs)"
             for r in rows.itertuples() if pd.notna(r.accuracy)}
 
@@ -46,9 +48,9 @@ def show_scores(scores: pd.DataFrame, key: str) -> None:
     cut = cut[cut.truncated.fillna(False).astype(bool)]
     if len(cut):
         rows = ", ".join(map(str, cut.row.head(10))) + (" ..." if len(cut) > 10 else "")
-        st.warning(f"{len(cut):,} pair(s) are longer than the {MAX_TOKENS} tokens the models read (row {rows}; up to "
-                   f"{int(cut.tokens.max()):,} tokens): they were scored on their first {MAX_TOKENS}, the longer sentence "
-                   "cut first. Sentence order is judged at the boundary, so shorter pairs say more.", icon=":material/content_cut:")
+        st.warning(f"{len(cut):,} pair(s) are longer than the {MAX_TOKENS} tokens the models read (row {rows}): they "
+                   f"were scored on their first {MAX_TOKENS}, the longer sentence cut first. Sentence order is judged at "
+                   "the boundary, so shorter pairs say more.", icon=":material/content_cut:")
     shown = scores[[*LABELS, "p_ab", "p_ba"]].assign(  # words, and blanks where there is nothing to say
         prediction=scores.prediction.astype(object).map({0: "0: in order / next", 1: "1: swapped / random"}).fillna(""),
         label=scores.label.astype("string").fillna(""),
@@ -57,7 +59,10 @@ def show_scores(scores: pd.DataFrame, key: str) -> None:
                  column_config={**LABELS,
                                 "p_ab": st.column_config.ProgressColumn("P(label 0 | A->B)", min_value=0, max_value=1, format="%.3f"),
                                 "p_ba": st.column_config.ProgressColumn("P(label 0 | B->A)", min_value=0, max_value=1, format="%.3f"),
-                                "tokens": st.column_config.NumberColumn("tokens", format="localized")},
+                                "tokens": st.column_config.NumberColumn(
+                                    "tokens", format="localized",
+                                    help=f"The pair's length in tokens, [CLS] and [SEP] included, of each side's first "
+                                         f"{MAX_SEGMENT_CHARS:,} characters; the models read {MAX_TOKENS}")},
                  column_order=["row", "checkpoint", "head", "head_status", "p_ab", "p_ba", "prediction", "label", "correct",
                                "tokens", "sentence_a", "sentence_b"])
     ui.download(scores, f"pair-scores-{key}.csv", "Download the scores (CSV)")
@@ -73,7 +78,7 @@ def pair_chart(scores: pd.DataFrame) -> None:
                  color_discrete_map=ORDER_COLOURS,  # the same in light and dark themes (not the theme's colorway)
                  hover_data=["head"], labels={"value": "P(label 0)", "checkpoint": "checkpoint", "order": "order"},
                  title="P(original order) for SOP heads, P(is next) for NSP heads")
-    fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
+    fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance", annotation_position="top left")
     ui.chart(figures.style(fig, legend_title="order"), "pair-probabilities")
 
 
@@ -87,7 +92,7 @@ def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
         fig = px.scatter(frame, x="checkpoint", y="accuracy", range_y=[0, 1.04], title="Accuracy on the labelled pairs (95% interval)",
                          error_y=frame.high - frame.accuracy, error_y_minus=frame.accuracy - frame.low, color="checkpoint",
                          color_discrete_map=figures.colour_map(frame.checkpoint), labels={"accuracy": "accuracy (fraction)"})
-        fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
+        fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance", annotation_position="top left")
         fig.update_traces(cliponaxis=False, marker_size=11)  # a perfect score sits on the top edge, drawn whole
     else:
         fig = px.histogram(scores.dropna(subset=["p_ab"]), x="p_ab", color="checkpoint", nbins=20, barmode="overlay",
@@ -133,6 +138,7 @@ if ui.need_checkpoints():
                 with st.spinner(f"Scoring {len(parsed.pairs):,} pairs with {len(bundles)} checkpoint(s) ..."):
                     scores = score_pairs(bundles, parsed.pairs)
                 summary = summarize(scores)
+                summary = summary[summary.pairs > 0]  # checkpoints not scored are named in the warnings above
                 st.subheader(f"{len(parsed.pairs):,} pairs scored")
                 upload_chart(summary, scores)
                 st.dataframe(summary, hide_index=True, width="stretch",

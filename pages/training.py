@@ -153,7 +153,7 @@ def progress_panel(run_id: str) -> None:
             long["task"] = long["task"].map({"mlm_acc": "MLM", "pair_acc": "pair task"})
             fig = px.line(long, x="step", y="accuracy", color="task", range_y=[0, 1], title="Training accuracy", markers=len(train) < 30,
                           labels={"step": "optimizer step", "accuracy": "accuracy (fraction)"})
-        fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance (pair tasks)")
+        fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance (pair tasks)", annotation_position="top left")
         ui.chart(figures.style(fig, legend_title="task"), f"accuracy-{run_id}", key=f"acc-{run_id}", container=right)
     if info.status == "failed":
         st.error(info.message or "the run failed", icon=":material/error:")

@@ -110,6 +110,7 @@ def test_sentence_pairs_upload_and_bad_files(app):
     assert any("row 4: sentence_a is empty; skipped" in w.value for w in at.warning)
     summary = next(d.value for d in at.dataframe if "accuracy" in d.value)
     assert summary.set_index("checkpoint").loc["albert-sop", "labelled"] == 2
+    assert "hub-albert" not in set(summary.checkpoint)  # not scored (its warning says why): no row of blanks
     scores = next(d.value for d in at.dataframe if "p_ab" in d.value and len(d.value) == 6)
     scored = scores[scores.checkpoint != "hub-albert"]
     assert scored.p_ab.between(0, 1).all() and scored.p_ba.between(0, 1).all()
@@ -475,6 +476,7 @@ def test_typed_pairs_longer_than_the_model_reads_are_flagged(app):
     at.text_area(key="pair_a").set_value(" ".join(["word"] * 400))
     at.button[0].click().run()
     assert any("longer than the 128 tokens" in w.value for w in at.warning)
+    assert "pair_a" not in _link(at) and any("not put in the page's link" in c.value for c in at.caption)
     shown = at.dataframe[0].value
     assert "head_status" in shown and set(shown["label"]) == {""}  # no 'None' where no label was given
 
