@@ -9,6 +9,14 @@ from app import ui
 from app.figures import field_label, fmt_value, style
 
 st.title("Model card")
+TASKS = {"mlm": "MLM", "nsp": "NSP", "sop": "SOP", "sop_lead": "SOP, lead pairs", "sop_interior": "SOP, interior pairs"}
+
+
+def metric_label(key: str) -> str:
+    """'ood_sop_interior' -> 'SOP, interior pairs (out of domain)'."""
+    ood = key.startswith("ood_")
+    task = key.removeprefix("ood_")
+    return TASKS.get(task, task.replace("_", " ")) + (" (out of domain)" if ood else " (held-out)")
 
 
 def probe_section(name: str, source: str, heads: dict) -> None:
@@ -94,7 +102,8 @@ if ui.need_checkpoints():
             st.table(pd.DataFrame([{"field": field_label(k), "value": fmt_value(k, v)} for k, v in provenance.items()]))
             if card["metrics"]:
                 st.markdown("**Held-out metrics**")
-                st.table(pd.DataFrame(metric_lines(card["metrics"]), columns=["metric", "accuracy [95% interval] n"]))
+                st.table(pd.DataFrame([(metric_label(k), text) for k, text in metric_lines(card["metrics"])],
+                                      columns=["metric", "accuracy [95% interval] n"]))
         if heads["pair"] in ("missing", "untrained"):
             probe_section(name, source, heads)
         ui.paper_note("ALBERT's parameter savings come from two choices you can see above: the factorised "

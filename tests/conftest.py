@@ -137,7 +137,9 @@ def shipped(tmp_path_factory, tokenizer) -> Path:
                           "bert-nsp": dict(family="bert", embedding_size=32, sharing="none", objective="nsp")}.items():
         spec = tiny_spec(len(tokenizer), **changes)
         provenance = {"seed": 0, "created": "2026-11-23T12:38:29+0000"}  # as training writes them
-        save_checkpoint(build_model(spec, seed=0), tokenizer, spec, root / name, {"name": name, "provenance": provenance})
+        metrics = {"sop_interior": {"accuracy": 0.56, "low": 0.54, "high": 0.58, "n": 2369}}  # as export writes them
+        save_checkpoint(build_model(spec, seed=0), tokenizer, spec, root / name,
+                        {"name": name, "provenance": provenance, "metrics": metrics})
     config = AlbertConfig(vocab_size=len(tokenizer), embedding_size=16, hidden_size=32, num_hidden_layers=2,
                           num_attention_heads=2, intermediate_size=48, max_position_embeddings=64)
     AlbertForMaskedLM(config).save_pretrained(root / "hub-albert")

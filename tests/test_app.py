@@ -60,6 +60,8 @@ def test_model_card(app):
     assert not emoji_codes(app)  # the browser would hold those cells back until it has its emoji plugin
     fields = [f for t in app.table if "field" in t.value for f in t.value["field"]]
     assert "hidden size (H)" in fields and "saved" in fields and not [f for f in fields if "_" in f]  # words, not keys
+    metrics = next(t.value for t in app.table if "metric" in t.value)
+    assert list(metrics.metric) == ["SOP, interior pairs (held-out)"]
     app.selectbox(key="card_checkpoint").set_value("hub-albert").run()
     assert any("SOP head weights are missing" in w.value for w in app.warning)
     tables = [t.value for t in app.table]
