@@ -300,11 +300,13 @@ def test_the_oscillation_verdict_says_what_the_curve_does():
     from albert_lab.analysis.oscillation import verdict
 
     curves = {"steady": [11.4, 8.0, 6.1, 4.9, 3.9, 3.2], "wobbly": [11.0, 6.0, 7.5, 5.0, 6.8, 4.6],
-              "to-zero": [11.0, 6.0, 2.0, 0.6, 0.2, 0.05], "rising": [11.0, 3.0, 3.1, 3.6, 4.2, 5.0]}
+              "to-zero": [11.0, 6.0, 2.0, 0.6, 0.2, 0.05], "rising": [11.0, 3.0, 3.1, 3.6, 4.2, 5.0],
+              "bert-nsp": [8.6, 6.89, 7.56, 6.65, 7.58, 8.39]}  # the shipped BERT: zig-zag, then up
     frame = pd.DataFrame([dict(checkpoint=name, layer=i + 1, l2=v, angle_deg=10.0)
                           for name, values in curves.items() for i, v in enumerate(values)])
     words = verdict(frame).set_index("checkpoint").verdict
     assert words["steady"].startswith("not converging: the distances shrink steadily")
-    assert words["wobbly"].startswith("oscillating: over the last layers the distances go up and down")
+    assert words["wobbly"].startswith("oscillating: from layer to layer the distances go up and down")
     assert words["to-zero"].startswith("converging")
     assert words["rising"].startswith("not converging: the distances grow")
+    assert words["bert-nsp"].startswith("oscillating")
