@@ -8,9 +8,6 @@ checkpoint on every page (`colour_for`)."""
 
 from __future__ import annotations
 
-import datetime
-import math
-import re
 from collections.abc import Iterable
 
 import numpy as np
@@ -51,73 +48,6 @@ def colour_for(name: str) -> str:
 
 def colour_map(names: Iterable[str]) -> dict[str, str]:
     return {name: colour_for(name) for name in names}
-
-
-# ---- numbers as people read them --------------------------------------------------------
-def fmt_count(value: float | int) -> str:
-    """515 -> '515', 25637385 -> '25,637,385' (never '515.0000')."""
-    return f"{round(value):,}"
-
-
-def fmt_tokens(value: float | int) -> str:
-    """1501 -> '1,501', 22434249 -> '22.43M' (never '0.00M' for a short run)."""
-    return f"{value / 1e6:.2f}M" if value >= 1e6 else fmt_count(value)
-
-
-def fmt_duration(seconds: float) -> str:
-    """3565.4 -> '59 min', 42 -> '42 s', 7300 -> '2 h 2 min'."""
-    if not math.isfinite(seconds):
-        return "-"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    minutes = round(seconds / 60)
-    return f"{minutes} min" if minutes < 120 else f"{minutes // 60} h {minutes % 60} min"
-
-
-def fmt_value(key: str, value: object) -> str:
-    """A card value for a table: counts with separators, durations in minutes,
-    other numbers with 4 significant digits, times to the minute."""
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, str) and ISO_TIME.fullmatch(value):
-        return fmt_time(value)
-    if isinstance(value, (int, float)) and (key.endswith("_s") or key.endswith("seconds")):
-        return fmt_duration(float(value))
-    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) >= 1):
-        return fmt_count(value)
-    if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1000 else fmt_count(value)
-    return str(value)
-
-
-FIELD_LABELS = {  # a model card's spec and provenance keys, in words
-    "vocab_size": "vocabulary size (V)", "embedding_size": "embedding size (E)", "hidden_size": "hidden size (H)",
-    "num_layers": "layers (L)", "num_heads": "attention heads", "ffn_size": "FFN size", "sharing": "cross-layer sharing",
-    "num_groups": "layer groups", "inner_group_num": "blocks per layer", "max_positions": "positions",
-    "type_vocab_size": "token types", "objective": "pair objective", "run_id": "run", "corpus_credit": "corpus credit",
-    "corpus_fingerprint": "corpus fingerprint", "tokens": "tokens seen", "wall_time_s": "wall time",
-    "code": "code (git commit)", "created": "saved",
-}
-
-
-def field_label(key: str) -> str:
-    return FIELD_LABELS.get(key, key.replace("_", " "))
-
-
-ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:?\d\d|Z)?")
-
-
-def fmt_time(iso: str) -> str:
-    """'2026-11-23T12:38:29+0000' -> '2026-11-23 12:38 UTC'. To the minute: a reader needs
-    no seconds, and the browser holds back a cell with 'hh:mm:ss' (':38:' reads as an
-    emoji code) until it has fetched its emoji plugin, a second on a first visit."""
-    try:
-        when = datetime.datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    except ValueError:
-        return iso
-    offset = when.utcoffset()
-    zone = "" if offset is None else " UTC" if not offset else f" UTC{when.strftime('%z')[:3]}:{when.strftime('%z')[3:]}"
-    return when.strftime("%Y-%m-%d %H:%M") + zone
 
 
 # ---- shared style -----------------------------------------------------------------------

@@ -14,8 +14,9 @@ READABLE = 13  # columns of a heatmap that still leave room for text in its cell
 
 
 def application_ticks(frame: pd.DataFrame) -> dict:
-    """Integer ticks over the applications drawn, no -1 or n + 1: every one up to 12,
-    else every L-th (the depth the block was trained at)."""
+    """Integer ticks over the applications drawn (0..n), no -1 or n + 1: every one up to
+    12, else every L-th (the depth the block was trained at). Heatmaps write words or
+    numbers in their cells at these ticks only."""
     last = int(frame.application.max())
     depth = int(frame.depth_L.min()) if "depth_L" in frame else 1
     return dict(range=[-0.5, last + 0.5], tick0=0, dtick=1 if last < READABLE else max(1, depth))
@@ -60,21 +61,18 @@ def top_k_figure(frame: pd.DataFrame, name: str) -> go.Figure:
     part = frame[frame.checkpoint == name]
     probs = part.pivot(index="rank", columns="application", values="probability")
     tokens = part.pivot(index="rank", columns="application", values="token")
-    text = tokens.to_numpy().astype(object)
-    columns = list(probs.columns)
-    if len(columns) > READABLE:  # words only where a pass through the L layers ends (and the last); all on hover
-        depth = int(part.depth_L.min()) if "depth_L" in part else 1
-        for j, application in enumerate(columns):
-            if application % max(depth, 1) and application != columns[-1]:
-                text[:, j] = ""
-    fig = go.Figure(go.Heatmap(z=probs.to_numpy(), x=columns, y=probs.index, text=text, customdata=tokens.to_numpy(),
+    ticks = application_ticks(part)
+    text = tokens.to_numpy().astype(object)  # words at the ticks (and the last column), all of them on hover
+    for j, application in enumerate(probs.columns):
+        if application % ticks["dtick"] and application != probs.columns[-1]:
+            text[:, j] = ""
+    fig = go.Figure(go.Heatmap(z=probs.to_numpy(), x=probs.columns, y=probs.index, text=text, customdata=tokens.to_numpy(),
                                texttemplate="%{text}", colorscale="Blues", colorbar=dict(title="p"),
                                hovertemplate="application %{x}, rank %{y}: %{customdata} (p = %{z:.3f})<extra></extra>"))
     watched = part.watched.iloc[0]
     fig.update_layout(height=300, title=f"{name}: top predictions for {watched!r} after every application",
                       xaxis_title="application", yaxis_title="rank", yaxis_autorange="reversed", yaxis_dtick=1)
-    fig.update_xaxes(range=[columns[0] - 0.5, columns[-1] + 0.5], tick0=0,
-                     dtick=1 if len(columns) <= READABLE else max(1, int(part.depth_L.min()) if "depth_L" in part else 1))
+    fig.update_xaxes(**ticks)
     return fig
 
 

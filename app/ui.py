@@ -21,6 +21,7 @@ from albert_lab.errors import AlbertLabError
 from albert_lab.paths import allowed_roots, is_within, runs_dir
 from app import figures
 from app.serve import import_model_code
+from app.text import fmt_duration
 
 if TYPE_CHECKING:
     from albert_lab.checkpoints import ModelBundle
@@ -269,6 +270,11 @@ def share(**params: Any) -> None:
         st.query_params.from_dict(values)
 
 
+def parse_int(low: int, high: int) -> Callable[[str], int | None]:
+    """A link's integer, or None (ignored) outside [low, high], where its widget would refuse it."""
+    return lambda raw: value if low <= (value := int(raw)) <= high else None
+
+
 def parse_list(options: Sequence[str]) -> Callable[[str], list[str]]:
     return lambda raw: [v for v in raw.split(",") if v in options]
 
@@ -317,7 +323,7 @@ def timed_spinner(what: str, kind: str, units: float = 1.0, guess_per_unit: floa
     guess) and counts the seconds; shown only when the work takes over half a second."""
     eta = estimate(kind, units, guess_per_unit)
     start = time.perf_counter()
-    with st.spinner(f"{what}: about {figures.fmt_duration(eta)}", show_time=True):
+    with st.spinner(f"{what}: about {fmt_duration(eta)}", show_time=True):
         yield
     seconds = time.perf_counter() - start
     if seconds > 0.5:  # a cache hit teaches nothing

@@ -10,7 +10,8 @@ import streamlit as st
 from albert_lab.analysis.depth import DepthConfig, compare_vgg, describe, train_disc
 from app import depth_cache, ui
 from app.depth_cache import DEFAULTS, VARIANTS
-from app.figures import depth_figures, divergence, flow_heatmap, fmt_duration, style
+from app.figures import depth_figures, divergence, flow_heatmap, style
+from app.text import fmt_duration
 
 st.title("Depth lab")
 

@@ -6,7 +6,8 @@ import streamlit as st
 
 from albert_lab.card import metric_lines
 from app import ui
-from app.figures import field_label, fmt_value, style
+from app.figures import style
+from app.text import field_label, fmt_value
 
 st.title("Model card")
 TASKS = {"mlm": "MLM", "nsp": "NSP", "sop": "SOP", "sop_lead": "SOP, lead pairs", "sop_interior": "SOP, interior pairs"}

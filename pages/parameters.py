@@ -24,14 +24,10 @@ with tab_calc:
     preset = st.selectbox("Start from", list(PRESETS), key="calc_preset")
     base = PRESETS[preset]
 
-    def linked(key: str, default, low: int | None = None, high: int | None = None, options=None) -> str:
+    def linked(key: str, default, low: int = 0, high: int = 0, options=None) -> str:
         """The widget key for this preset, its value taken from the link (?calc_<key>=) when given."""
-        def parse(raw: str):
-            value = int(raw) if options is None else raw
-            return value if options is not None or low <= value <= high else None
-
         widget_key = f"{key}-{preset}"
-        ui.from_url(widget_key, default, parse, param=f"calc_{key}", options=options)
+        ui.from_url(widget_key, default, str if options else ui.parse_int(low, high), param=f"calc_{key}", options=options)
         return widget_key
 
     cols = st.columns(4)
@@ -52,7 +48,7 @@ with tab_calc:
         embedding = cols[0].number_input("E (embedding)", 8, 16384, step=32, key=linked("e", base.embedding_size, 8, 16384))
     heads = cols[1].number_input("Heads", 1, 256, key=heads_key)
     ffn = cols[2].number_input("FFN size", 16, 65536, step=256, key=linked("ffn", base.ffn_size, 16, 65536))
-    ui.from_url("calc_seq", 512, lambda raw: int(raw) if 8 <= int(raw) <= 8192 else None)
+    ui.from_url("calc_seq", 512, ui.parse_int(8, 8192))
     seq_len = cols[3].number_input("Sequence length (for FLOPs)", 8, 8192, step=64, key="calc_seq")
     cols = st.columns(4)
     if bert:

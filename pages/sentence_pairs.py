@@ -35,8 +35,9 @@ def shipped_interior_accuracy(stamp: float) -> dict[str, str]:
             for r in rows.itertuples() if pd.notna(r.accuracy)}
 
 
-LABELS = {"row": "row", "checkpoint": "checkpoint", "head": "head", "head_status": "head is", "prediction": "predicts",
-          "label": "your label", "correct": "correct", "tokens": "tokens", "sentence_a": "sentence A",
+COLUMNS = ["row", "checkpoint", "head", "head_status", "p_ab", "p_ba", "prediction", "label", "correct", "tokens",
+           "sentence_a", "sentence_b"]  # the scores table, in this order
+LABELS = {"head_status": "head is", "prediction": "predicts", "label": "your label", "sentence_a": "sentence A",
           "sentence_b": "sentence B"}
 
 
@@ -51,7 +52,7 @@ def show_scores(scores: pd.DataFrame, key: str) -> None:
         st.warning(f"{len(cut):,} pair(s) are longer than the {MAX_TOKENS} tokens the models read (row {rows}): they "
                    f"were scored on their first {MAX_TOKENS}, the longer sentence cut first. Sentence order is judged at "
                    "the boundary, so shorter pairs say more.", icon=":material/content_cut:")
-    shown = scores[[*LABELS, "p_ab", "p_ba"]].assign(  # words, and blanks where there is nothing to say
+    shown = scores[COLUMNS].assign(  # words, and blanks where there is nothing to say
         prediction=scores.prediction.astype(object).map({0: "0: in order / next", 1: "1: swapped / random"}).fillna(""),
         label=scores.label.astype("string").fillna(""),
         correct=scores.correct.astype(object).map({True: "yes", False: "no"}).fillna(""))
@@ -62,20 +63,19 @@ def show_scores(scores: pd.DataFrame, key: str) -> None:
                                 "tokens": st.column_config.NumberColumn(
                                     "tokens", format="localized",
                                     help=f"The pair's length in tokens, [CLS] and [SEP] included, of each side's first "
-                                         f"{MAX_SEGMENT_CHARS:,} characters; the models read {MAX_TOKENS}")},
-                 column_order=["row", "checkpoint", "head", "head_status", "p_ab", "p_ba", "prediction", "label", "correct",
-                               "tokens", "sentence_a", "sentence_b"])
+                                         f"{MAX_SEGMENT_CHARS:,} characters; the models read {MAX_TOKENS}")})
     ui.download(scores, f"pair-scores-{key}.csv", "Download the scores (CSV)")
 
 
-ORDER_COLOURS = {"A -> B (as typed)": "#4c78a8", "B -> A (swapped)": "#f58518"}
+ORDERS = {"p_ab": "A -> B (as typed)", "p_ba": "B -> A (swapped)"}
+ORDER_COLOURS = dict(zip(ORDERS.values(), ["#4c78a8", "#f58518"]))  # the same in light and dark themes
 
 
 def pair_chart(scores: pd.DataFrame) -> None:
-    long = scores.melt(id_vars=["checkpoint", "head"], value_vars=["p_ab", "p_ba"], var_name="order")
-    long["order"] = long["order"].map({"p_ab": "A -> B (as typed)", "p_ba": "B -> A (swapped)"})
+    long = scores.melt(id_vars=["checkpoint", "head"], value_vars=list(ORDERS), var_name="order")
+    long["order"] = long["order"].map(ORDERS)
     fig = px.bar(long.dropna(), x="checkpoint", y="value", color="order", barmode="group", range_y=[0, 1],
-                 color_discrete_map=ORDER_COLOURS,  # the same in light and dark themes (not the theme's colorway)
+                 color_discrete_map=ORDER_COLOURS,
                  hover_data=["head"], labels={"value": "P(label 0)", "checkpoint": "checkpoint", "order": "order"},
                  title="P(original order) for SOP heads, P(is next) for NSP heads")
     fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance", annotation_position="top left")

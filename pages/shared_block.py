@@ -60,8 +60,8 @@ EXAMPLE = "The river flows through the old town. Its bridges date from the middl
 if ui.need_checkpoints():
     ui.from_url("sb_input", INPUTS[0], options=INPUTS)
     ui.from_url("sb_text", EXAMPLE)
-    ui.from_url("sb_repeat", 2, lambda raw: int(raw) if 1 <= int(raw) <= 4 else None)
-    ui.from_url("sb_seed", 0, lambda raw: int(raw) if 0 <= int(raw) <= 10_000 else None)
+    ui.from_url("sb_repeat", 2, ui.parse_int(1, 4))
+    ui.from_url("sb_seed", 0, ui.parse_int(0, 10_000))
     ui.from_url("sb_section", SECTIONS[0], lambda raw: next((s for s in SECTIONS if s.startswith(raw)), None))
     source = st.radio("Input", INPUTS, horizontal=True, key="sb_input")
     if source.startswith("My"):

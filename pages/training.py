@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from albert_lab.data.corpora import DEFAULT, MIX, describe_corpora
+from albert_lab.data.corpora import DEFAULT, default_installed, describe_corpora
 from albert_lab.data.corpus import save_corpus_upload
 from albert_lab.errors import AlbertLabError
 from albert_lab.params import count
@@ -17,6 +17,7 @@ from albert_lab.training.config import browser_config
 from albert_lab.training.jobs import cancel_run, start_run
 from albert_lab.training.runs import list_runs, read_run, single_user
 from app import figures, ui
+from app.text import fmt_duration, fmt_tokens
 
 st.title("Training")
 TRAINABLE = ["lab-tiny", "lab-albert", "lab-bert"]
@@ -42,8 +43,7 @@ def new_run_form() -> None:
     if "tr_h" not in st.session_state or st.session_state.tr_preset != before:  # first run, or a link's preset
         apply_preset()
     corpora = corpora_table()
-    installed = {r.name for r in corpora.itertuples() if r.installed}
-    mix_ready = set(MIX) <= installed  # long-mix needs every one of its sources
+    mix_ready = default_installed()
     trainable = [DEFAULT] * mix_ready + [r.name for r in corpora.itertuples() if r.role == "train" and r.installed]
     cols = st.columns(3)
     preset = cols[0].selectbox("Model", TRAINABLE, key="tr_preset", on_change=apply_preset,
@@ -132,8 +132,8 @@ def progress_panel(run_id: str) -> None:
         m[0].metric("Loss", f"{last['loss']:.3f}")
         rate = last.get("run_tokens_per_s", last["tokens_per_s"])  # the run's rate, not the last interval's
         m[1].metric("Tokens / s (whole run)", f"{rate:,.0f}")
-        m[2].metric("Time left", figures.fmt_duration(last["eta_s"]) if info.active else "-")
-        m[3].metric("Tokens seen", figures.fmt_tokens(last["tokens"]))
+        m[2].metric("Time left", fmt_duration(last["eta_s"]) if info.active else "-")
+        m[3].metric("Tokens seen", fmt_tokens(last["tokens"]))
         left, right = st.columns(2)
         long = train.melt(id_vars=["step"], value_vars=["loss", "mlm_loss", "pair_loss"], var_name="loss", value_name="nats")
         fig = px.line(long, x="step", y="nats", color="loss", title="Training loss", markers=len(train) < 30,

@@ -343,7 +343,7 @@ def test_divergence_cuts_the_trace_at_the_first_bad_step():
 
 # ---- issue #14: one look everywhere; the link reproduces the view --------------------------
 def test_numbers_read_as_people_write_them():
-    from app.figures import fmt_value
+    from app.text import fmt_value
 
     assert fmt_value("nsp_pairs", 515.0) == "515" and fmt_value("tokens", 25637385) == "25,637,385"
     assert fmt_value("wall_time_s", 3565.4) == "59 min" and fmt_value("sop_acc", 0.91456) == "0.9146"

@@ -9,8 +9,9 @@ import streamlit as st
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-from app.figures import fmt_tokens, shared_sum_figure
+from app.figures import shared_sum_figure
 from app.reapply_figures import attention_figure
+from app.text import fmt_tokens
 
 MAIN = str(ROOT / "app" / "main.py")
 
@@ -138,7 +139,7 @@ def test_cost_curves_use_a_log_axis_only_where_the_cost_spans_orders_of_magnitud
 
 
 def test_an_iso_time_reads_to_the_minute():
-    from app.figures import fmt_value
+    from app.text import fmt_value
 
     assert fmt_value("created", "2026-11-23T12:38:29+0000") == "2026-11-23 12:38 UTC"
     assert fmt_value("created", "2026-11-23T12:38:29-05:30") == "2026-11-23 12:38 UTC-05:30"

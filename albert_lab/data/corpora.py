@@ -49,6 +49,12 @@ def load_corpus(source: str = DEFAULT, text_field: str = "text") -> Corpus:
     return load_file(source, text_field)
 
 
+def default_installed() -> bool:
+    """Whether every source of the default mix is installed (else loading it fails, naming
+    the command that installs them)."""
+    return all(is_installed(name) for name in MIX if name in SOURCES)
+
+
 def mix(names: tuple[str, ...], name: str) -> Corpus:
     """Several corpora as one; each is split into train / held-out on its own."""
     parts = [load_corpus(part) for part in names]
