@@ -270,9 +270,15 @@ def share(**params: Any) -> None:
         st.query_params.from_dict(values)
 
 
-def parse_int(low: int, high: int) -> Callable[[str], int | None]:
-    """A link's integer, or None (ignored) outside [low, high], where its widget would refuse it."""
-    return lambda raw: value if low <= (value := int(raw)) <= high else None
+def parse_int(low: int, high: int, step: int = 1) -> Callable[[str], int | None]:
+    """A link's integer, or None (ignored) outside [low, high] or off the widget's steps:
+    a widget given such a value raises instead of drawing."""
+    return lambda raw: value if low <= (value := int(raw)) <= high and (value - low) % step == 0 else None
+
+
+def parse_float(low: float, high: float) -> Callable[[str], float | None]:
+    """A link's number, or None (ignored) outside [low, high]."""
+    return lambda raw: value if low <= (value := float(raw)) <= high else None
 
 
 def parse_list(options: Sequence[str]) -> Callable[[str], list[str]]:

@@ -48,16 +48,21 @@ def train_all(configs: list[DepthConfig]) -> list[tuple[pd.DataFrame, pd.DataFra
     return [results[cfg] if results[cfg] is not None else run_disc(cfg) for cfg in configs]
 
 
+WIDTHS, INITS = [8, 16, 32, 64, 128], ["gaussian", "pytorch", "he"]
 tab_mlp, tab_vgg = st.tabs(["Deep MLP on the disc", "VGG-8 vs VGG-38"])
 with tab_mlp:
-    for key, field, parse in (("dl_depth", "depth", int), ("dl_width", "width", int), ("dl_init", "init", str),
-                              ("dl_std", "init_std", float), ("dl_steps", "steps", int), ("dl_dropout", "dropout", float)):
-        ui.from_url(key, DEFAULTS[field], parse)
+    # each value from a link checked against its widget's range (a slider refuses 500 of at most 48)
+    for key, field, parse, options in (("dl_depth", "depth", ui.parse_int(1, 48), None),
+                                       ("dl_width", "width", int, WIDTHS), ("dl_init", "init", str, INITS),
+                                       ("dl_std", "init_std", ui.parse_float(0.001, 2.0), None),
+                                       ("dl_steps", "steps", ui.parse_int(50, 2000, step=50), None),
+                                       ("dl_dropout", "dropout", ui.parse_float(0.0, 0.8), None)):
+        ui.from_url(key, DEFAULTS[field], parse, options=options)
     ui.from_url("dl_variants", DEFAULTS["variants"], ui.parse_list(VARIANTS))
     cols = st.columns(4)
     depth = cols[0].slider("Hidden layers", 1, 48, key="dl_depth")
-    width = cols[1].select_slider("Width", [8, 16, 32, 64, 128], key="dl_width")
-    init = cols[2].selectbox("Initialisation", ["gaussian", "pytorch", "he"], key="dl_init",
+    width = cols[1].select_slider("Width", WIDTHS, key="dl_width")
+    init = cols[2].selectbox("Initialisation", INITS, key="dl_init",
                              help="gaussian: N(0, std^2), the notes' naive init; he: Kaiming normal")
     std = cols[3].number_input("Gaussian std", 0.001, 2.0, format="%.3f", key="dl_std")
     cols = st.columns([1, 1, 2])  # room for the compared variants

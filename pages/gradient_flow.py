@@ -29,7 +29,7 @@ with tab_now:
         names = [n for n, _ in ui.selected_sources()]
         ui.from_url("gf_checkpoint", names[0], options=names)
         ui.from_url("gf_objective", get_args(Objective)[0], options=list(get_args(Objective)))
-        ui.from_url("gf_seed", 0, int)
+        ui.from_url("gf_seed", 0, ui.parse_int(0, 10_000))
         if st.session_state["gf_checkpoint"] not in names:
             st.session_state["gf_checkpoint"] = names[0]
         cols = st.columns(3)

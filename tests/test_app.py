@@ -498,3 +498,14 @@ def test_training_page_says_when_there_is_nothing_to_watch_or_compare(app):
     infos = [i.value for i in at.info]
     assert "No runs yet: start one under 'New run'." in infos
     assert "No runs to compare yet: start one under 'New run'." in infos
+
+
+def test_a_link_with_values_its_widgets_refuse_opens_on_the_defaults(app):
+    """A hand-edited link (?dl_depth=500) made the slider raise instead of drawing the page."""
+    fresh = AppTest.from_file(MAIN, default_timeout=120)
+    fresh.query_params.update({"dl_depth": "500", "dl_steps": "75", "dl_std": "9", "dl_width": "7", "gf_seed": "-3"})
+    fresh.switch_page("../pages/depth_lab.py").run()
+    assert not fresh.exception, [e.value for e in fresh.exception]
+    assert fresh.slider(key="dl_depth").value == 16 and fresh.slider(key="dl_steps").value == 300
+    fresh.switch_page("../pages/gradient_flow.py").run()
+    assert not fresh.exception and fresh.number_input(key="gf_seed").value == 0
