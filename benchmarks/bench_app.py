@@ -12,7 +12,11 @@ and every plotly chart has drawn its SVG, all holding for --settle seconds; the 
 taken when that calm began. (With toolbarMode = "minimal" Streamlit shows no running
 widget, so waiting for [data-testid=stStatusWidget] to go away waits for nothing.)
 
-Run: .venv/bin/python benchmarks/bench_app.py [--rounds 3] [--settle 0.4]
+Then --cold more fresh servers, each opened once on the model card, interleaved with as
+many of a floor: a bare Streamlit page with the same title and one plotly chart
+(benchmarks/floor_app.py), what this machine gives any page of plotly on Streamlit.
+
+Run: .venv/bin/python benchmarks/bench_app.py [--rounds 3] [--settle 0.4] [--cold 3]
 """
 
 from __future__ import annotations
@@ -80,29 +84,59 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def start_server(command: list[str]) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", *command, "--server.port", str(port), "--server.headless", "true"],
+                              cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return server, f"http://127.0.0.1:{port}"
+
+
+def wait_healthy(url: str) -> None:
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
+def stop(server: subprocess.Popen) -> None:
+    server.terminate()
+    server.wait(timeout=20)
+
+
+def cold_first_visit(browser, command: list[str], settle: float) -> float:
+    """Seconds from opening the URL of a just-started server (healthy) to the drawn model card."""
+    server, url = start_server(command)
+    try:
+        wait_healthy(url)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        start = time.perf_counter()
+        page.goto(url)
+        seconds = drawn_at(page, "Model card", CHART, settle) - start
+        page.close()
+        return seconds
+    finally:
+        stop(server)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="warm rounds over every page (median reported)")
     parser.add_argument("--settle", type=float, default=0.4, help="seconds a page must stay drawn")
+    parser.add_argument("--cold", type=int, default=3,
+                        help="extra cold starts of the workbench, interleaved with the one-chart floor page")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
     start = time.perf_counter()
-    server = subprocess.Popen([sys.executable, "-m", "albert_lab", "app", "--port", str(port), "--server.headless", "true"],
-                              cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server, url = start_server(["albert_lab", "app"])
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium", args=FLAGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            while True:
-                try:
-                    urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
-                    break
-                except OSError:
-                    time.sleep(0.05)
+            wait_healthy(url)
             up = time.perf_counter()
             page.goto(url)
             _, title, main_el = PAGES[0]
@@ -120,10 +154,18 @@ def main() -> None:
                     t0 = time.perf_counter()
                     page.get_by_role("link", name=link, exact=True).click()
                     warm[link].append(drawn_at(page, title, main_el, args.settle) - t0)
+            page.close()
+            stop(server)
+            # The card's first visit on more fresh servers, A B A B with the floor: the same
+            # title and one plotly chart on a bare Streamlit page (benchmarks/floor_app.py).
+            cards, floors = [first[PAGES[0][0]]], []
+            for _ in range(args.cold):
+                floors.append(cold_first_visit(browser, ["streamlit", "run", "benchmarks/floor_app.py"], args.settle))
+                cards.append(cold_first_visit(browser, ["albert_lab", "app"], args.settle))
             browser.close()
     finally:
-        server.terminate()
-        server.wait(timeout=20)
+        if server.poll() is None:
+            stop(server)
 
     print(f"\n{'page':30s} {'first visit':>12s} {'warm switch':>12s}   (targets: first < {FIRST_VISIT_TARGET:g} s, "
           f"warm < {SWITCH_TARGET:g} s; warm = median of {args.rounds})")
@@ -133,6 +175,15 @@ def main() -> None:
         print(f"{link:30s} {mark(f, FIRST_VISIT_TARGET)} {mark(w, SWITCH_TARGET)}   "
               f"(warm runs {', '.join(f'{v:.2f}' for v in warm[link])})")
     print("(model card: first visit from opening the URL on the started server; the others from the click)")
+    if floors:
+        print(f"\nfirst visit on a just-started server, interleaved (median [min-max] over servers):\n"
+              f"  the model card ({len(cards)} servers)                       {spread(cards)} s\n"
+              f"  floor: a title and one plotly chart ({len(floors)} servers)  {spread(floors)} s   "
+              f"(benchmarks/floor_app.py on bare Streamlit)")
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
 
 
 if __name__ == "__main__":
