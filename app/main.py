@@ -4,7 +4,6 @@ The entry point owns what all pages share (page config, the sidebar model picker
 each page is a thin script in pages/ loaded with st.Page.
 """
 
-import os
 import sys
 from pathlib import Path
 
@@ -13,7 +12,6 @@ if str(ROOT) not in sys.path:  # pages import `app.ui`
     sys.path.insert(0, str(ROOT))
 
 import streamlit as st  # noqa: E402
-import torch  # noqa: E402
 
 from app import ui  # noqa: E402
 
@@ -36,11 +34,7 @@ PAGES = {
 }
 
 page = st.navigation(PAGES)
-# While a training run uses the cores, the app computes on one thread (see the notes
-# on 2-vCPU machines in the reference); otherwise on all of them.
-threads = 1 if ui.active_run() else max(1, os.cpu_count() or 1)
-if torch.get_num_threads() != threads:
-    torch.set_num_threads(threads)
+ui.use_threads(wait=False)  # one thread while a training run uses the cores
 ui.sidebar()
 ui.presets(BY_STEM)
 st.session_state["_shared"] = False

@@ -1,17 +1,21 @@
-"""`streamlit run`, with the first page's code and then the model code importing while
-the server starts.
+"""`streamlit run`, after importing what the pages need, so that the URL it prints opens on
+a page that draws at once.
 
 `albert-lab app` execs `python -m app.serve run app/main.py ...`. Before the first page
-can draw, its script needs pandas, plotly, torch and Streamlit's emoji table (which
-`st.set_page_config` compiles, a quarter of a second); a page that loads a model also
-needs transformers' model code: about 3 s of imports in all on a 2-core CPU. Started
-here, in a background thread, they happen while the server comes up and the browser
-loads Streamlit's own scripts, and in that order: what the first page (the Model card,
-drawn from the checkpoint's files) needs first, then what the pages after it need. The
-app's `ui.warm_up` calls `import_model_code` after the first page, for `streamlit run
-app/main.py` users (a no-op when this module already did it).
+can draw, its script needs pandas, plotly and Streamlit's emoji table (which
+`st.set_page_config` compiles, a quarter of a second); a page that computes also needs
+torch and transformers' model code: about 3.5 s of imports in all on a 2-core CPU. Done
+in a thread while the server started and the browser drew the first page, they took the
+cores the browser needed (a first visit of 4.2 s where a page of constants with the same
+elements takes 3.0 s), or, started after that page, slowed the next one to 5 s; done
+before the server listens, each page's first visit is only its own work
+(benchmarks/bench_app.py). The app's `ui.warm_up` imports the model code in the
+background after the first page for `streamlit run app/main.py` users, at low priority
+(a no-op when this module already did it).
 """
 
+import os
+import sys
 import threading
 
 
@@ -21,15 +25,32 @@ def import_first_page() -> None:
     import pandas  # noqa: F401
     import plotly.express as px
     import streamlit.emojis  # noqa: F401  set_page_config tests the page icon against it
-    import torch  # noqa: F401
 
-    import albert_lab.card  # noqa: F401  the model card from a checkpoint's files
+    import albert_lab.card  # the model card from a checkpoint's files
+    import albert_lab.catalog  # noqa: F401  the sidebar's list of checkpoints
 
     px.bar(x=[1], y=["a"], orientation="h")  # plotly's first figure imports its validators
 
 
 def import_model_code() -> None:
-    import albert_lab.checkpoints  # noqa: F401  transformers' ALBERT and BERT
+    """torch and transformers' ALBERT and BERT."""
+    import albert_lab.checkpoints  # noqa: F401
+
+
+def import_in_background() -> None:
+    """import_model_code from a thread of its own, yielding the CPU to everything else."""
+    lower_priority()
+    import_model_code()
+
+
+def lower_priority() -> None:
+    """The calling thread only (Linux: a nice value is per thread), lowest CPU priority: the
+    browser and the page scripts get the cores first, background imports what is left."""
+    if sys.platform.startswith("linux"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        except OSError:
+            pass
 
 
 def warm_up() -> None:
@@ -38,10 +59,11 @@ def warm_up() -> None:
 
 
 if __name__ == "__main__":
-    # Streamlit first, in this thread: its import configures plotly's theme, which tests
-    # values against pandas' types, and a pandas half-imported by the other thread fails that.
+    # Streamlit first: its import configures plotly's theme, which tests values against
+    # pandas' types (and fails on a pandas imported half-way by another thread).
     from streamlit.web.cli import main
 
-    threading.Thread(target=warm_up, name="albert-lab-import", daemon=True).start()
-
+    print("ALBERT Lab: importing torch and transformers before the server starts (a few seconds) ...",
+          file=sys.stderr, flush=True)
+    warm_up()
     main(prog_name="streamlit")  # the command line is streamlit's: run app/main.py --server.port ...

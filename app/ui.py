@@ -4,6 +4,8 @@ one library function, draw."""
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 import traceback
@@ -16,11 +18,11 @@ import pandas as pd
 import streamlit as st
 
 from albert_lab.catalog import CheckpointSummary, discover_checkpoints, is_local_source, summarize_checkpoint
-from albert_lab.devices import available_devices, resolve_device
 from albert_lab.errors import AlbertLabError
 from albert_lab.paths import allowed_roots, is_within, runs_dir
+from albert_lab.torch_build import known_devices
 from app import figures
-from app.serve import import_model_code
+from app.serve import import_in_background
 from app.text import fmt_duration
 
 if TYPE_CHECKING:
@@ -83,7 +85,45 @@ def checkpoint_card(source: str, name: str | None = None) -> dict[str, Any]:
     summary = _summary(source, name, _stamp(source)) if is_local_source(source) else None
     if summary is None:
         return model_card(load_bundle(source, name))
-    return model_card(summary, device=str(resolve_device(device)), dtype=dtype)
+    return model_card(summary, device=device_name(device), dtype=dtype)
+
+
+# ---- devices and threads (torch is imported only when a page computes) -------------------------
+def device_options() -> list[str]:
+    """What the sidebar offers: 'auto', then the devices torch can use. A CPU-only torch
+    says so in its build files, so the first page does not wait for torch to import."""
+    known = known_devices()
+    if known is None:
+        from albert_lab.devices import available_devices
+
+        known = available_devices()
+    return ["auto", *known]
+
+
+def device_name(choice: str) -> str:
+    """The device 'auto' (or the choice) stands for: 'cpu', 'cuda', 'mps'."""
+    known = known_devices()
+    if known is not None and choice in ("auto", *known):
+        return known[0] if choice == "auto" else choice
+    from albert_lab.devices import resolve_device
+
+    return str(resolve_device(choice))
+
+
+def use_threads(wait: bool = True) -> None:
+    """While a training run uses the cores, the app computes on one thread (see the notes on
+    2-vCPU machines in the reference); otherwise on all of them. With wait=False (every
+    script run) only if torch is imported already: a page that has not needed torch does not
+    import it, nor wait for the background import (load_bundle calls this before computing)."""
+    threads = 1 if active_run() else max(1, os.cpu_count() or 1)
+    torch = sys.modules.get("torch")
+    # A module another thread is still importing is in sys.modules, its spec marked _initializing.
+    if not wait and (torch is None or getattr(getattr(torch, "__spec__", None), "_initializing", False)):
+        return
+    import torch
+
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
 
 
 def warm_up() -> None:
@@ -92,7 +132,7 @@ def warm_up() -> None:
     does not wait for ~3 s of imports."""
     global _WARMING
     if _WARMING is None:  # a second's delay: imports hold the GIL, and the page is still being sent
-        _WARMING = threading.Timer(1.0, import_model_code)
+        _WARMING = threading.Timer(1.0, import_in_background)
         _WARMING.name, _WARMING.daemon = "albert-lab-warm-up", True
         _WARMING.start()
 
@@ -102,6 +142,7 @@ _WARMING: threading.Timer | None = None
 
 def load_bundle(source: str, name: str | None = None) -> ModelBundle:
     """Cached per (checkpoint, its file stamp, device, dtype)."""
+    use_threads()
     return _load(source, st.session_state.get("device", "auto"), st.session_state.get("dtype", "float32"), name,
                  _stamp(source))
 
@@ -157,8 +198,7 @@ def sidebar() -> None:
                 with guard("adding"):
                     _add_source(text, extra)
         st.session_state["selected"] = [(n, by_name[n]["path"] if n in by_name else extra[n]) for n in picked]
-        devices = ["auto", *available_devices()]
-        st.selectbox("Device", devices, key="device", help="CUDA, then MPS, then CPU when 'auto'")
+        st.selectbox("Device", device_options(), key="device", help="CUDA, then MPS, then CPU when 'auto'")
         st.selectbox("Precision", ["float32", "bfloat16"], key="dtype",
                      help="bfloat16 is faster on CPUs with AVX512-BF16/AMX; attributions always run in float32")
         st.radio("Save figures as", ["png", "svg"], key="image_format", horizontal=True, format_func=str.upper,

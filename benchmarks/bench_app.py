@@ -14,7 +14,9 @@ widget, so waiting for [data-testid=stStatusWidget] to go away waits for nothing
 
 Then --cold more fresh servers, each opened once on the model card, interleaved with as
 many of a floor: a bare Streamlit page with the same title and one plotly chart
-(benchmarks/floor_app.py), what this machine gives any page of plotly on Streamlit.
+(benchmarks/floor_app.py), what this machine gives any page of plotly on Streamlit, and of
+the card's own elements filled with constants (benchmarks/floor_elements_app.py), which
+splits the card's time into the browser's work and our Python's.
 
 Run: .venv/bin/python benchmarks/bench_app.py [--rounds 3] [--settle 0.4] [--cold 3]
 """
@@ -158,9 +160,12 @@ def main() -> None:
             stop(server)
             # The card's first visit on more fresh servers, A B A B with the floor: the same
             # title and one plotly chart on a bare Streamlit page (benchmarks/floor_app.py).
-            cards, floors = [first[PAGES[0][0]]], []
+            # Between them, the card's elements filled with constants (benchmarks/floor_elements_app.py).
+            cards, floors, elements = [first[PAGES[0][0]]], [], []
             for _ in range(args.cold):
                 floors.append(cold_first_visit(browser, ["streamlit", "run", "benchmarks/floor_app.py"], args.settle))
+                elements.append(cold_first_visit(browser, ["streamlit", "run", "benchmarks/floor_elements_app.py"],
+                                                 args.settle))
                 cards.append(cold_first_visit(browser, ["albert_lab", "app"], args.settle))
             browser.close()
     finally:
@@ -178,6 +183,8 @@ def main() -> None:
     if floors:
         print(f"\nfirst visit on a just-started server, interleaved (median [min-max] over servers):\n"
               f"  the model card ({len(cards)} servers)                       {spread(cards)} s\n"
+              f"  the card's elements, constants only ({len(elements)} servers)  {spread(elements)} s   "
+              f"(benchmarks/floor_elements_app.py: no torch, no checkpoint)\n"
               f"  floor: a title and one plotly chart ({len(floors)} servers)  {spread(floors)} s   "
               f"(benchmarks/floor_app.py on bare Streamlit)")
 

@@ -1,7 +1,10 @@
 """Every page through Streamlit's AppTest, on tiny checkpoints: what it shows, uploads,
 and bad input shown as messages (never exceptions)."""
 
+import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -216,28 +219,66 @@ def test_app_launcher_prints_the_port_it_starts(argv, port, monkeypatch, capsys)
     assert command[1:4] == ["-m", "app.serve", "run"] and command[4].endswith("main.py")  # streamlit run, imports warming
 
 
-def test_the_server_entry_point_is_streamlit_run_with_model_code_imported(monkeypatch):
-    """app.serve starts importing the model code, then hands its command line to streamlit's."""
-    import runpy
-    import sys
-    import threading
+def test_the_server_entry_point_imports_the_model_code_then_is_streamlit_run():
+    """app.serve imports what the pages need, then hands its command line to streamlit's:
+    the URL the server prints opens on a page that does not wait for imports. In a fresh
+    interpreter, so that what is imported is the entry point's doing."""
+    probe = ("import runpy, sys\n"
+             "import streamlit.web.cli as cli\n"
+             "cli.main = lambda prog_name: print(prog_name, sys.argv[1:], 'torch' in sys.modules,"
+             " 'albert_lab.checkpoints' in sys.modules, 'plotly.express' in sys.modules)\n"
+             "sys.argv = ['serve', 'run', 'app/main.py', '--server.port', '8600']\n"
+             "runpy.run_module('app.serve', run_name='__main__')\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "streamlit ['run', 'app/main.py', '--server.port', '8600'] True True True"
+    assert "importing torch and transformers" in done.stderr
 
-    import streamlit.web.cli
 
-    started, seen = [], {}
+def test_the_model_card_draws_without_importing_torch():
+    """With a CPU-only torch (the pinned wheel), the landing page needs no torch: under
+    `streamlit run app/main.py` it draws while the model code imports in the background."""
+    probe = ("import sys\n"
+             "from streamlit.testing.v1 import AppTest\n"
+             "import app.ui as ui\n"
+             "ui._WARMING = True  # no background import: what is imported is the page's doing\n"
+             "at = AppTest.from_file('app/main.py', default_timeout=60).run()\n"
+             "print(not at.exception, [t.value for t in at.title], 'torch' in sys.modules,"
+             " [s.options for s in at.sidebar.selectbox if s.label == 'Device'])\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().split("\n")[-1] == "True ['Model card'] False [['auto', 'cpu']]"
 
-    class Recorded(threading.Thread):
-        def start(self):
-            started.append((self.name, self._target.__name__))
-            super().start()
 
-    monkeypatch.setattr(threading, "Thread", Recorded)
-    monkeypatch.setattr(streamlit.web.cli, "main", lambda prog_name: seen.update(prog=prog_name, argv=list(sys.argv),
-                                                                                  started=list(started)))
-    monkeypatch.setattr(sys, "argv", ["serve", "run", "app/main.py", "--server.port", "8600"])
-    runpy.run_module("app.serve", run_name="__main__")
-    assert seen == {"prog": "streamlit", "argv": ["serve", "run", "app/main.py", "--server.port", "8600"],
-                    "started": [("albert-lab-import", "warm_up")]}
+def test_a_cpu_only_torch_is_known_from_its_build_files():
+    import torch
+
+    from albert_lab.devices import available_devices
+    from albert_lab.torch_build import cpu_only, known_devices
+
+    expected = torch.version.cuda is None and torch.version.hip is None and sys.platform != "darwin"
+    assert cpu_only() is expected
+    assert known_devices() in (None, available_devices())
+
+
+def test_the_app_computes_on_one_thread_while_a_run_trains(monkeypatch):
+    import torch
+
+    from app import ui
+
+    threads = torch.get_num_threads()
+    try:
+        monkeypatch.setattr(ui, "active_run", lambda: True)
+        torch.set_num_threads(2)
+        ui.use_threads(wait=False)
+        assert torch.get_num_threads() == 1
+        monkeypatch.setattr(ui, "active_run", lambda: False)
+        ui.use_threads()
+        assert torch.get_num_threads() == max(1, os.cpu_count() or 1)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_favicon_is_drawn_locally():
