@@ -41,4 +41,5 @@ st.session_state["_shared"] = False
 page.run()
 if not st.session_state["_shared"]:  # a page without inputs of its own still links the checkpoints picked
     ui.share()
+ui.prefetch_plotly()  # the browser loads plotly.js while idle; the landing page has no plotly chart
 ui.warm_up()  # after the page is drawn: model code imports in the background

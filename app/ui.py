@@ -140,6 +140,34 @@ def warm_up() -> None:
 _WARMING: threading.Timer | None = None
 
 
+# The landing page draws no plotly chart (app/svg.py), so the browser has not loaded plotly.js
+# (4.7 MB, about a second on two cores) when the first page with one opens. Once the first
+# page is drawn and the browser idle, this imports the chunk Streamlit will ask for, so that
+# page finds it ready: the same URL is the same module, evaluated once.
+_PREFETCH = """<script>(() => {
+  const index = [...document.querySelectorAll("script[src]")].find(s => /\\/static\\/js\\/index\\.[\\w-]+\\.js/.test(s.src));
+  if (!index) return;
+  const url = new URL("CHUNK", index.src).href;
+  const idle = window.requestIdleCallback || (f => setTimeout(f, 0));
+  setTimeout(() => idle(() => import(url).catch(() => {}), {timeout: 4000}), 1000);
+})();</script>"""
+
+
+def plotly_chunk() -> str | None:
+    """File name of Streamlit's plotly chunk in this installation (hashed per version)."""
+    found = sorted((Path(st.__file__).parent / "static" / "static" / "js").glob("PlotlyChart.*.js"))
+    return found[0].name if found else None
+
+
+def prefetch_plotly() -> None:
+    """Once per session, after the first page: the browser imports plotly.js while idle."""
+    if st.session_state.get("_plotly_prefetched") or not (chunk := plotly_chunk()):
+        return
+    st.session_state["_plotly_prefetched"] = True
+    with st.sidebar:
+        st.html(_PREFETCH.replace("CHUNK", chunk), unsafe_allow_javascript=True)
+
+
 def load_bundle(source: str, name: str | None = None) -> ModelBundle:
     """Cached per (checkpoint, its file stamp, device, dtype)."""
     use_threads()

@@ -1,5 +1,6 @@
 """The model card's elements with none of its work: the same navigation, sidebar, widgets,
-metrics, chart and tables, filled with constants; no torch, no albert_lab, no checkpoint.
+metrics, chart (SVG, app/svg.py) and tables, filled with constants; no torch, no albert_lab,
+no checkpoint.
 
 bench_app.py opens it on freshly started servers beside the workbench and the bare floor
 (floor_app.py): card minus this page is what our own Python costs the first visit; this
@@ -7,8 +8,9 @@ page minus the floor is what the browser needs to draw the card's kinds of eleme
 """
 
 import pandas as pd
-import plotly.express as px
 import streamlit as st
+
+from app.svg import grouped_bars  # pure Python, like the card
 
 st.set_page_config(page_title="ALBERT Lab", page_icon="\U0001F9EA", layout="wide")
 
@@ -32,11 +34,10 @@ def card() -> None:
         rows = pd.DataFrame({"component": ["embeddings", "encoder", "pooler", "MLM head", "pair head"],
                              "unique": [1_100_000, 790_000, 66_000, 1_000_000, 514],
                              "applied": [1_100_000, 4_740_000, 66_000, 1_000_000, 514]})
-        long = rows.melt(id_vars="component", value_vars=["unique", "applied"], var_name="count", value_name="parameters")
-        fig = px.bar(long, x="parameters", y="component", color="count", barmode="group", orientation="h",
-                     title="Parameters by component: held in memory vs applied")
-        fig.update_layout(height=420, legend_title_text="")
-        st.plotly_chart(fig, width="stretch", config={"displaylogo": False})
+        svg = grouped_bars(list(rows.component), {"held in memory": rows.unique, "applied per forward pass": rows.applied},
+                           ("#0068c9", "#83c9ff"), title="Parameters by component: held in memory vs applied",
+                           x_title="parameters (count)", unit=" parameters")
+        st.markdown(svg, unsafe_allow_html=True)
         st.download_button("Download the data (CSV)", rows.to_csv(index=False).encode(), file_name="p.csv", mime="text/csv")
     with right:
         st.markdown("**Heads**")

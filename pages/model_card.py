@@ -1,15 +1,15 @@
 """Model card: what a checkpoint is, where it came from, what it costs, what its heads can do."""
 
 import pandas as pd
-import plotly.express as px
 import streamlit as st
 
 from albert_lab.card import metric_lines
 from app import ui
-from app.figures import style
+from app.svg import grouped_bars
 from app.text import field_label, fmt_value
 
 st.title("Model card")
+COUNT_COLOURS = ("#0068c9", "#83c9ff")  # Streamlit's first two chart colours, as plotly drew them here
 TASKS = {"mlm": "MLM", "nsp": "NSP", "sop": "SOP", "sop_lead": "SOP, lead pairs", "sop_interior": "SOP, interior pairs"}
 
 
@@ -82,15 +82,14 @@ if ui.need_checkpoints():
             metric[2].metric("FLOPs / token", f"{params['flops_per_token'] / 1e6:.1f}M",
                              help=f"forward, at sequence length {params['seq_len']}")
             rows = pd.DataFrame([{"component": k, **v} for k, v in params["by_component"].items()])
-            long = rows.melt(id_vars="component", value_vars=["unique", "applied"], var_name="count", value_name="parameters")
-            long["count"] = long["count"].map({"unique": "held in memory", "applied": "applied per forward pass"})
-            fig = px.bar(long, x="parameters", y="component", color="count", barmode="group", orientation="h",
-                         title="Parameters by component: held in memory vs applied")
-            fig.update_yaxes(categoryorder="array", categoryarray=list(rows.component)[::-1])
-            fig.update_xaxes(tickformat="~s")
-            fig.update_traces(hovertemplate="%{y}: %{x:,} parameters")
-            ui.chart(style(fig, x="parameters (count)", y="component", height=420, legend_title=""), f"{name}-parameters")
+            # Drawn on the server (app/svg.py): plotly.js would cost the landing page a second.
+            figure = grouped_bars(list(rows.component), {"held in memory": rows.unique, "applied per forward pass": rows.applied},
+                                  COUNT_COLOURS, title="Parameters by component: held in memory vs applied",
+                                  x_title="parameters (count)", unit=" parameters")
+            st.markdown(figure, unsafe_allow_html=True)
             ui.download(rows, f"{name}-parameters.csv")
+            st.download_button("Download the figure (SVG)", figure, file_name=f"{name}-parameters.svg", mime="image/svg+xml",
+                               icon=":material/download:", key="card_svg")
         with right:
             heads = card["heads"]
             st.markdown("**Heads**")

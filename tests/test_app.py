@@ -1,6 +1,7 @@
 """Every page through Streamlit's AppTest, on tiny checkpoints: what it shows, uploads,
 and bad input shown as messages (never exceptions)."""
 
+import html
 import os
 import re
 import subprocess
@@ -59,7 +60,12 @@ def test_model_card(app):
     assert app.sidebar.multiselect(key="picked").value == ["albert-sop", "hub-albert", "bert-nsp"]  # SOP first
     expected = count(tiny_spec(1000, num_layers=3)).total
     assert app.metric[0].value == f"{expected / 1e6:.2f}M"
-    assert len(charts(app)) == 1 and not app.warning
+    assert not charts(app) and not app.warning  # no plotly.js on the landing page: the chart is SVG (app/svg.py)
+    svg = next(m.value for m in app.markdown if m.value.startswith("<svg"))
+    report = count(tiny_spec(1000, num_layers=3))
+    for name, part in report.by_component().items():  # every component, held and applied, named on hover
+        assert html.escape(f"{name}, held in memory: {part['unique']:,} parameters") in svg
+        assert html.escape(f"{name}, applied per forward pass: {part['applied']:,} parameters") in svg
     assert not emoji_codes(app)  # the browser would hold those cells back until it has its emoji plugin
     fields = [f for t in app.table if "field" in t.value for f in t.value["field"]]
     assert "hidden size (H)" in fields and "saved" in fields and not [f for f in fields if "_" in f]  # words, not keys

@@ -84,3 +84,32 @@ def test_upload_pairs_and_see_scores_in_chromium(server, tmp_path):
         finally:
             browser.close()
     assert (ARTIFACTS / "sentence-pairs-upload.png").stat().st_size > 10_000
+
+
+@pytest.mark.browser
+def test_the_landing_card_draws_without_plotly_then_the_browser_loads_it_while_idle(server):
+    """The model card's chart is SVG drawn on the server, so its first visit does not wait
+    for plotly.js (4.7 MB, about a second on two cores); once it is drawn, the browser
+    imports plotly's chunk while idle, and the next page's charts use that module instead
+    of fetching it then."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=shutil.which("chromium") or shutil.which("chromium-browser"),
+                                    args=CHROMIUM_FLAGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            asked = []
+            page.on("request", lambda r: asked.append(r.url) if "/PlotlyChart." in r.url else None)
+            page.goto(server)
+            page.wait_for_selector("[data-testid='stMarkdown'] svg[role=img] rect title", state="attached", timeout=90_000)
+            assert not asked, "the card waited for plotly.js"
+            deadline = time.time() + 30
+            while not asked and time.time() < deadline:
+                page.wait_for_timeout(200)
+            assert len(asked) == 1, "the browser did not load plotly.js while the card was idle"
+            page.get_by_role("link", name="Parameters", exact=True).click()
+            page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg", timeout=60_000)
+            assert len(asked) == 1, asked
+        finally:
+            browser.close()
