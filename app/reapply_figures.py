@@ -8,7 +8,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures import PALETTE
+from app.figures import colour_for
 
 READABLE = 13  # columns of a heatmap that still leave room for text in its cells
 
@@ -22,17 +22,23 @@ def application_ticks(frame: pd.DataFrame) -> dict:
     return dict(range=[-0.5, last + 0.5], tick0=0, dtick=1 if last < READABLE else max(1, depth))
 
 
+def _lines(fig: go.Figure, frame: pd.DataFrame, columns: list[str]) -> None:
+    """One line per checkpoint in each panel (a column of `frame` per panel): the
+    checkpoint's own colour, as on every page (not its place in the selection); BERT dashed."""
+    for name, group in frame.groupby("checkpoint", sort=False):
+        line = dict(color=colour_for(name), dash="dash" if group.family.iloc[0] == "bert" else "solid")
+        for col, y in enumerate(columns, start=1):
+            fig.add_trace(go.Scatter(x=group.application, y=group[y], name=name, legendgroup=name, showlegend=col == 1,
+                                     mode="lines+markers", line=line), row=1, col=col)
+
+
 def extrapolation_figure(frame: pd.DataFrame) -> go.Figure:
     """Step distance, distance to the state at depth L and masked-token accuracy per
     application, one line per checkpoint (BERT dashed); the dotted line marks depth L."""
     panels = (("l2_step", "Step ||h_a - h_(a-1)||"), ("l2_to_depth_L", "Distance to h_L"),
               ("mlm_accuracy", "Masked-token accuracy (own MLM head)"))
     fig = make_subplots(rows=1, cols=3, subplot_titles=[t for _, t in panels])
-    for i, (name, group) in enumerate(frame.groupby("checkpoint", sort=False)):
-        color, dash = PALETTE[i % len(PALETTE)], "dash" if group.family.iloc[0] == "bert" else "solid"
-        for col, (y, _) in enumerate(panels, start=1):
-            fig.add_trace(go.Scatter(x=group.application, y=group[y], name=name, legendgroup=name, showlegend=col == 1,
-                                     mode="lines+markers", line=dict(color=color, dash=dash)), row=1, col=col)
+    _lines(fig, frame, [y for y, _ in panels])
     for depth in frame.depth_L.unique():
         fig.add_vline(x=int(depth), line_dash="dot", line_color="grey")
     fig.update_xaxes(title_text="application (0 = entering layer 1)", **application_ticks(frame))
@@ -45,11 +51,7 @@ def extrapolation_figure(frame: pd.DataFrame) -> go.Figure:
 def lens_figure(frame: pd.DataFrame) -> go.Figure:
     """Logit lens: masked-token accuracy and NLL of every state through the MLM head."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("Masked-token accuracy", "NLL of the right token (nats)"))
-    for i, (name, group) in enumerate(frame.groupby("checkpoint", sort=False)):
-        color, dash = PALETTE[i % len(PALETTE)], "dash" if group.family.iloc[0] == "bert" else "solid"
-        for col, y in enumerate(("mlm_accuracy", "nll"), start=1):
-            fig.add_trace(go.Scatter(x=group.application, y=group[y], name=name, legendgroup=name, showlegend=col == 1,
-                                     mode="lines+markers", line=dict(color=color, dash=dash)), row=1, col=col)
+    _lines(fig, frame, ["mlm_accuracy", "nll"])
     fig.update_xaxes(title_text="application", **application_ticks(frame))
     fig.update_yaxes(tickformat=".0%", col=1)
     fig.update_layout(height=380, title="Each layer's state read through the model's own MLM head")

@@ -401,6 +401,7 @@ def test_a_checkpoint_keeps_its_colour_whatever_else_is_selected():
     import pandas as pd
 
     from app.figures import colour_for, oscillation_figure
+    from app.reapply_figures import extrapolation_figure, lens_figure
 
     def frame(names):
         return pd.DataFrame([dict(checkpoint=n, family="bert" if "bert-" in n else "albert", layer=layer, l2=1.0,
@@ -411,6 +412,14 @@ def test_a_checkpoint_keeps_its_colour_whatever_else_is_selected():
 
     assert colours(oscillation_figure(frame(["bert-nsp"])))["bert-nsp"] == \
         colours(oscillation_figure(frame(["albert-sop", "bert-nsp"])))["bert-nsp"] == colour_for("bert-nsp")
+
+    def applications(names):  # the Shared layer page's frames: one row per checkpoint and application
+        return pd.DataFrame([dict(checkpoint=n, family="bert" if "bert-" in n else "albert", application=a, depth_L=6,
+                                  l2_step=1.0, l2_to_depth_L=1.0, mlm_accuracy=0.1, nll=5.0) for n in names for a in (0, 1)])
+
+    for figure in (extrapolation_figure, lens_figure):  # coloured by place in the selection before
+        assert {name: colour for name, colour in colours(figure(applications(["albert-sop", "bert-nsp", "albert-none"]))).items()} \
+            == {name: colour_for(name) for name in ("albert-sop", "bert-nsp", "albert-none")}
 
 
 def test_the_shipped_checkpoints_each_have_their_own_colour():
