@@ -212,6 +212,7 @@ def sidebar() -> None:
     default = [c["name"] for c in shipped][:4] or options[:1]
     if "_pending_picked" in st.session_state:  # set by "Add" on the previous run
         st.session_state["picked"] = st.session_state.pop("_pending_picked")
+        st.toast(st.session_state.pop("_added_note", "Added."), icon=":material/check:")
     from_url("picked", [n for n in default if n in options], param="ckpt",
              parse=lambda raw: [n for n in raw.split(",") if n in options])
     st.session_state["picked"] = [n for n in st.session_state["picked"] if n in options]
@@ -236,12 +237,22 @@ def sidebar() -> None:
         st.caption("Wikipedia text: CC BY-SA 4.0 (Wikipedia contributors).")
 
 
+def typed_folder(text: str) -> str | None:
+    """A typed name of a folder the app may read, wherever the app was started: `runs`,
+    `albert-sop`, `runs/<id>/checkpoint` are looked for beside and inside the allowed roots."""
+    for root in allowed_roots():
+        for candidate in (root.parent / text, root / text):
+            if candidate.is_dir():
+                return str(candidate)
+    return None
+
+
 def _add_source(text: str, extra: dict[str, str]) -> None:
     text = text.strip()
     from albert_lab.checkpoints import hub_reachable, load_checkpoint
 
-    if is_local_source(text):
-        source = check_local_folder(text)
+    if (folder := typed_folder(text)) or is_local_source(text):
+        source = check_local_folder(folder or text)
         bundle = load_checkpoint(source, device="cpu")  # validates now, with a clear message
         name = bundle.name
     else:
@@ -252,11 +263,28 @@ def _add_source(text: str, extra: dict[str, str]) -> None:
     add_checkpoint(name, source)
 
 
+def _same_source(a: str, b: str) -> bool:
+    return a == b or (is_local_source(a) and is_local_source(b) and Path(a).resolve() == Path(b).resolve())
+
+
 def add_checkpoint(name: str, source: str) -> None:
     """Offer a checkpoint in the sidebar and pick it (from the next run on: the
-    multiselect is already drawn in this one), then rerun."""
-    st.session_state.setdefault("extra_sources", {})[name] = source
-    st.session_state["_pending_picked"] = [*st.session_state.get("picked", []), name]
+    multiselect is already drawn in this one), then rerun. A folder already listed is
+    picked under its listed name; another folder whose name is taken gets 'name-2':
+    two entries of one name would merge their rows in every analysis."""
+    extra = st.session_state.setdefault("extra_sources", {})
+    listed = {**{c["name"]: c["path"] for c in available_checkpoints()}, **extra}
+    known = next((n for n, s in listed.items() if _same_source(s, source)), None)
+    if known:
+        name, note = known, f"{known} is already listed; it is picked."
+    else:
+        base, k = name, 2
+        while name in listed:
+            name, k = f"{base}-{k}", k + 1
+        extra[name], note = source, f"Added {name}."
+    picked = st.session_state.get("picked", [])
+    st.session_state["_pending_picked"] = picked if name in picked else [*picked, name]
+    st.session_state["_added_note"] = note
     st.rerun()
 
 

@@ -175,6 +175,29 @@ def test_path_field_refuses_folders_outside_the_allowed_roots(app):
     assert not app.exception
 
 
+def test_adding_a_listed_checkpoint_picks_it_instead_of_listing_it_twice(app, shipped):
+    """Two entries of one name merged both models' rows in every analysis (on Oscillation
+    albert-sop's line ran from layer 6 back to layer 1)."""
+    before = app.sidebar.multiselect(key="picked").value
+    for text in (f"{shipped / 'albert-sop'}/", "albert-sop"):  # its folder, and its name alone
+        app.sidebar.text_input(key="add_source").set_value(text)
+        app.sidebar.button(key="add_button").click().run()
+        assert not app.exception and not app.error, [e.value for e in app.error]
+        assert app.sidebar.multiselect(key="picked").value == before
+        assert [t.value for t in app.toast] == ["albert-sop is already listed; it is picked."]
+
+
+def test_a_typed_root_folder_name_is_a_folder_not_a_hub_id(app):
+    """'runs' (the field invites folders inside runs/) was taken for a hub id, wherever the
+    app was started; now it is looked for where the app's runs are."""
+    runs = Path(os.environ["ALBERT_LAB_RUNS"])
+    runs.mkdir(parents=True, exist_ok=True)
+    app.sidebar.text_input(key="add_source").set_value(runs.name)
+    app.sidebar.button(key="add_button").click().run()
+    (error,) = [e.value for e in app.error]
+    assert "no config.json" in error and "hub" not in error
+
+
 # ---- issue #14: the oscillation page's words agree with its numbers ------------------------
 def test_roughness_calls_a_steady_decay_smoother_than_a_zigzag():
     import pandas as pd
