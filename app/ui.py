@@ -141,15 +141,15 @@ _WARMING: threading.Timer | None = None
 
 
 # The landing page draws no plotly chart (app/svg.py), so the browser has not loaded plotly.js
-# (4.7 MB, about a second on two cores) when the first page with one opens. Once the first
-# page is drawn and the browser idle, this imports the chunk Streamlit will ask for, so that
+# (4.7 MB, about a second on two cores) when the first page with one opens. As soon as the
+# first page is drawn and the browser idle, this imports the chunk Streamlit will ask for, so that
 # page finds it ready: the same URL is the same module, evaluated once.
 _PREFETCH = """<script>(() => {
   const index = [...document.querySelectorAll("script[src]")].find(s => /\\/static\\/js\\/index\\.[\\w-]+\\.js/.test(s.src));
   if (!index) return;
   const url = new URL("CHUNK", index.src).href;
   const idle = window.requestIdleCallback || (f => setTimeout(f, 0));
-  setTimeout(() => idle(() => import(url).catch(() => {}), {timeout: 4000}), 1000);
+  idle(() => import(url).catch(() => {}), {timeout: 2000});
 })();</script>"""
 
 

@@ -99,15 +99,20 @@ def test_the_landing_card_draws_without_plotly_then_the_browser_loads_it_while_i
                                     args=CHROMIUM_FLAGS, headless=True)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.add_init_script("""new MutationObserver(() => { window.svgAt ??= document.querySelector(
+                "[data-testid='stMarkdown'] svg[role=img] rect") ? performance.now() : undefined; })
+                .observe(document, {subtree: true, childList: true});""")
             asked = []
             page.on("request", lambda r: asked.append(r.url) if "/PlotlyChart." in r.url else None)
             page.goto(server)
             page.wait_for_selector("[data-testid='stMarkdown'] svg[role=img] rect title", state="attached", timeout=90_000)
-            assert not asked, "the card waited for plotly.js"
             deadline = time.time() + 30
             while not asked and time.time() < deadline:
                 page.wait_for_timeout(200)
             assert len(asked) == 1, "the browser did not load plotly.js while the card was idle"
+            svg_at, plotly_at = page.evaluate("""() => [window.svgAt, performance.getEntriesByType("resource")
+                .find(e => e.name.includes("/PlotlyChart.")).startTime]""")
+            assert svg_at < plotly_at, "the card waited for plotly.js"
             page.get_by_role("link", name="Parameters", exact=True).click()
             page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg", timeout=60_000)
             assert len(asked) == 1, asked
