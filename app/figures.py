@@ -104,7 +104,7 @@ def roughness_figure(verdicts: pd.DataFrame) -> go.Figure:
     fig = px.bar(verdicts, x="checkpoint", y="roughness", color="checkpoint", color_discrete_map=colour_map(verdicts.checkpoint),
                  text_auto=".2f", title="Roughness of the L2 curve: lower is smoother")
     fig.update_layout(showlegend=False)
-    return style(fig, x="checkpoint", y="roughness (mean |2nd difference| / mean L2)", height=360)
+    return style(fig, x="checkpoint", y="roughness (share of the change undone)", height=360)
 
 
 def gradflow_figure(frame: pd.DataFrame, name: str) -> go.Figure:

@@ -55,13 +55,14 @@ if ui.need_checkpoints():
         ui.chart(oscillation_figure(frame), "oscillation")
         for row in verdicts.itertuples():
             st.markdown(f"**{row.checkpoint}**: {row.verdict}; roughness {row.roughness:.2f} "
-                        "(mean |second difference| of the L2 curve from layer 2 on / mean distance: lower is smoother)")
+                        "(the share of the L2 curve's change, from layer 2 on, that a later change undoes: lower is smoother)")
         left, right = st.columns([2, 3])
         ui.chart(roughness_figure(verdicts), "oscillation-roughness", container=left)
         right.markdown(smoother_sentence(verdicts))
-        right.caption("Roughness measures how much the L2 curve bends from one layer to the next: a steady decay "
-                      "or rise scores near 0, a curve that goes up and down scores high. The first transition "
-                      "(embeddings to the first layer) is large in every model and is left out.")
+        right.caption("Roughness measures how much the L2 curve goes back and forth: of all the change from one "
+                      "layer to the next, the share that a later change in the other direction undoes. A curve that "
+                      "only falls (steadily or in one big drop) scores 0; one that goes up and down scores up to 1. "
+                      "The first transition (embeddings to the first layer) is large in every model and is left out.")
         ui.download(frame, "oscillation.csv")
         ui.paper_note("Lan et al. plot these two curves for BERT-large and ALBERT-large (Figure 1): ALBERT's "
                       "transitions are much smoother than BERT's, and neither goes to 0, so the embeddings oscillate "

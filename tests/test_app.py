@@ -211,8 +211,26 @@ def test_roughness_calls_a_steady_decay_smoother_than_a_zigzag():
                           for name, curve in (("albert", albert), ("bert", bert)) for i, v in enumerate(curve)])
     rough = verdict(frame).set_index("checkpoint").roughness
     assert rough["albert"] < rough["bert"]
+    assert rough["bert"] == pytest.approx((0.23 + 0.94 + 0.12 + 1.28 - (8.14 - 6.03)) / (0.23 + 0.94 + 0.12 + 1.28))
     line = pd.DataFrame([dict(checkpoint="line", layer=i + 1, l2=10.0 - i, angle_deg=1.0) for i in range(6)])
     assert verdict(line).roughness.iloc[0] == pytest.approx(0.0)
+
+
+def test_a_plateau_then_a_drop_is_not_rougher_than_a_zigzag():
+    """albert-nsp's curve falls in one big drop after a plateau; the mean |second
+    difference| scored it rougher (0.31) than bert-nsp's zig-zag (0.13), which the
+    verdicts beside it called the only oscillating one."""
+    import pandas as pd
+
+    from albert_lab.analysis.oscillation import verdict
+
+    curves = {"albert-nsp": [10.55, 6.35, 5.68, 5.70, 3.66, 3.42], "bert-nsp": [8.60, 7.07, 7.60, 7.05, 7.37, 8.57]}
+    frame = pd.DataFrame([dict(checkpoint=name, layer=i + 1, l2=v, angle_deg=10.0)
+                          for name, curve in curves.items() for i, v in enumerate(curve)])
+    rows = verdict(frame).set_index("checkpoint")
+    assert rows.roughness["albert-nsp"] == pytest.approx(0.04 / 2.97, abs=1e-3)  # only its +0.02 is undone
+    assert rows.roughness["albert-nsp"] < rows.roughness["bert-nsp"]
+    assert rows.verdict["bert-nsp"].startswith("oscillating") and "fall from layer to layer" in rows.verdict["albert-nsp"]
 
 
 def test_oscillation_page_names_the_smoother_model_from_its_own_numbers(app):

@@ -99,7 +99,7 @@ def similarity_matrix(bundle: ModelBundle, texts: Sequence[str], max_len: int = 
 def verdict(frame: pd.DataFrame) -> pd.DataFrame:
     """Per checkpoint, in plain words: do the transitions shrink toward 0 (converging
     to a fixed point, as Deep Equilibrium Models would have it) or keep oscillating?
-    Also how rough the L2 curve is (`_roughness`; lower is smoother)."""
+    Also how rough the L2 curve is (`_roughness`: the share of its change undone; lower is smoother)."""
     rows = []
     for name, group in frame.groupby("checkpoint", sort=False):
         l2 = group.sort_values("layer")["l2"].to_numpy()
@@ -124,21 +124,22 @@ def verdict(frame: pd.DataFrame) -> pd.DataFrame:
         elif rises:
             words = f"not converging: the distances grow from layer to layer ({numbers})"
         else:  # what the paper's Figure 1 shows for ALBERT, and calls 'oscillating rather than converging'
-            words = (f"not converging: the distances shrink steadily from layer to layer but stay far from 0 "
-                     f"({numbers}); the paper calls this 'oscillating rather than converging'")
+            words = (f"not converging: the distances fall from layer to layer (no rise over 5%) but stay far from 0 "
+                     f"({numbers}); the paper's Figure 1 shows this for ALBERT, whose states, it says, "
+                     "'oscillate rather than converge' to a fixed point")
         rows.append(dict(checkpoint=name, converging=converging, last_l2=float(l2[-1]), min_l2=float(l2.min()),
                          roughness=roughness, verdict=words))
     return pd.DataFrame(rows)
 
 
 def _roughness(l2: np.ndarray) -> float:
-    """Mean |second difference| of the L2 curve over mean L2, from the second layer on.
+    """How much of the L2 curve's layer-to-layer change is undone later, from the second
+    layer on: (sum |steps| - |net change|) / sum |steps|, in [0, 1].
 
-    A steady decay or rise (ALBERT's shared layer in the paper's Figure 1) has small
-    second differences; a curve that goes up and down (BERT's) has large ones. The first
-    differences would call a steady decay rough. The first transition is left out: it
-    is large in every model (embeddings -> first layer)."""
+    0 for any curve that only falls (or only rises), steadily or in one big drop; high for
+    one that goes up and down (BERT's in the paper's Figure 1). The mean |second
+    difference| used before called a plateau-then-drop rougher than a zig-zag. The first
+    transition is left out: it is large in every model (embeddings -> first layer)."""
     tail = l2[1:] if len(l2) > 3 else l2
-    if len(tail) < 3:
-        return 0.0
-    return float(np.abs(np.diff(tail, n=2)).mean() / tail.mean())
+    path = float(np.abs(np.diff(tail)).sum())
+    return 0.0 if path == 0 else (path - abs(float(tail[-1] - tail[0]))) / path
