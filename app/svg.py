@@ -14,6 +14,8 @@ import math
 from collections.abc import Sequence
 from html import escape
 
+from app.text import si
+
 FONT = 13  # px, Streamlit's small text
 ROW, GAP, LABEL = 13, 8, 17  # bar height, space between groups, a group name's line (px)
 
@@ -26,14 +28,6 @@ def nice_ticks(top: float, count: int = 5) -> list[float]:
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
     return [i * step for i in range(math.ceil(top / step - 1e-9) + 1)]
-
-
-def si(value: float) -> str:
-    """Plotly's '~s' style: 2500000 -> '2.5M', 514 -> '514', 0 -> '0'."""
-    for unit, scale in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g}{unit}"
-    return f"{value:.3g}"
 
 
 def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[float]], colours: Sequence[str], *,

@@ -19,6 +19,15 @@ def fmt_tokens(value: float | int) -> str:
     return f"{value / 1e6:.2f}M" if value >= 1e6 else fmt_count(value)
 
 
+def si(value: float) -> str:
+    """3 significant digits and an SI suffix, plotly's '~s': 669805300000 -> '670G',
+    10_300_000 -> '10.3M', 514 -> '514', 0 -> '0' (never '669,805.3M' or '0.0M')."""
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g}{unit}"
+    return f"{value:.3g}"
+
+
 def fmt_duration(seconds: float) -> str:
     """3565.4 -> '59 min', 42 -> '42 s', 7300 -> '2 h 2 min'."""
     if not math.isfinite(seconds):

@@ -6,7 +6,7 @@ import streamlit as st
 from albert_lab.card import metric_lines
 from app import ui
 from app.svg import grouped_bars
-from app.text import field_label, fmt_value
+from app.text import field_label, fmt_value, si
 
 st.title("Model card")
 COUNT_COLOURS = ("#0068c9", "#83c9ff")  # Streamlit's first two chart colours, as plotly drew them here
@@ -79,7 +79,7 @@ if ui.need_checkpoints():
             metric[0].metric("Parameters (paper's count)", f"{params['total'] / 1e6:.2f}M")
             metric[1].metric("Applied per forward pass", f"{params['applied'] / 1e6:.2f}M",
                              help="A shared block counts once per layer that applies it")
-            metric[2].metric("FLOPs / token", f"{params['flops_per_token'] / 1e6:.1f}M",
+            metric[2].metric("FLOPs / token", si(params["flops_per_token"]),
                              help=f"forward, at sequence length {params['seq_len']}")
             rows = pd.DataFrame([{"component": k, **v} for k, v in params["by_component"].items()])
             # Drawn on the server (app/svg.py): plotly.js would cost the landing page a second.

@@ -10,6 +10,7 @@ from albert_lab import paper
 from albert_lab.params import count, sweep
 from albert_lab.spec import PRESETS, SHARING_LABELS, Family, ModelSpec
 from app import ui
+from app.text import si
 from app.figures import parameter_bars, sweep_figure
 
 COUNTS = {name: st.column_config.NumberColumn(format="localized")
@@ -77,7 +78,7 @@ with tab_calc:
         m[0].metric("Parameters (paper's count)", f"{report.total:,}")
         m[1].metric("With pretraining heads", f"{report.total_with_heads:,}")
         m[2].metric("Applied per forward pass", f"{report.applied:,}")
-        m[3].metric("Forward FLOPs / token", f"{report.flops_per_token / 1e6:,.1f}M")
+        m[3].metric("Forward FLOPs / token", si(report.flops_per_token))
         rows = pd.DataFrame([{"component": c.name, "unique": c.unique, "applied": c.applied,
                               "FLOPs/token": c.flops_per_token} for c in report.components])
         ui.chart(parameter_bars(rows, f"{spec.label}: parameters by component (log scale)"), "parameters-by-component")

@@ -15,6 +15,8 @@ from conftest import ROOT, tiny_spec
 from streamlit.testing.v1 import AppTest
 
 from albert_lab.params import count
+from albert_lab.spec import PRESETS
+from app.text import si
 from albert_lab.training.runs import list_runs
 
 MAIN = str(ROOT / "app" / "main.py")
@@ -86,6 +88,15 @@ def test_parameters(app):
     assert len(charts(at)) == 3  # calculator bars, params curve, FLOPs curve
     at.number_input(key="groups-albert-base").set_value(5).run()
     assert any("num_groups: 5 must divide num_layers 12" in e.value for e in at.error)
+
+
+def test_parameters_flops_read_at_both_ends_of_the_range(app):
+    """'669,805.3M' and '0.0M' before: 3 significant digits with an SI suffix now."""
+    at = goto(app, "parameters")
+    for key, value in (("l-albert-base", 96), ("ffn-albert-base", 65536), ("calc_seq", 8192)):
+        at.number_input(key=key).set_value(value).run()
+    spec = PRESETS["albert-base"].replace(num_layers=96, ffn_size=65536)
+    assert at.metric[3].value == si(count(spec, 8192).flops_per_token) == "22.2G"  # was "22,196.5M"
 
 
 def test_oscillation(app):

@@ -4,7 +4,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from app.svg import grouped_bars, nice_ticks, si
+from app.svg import grouped_bars, nice_ticks
+from app.text import si
 
 NS = "{http://www.w3.org/2000/svg}"
 
@@ -23,7 +24,7 @@ def test_ticks_are_round_and_cover_the_data(top, expected):
 
 
 def test_si_labels_read_like_plotlys():
-    assert [si(v) for v in (0, 514, 16_896, 1_024_000, 3_158_016, 2.5e9)] == ["0", "514", "16.9k", "1.02M", "3.16M", "2.5B"]
+    assert [si(v) for v in (0, 514, 16_896, 1_024_000, 3_158_016, 669_805.3e6, 2.5e13)] == ["0", "514", "16.9k", "1.02M", "3.16M", "670G", "25T"]
 
 
 def test_bars_are_to_scale_and_name_their_values():
