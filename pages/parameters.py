@@ -10,8 +10,8 @@ from albert_lab import paper
 from albert_lab.params import count, sweep
 from albert_lab.spec import PRESETS, SHARING_LABELS, Family, ModelSpec
 from app import ui
-from app.text import si
 from app.figures import parameter_bars, sweep_figure
+from app.text import si
 
 COUNTS = {name: st.column_config.NumberColumn(format="localized")
           for name in ("unique", "applied", "FLOPs/token", "exact params", "params", "flops_per_token")}

@@ -16,8 +16,8 @@ from streamlit.testing.v1 import AppTest
 
 from albert_lab.params import count
 from albert_lab.spec import PRESETS
-from app.text import si
 from albert_lab.training.runs import list_runs
+from app.text import si
 
 MAIN = str(ROOT / "app" / "main.py")
 PAIRS_CSV = (b"sentence_a,sentence_b,label\n"
