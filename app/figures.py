@@ -19,6 +19,9 @@ from plotly.subplots import make_subplots
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 COMPONENT_COLORS = {"attention": "#d62728", "FFN": "#1f77b4", "LayerNorm": "#2ca02c"}
 GRAD_AXIS = "mean |dL/dW| (log scale)"
+# Series that are not checkpoints (losses, tasks, orders), in a fixed order: the theme's
+# colorway differs between light and dark, so plotly's defaults swapped them with the theme.
+SERIES_COLOURS = ["#4c78a8", "#f58518", "#54a24b", "#b279a2"]
 
 # Checkpoint -> palette slot, in the order checkpoints were first discovered (not the
 # order of the current selection), so a model keeps its colour on every page.

@@ -19,6 +19,11 @@ def fmt_tokens(value: float | int) -> str:
     return f"{value / 1e6:.2f}M" if value >= 1e6 else fmt_count(value)
 
 
+def plural(count: int, noun: str) -> str:
+    """1 -> '1 pair', 5000 -> '5,000 pairs' (never '1 pairs')."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def si(value: float) -> str:
     """3 significant digits and an SI suffix, plotly's '~s': 669805300000 -> '670G',
     10_300_000 -> '10.3M', 514 -> '514', 0 -> '0' (never '669,805.3M' or '0.0M')."""

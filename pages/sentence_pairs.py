@@ -12,6 +12,7 @@ from albert_lab.analysis.pairs import pairs_frame, read_pairs, score_pairs, summ
 from albert_lab.data.corpus import MAX_SEGMENT_CHARS
 from albert_lab.paths import checkpoints_dir
 from app import figures, ui
+from app.text import plural
 
 st.title("Sentence pairs: SOP vs NSP")
 st.caption("P(label 0) from each checkpoint's pair head: for an SOP head, P(A then B is the original order); "
@@ -21,6 +22,7 @@ EXAMPLE_A = "The Nile is a major north-flowing river in northeastern Africa."
 EXAMPLE_B = "It flows into the Mediterranean Sea and is among the longest rivers in the world."
 RESULTS = checkpoints_dir() / "results.json"
 MAX_TOKENS = 128  # what score_pairs lets a model read
+UNKNOWN_WARNING = 0.2  # share of unknown pieces above which a pair's scores say little
 
 
 @st.cache_data(show_spinner=False)
@@ -52,6 +54,13 @@ def show_scores(scores: pd.DataFrame, key: str) -> None:
         st.warning(f"{len(cut):,} pair(s) are longer than the {MAX_TOKENS} tokens the models read (row {rows}): they "
                    f"were scored on their first {MAX_TOKENS}, the longer sentence cut first. Sentence order is judged at "
                    "the boundary, so shorter pairs say more.", icon=":material/content_cut:")
+    unknown = scores.groupby("row", sort=False).unknown.max()
+    unknown = unknown[unknown >= UNKNOWN_WARNING]
+    if len(unknown):
+        rows = ", ".join(map(str, unknown.index[:10])) + (" ..." if len(unknown) > 10 else "")
+        st.warning(f"{plural(len(unknown), 'pair')} (row {rows}) {'is' if len(unknown) == 1 else 'are'} mostly text the "
+                   f"models cannot read: up to {unknown.max():.0%} of the pieces are unknown to their vocabulary, learned "
+                   "from English text. Their scores say little about sentence order.", icon=":material/translate:")
     shown = scores[COLUMNS].assign(  # words, and blanks where there is nothing to say
         prediction=scores.prediction.astype(object).map({0: "0: in order / next", 1: "1: swapped / random"}).fillna(""),
         label=scores.label.astype("string").fillna(""),
@@ -68,7 +77,7 @@ def show_scores(scores: pd.DataFrame, key: str) -> None:
 
 
 ORDERS = {"p_ab": "A -> B (as typed)", "p_ba": "B -> A (swapped)"}
-ORDER_COLOURS = dict(zip(ORDERS.values(), ["#4c78a8", "#f58518"]))  # the same in light and dark themes
+ORDER_COLOURS = dict(zip(ORDERS.values(), figures.SERIES_COLOURS))  # the same in light and dark themes
 
 
 def pair_chart(scores: pd.DataFrame) -> None:
@@ -129,7 +138,7 @@ if ui.need_checkpoints():
                     "`label` (0 = A then B is the original order / B follows A, 1 = not). Up to 5 MB and 5,000 rows.")
         uploaded = st.file_uploader("Pairs file", type=["csv", "tsv", "jsonl"], key="pairs_file")
         if uploaded is not None:
-            with ui.guard(f"reading {uploaded.name}"):
+            with ui.guard("reading the upload"):  # the reader's messages name the file
                 parsed = read_pairs(ui.read_upload(uploaded), uploaded.name)
                 for problem in parsed.problems[:20]:
                     st.warning(problem, icon=":material/warning:")
@@ -139,7 +148,7 @@ if ui.need_checkpoints():
                     scores = score_pairs(bundles, parsed.pairs)
                 summary = summarize(scores)
                 summary = summary[summary.pairs > 0]  # checkpoints not scored are named in the warnings above
-                st.subheader(f"{len(parsed.pairs):,} pairs scored")
+                st.subheader(f"{plural(len(parsed.pairs), 'pair')} scored from {uploaded.name}")
                 upload_chart(summary, scores)
                 st.dataframe(summary, hide_index=True, width="stretch",
                              column_config={"head_status": "head is", "pairs": "pairs scored",

@@ -22,6 +22,7 @@ from app.text import fmt_duration, fmt_tokens
 st.title("Training")
 TRAINABLE = ["lab-tiny", "lab-albert", "lab-bert"]
 UPLOAD = "upload a .txt / .jsonl file"
+LOSSES = {"loss": "total", "mlm_loss": "MLM", "pair_loss": "pair (SOP or NSP)"}
 ARCHITECTURE = {"tr_h": "hidden_size", "tr_l": "num_layers", "tr_e": "embedding_size", "tr_heads": "num_heads", "tr_sharing": "sharing"}
 
 
@@ -111,8 +112,8 @@ def new_run_form() -> None:
         st.session_state["watch_select"] = info.id  # the Runs tab follows the new run
         st.session_state.setdefault("my_runs", set()).add(info.id)  # this browser session may cancel it
         spec = config.model_spec()
-        st.success(f"Run {info.id} started: {spec.label}, {count(spec).total:,} parameters with a {config.vocab_size:,}-piece "
-                   "vocabulary. Follow it under 'Runs'.")
+        st.success(f"Run {info.id} started: {spec.label}, {count(spec).total:,} parameters, a vocabulary of "
+                   f"{config.vocab_size:,} pieces. Follow it under 'Runs'.")
 
 
 def progress_panel(run_id: str) -> None:
@@ -135,8 +136,10 @@ def progress_panel(run_id: str) -> None:
         m[2].metric("Time left", fmt_duration(last["eta_s"]) if info.active else "-")
         m[3].metric("Tokens seen", fmt_tokens(last["tokens"]))
         left, right = st.columns(2)
-        long = train.melt(id_vars=["step"], value_vars=["loss", "mlm_loss", "pair_loss"], var_name="loss", value_name="nats")
+        long = train.melt(id_vars=["step"], value_vars=list(LOSSES), var_name="loss", value_name="nats")
+        long["loss"] = long["loss"].map(LOSSES)
         fig = px.line(long, x="step", y="nats", color="loss", title="Training loss", markers=len(train) < 30,
+                      color_discrete_map=dict(zip(LOSSES.values(), figures.SERIES_COLOURS)),
                       labels={"step": "optimizer step", "nats": "cross-entropy (nats)"})
         for resume in (r["step"] for r in rows if r.get("kind") == "resume"):
             fig.add_vline(x=resume, line_dash="dot", annotation_text="resumed")
@@ -147,6 +150,7 @@ def progress_panel(run_id: str) -> None:
             long = evals.melt(id_vars=["step"], value_vars=acc_cols, var_name="task", value_name="accuracy")
             long["task"] = long["task"].map(names)
             fig = px.line(long, x="step", y="accuracy", color="task", markers=True, range_y=[0, 1], title="Held-out accuracy",
+                          color_discrete_map=dict(zip(names.values(), figures.SERIES_COLOURS)),
                           labels={"step": "optimizer step", "accuracy": "accuracy (fraction)"})
         else:
             long = train.melt(id_vars=["step"], value_vars=["mlm_acc", "pair_acc"], var_name="task", value_name="accuracy")

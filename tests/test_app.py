@@ -136,12 +136,26 @@ def test_sentence_pairs_upload_and_bad_files(app):
     scores = next(d.value for d in at.dataframe if "p_ab" in d.value and len(d.value) == 6)
     scored = scores[scores.checkpoint != "hub-albert"]
     assert scored.p_ab.between(0, 1).all() and scored.p_ba.between(0, 1).all()
+    assert [h.value for h in at.subheader if "scored" in h.value] == ["2 pairs scored from pairs.csv"]  # which file
     at.file_uploader(key="pairs_file").set_value(("bad.csv", b"sentence_a;sentence_b\nx;y\n", "text/csv"))
     at.run()
     assert any("semicolons as delimiter" in e.value for e in at.error) and not at.exception
+    assert all(e.value.count("bad.csv") == 1 for e in at.error)  # was 'reading bad.csv: bad.csv: ...'
     at.file_uploader(key="pairs_file").set_value(("latin.csv", b"sentence_a,sentence_b\ncaf\xe9,x\n", "text/csv"))
     at.run()
     assert any("not UTF-8" in e.value for e in at.error)
+
+
+def test_a_pair_the_vocabulary_cannot_read_is_scored_with_a_warning(app):
+    """Chinese for an English SentencePiece is '▁' and one unknown piece per side: its
+    P(A->B) = P(B->A) means nothing, and the page said nothing."""
+    at = goto(app, "sentence_pairs")
+    assert not any("cannot read" in w.value for w in at.warning)  # the built-in English pair
+    at.text_area(key="pair_a").set_value("尼罗河是非洲东北部的一条主要河流。")
+    at.text_area(key="pair_b").set_value("它流入地中海。")
+    at.button[0].click().run()
+    (warning,) = [w.value for w in at.warning if "cannot read" in w.value]
+    assert warning.startswith("1 pair (row 1) is mostly text the models cannot read: up to 50% of the pieces")
 
 
 def test_training_form_and_live_run(app, small_corpus):
@@ -159,7 +173,7 @@ def test_training_form_and_live_run(app, small_corpus):
         at.number_input(key=key).set_value(value)
     next(b for b in at.button if b.label == "Start training").click().run()
     assert not at.error, [e.value for e in at.error]
-    assert any("started" in s.value and "100-piece vocabulary" in s.value for s in at.success)
+    assert any("started" in s.value and "a vocabulary of 100 pieces" in s.value for s in at.success)
     (run,) = list_runs(Path(__import__("os").environ["ALBERT_LAB_RUNS"]))
     spec = run.config["spec"]  # the run trains what the form showed
     assert (spec["hidden_size"], spec["num_layers"], spec["num_heads"], spec["embedding_size"]) == (32, 2, 2, 16)
@@ -170,6 +184,12 @@ def test_training_form_and_live_run(app, small_corpus):
     at.run()
     assert any(":material/check_circle:" in m.value and "succeeded" in m.value for m in at.markdown)
     assert any("run:" in c.value for c in at.caption)  # now selectable in the sidebar
+    import json
+
+    loss = next(json.loads(c.proto.spec) for c in charts(at) if "Training loss" in c.proto.spec)
+    # names in words ('mlm_loss' before), colours that do not swap with the theme's colorway
+    assert {t["name"]: t["line"]["color"] for t in loss["data"]} == {"total": "#4c78a8", "MLM": "#f58518",
+                                                                      "pair (SOP or NSP)": "#54a24b"}
 
 
 def test_depth_lab(app):

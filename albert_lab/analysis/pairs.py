@@ -159,11 +159,19 @@ def pairs_frame(first: Sequence[str], second: Sequence[str], labels: Sequence[in
     return frame
 
 
+def unknown_share(ids: Sequence[int], tokenizer) -> float:
+    """Share of the pieces in `ids`, special tokens aside, that are the unknown token."""
+    special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
+    pieces = [i for i in ids if i not in special]
+    return sum(i == tokenizer.unk_token_id for i in pieces) / len(pieces) if pieces else 0.0
+
+
 def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFrame, max_len: int = 128) -> pd.DataFrame:
     """One row per (pair, checkpoint): p_ab = P(label 0 | A->B), p_ba = P(label 0 | B->A),
     the head's prediction for A->B and, when labelled, whether it is correct; `tokens`
     the pair's length with [CLS] and [SEP]s, `truncated` whether that exceeds what the
-    model reads (max_len, or its position table when shorter)."""
+    model reads (max_len, or its position table when shorter), `unknown` the share of its
+    pieces the vocabulary does not have (Chinese or emoji for an English SentencePiece)."""
     frames = []
     for bundle in [bundles] if isinstance(bundles, ModelBundle) else bundles:
         frame = pairs.copy()
@@ -172,8 +180,9 @@ def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFram
         frame["head_status"] = bundle.heads.pair
         length = min(max_len, bundle.spec.max_positions)
         a, b = list(pairs.sentence_a), list(pairs.sentence_b)
-        tokens = [len(ids) for ids in bundle.tokenizer(a, b, truncation=False)["input_ids"]] if len(a) else []
-        frame["tokens"] = pd.array(tokens, dtype="Int64")
+        ids = bundle.tokenizer(a, b, truncation=False)["input_ids"] if len(a) else []
+        frame["tokens"] = pd.array([len(i) for i in ids], dtype="Int64")
+        frame["unknown"] = [unknown_share(i, bundle.tokenizer) for i in ids]
         frame["truncated"] = frame["tokens"] > length  # the model sees the first `length` tokens (longest side cut first)
         if bundle.heads.pair_usable:
             both = pair_probabilities(bundle.model, bundle.tokenizer, a + b, b + a, length,
