@@ -41,7 +41,12 @@ with tab_now:
         texts = sample_texts(16)
         with ui.guard("gradient flow"):
             source = dict(ui.selected_sources())[name]
-            size = ui.checkpoint_card(source, name)["params"]["applied"]
+            card = ui.checkpoint_card(source, name)
+            size, heads = card["params"]["applied"], card["heads"]
+            if objective != "none" and heads["pair"] == "untrained":
+                st.warning(f"{name}'s {heads['pair_kind'].upper()} head was never trained (a random head, as its model card "
+                           f"says): the {objective.upper()} part of this loss, and the gradients it sends into the encoder, "
+                           "come from a random classifier. Pick 'none' for the MLM loss alone.", icon=":material/warning:")
             with ui.timed_spinner(f"Computing gradients of {name} on {len(texts)} texts", "gradflow", size / 1e6, 1.0):
                 frame = compute(name, source, tuple(texts), objective, int(seed),
                                 st.session_state.get("device"), st.session_state.get("dtype"))

@@ -109,6 +109,24 @@ def test_oscillation(app):
     assert not at.exception and any("no text" in e.value for e in at.error)
 
 
+def test_gradient_flow_says_when_the_pair_loss_runs_through_an_untrained_head(tmp_path, tokenizer, monkeypatch):
+    """albert-none's SOP head was never trained: its gradients were plotted without a word,
+    while the model card and Sentence pairs both say so."""
+    from albert_lab.checkpoints import save_checkpoint
+    from albert_lab.models import build_model
+
+    spec = tiny_spec(len(tokenizer), objective="none")
+    save_checkpoint(build_model(spec, seed=0), tokenizer, spec, tmp_path / "albert-none", {"name": "albert-none"})
+    monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(tmp_path))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    at = goto(AppTest.from_file(MAIN, default_timeout=120).run(), "gradient_flow")
+    at.selectbox(key="gf_objective").set_value("sop").run()
+    assert any("SOP head was never trained" in w.value for w in at.warning)
+    at.selectbox(key="gf_objective").set_value("none").run()
+    assert not any("never trained" in w.value for w in at.warning) and not at.exception
+
+
 def test_gradient_flow(app):
     at = goto(app, "gradient_flow")
     assert len(charts(at)) >= 3
