@@ -19,6 +19,7 @@ from plotly.subplots import make_subplots
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 COMPONENT_COLORS = {"attention": "#d62728", "FFN": "#1f77b4", "LayerNorm": "#2ca02c"}
 GRAD_AXIS = "mean |dL/dW| (log scale)"
+LAYER_TICKS = 16  # up to this many layers, one tick each
 # Series that are not checkpoints (losses, tasks, orders), in a fixed order: the theme's
 # colorway differs between light and dark, so plotly's defaults swapped them with the theme.
 SERIES_COLOURS = ["#4c78a8", "#f58518", "#54a24b", "#b279a2"]
@@ -61,8 +62,9 @@ def style(fig: go.Figure, *, x: str | None = None, y: str | None = None, layers:
         fig.update_xaxes(title_text=x)
     if y is not None:
         fig.update_yaxes(title_text=y)
-    if layers:
-        fig.update_xaxes(dtick=1, tick0=0, tickformat="d")
+    if layers:  # a tick per layer while that reads; integer ticks chosen by plotly beyond (VGG-38, a 48-layer MLP)
+        count = max((len(set(t.x)) for t in fig.data if getattr(t, "x", None) is not None), default=0)
+        fig.update_xaxes(tickformat="d", **(dict(dtick=1, tick0=0) if count <= LAYER_TICKS else {}))
     if log_y:
         fig.update_yaxes(type="log", exponentformat="power", showexponent="all")
     fig.update_layout(
@@ -192,6 +194,9 @@ def flow_heatmap(flow: pd.DataFrame, model: str) -> go.Figure:
     fig = px.imshow(grid.apply(lambda c: c.clip(lower=1e-12)).transform("log10"), aspect="auto",
                     color_continuous_scale="Viridis", labels=dict(x="SGD step", y="weight layer", color="log10 mean |dL/dW|"),
                     title=f"{model}: log10 mean |dL/dW| by layer and step")
+    # the steps recorded and the layers as integers (a single recorded step was ticked 0.6, 0.8, 1, ...)
+    fig.update_xaxes(tickformat="d", **(dict(tickvals=list(grid.columns)) if len(grid.columns) <= 12 else {}))
+    fig.update_yaxes(tickformat="d", **(dict(dtick=1) if len(grid.index) <= LAYER_TICKS else {}))
     return style(fig, layers=False)
 
 

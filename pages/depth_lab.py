@@ -85,7 +85,9 @@ with tab_mlp:
             ui.chart(figs["loss"], "depth-loss", container=left)
             ui.chart(figs["accuracy"], "depth-accuracy", container=right)
             ui.chart(figs["layers"], "depth-gradient-per-layer")
-            model = st.selectbox("Gradient flow over time for", history.model.unique(), key="dl_heat")
+            trained_first = sorted(history.model.unique(), key=lambda m: m in diverged)  # a diverged model has a column or two
+            model = st.selectbox("Gradient flow over time for", trained_first, key="dl_heat",
+                                 format_func=lambda m: f"{m} (diverged at step {diverged[m]})" if m in diverged else m)
             ui.chart(flow_heatmap(flow, model), "depth-gradient-heatmap")
             ui.download(flow, "depth-gradflow.csv")
     ui.paper_note("The toy: a width-32 MLP of 16 hidden layers, naively initialised (Gaussian), does not train with "
@@ -112,6 +114,9 @@ with tab_vgg:
                              title="Mean |dL/dW| per layer at the last step")
             ui.chart(style(layers, x="weight layer (1 = input)", y="mean |dL/dW| (log scale)", layers=True, log_y=True,
                            legend_title=""), "vgg-gradient-per-layer", container=right)
+            st.caption("On this toy (8x8 digits, a few hundred SGD steps) BatchNorm lets VGG-38 learn, but at the larger "
+                       "learning rates its test accuracy can swing from step to step and between seeds; the coursework's "
+                       "47-52% below is CIFAR-100 after full training.")
             ui.download(history, "vgg-history.csv")
     ui.paper_note("VGG_38 without normalisation had average gradients of about 0 in "
                   "every layer and test accuracy around 1% on CIFAR-100 (chance); BatchNorm after every conv layer "

@@ -464,6 +464,7 @@ def test_depth_lab_marks_a_diverged_model_instead_of_dropping_it(app):
     names = _figure_names(at)
     assert any(n.startswith("MLP depth 16 (plain) (diverged at step") for n in names), names
     assert "MLP depth 16 + batchnorm before" in names  # the model that trains keeps its plain name
+    assert at.selectbox(key="dl_heat").value == "MLP depth 16 + batchnorm before"  # the heatmap opens on one that trained
 
 
 def test_divergence_cuts_the_trace_at_the_first_bad_step():
@@ -655,3 +656,22 @@ def test_a_link_with_values_its_widgets_refuse_opens_on_the_defaults(app):
     assert fresh.slider(key="dl_depth").value == 16 and fresh.slider(key="dl_steps").value == 300
     fresh.switch_page("../pages/gradient_flow.py").run()
     assert not fresh.exception and fresh.number_input(key="gf_seed").value == 0
+
+
+def test_layer_axes_tick_every_layer_only_while_that_reads():
+    """VGG-38's and a 48-layer MLP's layer axes had a tick per layer (labels smeared into
+    each other); a model that diverged at step 1 drew a one-column heatmap ticked 0.6, 0.8, ..."""
+    import pandas as pd
+    import plotly.express as px
+
+    from app.figures import flow_heatmap, style
+
+    def axis(layers: int):
+        frame = pd.DataFrame({"layer": range(1, layers + 1), "mean_abs": [1e-3] * layers})
+        return style(px.line(frame, x="layer", y="mean_abs"), layers=True).layout.xaxis
+
+    assert axis(6).dtick == 1 and axis(6).tickformat == "d"
+    assert axis(40).dtick is None and axis(40).tickformat == "d"
+    flow = pd.DataFrame({"model": "none", "layer": [1, 2, 3], "step": 0, "mean_abs": [1e-3, 1e-4, 1e-5]})
+    heat = flow_heatmap(flow, "none").layout
+    assert list(heat.xaxis.tickvals) == [0] and heat.yaxis.dtick == 1
