@@ -86,6 +86,10 @@ with tab_mlp:
             ui.chart(figs["accuracy"], "depth-accuracy", container=right)
             ui.chart(figs["layers"], "depth-gradient-per-layer")
             trained_first = sorted(history.model.unique(), key=lambda m: m in diverged)  # a diverged model has a column or two
+            if st.session_state.get("_dl_heat_for") != repr(configs):  # new results: leave a model that now diverged
+                st.session_state["_dl_heat_for"] = repr(configs)
+                if st.session_state.get("dl_heat") in diverged:
+                    st.session_state["dl_heat"] = trained_first[0]
             model = st.selectbox("Gradient flow over time for", trained_first, key="dl_heat",
                                  format_func=lambda m: f"{m} (diverged at step {diverged[m]})" if m in diverged else m)
             ui.chart(flow_heatmap(flow, model), "depth-gradient-heatmap")
