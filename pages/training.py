@@ -114,6 +114,10 @@ def new_run_form() -> None:
         spec = config.model_spec()
         st.success(f"Run {info.id} started: {spec.label}, {count(spec).total:,} parameters, a vocabulary of "
                    f"{config.vocab_size:,} pieces. Follow it under 'Runs'.")
+        if config.max_steps is not None and config.warmup_steps >= config.max_steps:
+            st.info(f"The warm-up ({config.warmup_steps:,} steps) is as long as the run ({config.max_steps:,}): the learning "
+                    f"rate climbs all the way and never reaches {config.lr:g}. For a short run, lower the warm-up.",
+                    icon=":material/trending_up:")
 
 
 def progress_panel(run_id: str) -> None:

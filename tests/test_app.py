@@ -192,6 +192,7 @@ def test_training_form_and_live_run(app, small_corpus):
     next(b for b in at.button if b.label == "Start training").click().run()
     assert not at.error, [e.value for e in at.error]
     assert any("started" in s.value and "a vocabulary of 100 pieces" in s.value for s in at.success)
+    assert any("warm-up (50 steps) is as long as the run (6)" in i.value for i in at.info)  # its lr never peaks
     (run,) = list_runs(Path(__import__("os").environ["ALBERT_LAB_RUNS"]))
     spec = run.config["spec"]  # the run trains what the form showed
     assert (spec["hidden_size"], spec["num_layers"], spec["num_heads"], spec["embedding_size"]) == (32, 2, 2, 16)
