@@ -17,6 +17,11 @@ from app.reapply_figures import (
     top_k_figure,
 )
 
+MASKED_ACCURACY = ("Accuracy here counts tokens replaced by [MASK], all of them. The model card's MLM accuracy follows "
+                   "the training recipe instead: of the tokens to predict, 10% are left as they are (easy to get right) "
+                   "and 10% replaced by a random token, so it reads higher (0.16 for the shipped ALBERT). The two are "
+                   "not comparable.")
+
 st.title("A shared layer, applied again")
 
 
@@ -86,6 +91,7 @@ if ui.need_checkpoints():
         with ui.guard("depth extrapolation"):
             frame, verdicts = compute_extrapolation(selected, texts, repeat, int(seed), device, dtype)
             ui.chart(extrapolation_figure(frame), "extrapolation")
+            st.caption(MASKED_ACCURACY)
             for row in verdicts.itertuples():
                 st.markdown(f"**{row.checkpoint}**: {row.verdict}: {row.words}")
             for name, note in frame.groupby("checkpoint", sort=False).note.first().items():
@@ -110,10 +116,7 @@ if ui.need_checkpoints():
             if usable:
                 lens, top = compute_lens(usable, texts, watched, repeat, int(seed), device, dtype)
                 ui.chart(lens_figure(lens), "lens")
-                st.caption("Accuracy here counts tokens replaced by [MASK], all of them. The model card's MLM accuracy "
-                           "follows the training recipe instead: of the tokens to predict, 10% are left as they are (easy "
-                           "to get right) and 10% replaced by a random token, so it reads higher (0.16 for the shipped "
-                           "ALBERT). The two are not comparable.")
+                st.caption(MASKED_ACCURACY)
                 for checkpoint, note in lens.groupby("checkpoint", sort=False).note.first().items():
                     if note:
                         st.caption(f"{checkpoint}: {note}")
