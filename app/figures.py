@@ -78,6 +78,13 @@ def style(fig: go.Figure, *, x: str | None = None, y: str | None = None, layers:
     return fig
 
 
+def chance_line(fig: go.Figure, y: float = 0.5) -> go.Figure:
+    """A dotted line at chance, its label in the right margin (inside the plot it sat on the bars)."""
+    fig.add_hline(y=y, line_dash="dot", annotation_text="chance", annotation_position="right")
+    fig.update_layout(margin_r=64)
+    return fig
+
+
 def chart_config(filename: str, image_format: str = "png") -> dict:
     """st.plotly_chart(config=...): the modebar's camera saves PNG or SVG under a useful name."""
     return {"displaylogo": False,

@@ -87,8 +87,7 @@ def pair_chart(scores: pd.DataFrame) -> None:
                  color_discrete_map=ORDER_COLOURS,
                  hover_data=["head"], labels={"value": "P(label 0)", "checkpoint": "checkpoint", "order": "order"},
                  title="P(original order) for SOP heads, P(is next) for NSP heads")
-    fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance", annotation_position="top left")
-    ui.chart(figures.style(fig, legend_title="order"), "pair-probabilities")
+    ui.chart(figures.chance_line(figures.style(fig, legend_title="order")), "pair-probabilities")
 
 
 def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
@@ -101,14 +100,15 @@ def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
         fig = px.scatter(frame, x="checkpoint", y="accuracy", range_y=[0, 1.04], title="Accuracy on the labelled pairs (95% interval)",
                          error_y=frame.high - frame.accuracy, error_y_minus=frame.accuracy - frame.low, color="checkpoint",
                          color_discrete_map=figures.colour_map(frame.checkpoint), labels={"accuracy": "accuracy (fraction)"})
-        fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance", annotation_position="top left")
         fig.update_traces(cliponaxis=False, marker_size=11)  # a perfect score sits on the top edge, drawn whole
+        fig = figures.chance_line(figures.style(fig))
     else:
         fig = px.histogram(scores.dropna(subset=["p_ab"]), x="p_ab", color="checkpoint", nbins=20, barmode="overlay",
                            range_x=[0, 1], title="P(label 0 | A->B) over the file (no labels given)",
                            color_discrete_map=figures.colour_map(scores.checkpoint), labels={"p_ab": "P(label 0 | A->B)"})
         fig.update_yaxes(title_text="pairs")
-    ui.chart(figures.style(fig), "pairs-file")
+        fig = figures.style(fig)
+    ui.chart(fig, "pairs-file")
 
 
 if ui.need_checkpoints():
