@@ -288,6 +288,22 @@ def add_checkpoint(name: str, source: str) -> None:
     st.rerun()
 
 
+UNREADABLE = 0.2  # share of a text's pieces unknown to the vocabulary above which what a model does with it says little
+
+
+def warn_unreadable(texts: Sequence[str]) -> None:
+    """Warn when much of a typed text is unknown to the first picked model's vocabulary
+    (Chinese or emoji for an English SentencePiece: each becomes one unknown piece)."""
+    from albert_lab.analysis.pairs import unknown_share
+
+    name, source = selected_sources()[0]
+    tokenizer = load_bundle(source, name).tokenizer
+    share = unknown_share([i for text in texts for i in tokenizer(text)["input_ids"]], tokenizer)
+    if share >= UNREADABLE:
+        st.warning(f"{share:.0%} of this text's pieces are unknown to {name}'s vocabulary, learned from English text: "
+                   "what the models do with it says little.", icon=":material/translate:")
+
+
 def need_checkpoints(minimum: int = 1) -> bool:
     if len(selected_sources()) < minimum:
         st.info("Pick a checkpoint in the sidebar (shipped ones are listed under 'Compare').", icon=":material/info:")

@@ -39,6 +39,7 @@ if ui.need_checkpoints():
     if source.startswith("My"):
         text = st.text_area("Texts, separated by blank lines", height=150, key="osc_text")
         texts = [t for t in text.split("\n\n") if t.strip()]
+        ui.warn_unreadable(texts)
     else:
         text = None
         texts = sample_texts(16)

@@ -22,7 +22,6 @@ EXAMPLE_A = "The Nile is a major north-flowing river in northeastern Africa."
 EXAMPLE_B = "It flows into the Mediterranean Sea and is among the longest rivers in the world."
 RESULTS = checkpoints_dir() / "results.json"
 MAX_TOKENS = 128  # what score_pairs lets a model read
-UNKNOWN_WARNING = 0.2  # share of unknown pieces above which a pair's scores say little
 
 
 @st.cache_data(show_spinner=False)
@@ -55,7 +54,7 @@ def show_scores(scores: pd.DataFrame, key: str) -> None:
                    f"were scored on their first {MAX_TOKENS}, the longer sentence cut first. Sentence order is judged at "
                    "the boundary, so shorter pairs say more.", icon=":material/content_cut:")
     unknown = scores.groupby("row", sort=False).unknown.max()
-    unknown = unknown[unknown >= UNKNOWN_WARNING]
+    unknown = unknown[unknown >= ui.UNREADABLE]
     if len(unknown):
         rows = ", ".join(map(str, unknown.index[:10])) + (" ..." if len(unknown) > 10 else "")
         st.warning(f"{plural(len(unknown), 'pair')} (row {rows}) {'is' if len(unknown) == 1 else 'are'} mostly text the "

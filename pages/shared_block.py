@@ -72,6 +72,7 @@ if ui.need_checkpoints():
     if source.startswith("My"):
         text = st.text_area("Texts, separated by blank lines", height=120, key="sb_text")
         texts = tuple(t for t in text.split("\n\n") if t.strip())
+        ui.warn_unreadable(texts)
     else:
         texts = tuple(sample_texts(8))
         st.caption(f"{len(texts)} held-out lead sections, e.g. \u201c{texts[0][:140]}...\u201d")

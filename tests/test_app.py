@@ -179,6 +179,16 @@ def test_a_pair_the_vocabulary_cannot_read_is_scored_with_a_warning(app):
     assert warning.startswith("1 pair (row 1) is mostly text the models cannot read: up to 50% of the pieces")
 
 
+def test_typed_text_the_vocabulary_cannot_read_gets_a_warning(app):
+    """Emoji on the Shared layer page gave a flat 0% accuracy with no word of why."""
+    for page, radio, area in (("oscillation", "osc_input", "osc_text"), ("shared_block", "sb_input", "sb_text")):
+        at = goto(app, page)
+        at.radio(key=radio).set_value("My text").run()
+        assert not any("unknown to" in w.value for w in at.warning)  # the English example
+        at.text_area(key=area).set_value("🍕🍕🍕 🍕🍕").run()
+        assert any("of this text's pieces are unknown to albert-sop's vocabulary" in w.value for w in at.warning), page
+
+
 def test_training_form_and_live_run(app, small_corpus):
     at = goto(app, "training")
     at.number_input(key="tr_lr").set_value(0.0)
