@@ -107,7 +107,9 @@ def new_run_form() -> None:
                                 heads=int(heads), sharing=sharing, corpus=corpus, steps=int(steps), minutes=float(minutes),
                                 vocab=int(vocab), max_seq_len=int(seq_len), batch_size=int(batch), lr=float(lr),
                                 optimizer=optimizer, warmup_steps=int(warmup), seed=int(seed), name=name, chunk_start=chunk_start)
-        with st.spinner("Checking the settings, preparing corpus and tokenizer ..."):
+        with st.spinner("Checking the settings, preparing corpus and tokenizer: the first start with a corpus and "
+                        "vocabulary size trains a tokenizer (about 40 s on two cores), later ones take seconds",
+                        show_time=True):
             info = start_run(config)
         st.session_state["watch_select"] = info.id  # the Runs tab follows the new run
         st.session_state.setdefault("my_runs", set()).add(info.id)  # this browser session may cancel it
