@@ -141,15 +141,26 @@ _WARMING: threading.Timer | None = None
 
 
 # The landing page draws no plotly chart (app/svg.py), so the browser has not loaded plotly.js
-# (4.7 MB, about a second on two cores) when the first page with one opens. As soon as the
-# first page is drawn and the browser idle, this imports the chunk Streamlit will ask for, so that
-# page finds it ready: the same URL is the same module, evaluated once.
+# (4.7 MB, about a second on two cores) when the first page with one opens. Once the first
+# page has stopped changing for 300 ms (it may still be fetching the chunks of its own
+# elements while the main thread idles) and the browser is idle, this imports the chunk
+# Streamlit will ask for, so that page finds it ready: the same URL is the same module.
 _PREFETCH = """<script>(() => {
   const index = [...document.querySelectorAll("script[src]")].find(s => /\\/static\\/js\\/index\\.[\\w-]+\\.js/.test(s.src));
   if (!index) return;
   const url = new URL("CHUNK", index.src).href;
   const idle = window.requestIdleCallback || (f => setTimeout(f, 0));
-  idle(() => import(url).catch(() => {}), {timeout: 2000});
+  let quiet, started = false;
+  const go = () => {
+    if (started) return;
+    started = true;
+    watch.disconnect();
+    idle(() => import(url).catch(() => {}), {timeout: 2000});
+  };
+  const watch = new MutationObserver(() => { clearTimeout(quiet); quiet = setTimeout(go, 300); });
+  watch.observe(document.body, {subtree: true, childList: true, characterData: true});
+  quiet = setTimeout(go, 300);
+  setTimeout(go, 5000);  // a page that keeps changing (a live counter) waits no longer than this
 })();</script>"""
 
 

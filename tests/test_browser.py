@@ -106,12 +106,10 @@ def test_the_landing_card_draws_without_plotly_then_the_browser_loads_it_while_i
             page.on("request", lambda r: asked.append(r.url) if "/PlotlyChart." in r.url else None)
             page.goto(server)
             page.wait_for_selector("[data-testid='stMarkdown'] svg[role=img] rect title", state="attached", timeout=90_000)
-            deadline = time.time() + 30
-            while not asked and time.time() < deadline:
-                page.wait_for_timeout(200)
-            assert len(asked) == 1, "the browser did not load plotly.js while the card was idle"
-            svg_at, plotly_at = page.evaluate("""() => [window.svgAt, performance.getEntriesByType("resource")
-                .find(e => e.name.includes("/PlotlyChart.")).startTime]""")
+            plotly = """() => performance.getEntriesByType("resource").find(e => e.name.includes("/PlotlyChart."))"""
+            page.wait_for_function(plotly, timeout=30_000)  # an entry once the chunk has arrived
+            assert len(asked) == 1, asked
+            svg_at, plotly_at = page.evaluate(f"() => [window.svgAt, ({plotly})().startTime]")
             assert svg_at < plotly_at, "the card waited for plotly.js"
             page.get_by_role("link", name="Parameters", exact=True).click()
             page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg", timeout=60_000)
