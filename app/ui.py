@@ -140,45 +140,6 @@ def warm_up() -> None:
 _WARMING: threading.Timer | None = None
 
 
-# The landing page draws no plotly chart (app/svg.py), so the browser has not loaded plotly.js
-# (4.7 MB, about a second on two cores) when the first page with one opens. Once the first
-# page has stopped changing for 300 ms (it may still be fetching the chunks of its own
-# elements while the main thread idles) and the browser is idle, this imports the chunk
-# Streamlit will ask for, so that page finds it ready: the same URL is the same module.
-_PREFETCH = """<script>(() => {
-  const index = [...document.querySelectorAll("script[src]")].find(s => /\\/static\\/js\\/index\\.[\\w-]+\\.js/.test(s.src));
-  if (!index) return;
-  const url = new URL("CHUNK", index.src).href;
-  const idle = window.requestIdleCallback || (f => setTimeout(f, 0));
-  let quiet, started = false;
-  const go = () => {
-    if (started) return;
-    started = true;
-    watch.disconnect();
-    idle(() => import(url).catch(() => {}), {timeout: 2000});
-  };
-  const watch = new MutationObserver(() => { clearTimeout(quiet); quiet = setTimeout(go, 300); });
-  watch.observe(document.body, {subtree: true, childList: true, characterData: true});
-  quiet = setTimeout(go, 300);
-  setTimeout(go, 5000);  // a page that keeps changing (a live counter) waits no longer than this
-})();</script>"""
-
-
-def plotly_chunk() -> str | None:
-    """File name of Streamlit's plotly chunk in this installation (hashed per version)."""
-    found = sorted((Path(st.__file__).parent / "static" / "static" / "js").glob("PlotlyChart.*.js"))
-    return found[0].name if found else None
-
-
-def prefetch_plotly() -> None:
-    """Once per session, after the first page: the browser imports plotly.js while idle."""
-    if st.session_state.get("_plotly_prefetched") or not (chunk := plotly_chunk()):
-        return
-    st.session_state["_plotly_prefetched"] = True
-    with st.sidebar:
-        st.html(_PREFETCH.replace("CHUNK", chunk), unsafe_allow_javascript=True)
-
-
 def load_bundle(source: str, name: str | None = None) -> ModelBundle:
     """Cached per (checkpoint, its file stamp, device, dtype)."""
     use_threads()
@@ -251,9 +212,10 @@ def sidebar() -> None:
 def typed_folder(text: str) -> str | None:
     """A typed name of a folder the app may read, wherever the app was started: `runs`,
     `albert-sop`, `runs/<id>/checkpoint` are looked for beside and inside the allowed roots."""
-    for root in allowed_roots():
+    roots = allowed_roots()
+    for root in roots:
         for candidate in (root.parent / text, root / text):
-            if candidate.is_dir():
+            if candidate.is_dir() and is_within(candidate.resolve(), roots):
                 return str(candidate)
     return None
 
