@@ -55,8 +55,7 @@ if ui.need_checkpoints():
                                       st.session_state.get("dtype"))
         ui.chart(oscillation_figure(frame), "oscillation")
         for row in verdicts.itertuples():
-            st.markdown(f"**{row.checkpoint}**: {row.verdict}; roughness {row.roughness:.2f} "
-                        "(the share of the L2 curve's change, from layer 2 on, that a later change undoes: lower is smoother)")
+            st.markdown(f"**{row.checkpoint}**: {row.verdict}; roughness {row.roughness:.2f} (lower is smoother)")
         left, right = st.columns([2, 3])
         ui.chart(roughness_figure(verdicts), "oscillation-roughness", container=left)
         right.markdown(smoother_sentence(verdicts))
