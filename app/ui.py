@@ -5,6 +5,7 @@ one library function, draw."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import time
@@ -37,13 +38,18 @@ URL_TEXT_LIMIT = 1500  # characters of typed text that go into a shareable link
 
 # ---- errors ------------------------------------------------------------------------------
 @contextmanager
-def guard(what: str = "") -> Iterator[None]:
+def guard(what: str = "", labels: dict[str, str] | None = None) -> Iterator[None]:
     """Show errors a user can cause as a message in the page, never a traceback; the
-    rest of the page and the session stay usable."""
+    rest of the page and the session stay usable. `labels`: the page's names for the
+    library's field names ('num_groups' -> 'Groups (N)'), so the message names what the
+    user sees."""
     try:
         yield
     except AlbertLabError as err:
-        st.error(f"{what + ': ' if what else ''}{err}", icon=":material/error:")
+        text = str(err)
+        for field, label in (labels or {}).items():
+            text = re.sub(rf"\b{field}\b", label, text)
+        st.error(f"{what + ': ' if what else ''}{text}", icon=":material/error:")
     except Exception as err:
         st.error(f"Something went wrong{' while ' + what if what else ''}: {type(err).__name__}: {err}",
                  icon=":material/bug_report:")

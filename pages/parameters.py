@@ -13,6 +13,9 @@ from app import ui
 from app.figures import parameter_bars, sweep_figure
 from app.text import si
 
+CALCULATOR_LABELS = {"vocab_size": "V (vocabulary)", "hidden_size": "H (hidden)", "num_layers": "L (layers)",
+                     "embedding_size": "E (embedding)", "num_heads": "Heads", "ffn_size": "FFN size",
+                     "num_groups": "Groups (N)", "inner_group_num": "Inner blocks per layer"}
 COUNTS = {name: st.column_config.NumberColumn(format="localized")
           for name in ("unique", "applied", "FLOPs/token", "exact params", "params", "flops_per_token")}
 COUNTS["note"] = st.column_config.TextColumn("note", width="large")  # the notes are sentences
@@ -68,7 +71,7 @@ with tab_calc:
         st.warning(f"H = {hidden:,} is not a multiple of the {int(heads)} heads; the results below use H = {snapped:,}, "
                    "the nearest multiple.", icon=":material/straighten:")
         hidden = snapped
-    with ui.guard("spec"):
+    with ui.guard("spec", labels=CALCULATOR_LABELS):
         spec = ModelSpec(family=family, vocab_size=int(vocab), hidden_size=hidden, num_layers=int(layers),
                          embedding_size=hidden if bert else int(embedding), num_heads=int(heads),
                          ffn_size=int(ffn), sharing=sharing,

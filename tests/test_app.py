@@ -87,7 +87,7 @@ def test_parameters(app):
     assert table1.set_index("model").loc["albert-base", "exact params"] == 11_683_584
     assert len(charts(at)) == 3  # calculator bars, params curve, FLOPs curve
     at.number_input(key="groups-albert-base").set_value(5).run()
-    assert any("num_groups: 5 must divide num_layers 12" in e.value for e in at.error)
+    assert any("Groups (N): 5 must divide L (layers) 12" in e.value for e in at.error)  # the calculator's names
 
 
 def test_parameters_flops_read_at_both_ends_of_the_range(app):
