@@ -132,10 +132,10 @@ def gradflow_figure(frame: pd.DataFrame, name: str) -> go.Figure:
 
 def shared_sum_figure(frame: pd.DataFrame) -> go.Figure:
     """The summed gradient of each shared block (what the optimizer sees), by component."""
-    shared = frame[frame.view == "shared_sum"].assign(group=lambda f: "from layer " + f.layer.astype(str))
+    shared = frame[frame.view == "shared_sum"].assign(group=lambda f: "shared block, applications " + f.applications)
     fig = px.bar(shared, x="component", y="mean_abs", color="component", pattern_shape="group", barmode="group",
                  color_discrete_map=COMPONENT_COLORS, title="Shared parameters: mean |.grad|, summed over applications")
-    return style(fig, x="component", y="mean |.grad| (log scale)", log_y=True)
+    return style(fig, x="component", y="mean |.grad| (log scale)", log_y=True, legend_title="")
 
 
 def hidden_grad_figure(frame: pd.DataFrame) -> go.Figure:

@@ -133,6 +133,11 @@ def test_gradient_flow(app):
     outside = at.dataframe[0].value
     assert {"embeddings", "E->H projection", "MLM head", "pair head"} <= set(outside.component)
     assert (outside.mean_abs > 0).all()
+    import json
+
+    shared = next(json.loads(c.proto.spec) for c in charts(at) if "summed over applications" in c.proto.spec)
+    # which applications each sum covers ('from layer 1' before)
+    assert {t["name"] for t in shared["data"]} == {f"{c}, shared block, applications 1-3" for c in ("attention", "FFN", "LayerNorm")}
 
 
 def test_sentence_pairs_upload_and_bad_files(app):

@@ -109,7 +109,7 @@ def gradient_flow_on_batch(model: PretrainingModel, spec: ModelSpec, batch: Batc
         h.retain_grad()
     out.loss.backward()
     rows = _weight_rows(view, spec) + _hidden_rows(hidden, batch.attention_mask.to(device))
-    return pd.DataFrame(rows, columns=["view", "layer", "component", "mean_abs", "max_abs", "numel"])
+    return pd.DataFrame(rows, columns=["view", "layer", "applications", "component", "mean_abs", "max_abs", "numel"])
 
 
 def _weight_rows(view: nn.Module, spec: ModelSpec) -> list[dict]:
@@ -134,7 +134,7 @@ def _weight_rows(view: nn.Module, spec: ModelSpec) -> list[dict]:
 
 def _shared_sum_rows(per_app: dict[tuple[int, str], list[torch.Tensor]], spec: ModelSpec) -> list[dict]:
     """Sum per-application gradients over the layers of each sharing group, per
-    component; layer = the group's first application."""
+    component; layer = the group's first application, applications = all of them ('1-6')."""
     if spec.sharing == "none":
         return []
     shared = {"all": ("attention", "FFN", "LayerNorm"), "attention": ("attention",), "ffn": ("FFN",)}[spec.sharing]
@@ -147,8 +147,16 @@ def _shared_sum_rows(per_app: dict[tuple[int, str], list[torch.Tensor]], spec: M
                 tensors = [per_app[(a, comp)] for a in apps if (a, comp) in per_app]
                 if tensors:
                     summed = [_sum(parts) for parts in zip(*tensors)]
-                    rows.append(dict(view="shared_sum", layer=apps[0], component=comp, **_named(_stats(summed))))
+                    rows.append(dict(view="shared_sum", layer=apps[0], applications=_span(apps), component=comp,
+                                     **_named(_stats(summed))))
     return rows
+
+
+def _span(apps: list[int]) -> str:
+    """[1, ..., 6] -> '1-6'; [1, 3, 5] -> '1, 3, 5' (inner groups interleave)."""
+    if len(apps) > 1 and apps == list(range(apps[0], apps[-1] + 1)):
+        return f"{apps[0]}-{apps[-1]}"
+    return ", ".join(map(str, apps))
 
 
 def _sum(tensors: tuple[torch.Tensor, ...]) -> torch.Tensor:
