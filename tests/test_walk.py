@@ -72,7 +72,8 @@ def test_attention_panels_share_one_set_of_row_labels():
 
 
 def test_shared_gradient_title_fits_half_a_page():
-    frame = pd.DataFrame([dict(view="shared_sum", component=c, layer=1, applications="1-6", mean_abs=0.01, max_abs=0.1) for c in ("attention", "FFN")])
+    frame = pd.DataFrame([dict(view="shared_sum", component=c, layer=1, applications="1-6", mean_abs=0.01, max_abs=0.1)
+                          for c in ("attention", "FFN")])
     assert len(shared_sum_figure(frame).layout.title.text) <= 60
 
 

@@ -7,6 +7,7 @@ are averaged by DDP (gloo on CPU, nccl on GPUs). Only rank 0 writes files.
 
 from __future__ import annotations
 
+import datetime
 import os
 from dataclasses import dataclass
 
@@ -54,8 +55,14 @@ class DistContext:
         torch_dist.all_reduce(tensor)
         return int(tensor.item())
 
-    def barrier(self) -> None:
-        if self.world_size > 1:
+    def barrier(self, timeout_s: float | None = None) -> None:
+        """Wait for every rank; with `timeout_s` on gloo, raise RuntimeError after that long
+        instead of waiting for ever (a rank that stopped a step apart never comes)."""
+        if self.world_size <= 1:
+            return
+        if timeout_s is not None and torch_dist.get_backend() == "gloo":
+            torch_dist.monitored_barrier(timeout=datetime.timedelta(seconds=timeout_s))
+        else:
             torch_dist.barrier()
 
     def close(self) -> None:

@@ -131,6 +131,14 @@ class Trainer:
             self._save(metrics)
             self.update_run(status=status, finished=time.time(), step=self.progress.step, heartbeat=time.time(),
                             message="" if status == "succeeded" else "cancelled; the checkpoint holds the last step")
+        # Every rank waits here for rank 0's evaluation and save: a rank that tore down its gloo
+        # group while rank 0 still held one made a process abort at exit now and then
+        # ('terminate called without an active exception'), after a run that had succeeded.
+        # Bounded: ranks that saw a cancel or the time budget a step apart never meet here.
+        try:
+            self.dist.barrier(timeout_s=300)
+        except RuntimeError as err:
+            _log(f"the ranks did not meet at the end ({err}); closing anyway")
         self.dist.close()
         _log(f"run {status} at step {self.progress.step}")
         return status
