@@ -13,7 +13,7 @@ if str(ROOT) not in sys.path:  # pages import `app.ui`
 
 import streamlit as st  # noqa: E402
 
-from app import browser, ui  # noqa: E402
+from app import browser, picker, ui  # noqa: E402
 
 st.set_page_config(page_title="ALBERT Lab", page_icon=ui.PAGE_ICON, layout="wide")
 
@@ -35,7 +35,7 @@ PAGES = {
 
 page = st.navigation(PAGES)
 ui.use_threads(wait=False)  # one thread while a training run uses the cores
-ui.sidebar()
+picker.sidebar()
 ui.presets(BY_STEM)
 st.session_state["_shared"] = False
 page.run()

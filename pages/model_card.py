@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from albert_lab.card import metric_lines
-from app import ui
+from app import picker, ui
 from app.svg import grouped_bars
 from app.text import field_label, fmt_value, si
 
@@ -55,7 +55,7 @@ def probe_section(name: str, source: str, heads: dict) -> None:
             probe_name, probe_path, accuracy = st.session_state["probe_done"]
             st.success(f"Saved {probe_path} (held-out accuracy {accuracy:.3f}).")
             if st.button(f"Pick {probe_name} in the sidebar", key="probe_pick"):
-                ui.add_checkpoint(probe_name, probe_path)
+                picker.add_checkpoint(probe_name, probe_path)
 
 
 if ui.need_checkpoints():

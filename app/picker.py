@@ -1,0 +1,115 @@
+"""The sidebar's checkpoint picker, shared by all pages: shipped checkpoints, finished runs
+and folders or hub ids a user adds, in the link (?ckpt=a,b); device and precision."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from albert_lab.catalog import is_local_source
+from albert_lab.errors import AlbertLabError
+from albert_lab.paths import allowed_roots, is_within
+from app import figures
+from app.ui import active_run, available_checkpoints, device_options, from_url, guard
+
+
+def check_local_folder(text: str) -> str:
+    """A folder typed into the browser must lie inside the allowed roots."""
+    path = Path(text.strip()).expanduser()
+    if not path.is_absolute():
+        path = (Path.cwd() / path).resolve()
+    roots = allowed_roots()
+    if not is_within(path, roots):
+        raise AlbertLabError(f"{text!r} is outside the folders the app may read ({', '.join(str(r) for r in roots)}); "
+                             "copy the checkpoint into checkpoints/, or list its folder in ALBERT_LAB_ALLOWED_DIRS")
+    return str(path)
+
+
+def sidebar() -> None:
+    """The model picker shared by all pages, plus device and dtype. The picked
+    checkpoints travel in the link (?ckpt=a,b)."""
+    found = available_checkpoints()
+    by_name = {c["name"]: c for c in found}
+    extra: dict[str, str] = st.session_state.setdefault("extra_sources", {})
+    options = list(by_name) + [n for n in extra if n not in by_name]
+    shipped = figures.shipped_first(found)  # the model card opens on a model whose heads all work
+    figures.register_checkpoints([c["name"] for c in shipped] + [c["name"] for c in found] + list(extra))
+    default = [c["name"] for c in shipped][:4] or options[:1]
+    if "_pending_picked" in st.session_state:  # set by "Add" on the previous run
+        st.session_state["picked"] = st.session_state.pop("_pending_picked")
+        st.toast(st.session_state.pop("_added_note", "Added."), icon=":material/check:")
+    from_url("picked", [n for n in default if n in options], param="ckpt",
+             parse=lambda raw: [n for n in raw.split(",") if n in options])
+    st.session_state["picked"] = [n for n in st.session_state["picked"] if n in options]
+    with st.sidebar:
+        st.markdown("### Checkpoints")
+        picked = st.multiselect("Compare", options, key="picked",
+                                help="Shipped checkpoints, finished training runs, and folders you add below. "
+                                     "Pages that show one model use the first.")
+        with st.expander("Add a folder or hub id"):
+            text = st.text_input("Folder (inside checkpoints/ or runs/) or hub id", key="add_source")
+            if st.button("Add", key="add_button") and text.strip():
+                with guard("adding"):
+                    _add_source(text, extra)
+        st.session_state["selected"] = [(n, by_name[n]["path"] if n in by_name else extra[n]) for n in picked]
+        st.selectbox("Device", device_options(), key="device", help="CUDA, then MPS, then CPU when 'auto'")
+        st.selectbox("Precision", ["float32", "bfloat16"], key="dtype",
+                     help="bfloat16 is faster on CPUs with AVX512-BF16/AMX; attributions always run in float32")
+        st.radio("Save figures as", ["png", "svg"], key="image_format", horizontal=True, format_func=str.upper,
+                 help="The camera icon above each figure saves it in this format")
+        if active_run():
+            st.caption(":material/model_training: A training run is using the CPU; analyses here run on one thread.")
+        st.caption("Wikipedia text: CC BY-SA 4.0 (Wikipedia contributors).")
+
+
+def typed_folder(text: str) -> str | None:
+    """A typed name of a folder the app may read, wherever the app was started: `runs`,
+    `albert-sop`, `runs/<id>/checkpoint` are looked for beside and inside the allowed roots."""
+    roots = allowed_roots()
+    for root in roots:
+        for candidate in (root.parent / text, root / text):
+            if candidate.is_dir() and is_within(candidate.resolve(), roots):
+                return str(candidate)
+    return None
+
+
+def _add_source(text: str, extra: dict[str, str]) -> None:
+    text = text.strip()
+    from albert_lab.checkpoints import hub_reachable, load_checkpoint
+
+    if (folder := typed_folder(text)) or is_local_source(text):
+        source = check_local_folder(folder or text)
+        bundle = load_checkpoint(source, device="cpu")  # validates now, with a clear message
+        name = bundle.name
+    else:
+        if not hub_reachable():
+            raise AlbertLabError(f"{text!r} looks like a hub id, but the model hub is unreachable (offline)")
+        source, name = text, text
+        load_checkpoint(source, device="cpu")
+    add_checkpoint(name, source)
+
+
+def _same_source(a: str, b: str) -> bool:
+    return a == b or (is_local_source(a) and is_local_source(b) and Path(a).resolve() == Path(b).resolve())
+
+
+def add_checkpoint(name: str, source: str) -> None:
+    """Offer a checkpoint in the sidebar and pick it (from the next run on: the
+    multiselect is already drawn in this one), then rerun. A folder already listed is
+    picked under its listed name; another folder whose name is taken gets 'name-2':
+    two entries of one name would merge their rows in every analysis."""
+    extra = st.session_state.setdefault("extra_sources", {})
+    listed = {**{c["name"]: c["path"] for c in available_checkpoints()}, **extra}
+    known = next((n for n, s in listed.items() if _same_source(s, source)), None)
+    if known:
+        name, note = known, f"{known} is already listed; it is picked."
+    else:
+        base, k = name, 2
+        while name in listed:
+            name, k = f"{base}-{k}", k + 1
+        extra[name], note = source, f"Added {name}."
+    picked = st.session_state.get("picked", [])
+    st.session_state["_pending_picked"] = picked if name in picked else [*picked, name]
+    st.session_state["_added_note"] = note
+    st.rerun()
