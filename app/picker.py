@@ -78,16 +78,24 @@ def _add_source(text: str, extra: dict[str, str]) -> None:
     text = text.strip()
     from albert_lab.checkpoints import hub_reachable, load_checkpoint
 
-    if (folder := typed_folder(text)) or is_local_source(text):
-        source = check_local_folder(folder or text)
-        bundle = load_checkpoint(source, device="cpu")  # validates now, with a clear message
-        name = bundle.name
-    else:
-        if not hub_reachable():
+    local = (folder := typed_folder(text)) or is_local_source(text)
+    source = check_local_folder(folder or text) if local else text
+    if (known := listed_as(source)) is None:  # a listed one is picked as it is, without loading it again
+        if not local and not hub_reachable():
             raise AlbertLabError(f"{text!r} looks like a hub id, but the model hub is unreachable (offline)")
-        source, name = text, text
-        load_checkpoint(source, device="cpu")
-    add_checkpoint(name, source)
+        bundle = load_checkpoint(source, device="cpu")  # validates now, with a clear message
+        known = bundle.name if local else text
+    add_checkpoint(known, source)
+
+
+def _listed() -> dict[str, str]:
+    """Name -> source of every checkpoint the picker offers."""
+    return {**{c["name"]: c["path"] for c in available_checkpoints()}, **st.session_state.get("extra_sources", {})}
+
+
+def listed_as(source: str) -> str | None:
+    """The name under which `source` (a folder or a hub id) is already offered, if it is."""
+    return next((name for name, listed in _listed().items() if _same_source(listed, source)), None)
 
 
 def _same_source(a: str, b: str) -> bool:
@@ -100,9 +108,8 @@ def add_checkpoint(name: str, source: str) -> None:
     picked under its listed name; another folder whose name is taken gets 'name-2':
     two entries of one name would merge their rows in every analysis."""
     extra = st.session_state.setdefault("extra_sources", {})
-    listed = {**{c["name"]: c["path"] for c in available_checkpoints()}, **extra}
-    known = next((n for n, s in listed.items() if _same_source(s, source)), None)
-    if known:
+    listed = _listed()
+    if known := listed_as(source):
         name, note = known, f"{known} is already listed; it is picked."
     else:
         base, k = name, 2

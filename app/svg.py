@@ -72,3 +72,14 @@ def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[float]], 
                        f'fill-opacity="0.8">{si(value)}</text>')
     out.append("</svg>")
     return "".join(out)
+
+
+COUNT_COLOURS = ("#0068c9", "#83c9ff")  # Streamlit's first two chart colours, as plotly drew them on the card
+
+
+def parameters_by_component(rows) -> str:
+    """The model card's chart: each component's parameters held in memory against those
+    applied per forward pass (a frame with columns component, unique, applied)."""
+    return grouped_bars(list(rows.component), {"held in memory": rows.unique, "applied per forward pass": rows.applied},
+                        COUNT_COLOURS, title="Parameters by component: held in memory vs applied",
+                        x_title="parameters (count)", unit=" parameters")

@@ -172,11 +172,11 @@ UNREADABLE = 0.2  # share of a text's pieces unknown to the vocabulary above whi
 def warn_unreadable(texts: Sequence[str]) -> None:
     """Warn when much of a typed text is unknown to the first picked model's vocabulary
     (Chinese or emoji for an English SentencePiece: each becomes one unknown piece)."""
-    from albert_lab.analysis.pairs import unknown_share
+    from albert_lab.analysis.pairs import unknown_shares
 
     name, source = selected_sources()[0]
     tokenizer = load_bundle(source, name).tokenizer
-    share = unknown_share([i for text in texts for i in tokenizer(text)["input_ids"]], tokenizer)
+    (share,) = unknown_shares([[i for text in texts for i in tokenizer(text)["input_ids"]]], tokenizer)
     if share >= UNREADABLE:
         st.warning(f"{share:.0%} of this text's pieces are unknown to {name}'s vocabulary, learned from English text: "
                    "what the models do with it says little.", icon=":material/translate:")

@@ -10,7 +10,7 @@ page minus the floor is what the browser needs to draw the card's kinds of eleme
 import pandas as pd
 import streamlit as st
 
-from app.svg import grouped_bars  # pure Python, like the card
+from app.svg import parameters_by_component  # pure Python, the card's own chart
 
 st.set_page_config(page_title="ALBERT Lab", page_icon="\U0001F9EA", layout="wide")
 
@@ -34,10 +34,7 @@ def card() -> None:
         rows = pd.DataFrame({"component": ["embeddings", "encoder", "pooler", "MLM head", "pair head"],
                              "unique": [1_100_000, 790_000, 66_000, 1_000_000, 514],
                              "applied": [1_100_000, 4_740_000, 66_000, 1_000_000, 514]})
-        svg = grouped_bars(list(rows.component), {"held in memory": rows.unique, "applied per forward pass": rows.applied},
-                           ("#0068c9", "#83c9ff"), title="Parameters by component: held in memory vs applied",
-                           x_title="parameters (count)", unit=" parameters")
-        st.markdown(svg, unsafe_allow_html=True)
+        st.markdown(parameters_by_component(rows), unsafe_allow_html=True)
         st.download_button("Download the data (CSV)", rows.to_csv(index=False).encode(), file_name="p.csv", mime="text/csv")
     with right:
         st.markdown("**Heads**")

@@ -5,11 +5,10 @@ import streamlit as st
 
 from albert_lab.card import metric_lines
 from app import picker, ui
-from app.svg import grouped_bars
+from app.svg import parameters_by_component
 from app.text import field_label, fmt_value, si
 
 st.title("Model card")
-COUNT_COLOURS = ("#0068c9", "#83c9ff")  # Streamlit's first two chart colours, as plotly drew them here
 TASKS = {"mlm": "MLM", "nsp": "NSP", "sop": "SOP", "sop_lead": "SOP, lead pairs", "sop_interior": "SOP, interior pairs"}
 
 
@@ -83,9 +82,7 @@ if ui.need_checkpoints():
                              help=f"forward, at sequence length {params['seq_len']}")
             rows = pd.DataFrame([{"component": k, **v} for k, v in params["by_component"].items()])
             # Drawn on the server (app/svg.py): plotly.js would cost the landing page a second.
-            figure = grouped_bars(list(rows.component), {"held in memory": rows.unique, "applied per forward pass": rows.applied},
-                                  COUNT_COLOURS, title="Parameters by component: held in memory vs applied",
-                                  x_title="parameters (count)", unit=" parameters")
+            figure = parameters_by_component(rows)
             st.markdown(figure, unsafe_allow_html=True)
             ui.download(rows, f"{name}-parameters.csv")
             st.download_button("Download the figure (SVG)", figure, file_name=f"{name}-parameters.svg", mime="image/svg+xml",
