@@ -6,20 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from albert_lab.catalog import CheckpointSummary, discover_checkpoints
+from albert_lab.checkpoint.discover import CheckpointSummary
 from albert_lab.params import count
 
 if TYPE_CHECKING:
-    from albert_lab.checkpoints import ModelBundle
-
-
-def resolve_checkpoint(name_or_path: str) -> str:
-    """A name listed by discover_checkpoints (e.g. 'albert-sop', 'run:ID') -> its folder;
-    anything else is returned unchanged (a path or hub id)."""
-    for info in discover_checkpoints():
-        if info.name == name_or_path:
-            return str(info.path)
-    return name_or_path
+    from albert_lab.checkpoint.load import ModelBundle
 
 
 def model_card(bundle: ModelBundle | CheckpointSummary, device: str | None = None, dtype: str | None = None

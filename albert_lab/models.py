@@ -7,7 +7,7 @@ shared-FFN-only variants (Table 4); for those we build one group per layer and t
 tie the attention (or FFN) modules of layers in the same sharing group: the very same
 nn.Module objects, so parameters, gradients and optimizer state are shared.
 
-On disk the tied copies are written out in full (see checkpoints.py), so plain
+On disk the tied copies are written out in full (see checkpoint/store.py), so plain
 transformers loads an equivalent, merely untied, model; our loader re-ties them.
 """
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from albert_lab.catalog import is_local_source
+from albert_lab.checkpoint.files import is_local_source
 from albert_lab.errors import AlbertLabError
 from albert_lab.paths import allowed_roots, is_within
 from app import figures
@@ -76,7 +76,7 @@ def typed_folder(text: str) -> str | None:
 
 def _add_source(text: str, extra: dict[str, str]) -> None:
     text = text.strip()
-    from albert_lab.checkpoints import hub_reachable, load_checkpoint
+    from albert_lab.checkpoint.load import hub_reachable, load_checkpoint
 
     local = (folder := typed_folder(text)) or is_local_source(text)
     source = check_local_folder(folder or text) if local else text

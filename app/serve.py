@@ -27,14 +27,14 @@ def import_first_page() -> None:
     import streamlit.emojis  # noqa: F401  set_page_config tests the page icon against it
 
     import albert_lab.card  # the model card from a checkpoint's files
-    import albert_lab.catalog  # noqa: F401  the sidebar's list of checkpoints
+    import albert_lab.checkpoint.discover  # noqa: F401  the sidebar's list of checkpoints
 
     px.bar(x=[1], y=["a"], orientation="h")  # plotly's first figure imports its validators
 
 
 def import_model_code() -> None:
     """torch and transformers' ALBERT and BERT."""
-    import albert_lab.checkpoints  # noqa: F401
+    import albert_lab.checkpoint.load  # noqa: F401
 
 
 def import_in_background() -> None:

@@ -12,13 +12,13 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
 
-from albert_lab.catalog import CheckpointSummary, discover_checkpoints, is_local_source, summarize_checkpoint
+from albert_lab.checkpoint.discover import CheckpointSummary, discover_checkpoints, summarize_checkpoint
+from albert_lab.checkpoint.files import is_local_source, stamp
 from albert_lab.errors import AlbertLabError
 from albert_lab.paths import runs_dir
 from albert_lab.torch_build import known_devices
@@ -27,7 +27,7 @@ from app.serve import import_in_background
 from app.text import fmt_duration
 
 if TYPE_CHECKING:
-    from albert_lab.checkpoints import ModelBundle
+    from albert_lab.checkpoint.load import ModelBundle
 
 UPLOAD_LIMIT_BYTES = 5 * 1024 * 1024
 # An emoji favicon is drawn inline by the browser; a ":material/...:" one is fetched
@@ -64,15 +64,9 @@ def available_checkpoints() -> list[dict[str, Any]]:
             for c in discover_checkpoints()]
 
 
-def _stamp(source: str) -> float:
-    """Changes when the weights or the card are rewritten (cache key)."""
-    files = [Path(source) / "model.safetensors", Path(source) / "albert_lab.json"]
-    return max((f.stat().st_mtime for f in files if f.is_file()), default=0.0)
-
-
 @st.cache_resource(max_entries=8, show_spinner="Loading checkpoint ...")
 def _load(source: str, device: str, dtype: str, name: str | None, stamp: float) -> ModelBundle:
-    from albert_lab.checkpoints import load_checkpoint
+    from albert_lab.checkpoint.load import load_checkpoint
 
     return load_checkpoint(source, device=device, dtype=dtype, name=name)
 
@@ -88,7 +82,7 @@ def checkpoint_card(source: str, name: str | None = None) -> dict[str, Any]:
     from albert_lab.card import model_card
 
     device, dtype = st.session_state.get("device", "auto"), st.session_state.get("dtype", "float32")
-    summary = _summary(source, name, _stamp(source)) if is_local_source(source) else None
+    summary = _summary(source, name, stamp(source)) if is_local_source(source) else None
     if summary is None:
         return model_card(load_bundle(source, name))
     return model_card(summary, device=device_name(device), dtype=dtype)
@@ -150,7 +144,7 @@ def load_bundle(source: str, name: str | None = None) -> ModelBundle:
     """Cached per (checkpoint, its file stamp, device, dtype)."""
     use_threads()
     return _load(source, st.session_state.get("device", "auto"), st.session_state.get("dtype", "float32"), name,
-                 _stamp(source))
+                 stamp(source))
 
 
 def selected_sources() -> list[tuple[str, str]]:

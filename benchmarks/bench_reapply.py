@@ -25,8 +25,8 @@ import torch
 from albert_lab.analysis.attention import attention_entropy, attention_maps
 from albert_lab.analysis.cka import layer_cka
 from albert_lab.analysis.reapply import extrapolate, lens_predictions, logit_lens
-from albert_lab.catalog import HeadStatus
-from albert_lab.checkpoints import ModelBundle
+from albert_lab.checkpoint.heads import HeadStatus
+from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.samples import sample_texts
 from albert_lab.kernels import tune_for_inference
 from albert_lab.models import build_model

@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 import pandas as pd  # noqa: E402
 
 from albert_lab.analysis.evaluation import table5_cells  # noqa: E402
-from albert_lab.checkpoints import load_checkpoint, save_checkpoint  # noqa: E402
+from albert_lab.checkpoint.load import load_checkpoint  # noqa: E402
+from albert_lab.checkpoint.store import save_checkpoint  # noqa: E402
 
 NAMES = ["albert-sop", "albert-nsp", "albert-none", "bert-nsp"]
 START, END = "<!-- results:start -->", "<!-- results:end -->"

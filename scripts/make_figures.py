@@ -30,7 +30,7 @@ def figures() -> dict[str, object]:
 
     from albert_lab.analysis.gradflow import gradient_flow
     from albert_lab.analysis.oscillation import oscillation, verdict
-    from albert_lab.checkpoints import load_checkpoint
+    from albert_lab.checkpoint.load import load_checkpoint
     from albert_lab.data.samples import sample_texts
     from app.figures import gradflow_figure, oscillation_figure
 
@@ -99,7 +99,7 @@ def render(figs: dict[str, object], browser) -> None:
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
-    from albert_lab.catalog import discover_checkpoints
+    from albert_lab.checkpoint.discover import discover_checkpoints
     from app.figures import register_checkpoints, shipped_first
 
     DOCS.mkdir(exist_ok=True)

@@ -64,7 +64,7 @@ def tiny_spec(vocab_size: int = 1000, **changes):
 @pytest.fixture
 def make_checkpoint(tmp_path, tokenizer):
     """Save a tiny random model through our saver; returns (folder, model)."""
-    from albert_lab.checkpoints import save_checkpoint
+    from albert_lab.checkpoint.store import save_checkpoint
     from albert_lab.models import build_model
 
     def make(name: str = "tiny", card: dict | None = None, **spec_changes):
@@ -129,7 +129,7 @@ def shipped(tmp_path_factory, tokenizer) -> Path:
     a hub-style ALBERT saved without SOP head weights."""
     from transformers import AlbertConfig, AlbertForMaskedLM
 
-    from albert_lab.checkpoints import save_checkpoint
+    from albert_lab.checkpoint.store import save_checkpoint
     from albert_lab.models import build_model
 
     root = tmp_path_factory.mktemp("shipped")

@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT
 
 from albert_lab.analysis.pairs import read_pairs
-from albert_lab.catalog import check_folder, summarize_checkpoint
+from albert_lab.checkpoint.discover import check_folder, summarize_checkpoint
 from albert_lab.data.corpus import MAX_SEGMENT_CHARS, jsonl_records, parse_documents
 from albert_lab.errors import CheckpointError, DataError
 
@@ -178,7 +178,7 @@ def test_json_of_the_wrong_shape_is_one_line_naming_the_file(tmp_path, file, con
 
 @pytest.mark.parametrize("data", [b"", b"not a pickle", b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00]\x94.", bytes(100)])
 def test_broken_pickles_with_allow_pickle_are_checkpoint_errors(tmp_path, data):
-    from albert_lab.checkpoints import load_checkpoint
+    from albert_lab.checkpoint.load import load_checkpoint
 
     folder = _checkpoint(tmp_path, pytorch_model__bin=data)
     with pytest.raises(CheckpointError, match="the weights cannot be loaded"):

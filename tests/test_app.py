@@ -112,7 +112,7 @@ def test_oscillation(app):
 def test_gradient_flow_says_when_the_pair_loss_runs_through_an_untrained_head(tmp_path, tokenizer, monkeypatch):
     """albert-none's SOP head was never trained: its gradients were plotted without a word,
     while the model card and Sentence pairs both say so."""
-    from albert_lab.checkpoints import save_checkpoint
+    from albert_lab.checkpoint.store import save_checkpoint
     from albert_lab.models import build_model
 
     spec = tiny_spec(len(tokenizer), objective="none")
@@ -341,7 +341,7 @@ def test_the_server_entry_point_imports_the_model_code_then_is_streamlit_run():
     probe = ("import runpy, sys\n"
              "import streamlit.web.cli as cli\n"
              "cli.main = lambda prog_name: print(prog_name, sys.argv[1:], 'torch' in sys.modules,"
-             " 'albert_lab.checkpoints' in sys.modules, 'plotly.express' in sys.modules)\n"
+             " 'albert_lab.checkpoint.load' in sys.modules, 'plotly.express' in sys.modules)\n"
              "sys.argv = ['serve', 'run', 'app/main.py', '--server.port', '8600']\n"
              "runpy.run_module('app.serve', run_name='__main__')\n")
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120,
@@ -537,7 +537,7 @@ def test_the_shipped_checkpoints_each_have_their_own_colour():
     (albert-sop and albert-nsp once shared a hashed colour in the learning curve)."""
     from conftest import ROOT
 
-    from albert_lab.catalog import discover_checkpoints
+    from albert_lab.checkpoint.discover import discover_checkpoints
     from app.figures import colour_for, register_checkpoints, shipped_first
 
     shipped = discover_checkpoints(ROOT / "checkpoints", ROOT / "no-runs")

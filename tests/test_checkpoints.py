@@ -17,8 +17,9 @@ from transformers import (
     BertForPreTraining,
 )
 
-from albert_lab.catalog import summarize_checkpoint
-from albert_lab.checkpoints import discover_checkpoints, load_checkpoint, save_checkpoint
+from albert_lab.checkpoint.discover import discover_checkpoints, summarize_checkpoint
+from albert_lab.checkpoint.load import load_checkpoint
+from albert_lab.checkpoint.store import save_checkpoint
 from albert_lab.errors import CheckpointError
 from albert_lab.models import build_model
 
@@ -133,7 +134,7 @@ def test_summary_from_files_matches_the_loaded_model(tmp_path, tokenizer, make_c
 
 def test_summary_needs_no_torch_and_names_bad_folders(tmp_path, make_checkpoint):
     folder, _ = make_checkpoint("sop", objective="sop")
-    code = ("import sys; from albert_lab.catalog import summarize_checkpoint; from albert_lab.card import model_card\n"
+    code = ("import sys; from albert_lab.checkpoint.discover import summarize_checkpoint; from albert_lab.card import model_card\n"
             f"card = model_card(summarize_checkpoint({str(folder)!r}), device='cpu', dtype='float32')\n"
             "assert card['heads']['pair'] == 'trained', card\n"
             "assert not {'torch', 'transformers'} & set(sys.modules), 'heavy import'")

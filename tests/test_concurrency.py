@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from albert_lab.catalog import check_folder, discover_checkpoints
+from albert_lab.checkpoint.discover import check_folder, discover_checkpoints
 from albert_lab.errors import CheckpointError
 from albert_lab.runfolder import RunFolder, write_json_atomic
 from albert_lab.training.runs import claim_run_dir, list_runs

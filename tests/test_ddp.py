@@ -8,7 +8,7 @@ import sys
 import pytest
 from conftest import ROOT
 
-from albert_lab.checkpoints import load_checkpoint
+from albert_lab.checkpoint.load import load_checkpoint
 from albert_lab.training.runs import read_run
 
 ARGS = ["train", "--preset", "lab-tiny", "--hidden", "32", "--layers", "2", "--heads", "2", "--embedding", "16",

@@ -3,11 +3,11 @@
 Layers (a module may import its own layer and the ones below):
   0 errors, paths, spec
   1 devices, params, models, tokenizer
-  2 catalog, paper, data.*
-  3 kernels, objective, checkpoints, card
+  2 paper, data.*
+  3 kernels, objective, checkpoint.*, card
   4 analysis.*
   5 training.*
-  6 the command line (cli*, __main__)
+  6 the command line (cli.*, __main__)
 Imports inside functions count too (they are how a lower module would sneak upward);
 imports under `if TYPE_CHECKING:` do not (they never run).
 """
@@ -25,11 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent / "albert_lab"
 LAYERS = {
     0: ("errors", "paths", "spec", "runfolder", "__init__"),
     1: ("devices", "params", "models", "tokenizer"),
-    2: ("catalog", "paper", "data"),
-    3: ("kernels", "objective", "checkpoints", "card"),
+    2: ("paper", "data"),
+    3: ("kernels", "objective", "checkpoint", "card"),
     4: ("analysis",),
     5: ("training",),
-    6: ("cli", "cli_common", "cli_analysis", "cli_reapply", "cli_train", "__main__"),
+    6: ("cli", "__main__"),
 }
 
 

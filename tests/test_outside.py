@@ -13,8 +13,8 @@ import pytest
 import torch
 from conftest import run_cli
 
-from albert_lab.catalog import HeadStatus
-from albert_lab.cli_common import distinct_labels
+from albert_lab.checkpoint.heads import HeadStatus
+from albert_lab.cli.common import distinct_labels
 from albert_lab.errors import AlbertLabError, CheckpointError
 
 TEXTS = ["The river flows through the old town. Its bridges date from the middle ages.",
@@ -89,7 +89,7 @@ def test_minilm_evaluate_scores_nothing(minilm):
 
 def test_minilm_attribution_refused(minilm):
     from albert_lab.analysis.attribution import attribute_pair
-    from albert_lab.checkpoints import load_checkpoint
+    from albert_lab.checkpoint.load import load_checkpoint
 
     bundle = load_checkpoint(minilm, device="cpu")
     assert bundle.heads.mlm == "missing" and bundle.heads.pair == "missing"
@@ -112,7 +112,7 @@ def test_warnings_name_each_missing_head_in_the_family_words():
 
 def test_gradflow_without_pair_head_refuses_or_uses_mlm_only(shipped):
     from albert_lab.analysis.gradflow import gradient_flow
-    from albert_lab.checkpoints import load_checkpoint
+    from albert_lab.checkpoint.load import load_checkpoint
 
     bundle = load_checkpoint(shipped / "hub-albert", device="cpu")
     with pytest.raises(CheckpointError, match="--objective none"):
@@ -136,8 +136,8 @@ def test_labels_distinct_when_folder_names_collide(shipped, tmp_path):
 
 
 def test_sentence_transformers_folder_loads_its_transformer(shipped, tmp_path):
-    from albert_lab.catalog import summarize_checkpoint
-    from albert_lab.checkpoints import load_checkpoint
+    from albert_lab.checkpoint.discover import summarize_checkpoint
+    from albert_lab.checkpoint.load import load_checkpoint
 
     root = tmp_path / "my-encoder"
     shutil.copytree(shipped / "bert-nsp", root / "0_Transformer")
@@ -166,7 +166,7 @@ def test_bad_input_ends_in_one_line_saying_what_to_do(shipped, tmp_path):
     line = one_line_error(run_cli("oscillation", "--checkpoint", str(broken), "--text", TEXTS[0]))
     assert "damaged or truncated" in line and "model.safetensors" in line
     assert "invalid choice" in run_cli("card", str(broken), "--device", "gpu0").stderr
-    from albert_lab.catalog import check_folder
+    from albert_lab.checkpoint.discover import check_folder
 
     tf = tmp_path / "albert_base"
     tf.mkdir()
@@ -180,7 +180,7 @@ def test_bad_input_ends_in_one_line_saying_what_to_do(shipped, tmp_path):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_oscillation_on_cuda_matches_cpu(shipped):
     from albert_lab.analysis.oscillation import oscillation
-    from albert_lab.checkpoints import load_checkpoint
+    from albert_lab.checkpoint.load import load_checkpoint
 
     frames = [oscillation(load_checkpoint(shipped / "albert-sop", device=d), TEXTS) for d in ("cpu", "cuda")]
     assert frames[1].l2.to_numpy() == pytest.approx(frames[0].l2.to_numpy(), rel=1e-4)
@@ -207,7 +207,7 @@ def test_fit_head_on_hub_albert_writes_a_probe(shipped, tmp_path):
 
 def test_fit_head_probe_is_deterministic_and_used_by_scoring(shipped, tmp_path):
     from albert_lab.analysis.pairs import pairs_frame, score_pairs
-    from albert_lab.checkpoints import load_checkpoint
+    from albert_lab.checkpoint.load import load_checkpoint
     from albert_lab.training.probe import fit_probe, save_probe
 
     results = []

@@ -71,7 +71,7 @@ def test_fit_a_probe_from_the_model_card(app):
     assert not at.exception and not at.error, [e.value for e in at.error]
     name, path, accuracy = at.session_state["probe_done"]
     assert name == "hub-albert-sop-probe" and 0 <= accuracy <= 1
-    from albert_lab.checkpoints import load_checkpoint
+    from albert_lab.checkpoint.load import load_checkpoint
 
     probe = load_checkpoint(path, device="cpu")
     assert probe.heads.pair == "probe" and probe.card["probe"]["pairs"]["held_out"] == 100

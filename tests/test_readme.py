@@ -46,7 +46,7 @@ def readme_checkpoints(shipped, tmp_path_factory, tokenizer):
 
     from conftest import tiny_spec
 
-    from albert_lab.checkpoints import save_checkpoint
+    from albert_lab.checkpoint.store import save_checkpoint
     from albert_lab.models import build_model
 
     root = tmp_path_factory.mktemp("readme-checkpoints")

@@ -21,7 +21,7 @@ from albert_lab.analysis.reapply import (
     logit_lens,
     run_applications,
 )
-from albert_lab.checkpoints import load_checkpoint
+from albert_lab.checkpoint.load import load_checkpoint
 from albert_lab.errors import AlbertLabError
 
 TEXTS = ["The river flows through the old town. Its bridges are old.",

@@ -10,7 +10,8 @@ import pytest
 from conftest import ROOT, run_cli
 
 from albert_lab.analysis.intrinsic import pair_probabilities
-from albert_lab.checkpoints import discover_checkpoints, load_checkpoint
+from albert_lab.checkpoint.discover import discover_checkpoints
+from albert_lab.checkpoint.load import load_checkpoint
 from albert_lab.data.corpus import load_builtin
 from albert_lab.data.heldout import build_eval_pairs
 

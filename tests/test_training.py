@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import run_cli, tiny_spec
 
-from albert_lab.checkpoints import load_checkpoint, recover_checkpoint_dir
+from albert_lab.checkpoint.load import load_checkpoint
+from albert_lab.checkpoint.store import recover_checkpoint_dir
 from albert_lab.errors import AlbertLabError, DataError, RunError, SpecError
 from albert_lab.runfolder import read_jsonl
 from albert_lab.training.config import TrainConfig

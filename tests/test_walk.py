@@ -98,7 +98,7 @@ def test_attention_of_one_cached_model_from_two_threads_at_once(shipped):
     import threading
 
     from albert_lab.analysis.attention import attention_entropy
-    from albert_lab.checkpoints import load_checkpoint
+    from albert_lab.checkpoint.load import load_checkpoint
 
     bundle = load_checkpoint(shipped / "albert-sop", device="cpu")
     texts = {"long": ["The Nile is a river in Africa. " * 12], "short": ["The river flows through the old town."]}

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from albert_lab.analysis.reapply import application_groups, blocks, encode, reapply_note, run_applications
-from albert_lab.checkpoints import ModelBundle
+from albert_lab.checkpoint.load import ModelBundle
 
 
 def attention_projections(layer: nn.Module) -> tuple[nn.Linear, nn.Linear, nn.Linear, nn.Linear, int]:

@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 
 from albert_lab.analysis.common import check_segment, encode_pairs
-from albert_lab.checkpoints import ModelBundle
+from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.errors import AlbertLabError
 from albert_lab.models import Parts
 

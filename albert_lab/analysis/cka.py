@@ -27,7 +27,7 @@ import pandas as pd
 import torch
 
 from albert_lab.analysis.reapply import Inputs, encode, reapply_note, run_applications
-from albert_lab.checkpoints import ModelBundle
+from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.errors import DataError
 
 CAUTION = ("CKA can mislead: a few high-variance directions dominate it, it is biased upward for few tokens, and "

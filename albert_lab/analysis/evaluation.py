@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from albert_lab.analysis.intrinsic import SUBSETS, TASKS, Task, accuracy_table, score_eval_pairs
-from albert_lab.checkpoints import ModelBundle
+from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpora import OOD, evaluation_documents, load_corpus
 from albert_lab.data.heldout import build_eval_pairs
 from albert_lab.data.sources import is_installed

@@ -27,7 +27,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from albert_lab.checkpoints import ModelBundle
+from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.batching import Batch, batch_from_documents
 from albert_lab.data.corpus import Document, split_sentences
 from albert_lab.errors import CheckpointError

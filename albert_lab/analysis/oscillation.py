@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 
 from albert_lab.analysis.common import check_segment
-from albert_lab.checkpoints import ModelBundle
+from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.errors import DataError
 from albert_lab.models import Parts
 

@@ -23,7 +23,7 @@ import pandas as pd
 
 from albert_lab.analysis.common import check_segment
 from albert_lab.analysis.intrinsic import pair_probabilities
-from albert_lab.checkpoints import ModelBundle
+from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpus import MAX_SEGMENT_CHARS, decode_utf8, jsonl_records
 from albert_lab.errors import DataError
 

@@ -29,7 +29,7 @@ from transformers import AlbertForPreTraining
 from transformers.masking_utils import create_bidirectional_mask
 
 from albert_lab.analysis.common import check_segment
-from albert_lab.checkpoints import ModelBundle
+from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.errors import AlbertLabError, DataError
 from albert_lab.models import Parts
 from albert_lab.spec import ModelSpec, layer_group

@@ -25,7 +25,7 @@ from safetensors.torch import load_file
 
 from albert_lab.analysis.gradflow import gradient_flow_on_batch
 from albert_lab.analysis.intrinsic import intrinsic_eval
-from albert_lab.checkpoints import recover_checkpoint_dir, save_checkpoint
+from albert_lab.checkpoint.store import recover_checkpoint_dir, save_checkpoint
 from albert_lab.data.batching import Batch, PretrainingData
 from albert_lab.data.masking import masking_config
 from albert_lab.devices import fast_bf16, resolve_device

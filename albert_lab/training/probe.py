@@ -25,8 +25,9 @@ from transformers import AlbertForPreTraining
 
 from albert_lab.analysis.common import approximate_lengths, batch_tokens_for, encode_pairs, length_batches
 from albert_lab.analysis.intrinsic import wilson_interval
-from albert_lab.catalog import MLM_KEYS
-from albert_lab.checkpoints import ModelBundle, save_checkpoint
+from albert_lab.checkpoint.heads import MLM_KEYS
+from albert_lab.checkpoint.load import ModelBundle
+from albert_lab.checkpoint.store import save_checkpoint
 from albert_lab.data.corpora import evaluation_documents, load_corpus
 from albert_lab.data.heldout import build_eval_pairs
 from albert_lab.errors import AlbertLabError

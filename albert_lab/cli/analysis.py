@@ -1,4 +1,4 @@
-"""CLI commands for the analyses (registered on import by cli.py)."""
+"""CLI commands for the analyses (registered on import by albert_lab/cli/__init__.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import get_args
 
-from albert_lab.cli_common import (
+from albert_lab.cli.common import (
     add_checkpoint_arguments,
     add_text_arguments,
     command,

@@ -1,4 +1,4 @@
-"""CLI commands for a shared block applied again (registered on import by cli.py):
+"""CLI commands for a shared block applied again (registered on import by albert_lab/cli/__init__.py):
 extrapolate, logit-lens, lens-top, attention, cka."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from albert_lab.cli_common import add_checkpoint_arguments, add_text_arguments, command, input_texts, load_bundle, print_frame
+from albert_lab.cli.common import add_checkpoint_arguments, add_text_arguments, command, input_texts, load_bundle, print_frame
 from albert_lab.errors import AlbertLabError
 
 

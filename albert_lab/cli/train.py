@@ -1,4 +1,4 @@
-"""CLI commands for training and evaluation (registered on import by cli.py)."""
+"""CLI commands for training and evaluation (registered on import by albert_lab/cli/__init__.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from albert_lab.cli_common import add_checkpoint_arguments, add_spec_arguments, command, emit, load_bundles, spec_from_args, table
+from albert_lab.cli.common import add_checkpoint_arguments, add_spec_arguments, command, emit, load_bundles, spec_from_args, table
 from albert_lab.errors import AlbertLabError
 from albert_lab.training.config import TrainConfig
 

@@ -1,20 +1,13 @@
-"""Checkpoints: load and save transformers-format folders (reading a folder's files
-without loading it, and discovery, live in albert_lab.catalog; re-exported here).
+"""Loading a checkpoint (a local folder or, when online, a hub id) into a ModelBundle.
 
-A checkpoint is a folder `from_pretrained` can read: config.json, model.safetensors,
-the tokenizer (spiece.model + tokenizer files) and, when this project wrote it,
-albert_lab.json: the spec (incl. sharing strategy), the objective the pair head was
-trained with, provenance and metrics. Every model loads into its pretraining class so
+Every model loads into its pretraining class so
 that missing heads show up as missing keys instead of passing silently: hub ALBERT
 checkpoints ship without SOP head weights, and their SOP scores are noise.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,25 +16,15 @@ import torch
 from transformers import AlbertConfig, AlbertForPreTraining, AutoConfig, BertConfig, BertForPreTraining
 from transformers.utils import logging as hf_logging
 
-from albert_lab.catalog import (
-    CARD,
-    PICKLE_SUFFIXES,
-    HeadStatus,
-    check_folder,
-    checkpoint_label,
-    discover_checkpoints,  # noqa: F401  (re-exported: callers import it from here)
-    head_status,
-    is_local_source,
-    read_card,
-    read_spec,
-    read_transformers_config,
-)
+from albert_lab.checkpoint.discover import check_folder
+from albert_lab.checkpoint.files import PICKLE_SUFFIXES, checkpoint_label, is_local_source, read_card, read_spec, read_transformers_config
+from albert_lab.checkpoint.heads import HeadStatus, head_status
 from albert_lab.devices import resolve_device, resolve_dtype
 from albert_lab.errors import AlbertLabError, CheckpointError
 from albert_lab.kernels import tune_for_inference
 from albert_lab.models import PretrainingModel, spec_from_config, tie_shared_modules
 from albert_lab.spec import ModelSpec
-from albert_lab.tokenizer import load_tokenizer, save_tokenizer
+from albert_lab.tokenizer import load_tokenizer
 
 hf_logging.set_verbosity_error()
 hf_logging.disable_progress_bar()
@@ -146,57 +129,3 @@ def _load_from_hub(hub_id: str) -> tuple[Any, PretrainingModel, set[str], Any]:
         raise CheckpointError(f"could not load {hub_id!r} from the model hub ({type(err).__name__}: "
                               f"{str(err).splitlines()[0][:160]}); the hub is unreachable offline: give a local folder") from None
     return config, model, set(info["missing_keys"]), tokenizer
-
-
-# ---- saving ----------------------------------------------------------------------------
-def save_checkpoint(model: PretrainingModel, tokenizer: Any, spec: ModelSpec, out_dir: str | Path,
-                    card: dict[str, Any] | None = None, tokenizer_source: str | Path | None = None,
-                    extra: Callable[[Path], None] | None = None, omit: tuple[str, ...] = ()) -> Path:
-    """Write a checkpoint folder atomically: into a hidden sibling, then renamed into
-    place, so a reader never sees a half-written checkpoint (even after kill -9).
-    `extra(folder)` may add files (e.g. trainer state) before the swap. Weights whose
-    names start with an `omit` prefix are left out (a head that was missing on load)."""
-    out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp, old = out.parent / f".{out.name}.tmp-{os.getpid()}", out.parent / f".{out.name}.old-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    # Tied copies of partially shared modules are written in full, so plain transformers
-    # loads an equivalent model. The MLM decoder's tie to the word embeddings is
-    # transformers' own: its keys are left out (as save_pretrained does) and re-tied on load.
-    tied = set(getattr(model, "_tied_weights_keys", None) or ())
-    state = {k: v.detach().to("cpu", torch.float32).clone().contiguous() for k, v in model.state_dict().items()
-             if k not in tied and not k.startswith(omit)}
-    model.save_pretrained(str(tmp), state_dict=state)
-    save_tokenizer(tokenizer, tmp, tokenizer_source or getattr(tokenizer, "name_or_path", None))
-    full_card = {"format": 1, **(card or {}), "spec": spec.to_dict(), "objective": spec.objective}
-    (tmp / CARD).write_text(json.dumps(full_card, indent=2, default=str))
-    if extra is not None:
-        extra(tmp)
-    _fsync_tree(tmp)
-    if out.exists():
-        os.replace(out, old)
-    os.replace(tmp, out)
-    shutil.rmtree(old, ignore_errors=True)
-    return out
-
-
-def recover_checkpoint_dir(out: Path) -> None:
-    """Clean up after a save that was killed: if it died between its two renames, bring
-    the old copy back; then remove half-written (.tmp-*) and superseded (.old-*) copies."""
-    olds = sorted(out.parent.glob(f".{out.name}.old-*"), key=lambda p: p.stat().st_mtime)
-    if not out.exists() and olds:  # readers do this too (catalog.recover_interrupted_save), if the saver is gone
-        os.replace(olds.pop(), out)
-    for stale in [*olds, *out.parent.glob(f".{out.name}.tmp-*")]:
-        shutil.rmtree(stale, ignore_errors=True)
-
-
-def _fsync_tree(folder: Path) -> None:
-    for file in folder.iterdir():
-        with open(file, "rb") as handle:
-            os.fsync(handle.fileno())
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

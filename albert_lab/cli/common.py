@@ -1,7 +1,7 @@
 """What the command-line modules share: the command registry, output (a table or
 one JSON document), spec and checkpoint arguments, and loading a checkpoint by
-shipped name, folder or hub id. cli.py, cli_analysis.py and cli_train.py import from
-here; nothing here imports them."""
+shipped name, folder or hub id. The command modules import from here; nothing here
+imports them."""
 
 from __future__ import annotations
 
@@ -107,8 +107,8 @@ def add_text_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def load_bundle(args: argparse.Namespace, source: str):
-    from albert_lab.card import resolve_checkpoint
-    from albert_lab.checkpoints import load_checkpoint
+    from albert_lab.checkpoint.discover import resolve_checkpoint
+    from albert_lab.checkpoint.load import load_checkpoint
 
     return load_checkpoint(resolve_checkpoint(source), device=args.device, dtype=args.dtype,
                            allow_pickle=args.allow_pickle, name=source if "/" not in source else None)

@@ -1,0 +1,189 @@
+"""Finding checkpoints: a folder checked before loading (saying what it is instead when
+it is not one), its summary from its files alone, the shipped checkpoints and finished
+runs, and a listed name resolved to its folder. No torch, no transformers."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from albert_lab.checkpoint.files import (
+    CONFIG,
+    PICKLE_SUFFIXES,
+    WEIGHTS,
+    checkpoint_label,
+    read_card,
+    read_config,
+    read_spec,
+    safetensors_keys,
+)
+from albert_lab.checkpoint.heads import MLM_KEYS, PAIR_KEYS, HeadStatus, head_status
+from albert_lab.checkpoint.store import recover_interrupted_save
+from albert_lab.errors import AlbertLabError, CheckpointError
+from albert_lab.paths import checkpoints_dir, runs_dir
+from albert_lab.runfolder import RunFolder
+from albert_lab.spec import ModelSpec
+
+
+def check_folder(path: Path, allow_pickle: bool = False) -> Path:
+    """A loadable checkpoint folder, or a CheckpointError that says what is wrong."""
+    recover_interrupted_save(path)
+    if not path.exists():
+        raise CheckpointError(f"{path}: no such folder")
+    if path.is_file():
+        raise CheckpointError(_file_hint(path))
+    path = sentence_transformers_module(path)
+    if not (path / CONFIG).is_file():
+        raise CheckpointError(f"{path} has no config.json, so it is not a transformers checkpoint folder{_folder_hint(path)}")
+    model_type = read_config(path).get("model_type")
+    if model_type not in ("albert", "bert"):
+        raise CheckpointError(f"unsupported model type {model_type!r} in {path / CONFIG}; "
+                              "ALBERT Lab loads 'albert' and 'bert' checkpoints")
+    safetensors = sorted(path.glob("*.safetensors"))
+    if safetensors:
+        for file in safetensors:
+            safetensors_keys(file)
+        return path
+    pickles = sorted(p.name for p in path.iterdir() if p.suffix in PICKLE_SUFFIXES)
+    if not pickles:
+        raise CheckpointError(f"{path} has a config.json but no weights (model.safetensors)")
+    if not allow_pickle:
+        raise CheckpointError(f"{path} holds only pickled weights ({', '.join(pickles)}), and a pickle can run code "
+                              "when loaded; convert it to safetensors, or allow pickles (--allow-pickle) if you trust it")
+    return path
+
+
+def sentence_transformers_module(path: Path) -> Path:
+    """The folder of the Transformer module of a sentence-transformers folder
+    (modules.json names it: "" for the root, often "0_Transformer"); else `path`."""
+    if (path / CONFIG).is_file() or not (path / "modules.json").is_file():
+        return path
+    try:
+        modules = json.loads((path / "modules.json").read_text())
+        found = [m.get("path", "") for m in modules if str(m.get("type", "")).endswith("Transformer")]
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, TypeError):
+        raise CheckpointError(f"{path / 'modules.json'} is not a valid sentence-transformers module list; "
+                              "point at the folder that holds config.json and model.safetensors") from None
+    if not found:
+        raise CheckpointError(f"{path} is a sentence-transformers folder without a Transformer module in modules.json; "
+                              "point at the folder that holds config.json")
+    return path / found[0]
+
+
+def _file_hint(path: Path) -> str:
+    """One line for a file given where a folder is expected: what to point at instead."""
+    import zipfile
+
+    if zipfile.is_zipfile(path) or path.suffix.lower() in (".zip", ".tar", ".gz", ".tgz"):
+        return f"{path} is an archive; unpack it (e.g. `unzip {path.name} -d {path.stem}`) and give the folder that holds config.json"
+    if path.name.startswith("model.ckpt") or ".data-0" in path.name or path.suffix == ".index":
+        return f"{path} is part of a TensorFlow checkpoint; convert it first (README: 'Checkpoints you did not train')"
+    return f"{path} is a file; give the checkpoint folder that holds it and config.json"
+
+
+def _folder_hint(path: Path) -> str:
+    """What a folder without config.json might be instead: a run, a TF checkpoint, a parent."""
+    if RunFolder(path).is_run():
+        return f"; this looks like a run folder, its checkpoint is {RunFolder(path).checkpoint}"
+    if any(path.glob("*.index")) or any(path.glob("*.data-0*")):
+        return "; it holds a TensorFlow checkpoint: convert it first (README: 'Checkpoints you did not train')"
+    inner = sorted(p.parent for p in path.glob(f"*/{CONFIG}"))
+    if inner:
+        return f"; give the folder that holds config.json, e.g. {inner[0]}"
+    if any(path.glob("*.zip")):
+        return "; it holds an archive: unpack it and give the folder that holds config.json"
+    return "; give the folder that holds config.json and model.safetensors"
+
+
+# ---- a checkpoint without loading it --------------------------------------------------------
+@dataclass(frozen=True)
+class CheckpointSummary:
+    """A checkpoint folder as its files describe it; the same fields a ModelBundle has
+    for a model card (name, source, spec, heads, card), without the model."""
+
+    name: str
+    source: str
+    spec: ModelSpec
+    heads: HeadStatus
+    card: dict[str, Any] = field(default_factory=dict)
+
+
+def summarize_checkpoint(folder: str | Path, name: str | None = None) -> CheckpointSummary | None:
+    """The summary of a local safetensors checkpoint; None where only loading can tell
+    (pickled or sharded weights). Raises CheckpointError for folders that cannot load."""
+    given = Path(str(folder).strip()).expanduser()
+    path = check_folder(given)
+    files = sorted(path.glob("*.safetensors"))
+    if [f.name for f in files] != [WEIGHTS]:
+        return None
+    card = read_card(path)
+    spec = read_spec(path, card)
+    keys = safetensors_keys(files[0])
+    # What from_pretrained reports missing for a head: its prefix absent from the file
+    # (files from *ForMaskedLM / base models keep the encoder under the same prefix).
+    missing = {prefix for prefix in (MLM_KEYS[spec.family], PAIR_KEYS[spec.family])
+               if not any(k.startswith(prefix) for k in keys)}
+    return CheckpointSummary(name=checkpoint_label(given.absolute(), name), source=str(folder).strip(), spec=spec,
+                             heads=head_status(spec, missing, card),
+                             card=card)
+
+
+# ---- discovery -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CheckpointInfo:
+    name: str
+    path: Path
+    origin: Literal["shipped", "run"]
+    family: str
+    objective: str
+    label: str
+    card: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "path": str(self.path), "origin": self.origin, "family": self.family,
+                "objective": self.objective, "label": self.label, "metrics": self.card.get("metrics", {})}
+
+
+def discover_checkpoints(shipped: Path | None = None, runs: Path | None = None) -> list[CheckpointInfo]:
+    """Shipped checkpoints (sub-folders of checkpoints/) and finished runs' checkpoints."""
+    found = []
+    shipped = shipped or checkpoints_dir()
+    for folder in sorted(shipped.iterdir()) if shipped.is_dir() else []:
+        if (folder / CONFIG).is_file():
+            found.append(_info(folder.name, folder, "shipped"))
+    runs = runs or runs_dir()
+    for run in sorted(runs.iterdir()) if runs.is_dir() else []:
+        folder = RunFolder(run).checkpoint
+        if run.is_dir() and not run.name.startswith("."):
+            recover_interrupted_save(folder)
+        if (folder / CONFIG).is_file() and _run_finished(run):
+            found.append(_info(f"run:{run.name}", folder, "run"))
+    return [info for info in found if info is not None]
+
+
+def _run_finished(run: Path) -> bool:
+    try:
+        return RunFolder(run).read().get("status") in ("succeeded", "cancelled")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return False
+
+
+def _info(name: str, folder: Path, origin: Literal["shipped", "run"]) -> CheckpointInfo | None:
+    try:
+        card = read_card(folder)
+        spec = read_spec(folder, card)
+    except (AlbertLabError, OSError, ValueError):
+        return None  # unreadable folders are reported when someone tries to load them
+    return CheckpointInfo(name=name, path=folder, origin=origin, family=spec.family, objective=spec.objective,
+                          label=spec.label, card=card)
+
+
+def resolve_checkpoint(name_or_path: str) -> str:
+    """A name listed by discover_checkpoints (e.g. 'albert-sop', 'run:ID') -> its folder;
+    anything else is returned unchanged (a path or hub id)."""
+    for info in discover_checkpoints():
+        if info.name == name_or_path:
+            return str(info.path)
+    return name_or_path

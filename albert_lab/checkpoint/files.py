@@ -1,0 +1,166 @@
+"""A checkpoint folder's files: their names, their readers, and whether a source is a
+local folder or a hub id. No torch, no transformers at import."""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from pathlib import Path
+from typing import Any
+
+from albert_lab.errors import AlbertLabError, CheckpointError
+from albert_lab.spec import ModelSpec
+
+CARD = "albert_lab.json"
+CONFIG = "config.json"
+WEIGHTS = "model.safetensors"
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+def is_local_source(text: str) -> bool:
+    """A hub id is `name` or `org/name`; anything else, an existing path, or a path whose
+    first part exists here (`checkpoints/typo`) is a local folder."""
+    return (Path(text).expanduser().exists() or text.startswith((".", "/", "~")) or not HUB_ID.match(text)
+            or Path(text.split("/")[0]).is_dir())
+
+
+def stamp(source: str | Path) -> float:
+    """Changes when a folder's weights or card are rewritten (a cache key); 0 for a hub id."""
+    files = [Path(source) / WEIGHTS, Path(source) / CARD]
+    return max((f.stat().st_mtime for f in files if f.is_file()), default=0.0)
+
+
+def read_card(folder: Path) -> dict[str, Any]:
+    file = folder / CARD
+    if not file.is_file():
+        return {}
+    card = _read_json_object(file, "fix or delete it")
+    for key in ("spec", "heads", "metrics"):
+        if key in card and not isinstance(card[key], dict):
+            raise CheckpointError(f"{file}: {key!r} is {_kind(card[key])}, expected an object; fix or delete the file")
+    return card
+
+
+def _read_json_object(file: Path, advice: str) -> dict[str, Any]:
+    """A JSON file that must hold an object; one-line CheckpointError naming the file otherwise."""
+    try:
+        data = json.loads(file.read_bytes())
+    except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError, 4,300-digit integers
+        message = err.msg if isinstance(err, json.JSONDecodeError) else type(err).__name__
+        raise CheckpointError(f"{file} is not valid JSON ({message}); {advice}") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{file} holds {_kind(data)}, expected a JSON object; {advice}")
+    return data
+
+
+def _kind(value: object) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number")
+
+
+# safetensors dtypes and their sizes in bytes (the format's own list)
+SAFETENSORS_DTYPES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+                      "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
+
+
+def safetensors_keys(file: Path) -> set[str]:
+    """Tensor names from a safetensors header (8-byte length, JSON), checking what the
+    loader would trip on: an object of tensors with a known dtype, a shape, and byte
+    offsets that tile the data exactly (no overlaps, no gaps), all of it in the file."""
+    damaged = f"{file} is damaged or truncated"
+    advice = "re-copy or re-train the checkpoint"
+    try:
+        with file.open("rb") as handle:
+            (length,) = struct.unpack("<Q", handle.read(8))
+            if length > 100_000_000:
+                raise CheckpointError(f"{damaged} (header of {length} bytes); {advice}")
+            header = json.loads(handle.read(length))
+    except (struct.error, ValueError, RecursionError) as err:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise CheckpointError(f"{damaged} (unreadable header: {type(err).__name__}); {advice}") from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{damaged} (the header is {_kind(header)}, not an object of tensors); {advice}")
+    spans = sorted(_tensor_span(file, name, entry) for name, entry in header.items() if name != "__metadata__")
+    end = 0
+    for begin, stop, name in spans:
+        if begin != end:
+            what = "overlaps the tensor before it" if begin < end else "leaves a gap before it"
+            raise CheckpointError(f"{damaged} (tensor {name!r} {what}: bytes {begin}-{stop}); {advice}")
+        end = stop
+    expected, actual = 8 + length + end, file.stat().st_size
+    if actual < expected:
+        raise CheckpointError(f"{damaged} ({actual:,} of {expected:,} bytes); {advice}")
+    return {name for name in header if name != "__metadata__"}
+
+
+def _tensor_span(file: Path, name: str, entry: object) -> tuple[int, int, str]:
+    """(begin, end, name) of one header entry, after checking its dtype, shape and size."""
+    def bad(what: str) -> CheckpointError:
+        return CheckpointError(f"{file} is damaged: tensor {name[:80]!r} {what}; re-copy or re-train the checkpoint")
+
+    if not isinstance(entry, dict):
+        raise bad(f"is described by {_kind(entry)}, not an object")
+    dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+    if not isinstance(dtype, str) or dtype not in SAFETENSORS_DTYPES:
+        raise bad(f"has an unknown dtype {str(dtype)[:20]!r}; known: {', '.join(SAFETENSORS_DTYPES)}")
+    is_count = lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    if not isinstance(shape, list) or not all(is_count(d) for d in shape):
+        raise bad("has a shape that is not a list of sizes")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(is_count(o) for o in offsets) and offsets[0] <= offsets[1]):
+        raise bad("has data_offsets that are not two increasing byte positions")
+    size = SAFETENSORS_DTYPES[dtype]
+    for dim in shape:
+        size *= dim
+    if offsets[1] - offsets[0] != size:
+        raise bad(f"takes {offsets[1] - offsets[0]} bytes, but its dtype and shape need {size}")
+    return offsets[0], offsets[1], name
+
+
+def read_config(folder: Path) -> dict[str, Any]:
+    return _read_json_object(folder / CONFIG, "fix it or re-save the checkpoint")
+
+
+def read_spec(folder: Path, card: dict[str, Any], config: Any = None) -> ModelSpec:
+    """From albert_lab.json when this project wrote the folder; otherwise from
+    config.json through transformers (its defaults fill what the file leaves out)."""
+    if "spec" in card:
+        try:
+            return ModelSpec.from_dict(card["spec"])
+        except AlbertLabError as err:
+            raise CheckpointError(f"{folder / CARD}: the spec is not valid ({err}); fix or delete the file") from None
+        except (TypeError, ValueError, OverflowError, RecursionError) as err:
+            raise CheckpointError(f"{folder / CARD}: the spec is not valid ({type(err).__name__}: "
+                                  f"{str(err)[:120]}); fix or delete the file") from None
+    from albert_lab.models import spec_from_config
+
+    config = config if config is not None else read_transformers_config(folder)
+    try:
+        return spec_from_config(config, card)
+    except AlbertLabError as err:
+        raise CheckpointError(f"{folder / CONFIG}: not a model ALBERT Lab can build ({err})") from None
+    except (TypeError, ValueError, AttributeError, ArithmeticError) as err:
+        raise CheckpointError(f"{folder / CONFIG}: not a model ALBERT Lab can build ({type(err).__name__}: "
+                              f"{str(err)[:120]})") from None
+
+
+def read_transformers_config(folder: Path) -> Any:
+    """transformers' config object for a folder, or a CheckpointError naming config.json
+    (a config.json of the right shape can still hold values transformers rejects)."""
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(str(folder))
+        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"):
+            value = getattr(config, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {str(value)[:40]!r}")
+    except Exception as err:  # transformers raises many types for bad values (KeyError, TypeError, ...)
+        raise CheckpointError(f"{folder / CONFIG}: transformers cannot read it ({type(err).__name__}: "
+                              f"{str(err).splitlines()[0][:160] if str(err) else ''}); fix it or re-save the checkpoint") from None
+    return config
+
+
+def checkpoint_label(folder: Path, name: str | None = None) -> str:
+    """A run's checkpoint is named after its run folder; others after their folder."""
+    return name or (folder.parent.name if folder.name == "checkpoint" else folder.name)

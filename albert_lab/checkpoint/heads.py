@@ -1,0 +1,75 @@
+"""Which heads a checkpoint can be trusted with, and what to tell the user about it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from albert_lab.spec import ModelSpec
+
+PAIR_KEYS = {"albert": "sop_classifier.", "bert": "cls.seq_relationship."}
+MLM_KEYS = {"albert": "predictions.", "bert": "cls.predictions."}
+HeadState = Literal["trained", "untrained", "missing", "present", "probe"]
+
+
+@dataclass(frozen=True)
+class HeadStatus:
+    """What a checkpoint's heads can be trusted with.
+
+    trained:   weights present and trained by this project (per albert_lab.json);
+    untrained: weights present but never trained (objective 'none');
+    missing:   not in the checkpoint: transformers initialised them randomly;
+    present:   weights present, provenance unknown (e.g. a hub checkpoint);
+    probe:     a pair head fitted on the frozen encoder (`albert-lab fit-head`).
+    """
+
+    mlm: HeadState
+    pair: HeadState
+    pair_kind: Literal["sop", "nsp"]  # what the pair head predicts; label 0 = original order / is next
+    family: Literal["albert", "bert"] = "albert"
+
+    @property
+    def pair_usable(self) -> bool:
+        return self.pair in ("trained", "present", "probe")
+
+    @property
+    def missing(self) -> list[str]:
+        """The missing heads by name, e.g. ['MLM head', 'NSP head']."""
+        return [f"{name} head" for name, state in (("MLM", self.mlm), (self.pair_kind.upper(), self.pair)) if state == "missing"]
+
+    @property
+    def warning(self) -> str | None:
+        kind, notes = self.pair_kind.upper(), []
+        if self.missing:
+            one = len(self.missing) == 1
+            uses = " and ".join(use for use, state in (("masked-token predictions", self.mlm), (f"{kind} scores", self.pair))
+                                if state == "missing")
+            notes.append(f"The {' and '.join(self.missing)} weights are missing from this checkpoint: "
+                         f"transformers would initialise {'it' if one else 'them'} randomly, so {uses} would be noise; "
+                         "none are computed.")
+            if self.pair == "missing":
+                hub = " (the model hub's ALBERT checkpoints ship without it)" if self.family == "albert" else ""
+                notes.append(f"An {kind} probe can be fitted on the frozen encoder with `albert-lab fit-head`{hub}.")
+        if self.pair == "untrained":
+            notes.append(f"This model was trained without an inter-sentence loss: its {kind} head was never trained.")
+        if self.pair == "probe":
+            notes.append(f"The {kind} head is a probe on a frozen encoder, fitted after pretraining, not trained with the model.")
+        return " ".join(notes) or None
+
+
+def head_status(spec: ModelSpec, missing: set[str], card: dict[str, Any]) -> HeadStatus:
+    """Missing weights win; then what the card records (the training loop writes
+    `heads`); then the objective the card names; without a card, 'present'."""
+    recorded = card.get("heads", {})
+
+    def state(prefix: str, head: str, trained: bool) -> HeadState:
+        if any(k.startswith(prefix) for k in missing):
+            return "missing"
+        if not card:
+            return "present"
+        return recorded.get(head) or ("trained" if trained else "untrained")
+
+    objective = spec.objective
+    kind: Literal["sop", "nsp"] = objective if objective in ("sop", "nsp") else ("sop" if spec.family == "albert" else "nsp")
+    return HeadStatus(mlm=state(MLM_KEYS[spec.family], "mlm", True),
+                      pair=state(PAIR_KEYS[spec.family], "pair", objective != "none"), pair_kind=kind, family=spec.family)

@@ -1,0 +1,109 @@
+"""Checkpoints written atomically, and both halves of the recovery after a save that was
+killed: the saver's (recover_checkpoint_dir, before it saves again) and the readers'
+(recover_interrupted_save, before they look). torch is imported by save_checkpoint
+only: readers recover without it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from albert_lab.checkpoint.files import CARD
+from albert_lab.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from albert_lab.models import PretrainingModel
+
+
+def save_checkpoint(model: PretrainingModel, tokenizer: Any, spec: ModelSpec, out_dir: str | Path,
+                    card: dict[str, Any] | None = None, tokenizer_source: str | Path | None = None,
+                    extra: Callable[[Path], None] | None = None, omit: tuple[str, ...] = ()) -> Path:
+    """Write a checkpoint folder atomically: into a hidden sibling, then renamed into
+    place, so a reader never sees a half-written checkpoint (even after kill -9).
+    `extra(folder)` may add files (e.g. trainer state) before the swap. Weights whose
+    names start with an `omit` prefix are left out (a head that was missing on load)."""
+    import torch
+
+    from albert_lab.tokenizer import save_tokenizer
+
+    out = Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp, old = out.parent / f".{out.name}.tmp-{os.getpid()}", out.parent / f".{out.name}.old-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    # Tied copies of partially shared modules are written in full, so plain transformers
+    # loads an equivalent model. The MLM decoder's tie to the word embeddings is
+    # transformers' own: its keys are left out (as save_pretrained does) and re-tied on load.
+    tied = set(getattr(model, "_tied_weights_keys", None) or ())
+    state = {k: v.detach().to("cpu", torch.float32).clone().contiguous() for k, v in model.state_dict().items()
+             if k not in tied and not k.startswith(omit)}
+    model.save_pretrained(str(tmp), state_dict=state)
+    save_tokenizer(tokenizer, tmp, tokenizer_source or getattr(tokenizer, "name_or_path", None))
+    full_card = {"format": 1, **(card or {}), "spec": spec.to_dict(), "objective": spec.objective}
+    (tmp / CARD).write_text(json.dumps(full_card, indent=2, default=str))
+    if extra is not None:
+        extra(tmp)
+    _fsync_tree(tmp)
+    if out.exists():
+        os.replace(out, old)
+    os.replace(tmp, out)
+    shutil.rmtree(old, ignore_errors=True)
+    return out
+
+
+def recover_checkpoint_dir(out: Path) -> None:
+    """Clean up after a save that was killed: if it died between its two renames, bring
+    the old copy back; then remove half-written (.tmp-*) and superseded (.old-*) copies."""
+    olds = sorted(out.parent.glob(f".{out.name}.old-*"), key=lambda p: p.stat().st_mtime)
+    if not out.exists() and olds:  # readers do this too (recover_interrupted_save, below), if the saver is gone
+        os.replace(olds.pop(), out)
+    for stale in [*olds, *out.parent.glob(f".{out.name}.tmp-*")]:
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def _fsync_tree(folder: Path) -> None:
+    for file in folder.iterdir():
+        with open(file, "rb") as handle:
+            os.fsync(handle.fileno())
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def recover_interrupted_save(out: Path) -> bool:
+    """Readers' half of atomic checkpoint saves (save_checkpoint renames the
+    old copy to `.<name>.old-<pid>`, then the new one into place): a save killed between
+    the two renames leaves no `out`. Whoever reads first brings the old copy back, when the
+    process that was saving is gone; a live one is mid-save and finishes it itself."""
+    if out.exists():
+        return False
+    olds = [p for p in out.parent.glob(f".{out.name}.old-*") if not _pid_alive(p.name.rsplit("-", 1)[-1])]
+    for old in sorted(olds, key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            os.replace(old, out)
+            return True
+        except OSError:  # another reader was first
+            if out.exists():
+                return True
+    return False
+
+
+def _pid_alive(text: str) -> bool:
+    if not text.isdigit():
+        return False
+    pid = int(text)
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # gone, or a number no pid can be
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True

@@ -1,0 +1,54 @@
+"""`albert-lab app`: the browser workbench (streamlit run app/main.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from albert_lab.cli.common import command
+from albert_lab.errors import AlbertLabError
+
+
+def _app_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--port", type=int, default=8501)
+    p.epilog = "Other options go to `streamlit run`, e.g. albert-lab app --server.headless true"
+
+
+def _server_port(port: int, streamlit_args: list[str]) -> tuple[int, list[str]]:
+    """The port the server will listen on: `--server.port N` (or `=N`) passed through to
+    streamlit wins over --port, as it would in `streamlit run`; the rest of the options."""
+    rest, i = [], 0
+    while i < len(streamlit_args):
+        arg = streamlit_args[i]
+        if arg == "--server.port" and i + 1 < len(streamlit_args):
+            value, i = streamlit_args[i + 1], i + 2
+        elif arg.startswith("--server.port="):
+            value, i = arg.split("=", 1)[1], i + 1
+        else:
+            rest.append(arg)
+            i += 1
+            continue
+        try:
+            port = int(value)
+        except ValueError:
+            raise AlbertLabError(f"--server.port: {value!r} is not a port number") from None
+    return port, rest
+
+
+@command("app", "start the workbench in the browser (streamlit run app/main.py)")(_app_arguments)
+def cmd_app(args: argparse.Namespace) -> int:
+    import os
+
+    from albert_lab.paths import PROJECT_ROOT
+
+    entry = PROJECT_ROOT / "app" / "main.py"
+    if not entry.is_file():
+        raise AlbertLabError(f"{entry} not found: run from a checkout of ALBERT Lab")
+    port, rest = _server_port(args.port, list(getattr(args, "streamlit_args", [])))
+    print(f"ALBERT Lab: http://localhost:{port}", file=sys.stderr)
+    # exec: this process becomes the server, so signals (Ctrl-C, SIGTERM) reach it; app.serve
+    # is `streamlit run` with the model code importing in the background as the server starts
+    os.chdir(PROJECT_ROOT)
+    command = [sys.executable, "-m", "app.serve", "run", str(entry), "--server.port", str(port), *rest]
+    os.execve(sys.executable, command, {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
+    return 0  # not reached

@@ -1,0 +1,96 @@
+"""Commands about models: a spec's exact counts (params), the presets, the checkpoints
+found here, and one checkpoint's model card."""
+
+from __future__ import annotations
+
+import argparse
+
+from albert_lab.cli.common import add_device_argument, add_spec_arguments, command, emit, spec_from_args, table
+from albert_lab.errors import AlbertLabError
+
+
+def _params_arguments(p: argparse.ArgumentParser) -> None:
+    add_spec_arguments(p)
+    p.add_argument("--seq-len", type=int, default=512, help="sequence length for attention FLOPs (default 512)")
+    p.add_argument("--json", action="store_true")
+
+
+@command("params", "exact parameter and FLOP counts of a spec (no weights allocated)")(_params_arguments)
+def cmd_params(args: argparse.Namespace) -> int:
+    from albert_lab.params import count, human
+
+    if args.seq_len <= 0:
+        raise AlbertLabError(f"--seq-len must be positive, got {args.seq_len}")
+    report = count(spec_from_args(args), seq_len=args.seq_len)
+    rows = [(c.name, c.unique, c.applied, human(c.flops_per_token)) for c in report.components]
+    text = "\n".join([
+        report.spec.label,
+        table(rows, ["component", "unique", "applied", "FLOPs/token"]),
+        f"total (encoder incl. pooler, the paper's count): {report.total:,} ({human(report.total)})",
+        f"with pretraining heads: {report.total_with_heads:,}   applied: {report.applied:,}",
+        f"forward FLOPs/token at seq len {report.seq_len}: {human(report.flops_per_token)} "
+        f"(+ {human(report.mlm_flops_per_prediction)} per MLM prediction)",
+    ])
+    emit(args, report.to_dict(), text)
+    return 0
+
+
+def _json_only(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true")
+
+
+@command("presets", "the paper's Table 1 configurations and the lab presets")(_json_only)
+def cmd_presets(args: argparse.Namespace) -> int:
+    from albert_lab.params import count, human
+    from albert_lab.spec import PRESET_NOTES, PRESETS
+
+    payload = {name: {"spec": s.to_dict(), "total": count(s).total, "note": PRESET_NOTES.get(name, "")} for name, s in PRESETS.items()}
+    rows = [(n, s.label, human(payload[n]["total"]), payload[n]["note"]) for n, s in PRESETS.items()]
+    emit(args, payload, table(rows, ["preset", "spec", "params", "note"]))
+    return 0
+
+
+@command("checkpoints", "checkpoints shipped in checkpoints/ and finished runs in runs/")(_json_only)
+def cmd_checkpoints(args: argparse.Namespace) -> int:
+    from albert_lab.checkpoint.discover import discover_checkpoints  # file reads only: no torch, no transformers
+
+    found = discover_checkpoints()
+    rows = [(c.name, c.origin, c.label, str(c.path)) for c in found]
+    emit(args, [c.to_dict() for c in found], table(rows, ["name", "origin", "spec", "path"]) if rows else "no checkpoints found")
+    return 0
+
+
+def _card_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("checkpoint", help="checkpoint folder, name from `albert-lab checkpoints`, or hub id")
+    p.add_argument("--allow-pickle", action="store_true", help="load pickled weights (only if you trust the source)")
+    add_device_argument(p)
+    p.add_argument("--json", action="store_true")
+
+
+@command("card", "model card of a checkpoint: spec, provenance, parameters, head status")(_card_arguments)
+def cmd_card(args: argparse.Namespace) -> int:
+    from albert_lab.card import model_card
+    from albert_lab.checkpoint.discover import resolve_checkpoint
+    from albert_lab.checkpoint.load import load_checkpoint
+
+    bundle = load_checkpoint(resolve_checkpoint(args.checkpoint), device=args.device, allow_pickle=args.allow_pickle)
+    card = model_card(bundle)
+    lines = [f"{card['name']}: {card['spec_label']}", f"source: {card['source']}",
+             f"parameters: {card['params']['total']:,} (encoder incl. pooler), {card['params']['total_with_heads']:,} with heads",
+             f"heads: MLM {card['heads']['mlm']}, pair ({card['heads']['pair_kind'].upper()}) {card['heads']['pair']}"]
+    if card["warning"]:
+        lines.append(f"warning: {card['warning']}")
+    if probe := card["probe"]:
+        low, high = probe["ci95"]
+        lines.append(f"pair head: {probe['kind']} ({probe['task'].upper()}, {probe['pairs']['train']:,} training pairs, "
+                     f"{probe['steps']} steps; held-out accuracy {probe['held_out_accuracy']:.3f} [{low:.3f}, {high:.3f}], "
+                     f"n={probe['pairs']['held_out']:,})")
+    for key, value in card["provenance"].items():
+        if key != "train_config":
+            lines.append(f"{key}: {value}")
+    if card["metrics"]:
+        from albert_lab.card import metric_lines
+
+        lines.append("held-out: " + ", ".join(f"{k} {text}" for k, text in metric_lines(card["metrics"])))
+    emit(args, card, "\n".join(lines))
+    return 0
