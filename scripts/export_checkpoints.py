@@ -8,7 +8,8 @@
    checkpoints/results.json and each card's metrics;
 3. the learning curves (held-out accuracy during training, from each run's
    metrics.jsonl) to checkpoints/learning_curves.json and docs/learning-curve.png;
-4. the README's results table, regenerated from that JSON (between the markers).
+4. the results tables, regenerated from that JSON between their markers: the full one in
+   docs/results.md, the README's short summary (held-out accuracies only).
 
 Run: .venv/bin/python scripts/export_checkpoints.py [--skip-copy] [--names albert-sop ...] [--limit N]
 """
@@ -32,7 +33,9 @@ from albert_lab.checkpoint.load import load_checkpoint  # noqa: E402
 from albert_lab.checkpoint.store import save_checkpoint  # noqa: E402
 
 NAMES = ["albert-sop", "albert-nsp", "albert-none", "bert-nsp"]
-START, END = "<!-- results:start -->", "<!-- results:end -->"
+START, END = "<!-- results:start -->", "<!-- results:end -->"  # the full table, in docs/results.md
+SUMMARY_START, SUMMARY_END = "<!-- summary:start -->", "<!-- summary:end -->"  # the README's short one
+RESULTS_PAGE, README = ROOT / "docs" / "results.md", ROOT / "README.md"
 
 
 def copy_run(name: str) -> bool:
@@ -131,13 +134,21 @@ def table(results: pd.DataFrame, command: str) -> str:
     return "\n".join(lines)
 
 
-def update_readme(text_table: str) -> None:
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        _, tail = rest.split(END, 1)
-        readme.write_text(f"{head}{START}\n{text_table}\n{END}{tail}")
+def summary(results: pd.DataFrame) -> str:
+    """The README's Table 5 in brief: held-out accuracies only, without intervals."""
+    cells, _ = table5_cells(results[(results.source == "all") & (results.domain == "in")])
+    cells = cells[["checkpoint", "trained with", "MLM", "NSP", "SOP", "SOP interior"]]
+    lines = ["| " + " | ".join(cells.columns) + " |", "|" + "---|" * len(cells.columns)]
+    lines += ["| " + " | ".join(str(value).split(" ")[0] for value in row) + " |" for row in cells.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def replace_between(file: Path, start: str, end: str, text: str) -> None:
+    content = file.read_text()
+    if start in content and end in content:
+        head, rest = content.split(start, 1)
+        _, tail = rest.split(end, 1)
+        file.write_text(f"{head}{start}\n{text}\n{end}{tail}")
 
 
 def main() -> None:
@@ -153,7 +164,8 @@ def main() -> None:
     if len(curves):
         print(curves.to_string(index=False))
     text_table = table(results, command)
-    update_readme(text_table)
+    replace_between(RESULTS_PAGE, START, END, text_table)
+    replace_between(README, SUMMARY_START, SUMMARY_END, summary(results))
     print(text_table)
 
 

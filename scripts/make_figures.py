@@ -1,4 +1,4 @@
-"""The README's images, from the shipped checkpoints:
+"""The images of docs/results.md, from the shipped checkpoints:
 
 - docs/oscillation.png   ALBERT (albert-sop) vs BERT (bert-nsp), the paper's Figure 1;
 - docs/gradflow.png      per-application gradient flow of both;

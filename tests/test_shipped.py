@@ -59,9 +59,11 @@ def test_published_numbers_are_the_evaluate_output():
             assert row.low <= row.accuracy <= row.high and row.n > 0
     (command,) = commands
     assert command.startswith("albert-lab evaluate")
-    readme = (ROOT / "README.md").read_text()
-    published = readme.split(export.START, 1)[1].split(export.END, 1)[0].strip()
+    page = (ROOT / "docs" / "results.md").read_text()
+    published = page.split(export.START, 1)[1].split(export.END, 1)[0].strip()
     assert published == export.table(results, command).strip()
+    readme = (ROOT / "README.md").read_text()
+    assert readme.split(export.SUMMARY_START, 1)[1].split(export.SUMMARY_END, 1)[0].strip() == export.summary(results).strip()
 
 
 def _export_script():

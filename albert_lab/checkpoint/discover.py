@@ -79,7 +79,7 @@ def _file_hint(path: Path) -> str:
     if zipfile.is_zipfile(path) or path.suffix.lower() in (".zip", ".tar", ".gz", ".tgz"):
         return f"{path} is an archive; unpack it (e.g. `unzip {path.name} -d {path.stem}`) and give the folder that holds config.json"
     if path.name.startswith("model.ckpt") or ".data-0" in path.name or path.suffix == ".index":
-        return f"{path} is part of a TensorFlow checkpoint; convert it first (README: 'Checkpoints you did not train')"
+        return f"{path} is part of a TensorFlow checkpoint; convert it first (docs/checkpoints.md: 'Checkpoints you did not train')"
     return f"{path} is a file; give the checkpoint folder that holds it and config.json"
 
 
@@ -88,7 +88,7 @@ def _folder_hint(path: Path) -> str:
     if RunFolder(path).is_run():
         return f"; this looks like a run folder, its checkpoint is {RunFolder(path).checkpoint}"
     if any(path.glob("*.index")) or any(path.glob("*.data-0*")):
-        return "; it holds a TensorFlow checkpoint: convert it first (README: 'Checkpoints you did not train')"
+        return "; it holds a TensorFlow checkpoint: convert it first (docs/checkpoints.md: 'Checkpoints you did not train')"
     inner = sorted(p.parent for p in path.glob(f"*/{CONFIG}"))
     if inner:
         return f"; give the folder that holds config.json, e.g. {inner[0]}"
