@@ -13,6 +13,12 @@ def test_oscillation_and_gradflow_json(shipped):
     assert osc.returncode == 0, osc.stderr
     rows = json.loads(osc.stdout)
     assert {r["checkpoint"] for r in rows} == {"albert-sop", "bert-nsp"} and all(r["l2"] > 0 for r in rows)
+    # --json prints every column the library returns (the table's choice of columns left out norm_in, tokens, texts)
+    from albert_lab.analysis.oscillation import oscillation
+    from albert_lab.checkpoint.load import load_checkpoint
+
+    library = oscillation([load_checkpoint(shipped / "albert-sop", device="cpu")], ["The river is long. It flows north."])
+    assert set(rows[0]) == set(library.columns) and {"norm_in", "tokens", "texts"} <= set(rows[0])
     flow = run_cli("gradflow", "--checkpoint", "albert-sop", "--text", "The river is long. It flows north. It is wide.",
                    "--text", "Paris is a city. It is old.", "--json", env=env)
     assert flow.returncode == 0, flow.stderr

@@ -85,6 +85,10 @@ def test_minilm_evaluate_scores_nothing(minilm):
     assert set(rows.metric) >= {"mlm", "nsp", "sop"} and rows.accuracy.isna().all() and rows.hits.isna().all()
     assert rows.set_index("metric").loc["mlm", "note"] == "not scored: the MLM head is missing from the checkpoint"
     assert (rows.mlm_head == "missing").all() and (rows.pair_head == "missing").all()
+    # no card and no pair head: nothing says how it was trained (it was labelled 'trained with NSP')
+    assert (rows.trained_with == "unknown").all()
+    text = run_cli("evaluate", "--checkpoint", str(minilm), "--corpus", "wiki-vital[:600]", "--limit", "10", "--no-ood")
+    assert "NSP" not in text.stdout.splitlines()[2] and "UNKNOWN" in text.stdout.splitlines()[2]
 
 
 def test_minilm_attribution_refused(minilm):

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from albert_lab.analysis.intrinsic import SUBSETS, TASKS, Task, accuracy_table, score_eval_pairs
+from albert_lab.checkpoint.heads import trained_with
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpora import OOD, evaluation_documents, load_corpus
 from albert_lab.data.heldout import build_eval_pairs
@@ -57,7 +58,7 @@ def evaluate(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFrame, 
     domains = sorted(pairs.domain.unique())
     for b, bundle in enumerate(bundles):
         tasks, skipped = usable_tasks(bundle)
-        info = dict(checkpoint=bundle.name, trained_with=bundle.spec.objective, mlm_head=bundle.heads.mlm,
+        info = dict(checkpoint=bundle.name, trained_with=trained_with(bundle.spec, bundle.heads, bundle.card), mlm_head=bundle.heads.mlm,
                     pair_head=bundle.heads.pair)
         for d, (domain, part) in enumerate(pairs.groupby("domain", sort=True)):
             if progress is not None:

@@ -73,3 +73,13 @@ def head_status(spec: ModelSpec, missing: set[str], card: dict[str, Any]) -> Hea
     kind: Literal["sop", "nsp"] = objective if objective in ("sop", "nsp") else ("sop" if spec.family == "albert" else "nsp")
     return HeadStatus(mlm=state(MLM_KEYS[spec.family], "mlm", True),
                       pair=state(PAIR_KEYS[spec.family], "pair", objective != "none"), pair_kind=kind, family=spec.family)
+
+
+def trained_with(spec: ModelSpec, heads: HeadStatus, card: dict[str, Any]) -> str:
+    """The pair objective a checkpoint was trained with, as far as its files say: the
+    card's, when this project wrote one; else the pair head it carries (a hub BERT with its
+    NSP head: 'nsp'); 'unknown' with neither (an encoder without a pair head, such as
+    all-MiniLM-L6-v2: nothing says it was trained with NSP, whatever the spec defaults to)."""
+    if card:
+        return spec.objective
+    return heads.pair_kind if heads.pair == "present" else "unknown"

@@ -157,7 +157,8 @@ def fail(message: str):
 
 
 def print_frame(args: argparse.Namespace, frame, columns=None) -> None:
+    """`columns` chooses what the text table shows; --json prints every column the library returned."""
     view = frame[columns] if columns else frame
-    emit(args, view.to_dict(orient="records"), view.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    emit(args, frame.to_dict(orient="records"), view.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
 
 

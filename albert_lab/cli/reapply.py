@@ -43,7 +43,7 @@ def cmd_extrapolate(args: argparse.Namespace) -> int:
     bundles = [load_bundle(args, c) for c in args.checkpoint]
     frame = extrapolate(bundles, input_texts(args), args.repeat, args.seq_len, args.mask_rate, args.seed)
     print_frame(args, frame, ["checkpoint", "application", "l2_step", "angle_step_deg", "l2_to_depth_L", "l2_return",
-                              "mlm_accuracy", "beyond_L"] if not args.json else None)
+                              "mlm_accuracy", "beyond_L"])
     if not args.json:
         for row in extrapolation_verdict(frame).itertuples():
             print(f"{row.checkpoint}: {row.verdict}: {row.words}")
@@ -64,7 +64,7 @@ def cmd_logit_lens(args: argparse.Namespace) -> int:
 
     bundles = [load_bundle(args, c) for c in args.checkpoint]
     frame = logit_lens(bundles, input_texts(args), args.repeat, args.seq_len, args.mask_rate, args.seed)
-    print_frame(args, frame, None if args.json else ["checkpoint", "application", "mlm_accuracy", "nll", "agrees_with_last",
+    print_frame(args, frame, ["checkpoint", "application", "mlm_accuracy", "nll", "agrees_with_last",
                                                       "beyond_L"])
     _print_notes(frame)
     return 0
@@ -88,7 +88,7 @@ def cmd_lens_top(args: argparse.Namespace) -> int:
     bundles = [load_bundle(args, c) for c in args.checkpoint]
     frame = lens_predictions(bundles, input_texts(args)[0], args.position, args.top_k, not args.no_mask, args.repeat,
                              args.seq_len)
-    print_frame(args, frame, None if args.json else ["checkpoint", "application", "rank", "token", "probability",
+    print_frame(args, frame, ["checkpoint", "application", "rank", "token", "probability",
                                                       "watched", "target_rank"])
     return 0
 
@@ -108,7 +108,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
     bundles = [load_bundle(args, c) for c in args.checkpoint]
     texts = input_texts(args)
     frame = attention_entropy(bundles, texts, args.repeat, args.seq_len)
-    print_frame(args, frame, None if args.json else ["checkpoint", "application", "inner", "head", "entropy",
+    print_frame(args, frame, ["checkpoint", "application", "inner", "head", "entropy",
                                                       "entropy_norm_weighted", "entropy_share"])
     _print_notes(frame)
     if args.maps_out:
