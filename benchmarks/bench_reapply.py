@@ -24,7 +24,8 @@ import torch
 
 from albert_lab.analysis.attention import attention_entropy, attention_maps
 from albert_lab.analysis.cka import layer_cka
-from albert_lab.analysis.reapply import extrapolate, lens_predictions, logit_lens
+from albert_lab.analysis.extrapolation import extrapolate
+from albert_lab.analysis.lens import lens_predictions, logit_lens
 from albert_lab.checkpoint.heads import HeadStatus
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.samples import sample_texts

@@ -8,8 +8,9 @@ import streamlit as st
 from albert_lab.analysis.attribution import attribute_pair, attribution_html
 from albert_lab.analysis.evaluation import evaluate, evaluation_pairs, paper_table5, read_results, table5_cells
 from albert_lab.analysis.intrinsic import wilson_interval
-from albert_lab.analysis.pairs import pairs_frame, read_pairs, score_pairs, summarize
+from albert_lab.analysis.pairs import pairs_frame, score_pairs, summarize
 from albert_lab.data.corpus import MAX_SEGMENT_CHARS
+from albert_lab.data.pairs_file import read_pairs
 from albert_lab.paths import checkpoints_dir
 from app import figures, ui
 from app.text import plural

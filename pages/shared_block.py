@@ -5,7 +5,8 @@ import streamlit as st
 
 from albert_lab.analysis.attention import attention_entropy, attention_maps
 from albert_lab.analysis.cka import layer_cka
-from albert_lab.analysis.reapply import extrapolate, extrapolation_verdict, lens_predictions, logit_lens
+from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
+from albert_lab.analysis.lens import lens_predictions, logit_lens
 from albert_lab.data.samples import sample_texts
 from app import ui
 from app.reapply_figures import (

@@ -72,7 +72,8 @@ def shared_block_figures(albert, bert, texts) -> dict[str, object]:
     """One figure of each shared-block analysis (issue #11), from the shipped checkpoints."""
     from albert_lab.analysis.attention import attention_entropy
     from albert_lab.analysis.cka import layer_cka
-    from albert_lab.analysis.reapply import extrapolate, extrapolation_verdict, logit_lens
+    from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
+    from albert_lab.analysis.lens import logit_lens
     from app.reapply_figures import cka_figure, entropy_figure, extrapolation_figure, lens_figure
 
     extrapolation = extrapolate([albert, bert], texts, repeat=4, seed=0)

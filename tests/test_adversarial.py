@@ -11,9 +11,9 @@ import struct
 import pytest
 from conftest import ROOT
 
-from albert_lab.analysis.pairs import read_pairs
 from albert_lab.checkpoint.discover import check_folder, summarize_checkpoint
 from albert_lab.data.corpus import MAX_SEGMENT_CHARS, jsonl_records, parse_documents
+from albert_lab.data.pairs_file import read_pairs
 from albert_lab.errors import CheckpointError, DataError
 
 HEADER = b"sentence_a,sentence_b\n"

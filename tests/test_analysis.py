@@ -11,11 +11,12 @@ from albert_lab.analysis.depth import DepthConfig, compare_vgg, train_disc
 from albert_lab.analysis.gradflow import gradient_flow, gradient_flow_on_batch
 from albert_lab.analysis.intrinsic import intrinsic_eval, pair_probabilities
 from albert_lab.analysis.oscillation import oscillation, similarity_matrix, verdict
-from albert_lab.analysis.pairs import pairs_frame, read_pairs, score_pairs, summarize
+from albert_lab.analysis.pairs import pairs_frame, score_pairs, summarize
 from albert_lab.checkpoint.load import load_checkpoint
 from albert_lab.data.batching import batch_from_documents
 from albert_lab.data.corpus import MAX_SEGMENT_CHARS
 from albert_lab.data.heldout import build_eval_pairs
+from albert_lab.data.pairs_file import read_pairs
 from albert_lab.errors import AlbertLabError, DataError
 from albert_lab.models import build_model
 from albert_lab.objective import PretrainingLoss

@@ -23,10 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from albert_lab.analysis.pairs import read_pairs
 from albert_lab.checkpoint.discover import check_folder, summarize_checkpoint
 from albert_lab.checkpoint.files import CARD, SAFETENSORS_DTYPES, read_card, read_config, safetensors_keys
 from albert_lab.data.corpus import parse_documents, split_sentences
+from albert_lab.data.pairs_file import read_pairs
 from albert_lab.errors import AlbertLabError
 
 TOTAL = int(os.environ.get("ALBERT_LAB_FUZZ_EXAMPLES", "2400"))

@@ -12,15 +12,9 @@ from transformers import AlbertConfig, AlbertForPreTraining, AlbertModel
 
 from albert_lab.analysis.attention import attention_entropy, attention_maps
 from albert_lab.analysis.cka import layer_cka
-from albert_lab.analysis.reapply import (
-    application_groups,
-    encode,
-    extrapolate,
-    extrapolation_verdict,
-    lens_predictions,
-    logit_lens,
-    run_applications,
-)
+from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
+from albert_lab.analysis.lens import lens_predictions, logit_lens
+from albert_lab.analysis.reapply import application_groups, encode, run_applications
 from albert_lab.checkpoint.load import load_checkpoint
 from albert_lab.errors import AlbertLabError
 

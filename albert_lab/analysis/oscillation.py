@@ -20,26 +20,18 @@ import numpy as np
 import pandas as pd
 import torch
 
-from albert_lab.analysis.common import check_segment
+from albert_lab.analysis.reapply import encode, run_applications
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.errors import DataError
-from albert_lab.models import Parts
 
 Aggregate = Literal["mean", "median"]
 
 
-@torch.inference_mode()
 def hidden_states(bundle: ModelBundle, texts: Sequence[str], max_len: int = 128) -> tuple[list[torch.Tensor], torch.Tensor]:
-    """(L+1) hidden states, each (B, T, H) in float32, and the (B, T) padding mask."""
-    if not texts:
-        raise DataError("no text to analyse: type some sentences or pick the built-in sample")
-    texts = [check_segment(t, f"text {i + 1}") for i, t in enumerate(texts)]
-    max_len = min(max_len, bundle.spec.max_positions)
-    enc = bundle.tokenizer(texts, truncation=True, max_length=max_len, padding=True, return_token_type_ids=True,
-                           return_tensors="pt")
-    enc = {k: enc[k].to(bundle.device) for k in ("input_ids", "token_type_ids", "attention_mask")}
-    out = Parts.of(bundle.model).encoder(**enc, output_hidden_states=True)
-    return [h.float() for h in out.hidden_states], enc["attention_mask"].bool()
+    """(L+1) hidden states, each (B, T, H) in float32, and the (B, T) padding mask: the
+    layer-application engine's states (reapply.run_applications) on the unmasked texts."""
+    inputs = encode(bundle, texts, max_len, mask_rate=0.0)
+    return [h.float() for h in run_applications(bundle, inputs)], inputs.attention_mask.bool()
 
 
 def per_token_transitions(states: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:

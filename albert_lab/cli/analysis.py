@@ -67,7 +67,8 @@ def _score_arguments(p: argparse.ArgumentParser) -> None:
 
 @command("score", "P(original order) / P(is next) from SOP and NSP heads for sentence pairs")(_score_arguments)
 def cmd_score(args: argparse.Namespace) -> int:
-    from albert_lab.analysis.pairs import read_pairs, score_pairs, summarize
+    from albert_lab.analysis.pairs import score_pairs, summarize
+    from albert_lab.data.pairs_file import read_pairs
 
     if not args.pairs.is_file():
         raise AlbertLabError(f"{args.pairs}: no such file")

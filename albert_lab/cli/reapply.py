@@ -38,7 +38,7 @@ def _extrapolate_arguments(p: argparse.ArgumentParser) -> None:
 @command("extrapolate", "run a shared block for K x L applications: distances, angles, MLM accuracy, verdict")(
     _extrapolate_arguments)
 def cmd_extrapolate(args: argparse.Namespace) -> int:
-    from albert_lab.analysis.reapply import extrapolate, extrapolation_verdict
+    from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
 
     bundles = [load_bundle(args, c) for c in args.checkpoint]
     frame = extrapolate(bundles, input_texts(args), args.repeat, args.seq_len, args.mask_rate, args.seed)
@@ -60,7 +60,7 @@ def _lens_arguments(p: argparse.ArgumentParser) -> None:
 
 @command("logit-lens", "masked-token accuracy of every layer's state read through the model's own MLM head")(_lens_arguments)
 def cmd_logit_lens(args: argparse.Namespace) -> int:
-    from albert_lab.analysis.reapply import logit_lens
+    from albert_lab.analysis.lens import logit_lens
 
     bundles = [load_bundle(args, c) for c in args.checkpoint]
     frame = logit_lens(bundles, input_texts(args), args.repeat, args.seq_len, args.mask_rate, args.seed)
@@ -81,7 +81,7 @@ def _top_arguments(p: argparse.ArgumentParser) -> None:
 
 @command("lens-top", "top-k predictions for one token after every layer application (first text only)")(_top_arguments)
 def cmd_lens_top(args: argparse.Namespace) -> int:
-    from albert_lab.analysis.reapply import lens_predictions
+    from albert_lab.analysis.lens import lens_predictions
 
     if not 1 <= args.top_k <= 100:
         raise AlbertLabError(f"--top-k must be 1..100, got {args.top_k}")

@@ -1,0 +1,135 @@
+"""Reading an uploaded sentence-pairs file: CSV, TSV or JSONL with columns sentence_a,
+sentence_b and optionally label (0 = A then B is the original order / B follows A;
+1 = not). Problems are reported per row or column and valid rows are still scored;
+DataError only when nothing can be. (data/pairs.py builds pretraining pairs instead.)
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from albert_lab.data.corpus import MAX_SEGMENT_CHARS, decode_utf8, jsonl_records
+from albert_lab.errors import DataError
+
+MAX_ROWS = 5000
+COLUMNS = ("sentence_a", "sentence_b")
+
+
+@dataclass
+class PairsFile:
+    pairs: pd.DataFrame  # columns: row (1-based, as in the file), sentence_a, sentence_b, label (Int64, may be NA)
+    problems: list[str] = field(default_factory=list)
+
+
+def read_pairs(data: bytes, name: str, max_rows: int = MAX_ROWS) -> PairsFile:
+    """Parse an uploaded pairs file; raise DataError only when nothing can be scored."""
+    text = decode_utf8(data, name)
+    if not text.strip():
+        raise DataError(f"{name}: the file is empty")
+    lower = name.lower()
+    if lower.endswith(".jsonl"):
+        records, problems = _jsonl_records(text, name)
+    elif lower.endswith((".csv", ".tsv", ".txt")):
+        records, problems = _delimited_records(text, name, "\t" if lower.endswith(".tsv") else ",")
+    else:
+        raise DataError(f"{name}: unsupported file type; use .csv, .tsv or .jsonl with columns sentence_a, sentence_b")
+    return _clean(records, problems, name, max_rows)
+
+
+def _delimited_records(text: str, name: str, delimiter: str) -> tuple[list[dict], list[str]]:
+    # The csv module refuses fields over 128 KiB by default; here a long field is cut later
+    # (MAX_SEGMENT_CHARS) like any other, and the whole file is in memory anyway.
+    csv.field_size_limit(max(csv.field_size_limit(), min(len(text) + 1, 2**31 - 1)))
+    reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
+    try:
+        header = [h.strip() for h in (reader.fieldnames or [])]
+    except csv.Error as err:
+        raise DataError(f"{name}: the header row cannot be read ({err}); check the quotes in the first line") from None
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        hint = _delimiter_hint(text, delimiter)
+        raise DataError(f"{name}: missing column(s) {', '.join(missing)}; found {header[:6]}{hint}")
+    reader.fieldnames = header
+    records, problems = [], []
+    number = 1  # row 1 is the header
+    while True:
+        number += 1
+        try:
+            record = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as err:  # the reader goes on at the next line
+            problems.append(f"row {number}: cannot be read as CSV ({err}); skipped")
+            continue
+        records.append({**record, "_row": number})
+    return records, problems
+
+
+def _delimiter_hint(text: str, expected: str) -> str:
+    try:
+        found = csv.Sniffer().sniff(text.split("\n", 1)[0][:10_000], delimiters=",;\t|").delimiter
+    except csv.Error:
+        return ""
+    if found != expected:
+        names = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
+        return (f"; the file seems to use {names[found]}s as delimiter, expected {names[expected]}s "
+                "(.csv: commas, .tsv: tabs)")
+    return ""
+
+
+def _jsonl_records(text: str, name: str) -> tuple[list[dict], list[str]]:
+    records, problems = [], []
+    for number, record, problem in jsonl_records(text):
+        if problem:
+            problems.append(f"row {number}: {problem}; skipped")
+        else:
+            records.append({**record, "_row": number})
+    if records and all(c not in r for r in records for c in COLUMNS):
+        raise DataError(f"{name}: missing fields {', '.join(COLUMNS)} (found {sorted(records[0])[:6]})")
+    return records, problems
+
+
+def _clean(records: list[dict], problems: list[str], name: str, max_rows: int) -> PairsFile:
+    """Valid rows, at most `max_rows` of them (the cap counts only rows that are scored)."""
+    rows = []
+    for record in records:
+        number = record["_row"]
+        if len(rows) == max_rows:
+            problems.append(f"the file has more than {max_rows:,} valid rows; only the first {max_rows:,} (the cap) are "
+                            f"scored, from row {number} on nothing is read")
+            break
+        values = {}
+        for column in COLUMNS:
+            value = record.get(column)
+            if isinstance(value, (dict, list, bool)):
+                problems.append(f"row {number}: {column} is not text; skipped")
+                break
+            value = "" if value is None else str(value).strip()
+            if not value:
+                problems.append(f"row {number}: {column} is empty; skipped")
+                break
+            if len(value) > MAX_SEGMENT_CHARS:
+                problems.append(f"row {number}: {column} has {len(value):,} characters; cut to {MAX_SEGMENT_CHARS:,}")
+                value = value[:MAX_SEGMENT_CHARS]
+            values[column] = " ".join(value.split())
+        else:
+            rows.append(dict(row=number, **values, label=_label(record.get("label"), number, problems)))
+    if not rows:
+        raise DataError(f"{name}: no row has both sentence_a and sentence_b" + (f" ({problems[0]})" if problems else ""))
+    frame = pd.DataFrame(rows)
+    frame["label"] = frame["label"].astype("Int64")
+    return PairsFile(frame, problems)
+
+
+def _label(value: object, number: int, problems: list[str]) -> int | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, (dict, list, bool)) and str(value).strip() in ("0", "1", "0.0", "1.0"):
+        return int(float(value))
+    shown = value if isinstance(value, (str, int, float)) and len(str(value)) <= 40 else type(value).__name__
+    problems.append(f"row {number}: label {shown!r} is not 0 or 1; scored without a label")
+    return None
