@@ -397,11 +397,13 @@ def test_the_app_computes_on_one_thread_while_a_run_trains(monkeypatch):
 
 
 def test_favicon_is_drawn_locally():
-    from streamlit.commands.page_config import _get_favicon_string
+    """The page icon is one emoji character, which the browser draws itself; a
+    ':material/...' icon or an image address is fetched from the network on every load."""
+    import unicodedata
 
     from app import ui
 
-    assert _get_favicon_string(ui.PAGE_ICON).startswith("emoji:")  # a ":material/..." icon is fetched from gstatic
+    assert len(ui.PAGE_ICON) == 1 and unicodedata.category(ui.PAGE_ICON) == "So"
 
 
 # ---- issue #14: the parameters calculator keeps its results when H and heads disagree ------

@@ -16,7 +16,3 @@ def test_bf16_autocast_only_where_it_measures_faster(monkeypatch, flags, bf16_ra
         assert devices.fast_bf16(torch.device("cpu")) is expected
     finally:
         devices.fast_bf16.cache_clear()
-
-
-def test_matmul_rate_is_a_positive_rate():
-    assert devices.matmul_rate(torch.float32, size=64, repeats=2) > 0

@@ -71,10 +71,12 @@ def test_attention_panels_share_one_set_of_row_labels():
     assert fig.layout.yaxis2.matches == "y" and fig.layout.yaxis2.showticklabels is False
 
 
-def test_shared_gradient_title_fits_half_a_page():
+def test_shared_gradient_chart_says_what_it_sums_in_a_title_that_fits():
     frame = pd.DataFrame([dict(view="shared_sum", component=c, layer=1, applications="1-6", mean_abs=0.01, max_abs=0.1)
                           for c in ("attention", "FFN")])
-    assert len(shared_sum_figure(frame).layout.title.text) <= 60
+    fig = shared_sum_figure(frame)
+    assert "summed over applications" in fig.layout.title.text and len(fig.layout.title.text) <= 60  # half a page
+    assert fig.layout.yaxis.type == "log" and {x for bar in fig.data for x in bar.x} == {"attention", "FFN"}
 
 
 @pytest.fixture(autouse=True)
