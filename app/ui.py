@@ -302,6 +302,11 @@ def estimate(kind: str, units: float, guess_per_unit: float) -> float:
     return _SECONDS.get(kind, guess_per_unit) * units
 
 
+def measured(kind: str) -> bool:
+    """Whether `estimate` answers from this process's own timing rather than the guess."""
+    return kind in _SECONDS
+
+
 def learn(kind: str, seconds: float, units: float) -> None:
     if units > 0:
         _SECONDS[kind] = seconds / units

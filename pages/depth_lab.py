@@ -4,13 +4,12 @@ residual connections change; plus the coursework's VGG-8 vs VGG-38 in miniature.
 import time
 
 import pandas as pd
-import plotly.express as px
 import streamlit as st
 
-from albert_lab.analysis.depth import DepthConfig, compare_vgg, describe, train_disc
+from albert_lab.analysis.depth import VGG_NETS, DepthConfig, describe, train_disc, train_vgg, vgg_label
 from app import depth_cache, ui
-from app.depth_cache import DEFAULTS, VARIANTS
-from app.figures import depth_figures, divergence, flow_heatmap, style
+from app.depth_cache import DEFAULTS, VARIANTS, VGG_DEFAULTS, VGG_RECORD_EVERY
+from app.figures import depth_figures, divergence, flow_heatmap, vgg_figures
 from app.text import fmt_duration
 
 st.title("Depth lab")
@@ -19,11 +18,6 @@ st.title("Depth lab")
 @st.cache_data(show_spinner=False, max_entries=64)
 def run_disc(cfg: DepthConfig):
     return train_disc(cfg)
-
-
-@st.cache_data(show_spinner="Training four conv nets on 8x8 digits (about half a minute) ...", max_entries=4)
-def run_vgg(steps: int, lr: float):
-    return compare_vgg(steps=steps, lr=lr)
 
 
 _TRAINED: set[DepthConfig] = set()  # trained in this process: in run_disc's cache, no progress bar needed
@@ -100,28 +94,83 @@ with tab_mlp:
                   "included, rely on residual connections and post-LN LayerNorm; ALBERT also drops dropout.",
                   source="the lecture notes (F. Fleuret, EE-559, 'Going deeper')")
 
+VGG_SECONDS_PER_UNIT = 5e-4  # one SGD step of one weight layer, idle 2-core CPU: the four nets' 300 steps in ~14 s
+
+
+def vgg_nets(steps: int, lr: float) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
+    """The four nets' (history, flow): shipped, kept, or trained now behind a progress bar
+    that gives the time left at this machine's measured pace, and a Stop button (a click
+    interrupts the run at the next update; the nets already trained are kept)."""
+    todo = [(d, bn) for d, bn in VGG_NETS if depth_cache.vgg_result(d, bn, steps, lr) is None]
+    total, start = sum(steps * d for d, _ in todo), time.perf_counter()
+    # when the bar last moved; units (steps x layers) of the nets finished; the clock and units when
+    # the pace is first measured (step 5: loading the digits and the first steps are slower)
+    pace = dict(shown=0.0, done=0, since=0.0, since_units=0)
+    bar, stop = (st.progress(0.0), st.empty()) if todo else (None, None)
+    if todo:
+        stop.button("Stop training", key="vgg_stop", icon=":material/stop:", on_click=_stop_vgg,
+                  help="Stops at the next step; the nets already trained are kept and drawn")
+    for i, (depth, batchnorm) in enumerate(todo):
+        def progress(step: int, depth: int = depth, label: str = f"{vgg_label(depth, batchnorm)} ({i + 1} of {len(todo)})"
+                     ) -> None:
+            now = time.perf_counter()
+            if now - pace["shown"] >= 0.5 or step == 1:  # a bar update is where Stop can interrupt
+                pace["shown"], units = now, pace["done"] + step * depth
+                if not pace["since"] and step >= 5:
+                    pace["since"], pace["since_units"] = now, units
+                measured = pace["since"] and units > pace["since_units"]  # this machine's own pace, now
+                left = ((now - pace["since"]) / (units - pace["since_units"]) * (total - units) if measured
+                        else ui.estimate("vgg", total - units, VGG_SECONDS_PER_UNIT))
+                bar.progress(units / total, text=f"Training {label}: step {step} of {steps}, "
+                             f"about {fmt_duration(left)} left at this machine's pace")
+
+        result = train_vgg(depth, batchnorm, steps, lr, record_every=VGG_RECORD_EVERY, progress=progress)
+        depth_cache.keep_vgg(depth, batchnorm, steps, lr, result)
+        pace["done"] += steps * depth
+    if todo:
+        ui.learn("vgg", time.perf_counter() - start, total)
+        bar.empty()
+        stop.empty()
+    return [r for r in (depth_cache.vgg_result(d, bn, steps, lr) for d, bn in VGG_NETS) if r is not None]
+
+
+def _stop_vgg() -> None:
+    st.session_state["vgg_done"], st.session_state["vgg_stopped"] = False, True
+
+
 with tab_vgg:
     cols = st.columns(2)
-    steps = cols[0].slider("Steps", 50, 600, 300, 50, key="vgg_steps")
-    lr = cols[1].select_slider("SGD learning rate", [0.01, 0.02, 0.05, 0.1, 0.2], 0.1, key="vgg_lr")
-    if st.button("Train VGG-8 and VGG-38, with and without BatchNorm", key="vgg_run") or st.session_state.get("vgg_done"):
-        st.session_state["vgg_done"] = True
+    steps = cols[0].slider("Steps", 50, 600, VGG_DEFAULTS["steps"], 50, key="vgg_steps")
+    lr = cols[1].select_slider("SGD learning rate", [0.01, 0.02, 0.05, 0.1, 0.2], VGG_DEFAULTS["lr"], key="vgg_lr")
+    missing = [(d, bn) for d, bn in VGG_NETS if depth_cache.vgg_result(d, bn, steps, lr) is None]
+    if not missing:
+        st.caption("Ready for these settings (shipped with the app, or trained here earlier): it draws at once.")
+    else:
+        eta = fmt_duration(ui.estimate("vgg", sum(steps * d for d, _ in missing), VGG_SECONDS_PER_UNIT))
+        pace = (f"about {eta} at this machine's pace last time" if ui.measured("vgg") else
+                f"about {eta} on an idle 2-core CPU, and many times that on a machine shared with other work "
+                "(half an hour was seen)")
+        st.caption(f"Training {len(missing)} conv nets of {steps} steps takes {pace}; a progress bar gives the time "
+                   "left as it goes, and Stop keeps the nets already trained.")
+    if st.button("Train VGG-8 and VGG-38, with and without BatchNorm", key="vgg_run"):
+        st.session_state["vgg_done"], st.session_state["vgg_stopped"] = True, False
+    if st.session_state.get("vgg_done") or st.session_state.get("vgg_stopped"):
         with ui.guard("VGG comparison"):
-            history, flow = run_vgg(steps, lr)
-            left, right = st.columns(2)
-            accuracy = px.line(history, x="step", y="test_accuracy", color="model", range_y=[0, 1],
-                               title="Test accuracy on 8x8 digits (chance: 0.1)")
-            ui.chart(style(accuracy, x="SGD step", y="test accuracy (fraction correct)", legend_title=""), "vgg-accuracy",
-                     container=left)
-            last = flow[flow.step == flow.step.max()]
-            layers = px.line(last, x="layer", y="mean_abs", color="model", markers=True,
-                             title="Mean |dL/dW| per layer at the last step")
-            ui.chart(style(layers, x="weight layer (1 = input)", y="mean |dL/dW| (log scale)", layers=True, log_y=True,
-                           legend_title=""), "vgg-gradient-per-layer", container=right)
-            st.caption("On this toy (8x8 digits, a few hundred SGD steps) BatchNorm lets VGG-38 learn, but at the larger "
-                       "learning rates its test accuracy can swing from step to step and between seeds; the coursework's "
-                       "47-52% below is CIFAR-100 after full training.")
-            ui.download(history, "vgg-history.csv")
+            results = vgg_nets(steps, lr) if st.session_state.get("vgg_done") else [
+                r for r in (depth_cache.vgg_result(d, bn, steps, lr) for d, bn in VGG_NETS) if r is not None]
+            if st.session_state.get("vgg_stopped"):
+                st.info(f"Stopped: {len(results)} of {len(VGG_NETS)} nets trained for these settings. "
+                        "Press Train to finish the others.", icon=":material/stop_circle:")
+            if results:
+                history, flow = pd.concat([h for h, _ in results]), pd.concat([f for _, f in results])
+                figs = vgg_figures(history, flow)
+                left, right = st.columns(2)
+                ui.chart(figs["accuracy"], "vgg-accuracy", container=left)
+                ui.chart(figs["layers"], "vgg-gradient-per-layer", container=right)
+                st.caption("On this toy (8x8 digits, a few hundred SGD steps) BatchNorm lets VGG-38 learn, but at the "
+                           "larger learning rates its test accuracy can swing from step to step and between seeds; the "
+                           "coursework's 47-52% below is CIFAR-100 after full training.")
+                ui.download(history, "vgg-history.csv")
     ui.paper_note("VGG_38 without normalisation had average gradients of about 0 in "
                   "every layer and test accuracy around 1% on CIFAR-100 (chance); BatchNorm after every conv layer "
                   "brought it to 47-52%.", source="the coursework behind this view")

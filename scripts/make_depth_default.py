@@ -1,6 +1,7 @@
-"""Precompute the depth lab's default view into app/depth_default.json (about 10 s on
-one core): the page's first visit then draws at once instead of training three
-networks. Run again after changing albert_lab/analysis/depth.py or the page's
+"""Precompute the depth lab's default view and its VGG comparison at the default settings
+into app/depth_default.json (about 30 s on one idle core): the page's first visit and
+the VGG button then draw at once instead of training three networks and four conv nets
+(the four nets take half an hour on a busy 2-core machine). Run again after changing albert_lab/analysis/depth.py or the page's
 defaults (app/depth_cache.py); a test checks the file against a fresh run.
 
 Run: .venv/bin/python scripts/make_depth_default.py
@@ -18,12 +19,14 @@ sys.path.insert(0, str(ROOT))
 def main() -> None:
     import torch
 
-    from albert_lab.analysis.depth import train_disc
-    from app.depth_cache import DEFAULT_FILE, default_configs, write_default
+    from albert_lab.analysis.depth import VGG_NETS, train_disc, train_vgg
+    from app.depth_cache import DEFAULT_FILE, VGG_DEFAULTS, VGG_RECORD_EVERY, default_configs, write_default
 
     torch.set_num_threads(1)  # bit-for-bit what the app computes on one thread
     runs = [(cfg, *train_disc(cfg)) for cfg in default_configs()]
-    write_default(runs)
+    vgg = [(dict(depth=depth, batchnorm=bn, **VGG_DEFAULTS),
+            *train_vgg(depth, bn, record_every=VGG_RECORD_EVERY, **VGG_DEFAULTS)) for depth, bn in VGG_NETS]
+    write_default(runs, vgg)
     print(f"wrote {DEFAULT_FILE.relative_to(ROOT)} ({DEFAULT_FILE.stat().st_size / 1e3:.0f} kB)")
 
 

@@ -16,6 +16,7 @@ gradient flow over time (step, layer, mean_abs, max_abs of dL/dW).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -112,8 +113,10 @@ def _weight_layers(model: nn.Module) -> list[nn.Module]:
 
 
 def _train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, x_test: torch.Tensor, y_test: torch.Tensor, steps: int,
-           lr: float, batch_size: int, record_every: int, generator: torch.Generator, label: str
-           ) -> tuple[pd.DataFrame, pd.DataFrame]:
+           lr: float, batch_size: int, record_every: int, generator: torch.Generator, label: str,
+           progress: Callable[[int], None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Plain SGD; `progress(step)` after each step (a page's progress bar, where a
+    user's Stop interrupts)."""
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     layers = _weight_layers(model)
     history, flow = [], []
@@ -129,6 +132,8 @@ def _train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, x_test: torch.Ten
                 flow.append(dict(model=label, step=step, layer=i, mean_abs=float(g.mean()), max_abs=float(g.max())))
             history.append(dict(model=label, step=step, loss=float(loss.detach()), **_accuracy(model, x_test, y_test)))
         optimizer.step()
+        if progress is not None:
+            progress(step)
         if not math.isfinite(float(loss.detach())):
             if history[-1]["step"] != step:  # the step it diverged at is in the history, always
                 history.append(dict(model=label, step=step, loss=float(loss.detach()), test_accuracy=math.nan))
@@ -191,18 +196,27 @@ def digits_data(seed: int = 0) -> tuple[torch.Tensor, ...]:
     return x[train], y[train], x[test], y[test]
 
 
+VGG_NETS: tuple[tuple[int, bool], ...] = ((8, False), (8, True), (38, False), (38, True))  # (weight layers, BatchNorm)
+
+
+def vgg_label(depth: int, batchnorm: bool) -> str:
+    return f"VGG-{depth}" + (" + BatchNorm" if batchnorm else "")
+
+
+def train_vgg(depth: int, batchnorm: bool, steps: int = 300, lr: float = 0.05, batch_size: int = 64,
+              record_every: int = 20, seed: int = 0, progress: Callable[[int], None] | None = None
+              ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One VGG-style net on the digits: (history, gradient flow), both tidy."""
+    x, y, x_test, y_test = digits_data(seed)
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    return _train(build_vgg(depth, batchnorm), x, y, x_test, y_test, steps, lr, batch_size, record_every, gen,
+                  vgg_label(depth, batchnorm), progress)
+
+
 def compare_vgg(depths: tuple[int, ...] = (8, 38), steps: int = 300, lr: float = 0.05, batch_size: int = 64,
                 record_every: int = 20, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """VGG-8 and VGG-38, each without and with BatchNorm (the coursework's experiment)."""
-    x, y, x_test, y_test = digits_data(seed)
-    histories, flows = [], []
-    for depth in depths:
-        for batchnorm in (False, True):
-            torch.manual_seed(seed)
-            gen = torch.Generator().manual_seed(seed)
-            label = f"VGG-{depth}" + (" + BatchNorm" if batchnorm else "")
-            history, flow = _train(build_vgg(depth, batchnorm), x, y, x_test, y_test, steps, lr, batch_size,
-                                   record_every, gen, label)
-            histories.append(history)
-            flows.append(flow)
-    return pd.concat(histories, ignore_index=True), pd.concat(flows, ignore_index=True)
+    runs = [train_vgg(depth, batchnorm, steps, lr, batch_size, record_every, seed)
+            for depth in depths for batchnorm in (False, True)]
+    return pd.concat([h for h, _ in runs], ignore_index=True), pd.concat([f for _, f in runs], ignore_index=True)

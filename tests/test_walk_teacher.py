@@ -1,0 +1,105 @@
+"""What a teacher and a researcher hit walking every page and README command on a busy
+machine (issue 26, 'What a new user hit'): each test failed on the code before its fix."""
+
+import json
+
+import pandas as pd
+import pytest
+from test_app import app, charts, goto  # noqa: F401  (the fixture)
+
+import albert_lab.analysis.depth as depth
+from app import depth_cache
+
+
+# ---- Depth lab: VGG-8 vs VGG-38 fits a class ---------------------------------------------------
+def test_vgg_comparison_at_its_default_settings_trains_nothing(app, monkeypatch):
+    """The button promised half a minute and took half an hour on a busy machine: the
+    default settings' four nets ship with the app and draw at once."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("the default VGG comparison should come from app/depth_default.json")
+
+    monkeypatch.setattr(depth, "_train", refuse)
+    at = goto(app, "depth_lab")
+    assert any("Ready for these settings" in c.value for c in at.caption)
+    at.button(key="vgg_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    names = {t["name"] for c in charts(at) if "8x8 digits" in c.proto.spec for t in json.loads(c.proto.spec)["data"]}
+    assert names == {"VGG-8", "VGG-8 + BatchNorm", "VGG-38", "VGG-38 + BatchNorm"}
+
+
+def test_vgg_comparison_says_how_long_and_keeps_what_a_stop_left(app, monkeypatch):
+    """Other settings say how long they take before the click, train one net at a time
+    behind a progress bar, and a Stop keeps the nets already trained."""
+    trained = []
+
+    def quick(depth_, batchnorm, steps, lr, record_every=20, progress=None, **kwargs):
+        trained.append((depth_, batchnorm))
+        for step in range(1, steps + 1):
+            progress(step)
+        frame = pd.DataFrame(dict(model=depth.vgg_label(depth_, batchnorm), step=[1, steps], loss=[2.3, 1.0],
+                                  test_accuracy=[0.1, 0.5]))
+        flow = pd.DataFrame(dict(model=frame.model.iloc[0], step=steps, layer=[1, 2], mean_abs=[1e-3, 1e-3],
+                                 max_abs=[1e-2, 1e-2]))
+        return frame, flow
+
+    monkeypatch.setattr(depth, "train_vgg", quick)
+    at = goto(app, "depth_lab")
+    at.slider(key="vgg_steps").set_value(100).run()
+    caption = next(c.value for c in at.caption if "conv nets of 100 steps" in c.value)
+    assert "idle 2-core CPU" in caption and "Stop keeps" in caption
+    at.button(key="vgg_run").click().run()
+    assert len(trained) == 4 and not at.exception
+    assert not at.get("progress")  # the bar is gone once the nets are trained
+    depth_cache._VGG_TRAINED.pop(depth_cache.vgg_key(38, True, 100, 0.1))  # as if Stop came during the last net
+    at.session_state["vgg_done"], at.session_state["vgg_stopped"] = False, True
+    at.run()
+    assert any("Stopped: 3 of 4 nets" in i.value for i in at.info)
+    assert len(trained) == 4  # a stopped comparison trains nothing more until Train is pressed
+    assert any("8x8 digits" in c.proto.spec for c in charts(at))
+
+
+@pytest.mark.slow
+def test_shipped_vgg_default_matches_a_fresh_run():
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        history, _ = depth.train_vgg(8, True, record_every=depth_cache.VGG_RECORD_EVERY, **depth_cache.VGG_DEFAULTS)
+    finally:
+        torch.set_num_threads(threads)
+    shipped, _ = depth_cache.vgg_result(8, True, **depth_cache.VGG_DEFAULTS)
+    assert list(history.step) == list(shipped.step)
+    early = history.step <= 100  # later, CPU-dependent rounding may be amplified (see the MLP's test)
+    assert history.loss[early].to_numpy() == pytest.approx(shipped.loss[early].to_numpy(), rel=1e-3)
+
+
+@pytest.mark.slow
+def test_shipped_vgg_default_matches_a_fresh_run():
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        history, _ = depth.train_vgg(8, True, record_every=depth_cache.VGG_RECORD_EVERY, **depth_cache.VGG_DEFAULTS)
+    finally:
+        torch.set_num_threads(threads)
+    shipped, _ = depth_cache.vgg_result(8, True, **depth_cache.VGG_DEFAULTS)
+    assert list(history.step) == list(shipped.step)
+    early = history.step <= 100  # later, CPU-dependent rounding may be amplified (see the MLP's test)
+    assert history.loss[early].to_numpy() == pytest.approx(shipped.loss[early].to_numpy(), rel=1e-3)
+
+
+def test_a_diverged_net_does_not_stretch_the_depth_labs_loss_axis():
+    """At 32 layers the residual net's one loss before it diverged (24.5) stretched the axis
+    to 25 and flattened the curves of the nets that trained."""
+    from app.figures import depth_figures
+
+    steps = [1, 10, 20]
+    history = pd.DataFrame(dict(model=["plain"] * 3 + ["residual"] * 3, step=steps * 2,
+                                loss=[0.69, 0.6, 0.5, 24.5, float("nan"), float("nan")],
+                                test_accuracy=[0.5, 0.6, 0.7, 0.5, float("nan"), float("nan")]))
+    flow = pd.DataFrame(dict(model=["plain", "residual"], step=1, layer=1, mean_abs=1e-3, max_abs=1e-2))
+    loss = depth_figures(history, flow)["loss"]
+    assert loss.layout.yaxis.range[1] < 1.0
+    assert "residual (diverged at step 10) up to 24.5" in loss.layout.annotations[0].text
