@@ -185,6 +185,7 @@ def depth_figures(history: pd.DataFrame, flow: pd.DataFrame) -> dict[str, go.Fig
     shown = pd.concat([shown, pad], ignore_index=True) if missing else shown
     loss = px.line(shown, x="step", y="loss", color="model", color_discrete_map=colours, title="Training loss")
     loss = style(loss, x="SGD step", y="cross-entropy loss (nats)", legend_title="")
+    _fit_loss_axis(loss, shown, [names[m] for m in diverged])
     accuracy = px.line(shown, x="step", y="test_accuracy", color="model", color_discrete_map=colours, range_y=[0, 1],
                        title="Test accuracy (chance: 0.5)")
     accuracy = style(accuracy, x="SGD step", y="test accuracy (fraction correct)", legend_title="")
@@ -196,6 +197,20 @@ def depth_figures(history: pd.DataFrame, flow: pd.DataFrame) -> dict[str, go.Fig
     return {"loss": loss, "accuracy": accuracy, "layers": layers}
 
 
+def _fit_loss_axis(fig: go.Figure, shown: pd.DataFrame, diverged: list[str]) -> None:
+    """A diverged net's last losses before it blew up (24.5 for a 32-layer residual net)
+    flattened every other curve: the axis fits the nets that trained, and says what is
+    above it."""
+    healthy = shown[~shown.model.isin(diverged)].loss.dropna()
+    if not diverged or healthy.empty or shown.loss.max() <= 1.5 * healthy.max():
+        return
+    top = 1.2 * healthy.max()
+    fig.update_yaxes(range=[0, top])
+    above = shown[shown.loss > top].groupby("model", sort=False).loss.max()
+    fig.add_annotation(text="above the axis: " + "; ".join(f"{m} up to {v:.3g}" for m, v in above.items()),
+                       xref="paper", yref="paper", x=1, y=1, xanchor="right", yanchor="top", showarrow=False)
+
+
 def flow_heatmap(flow: pd.DataFrame, model: str) -> go.Figure:
     grid = flow[flow.model == model].pivot(index="layer", columns="step", values="mean_abs")
     fig = px.imshow(grid.apply(lambda c: c.clip(lower=1e-12)).transform("log10"), aspect="auto",
@@ -205,6 +220,18 @@ def flow_heatmap(flow: pd.DataFrame, model: str) -> go.Figure:
     fig.update_xaxes(tickformat="d", **(dict(tickvals=list(grid.columns)) if len(grid.columns) <= 12 else {}))
     fig.update_yaxes(tickformat="d", **(dict(dtick=1) if len(grid.index) <= LAYER_TICKS else {}))
     return style(fig, layers=False)
+
+
+def vgg_figures(history: pd.DataFrame, flow: pd.DataFrame) -> dict[str, go.Figure]:
+    """The VGG comparison: test accuracy over steps, and mean |dL/dW| per layer at the last step."""
+    accuracy = px.line(history, x="step", y="test_accuracy", color="model", range_y=[0, 1],
+                       title="Test accuracy on 8x8 digits (chance: 0.1)")
+    accuracy = style(accuracy, x="SGD step", y="test accuracy (fraction correct)", legend_title="")
+    last = flow[flow.step == flow.groupby("model").step.transform("max")]
+    layers = px.line(last, x="layer", y="mean_abs", color="model", markers=True,
+                     title="Mean |dL/dW| per layer at the last step")
+    layers = style(layers, x="weight layer (1 = input)", y=GRAD_AXIS, layers=True, log_y=True, legend_title="")
+    return {"accuracy": accuracy, "layers": layers}
 
 
 # ---- parameters -------------------------------------------------------------------------

@@ -74,22 +74,6 @@ def test_shipped_vgg_default_matches_a_fresh_run():
     assert history.loss[early].to_numpy() == pytest.approx(shipped.loss[early].to_numpy(), rel=1e-3)
 
 
-@pytest.mark.slow
-def test_shipped_vgg_default_matches_a_fresh_run():
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        history, _ = depth.train_vgg(8, True, record_every=depth_cache.VGG_RECORD_EVERY, **depth_cache.VGG_DEFAULTS)
-    finally:
-        torch.set_num_threads(threads)
-    shipped, _ = depth_cache.vgg_result(8, True, **depth_cache.VGG_DEFAULTS)
-    assert list(history.step) == list(shipped.step)
-    early = history.step <= 100  # later, CPU-dependent rounding may be amplified (see the MLP's test)
-    assert history.loss[early].to_numpy() == pytest.approx(shipped.loss[early].to_numpy(), rel=1e-3)
-
-
 def test_a_diverged_net_does_not_stretch_the_depth_labs_loss_axis():
     """At 32 layers the residual net's one loss before it diverged (24.5) stretched the axis
     to 25 and flattened the curves of the nets that trained."""
