@@ -16,7 +16,7 @@ from albert_lab.spec import PRESETS, SHARING_LABELS, Objective
 from albert_lab.training.config import browser_config
 from albert_lab.training.jobs import cancel_run, start_run
 from albert_lab.training.runs import list_runs, read_run, single_user
-from app import figures, ui
+from app import figures, owner, ui
 from app.text import fmt_duration, fmt_tokens
 
 st.title("Training")
@@ -112,7 +112,7 @@ def new_run_form() -> None:
                         show_time=True):
             info = start_run(config)
         st.session_state["watch_select"] = info.id  # the Runs tab follows the new run
-        st.session_state.setdefault("my_runs", set()).add(info.id)  # this browser session may cancel it
+        owner.claim(info.id)  # this browser may cancel it, after a reload too
         spec = config.model_spec()
         st.success(f"Run {info.id} started: {spec.label}, {count(spec).total:,} parameters, a vocabulary of "
                    f"{config.vocab_size:,} pieces. Follow it under 'Runs'.")
@@ -167,9 +167,9 @@ def progress_panel(run_id: str) -> None:
         ui.chart(figures.style(fig, legend_title="task"), f"accuracy-{run_id}", key=f"acc-{run_id}", container=right)
     if info.status == "failed":
         st.error(info.message or "the run failed", icon=":material/error:")
-    mine = run_id in st.session_state.get("my_runs", set()) or single_user()
+    mine = owner.owns(run_id) or single_user()
     if info.active and not mine:
-        st.caption("Started by another session or from the command line: shown read-only here. Cancel it with "
+        st.caption("Started in another browser or from the command line: shown read-only here. Cancel it with "
                    f"`albert-lab runs --cancel {run_id}`, or serve the app with ALBERT_LAB_SINGLE_USER=1.")
     if info.active and mine and st.button("Cancel this run", key=f"cancel-{run_id}"):
         with ui.guard("cancelling"):

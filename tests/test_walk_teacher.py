@@ -87,3 +87,38 @@ def test_a_diverged_net_does_not_stretch_the_depth_labs_loss_axis():
     loss = depth_figures(history, flow)["loss"]
     assert loss.layout.yaxis.range[1] < 1.0
     assert "residual (diverged at step 10) up to 24.5" in loss.layout.annotations[0].text
+
+
+# ---- Training: a browser keeps owning its runs across a reload ----------------------------------
+def test_a_reload_keeps_the_cancel_button_of_ones_own_run(app, monkeypatch):
+    """Reloading the page started a new session, which showed the user's own run as
+    'started by another session ... read-only'. The browser's owner cookie keeps it."""
+    from conftest import tiny_spec
+    from streamlit.testing.v1 import AppTest
+    from test_app import MAIN
+
+    import albert_lab.training.jobs as jobs
+    from albert_lab.training.config import TrainConfig
+    from app import owner
+
+    config = TrainConfig(spec=tiny_spec(1000).to_dict(), corpus="wiki-vital[:600]", vocab_size=1000, max_steps=5,
+                         max_seq_len=64, name="mine")
+    monkeypatch.setattr(jobs, "start_run", lambda cfg: jobs.read_run(jobs.create_run(config)[0]))  # queued, not run
+    cookie = {"value": None}
+    monkeypatch.setattr(owner, "_cookie", lambda: cookie["value"])
+    at = goto(app, "training")
+    at.selectbox(key="tr_preset").set_value("lab-tiny").run()
+    next(b for b in at.button if b.label == "Start training").click().run()
+    assert not at.exception and any("started" in s.value for s in at.success), [e.value for e in at.error]
+    cookie["value"] = at.session_state["_owner_token"]  # what the page asked the browser to keep
+
+    def reload() -> AppTest:
+        fresh = AppTest.from_file(MAIN, default_timeout=120)
+        fresh.run()
+        return goto(fresh, "training")
+
+    assert any(b.label == "Cancel this run" for b in reload().button)
+    cookie["value"] = "another-browser-token-0123456789"
+    other = reload()
+    assert not any(b.label == "Cancel this run" for b in other.button)
+    assert any("Started in another browser" in c.value for c in other.caption)

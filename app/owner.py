@@ -1,0 +1,72 @@
+"""Which training runs this browser started, across reloads.
+
+Each browser gets a random owner token, kept in a cookie that the page sets on its first
+visit (Streamlit reads cookies, it cannot set them) and sends with every later connection:
+a reload or a second tab of the same browser keeps the Cancel button of its runs, while
+other browsers (a class sharing one server) see them read-only. The server keeps only a
+hash of the token per run, in <runs>/.owners/<run id>, so a restarted app still knows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from pathlib import Path
+
+import streamlit as st
+
+from albert_lab.paths import runs_dir
+
+COOKIE = "albert_lab_owner"
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{22,64}")  # what secrets.token_urlsafe writes; anything else is ignored
+
+
+def _cookie() -> str | None:
+    value = st.context.cookies.get(COOKIE)
+    return value if isinstance(value, str) and _TOKEN.fullmatch(value) else None
+
+
+def token() -> str:
+    """This browser's owner token: its cookie's, else a new one for this session."""
+    found = _cookie()
+    if found:
+        st.session_state["_owner_token"] = found
+        return found
+    return st.session_state.setdefault("_owner_token", secrets.token_urlsafe(24))
+
+
+def _record(run_id: str) -> Path:
+    return runs_dir() / ".owners" / run_id
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def claim(run_id: str) -> None:
+    """This browser started `run_id`."""
+    st.session_state.setdefault("my_runs", set()).add(run_id)
+    record = _record(run_id)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(_digest(token()) + "\n")
+
+
+def owns(run_id: str) -> bool:
+    if run_id in st.session_state.get("my_runs", set()):
+        return True
+    try:
+        return _record(run_id).read_text().strip() == _digest(token())
+    except OSError:
+        return False
+
+
+def remember() -> None:
+    """Once per session without the cookie: the browser stores this session's token, so
+    the next visit (a reload) owns what this one starts."""
+    if _cookie() or st.session_state.get("_owner_cookie_sent"):
+        return
+    st.session_state["_owner_cookie_sent"] = True
+    cookie = f"{COOKIE}={token()}; path=/; max-age=31536000; SameSite=Strict"
+    with st.sidebar:
+        st.html(f"<script>document.cookie = {cookie!r};</script>", unsafe_allow_javascript=True)
