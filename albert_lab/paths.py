@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from albert_lab.errors import AlbertLabError
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -40,6 +42,23 @@ def allowed_roots() -> list[Path]:
     extra roots listed, separated by os.pathsep, in ALBERT_LAB_ALLOWED_DIRS)."""
     extra = [Path(p).expanduser().resolve() for p in os.environ.get("ALBERT_LAB_ALLOWED_DIRS", "").split(os.pathsep) if p]
     return [checkpoints_dir(), runs_dir(), *extra]
+
+
+MAX_PATH_CHARS = 4096  # PATH_MAX on Linux; one name in a path holds 255 bytes (NAME_MAX)
+
+
+def check_typed_path(text: str) -> str:
+    """A folder or hub id a user typed, stripped; AlbertLabError (one line) for text that no
+    file system takes: control characters (a NUL byte), a path over MAX_PATH_CHARS
+    characters or with a name over 255 bytes."""
+    text = text.strip()
+    shown = repr(text if len(text) <= 60 else text[:60] + "...")
+    if control := next((c for c in text if ord(c) < 32 or ord(c) == 127), None):
+        raise AlbertLabError(f"{shown} holds the control character {control!r}; type a folder path or hub id")
+    if len(text) > MAX_PATH_CHARS or any(len(part.encode("utf-8", "surrogatepass")) > 255 for part in text.split("/")):
+        raise AlbertLabError(f"{shown} is too long for a path ({len(text):,} characters; at most {MAX_PATH_CHARS:,}, "
+                             "and 255 bytes a name); type a folder path or hub id")
+    return text
 
 
 def is_within(path: Path, roots: list[Path]) -> bool:

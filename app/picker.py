@@ -9,7 +9,7 @@ import streamlit as st
 
 from albert_lab.checkpoint.files import is_local_source
 from albert_lab.errors import AlbertLabError
-from albert_lab.paths import allowed_roots, is_within
+from albert_lab.paths import allowed_roots, check_typed_path, is_within
 from app import figures
 from app.ui import active_run, available_checkpoints, device_options, from_url, guard
 
@@ -75,7 +75,7 @@ def typed_folder(text: str) -> str | None:
 
 
 def _add_source(text: str, extra: dict[str, str]) -> None:
-    text = text.strip()
+    text = check_typed_path(text)  # a NUL byte or 5,000 characters: a message, not a traceback
     from albert_lab.checkpoint.load import hub_reachable, load_checkpoint
 
     local = (folder := typed_folder(text)) or is_local_source(text)

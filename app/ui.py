@@ -19,6 +19,7 @@ import streamlit as st
 
 from albert_lab.checkpoint.discover import CheckpointSummary, discover_checkpoints, summarize_checkpoint
 from albert_lab.checkpoint.files import is_local_source, stamp
+from albert_lab.data.textfile import check_size
 from albert_lab.errors import AlbertLabError
 from albert_lab.paths import runs_dir
 from albert_lab.torch_build import known_devices
@@ -29,7 +30,6 @@ from app.text import fmt_duration
 if TYPE_CHECKING:
     from albert_lab.checkpoint.load import ModelBundle
 
-UPLOAD_LIMIT_BYTES = 5 * 1024 * 1024
 # An emoji favicon is drawn inline by the browser; a ":material/...:" one is fetched
 # from fonts.gstatic.com on every page load.
 PAGE_ICON = "\U0001F9EA"  # test tube
@@ -203,8 +203,7 @@ def download(frame: pd.DataFrame, name: str, label: str = "Download the data (CS
 def read_upload(uploaded) -> bytes:
     """Bytes of an uploaded file, refusing files over the size cap."""
     data = uploaded.getvalue()
-    if len(data) > UPLOAD_LIMIT_BYTES:
-        raise AlbertLabError(f"{uploaded.name} is {len(data) / 1e6:.1f} MB; the limit is {UPLOAD_LIMIT_BYTES / 1e6:.0f} MB")
+    check_size(len(data), uploaded.name)  # the one limit, MAX_UPLOAD_BYTES; the uploaders are given it too
     return data
 
 

@@ -11,6 +11,7 @@ from albert_lab.analysis.intrinsic import wilson_interval
 from albert_lab.analysis.pairs import pairs_frame, score_pairs, summarize
 from albert_lab.data.corpus import MAX_SEGMENT_CHARS
 from albert_lab.data.pairs_file import read_pairs
+from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from albert_lab.paths import checkpoints_dir
 from app import figures, ui
 from app.text import plural
@@ -135,8 +136,9 @@ if ui.need_checkpoints():
 
     with tab_upload:
         st.markdown("A **.csv**, **.tsv** or **.jsonl** file with columns `sentence_a`, `sentence_b` and, optionally, "
-                    "`label` (0 = A then B is the original order / B follows A, 1 = not). Up to 5 MB and 5,000 rows.")
-        uploaded = st.file_uploader("Pairs file", type=["csv", "tsv", "jsonl"], key="pairs_file")
+                    f"`label` (0 = A then B is the original order / B follows A, 1 = not). Up to {MAX_UPLOAD_MB} MB "
+                    f"and {MAX_PAIR_ROWS:,} rows.")
+        uploaded = st.file_uploader("Pairs file", type=["csv", "tsv", "jsonl"], key="pairs_file", max_upload_size=MAX_UPLOAD_MB)
         if uploaded is not None:
             with ui.guard("reading the upload"):  # the reader's messages name the file
                 parsed = read_pairs(ui.read_upload(uploaded), uploaded.name)

@@ -9,6 +9,7 @@ import streamlit as st
 
 from albert_lab.data.corpora import DEFAULT, default_installed, describe_corpora
 from albert_lab.data.corpus import save_corpus_upload
+from albert_lab.data.textfile import MAX_UPLOAD_MB
 from albert_lab.errors import AlbertLabError
 from albert_lab.params import count
 from albert_lab.paths import runs_dir
@@ -71,7 +72,7 @@ def new_run_form() -> None:
             st.caption(f":material/info: {DEFAULT}, the default mix, needs its long-document sources, not installed here: "
                        "`albert-lab corpora --install` fetches them (pinned and checked; the README's commands do).")
         upload = st.file_uploader("Corpus file (.txt: documents separated by blank lines; .jsonl: a 'text' field)",
-                                  type=["txt", "jsonl"], key="tr_upload")
+                                  type=["txt", "jsonl"], key="tr_upload", max_upload_size=MAX_UPLOAD_MB)
         b = st.columns(5)
         steps = b[0].number_input("Steps", 1, 1_000_000, 200, key="tr_steps")
         minutes = b[1].number_input("or minutes (0: off)", 0.0, 600.0, 0.0, key="tr_minutes")

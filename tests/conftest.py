@@ -91,6 +91,16 @@ def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, isolat
     return _run_cli_here(list(args), env or {}, Path(cwd or ROOT))
 
 
+def one_line_error(result, *words: str) -> str:
+    """The CLI's own error: exit 2, one line on stderr, no traceback."""
+    assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
+    lines = [line for line in result.stderr.splitlines() if line.startswith("albert-lab")]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
 def _run_cli_here(args: list[str], env: dict, cwd: Path):
     import contextlib
     import io

@@ -110,7 +110,7 @@ def test_txt_corpus_line_endings_separate_documents(ending):
 
 
 def test_jsonl_corpus_deep_nesting_is_a_data_error():
-    with pytest.raises(DataError, match=r"c\.jsonl: line 1 is nested too deeply"):
+    with pytest.raises(DataError, match=r"c\.jsonl: no document could be read; 1 line skipped, the first line 1: nested too deeply"):
         parse_documents(b'{"text": ' + b"[" * 100_000 + b"}\n", "c.jsonl")
     docs = parse_documents('{"text": "One.\u2028Two.", "title": ["x"]}\n'.encode(), "c.jsonl")
     assert docs[0].title == "c.jsonl #1"

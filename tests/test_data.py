@@ -37,7 +37,7 @@ def test_user_files_txt_jsonl_and_bad_bytes():
     assert [d.title for d in parse_documents(jsonl, "c.jsonl")] == ["c.jsonl #1", "t"]
     with pytest.raises(DataError, match=r"not UTF-8 text \(byte 0xff at line 2"):
         parse_documents(b"fine\n\xff bad", "c.txt")
-    with pytest.raises(DataError, match="line 1 is not valid JSON"):
+    with pytest.raises(DataError, match="the first line 1: not valid JSON"):
         parse_documents(b"{nope", "c.jsonl")
     with pytest.raises(DataError, match="no string field 'text'"):
         parse_documents(b'{"body": "x"}', "c.jsonl")

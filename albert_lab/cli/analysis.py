@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import get_args
 
 from albert_lab.cli.common import (
+    MIN_SEQ_LEN,
     add_checkpoint_arguments,
     add_text_arguments,
+    check_at_least,
+    check_out,
     command,
     emit,
     input_texts,
@@ -17,6 +20,7 @@ from albert_lab.cli.common import (
     load_bundles,
     print_frame,
 )
+from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from albert_lab.errors import AlbertLabError
 from albert_lab.spec import Objective
 
@@ -31,6 +35,7 @@ def _oscillation_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_oscillation(args: argparse.Namespace) -> int:
     from albert_lab.analysis.oscillation import oscillation, verdict
 
+    check_at_least(args, seq_len=MIN_SEQ_LEN)
     bundles = load_bundles(args, args.checkpoint)
     frame = oscillation(bundles, input_texts(args), args.aggregate, args.seq_len)
     print_frame(args, frame, ["checkpoint", "layer", "l2", "angle_deg", "l2_spread", "angle_spread", "norm_out"])
@@ -51,6 +56,7 @@ def _gradflow_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_gradflow(args: argparse.Namespace) -> int:
     from albert_lab.analysis.gradflow import gradient_flow
 
+    check_at_least(args, seq_len=MIN_SEQ_LEN)
     bundle = load_bundle(args, args.checkpoint)
     frame = gradient_flow(bundle, input_texts(args), objective=args.objective, seed=args.seed, max_len=args.seq_len)
     print_frame(args, frame)
@@ -62,17 +68,20 @@ def _score_arguments(p: argparse.ArgumentParser) -> None:
     add_checkpoint_arguments(p)
     p.add_argument("--out", type=Path, help="write the scores as CSV")
     p.add_argument("--seq-len", type=int, default=128)
-    p.add_argument("--max-rows", type=int, default=5000)
+    p.add_argument("--max-rows", type=int, default=MAX_PAIR_ROWS,
+                   help=f"score at most this many rows (default {MAX_PAIR_ROWS:,}); "
+                   f"files up to {MAX_UPLOAD_MB} MB, as in the browser")
 
 
 @command("score", "P(original order) / P(is next) from SOP and NSP heads for sentence pairs")(_score_arguments)
 def cmd_score(args: argparse.Namespace) -> int:
     from albert_lab.analysis.pairs import score_pairs, summarize
     from albert_lab.data.pairs_file import read_pairs
+    from albert_lab.data.textfile import read_user_file
 
-    if not args.pairs.is_file():
-        raise AlbertLabError(f"{args.pairs}: no such file")
-    parsed = read_pairs(args.pairs.read_bytes(), args.pairs.name, args.max_rows)
+    check_at_least(args, seq_len=MIN_SEQ_LEN, max_rows=1)
+    check_out(args.out)
+    parsed = read_pairs(read_user_file(args.pairs), args.pairs.name, args.max_rows)
     for problem in parsed.problems:
         print(f"warning: {problem}", file=sys.stderr)
     bundles = load_bundles(args, args.checkpoint)
@@ -81,7 +90,10 @@ def cmd_score(args: argparse.Namespace) -> int:
             print(f"warning: {bundle.name}: {bundle.heads.warning}", file=sys.stderr)
     scores = score_pairs(bundles, parsed.pairs, args.seq_len)
     if args.out:
-        scores.to_csv(args.out, index=False)
+        try:
+            scores.to_csv(args.out, index=False)
+        except OSError as err:
+            raise AlbertLabError(f"--out {args.out}: cannot be written ({err.strerror or err}); give another file") from None
         print(f"wrote {len(scores)} rows to {args.out}", file=sys.stderr)
     if args.json:
         emit(args, scores.to_dict(orient="records"), "")

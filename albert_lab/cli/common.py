@@ -152,6 +152,27 @@ def input_texts(args: argparse.Namespace) -> list[str]:
     return args.text or sample_texts()
 
 
+MIN_SEQ_LEN = 8  # [CLS] A [SEP] B [SEP] and a few pieces of each
+
+
+def check_at_least(args: argparse.Namespace, **minimums: int) -> None:
+    """Refuse an integer option below its minimum (e.g. `--seq-len -1`), naming the flag."""
+    for name, low in minimums.items():
+        value = getattr(args, name)
+        if value is not None and value < low:
+            raise AlbertLabError(f"--{name.replace('_', '-')} must be at least {low}, got {value}")
+
+
+def check_out(out: Path | None) -> None:
+    """Refuse an --out file that cannot be written, before any work: a folder, a missing folder."""
+    if out is None:
+        return
+    if out.is_dir():
+        raise AlbertLabError(f"--out {out} is a folder; give a file name, e.g. {out / 'scores.csv'}")
+    if not out.parent.is_dir():
+        raise AlbertLabError(f"--out {out}: the folder {out.parent} does not exist; create it or give another file")
+
+
 def fail(message: str):
     raise AlbertLabError(message)
 

@@ -14,10 +14,10 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from albert_lab.data.textfile import decode_utf8, jsonl_records
 from albert_lab.errors import DataError
 
 BUILTIN = "wiki-vital"
@@ -38,7 +38,12 @@ _ABBREVIATIONS = {
     "ltd", "mt", "ft", "approx", "ca", "c", "cf", "al", "fig", "gen", "gov", "sen", "rev", "lt", "col", "sgt", "jan",
     "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "a.d", "b.c", "op", "vol", "pp",
 }
-_BOUNDARY = re.compile(r"(?<=[.!?])([\"”')\]]*)\s+(?=[\"“'(\[]?[A-Z0-9])")
+# A sentence ends at a terminator. Those of spaced scripts (. ! ? … Arabic ؟ ۔, Devanagari । ॥)
+# end one when a space and a letter or digit that is not lower-case follow (upper-case in
+# Latin, Cyrillic, Greek; any letter in scripts without case: Arabic, Devanagari, CJK), past
+# opening quotes and brackets; the CJK full stops 。！？ end one whatever follows.
+_BOUNDARY = re.compile(r"(?<=[.!?…؟۔।॥])([\"”’')\]»」』]*)\s+(?=[\"“‘'(\[«「『¿¡]?(\w))"
+                       r"|(?<=[。！？｡])([」』”’)）]*)\s*(?=\S)")
 
 
 @dataclass(frozen=True)
@@ -56,33 +61,40 @@ class Corpus:
     heldout: tuple[Document, ...]
     fingerprint: str  # hash of the content, part of cache keys
     credit: str = ""
+    problems: tuple[str, ...] = ()  # lines of its files that were skipped, and why
 
     @property
     def num_segments(self) -> int:
         return sum(len(d.segments) for d in self.train + self.heldout)
 
     def describe(self) -> str:
+        skipped = f"; {len(self.problems):,} lines skipped ({self.problems[0]})" if self.problems else ""
         return (f"{self.name}: {len(self.train):,} training and {len(self.heldout):,} held-out documents, "
-                f"{self.num_segments:,} segments")
+                f"{self.num_segments:,} segments{skipped}")
 
 
 def split_sentences(text: str) -> list[str]:
-    """Split text into sentences at . ! ? followed by a capital or digit, except after
-    common abbreviations and single-letter initials ("J. R. R. Tolkien")."""
+    """Split text into sentences at its terminators (see _BOUNDARY), in any script: before a
+    letter that is not lower-case or a digit, except after common abbreviations and
+    single-letter initials ("J. R. R. Tolkien"); after 。！？ always."""
     text = " ".join(text.split())
     sentences, start = [], 0
     for match in _BOUNDARY.finditer(text):
-        end = match.end(1)  # keep closing quotes and brackets with their sentence
-        word = text[start:end].rsplit(" ", 1)[-1].rstrip(".!?\"”')]").lower()
-        if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
-            continue
+        if match[1] is not None:  # a spaced script
+            end = match.end(1)  # keep closing quotes and brackets with their sentence
+            word = text[start:end].rsplit(" ", 1)[-1].rstrip(".!?…\"”’')]»").lower()
+            if match[2].islower() or match[2] == "_" or word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
+                continue
+        else:
+            end = match.end(3)
         sentences.append(text[start:end].strip())
         start = match.end()
     tail = text[start:].strip()
     return [s for s in [*sentences, tail] if s]
 
 
-def make_corpus(name: str, docs: list[Document], credit: str = "", fraction: float = HELDOUT_FRACTION) -> Corpus:
+def make_corpus(name: str, docs: list[Document], credit: str = "", fraction: float = HELDOUT_FRACTION,
+                problems: tuple[str, ...] = ()) -> Corpus:
     """Split documents into train / held-out by a hash of their title and text, so the
     held-out set is fixed whatever the order or the rest of the corpus."""
     docs = [d for d in docs if d.segments]
@@ -93,7 +105,8 @@ def make_corpus(name: str, docs: list[Document], credit: str = "", fraction: flo
     heldout = {id(d) for d in keyed[:n_held]}
     fingerprint = content_hash(json.dumps([(d.title, d.segments) for d in docs]))
     return Corpus(name=name, train=tuple(d for d in docs if id(d) not in heldout),
-                  heldout=tuple(d for d in docs if id(d) in heldout), fingerprint=fingerprint, credit=credit)
+                  heldout=tuple(d for d in docs if id(d) in heldout), fingerprint=fingerprint, credit=credit,
+                  problems=problems)
 
 
 def content_hash(text: str) -> str:
@@ -120,24 +133,14 @@ def clip_for_tokens(text: str, max_len: int) -> str:
     return text[:min(MAX_SEGMENT_CHARS, max(1, max_len) * CHARS_PER_TOKEN)]
 
 
-def decode_utf8(data: bytes, name: str) -> str:
-    """UTF-8 text (a BOM is dropped) with every line ending as \n: files saved with CR-only
-    (classic Mac) or mixed line endings read like any other."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        raise DataError(f"{name}: not UTF-8 text (byte 0x{data[err.start]:02x} at line {line}, offset {err.start}); "
-                        "save the file as UTF-8") from None
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def parse_documents(data: bytes, name: str, text_field: str = "text") -> list[Document]:
+def parse_documents(data: bytes, name: str, text_field: str = "text", problems: list[str] | None = None) -> list[Document]:
     """Documents from a .txt (separated by blank lines) or .jsonl (one object per line
-    with a `text_field`) file's bytes."""
+    with a `text_field`) file's bytes. A JSONL line that is not such an object is skipped
+    and reported in `problems` ('line 3: ...; skipped'); DataError when no document is left."""
+    problems = [] if problems is None else problems
     text = decode_utf8(data, name)
     if name.lower().endswith((".jsonl", ".json")):
-        raw = _jsonl_texts(text, name, text_field)
+        raw = _jsonl_texts(text, name, text_field, problems)
     elif name.lower().endswith((".txt", ".text", ".md")):
         raw = [(f"{name} #{i + 1}", block) for i, block in enumerate(re.split(r"\n\s*\n", text))]
     else:
@@ -145,38 +148,20 @@ def parse_documents(data: bytes, name: str, text_field: str = "text") -> list[Do
     docs = [Document(title=title, segments=tuple(split_sentences(body[:MAX_DOC_CHARS]))) for title, body in raw]
     docs = [d for d in docs if d.segments]
     if not docs:
-        raise DataError(f"{name}: no text found; the corpus is empty")
+        skipped = f"{len(problems):,} line{'s' * (len(problems) != 1)} skipped"
+        raise DataError(f"{name}: no document could be read; {skipped}, the first {problems[0]}" if problems
+                        else f"{name}: no text found; the corpus is empty")
     return docs
 
 
-def jsonl_records(text: str) -> Iterator[tuple[int, dict | None, str | None]]:
-    """(line number, object, problem) for each non-blank line of JSONL text; exactly one
-    of object and problem is None. Callers decide whether a problem is fatal. Lines end
-    at \n only: U+2028, U+2029 and U+0085 are legal inside a JSON string."""
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            yield number, None, f"not valid JSON ({err.msg})"
-            continue
-        except ValueError:  # an integer of more than 4,300 digits
-            yield number, None, "a number too long to read"
-            continue
-        except RecursionError:
-            yield number, None, "nested too deeply"
-            continue
-        yield (number, record, None) if isinstance(record, dict) else (number, None, "not a JSON object")
-
-
-def _jsonl_texts(text: str, name: str, text_field: str) -> list[tuple[str, str]]:
+def _jsonl_texts(text: str, name: str, text_field: str, problems: list[str]) -> list[tuple[str, str]]:
     out = []
     for number, record, problem in jsonl_records(text):
+        if not problem and not isinstance(record.get(text_field), str):
+            problem = f"has no string field {text_field!r}"
         if problem:
-            raise DataError(f"{name}: line {number} is {problem}")
-        if not isinstance(record.get(text_field), str):
-            raise DataError(f"{name}: line {number} has no string field {text_field!r}")
+            problems.append(f"line {number}: {problem}; skipped")
+            continue
         title = record.get("title")
         out.append((title if isinstance(title, str) else f"{name} #{number}", record[text_field]))
     return out
@@ -186,7 +171,9 @@ def load_file(path: str | Path, text_field: str = "text") -> Corpus:
     path = Path(path).expanduser()
     if not path.is_file():
         raise DataError(f"{path}: no such corpus file")
-    return make_corpus(path.name, parse_documents(path.read_bytes(), path.name, text_field))
+    problems: list[str] = []
+    docs = parse_documents(path.read_bytes(), path.name, text_field, problems)
+    return make_corpus(path.name, docs, problems=tuple(f"{path.name}: {p}" for p in problems))
 
 
 def load_hf_dataset(name: str, split: str = "train", text_field: str = "text", limit: int = 20000) -> Corpus:

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from albert_lab.data.corpus import MAX_SEGMENT_CHARS, decode_utf8, jsonl_records
+from albert_lab.data.corpus import MAX_SEGMENT_CHARS
+from albert_lab.data.textfile import MAX_PAIR_ROWS as MAX_ROWS
+from albert_lab.data.textfile import check_size, decode_utf8, jsonl_records
 from albert_lab.errors import DataError
 
-MAX_ROWS = 5000
 COLUMNS = ("sentence_a", "sentence_b")
 
 
@@ -26,23 +28,27 @@ class PairsFile:
 
 
 def read_pairs(data: bytes, name: str, max_rows: int = MAX_ROWS) -> PairsFile:
-    """Parse an uploaded pairs file; raise DataError only when nothing can be scored."""
+    """Parse an uploaded pairs file; raise DataError only when nothing can be scored. Rows
+    are read one at a time and reading stops at the `max_rows` cap; files over
+    MAX_UPLOAD_BYTES are refused (the browser's and the command line's one limit)."""
+    check_size(len(data), name)
     text = decode_utf8(data, name)
     if not text.strip():
         raise DataError(f"{name}: the file is empty")
     lower = name.lower()
+    problems: list[str] = []
     if lower.endswith(".jsonl"):
-        records, problems = _jsonl_records(text, name)
+        records = _jsonl_records(text, problems)
     elif lower.endswith((".csv", ".tsv", ".txt")):
-        records, problems = _delimited_records(text, name, "\t" if lower.endswith(".tsv") else ",")
+        records = _delimited_records(text, name, "\t" if lower.endswith(".tsv") else ",", problems)
     else:
         raise DataError(f"{name}: unsupported file type; use .csv, .tsv or .jsonl with columns sentence_a, sentence_b")
     return _clean(records, problems, name, max_rows)
 
 
-def _delimited_records(text: str, name: str, delimiter: str) -> tuple[list[dict], list[str]]:
+def _delimited_records(text: str, name: str, delimiter: str, problems: list[str]) -> Iterator[dict]:
     # The csv module refuses fields over 128 KiB by default; here a long field is cut later
-    # (MAX_SEGMENT_CHARS) like any other, and the whole file is in memory anyway.
+    # (MAX_SEGMENT_CHARS) like any other, and the whole file (at most MAX_UPLOAD_BYTES) is in memory anyway.
     csv.field_size_limit(max(csv.field_size_limit(), min(len(text) + 1, 2**31 - 1)))
     reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
     try:
@@ -53,20 +59,26 @@ def _delimited_records(text: str, name: str, delimiter: str) -> tuple[list[dict]
     if missing:
         hint = _delimiter_hint(text, delimiter)
         raise DataError(f"{name}: missing column(s) {', '.join(missing)}; found {header[:6]}{hint}")
+    for column in (*COLUMNS, "label"):
+        if header.count(column) > 1:
+            where = " and ".join(str(i + 1) for i, h in enumerate(header) if h == column)
+            raise DataError(f"{name}: the header names {column} twice (columns {where}); keep one column of that name")
     reader.fieldnames = header
-    records, problems = [], []
+    return _csv_rows(reader, problems)
+
+
+def _csv_rows(reader: csv.DictReader, problems: list[str]) -> Iterator[dict]:
     number = 1  # row 1 is the header
     while True:
         number += 1
         try:
             record = next(reader)
         except StopIteration:
-            break
+            return
         except csv.Error as err:  # the reader goes on at the next line
             problems.append(f"row {number}: cannot be read as CSV ({err}); skipped")
             continue
-        records.append({**record, "_row": number})
-    return records, problems
+        yield {**record, "_row": number}
 
 
 def _delimiter_hint(text: str, expected: str) -> str:
@@ -81,23 +93,22 @@ def _delimiter_hint(text: str, expected: str) -> str:
     return ""
 
 
-def _jsonl_records(text: str, name: str) -> tuple[list[dict], list[str]]:
-    records, problems = [], []
+def _jsonl_records(text: str, problems: list[str]) -> Iterator[dict]:
     for number, record, problem in jsonl_records(text):
         if problem:
             problems.append(f"row {number}: {problem}; skipped")
         else:
-            records.append({**record, "_row": number})
-    if records and all(c not in r for r in records for c in COLUMNS):
-        raise DataError(f"{name}: missing fields {', '.join(COLUMNS)} (found {sorted(records[0])[:6]})")
-    return records, problems
+            yield {**record, "_row": number}
 
 
-def _clean(records: list[dict], problems: list[str], name: str, max_rows: int) -> PairsFile:
-    """Valid rows, at most `max_rows` of them (the cap counts only rows that are scored)."""
-    rows = []
+def _clean(records: Iterable[dict], problems: list[str], name: str, max_rows: int) -> PairsFile:
+    """Valid rows, at most `max_rows` of them (the cap counts only rows that are scored);
+    `records` is read no further than the row after the cap."""
+    rows, fields_seen, first_keys = [], False, None
     for record in records:
         number = record["_row"]
+        first_keys = sorted(k for k in record if k != "_row")[:6] if first_keys is None else first_keys
+        fields_seen = fields_seen or any(c in record for c in COLUMNS)
         if len(rows) == max_rows:
             problems.append(f"the file has more than {max_rows:,} valid rows; only the first {max_rows:,} (the cap) are "
                             f"scored, from row {number} on nothing is read")
@@ -118,6 +129,8 @@ def _clean(records: list[dict], problems: list[str], name: str, max_rows: int) -
             values[column] = " ".join(value.split())
         else:
             rows.append(dict(row=number, **values, label=_label(record.get("label"), number, problems)))
+    if first_keys is not None and not fields_seen:
+        raise DataError(f"{name}: missing fields {', '.join(COLUMNS)} (found {first_keys})")
     if not rows:
         raise DataError(f"{name}: no row has both sentence_a and sentence_b" + (f" ({problems[0]})" if problems else ""))
     frame = pd.DataFrame(rows)

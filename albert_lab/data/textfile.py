@@ -1,0 +1,125 @@
+"""The one decoder of a user's text files: bytes to text (UTF-8, any line ending), JSON
+values (bounded nesting and numbers, and no lone surrogates) and JSONL lines. Every
+reader of a corpus, a pairs file or a checkpoint's JSON goes through these, so a
+file's problem is reported the same way everywhere: a DataError naming the file and
+the line, or a problem for the caller to report per line.
+
+A lone surrogate ("\\ud800" escaped in JSON) is valid JSON but no character: Python
+reads it into a str that cannot be encoded, and the first tokenizer or write of it
+fails far from the file (UnicodeEncodeError); here it is the file's problem."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from albert_lab.errors import DataError
+
+MAX_UPLOAD_MB = 5  # one limit for a user's file, browser and command line alike, in decimal megabytes as
+MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1_000_000  # the browser's uploader counts them (it refuses 5,000,001 bytes)
+MAX_PAIR_ROWS = 5000  # rows of a pairs file that are scored; reading stops after them
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # \ud800-\udfff; a valid pair also matches, then is checked
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def decode_utf8(data: bytes, name: str) -> str:
+    """UTF-8 text (a BOM is dropped) with every line ending as \\n: files saved with CR-only
+    (classic Mac) or mixed line endings read like any other."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise DataError(f"{name}: not UTF-8 text (byte 0x{data[err.start]:02x} at line {line}, offset {err.start}); "
+                        "save the file as UTF-8") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def check_size(size: int, name: str, limit: int = MAX_UPLOAD_BYTES) -> None:
+    if size > limit:
+        raise DataError(f"{name} is {size / 1e6:,.1f} MB; the limit is {limit / 1e6:g} MB: split the file or keep its first rows")
+
+
+def read_user_file(path: Path, limit: int = MAX_UPLOAD_BYTES) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes; DataError for a folder, a FIFO
+    or device (whose read could block for ever or never end), a missing or unreadable file,
+    or one too big."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # O_NONBLOCK: opening a FIFO never waits for a writer
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except OSError as err:
+        raise DataError(f"{path}: cannot be read ({err.strerror or err})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise DataError(f"{path}: {kind}; give a file")
+        check_size(info.st_size, str(path), limit)
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as err:
+        raise DataError(f"{path}: cannot be read ({err.strerror or err})") from None
+    finally:
+        os.close(fd)
+    check_size(len(data), str(path), limit)  # it grew while read
+    return data
+
+
+def lone_surrogate(value: object) -> str | None:
+    """The first lone surrogate in the strings (keys too) of a JSON value, written as its
+    escape (e.g. '\\\\ud800'), or None."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if match := _SURROGATE.search(item):
+                return f"\\u{ord(match[0]):04x}"
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
+def json_problem(text: str) -> tuple[object, str | None]:
+    """(value, None) for JSON text, or (None, what is wrong) in words."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        return None, f"not valid JSON ({err.msg})"
+    except ValueError:  # an integer of more than 4,300 digits
+        return None, "a number too long to read"
+    except RecursionError:
+        return None, "nested too deeply"
+    if _SURROGATE_ESCAPE.search(text) and (escape := lone_surrogate(value)):
+        return None, f"not valid Unicode (a lone surrogate, {escape}: an escape of no character)"
+    return value, None
+
+
+def read_json(data: bytes, name: str) -> object:
+    """A JSON file's value; DataError naming the file and the problem."""
+    value, problem = json_problem(decode_utf8(data, name))
+    if problem:
+        raise DataError(f"{name}: {problem}")
+    return value
+
+
+def jsonl_records(text: str) -> Iterator[tuple[int, dict | None, str | None]]:
+    """(line number, object, problem) for each non-blank line of JSONL text; exactly one
+    of object and problem is None. Callers decide whether a problem is fatal. Lines end
+    at \\n only: U+2028, U+2029 and U+0085 are legal inside a JSON string."""
+    for number, line in enumerate(io.StringIO(text, newline="\n"), start=1):  # lazily: a reader may stop early
+        if not line.strip():
+            continue
+        record, problem = json_problem(line)
+        if problem:
+            yield number, None, problem
+        else:
+            yield (number, record, None) if isinstance(record, dict) else (number, None, "not a JSON object")
