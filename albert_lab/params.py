@@ -14,6 +14,7 @@ element-wise work (LayerNorm, softmax, GELU, bias adds) is left out.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
@@ -157,6 +158,55 @@ def count(spec: ModelSpec, seq_len: int = 512) -> ParamReport:
         Component("pair head", pair, pair, 2.0 * h * 2 / t),
     ]
     return ParamReport(spec=spec, seq_len=seq_len, components=tuple(rows))
+
+
+# ---- what a machine can hold ---------------------------------------------------------------
+MAX_APPLICATIONS = 1024  # layer applications (num_layers x inner_group_num) a model may run: the paper's
+# deepest is 48; a config with 1e9 layers is tiny when shared, but its forward pass never ends
+TRAIN_BYTES_PER_PARAM = 16  # fp32 weights, gradients and the optimizer's two moments (LAMB, AdamW)
+
+
+def memory_needed(spec: ModelSpec, batch_size: int = 0, seq_len: int = 128) -> int:
+    """Bytes a model of `spec` takes: its fp32 weights alone (batch_size 0: loading to
+    analyse), or training it on batches of batch_size x seq_len tokens (weights, gradients,
+    optimizer state, and roughly the activations backward keeps per layer application:
+    ~12 H + 2 FFN floats per token, plus heads x T attention scores)."""
+    weights = count(spec).total_with_heads
+    if not batch_size:
+        return 4 * weights
+    per_token = 12 * spec.hidden_size + 2 * spec.ffn_size + 2 * spec.num_heads * seq_len
+    activations = 4 * batch_size * seq_len * spec.num_layers * spec.inner_group_num * per_token
+    return TRAIN_BYTES_PER_PARAM * weights + activations
+
+
+def machine_memory() -> tuple[int, int]:
+    """(total, available) bytes of memory on this machine (Linux /proc/meminfo; else the
+    physical memory for both)."""
+    try:
+        with open("/proc/meminfo") as handle:
+            fields = dict(line.split(":", 1) for line in handle if ":" in line)
+        total, available = (int(fields[k].split()[0]) * 1024 for k in ("MemTotal", "MemAvailable"))
+        return total, available
+    except (OSError, KeyError, ValueError):
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return total, total
+
+
+def fit_problem(spec: ModelSpec, batch_size: int = 0, seq_len: int = 128) -> str | None:
+    """Why this machine cannot build (batch_size 0) or train a model of `spec`, or None:
+    computed from the spec alone, before a weight is allocated."""
+    applications = spec.num_layers * spec.inner_group_num
+    if applications > MAX_APPLICATIONS:
+        return (f"{spec.num_layers:,} layers x {spec.inner_group_num:,} inner blocks = {applications:,} layer applications, "
+                f"more than {MAX_APPLICATIONS:,} (a forward pass would not end in useful time); use fewer layers")
+    need = memory_needed(spec, batch_size, seq_len)
+    total, available = machine_memory()
+    if need <= available:
+        return None
+    what = "training it (weights, gradients, optimizer state and activations)" if batch_size else "its fp32 weights"
+    return (f"{spec.label} has {count(spec).total_with_heads:,} parameters; {what} would take {need / 2**30:,.1f} GiB, "
+            f"more than the {available / 2**30:,.1f} GiB this machine has available ({total / 2**30:,.1f} GiB in all); "
+            "choose a smaller spec" + (" or batch" if batch_size else ""))
 
 
 def human(n: float) -> str:

@@ -21,6 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
+from albert_lab.errors import RunError
+
+MAX_RUN_ID = 100  # characters; the folder's temporary name adds ~20 and a file name holds 255 bytes
+RUN_ID_PUNCTUATION = "-_.+=@,"
 
 class TrainRow(TypedDict):
     kind: Literal["train"]
@@ -51,6 +55,23 @@ class EvalRow(TypedDict, total=False):
     eval_sop_lead_acc: float
     eval_sop_interior_acc: float
     time: float
+
+
+def check_run_id(run_id: str) -> str:
+    """A run id is a folder name inside the runs folder: letters, digits and -_.+=@, (no
+    separators, no '..', no leading '.', which readers skip), at most MAX_RUN_ID characters.
+    Returns it; raises RunError naming what is wrong."""
+    shown = repr(run_id if len(run_id) <= 40 else run_id[:40] + "...")
+    bad = sorted({c for c in run_id if not (c.isalnum() or c in RUN_ID_PUNCTUATION)})
+    problem = ("is empty" if not run_id else
+               f"has {len(run_id):,} characters, more than {MAX_RUN_ID}" if len(run_id) > MAX_RUN_ID else
+               "names a folder outside the runs folder" if "/" in run_id or "\\" in run_id or ".." in run_id else
+               "starts with '.' (a hidden folder, which run lists skip)" if run_id.startswith(".") else
+               f"holds {', '.join(repr(c) for c in bad[:3])}" if bad else "")
+    if problem:
+        raise RunError(f"run id {shown} {problem}; a run id is a folder name: letters, digits and {RUN_ID_PUNCTUATION}, "
+                       f"at most {MAX_RUN_ID} characters")
+    return run_id
 
 
 @dataclass(frozen=True)

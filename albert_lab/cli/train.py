@@ -75,10 +75,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     if dist.world_size > 1:
         return _train_distributed(config, args, dist)
     print("preparing corpus and tokenizer ...", file=sys.stderr)
-    info = start_run(config, args.runs_dir, args.run_id, foreground=args.foreground,
-                     announce=lambda run: print(f"run {run.id}: {run.raw.get('spec_label', '')}; folder {run.path}",
-                                                file=sys.stderr))
+    info = start_run(config, args.runs_dir, args.run_id, foreground=args.foreground, announce=_announce)
     return _report(info, info.status) if args.foreground else _follow(info.path, args.detach)
+
+
+def _announce(run) -> None:
+    print(f"run {run.id}: {run.raw.get('spec_label', '')}; folder {run.path}", file=sys.stderr)
+    for warning in run.raw.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 def _train_distributed(config, args: argparse.Namespace, dist) -> int:
@@ -89,8 +93,10 @@ def _train_distributed(config, args: argparse.Namespace, dist) -> int:
 
     if not args.run_id:
         raise AlbertLabError("under torchrun give --run-id so that every rank uses the same run folder")
+    from albert_lab.runfolder import check_run_id
+
     root = (args.runs_dir or _default_runs()).resolve()
-    run_dir = root / args.run_id
+    run_dir = root / check_run_id(args.run_id)
     if dist.is_main:
         create_run(config, root, args.run_id)
     dist.barrier()
@@ -155,13 +161,13 @@ def _runs_arguments(p: argparse.ArgumentParser) -> None:
 @command("runs", "list training runs; show or cancel one")(_runs_arguments)
 def cmd_runs(args: argparse.Namespace) -> int:
     from albert_lab.paths import runs_dir
-    from albert_lab.runfolder import RunFolder
+    from albert_lab.runfolder import RunFolder, check_run_id
     from albert_lab.training.jobs import cancel_run
     from albert_lab.training.runs import list_runs, read_run
 
     root = args.runs_dir or runs_dir()
     if args.cancel or args.show:
-        path = root / (args.cancel or args.show)
+        path = root / check_run_id(args.cancel or args.show)
         if not RunFolder(path).is_run():
             raise AlbertLabError(f"no run {path.name!r} in {root}")
         info = cancel_run(path) if args.cancel else read_run(path)

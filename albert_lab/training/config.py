@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from albert_lab.errors import RunError
-from albert_lab.spec import ModelSpec, Objective, field_names, unknown_field
+from albert_lab.params import fit_problem
+from albert_lab.spec import ModelSpec, Objective, check_types, field_names, unknown_field
 
 Precision = Literal["auto", "fp32", "bf16"]
+MAX_LR = 1.0  # above it these models diverge at once (LAMB and AdamW alike); 1e30 or inf is a typo
 
 
 @dataclass
@@ -49,8 +52,12 @@ class TrainConfig:
     def validate(self) -> TrainConfig:
         """Raise RunError/SpecError naming the field; returns self for chaining."""
         spec = self.model_spec()
+        for name in ("lr", "weight_decay", "max_minutes", "clip_norm", "short_seq_prob"):
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                raise RunError(f"{name}: must be a finite number, got {value}")
         checks = [
-            ("lr", self.lr > 0, f"learning rate must be positive, got {self.lr}"),
+            ("lr", 0 < self.lr <= MAX_LR, f"learning rate must be positive and at most {MAX_LR}, got {self.lr:g}"),
             ("batch_size", self.batch_size >= 1, f"must be at least 1, got {self.batch_size}"),
             ("max_seq_len", 16 <= self.max_seq_len <= spec.max_positions,
              f"must be between 16 and the model's max_positions ({spec.max_positions}), got {self.max_seq_len}"),
@@ -73,13 +80,34 @@ class TrainConfig:
         for name, ok, message in checks:
             if not ok:
                 raise RunError(f"{name}: {message}")
+        if problem := fit_problem(spec.replace(vocab_size=self.vocab_size if self.tokenizer is None else spec.vocab_size),
+                                  self.batch_size, self.max_seq_len):
+            raise RunError(f"spec: {problem}")
         return self
+
+    def divergence_causes(self) -> str:
+        """The settings of this run that can make its loss NaN or infinite, most likely first,
+        for the message of a run that diverged."""
+        spec = self.model_spec()
+        causes = []
+        if spec.dropout >= 0.5:
+            causes.append(f"dropout {spec.dropout:g} (it zeroes {spec.dropout:.0%} of activations and scales the rest "
+                          f"by {1 / (1 - spec.dropout):.3g}; ALBERT uses 0, BERT 0.1)")
+        causes.append(f"the learning rate {self.lr:g} (try {self.lr / 10:g})")
+        if self.warmup_steps == 0:
+            causes.append("no warm-up (try --warmup 100)")
+        if self.clip_norm is None:
+            causes.append("no gradient clipping")
+        if self.precision == "bf16":
+            causes.append("bf16 precision (try fp32)")
+        return "; ".join(causes)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        check_types(cls, data, lambda name, message: RunError(f"{name}: {message}"), "config")
         if unknown := unknown_field(cls, data):
             raise RunError(f"{unknown}: unknown training option; allowed: {field_names(cls)}")
         config = cls(**data)

@@ -19,18 +19,22 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from albert_lab.errors import RunError
+from albert_lab.errors import AlbertLabError, RunError
 from albert_lab.paths import PROJECT_ROOT, runs_dir
-from albert_lab.runfolder import RunFolder, write_json_atomic
+from albert_lab.runfolder import RunFolder, check_run_id, write_json_atomic
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.prepare import Prepared, prepare
 from albert_lab.training.runs import RunInfo, claim_run_dir, read_run, update_run
+
+MAX_WARNINGS = 20  # corpus lines skipped, as run.json lists them (the rest are counted in the log)
 
 
 def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None = None) -> tuple[Path, Prepared]:
     """Validate, prepare and create the run folder (status queued). Nothing is written
     if anything is wrong."""
     root = (root or runs_dir()).resolve()
+    if run_id is not None:
+        check_run_id(run_id)  # before the corpus and tokenizer work, which takes a while
     _check_writable(root)
     prepared = prepare(config)
     final = claim_run_dir(root, config.name, run_id)
@@ -40,7 +44,8 @@ def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None
         tmp.mkdir()
         write_json_atomic(RunFolder(tmp).run_json, {"id": run_id, "status": "queued", "created": time.time(), "pid": None,
                                              "config": config.to_dict(), "step": 0, "total_steps": config.max_steps,
-                                             "spec_label": prepared.spec.label})
+                                             "spec_label": prepared.spec.label,
+                                             "warnings": list(prepared.corpus.problems[:MAX_WARNINGS])})
         RunFolder(tmp).log.touch()
         os.replace(tmp, final)  # over the empty folder claim_run_dir made: atomic
     except OSError as err:
@@ -114,6 +119,10 @@ def resume_run(run_dir: Path, foreground: bool = False) -> RunInfo:
         raise RunError(f"run {info.id} is still {info.status}")
     if info.status == "succeeded":
         raise RunError(f"run {info.id} already finished; start a new run to train longer")
+    try:
+        TrainConfig.from_dict(info.config).validate()
+    except AlbertLabError as err:  # RunError, SpecError
+        raise RunError(f"{run_dir}: run.json's config cannot be resumed ({err}); start a new run") from None
     RunFolder(run_dir).cancel.unlink(missing_ok=True)
     update_run(run_dir, status="queued", pid=None, created_resume=time.time(), message="resuming")
     if foreground:

@@ -168,8 +168,8 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
             loss = float(out.loss.detach())
             if not math.isfinite(loss):
-                raise RunError(f"the loss became {loss} at step {self.progress.step}; lower the learning rate "
-                               f"(now {self.config.lr})")
+                raise RunError(f"the loss became {loss} at step {self.progress.step}; settings that can cause it: "
+                               f"{self.config.divergence_causes()}")
             now = time.perf_counter()
             tokens = self.dist.all_sum(batch.num_tokens)
             p = self.progress

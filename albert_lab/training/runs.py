@@ -8,6 +8,7 @@ The UI and the CLI only read run folders, so a run lives on after the browser cl
 from __future__ import annotations
 
 import fcntl
+import math
 import os
 import time
 from contextlib import contextmanager
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from albert_lab.errors import RunError
-from albert_lab.runfolder import RunFolder
+from albert_lab.runfolder import RunFolder, check_run_id
 
 LOCK = ".train.lock"  # one run trains at a time per runs folder
 ACTIVE = ("queued", "running")
@@ -89,6 +90,8 @@ def read_run(path: Path) -> RunInfo:
             raise TypeError("run.json does not hold an object")
     except (OSError, ValueError, TypeError, RecursionError) as err:
         raise RunError(f"{path}: not a readable run folder ({err})") from None
+    if problem := _run_json_problem(raw):
+        raise RunError(f"{path}: run.json {problem}; it was edited or damaged, and only the training process writes it")
     info = RunInfo(id=path.name, path=path, status=raw.get("status", "failed"), config=raw.get("config", {}),
                    step=int(raw.get("step", 0)), total_steps=raw.get("total_steps"), message=raw.get("message", ""),
                    raw=raw)
@@ -99,6 +102,26 @@ def read_run(path: Path) -> RunInfo:
         info.message = (f"the training process (pid {raw.get('pid')}) ended without finishing"
                         + (f"; last log lines:\n{tail}" if tail else ""))
     return info
+
+
+RUN_FIELDS: dict[str, tuple[type, ...]] = {  # run.json key -> the types it may hold (None: absent or null)
+    "status": (str,), "step": (int,), "total_steps": (int, type(None)), "pid": (int, type(None)), "config": (dict,),
+    "message": (str,), "created": (int, float), "created_resume": (int, float), "heartbeat": (int, float),
+}
+
+
+def _run_json_problem(raw: dict[str, Any]) -> str | None:
+    """What is wrong with run.json's fields, or None."""
+    for key, kinds in RUN_FIELDS.items():
+        value = raw.get(key)
+        if key not in raw or (value is None and type(None) in kinds):
+            continue
+        if isinstance(value, bool) or not isinstance(value, kinds) or (isinstance(value, float) and not math.isfinite(value)):
+            shown = repr(value) if len(repr(value)) <= 40 else type(value).__name__
+            return f"field {key!r} holds {shown}, not {' or '.join(k.__name__ for k in kinds if k is not type(None))}"
+        if key in ("step", "total_steps") and value < 0:
+            return f"field {key!r} is negative ({value})"
+    return None
 
 
 def list_runs(root: Path) -> list[RunInfo]:
@@ -122,7 +145,7 @@ def claim_run_dir(root: Path, name: str = "", run_id: str | None = None) -> Path
     launches in the same second (two browser sessions share one process id) get distinct
     ids, `<id>`, `<id>-2`, ...; a given `run_id` that exists is an error. The folder holds
     no run.json until the complete run is renamed over it, so readers skip it."""
-    candidates = [run_id] if run_id else [(base := new_run_id(name)), *(f"{base}-{n}" for n in range(2, 1000))]
+    candidates = [check_run_id(run_id)] if run_id is not None else [(base := new_run_id(name)), *(f"{base}-{n}" for n in range(2, 1000))]
     for candidate in candidates:
         try:
             (root / candidate).mkdir()
