@@ -20,6 +20,11 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", default=DEFAULTS.corpus,
                    help=f"{DEFAULTS.corpus} (the default; `albert-lab corpora`), wiki-vital, a source, a .txt/.jsonl file, or hf:NAME")
     p.add_argument("--tokenizer", help="folder of a trained tokenizer to reuse (default: train one, cached)")
+    p.add_argument("--init-from", metavar="CHECKPOINT",
+                   help="start from this checkpoint's weights, spec and tokenizer (uptraining); only --objective and "
+                        "--dropout of the spec flags apply; heads it lacks are added")
+    p.add_argument("--heads-only", action="store_true",
+                   help="with --init-from: train only the MLM and pair heads on the frozen encoder (a probe of what it knows)")
     p.add_argument("--vocab-size", type=int, default=DEFAULTS.vocab_size)
     p.add_argument("--cased", action="store_true", help="keep case (default: lower-case, as ALBERT)")
     p.add_argument("--seq-len", type=int, default=DEFAULTS.max_seq_len)
@@ -59,7 +64,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             return _follow(args.resume, args.detach)
         info = read_run(args.resume)
         return _report(info, info.status)
-    spec = spec_from_args(args, default_preset="lab-tiny")
+    spec = init_spec(args) if args.init_from else spec_from_args(args, default_preset="lab-tiny")
     steps = args.steps if args.steps is not None or args.minutes is not None else DEFAULTS.max_steps
     config = TrainConfig(
         spec=spec.to_dict(), objective=args.objective or spec.objective, corpus=args.corpus, tokenizer=args.tokenizer,
@@ -68,6 +73,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         max_minutes=args.minutes, seed=args.seed, chunk_start=args.chunk_start, precision=args.precision, threads=args.threads,
         eval_every=args.eval_every, eval_limit=args.eval_limit, checkpoint_every=args.checkpoint_every, gradflow_every=args.gradflow_every,
         log_every=args.log_every, name=args.name, command="albert-lab " + shlex.join(sys.argv[1:]),
+        init_from=args.init_from, heads_only=args.heads_only,
     )
     from albert_lab.training.distributed import DistContext
 
@@ -83,6 +89,25 @@ def _announce(run) -> None:
     print(f"run {run.id}: {run.raw.get('spec_label', '')}; folder {run.path}", file=sys.stderr)
     for warning in run.raw.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
+
+
+def init_spec(args: argparse.Namespace):
+    """The spec of a run that starts from a checkpoint: the checkpoint's, with --objective
+    (default: the checkpoint's pair objective, else SOP) and --dropout applied."""
+    from albert_lab.checkpoint.discover import check_folder, resolve_checkpoint
+    from albert_lab.checkpoint.files import read_card, read_spec
+    from albert_lab.cli.common import SPEC_FLAGS
+
+    shape = sorted(f"--{flag}" for flag in SPEC_FLAGS if flag not in ("objective", "dropout") and getattr(args, flag, None) is not None)
+    if shape or args.preset:
+        raise AlbertLabError(f"--init-from keeps the checkpoint's architecture: drop {', '.join(shape or ['--preset'])}")
+    args.init_from = resolve_checkpoint(args.init_from)
+    folder = check_folder(Path(args.init_from).expanduser())
+    args.init_from = str(folder)
+    card = read_card(folder)
+    spec = read_spec(folder, card)
+    objective = args.objective or (spec.objective if card and spec.objective != "none" else "sop")
+    return spec.replace(objective=objective, dropout=spec.dropout if args.dropout is None else args.dropout)
 
 
 def _train_distributed(config, args: argparse.Namespace, dist) -> int:

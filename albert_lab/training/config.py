@@ -21,6 +21,8 @@ class TrainConfig:
     objective: Objective = "sop"  # inter-sentence loss (overrides spec.objective)
     corpus: str = "long-mix"  # a named corpus (data/corpora.py), a .txt/.jsonl path, or hf:<dataset>
     tokenizer: str | None = None  # folder with a trained tokenizer to reuse; None trains one
+    init_from: str | None = None  # a checkpoint folder to start from (uptraining): its weights, spec and tokenizer
+    heads_only: bool = False  # train the MLM and pair heads (and pooler) on a frozen encoder: a probe of what it knows
     vocab_size: int = 8000  # SentencePiece pieces when training a tokenizer
     lowercase: bool = True
     max_seq_len: int = 128
@@ -74,6 +76,8 @@ class TrainConfig:
             ("optimizer", self.optimizer in ("lamb", "adamw"), f"{self.optimizer!r}; allowed: 'lamb', 'adamw'"),
             ("precision", self.precision in ("auto", "fp32", "bf16"), f"{self.precision!r}; allowed: auto, fp32, bf16"),
             ("chunk_start", self.chunk_start in ("document", "random"), f"{self.chunk_start!r}; allowed: document, random"),
+            ("heads_only", not self.heads_only or self.init_from is not None,
+             "a frozen random encoder says nothing: heads-only runs need init_from"),
         ]
         for name in ("log_every", "eval_every", "checkpoint_every", "gradflow_every", "eval_limit"):
             checks.append((name, getattr(self, name) >= 1, f"must be at least 1, got {getattr(self, name)}"))

@@ -36,6 +36,7 @@ from albert_lab.objective import PretrainingLoss
 from albert_lab.runfolder import RunFolder, append_jsonl
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.distributed import DistContext
+from albert_lab.training.init import load_init_weights
 from albert_lab.training.optim import build_optimizer, lr_factor
 from albert_lab.training.prepare import Prepared, prepare
 from albert_lab.training.runs import HEARTBEAT_S, update_run
@@ -69,9 +70,14 @@ class Trainer:
         self.device = self.dist.device(resolve_device("auto"))
         use_bf16 = config.precision == "bf16" or (config.precision == "auto" and fast_bf16(self.device))
         self.dtype = torch.bfloat16 if use_bf16 else None
-        self.model = tune_for_training(build_model(self.prepared.spec, seed=config.seed)).to(self.device).train()
+        model = build_model(self.prepared.spec, seed=config.seed)
+        self.init_card = load_init_weights(model, self.prepared.tokenizer_dir) if config.init_from else None
+        self.model = tune_for_training(model, self.device).to(self.device).train()
+        parts = Parts.of(self.model)
+        if config.heads_only:  # a probe: the encoder stays as loaded (the MLM decoder is the frozen word embeddings)
+            parts.encoder.requires_grad_(False)
+            parts.encoder.pooler.requires_grad_(True)
         if config.objective == "none":  # no pair loss: the pooler and pair head get no gradient at all
-            parts = Parts.of(self.model)
             for module in (parts.encoder.pooler, parts.pair_head):
                 module.requires_grad_(False)
         self.loss_fn = self.dist.wrap(PretrainingLoss(self.model, config.objective))
@@ -231,7 +237,8 @@ class Trainer:
         p, config, prep = self.progress, self.config, self.prepared
         card = {
             "name": config.name or self.run_dir.name,
-            "heads": {"mlm": "trained", "pair": "trained" if config.objective != "none" else "untrained"},
+            "heads": {"mlm": "probe" if config.heads_only else "trained",
+                      "pair": "untrained" if config.objective == "none" else "probe" if config.heads_only else "trained"},
             "metrics": metrics,
             "provenance": {
                 "command": config.command, "run_id": self.run_dir.name, "corpus": prep.corpus.name,
@@ -239,6 +246,7 @@ class Trainer:
                 "steps": p.step, "tokens": p.tokens, "wall_time_s": round(p.elapsed, 1), "machine": _machine(),
                 "torch": torch.__version__, "transformers": _transformers_version(), "code": _code_version(),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "train_config": config.to_dict(),
+                **({"init_from": self.init_card} if self.init_card else {}),
             },
         }
         scalars = {"step": p.step, "tokens": p.tokens, "elapsed": p.elapsed}

@@ -19,7 +19,7 @@ from albert_lab.data.corpus import Corpus
 from albert_lab.data.heldout import build_eval_pairs
 from albert_lab.data.pairs import check_pairable, create_instances
 from albert_lab.data.tokenized import TokenizedDocs, tokenize_documents
-from albert_lab.errors import DataError, RunError
+from albert_lab.errors import AlbertLabError, DataError, RunError
 from albert_lab.paths import cache_dir
 from albert_lab.spec import ModelSpec
 from albert_lab.tokenizer import load_tokenizer, train_tokenizer
@@ -41,6 +41,8 @@ def prepare(config: TrainConfig) -> Prepared:
     config.validate()
     corpus = load_corpus(config.corpus)
     check_pairable([len(d.segments) for d in corpus.train], config.objective, corpus.name)
+    if config.init_from:
+        return _prepared(config, corpus, *init_source(config))
     tokenizer_dir = Path(config.tokenizer) if config.tokenizer else cached_tokenizer_dir(corpus, config)
     if config.tokenizer:
         if not tokenizer_dir.is_dir():
@@ -61,7 +63,10 @@ def prepare(config: TrainConfig) -> Prepared:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         tokenizer = load_tokenizer(tokenizer_dir)
-    spec = config.model_spec().replace(vocab_size=len(tokenizer))
+    return _prepared(config, corpus, config.model_spec().replace(vocab_size=len(tokenizer)), tokenizer, tokenizer_dir)
+
+
+def _prepared(config: TrainConfig, corpus: Corpus, spec: ModelSpec, tokenizer, tokenizer_dir: Path) -> Prepared:
     docs = tokenize_documents(corpus.train, tokenizer, cache_key=f"{corpus.fingerprint}-train")
     pairs = len(create_instances(docs, config.objective, config.max_seq_len, np.random.default_rng([config.seed, 0]),
                                  config.short_seq_prob))
@@ -70,6 +75,33 @@ def prepare(config: TrainConfig) -> Prepared:
                         "use a bigger corpus or a smaller batch size")
     return Prepared(config=config, spec=spec, corpus=corpus, tokenizer=tokenizer, tokenizer_dir=tokenizer_dir,
                     train_docs=docs, eval_pairs=build_eval_pairs(corpus.heldout))
+
+
+ARCHITECTURE = ("family", "vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads", "ffn_size",
+                "sharing", "num_groups", "inner_group_num", "max_positions", "type_vocab_size", "activation")
+
+
+def init_source(config: TrainConfig) -> tuple[ModelSpec, object, Path]:
+    """The spec, tokenizer and folder of the checkpoint a run starts from. The run's spec
+    must be the checkpoint's architecture (objective and dropout may differ)."""
+    from albert_lab.checkpoint.discover import check_folder
+    from albert_lab.checkpoint.files import read_card, read_spec
+
+    try:
+        folder = check_folder(Path(str(config.init_from)).expanduser())
+        spec = read_spec(folder, read_card(folder))
+        tokenizer = load_tokenizer(folder)
+    except AlbertLabError as err:
+        raise RunError(f"init_from: {err}") from None
+    wanted = config.model_spec()
+    differ = [f"{name} {getattr(wanted, name)!r} (checkpoint: {getattr(spec, name)!r})" for name in ARCHITECTURE
+              if getattr(wanted, name) != getattr(spec, name)]
+    if differ:
+        raise RunError(f"init_from: the run's spec differs from the checkpoint's in {', '.join(differ)}; "
+                       "a run that starts from a checkpoint keeps its architecture")
+    if config.tokenizer and Path(config.tokenizer).resolve() != folder.resolve():
+        raise RunError("tokenizer: a run that starts from a checkpoint uses the checkpoint's tokenizer; leave tokenizer unset")
+    return wanted, tokenizer, folder
 
 
 def cached_tokenizer_dir(corpus: Corpus, config: TrainConfig) -> Path:
