@@ -1,0 +1,43 @@
+"""CLI: albertize, a pretrained BERT made into an ALBERT (registered on import by cli.py)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import get_args
+
+from albert_lab.cli.common import command
+from albert_lab.spec import Sharing
+
+
+def _albertize_arguments(p: argparse.ArgumentParser) -> None:
+    from albert_lab.convert import Init
+
+    p.add_argument("--checkpoint", required=True, help="a BERT folder, a sentence-transformers folder, or a hub id (online)")
+    p.add_argument("--embedding", type=int, default=128, metavar="E", help="embedding size E (truncated SVD); E = H is exact")
+    p.add_argument("--sharing", choices=get_args(Sharing), default="all")
+    p.add_argument("--groups", type=int, metavar="N", help="sharing groups (default 1; L when not shared)")
+    p.add_argument("--init", choices=get_args(Init), default="average", help="how each shared block starts")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, required=True, help="the new checkpoint folder")
+
+
+@command("albertize", "turn a pretrained BERT into an ALBERT checkpoint (factorised embedding, shared layers)")(_albertize_arguments)
+def cmd_albertize(args: argparse.Namespace) -> int:
+    from albert_lab.checkpoint.discover import resolve_checkpoint
+    from albert_lab.checkpoint.files import read_card, read_spec
+    from albert_lab.convert import albertize
+    from albert_lab.params import count, human
+
+    out = albertize(resolve_checkpoint(args.checkpoint), args.out, args.embedding, args.sharing, args.groups, args.init,
+                    args.seed, command="albert-lab " + shlex.join(sys.argv[1:]))
+    card = read_card(out)
+    facts, spec = card["conversion"], read_spec(out, card)
+    print(f"{out}: {spec.label} ({human(count(spec).total)} parameters), converted, not trained")
+    print(f"  embedding: E={facts['embedding_size']}, SVD kept {facts['embedding_energy_kept']:.1%} of the word embeddings' "
+          f"energy; projection fit R^2 {facts['embedding_fit_r2']:.3f}")
+    print(f"  sharing: {facts['sharing']} in {facts['groups']} group(s); init {facts['init']}: {facts['init_note']}")
+    print(f"  heads: MLM {facts['heads']['mlm']}; pair {facts['heads']['pair']}")
+    return 0

@@ -1,0 +1,256 @@
+"""albertize: turn a pretrained BERT into an ALBERT.
+
+Two of the paper's design choices, applied to weights that already know a language:
+- the factorised embedding: the V x H word-embedding matrix becomes a V x E table times
+  an E x H projection by truncated SVD, W ~ (U_E S_E)(V_E^T); position and token-type
+  embeddings are projected onto the same E directions;
+- cross-layer sharing: each shared block starts from the layers it replaces (their
+  average, as in Bae et al.'s Relaxed Recursive Transformers; or one of them).
+
+ALBERT normalises the E-wide embedding sum *before* projecting it to H, BERT the H-wide
+sum after. With E = H the conversion is exact (the identity projection, BERT's
+LayerNorm kept). With E < H no choice of weights is: the E-side LayerNorm is left at
+gain 1 and bias 0, and the projection and its bias are fitted by least squares to
+BERT's normalised embeddings of every vocabulary piece at sampled positions; how close
+that comes is recorded (`embedding_fit_r2`).
+
+Heads that exist are carried over, heads that do not are left out (never random): the
+MLM head when E = H (at E < H its H-wide transform has no counterpart, and is left
+out), the NSP head as a pair head that predicts "is next" (marked so on the card).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import torch
+
+from albert_lab.errors import CheckpointError, SpecError
+from albert_lab.models import build_model
+from albert_lab.spec import ModelSpec, Sharing, layer_group
+
+Init = Literal["average", "stepwise", "lower"]
+INIT_NOTES: dict[str, str] = {
+    "average": "each shared block is the mean of the layers it replaces",
+    "stepwise": "each shared block is the first of the layers it replaces (layers at evenly spaced depths)",
+    "lower": "shared block g is the source's layer g (the lowest layers)",
+}
+# AlbertLayer name <- BertLayer name (both post-LayerNorm blocks of the same maths)
+LAYER_MAP = {
+    "attention.query": "attention.self.query",
+    "attention.key": "attention.self.key",
+    "attention.value": "attention.self.value",
+    "attention.dense": "attention.output.dense",
+    "attention.LayerNorm": "attention.output.LayerNorm",
+    "ffn": "intermediate.dense",
+    "ffn_output": "output.dense",
+    "full_layer_layer_norm": "output.LayerNorm",
+}
+FIT_SAMPLES = 32768  # (piece, position, segment) sums the E < H projection is fitted on
+
+
+@dataclass(frozen=True)
+class Factorised:
+    """A V x H matrix as table (V, E) @ basis (E, H); basis rows are orthonormal."""
+
+    table: torch.Tensor  # (V, E) = U_E S_E
+    basis: torch.Tensor  # (E, H) = V_E^T
+    singular_values: torch.Tensor  # (min(V, H),) all of them, descending
+    energy_kept: float  # sum of the kept s^2 / sum of all s^2
+
+    @property
+    def discarded_error(self) -> float:
+        """||W - table @ basis||_F, which truncated SVD makes sqrt(sum of the discarded s^2)."""
+        return float(self.singular_values[self.table.shape[1]:].double().square().sum().sqrt())
+
+
+def factorise(weight: torch.Tensor, embedding_size: int) -> Factorised:
+    """Truncated SVD of `weight` (V, H) to rank E. E = H keeps the matrix as it is
+    (identity basis), so the conversion stays exact."""
+    hidden = weight.shape[1]
+    if not 1 <= embedding_size <= hidden:
+        raise SpecError("embedding_size", f"E must be between 1 and H ({hidden}), got {embedding_size}")
+    u, s, vh = torch.linalg.svd(weight.double(), full_matrices=False)
+    energy = float(s[:embedding_size].square().sum() / s.square().sum())
+    if embedding_size == hidden:
+        return Factorised(weight.float().clone(), torch.eye(hidden), s.float(), 1.0)
+    return Factorised((u[:, :embedding_size] * s[:embedding_size]).float(), vh[:embedding_size].float(), s.float(), energy)
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """What albertize made: the model (AlbertForPreTraining), its spec, and the facts
+    its card records."""
+
+    model: torch.nn.Module
+    spec: ModelSpec
+    omit: tuple[str, ...]  # weight-name prefixes of heads the source lacked: not saved
+    facts: dict[str, Any]
+
+
+def albertize_state(source: dict[str, torch.Tensor], source_spec: ModelSpec, embedding_size: int,
+                    sharing: Sharing = "all", groups: int | None = None, init: Init = "average",
+                    layer_norm_eps: float = 1e-12, seed: int = 0) -> Conversion:
+    """Convert a BertForPreTraining state dict (`bert.*`, `cls.*`; heads optional) into
+    an AlbertForPreTraining of the same width, depth and vocabulary."""
+    if init not in get_args(Init):
+        raise SpecError("init", f"{init!r} is not allowed; allowed: {', '.join(map(repr, get_args(Init)))}")
+    if source_spec.family != "bert":
+        raise CheckpointError(f"albertize converts BERT models; this one is {source_spec.family.upper()}")
+    has_mlm = "cls.predictions.transform.dense.weight" in source
+    has_nsp = "cls.seq_relationship.weight" in source
+    carry_mlm = has_mlm and embedding_size == source_spec.hidden_size
+    objective = "nsp" if has_nsp else "none"
+    spec = ModelSpec(family="albert", vocab_size=source_spec.vocab_size, embedding_size=embedding_size,
+                     hidden_size=source_spec.hidden_size, num_layers=source_spec.num_layers,
+                     num_heads=source_spec.num_heads, ffn_size=source_spec.ffn_size, sharing=sharing,
+                     num_groups=groups, dropout=0.0, max_positions=source_spec.max_positions,
+                     type_vocab_size=source_spec.type_vocab_size, objective=objective,
+                     activation=source_spec.activation)
+    model = build_model(spec, seed=seed)  # heads the source lacks keep this seeded init, and are not saved
+    model.config.layer_norm_eps = layer_norm_eps
+    for module in model.modules():
+        if isinstance(module, torch.nn.LayerNorm):
+            module.eps = layer_norm_eps
+    factor = factorise(source["bert.embeddings.word_embeddings.weight"], embedding_size)
+    state = _embeddings(source, factor, layer_norm_eps, seed)
+    fit_r2 = state.pop("_fit_r2", 1.0)
+    state.update(_blocks(source, spec, init))
+    state["albert.pooler.weight"] = source["bert.pooler.dense.weight"]
+    state["albert.pooler.bias"] = source["bert.pooler.dense.bias"]
+    if carry_mlm:
+        for name in ("dense.weight", "dense.bias", "LayerNorm.weight", "LayerNorm.bias"):
+            state[f"predictions.{name}"] = source[f"cls.predictions.transform.{name}"]
+        state["predictions.bias"] = source["cls.predictions.bias"]
+    if has_nsp:
+        state["sop_classifier.classifier.weight"] = source["cls.seq_relationship.weight"]
+        state["sop_classifier.classifier.bias"] = source["cls.seq_relationship.bias"]
+    _load_into(model, state, spec)
+    omit = tuple(p for p, keep in (("predictions.", carry_mlm), ("sop_classifier.", has_nsp)) if not keep)
+    facts = {"embedding_size": embedding_size, "sharing": sharing, "groups": spec.num_groups, "init": init,
+             "init_note": INIT_NOTES[init], "embedding_energy_kept": round(factor.energy_kept, 6),
+             "embedding_fit_r2": fit_r2,
+             "heads": {"mlm": "carried over" if carry_mlm else ("left out: no counterpart at E < H" if has_mlm else "absent in the source"),
+                       "pair": "carried over from the source's NSP head (predicts 'is next')" if has_nsp else "absent in the source"}}
+    return Conversion(model=model, spec=spec, omit=omit, facts=facts)
+
+
+def _embeddings(source: dict[str, torch.Tensor], factor: Factorised, eps: float, seed: int) -> dict[str, Any]:
+    """The factorised embedding: table, projected positions and segments, and either
+    BERT's LayerNorm with an identity projection (E = H) or a least-squares projection."""
+    basis = factor.basis  # (E, H)
+    pos, seg = source["bert.embeddings.position_embeddings.weight"], source["bert.embeddings.token_type_embeddings.weight"]
+    gamma, beta = source["bert.embeddings.LayerNorm.weight"], source["bert.embeddings.LayerNorm.bias"]
+    e, h = basis.shape
+    state: dict[str, Any] = {
+        "albert.embeddings.word_embeddings.weight": factor.table,
+        "albert.embeddings.position_embeddings.weight": pos.float() @ basis.T,
+        "albert.embeddings.token_type_embeddings.weight": seg.float() @ basis.T,
+    }
+    if e == h:  # exact: LN_H(w + p + t), then the identity
+        state.update({"albert.embeddings.LayerNorm.weight": gamma, "albert.embeddings.LayerNorm.bias": beta,
+                      "albert.encoder.embedding_hidden_mapping_in.weight": torch.eye(h),
+                      "albert.encoder.embedding_hidden_mapping_in.bias": torch.zeros(h)})
+        return state
+    # E < H: fit W_in, b_in so that W_in LN_E(z) + b_in ~ LN_H(x), x = w + p + t, z = x's E coordinates.
+    g = torch.Generator().manual_seed(seed)
+    vocab = factor.table.shape[0]
+    ids = torch.arange(FIT_SAMPLES) % vocab
+    positions = torch.randint(0, pos.shape[0], (FIT_SAMPLES,), generator=g)
+    segments = torch.randint(0, seg.shape[0], (FIT_SAMPLES,), generator=g)
+    x = source["bert.embeddings.word_embeddings.weight"].float()[ids] + pos.float()[positions] + seg.float()[segments]
+    target = torch.nn.functional.layer_norm(x, (h,), gamma.float(), beta.float(), eps).double()  # (N, H)
+    z = factor.table[ids] + state["albert.embeddings.position_embeddings.weight"][positions] \
+        + state["albert.embeddings.token_type_embeddings.weight"][segments]
+    features = torch.nn.functional.layer_norm(z, (e,), eps=eps).double()  # gain 1, bias 0
+    design = torch.cat([features, torch.ones(len(features), 1, dtype=torch.float64)], dim=1)  # (N, E + 1)
+    solution = torch.linalg.lstsq(design, target).solution  # (E + 1, H)
+    residual = (design @ solution - target).square().sum()
+    total = (target - target.mean(0)).square().sum()
+    state.update({"albert.embeddings.LayerNorm.weight": torch.ones(e), "albert.embeddings.LayerNorm.bias": torch.zeros(e),
+                  "albert.encoder.embedding_hidden_mapping_in.weight": solution[:e].T.float().contiguous(),
+                  "albert.encoder.embedding_hidden_mapping_in.bias": solution[e].float(),
+                  "_fit_r2": round(float(1 - residual / total), 6)})
+    return state
+
+
+def _source_layer(source: dict[str, torch.Tensor], layer: int, albert_name: str, suffix: str) -> torch.Tensor:
+    return source[f"bert.encoder.layer.{layer}.{LAYER_MAP[albert_name]}.{suffix}"].float()
+
+
+def _init_from(source: dict[str, torch.Tensor], layers: list[int], group: int, init: Init, name: str, suffix: str) -> torch.Tensor:
+    """One shared weight from the source layers it replaces."""
+    if init == "average":
+        return torch.stack([_source_layer(source, i, name, suffix) for i in layers]).mean(0)
+    return _source_layer(source, layers[0] if init == "stepwise" else group, name, suffix)
+
+
+def _blocks(source: dict[str, torch.Tensor], spec: ModelSpec, init: Init) -> dict[str, torch.Tensor]:
+    """ALBERT's layer groups. 'all': one block per sharing group; 'none', 'attention',
+    'ffn': one group per layer, the shared half initialised from its sharing group."""
+    members: dict[int, list[int]] = {}
+    for layer, group in enumerate(spec.group_of_layer):
+        members.setdefault(group, []).append(layer)
+    shared = {"all": set(LAYER_MAP), "none": set(), "attention": {n for n in LAYER_MAP if n.startswith("attention")},
+              "ffn": {n for n in LAYER_MAP if not n.startswith("attention")}}[spec.sharing]
+    state = {}
+    slots = range(spec.num_groups) if spec.sharing == "all" else range(spec.num_layers)
+    for slot in slots:
+        group = slot if spec.sharing == "all" else layer_group(slot, spec.num_layers, spec.num_groups)
+        for name in LAYER_MAP:
+            for suffix in ("weight", "bias"):
+                key = f"albert.encoder.albert_layer_groups.{slot}.albert_layers.0.{name}.{suffix}"
+                if name in shared:
+                    state[key] = _init_from(source, members[group], group, init, name, suffix)
+                else:
+                    state[key] = _source_layer(source, slot, name, suffix)
+    return state
+
+
+def _load_into(model: torch.nn.Module, state: dict[str, torch.Tensor], spec: ModelSpec) -> None:
+    from albert_lab.models import tie_shared_modules
+
+    own = model.state_dict()
+    for key, value in state.items():
+        if key not in own:
+            raise CheckpointError(f"albertize made a weight the ALBERT model does not have: {key}")
+        if own[key].shape != value.shape:
+            raise CheckpointError(f"albertize: {key} has shape {tuple(value.shape)}, the model wants {tuple(own[key].shape)}")
+    model.load_state_dict(state, strict=False)
+    tie_shared_modules(model, spec)
+    model.tie_weights()
+
+
+# ---- from a folder or hub id to a checkpoint folder ------------------------------------------
+def albertize(source: str | Path, out: str | Path, embedding_size: int = 128, sharing: Sharing = "all",
+              groups: int | None = None, init: Init = "average", seed: int = 0, command: str = "") -> Path:
+    """Load a BERT-family checkpoint (a transformers BERT folder, a sentence-transformers
+    folder, a hub id when online), convert it, and save an ALBERT checkpoint at `out`
+    whose card says 'converted, not trained'."""
+    from albert_lab.checkpoint.load import load_checkpoint
+    from albert_lab.checkpoint.store import save_checkpoint
+
+    started = time.time()
+    bundle = load_checkpoint(source, device="cpu")
+    if bundle.spec.family != "bert":
+        raise CheckpointError(f"{source}: albertize converts BERT models; this is an {bundle.spec.family.upper()} "
+                              "checkpoint (it already has ALBERT's embedding and sharing)")
+    state = {k: v for k, v in bundle.model.state_dict().items() if k not in bundle.missing_keys}
+    eps = float(getattr(bundle.model.config, "layer_norm_eps", 1e-12))
+    conv = albertize_state(state, bundle.spec, embedding_size, sharing, groups, init, eps, seed)
+    facts = dict(conv.facts)
+    card = {
+        "name": Path(out).name,
+        "heads": {"mlm": "present" if "predictions." not in conv.omit else "missing",
+                  "pair": "present" if "sop_classifier." not in conv.omit else "missing"},
+        "metrics": {},
+        "conversion": {**facts, "source": str(source), "source_name": bundle.name, "source_spec": bundle.spec.label,
+                       "status": "converted, not trained"},
+        "provenance": {"origin": f"converted from {bundle.name} by albertize, not trained", "command": command,
+                       "source": str(source), "seed": seed, "wall_time_s": round(time.time() - started, 1),
+                       "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
+    }
+    return save_checkpoint(conv.model, bundle.tokenizer, conv.spec, out, card, omit=conv.omit)
