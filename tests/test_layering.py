@@ -5,7 +5,7 @@ Layers (a module may import its own layer and the ones below):
   1 devices, params, models, tokenizer
   2 paper, data.*
   3 kernels, objective, checkpoint.*, card
-  4 analysis.*
+  4 analysis.*, convert (albertize: checkpoints in, a checkpoint out)
   5 training.*
   6 the command line (cli.*, __main__)
 Imports inside functions count too (they are how a lower module would sneak upward);
@@ -27,7 +27,7 @@ LAYERS = {
     1: ("devices", "params", "models", "tokenizer"),
     2: ("paper", "data"),
     3: ("kernels", "objective", "checkpoint", "card"),
-    4: ("analysis",),
+    4: ("analysis", "convert"),
     5: ("training",),
     6: ("cli", "__main__"),
 }
