@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from albert_lab.checkpoint.discover import CheckpointSummary
+from albert_lab.checkpoint.heads import trained_with
 from albert_lab.params import count
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ def model_card(bundle: ModelBundle | CheckpointSummary, device: str | None = Non
         "spec_label": bundle.spec.label,
         "params": report.to_dict(),
         "heads": {"mlm": bundle.heads.mlm, "pair": bundle.heads.pair, "pair_kind": bundle.heads.pair_kind},
+        "trained_with": trained_with(bundle.spec, bundle.heads, bundle.card),  # 'unknown' where nothing records it
         "warning": bundle.heads.warning,
         "provenance": provenance,
         "metrics": bundle.card.get("metrics", {}),

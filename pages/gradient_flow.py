@@ -23,19 +23,35 @@ def compute(name: str, source: str, texts: tuple, objective: str, seed: int, dev
     return gradient_flow(ui.load_bundle(source, name), list(texts), objective=objective, seed=seed)
 
 
+def own_objective(name: str) -> str:
+    """The pair loss the checkpoint was trained with; 'none' where nothing records one
+    or its pair head is missing (the CLI's default too)."""
+    with ui.guard(f"reading {name}"):
+        card = ui.checkpoint_card(dict(ui.selected_sources())[name], name)
+        if card["heads"]["pair"] != "missing" and card["trained_with"] in get_args(Objective):
+            return card["trained_with"]
+    return "none"
+
+
+def follow_checkpoint() -> None:
+    """Another checkpoint picked: the pair loss follows to its own."""
+    st.session_state["gf_objective"] = own_objective(st.session_state["gf_checkpoint"])
+
+
 tab_now, tab_runs = st.tabs(["A checkpoint, now", "Over a training run"])
 with tab_now:
     if ui.need_checkpoints():
         names = [n for n, _ in ui.selected_sources()]
         ui.from_url("gf_checkpoint", names[0], options=names)
-        ui.from_url("gf_objective", get_args(Objective)[0], options=list(get_args(Objective)))
-        ui.from_url("gf_seed", 0, ui.parse_int(0, 10_000))
         if st.session_state["gf_checkpoint"] not in names:
             st.session_state["gf_checkpoint"] = names[0]
+        ui.from_url("gf_objective", own_objective(st.session_state["gf_checkpoint"]), options=list(get_args(Objective)))
+        ui.from_url("gf_seed", 0, ui.parse_int(0, 10_000))
         cols = st.columns(3)
-        name = cols[0].selectbox("Checkpoint", names, key="gf_checkpoint")
+        name = cols[0].selectbox("Checkpoint", names, key="gf_checkpoint", on_change=follow_checkpoint)
         objective = cols[1].selectbox("Pair loss", get_args(Objective), key="gf_objective",
-                                      help="MLM + this inter-sentence loss, as in pretraining")
+                                      help="MLM + this inter-sentence loss, as in pretraining; it starts at the "
+                                           "checkpoint's own (as `albert-lab gradflow` does)")
         seed = cols[2].number_input("Seed (pairs and masks)", 0, 10_000, key="gf_seed")
         ui.share(gf_checkpoint=name, gf_objective=objective, gf_seed=int(seed))
         texts = sample_texts(16)
@@ -43,6 +59,11 @@ with tab_now:
             source = dict(ui.selected_sources())[name]
             card = ui.checkpoint_card(source, name)
             size, heads = card["params"]["applied"], card["heads"]
+            own = card["trained_with"]
+            if objective != "none" and heads["pair"] == "trained" and own in ("sop", "nsp") and objective != own:
+                st.warning(f"{name}'s pair head was trained for {own.upper()}, not {objective.upper()}: this loss asks "
+                           f"it a question it never learned, and its gradients are not the ones {name} trained with. "
+                           f"Pick '{own}' for its own pretraining loss.", icon=":material/warning:")
             if objective != "none" and heads["pair"] == "untrained":
                 st.warning(f"{name}'s {heads['pair_kind'].upper()} head was never trained (a random head, as its model card "
                            f"says): the {objective.upper()} part of this loss, and the gradients it sends into the encoder, "

@@ -122,3 +122,18 @@ def test_a_reload_keeps_the_cancel_button_of_ones_own_run(app, monkeypatch):
     other = reload()
     assert not any(b.label == "Cancel this run" for b in other.button)
     assert any("Started in another browser" in c.value for c in other.caption)
+
+
+# ---- Gradient flow: the checkpoint's own pair loss by default ----------------------------------
+def test_gradient_flow_defaults_to_the_checkpoints_own_objective(app):
+    """On an NSP checkpoint the page ran an SOP loss through the NSP head, with no word;
+    the CLI defaults to the checkpoint's own objective."""
+    at = goto(app, "gradient_flow")
+    assert at.selectbox(key="gf_checkpoint").value == "albert-sop" and at.selectbox(key="gf_objective").value == "sop"
+    at.selectbox(key="gf_checkpoint").set_value("bert-nsp").run()
+    assert at.selectbox(key="gf_objective").value == "nsp" and not at.warning
+    at.selectbox(key="gf_checkpoint").set_value("hub-albert").run()  # no card, no pair head: MLM alone
+    assert at.selectbox(key="gf_objective").value == "none" and not at.error, [e.value for e in at.error]
+    at.selectbox(key="gf_checkpoint").set_value("bert-nsp").run()
+    at.selectbox(key="gf_objective").set_value("sop").run()  # asked for: computed, with a word
+    assert any("trained for NSP, not SOP" in w.value for w in at.warning)
