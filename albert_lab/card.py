@@ -19,17 +19,24 @@ def model_card(bundle: ModelBundle | CheckpointSummary, device: str | None = Non
     """`device` and `dtype` default to the bundle's (a summary has none: pass what it
     would load on)."""
     report = count(bundle.spec, seq_len=min(512, bundle.spec.max_positions))
+    trained = trained_with(bundle.spec, bundle.heads, bundle.card)
+    spec = bundle.spec.to_dict() | ({"objective": "not recorded"} if trained == "unknown" else {})
+    params = report.to_dict()
+    # a head the checkpoint lacks holds no parameters in it (the chart drew all-MiniLM's 'pair head 770')
+    absent = {name for name, state in (("MLM head", bundle.heads.mlm), ("pair head", bundle.heads.pair)) if state == "missing"}
+    params["total_with_heads"] -= sum(params["by_component"][name]["unique"] for name in absent)
+    params["by_component"] = {k: v for k, v in params["by_component"].items() if k not in absent}
     provenance = dict(bundle.card.get("provenance", {}))
     if not bundle.card:
         provenance = {"origin": "no albert_lab.json: provenance unknown (not trained by ALBERT Lab)"}
     return {
         "name": bundle.name,
         "source": bundle.source,
-        "spec": bundle.spec.to_dict(),
-        "spec_label": bundle.spec.label,
-        "params": report.to_dict(),
+        "spec": spec,
+        "spec_label": bundle.spec.label_with("pair objective not recorded" if trained == "unknown" else trained.upper()),
+        "params": params,
         "heads": {"mlm": bundle.heads.mlm, "pair": bundle.heads.pair, "pair_kind": bundle.heads.pair_kind},
-        "trained_with": trained_with(bundle.spec, bundle.heads, bundle.card),  # 'unknown' where nothing records it
+        "trained_with": trained,  # 'unknown' where nothing records it
         "warning": bundle.heads.warning,
         "provenance": provenance,
         "metrics": bundle.card.get("metrics", {}),

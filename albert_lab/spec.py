@@ -103,8 +103,13 @@ class ModelSpec:
 
     @property
     def label(self) -> str:
+        return self.label_with(self.objective.upper())
+
+    def label_with(self, objective: str) -> str:
+        """The label with the objective in the caller's words ('pair objective not recorded'
+        for a folder whose files never say: the spec's objective is then only a default)."""
         share = SHARING_LABELS[self.sharing] + (f" in {self.num_groups} groups" if 1 < self.num_groups < self.num_layers else "")
-        return f"{self.family.upper()} L={self.num_layers} H={self.hidden_size} E={self.embedding_size} {share}, {self.objective.upper()}"
+        return f"{self.family.upper()} L={self.num_layers} H={self.hidden_size} E={self.embedding_size} {share}, {objective}"
 
     def replace(self, **changes: Any) -> ModelSpec:
         """A copy with fields changed; derived defaults are recomputed unless given."""

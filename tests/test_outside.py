@@ -36,7 +36,8 @@ def test_minilm_card_shows_both_heads_missing(minilm):
     assert card["heads"] == {"mlm": "missing", "pair": "missing", "pair_kind": "nsp"}
     assert card["spec"]["family"] == "bert" and card["spec"]["num_layers"] == 6 and card["spec"]["hidden_size"] == 384
     assert "MLM head and NSP head weights are missing" in card["warning"] and "ALBERT" not in card["warning"]
-    assert card["name"] == "model"
+    assert card["name"] == "all-MiniLM-L6-v2"  # its model card's title, not its package folder 'model'
+    assert card["spec_label"].endswith("pair objective not recorded") and card["spec"]["objective"] == "not recorded"
 
 
 def test_minilm_oscillation_matches_transformers(minilm):
@@ -136,7 +137,7 @@ def test_labels_distinct_when_folder_names_collide(shipped, tmp_path):
                      "--text", TEXTS[0], "--json")
     assert result.returncode == 0, result.stderr
     rows = pd.DataFrame(json.loads(result.stdout))
-    assert rows.groupby("checkpoint").size().to_dict() == {"a/model": 3, "b/model": 3}
+    assert rows.groupby("checkpoint").size().to_dict() == {"a": 3, "b": 3}  # a folder named "model": the one above
 
 
 def test_sentence_transformers_folder_loads_its_transformer(shipped, tmp_path):

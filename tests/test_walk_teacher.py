@@ -137,3 +137,37 @@ def test_gradient_flow_defaults_to_the_checkpoints_own_objective(app):
     at.selectbox(key="gf_checkpoint").set_value("bert-nsp").run()
     at.selectbox(key="gf_objective").set_value("sop").run()  # asked for: computed, with a word
     assert any("trained for NSP, not SOP" in w.value for w in at.warning)
+
+
+# ---- a folder named from its own files, never an objective nothing recorded ---------------------
+def test_a_generic_folder_is_named_from_its_own_files(tmp_path):
+    from albert_lab.checkpoint.files import checkpoint_label
+
+    card = tmp_path / "pkg" / "model"
+    card.mkdir(parents=True)
+    (card / "README.md").write_text("---\nlicense: apache-2.0\n---\n\n# all-MiniLM-L6-v2\nThis is a model.\n")
+    assert checkpoint_label(card) == "all-MiniLM-L6-v2"
+    bare = tmp_path / "my-encoder" / "weights"
+    bare.mkdir(parents=True)
+    assert checkpoint_label(bare) == "my-encoder"  # no card: the folder above
+    snapshot = tmp_path / "models--org--tiny-bert" / "snapshots" / ("a" * 40)
+    snapshot.mkdir(parents=True)
+    assert checkpoint_label(snapshot) == "org/tiny-bert"  # a hub cache: its repository
+    assert checkpoint_label(tmp_path / "albert-sop") == "albert-sop" and checkpoint_label(card, "given") == "given"
+
+
+def test_a_sentence_transformers_folder_in_the_app_is_named_and_never_labelled_nsp(app, minilm, monkeypatch):
+    """all-MiniLM-L6-v2 appeared as 'model' with the title '..., NSP', 'pair objective nsp'
+    and a chart with an MLM head and a pair head it does not have."""
+    monkeypatch.setenv("ALBERT_LAB_ALLOWED_DIRS", str(minilm.parent))
+    app.sidebar.text_input(key="add_source").set_value(str(minilm))
+    app.sidebar.button(key="add_button").click().run()
+    assert "all-MiniLM-L6-v2" in app.sidebar.multiselect(key="picked").value
+    app.selectbox(key="card_checkpoint").set_value("all-MiniLM-L6-v2").run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    title = app.subheader[0].value
+    assert "NSP" not in title and title.endswith("pair objective not recorded"), title
+    spec = next(t.value for t in app.table if "field" in t.value and "hidden size (H)" in set(t.value.field))
+    assert spec.set_index("field").loc["pair objective", "value"] == "not recorded"
+    svg = next(m.value for m in app.markdown if m.value.startswith("<svg"))
+    assert "MLM head" not in svg and "pair head" not in svg

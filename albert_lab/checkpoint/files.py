@@ -161,6 +161,38 @@ def read_transformers_config(folder: Path) -> Any:
     return config
 
 
+GENERIC_FOLDERS = {"model", "models", "checkpoint", "weights", "snapshot", "output", "outputs", "final", "best", "hf"}
+
+
 def checkpoint_label(folder: Path, name: str | None = None) -> str:
-    """A run's checkpoint is named after its run folder; others after their folder."""
-    return name or (folder.parent.name if folder.name == "checkpoint" else folder.name)
+    """A run's checkpoint is named after its run folder; others after their folder, unless
+    its name says nothing (all-MiniLM-L6-v2's package folder is 'model'; a hub cache's is a
+    commit hash): then after the model card's title (README.md's first heading), else the
+    hub cache's repository, else the folder above."""
+    if name:
+        return name
+    if folder.name == "checkpoint":
+        return folder.parent.name
+    if folder.name.lower() not in GENERIC_FOLDERS and not re.fullmatch(r"[0-9a-f]{40}", folder.name):
+        return folder.name
+    if title := _card_title(folder / "README.md"):
+        return title
+    if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
+        return folder.parent.parent.name.removeprefix("models--").replace("--", "/")
+    return folder.parent.name or folder.name
+
+
+def _card_title(readme: Path) -> str | None:
+    """The first '# ' heading of a model card, when it reads as a name (one short line)."""
+    try:
+        if not readme.is_file():  # never open a FIFO or a folder
+            return None
+        with readme.open(encoding="utf-8", errors="replace") as handle:
+            head = handle.read(65536)
+    except OSError:
+        return None
+    for line in head.splitlines():
+        if line.startswith("# "):
+            title = re.sub(r"^model card(\s+(for|of)\b)?:?\s*", "", line[2:].strip().strip("`*"), flags=re.I)
+            return title if 0 < len(title) <= 80 and not any(c in title for c in "/\\,") else None
+    return None
