@@ -39,8 +39,11 @@ def sidebar() -> None:
     if "_pending_picked" in st.session_state:  # set by "Add" on the previous run
         st.session_state["picked"] = st.session_state.pop("_pending_picked")
         st.toast(st.session_state.pop("_added_note", "Added."), icon=":material/check:")
+    if new := _link_sources(options, extra):  # folders a shared link names, added by its sender
+        options += new
+    names = {source: name for name, source in extra.items()}  # a link names an added folder by its path
     from_url("picked", [n for n in default if n in options], param="ckpt",
-             parse=lambda raw: [n for n in raw.split(",") if n in options])
+             parse=lambda raw: [n for n in (names.get(e, e) for e in raw.split(",")) if n in options])
     st.session_state["picked"] = [n for n in st.session_state["picked"] if n in options]
     with st.sidebar:
         st.markdown("### Checkpoints")
@@ -61,6 +64,54 @@ def sidebar() -> None:
         if active_run():
             st.caption(":material/model_training: A training run is using the CPU; analyses here run on one thread.")
         st.caption("Wikipedia text: CC BY-SA 4.0 (Wikipedia contributors).")
+
+
+def _link_sources(options: list[str], extra: dict[str, str]) -> list[str]:
+    """A link not yet applied in this session may name folders or hub ids (what its
+    sender added in the sidebar): each is checked as if typed into 'Add', and offered;
+    one that cannot be opened here is named in a warning, never dropped in silence."""
+    raw = st.query_params.get("ckpt")
+    if raw is None or st.session_state.get("_url_applied", {}).get("ckpt") == raw:
+        return []
+    added = []
+    for entry in dict.fromkeys(e.strip() for e in raw.split(",")):
+        if not entry or entry in options or entry in extra.values():
+            continue
+        try:
+            added.append(_offer_from_link(entry, extra))
+        except AlbertLabError as err:
+            st.warning(f"This link names the checkpoint {entry!r}, which is left out: {err}", icon=":material/link_off:")
+    return [name for name in added if name not in options]
+
+
+def _offer_from_link(entry: str, extra: dict[str, str]) -> str:
+    from albert_lab.checkpoint.discover import summarize_checkpoint
+
+    if entry.startswith("run:"):
+        raise AlbertLabError("no training run of that name has a checkpoint on this machine")
+    local = (folder := typed_folder(entry)) or is_local_source(entry)
+    if not local:
+        from albert_lab.checkpoint.load import hub_reachable
+
+        if not hub_reachable():
+            raise AlbertLabError("it looks like a hub id, and the model hub is unreachable from this machine (offline)")
+        name, source = entry, entry
+    else:
+        source = check_local_folder(folder or entry)
+        if (known := listed_as(source)) is not None:
+            return known
+        summary = summarize_checkpoint(source)  # the folder checked from its files, no model loaded
+        if summary is None:
+            from albert_lab.checkpoint.load import load_checkpoint
+
+            name = load_checkpoint(source, device="cpu").name
+        else:
+            name = summary.name
+    base, k = name, 2
+    while name in _listed():
+        name, k = f"{base}-{k}", k + 1
+    extra[name] = source
+    return name
 
 
 def typed_folder(text: str) -> str | None:

@@ -238,7 +238,8 @@ def from_url(key: str, default: Any, parse: Callable[[str], Any] = str, param: s
 def share(**params: Any) -> None:
     """Write this page's inputs into the link (replacing other pages' ones), checkpoints
     included, so the address reproduces the view."""
-    values = {"ckpt": ",".join(st.session_state.get("picked", []))}
+    extra = st.session_state.get("extra_sources", {})  # a folder added in the sidebar travels as its path
+    values = {"ckpt": ",".join(extra.get(name, name) for name in st.session_state.get("picked", []))}
     for name, value in params.items():
         if value is None:
             continue

@@ -171,3 +171,32 @@ def test_a_sentence_transformers_folder_in_the_app_is_named_and_never_labelled_n
     assert spec.set_index("field").loc["pair objective", "value"] == "not recorded"
     svg = next(m.value for m in app.markdown if m.value.startswith("<svg"))
     assert "MLM head" not in svg and "pair head" not in svg
+
+
+# ---- a shareable link keeps the folders added in the sidebar ------------------------------------
+def test_a_link_naming_an_added_folder_opens_it(app, minilm, monkeypatch, tmp_path):
+    """The link carried only the folder's name, which the recipient's app did not know: it
+    dropped it silently and opened the card on albert-sop."""
+    from streamlit.testing.v1 import AppTest
+    from test_app import MAIN
+
+    monkeypatch.setenv("ALBERT_LAB_ALLOWED_DIRS", f"{minilm.parent}:{tmp_path}")
+    app.sidebar.text_input(key="add_source").set_value(str(minilm))
+    app.sidebar.button(key="add_button").click().run()
+    app.selectbox(key="card_checkpoint").set_value("all-MiniLM-L6-v2").run()
+    link = {k: v if isinstance(v, str) else v[0] for k, v in app.query_params.items()}
+    assert str(minilm) in link["ckpt"].split(",") and link["card_checkpoint"] == "all-MiniLM-L6-v2"
+
+    fresh = AppTest.from_file(MAIN, default_timeout=120)  # the recipient, in a new session
+    fresh.query_params.update(link)
+    fresh.run()
+    assert not fresh.exception and not any("left out" in w.value for w in fresh.warning)
+    assert "all-MiniLM-L6-v2" in fresh.sidebar.multiselect(key="picked").value
+    assert fresh.selectbox(key="card_checkpoint").value == "all-MiniLM-L6-v2"
+
+    gone = AppTest.from_file(MAIN, default_timeout=120)  # a folder the recipient's machine lacks: said, not dropped
+    gone.query_params.update({"ckpt": f"albert-sop,{tmp_path / 'nowhere'},run:20261101-000000-x"})
+    gone.run()
+    assert not gone.exception and gone.sidebar.multiselect(key="picked").value == ["albert-sop"]
+    assert any("nowhere" in w.value and "left out" in w.value for w in gone.warning), [w.value for w in gone.warning]
+    assert any("run:20261101-000000-x" in w.value and "no training run" in w.value for w in gone.warning)
