@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from albert_lab.checkpoint.discover import CheckpointSummary
 from albert_lab.checkpoint.heads import trained_with
+from albert_lab.data.corpora import OOD
 from albert_lab.params import count
 
 if TYPE_CHECKING:
@@ -45,6 +46,36 @@ def model_card(bundle: ModelBundle | CheckpointSummary, device: str | None = Non
         "dtype": dtype or str(getattr(bundle, "dtype", "not loaded")).replace("torch.", ""),
         "folder": str(Path(bundle.source)) if Path(bundle.source).exists() else None,
     }
+
+
+def metric_counts(metrics: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """{domain: {metric: n}} of a card's metrics with intervals ('ood_' keys: 'out'), for
+    evaluation.count_notes."""
+    counts: dict[str, dict[str, int]] = {}
+    for key, value in metrics.items():
+        if isinstance(value, dict) and "n" in value:
+            domain = "out" if key.startswith("ood_") else "in"
+            counts.setdefault(domain, {})[key.removeprefix("ood_")] = int(value["n"])
+    return counts
+
+
+def count_notes(counts: dict[str, dict[str, int]]) -> list[str]:
+    """What the SOP counts mean, from {domain ('in' | 'out'): {metric: n}}: why lead +
+    interior exceeds SOP, and when SOP and SOP interior are nearly the same pairs."""
+    notes = []
+    for domain, n in counts.items():
+        sop, lead, interior = n.get("sop"), n.get("sop_lead"), n.get("sop_interior")
+        if not (sop and lead is not None and interior):
+            continue
+        where = "Held-out" if domain == "in" else f"Out of domain ({', '.join(OOD)})"
+        note = (f"{where}: SOP counts the {sop:,} pairs made as training makes them, {lead:,} of them lead pairs; "
+                f"SOP interior counts their {sop - lead:,} interior ones and {interior - (sop - lead):,} more, one "
+                "from inside each document of three or more segments, so lead + interior exceeds SOP.")
+        if lead <= 0.05 * sop:
+            note += (f" Only {lead:,} of the {sop:,} hold a document's first sentence (long documents): SOP and SOP "
+                     "interior score almost the same pairs, so they read alike.")
+        notes.append(note)
+    return notes
 
 
 def metric_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from albert_lab.card import metric_lines
+from albert_lab.card import count_notes, metric_counts, metric_lines
 from app import picker, ui
 from app.svg import parameters_by_component
 from app.text import field_label, fmt_value, si
@@ -101,6 +101,8 @@ if ui.need_checkpoints():
                 st.markdown("**Held-out metrics**")
                 st.table(pd.DataFrame([(metric_label(k), text) for k, text in metric_lines(card["metrics"])],
                                       columns=["metric", "accuracy [95% interval] n"]))
+                for note in count_notes(metric_counts(card["metrics"])):
+                    st.caption(note)
         if heads["pair"] in ("missing", "untrained"):
             probe_section(name, source, heads)
         ui.paper_note("ALBERT's parameter savings come from two choices you can see above: the factorised "

@@ -1,6 +1,8 @@
 """Sentence pairs: SOP and NSP heads side by side on pairs typed or uploaded, token
 attributions for one decision, and the paper's Table 5 beside ours."""
 
+import time
+
 import pandas as pd
 import plotly.express as px
 import streamlit as st
@@ -14,7 +16,7 @@ from albert_lab.data.pairs_file import read_pairs
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from albert_lab.paths import checkpoints_dir
 from app import figures, ui
-from app.text import plural
+from app.text import fmt_duration, plural
 
 st.title("Sentence pairs: SOP vs NSP")
 st.caption("P(label 0) from each checkpoint's pair head: for an SOP head, P(A then B is the original order); "
@@ -38,6 +40,52 @@ def shipped_interior_accuracy(stamp: float) -> dict[str, str]:
             for r in rows.itertuples() if pd.notna(r.accuracy)}
 
 
+def _stop_t5() -> None:
+    st.session_state["t5_stopped"] = True
+
+
+def live_table5(bundles: list) -> None:
+    """Table 5 measured now on a sample of the held-out pairs, one checkpoint at a time
+    behind a progress bar with a Stop button (the checkpoints finished are kept)."""
+    cols = st.columns([1, 3])
+    limit = cols[0].select_slider("Pairs per task", [50, 100, 200, 500], 100, key="t5_limit",
+                                  help="A fixed random sample per task (SOP, NSP, MLM) and pairs set; more pairs, "
+                                       "narrower intervals, longer wait")
+    size = sum(b.spec.hidden_size * b.spec.num_layers for b in bundles) / 1536  # albert-sop = 1
+    eta = ui.estimate("table5", limit * size, T5_SECONDS_PER_PAIR)
+    pace = "at this machine's pace last time" if ui.measured("table5") else "on two cores, longer when others use them"
+    if cols[1].button(f"Evaluate the picked checkpoints now (about {fmt_duration(eta)} {pace})", key="t5_run"):
+        st.session_state["t5_live"], st.session_state["t5_stopped"] = {}, False
+        bar, stop = st.progress(0.0, text="Building held-out pairs ..."), st.empty()
+        stop.button("Stop", key="t5_stop", icon=":material/stop:", on_click=_stop_t5,
+                    help="Stops after the task being scored; the checkpoints finished are kept")
+        with ui.guard("evaluation"):
+            pairs, start = evaluation_pairs(), time.perf_counter()
+            for i, bundle in enumerate(bundles):
+                def progress(f: float, what: str, i: int = i) -> None:
+                    bar.progress((i + f) / len(bundles), text=f"Scoring {what} ({i + 1} of {len(bundles)}) ...")
+
+                st.session_state["t5_live"][bundle.name] = evaluate([bundle], pairs, limit=limit, progress=progress)
+            ui.learn("table5", time.perf_counter() - start, limit * size)
+        bar.empty()
+        stop.empty()
+    done = st.session_state.get("t5_live")
+    if done:
+        if st.session_state.get("t5_stopped"):
+            st.info(f"Stopped: {len(done)} of {len(bundles)} checkpoints scored.", icon=":material/stop_circle:")
+        live = pd.concat(done.values(), ignore_index=True)
+        cells, notes = table5_cells(live)
+        st.dataframe(cells, hide_index=True, width="stretch")
+        st.caption(f"A fixed sample of {limit:,} pairs per task and pairs set, so each cell's n counts what it "
+                   "holds: MLM counts masked tokens; NSP all the pairs sampled; SOP those made as training makes "
+                   "them, lead and interior their subsets (out of domain, few pairs are lead pairs). "
+                   "`albert-lab evaluate` scores every pair.")
+        for note in notes:
+            st.caption(note)
+        ui.download(live, "table5.csv")
+
+
+T5_SECONDS_PER_PAIR = 0.15  # per pair per task and pairs set, albert-sop's size: 52 s for 200 on a loaded 2-core CPU
 COLUMNS = ["row", "checkpoint", "head", "head_status", "p_ab", "p_ba", "prediction", "label", "correct", "tokens",
            "sentence_a", "sentence_b"]  # the scores table, in this order
 LABELS = {"head_status": "head is", "prediction": "predicts", "label": "your label", "sentence_a": "sentence A",
@@ -212,15 +260,4 @@ if ui.need_checkpoints():
         elif RESULTS.is_file():
             st.info(f"{RESULTS} is from an older version and lacks per-task intervals: regenerate it with "
                     "`albert-lab evaluate --json --by-source` (scripts/export_checkpoints.py), or evaluate below.")
-        if st.button("Evaluate the picked checkpoints now (about a minute)", key="t5_run"):
-            with ui.guard("evaluation"):
-                bar = st.progress(0.0, text="Building held-out pairs ...")
-                pairs = evaluation_pairs()
-                live = evaluate(bundles, pairs, limit=200, progress=lambda f, what: bar.progress(f, text=f"Scoring {what} ..."))
-                bar.progress(1.0, text="Done")
-                cells, notes = table5_cells(live)
-                st.dataframe(cells, hide_index=True, width="stretch")
-                for note in notes:
-                    st.caption(note)
-                st.caption("200 pairs per task for speed; `albert-lab evaluate` scores all of them.")
-                ui.download(live, "table5.csv")
+        live_table5(bundles)

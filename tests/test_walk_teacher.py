@@ -200,3 +200,39 @@ def test_a_link_naming_an_added_folder_opens_it(app, minilm, monkeypatch, tmp_pa
     assert not gone.exception and gone.sidebar.multiselect(key="picked").value == ["albert-sop"]
     assert any("nowhere" in w.value and "left out" in w.value for w in gone.warning), [w.value for w in gone.warning]
     assert any("run:20261101-000000-x" in w.value and "no training run" in w.value for w in gone.warning)
+
+
+# ---- Sentence pairs: the live Table 5 says what it scores and how long it takes ----------------
+def test_live_table5_says_its_sample_and_what_each_n_counts(app, small_corpus, monkeypatch):
+    """'Evaluate ... (about a minute)' took 342 s on a busy machine, and the caption said
+    200 pairs per task while the cells showed n = 163, 197, 40 and 5."""
+    import albert_lab.analysis.evaluation as evaluation
+    from albert_lab.data.heldout import build_eval_pairs
+
+    pairs = build_eval_pairs(small_corpus.train[:60]).assign(domain="in")
+    monkeypatch.setattr(evaluation, "evaluation_pairs", lambda: pairs)
+    at = goto(app, "sentence_pairs")
+    button = at.button(key="t5_run")
+    assert "about a minute" not in button.label and "two cores" in button.label
+    at.select_slider(key="t5_limit").set_value(50).run()
+    at.button(key="t5_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    captions = " ".join(c.value for c in at.caption)
+    assert "A fixed sample of 50 pairs per task" in captions and "MLM counts masked tokens" in captions
+    assert "lead + interior exceeds SOP" in captions  # why SOP's n is not lead's + interior's
+    assert set(at.session_state["t5_live"]) == set(at.sidebar.multiselect(key="picked").value)
+
+
+def test_shipped_sop_counts_are_explained_where_they_are_shown():
+    """Held-out SOP n = 2,474 against lead 591 + interior 2,369 needed a word; out of domain
+    SOP and SOP interior were equal with no word that cfi's pairs are nearly all interior."""
+    import json
+
+    from conftest import ROOT
+
+    from albert_lab.card import count_notes, metric_counts
+
+    metrics = json.loads((ROOT / "checkpoints" / "albert-sop" / "albert_lab.json").read_text())["metrics"]
+    held, out = count_notes(metric_counts(metrics))
+    assert "SOP counts the 2,474 pairs" in held and "591 of them lead" in held and "1,883 interior ones and 486 more" in held
+    assert out.startswith("Out of domain (cfi)") and "Only 16 of the 761 hold a document's first sentence" in out

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from albert_lab.analysis.intrinsic import SUBSETS, TASKS, Task, accuracy_table, score_eval_pairs
+from albert_lab.card import count_notes
 from albert_lab.checkpoint.heads import trained_with
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpora import OOD, evaluation_documents, load_corpus
@@ -61,12 +62,16 @@ def evaluate(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFrame, 
         info = dict(checkpoint=bundle.name, trained_with=trained_with(bundle.spec, bundle.heads, bundle.card), mlm_head=bundle.heads.mlm,
                     pair_head=bundle.heads.pair)
         for d, (domain, part) in enumerate(pairs.groupby("domain", sort=True)):
-            if progress is not None:
-                where = "held-out" if domain == "in" else "out-of-domain"
-                progress((b * len(domains) + d) / (len(bundles) * len(domains)), f"{bundle.name}: {where} pairs")
+            where = "held-out" if domain == "in" else "out-of-domain"
+            scored_tasks = []
+            for t, task in enumerate(tasks):  # one call per task: a progress bar moves (and can be stopped) between them
+                if progress is not None:
+                    done = (b * len(domains) + d + t / len(tasks)) / (len(bundles) * len(domains))
+                    progress(done, f"{bundle.name}: {where} {task.upper()} pairs")
+                scored_tasks.append(score_eval_pairs(bundle.model, bundle.tokenizer, part,
+                                                     min(max_len, bundle.spec.max_positions), None, limit, [task]))
             if tasks:
-                scored = score_eval_pairs(bundle.model, bundle.tokenizer, part, min(max_len, bundle.spec.max_positions),
-                                          None, limit, tasks)
+                scored = pd.concat(scored_tasks, ignore_index=True)
                 for row in accuracy_table(scored, by_source=by_source).to_dict("records"):
                     rows.append({**info, "domain": domain, **row, "note": ""})
             for metric, (task, _) in SUBSETS.items():
@@ -100,7 +105,10 @@ def table5_cells(results: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
             if r is not None and r.note:
                 notes.append(f"{name}: {METRIC_TITLES[metric]}: {r.note}")
         rows.append(row)
-    return pd.DataFrame(rows), sorted(set(notes))
+    first = results[(results.checkpoint == results.checkpoint.iloc[0]) & (results.source == "all")] if len(results) else results
+    counts = {str(dom): {r.metric: int(r.n) for r in part.itertuples() if pd.notna(r.n) and not r.note}
+              for dom, part in first.groupby("domain", sort=True)}
+    return pd.DataFrame(rows), sorted(set(notes)) + count_notes(counts)
 
 
 def paper_table5() -> pd.DataFrame:
