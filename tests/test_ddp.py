@@ -37,3 +37,6 @@ def test_torchrun_two_processes_gloo(tmp_path):
     # Same global batches; DDP averages the two halves' gradients, so the runs agree closely.
     assert abs(ddp_rows[-1]["loss"] - single_rows[-1]["loss"]) < 0.05
     assert ddp_rows[-1]["tokens"] == single_rows[-1]["tokens"]  # tokens counted over both ranks
+    # rank 0 alone tells the run's story: every rank printed every log line (issue 26's walk)
+    log = ddp.stdout + ddp.stderr
+    assert log.count(" training ALBERT") == 1 and log.count("run succeeded at step 12") == 1, log[-3000:]

@@ -236,3 +236,76 @@ def test_shipped_sop_counts_are_explained_where_they_are_shown():
     held, out = count_notes(metric_counts(metrics))
     assert "SOP counts the 2,474 pairs" in held and "591 of them lead" in held and "1,883 interior ones and 486 more" in held
     assert out.startswith("Out of domain (cfi)") and "Only 16 of the 761 hold a document's first sentence" in out
+
+
+# ---- the command line a new user met -------------------------------------------------------------
+def _queued_run(runs, metrics: list[dict]):
+    from conftest import tiny_spec
+
+    from albert_lab.training.config import TrainConfig
+    from albert_lab.training.jobs import create_run
+
+    config = TrainConfig(spec=tiny_spec(1000).to_dict(), corpus="wiki-vital[:600]", vocab_size=1000, max_steps=5,
+                         max_seq_len=64, name="walk")
+    run_dir, _ = create_run(config, runs)
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+    return run_dir
+
+
+def test_runs_cancel_and_show_speak_in_words(tmp_path):
+    """`runs --cancel` printed '...: running at step 72' and the raw dict of the last row."""
+    from conftest import run_cli
+
+    row = {"kind": "train", "step": 70, "loss": 8.9634, "mlm_loss": 8.2696, "pair_loss": 0.6937, "tokens": 267709,
+           "tokens_per_s": 1899.5, "run_tokens_per_s": 2251.9, "eta_s": 6080.2}
+    run_dir = _queued_run(tmp_path / "elsewhere", [row])
+    shown = run_cli("runs", "--runs-dir", str(tmp_path / "elsewhere"), "--show", run_dir.name)
+    assert shown.returncode == 0 and "{" not in shown.stdout, shown.stdout
+    assert "last: step 70: loss 8.963 (MLM 8.270, pair 0.694), 2,252 tokens/s, 267,709 tokens seen, about 101 min left" \
+        in shown.stdout
+    cancelled = run_cli("runs", "--runs-dir", str(tmp_path / "elsewhere"), "--cancel", run_dir.name)
+    assert cancelled.returncode == 0 and f"{run_dir.name}: cancel requested (it was queued at step 0)" in cancelled.stdout
+    assert "{" not in cancelled.stdout
+
+
+def test_train_hints_name_the_runs_folder_they_need(tmp_path, capsys, monkeypatch):
+    """After `train --runs-dir X`, the hint 'cancel with: albert-lab runs --cancel ID' found no such run."""
+    import albert_lab.training.runs as runs
+    from albert_lab.cli.train import _follow
+
+    run_dir = _queued_run(tmp_path / "elsewhere", [])
+    _follow(run_dir, detach=True)
+    assert f"albert-lab runs --show {run_dir.name} --runs-dir {tmp_path / 'elsewhere'}" in capsys.readouterr().out
+
+    def interrupted(path):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runs, "read_run", interrupted)  # Ctrl-C while following
+    _follow(run_dir, detach=False)
+    assert f"albert-lab runs --cancel {run_dir.name} --runs-dir {tmp_path / 'elsewhere'}" in capsys.readouterr().err
+
+
+def test_app_on_a_busy_port_says_so_before_printing_an_address():
+    """`app --port <busy>` printed 'ALBERT Lab: http://localhost:PORT', then Streamlit's 'Port ... is not available'."""
+    import socket
+
+    from conftest import one_line_error, run_cli
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run_cli("app", "--port", str(port))
+    one_line_error(result, f"port {port} is in use", "--port")
+    assert "ALBERT Lab: http" not in result.stderr
+
+
+def test_evaluate_shows_its_progress(shipped):
+    """`evaluate` was silent for minutes."""
+    from conftest import run_cli
+
+    result = run_cli("evaluate", "--checkpoint", str(shipped / "albert-sop"), "--corpus", "wiki-vital[:600]", "--no-ood",
+                     "--limit", "5")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "building the held-out pairs" in result.stderr
+    assert "scoring albert-sop: held-out SOP pairs" in result.stderr and "scoring albert-sop: held-out MLM pairs" in result.stderr

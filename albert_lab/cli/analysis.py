@@ -19,10 +19,43 @@ from albert_lab.cli.common import (
     load_bundle,
     load_bundles,
     print_frame,
+    progress_line,
+    table,
 )
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from albert_lab.errors import AlbertLabError
 from albert_lab.spec import Objective
+
+
+def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
+    add_checkpoint_arguments(p)
+    p.add_argument("--corpus", default="long-mix", help="held-out documents of this corpus are used (default long-mix)")
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--limit", type=int, help="at most this many pairs per task (a fixed random sample)")
+    p.add_argument("--by-source", action="store_true", help="also one row per source")
+    p.add_argument("--no-ood", action="store_true", help="skip the out-of-domain source")
+
+
+@command("evaluate", "intrinsic MLM / NSP / SOP accuracy on held-out pairs, with 95% intervals (paper Table 5)")(_evaluate_arguments)
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from albert_lab.analysis.evaluation import evaluate, evaluation_pairs
+
+    print("building the held-out pairs ...", file=sys.stderr)
+    pairs = evaluation_pairs(args.corpus, out_of_domain=not args.no_ood)
+    results = evaluate(load_bundles(args, args.checkpoint), pairs, args.seq_len, args.limit,
+                       by_source=args.by_source, progress=progress_line())
+    if sys.stderr.isatty():
+        print(file=sys.stderr)  # past the progress line
+    emit(args, results.to_dict(orient="records"), evaluation_text(results))
+    return 0
+
+
+def evaluation_text(results) -> str:
+    """One line per checkpoint and pairs set: accuracy [95% interval] n per metric, then the notes."""
+    from albert_lab.analysis.evaluation import table5_cells
+
+    cells, notes = table5_cells(results)
+    return "\n".join([table([tuple(r) for r in cells.itertuples(index=False)], list(cells.columns)), *notes])
 
 
 def _oscillation_arguments(p: argparse.ArgumentParser) -> None:

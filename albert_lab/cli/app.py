@@ -35,6 +35,27 @@ def _server_port(port: int, streamlit_args: list[str]) -> tuple[int, list[str]]:
     return port, rest
 
 
+def _in_use(port: int) -> bool:
+    import socket
+
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a closed server's TIME_WAIT is no obstacle
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def check_port_free(port: int) -> None:
+    if not 0 < port < 65536:
+        raise AlbertLabError(f"--port: {port} is not a port number (1-65535)")
+    if _in_use(port):
+        free = next((p for p in range(port + 1, min(port + 50, 65536)) if not _in_use(p)), None)
+        raise AlbertLabError(f"port {port} is in use (another program, or ALBERT Lab already running there: "
+                             f"http://localhost:{port}); start on another with --port {free or 'N'}")
+
+
 @command("app", "start the workbench in the browser (streamlit run app/main.py)")(_app_arguments)
 def cmd_app(args: argparse.Namespace) -> int:
     import os
@@ -45,6 +66,7 @@ def cmd_app(args: argparse.Namespace) -> int:
     if not entry.is_file():
         raise AlbertLabError(f"{entry} not found: run from a checkout of ALBERT Lab")
     port, rest = _server_port(args.port, list(getattr(args, "streamlit_args", [])))
+    check_port_free(port)  # before the address is printed (it was printed, then Streamlit's 'not available')
     print(f"ALBERT Lab: http://localhost:{port}", file=sys.stderr)
     # exec: this process becomes the server, so signals (Ctrl-C, SIGTERM) reach it; app.serve
     # is `streamlit run` with the model code importing in the background as the server starts

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, get_args
@@ -183,3 +184,29 @@ def print_frame(args: argparse.Namespace, frame, columns=None) -> None:
     emit(args, frame.to_dict(orient="records"), view.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
 
 
+def metric_words(row: dict) -> str:
+    """A metrics.jsonl row as a person reads it (was the raw dict)."""
+    step = f"step {row.get('step', 0):,}"
+    if row.get("kind") == "train" and "loss" in row:
+        eta = row.get("eta_s")
+        left = "" if eta is None else f", about {eta / 60:,.0f} min left" if eta >= 90 else f", about {eta:,.0f} s left"
+        return (f"{step}: loss {row['loss']:.3f} (MLM {row.get('mlm_loss', float('nan')):.3f}, pair "
+                f"{row.get('pair_loss', float('nan')):.3f}), {row.get('run_tokens_per_s', row.get('tokens_per_s', 0)):,.0f} "
+                f"tokens/s, {row.get('tokens', 0):,} tokens seen{left}")
+    if row.get("kind") == "eval":
+        names = {"eval_mlm_acc": "MLM", "eval_nsp_acc": "NSP", "eval_sop_acc": "SOP", "eval_sop_interior_acc": "SOP interior"}
+        found = [f"{name} {row[key]:.3f}" for key, name in names.items() if isinstance(row.get(key), (int, float))]
+        return f"{step}: held-out accuracy " + (", ".join(found) or "-")
+    return f"{step}: {row.get('kind', 'event')}"
+
+
+def progress_line():
+    """A progress callback for stderr: one line rewritten in a terminal, a line per step
+    in a log (evaluate was silent for minutes)."""
+    tty = sys.stderr.isatty()
+
+    def show(fraction: float, what: str) -> None:
+        print(f"{chr(13) if tty else ''}[{fraction:4.0%}] scoring {what} ...", end="" if tty else "\n", file=sys.stderr,
+              flush=True)
+
+    return show

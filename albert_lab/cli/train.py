@@ -1,4 +1,4 @@
-"""CLI commands for training and evaluation (registered on import by albert_lab/cli/__init__.py)."""
+"""CLI commands for training runs: train, runs, fit-head and corpora (registered on import by albert_lab/cli/__init__.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,16 @@ import sys
 import time
 from pathlib import Path
 
-from albert_lab.cli.common import add_checkpoint_arguments, add_spec_arguments, command, emit, load_bundles, spec_from_args, table
+from albert_lab.cli.common import (
+    add_checkpoint_arguments,
+    add_spec_arguments,
+    command,
+    emit,
+    load_bundles,
+    metric_words,
+    spec_from_args,
+    table,
+)
 from albert_lab.errors import AlbertLabError
 from albert_lab.training.config import TrainConfig
 
@@ -135,12 +144,19 @@ def _default_runs() -> Path:
     return runs_dir()
 
 
+def _runs_option(run_dir: Path) -> str:
+    """' --runs-dir X' where the run is not in the default runs folder (a hint without it
+    finds no such run)."""
+    parent = run_dir.resolve().parent
+    return "" if parent == _default_runs().resolve() else f" --runs-dir {shlex.quote(str(parent))}"
+
+
 def _follow(run_dir: Path, detach: bool) -> int:
     """Show a progress bar until the run ends; Ctrl-C leaves it running."""
     from albert_lab.training.runs import read_run
 
     if detach:
-        print(f"started in the background; follow with: albert-lab runs --show {run_dir.name}")
+        print(f"started in the background; follow with: albert-lab runs --show {run_dir.name}{_runs_option(run_dir)}")
         return 0
     try:
         while True:
@@ -158,8 +174,8 @@ def _follow(run_dir: Path, detach: bool) -> int:
                 return _report(info, info.status)
             time.sleep(1.0)
     except KeyboardInterrupt:
-        print(f"\nthe run continues in the background; cancel with: albert-lab runs --cancel {run_dir.name}",
-              file=sys.stderr)
+        print(f"\nthe run continues in the background; cancel with: albert-lab runs --cancel {run_dir.name}"
+              f"{_runs_option(run_dir)}", file=sys.stderr)
         return 0
 
 
@@ -167,9 +183,7 @@ def _report(info, status: str) -> int:
     evals = [m for m in info.metrics() if m.get("kind") == "eval"]
     line = f"run {info.id}: {status}"
     if evals:
-        last = evals[-1]
-        line += "; held-out " + ", ".join(f"{k[5:]} {last[k]:.3f}" for k in ("eval_mlm_acc", "eval_nsp_acc", "eval_sop_acc",
-                                                                            "eval_sop_interior_acc") if k in last)
+        line += "; " + metric_words(evals[-1]).split(": ", 1)[1]  # 'held-out accuracy MLM 0.155, SOP 0.634, ...'
     if info.message:
         line += f"\n{info.message}"
     print(line)
@@ -197,44 +211,17 @@ def cmd_runs(args: argparse.Namespace) -> int:
             raise AlbertLabError(f"no run {path.name!r} in {root}")
         info = cancel_run(path) if args.cancel else read_run(path)
         metrics = info.metrics()
+        state = (f"{info.id}: cancel requested (it was {info.status} at step {info.step:,}); it saves its checkpoint "
+                 "and stops" if args.cancel else f"{info.id}: {info.status} at step {info.step:,}")
         emit(args, {"id": info.id, "status": info.status, "step": info.step, "message": info.message,
-                    "last_metrics": metrics[-1] if metrics else None},
-             f"{info.id}: {info.status} at step {info.step}" + (f"\n{info.message}" if info.message else "")
-             + (f"\nlast: {metrics[-1]}" if metrics else ""))
+                    "cancel_requested": bool(args.cancel), "last_metrics": metrics[-1] if metrics else None},
+             state + (f"\n{info.message}" if info.message else "") + (f"\nlast: {metric_words(metrics[-1])}" if metrics else ""))
         return 0
     runs = list_runs(root)
     rows = [(r.id, r.status, r.step, r.raw.get("spec_label", ""), r.config.get("objective", "")) for r in runs]
     emit(args, [{"id": r.id, "status": r.status, "step": r.step, "message": r.message} for r in runs],
          table(rows, ["run", "status", "step", "spec", "objective"]) if rows else f"no runs in {root}")
     return 0
-
-
-def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
-    add_checkpoint_arguments(p)
-    p.add_argument("--corpus", default="long-mix", help="held-out documents of this corpus are used (default long-mix)")
-    p.add_argument("--seq-len", type=int, default=128)
-    p.add_argument("--limit", type=int, help="at most this many pairs per task (a fixed random sample)")
-    p.add_argument("--by-source", action="store_true", help="also one row per source")
-    p.add_argument("--no-ood", action="store_true", help="skip the out-of-domain source")
-
-
-@command("evaluate", "intrinsic MLM / NSP / SOP accuracy on held-out pairs, with 95% intervals (paper Table 5)")(_evaluate_arguments)
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    from albert_lab.analysis.evaluation import evaluate, evaluation_pairs
-
-    pairs = evaluation_pairs(args.corpus, out_of_domain=not args.no_ood)
-    results = evaluate(load_bundles(args, args.checkpoint), pairs, args.seq_len, args.limit,
-                       by_source=args.by_source)
-    emit(args, results.to_dict(orient="records"), evaluation_text(results))
-    return 0
-
-
-def evaluation_text(results) -> str:
-    """One line per checkpoint and pairs set: accuracy [95% interval] n per metric, then the notes."""
-    from albert_lab.analysis.evaluation import table5_cells
-
-    cells, notes = table5_cells(results)
-    return "\n".join([table([tuple(r) for r in cells.itertuples(index=False)], list(cells.columns)), *notes])
 
 
 def _fit_head_arguments(p: argparse.ArgumentParser) -> None:

@@ -117,7 +117,7 @@ class Trainer:
         threading.Thread(target=self._heartbeat, args=(stop,), daemon=True, name="heartbeat").start()
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, lambda *_: self.cancel.set())
-        _log(f"training {self.prepared.spec.label} on {self.prepared.corpus.describe()}; device {self.device}, "
+        self._say(f"training {self.prepared.spec.label} on {self.prepared.corpus.describe()}; device {self.device}, "
              f"{'bf16 autocast' if self.dtype else 'fp32'}, {torch.get_num_threads()} threads, "
              f"world size {self.dist.world_size}" + (f"; resuming at step {self.progress.step}" if self.progress.step else ""))
         try:
@@ -144,10 +144,15 @@ class Trainer:
         try:
             self.dist.barrier(timeout_s=300)
         except RuntimeError as err:
-            _log(f"the ranks did not meet at the end ({err}); closing anyway")
+            _log(f"rank {self.dist.rank}: the ranks did not meet at the end ({err}); closing anyway")
         self.dist.close()
-        _log(f"run {status} at step {self.progress.step}")
+        self._say(f"run {status} at step {self.progress.step}")
         return status
+
+    def _say(self, message: str) -> None:
+        """Progress in the log, from rank 0 only (under torchrun every rank printed every line)."""
+        if self.dist.is_main:
+            _log(message)
 
     def _fraction(self) -> float:
         """Progress through the budget in [0, 1]: steps, or time, whichever is further."""
@@ -215,7 +220,7 @@ class Trainer:
                "elapsed_s": p.elapsed, "eta_s": eta}
         self._metrics(row)
         p.window = {}
-        _log(f"step {p.step}: loss {row['loss']:.3f} (mlm {row['mlm_loss']:.3f}, pair {row['pair_loss']:.3f}), "
+        self._say(f"step {p.step}: loss {row['loss']:.3f} (mlm {row['mlm_loss']:.3f}, pair {row['pair_loss']:.3f}), "
              f"{rate:,.0f} tok/s, eta {eta:,.0f} s")
 
     def _metrics(self, row: dict[str, Any]) -> None:
@@ -266,7 +271,7 @@ class Trainer:
         self.progress.elapsed = float(scalars["elapsed"])
         if self.dist.is_main:
             self._metrics({"kind": "resume", "step": self.progress.step})
-        _log(f"resumed from {checkpoint} at step {self.progress.step}")
+        self._say(f"resumed from {checkpoint} at step {self.progress.step}")
 
 
 def train(run_dir: Path, config: TrainConfig, prepared: Prepared | None = None) -> str:
