@@ -309,3 +309,35 @@ def test_evaluate_shows_its_progress(shipped):
     assert result.returncode == 0, result.stderr[-2000:]
     assert "building the held-out pairs" in result.stderr
     assert "scoring albert-sop: held-out SOP pairs" in result.stderr and "scoring albert-sop: held-out MLM pairs" in result.stderr
+
+
+# ---- the card of a run trained in the browser ----------------------------------------------------
+def test_a_browser_run_records_the_command_that_makes_it_again(monkeypatch):
+    """Its provenance said 'browser: lab-tiny, sop', which cannot be run again: it is the
+    equivalent `albert-lab train` command, which builds the same configuration."""
+    import shlex
+
+    import albert_lab.training.jobs as jobs
+    from albert_lab.cli import main
+    from albert_lab.training.config import browser_config
+
+    config = browser_config("lab-tiny", "nsp", hidden=64, layers=3, embedding=32, heads=2, sharing="attention",
+                            corpus="wiki-vital[:600]", steps=40, vocab=1000, max_seq_len=64, batch_size=8, lr=0.002,
+                            optimizer="adamw", warmup_steps=5, seed=3, name="my run", chunk_start="random")
+    assert config.command.startswith("albert-lab train --preset lab-tiny --objective nsp")
+    captured = []
+    monkeypatch.setattr(jobs, "start_run", lambda cfg, *a, **k: captured.append(cfg) or (_ for _ in ()).throw(SystemExit))
+    with pytest.raises(SystemExit):
+        main([*shlex.split(config.command)[1:], "--foreground"])
+    again = captured[0]
+    assert {k: v for k, v in again.to_dict().items() if k != "command"} == \
+        {k: v for k, v in config.to_dict().items() if k != "command"}
+
+
+def test_a_trained_card_carries_intervals_and_counts():
+    """A browser-trained run's card listed raw keys ('sop acc 0.512') without interval or n."""
+    from albert_lab.analysis.intrinsic import card_metrics
+    from albert_lab.card import metric_lines
+
+    table = pd.DataFrame([dict(metric="sop", source="all", hits=60, n=100, accuracy=0.6, low=0.5, high=0.69)])
+    assert metric_lines(card_metrics(table)) == [("sop", "0.600 [0.50, 0.69] n=100")]

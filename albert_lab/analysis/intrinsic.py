@@ -144,9 +144,20 @@ def accuracy_table(scored: pd.DataFrame, by_source: bool = False) -> pd.DataFram
 
 def intrinsic_eval(model, tokenizer, pairs: pd.DataFrame, max_len: int = 128, dtype: torch.dtype | None = None,
                    limit: int | None = None, tasks: Sequence[Task] = TASKS) -> dict[str, float]:
-    """Flat metrics for logs and cards: <metric>_acc and its pair (or prediction) count,
-    over all sources; NSP/SOP on natural pairs, SOP also on lead and interior pairs."""
-    table = accuracy_table(score_eval_pairs(model, tokenizer, pairs, max_len, dtype, limit, tasks))
+    """Flat metrics for logs: <metric>_acc and its pair (or prediction) count, over all
+    sources; NSP/SOP on natural pairs, SOP also on lead and interior pairs."""
+    return flat_metrics(accuracy_table(score_eval_pairs(model, tokenizer, pairs, max_len, dtype, limit, tasks)))
+
+
+def card_metrics(table: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """A card's metrics from `accuracy_table` (source 'all'): {metric: {accuracy, low,
+    high, n}}, the form the shipped cards carry and the card shows with its interval."""
+    return {row.metric: {"accuracy": float(row.accuracy), "low": float(row.low), "high": float(row.high), "n": int(row.n)}
+            for row in table[table.source == "all"].itertuples()}
+
+
+def flat_metrics(table: pd.DataFrame) -> dict[str, float]:
+    """`accuracy_table`'s rows as <metric>_acc and their counts (metrics.jsonl's eval rows)."""
     result: dict[str, float] = {}
     count_names = {"mlm": "mlm_predictions", "nsp": "nsp_pairs", "sop": "sop_pairs", "sop_interior": "sop_interior_pairs"}
     for row in table.itertuples():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -128,9 +129,32 @@ def browser_config(preset: str, objective: Objective, *, hidden: int, layers: in
     base = ModelSpec.from_name(preset)
     bert = base.family == "bert"
     spec = base.replace(hidden_size=hidden, num_layers=layers, num_heads=heads, embedding_size=None if bert else embedding,
-                        sharing=None if bert else sharing, num_groups=None, vocab_size=vocab)
+                        sharing=None if bert else sharing, num_groups=None, vocab_size=vocab, objective=objective)
     every = max(10, steps // 5)
     config = TrainConfig(spec=spec.to_dict(), objective=objective, corpus=corpus, vocab_size=vocab, max_steps=steps,
                          max_minutes=minutes or None, eval_every=every, checkpoint_every=every,
-                         gradflow_every=max(10, steps // 10), command=f"browser: {preset}, {objective}", **options)
-    return config.validate()
+                         gradflow_every=max(10, steps // 10), **options)
+    return dataclasses.replace(config, command=train_command(preset, config)).validate()
+
+
+# TrainConfig field -> `albert-lab train` flag, for the command a browser run records
+TRAIN_FLAGS = {"corpus": "--corpus", "vocab_size": "--vocab-size", "max_seq_len": "--seq-len", "batch_size": "--batch-size",
+               "lr": "--lr", "optimizer": "--optimizer", "warmup_steps": "--warmup", "max_steps": "--steps",
+               "max_minutes": "--minutes", "seed": "--seed", "chunk_start": "--chunk-start", "eval_every": "--eval-every",
+               "checkpoint_every": "--checkpoint-every", "gradflow_every": "--gradflow-every", "name": "--name"}
+
+
+def train_command(preset: str, config: TrainConfig) -> str:
+    """The `albert-lab train` command that makes the same run (a card's provenance said
+    'browser: lab-tiny, sop', which nobody could run again); a test parses it back."""
+    spec = config.model_spec()
+    args = ["--preset", preset, "--objective", config.objective, "--hidden", spec.hidden_size, "--layers", spec.num_layers,
+            "--heads", spec.num_heads, "--vocab", spec.vocab_size]
+    if spec.family != "bert":
+        args += ["--embedding", spec.embedding_size, "--sharing", spec.sharing]
+    defaults = TrainConfig()
+    for name, flag in TRAIN_FLAGS.items():
+        value = getattr(config, name)
+        if value not in (None, "") and (value != getattr(defaults, name) or name in ("corpus", "max_steps")):
+            args += [flag, value]
+    return "albert-lab train " + shlex.join(str(a) for a in args)

@@ -24,7 +24,7 @@ import torch
 from safetensors.torch import load_file
 
 from albert_lab.analysis.gradflow import gradient_flow_on_batch
-from albert_lab.analysis.intrinsic import intrinsic_eval
+from albert_lab.analysis.intrinsic import accuracy_table, card_metrics, flat_metrics, score_eval_pairs
 from albert_lab.checkpoint.store import recover_checkpoint_dir, save_checkpoint
 from albert_lab.data.batching import Batch, PretrainingData
 from albert_lab.data.masking import masking_config
@@ -130,11 +130,11 @@ class Trainer:
         if self.dist.is_main and self.progress.window.get("steps"):
             self._log_window(self.optimizer.param_groups[0]["lr"])  # the last steps, when not a multiple of log_every
         if self.dist.is_main:
-            metrics = self._evaluate(limit=None) if status == "succeeded" else {}
-            if metrics:
+            table = self._evaluate_table(limit=None) if status == "succeeded" else None
+            if table is not None:
                 self._metrics({"kind": "eval", "step": self.progress.step, "final": True,
-                               **{f"eval_{k}": v for k, v in metrics.items()}})
-            self._save(metrics)
+                               **{f"eval_{k}": v for k, v in flat_metrics(table).items()}})
+            self._save(card_metrics(table) if table is not None else {})  # with intervals and n, as the shipped cards
             self.update_run(status=status, finished=time.time(), step=self.progress.step, heartbeat=time.time(),
                             message="" if status == "succeeded" else "cancelled; the checkpoint holds the last step")
         # Every rank waits here for rank 0's evaluation and save: a rank that tore down its gloo
@@ -227,17 +227,22 @@ class Trainer:
         append_jsonl(self.folder.metrics, {**row, "time": time.time()})
 
     def _evaluate(self, limit: int | None) -> dict[str, float]:
+        table = self._evaluate_table(limit)
+        return {} if table is None else flat_metrics(table)
+
+    def _evaluate_table(self, limit: int | None):
+        """`accuracy_table` of the held-out pairs, or None without any."""
         if self.prepared.eval_pairs.empty:
-            return {}
+            return None
         self.model.eval()
         try:
-            return intrinsic_eval(self.model, self.prepared.tokenizer, self.prepared.eval_pairs, self.config.max_seq_len,
-                                  self.dtype, limit)
+            return accuracy_table(score_eval_pairs(self.model, self.prepared.tokenizer, self.prepared.eval_pairs,
+                                                   self.config.max_seq_len, self.dtype, limit))
         finally:
             self.model.train()
 
     # ---- checkpoints -------------------------------------------------------------------
-    def _save(self, metrics: dict[str, float]) -> None:
+    def _save(self, metrics: dict[str, dict[str, float]]) -> None:
         """Weights, tokenizer, card and trainer state in one atomic checkpoint folder."""
         p, config, prep = self.progress, self.config, self.prepared
         card = {
