@@ -341,3 +341,14 @@ def test_a_trained_card_carries_intervals_and_counts():
 
     table = pd.DataFrame([dict(metric="sop", source="all", hits=60, n=100, accuracy=0.6, low=0.5, high=0.69)])
     assert metric_lines(card_metrics(table)) == [("sop", "0.600 [0.50, 0.69] n=100")]
+
+
+# ---- Shared layer: a trend only when the intervals say so ----------------------------------------
+def test_extrapolation_verdict_gives_count_and_interval_and_calls_no_trend_on_few_tokens():
+    """At k = 4 the verdict reported 3.1% -> 1.5% as a trend, from a handful of tokens."""
+    from albert_lab.analysis.extrapolation import accuracy_words
+
+    few = accuracy_words(0.031, 0.015, 130, 24)
+    assert "of 130 masked tokens" in few and "[" in few and "no trend" in few
+    many = accuracy_words(0.30, 0.10, 5000, 24)
+    assert "a fall beyond the 95% intervals" in many
