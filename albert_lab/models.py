@@ -21,7 +21,7 @@ from torch import nn
 from transformers import AlbertConfig, AlbertForPreTraining, BertConfig, BertForPreTraining, PreTrainedModel
 
 from albert_lab.errors import CheckpointError
-from albert_lab.spec import ModelSpec, layer_group
+from albert_lab.spec import ModelSpec, layer_group, transformers_fields
 
 PretrainingModel = AlbertForPreTraining | BertForPreTraining
 FFN_MODULES = ("ffn", "ffn_output", "full_layer_layer_norm")  # AlbertLayer's FFN and its closing LayerNorm
@@ -29,25 +29,9 @@ FFN_MODULES = ("ffn", "ffn_output", "full_layer_layer_norm")  # AlbertLayer's FF
 
 def hf_config(spec: ModelSpec) -> AlbertConfig | BertConfig:
     """The transformers config that builds `spec` (before any explicit tying)."""
-    common: dict[str, Any] = dict(
-        vocab_size=spec.vocab_size,
-        hidden_size=spec.hidden_size,
-        num_hidden_layers=spec.num_layers,
-        num_attention_heads=spec.num_heads,
-        intermediate_size=spec.ffn_size,
-        hidden_act=spec.activation,
-        hidden_dropout_prob=spec.dropout,
-        attention_probs_dropout_prob=spec.dropout,
-        max_position_embeddings=spec.max_positions,
-        type_vocab_size=spec.type_vocab_size,
-        pad_token_id=0,
-    )
-    if spec.family == "bert":
-        return BertConfig(**common)
-    # Partial sharing needs a module per layer, tied afterwards.
-    groups = spec.num_groups if spec.sharing == "all" else spec.num_layers
-    return AlbertConfig(**common, embedding_size=spec.embedding_size, num_hidden_groups=groups,
-                        inner_group_num=spec.inner_group_num, classifier_dropout_prob=spec.dropout)
+    fields = transformers_fields(spec)
+    cls = BertConfig if fields.pop("model_type") == "bert" else AlbertConfig
+    return cls(**fields, pad_token_id=0)
 
 
 def build_model(spec: ModelSpec, seed: int | None = None) -> PretrainingModel:

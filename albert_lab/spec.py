@@ -76,7 +76,7 @@ class ModelSpec:
                             f"allowed: divisors of {self.hidden_size}, e.g. {_divisors_near(self.hidden_size, self.num_heads)}")
         if self.num_groups > self.num_layers or self.num_layers % self.num_groups:
             raise SpecError("num_groups", f"{self.num_groups} must divide num_layers {self.num_layers}; "
-                            f"allowed: {[d for d in range(1, self.num_layers + 1) if self.num_layers % d == 0]}")
+                            f"allowed: {_divisors(self.num_layers)[:12]}")
         if self.sharing == "none" and self.num_groups != self.num_layers:
             raise SpecError("num_groups", f"not-shared layers form one group per layer ({self.num_layers}), got {self.num_groups}")
         if not 0.0 <= self.dropout < 1.0:
@@ -138,6 +138,21 @@ class ModelSpec:
             raise SpecError("preset", f"unknown preset {name!r}; allowed: {', '.join(PRESETS)}") from None
 
 
+def transformers_fields(spec: ModelSpec) -> dict[str, Any]:
+    """The fields of the transformers config that builds `spec`, model_type included:
+    models.hf_config makes the config of them, and the checkpoint reader checks a folder's
+    config.json against them (a config edited under its albert_lab.json builds another model)."""
+    fields: dict[str, Any] = dict(
+        model_type=spec.family, vocab_size=spec.vocab_size, hidden_size=spec.hidden_size, num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_heads, intermediate_size=spec.ffn_size, hidden_act=spec.activation,
+        hidden_dropout_prob=spec.dropout, attention_probs_dropout_prob=spec.dropout, max_position_embeddings=spec.max_positions,
+        type_vocab_size=spec.type_vocab_size)
+    if spec.family == "albert":  # partial sharing needs a module per layer, tied afterwards
+        fields.update(embedding_size=spec.embedding_size, num_hidden_groups=spec.num_groups if spec.sharing == "all" else spec.num_layers,
+                      inner_group_num=spec.inner_group_num, classifier_dropout_prob=spec.dropout)
+    return fields
+
+
 def layer_group(layer: int, num_layers: int, num_groups: int) -> int:
     """The sharing group that layer application `layer` (0-based) runs, exactly as
     transformers' AlbertTransformer computes it: int(layer / (L / N)). The reference
@@ -163,8 +178,14 @@ def _check_positive(name: str, value: object) -> None:
         raise SpecError(name, f"must be a positive integer, got {value!r}")
 
 
+def _divisors(n: int) -> list[int]:
+    """The divisors of n, ascending, in O(sqrt n) (a config's 1e9 layers must not take a minute)."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted({*small, *(n // d for d in small)})
+
+
 def _divisors_near(n: int, k: int) -> list[int]:
-    return sorted((d for d in range(1, n + 1) if n % d == 0), key=lambda d: abs(d - k))[:3]
+    return sorted(_divisors(n), key=lambda d: abs(d - k))[:3]
 
 
 _BERT = dict(family="bert", vocab_size=30522, sharing="none", objective="nsp")

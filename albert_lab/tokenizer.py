@@ -79,7 +79,12 @@ def load_tokenizer(folder: str | Path) -> PreTrainedTokenizerBase:
 
 
 def check_tokenizer(tokenizer: PreTrainedTokenizerBase, where: str) -> None:
-    """Refuse a tokenizer that only knows its special pieces (every word -> <unk>)."""
+    """Refuse a tokenizer that only knows its special pieces (every word -> <unk>), or that
+    lacks a special token a pair input needs ([CLS], [SEP], padding, unknown)."""
+    absent = [name for name in ("pad_token", "cls_token", "sep_token", "unk_token") if getattr(tokenizer, name, None) is None]
+    if absent:
+        raise CheckpointError(f"{where}: the tokenizer has no {', '.join(absent)} (tokenizer_config.json names "
+                              f"{type(tokenizer).__name__}); restore tokenizer_config.json and special_tokens_map.json")
     ids = tokenizer("the city of paris is the capital of france", add_special_tokens=False)["input_ids"]
     if len(tokenizer) <= len(SPECIAL_PIECES) + 1 or all(i == tokenizer.unk_token_id for i in ids):
         raise CheckpointError(f"{where}: the tokenizer maps every word to <unk> (vocabulary of {len(tokenizer)}); "

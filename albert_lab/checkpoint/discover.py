@@ -13,6 +13,7 @@ from albert_lab.checkpoint.files import (
     CONFIG,
     PICKLE_SUFFIXES,
     WEIGHTS,
+    check_file_kinds,
     checkpoint_label,
     read_card,
     read_config,
@@ -34,7 +35,9 @@ def check_folder(path: Path, allow_pickle: bool = False) -> Path:
         raise CheckpointError(f"{path}: no such folder")
     if path.is_file():
         raise CheckpointError(_file_hint(path))
+    check_file_kinds(path)
     path = sentence_transformers_module(path)
+    check_file_kinds(path)
     if not (path / CONFIG).is_file():
         raise CheckpointError(f"{path} has no config.json, so it is not a transformers checkpoint folder{_folder_hint(path)}")
     model_type = read_config(path).get("model_type")
@@ -63,7 +66,8 @@ def sentence_transformers_module(path: Path) -> Path:
     try:
         modules = json.loads((path / "modules.json").read_text())
         found = [m.get("path", "") for m in modules if str(m.get("type", "")).endswith("Transformer")]
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, TypeError):
+        found = [f for f in found if isinstance(f, str) and ".." not in f and not f.startswith("/")]
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, TypeError, RecursionError, ValueError):
         raise CheckpointError(f"{path / 'modules.json'} is not a valid sentence-transformers module list; "
                               "point at the folder that holds config.json and model.safetensors") from None
     if not found:

@@ -4,18 +4,30 @@ local folder or a hub id. No torch, no transformers at import."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import struct
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from albert_lab.errors import AlbertLabError, CheckpointError
-from albert_lab.spec import ModelSpec
+from albert_lab.checkpoint.heads import HeadState
+from albert_lab.data.textfile import read_json, read_user_file
+from albert_lab.errors import AlbertLabError, CheckpointError, DataError
+from albert_lab.params import fit_problem
+from albert_lab.spec import ModelSpec, transformers_fields
+
+HEAD_STATES = get_args(HeadState)
 
 CARD = "albert_lab.json"
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+READ_SUFFIXES = (".safetensors", ".json", ".model", ".txt")  # weights, config, card, tokenizer files and vocabularies
+MAX_JSON_BYTES = 50_000_000  # config, card and tokenizer JSON; a tokenizer.json of 250,000 pieces is ~20 MB
+# config.json keys that decide which weights a model has: an edit under albert_lab.json's spec leaves weights random
+STRUCTURE = ("model_type", "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+             "max_position_embeddings", "type_vocab_size", "embedding_size", "num_hidden_groups", "inner_group_num")
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
@@ -34,22 +46,26 @@ def stamp(source: str | Path) -> float:
 
 def read_card(folder: Path) -> dict[str, Any]:
     file = folder / CARD
-    if not file.is_file():
+    if not file.exists():
         return {}
     card = _read_json_object(file, "fix or delete it")
     for key in ("spec", "heads", "metrics"):
         if key in card and not isinstance(card[key], dict):
             raise CheckpointError(f"{file}: {key!r} is {_kind(card[key])}, expected an object; fix or delete the file")
+    for head, state in card.get("heads", {}).items():
+        if not isinstance(state, str) or state not in HEAD_STATES:
+            shown = repr(state) if len(repr(state)) <= 40 else _kind(state)
+            raise CheckpointError(f"{file}: heads.{str(head)[:40]} is {shown}; allowed: {', '.join(HEAD_STATES)}; fix or delete the file")
     return card
 
 
 def _read_json_object(file: Path, advice: str) -> dict[str, Any]:
-    """A JSON file that must hold an object; one-line CheckpointError naming the file otherwise."""
+    """A JSON file that must hold an object; one-line CheckpointError naming the file otherwise
+    (read bounded: a FIFO or a folder in its place never blocks, a huge file is refused)."""
     try:
-        data = json.loads(file.read_bytes())
-    except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError, 4,300-digit integers
-        message = err.msg if isinstance(err, json.JSONDecodeError) else type(err).__name__
-        raise CheckpointError(f"{file} is not valid JSON ({message}); {advice}") from None
+        data = read_json(read_user_file(file, MAX_JSON_BYTES), str(file))
+    except DataError as err:
+        raise CheckpointError(f"{err}; {advice}") from None
     if not isinstance(data, dict):
         raise CheckpointError(f"{file} holds {_kind(data)}, expected a JSON object; {advice}")
     return data
@@ -58,6 +74,29 @@ def _read_json_object(file: Path, advice: str) -> dict[str, Any]:
 def _kind(value: object) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
         type(value), "a number")
+
+
+def check_regular(file: Path) -> None:
+    """Refuse a file the loaders would read that is not a regular file: a folder
+    (IsADirectoryError), a symlink loop (ELOOP), a FIFO or device (open() blocks for ever)."""
+    try:
+        mode = os.stat(file).st_mode
+    except OSError as err:
+        raise CheckpointError(f"{file} cannot be read ({err.strerror or err}); re-copy the checkpoint") from None
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+        raise CheckpointError(f"{file} is {kind}, not a file; re-copy the checkpoint")
+
+
+def check_file_kinds(folder: Path) -> None:
+    """check_regular for every file of a folder that a loader reads (weights, JSON, vocabularies)."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)[:10_000]
+    except OSError as err:
+        raise CheckpointError(f"{folder} cannot be read ({err.strerror or err})") from None
+    for entry in entries:
+        if entry.name.endswith(READ_SUFFIXES) or entry.name.endswith(PICKLE_SUFFIXES):
+            check_regular(Path(entry.path))
 
 
 # safetensors dtypes and their sizes in bytes (the format's own list)
@@ -71,13 +110,14 @@ def safetensors_keys(file: Path) -> set[str]:
     offsets that tile the data exactly (no overlaps, no gaps), all of it in the file."""
     damaged = f"{file} is damaged or truncated"
     advice = "re-copy or re-train the checkpoint"
+    check_regular(file)
     try:
         with file.open("rb") as handle:
             (length,) = struct.unpack("<Q", handle.read(8))
             if length > 100_000_000:
                 raise CheckpointError(f"{damaged} (header of {length} bytes); {advice}")
             header = json.loads(handle.read(length))
-    except (struct.error, ValueError, RecursionError) as err:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+    except (struct.error, ValueError, RecursionError, OSError) as err:  # JSONDecodeError, UnicodeDecodeError are ValueErrors
         raise CheckpointError(f"{damaged} (unreadable header: {type(err).__name__}); {advice}") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{damaged} (the header is {_kind(header)}, not an object of tensors); {advice}")
@@ -122,21 +162,41 @@ def read_config(folder: Path) -> dict[str, Any]:
 
 
 def read_spec(folder: Path, card: dict[str, Any], config: Any = None) -> ModelSpec:
-    """From albert_lab.json when this project wrote the folder; otherwise from
-    config.json through transformers (its defaults fill what the file leaves out)."""
-    if "spec" in card:
-        try:
-            return ModelSpec.from_dict(card["spec"])
-        except AlbertLabError as err:
-            raise CheckpointError(f"{folder / CARD}: the spec is not valid ({err}); fix or delete the file") from None
-        except (TypeError, ValueError, OverflowError, RecursionError) as err:
-            raise CheckpointError(f"{folder / CARD}: the spec is not valid ({type(err).__name__}: "
-                                  f"{str(err)[:120]}); fix or delete the file") from None
+    """From albert_lab.json when this project wrote the folder (and config.json must build
+    the same model); otherwise from config.json through transformers (its defaults fill
+    what the file leaves out). Refused when this machine cannot hold or run the model:
+    bounded from the spec, before any weight is allocated."""
+    spec = _card_spec(folder, card) if "spec" in card else _config_spec(folder, config)
+    if problem := fit_problem(spec):
+        raise CheckpointError(f"{folder}: this machine cannot load it: {problem}")
+    return spec
+
+
+def _card_spec(folder: Path, card: dict[str, Any]) -> ModelSpec:
+    try:
+        spec = ModelSpec.from_dict(card["spec"])
+    except AlbertLabError as err:
+        raise CheckpointError(f"{folder / CARD}: the spec is not valid ({err}); fix or delete the file") from None
+    except (TypeError, ValueError, OverflowError, RecursionError) as err:
+        raise CheckpointError(f"{folder / CARD}: the spec is not valid ({type(err).__name__}: "
+                              f"{str(err)[:120]}); fix or delete the file") from None
+    if (folder / CONFIG).exists():
+        config, expected = read_config(folder), transformers_fields(spec)
+        defaults = {"num_hidden_groups": 1, "inner_group_num": 1} if spec.family == "albert" else {}
+        for key in STRUCTURE:
+            if key in expected and config.get(key, defaults.get(key)) != expected[key] and (key in config or key in defaults):
+                shown = repr(config.get(key, defaults.get(key)))[:40]
+                raise CheckpointError(f"{folder / CONFIG} says {key} {shown}, but the spec in {CARD} builds {expected[key]!r}: "
+                                      "the model it builds would not match its weights; restore the file (re-copy the checkpoint)")
+    return spec
+
+
+def _config_spec(folder: Path, config: Any) -> ModelSpec:
     from albert_lab.models import spec_from_config
 
     config = config if config is not None else read_transformers_config(folder)
     try:
-        return spec_from_config(config, card)
+        return spec_from_config(config, {})
     except AlbertLabError as err:
         raise CheckpointError(f"{folder / CONFIG}: not a model ALBERT Lab can build ({err})") from None
     except (TypeError, ValueError, AttributeError, ArithmeticError) as err:

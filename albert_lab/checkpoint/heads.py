@@ -9,6 +9,7 @@ from albert_lab.spec import ModelSpec
 
 PAIR_KEYS = {"albert": "sop_classifier.", "bert": "cls.seq_relationship."}
 MLM_KEYS = {"albert": "predictions.", "bert": "cls.predictions."}
+POOLER_KEYS = {"albert": "albert.pooler.", "bert": "bert.pooler."}  # the pair head reads the pooler: part of it here
 HeadState = Literal["trained", "untrained", "missing", "present", "probe"]
 
 
@@ -27,6 +28,7 @@ class HeadStatus:
     pair: HeadState
     pair_kind: Literal["sop", "nsp"]  # what the pair head predicts; label 0 = original order / is next
     family: Literal["albert", "bert"] = "albert"
+    unused: tuple[str, ...] = ()  # weights in the file that the model has no place for (ignored on load)
 
     @property
     def pair_usable(self) -> bool:
@@ -54,15 +56,24 @@ class HeadStatus:
             notes.append(f"This model was trained without an inter-sentence loss: its {kind} head was never trained.")
         if self.pair == "probe":
             notes.append(f"The {kind} head is a probe on a frozen encoder, fitted after pretraining, not trained with the model.")
+        if self.unused:
+            shown = ", ".join(repr(k[:60]) for k in self.unused[:3]) + (", ..." if len(self.unused) > 3 else "")
+            notes.append(f"The weights file holds {len(self.unused):,} weight{'s' * (len(self.unused) != 1)} this model has no "
+                         f"place for ({shown}): ignored; the folder may hold another model's weights.")
         return " ".join(notes) or None
 
 
-def head_status(spec: ModelSpec, missing: set[str], card: dict[str, Any]) -> HeadStatus:
+def encoder_keys(family: str, keys: set[str]) -> list[str]:
+    """The keys that are not of a pretraining head (MLM or pair), sorted."""
+    return sorted(k for k in keys if not k.startswith((MLM_KEYS[family], PAIR_KEYS[family], POOLER_KEYS[family])))
+
+
+def head_status(spec: ModelSpec, missing: set[str], card: dict[str, Any], unused: set[str] = frozenset()) -> HeadStatus:
     """Missing weights win; then what the card records (the training loop writes
     `heads`); then the objective the card names; without a card, 'present'."""
     recorded = card.get("heads", {})
 
-    def state(prefix: str, head: str, trained: bool) -> HeadState:
+    def state(prefix: tuple[str, ...], head: str, trained: bool) -> HeadState:
         if any(k.startswith(prefix) for k in missing):
             return "missing"
         if not card:
@@ -71,8 +82,10 @@ def head_status(spec: ModelSpec, missing: set[str], card: dict[str, Any]) -> Hea
 
     objective = spec.objective
     kind: Literal["sop", "nsp"] = objective if objective in ("sop", "nsp") else ("sop" if spec.family == "albert" else "nsp")
-    return HeadStatus(mlm=state(MLM_KEYS[spec.family], "mlm", True),
-                      pair=state(PAIR_KEYS[spec.family], "pair", objective != "none"), pair_kind=kind, family=spec.family)
+    pair_prefixes = (PAIR_KEYS[spec.family], POOLER_KEYS[spec.family])
+    return HeadStatus(mlm=state((MLM_KEYS[spec.family],), "mlm", True),
+                      pair=state(pair_prefixes, "pair", objective != "none"), pair_kind=kind, family=spec.family,
+                      unused=tuple(sorted(unused)))
 
 
 def trained_with(spec: ModelSpec, heads: HeadStatus, card: dict[str, Any]) -> str:

@@ -18,11 +18,12 @@ from transformers.utils import logging as hf_logging
 
 from albert_lab.checkpoint.discover import check_folder
 from albert_lab.checkpoint.files import PICKLE_SUFFIXES, checkpoint_label, is_local_source, read_card, read_spec, read_transformers_config
-from albert_lab.checkpoint.heads import HeadStatus, head_status
+from albert_lab.checkpoint.heads import HeadStatus, encoder_keys, head_status
 from albert_lab.devices import resolve_device, resolve_dtype
 from albert_lab.errors import AlbertLabError, CheckpointError
 from albert_lab.kernels import tune_for_inference
 from albert_lab.models import PretrainingModel, spec_from_config, tie_shared_modules
+from albert_lab.params import fit_problem
 from albert_lab.spec import ModelSpec
 from albert_lab.tokenizer import load_tokenizer
 
@@ -60,22 +61,22 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
         card = read_card(folder)
         config = read_transformers_config(folder)
         spec = read_spec(folder, card, config)
-        model, missing = _load_weights(folder, config, allow_pickle)
+        model, (missing, unused) = _load_weights(folder, config, allow_pickle)
         tokenizer = load_tokenizer(folder)
         label = checkpoint_label(path.absolute(), name)  # the folder given, not a sentence-transformers module in it
     else:
-        card, (config, model, missing, tokenizer) = {}, _load_from_hub(text)
+        card, (config, model, (missing, unused), tokenizer) = {}, _load_from_hub(text)
         spec = spec_from_config(config, card)
         label = name or text
     tie_shared_modules(model, spec, check_equal=True)
     tune_for_inference(model)  # same math, faster CPU kernels (see analysis/common.py)
     model.to(device=torch_device, dtype=torch_dtype).eval()
     return ModelBundle(name=label, source=text, model=model, tokenizer=tokenizer, spec=spec,
-                       heads=head_status(spec, missing, card), card=card, device=torch_device, dtype=torch_dtype,
+                       heads=head_status(spec, missing, card, unused), card=card, device=torch_device, dtype=torch_dtype,
                        missing_keys=frozenset(missing))
 
 
-def _load_weights(folder: Path, config: AlbertConfig | BertConfig, allow_pickle: bool) -> tuple[PretrainingModel, set[str]]:
+def _load_weights(folder: Path, config: AlbertConfig | BertConfig, allow_pickle: bool) -> tuple[PretrainingModel, tuple[set[str], set[str]]]:
     cls = AlbertForPreTraining if config.model_type == "albert" else BertForPreTraining
     try:
         if any(folder.glob("*.safetensors")):
@@ -88,7 +89,27 @@ def _load_weights(folder: Path, config: AlbertConfig | BertConfig, allow_pickle:
         first = str(err).splitlines()[0][:200] if str(err) else ""
         raise CheckpointError(f"{folder}: the weights cannot be loaded ({type(err).__name__}: {first}); "
                               "re-copy or re-train the checkpoint") from None
-    return model, set(info["missing_keys"])
+    return model, checked_keys(folder, model, info)
+
+
+def checked_keys(source: str | Path, model: PretrainingModel, info: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """(missing, unused) weight names of a load. Missing head weights are the heads'
+    business (HeadStatus); a missing encoder weight would be random: refused, as are
+    weights that are NaN or infinite."""
+    family = "albert" if isinstance(model, AlbertForPreTraining) else "bert"
+    missing, unused = set(info["missing_keys"]), set(info.get("unexpected_keys", ()))
+    if encoder := encoder_keys(family, missing):
+        shown = ", ".join(encoder[:3]) + (", ..." if len(encoder) > 3 else "")
+        raise CheckpointError(f"{source}: {len(encoder):,} encoder weight{'s' * (len(encoder) != 1)} the model needs "
+                              f"{'are' if len(encoder) != 1 else 'is'} not in the weights file ({shown}); transformers would "
+                              "initialise them randomly. config.json may not match the weights (model_type, num_hidden_groups): "
+                              "restore it, or re-copy the checkpoint")
+    bad = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
+    if bad:
+        raise CheckpointError(f"{source}: {len(bad):,} weight tensor{'s' * (len(bad) != 1)} hold NaN or infinite values "
+                              f"({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''}); every score would be NaN. "
+                              "Was it saved from a run that diverged? Use an earlier checkpoint")
+    return missing, unused
 
 
 def hub_reachable(timeout: float = 2.0) -> bool:
@@ -115,7 +136,7 @@ def hub_reachable(timeout: float = 2.0) -> bool:
 _HUB_REACHABLE: bool | None = None
 
 
-def _load_from_hub(hub_id: str) -> tuple[Any, PretrainingModel, set[str], Any]:
+def _load_from_hub(hub_id: str) -> tuple[Any, PretrainingModel, tuple[set[str], set[str]], Any]:
     from transformers import AutoTokenizer
 
     if not hub_reachable():
@@ -125,6 +146,8 @@ def _load_from_hub(hub_id: str) -> tuple[Any, PretrainingModel, set[str], Any]:
         config = AutoConfig.from_pretrained(hub_id)
         if config.model_type not in ("albert", "bert"):
             raise CheckpointError(f"unsupported model type {config.model_type!r} for {hub_id}; ALBERT Lab loads albert and bert")
+        if problem := fit_problem(spec_from_config(config, {})):
+            raise CheckpointError(f"{hub_id}: this machine cannot load it: {problem}")
         cls = AlbertForPreTraining if config.model_type == "albert" else BertForPreTraining
         model, info = cls.from_pretrained(hub_id, output_loading_info=True, use_safetensors=True)
         tokenizer = AutoTokenizer.from_pretrained(hub_id)
@@ -133,4 +156,4 @@ def _load_from_hub(hub_id: str) -> tuple[Any, PretrainingModel, set[str], Any]:
     except Exception as err:  # hub errors come in many types: offline, unknown id, gated, no safetensors
         raise CheckpointError(f"could not load {hub_id!r} from the model hub ({type(err).__name__}: "
                               f"{str(err).splitlines()[0][:160]}); the hub is unreachable offline: give a local folder") from None
-    return config, model, set(info["missing_keys"]), tokenizer
+    return config, model, checked_keys(hub_id, model, info), tokenizer
