@@ -126,7 +126,7 @@ class ModelSpec:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelSpec:
         check_types(cls, data, SpecError, "spec")
-        if unknown := unknown_field(cls, data):
+        if (unknown := unknown_field(cls, data)) is not None:  # '' is a key too
             raise SpecError(unknown, f"unknown field; allowed: {field_names(cls)}")
         return cls(**data)
 
@@ -240,8 +240,16 @@ def check_types(cls: type, data: object, error: Callable[[str, str], Exception],
     hints = get_type_hints(cls)
     for name, value in data.items():
         if name in hints and not _has_type(value, hints[name]):
-            shown = repr(value) if len(repr(value)) <= 60 else type(value).__name__
+            shown = _shown(value)
             raise error(name, f"{shown} is not {_type_words(hints[name])}")
+
+
+def _shown(value: object) -> str:
+    """repr() of a short value, else its type's name (a deeply nested one has no repr)."""
+    if isinstance(value, (dict, list)):
+        return type(value).__name__
+    text = repr(value)
+    return text if len(text) <= 60 else type(value).__name__
 
 
 def _has_type(value: object, hint: Any) -> bool:

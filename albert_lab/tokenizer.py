@@ -74,7 +74,13 @@ def load_tokenizer(folder: str | Path) -> PreTrainedTokenizerBase:
         first = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
         raise CheckpointError(f"{folder}: no usable tokenizer ({first}); a checkpoint needs spiece.model "
                               "or tokenizer.json beside config.json") from None
-    check_tokenizer(tokenizer, str(folder))
+    try:
+        check_tokenizer(tokenizer, str(folder))
+    except CheckpointError:
+        raise
+    except Exception as err:  # edited special tokens fail inside transformers (TypeError, RecursionError for unk_token '')
+        raise CheckpointError(f"{folder}: the tokenizer fails on a test sentence ({type(err).__name__}: {str(err)[:120]}); "
+                              "restore tokenizer_config.json and special_tokens_map.json") from None
     return tokenizer
 
 
@@ -86,6 +92,7 @@ def check_tokenizer(tokenizer: PreTrainedTokenizerBase, where: str) -> None:
         raise CheckpointError(f"{where}: the tokenizer has no {', '.join(absent)} (tokenizer_config.json names "
                               f"{type(tokenizer).__name__}); restore tokenizer_config.json and special_tokens_map.json")
     ids = tokenizer("the city of paris is the capital of france", add_special_tokens=False)["input_ids"]
+    tokenizer("a", "b", padding="max_length", max_length=8, truncation=True)  # the pair input every analysis builds
     if len(tokenizer) <= len(SPECIAL_PIECES) + 1 or all(i == tokenizer.unk_token_id for i in ids):
         raise CheckpointError(f"{where}: the tokenizer maps every word to <unk> (vocabulary of {len(tokenizer)}); "
                               "load it with from_pretrained on the folder that holds spiece.model")

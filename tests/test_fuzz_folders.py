@@ -11,6 +11,7 @@ test; the shares below add ~850 cases to that file's ~2,400.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import time
@@ -155,9 +156,10 @@ def test_run_folders_for_resume(tmp_path_factory, changes, config, raw):
     run = root / "r"
     run.mkdir()
     settings = TrainConfig().to_dict()
-    for key, value in config.items():
+    for key, value in copy.deepcopy(config).items():  # NASTY's [] and {} are shared objects: never mutate them
         if key.startswith("spec."):
-            settings["spec"][key[5:]] = value
+            if isinstance(settings.get("spec"), dict):
+                settings["spec"][key[5:]] = value
         else:
             settings[key] = value
     record = {"id": "r", "status": "failed", "created": 1.0, "pid": None, "config": settings, "step": 0, **changes}

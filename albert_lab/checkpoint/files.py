@@ -54,7 +54,7 @@ def read_card(folder: Path) -> dict[str, Any]:
             raise CheckpointError(f"{file}: {key!r} is {_kind(card[key])}, expected an object; fix or delete the file")
     for head, state in card.get("heads", {}).items():
         if not isinstance(state, str) or state not in HEAD_STATES:
-            shown = repr(state) if len(repr(state)) <= 40 else _kind(state)
+            shown = _kind(state) if isinstance(state, (dict, list)) or len(repr(state)) > 40 else repr(state)
             raise CheckpointError(f"{file}: heads.{str(head)[:40]} is {shown}; allowed: {', '.join(HEAD_STATES)}; fix or delete the file")
     return card
 
@@ -185,7 +185,8 @@ def _card_spec(folder: Path, card: dict[str, Any]) -> ModelSpec:
         defaults = {"num_hidden_groups": 1, "inner_group_num": 1} if spec.family == "albert" else {}
         for key in STRUCTURE:
             if key in expected and config.get(key, defaults.get(key)) != expected[key] and (key in config or key in defaults):
-                shown = repr(config.get(key, defaults.get(key)))[:40]
+                found = config.get(key, defaults.get(key))
+                shown = _kind(found) if isinstance(found, (dict, list)) else repr(found)[:40]
                 raise CheckpointError(f"{folder / CONFIG} says {key} {shown}, but the spec in {CARD} builds {expected[key]!r}: "
                                       "the model it builds would not match its weights; restore the file (re-copy the checkpoint)")
     return spec

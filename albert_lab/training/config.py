@@ -113,7 +113,7 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
         check_types(cls, data, lambda name, message: RunError(f"{name}: {message}"), "config")
-        if unknown := unknown_field(cls, data):
+        if (unknown := unknown_field(cls, data)) is not None:  # '' is a key too
             raise RunError(f"{unknown}: unknown training option; allowed: {field_names(cls)}")
         config = cls(**data)
         config.model_spec()  # raises SpecError naming the bad field

@@ -117,7 +117,7 @@ def _run_json_problem(raw: dict[str, Any]) -> str | None:
         if key not in raw or (value is None and type(None) in kinds):
             continue
         if isinstance(value, bool) or not isinstance(value, kinds) or (isinstance(value, float) and not math.isfinite(value)):
-            shown = repr(value) if len(repr(value)) <= 40 else type(value).__name__
+            shown = type(value).__name__ if isinstance(value, (dict, list)) or len(repr(value)) > 40 else repr(value)
             return f"field {key!r} holds {shown}, not {' or '.join(k.__name__ for k in kinds if k is not type(None))}"
         if key in ("step", "total_steps") and value < 0:
             return f"field {key!r} is negative ({value})"
