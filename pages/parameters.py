@@ -124,6 +124,8 @@ with tab_curves:
     ui.chart(sweep_figure(frame, field, axis, "params"), f"params-vs-{field}", container=left)
     ui.chart(sweep_figure(frame, field, axis, "flops_per_token"), f"flops-vs-{field}", container=right)
     ui.download(frame, f"sweep-{field}.csv")
+    xxlarge, large = (count(PRESETS[name]).total / 1e6 for name in ("albert-xxlarge", "bert-large"))
     ui.paper_note("Sharing changes the parameter curves, not the FLOPs: every strategy applies the same L blocks. "
-                  "That is why ALBERT-xxlarge (235M parameters) trains slower than BERT-large (334M): speed "
-                  "follows H and L, memory follows what is shared.")
+                  f"That is why ALBERT-xxlarge ({xxlarge:.1f}M parameters as specified; the paper's table says 235M) "
+                  f"trains slower than BERT-large ({large:.1f}M; 334M in the paper): speed follows H and L, memory "
+                  "follows what is shared.")

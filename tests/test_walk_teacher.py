@@ -352,3 +352,19 @@ def test_extrapolation_verdict_gives_count_and_interval_and_calls_no_trend_on_fe
     assert "of 130 masked tokens" in few and "[" in few and "no trend" in few
     many = accuracy_words(0.30, 0.10, 5000, 24)
     assert "a fall beyond the 95% intervals" in many
+
+
+# ---- small things a teacher saw ------------------------------------------------------------------
+def test_parameters_page_gives_xxlarge_one_count(app):
+    """'ALBERT-xxlarge (235M parameters)' on one tab, 222.6M on another."""
+    at = goto(app, "parameters")
+    text = " ".join(m.value for m in at.markdown)
+    assert "ALBERT-xxlarge (235M parameters)" not in text and "ALBERT-xxlarge (222.6M parameters as specified" in text
+
+
+def test_card_code_hash_is_short_enough_for_the_card():
+    """The full 40-character commit ran past the provenance table's edge at 1400 px."""
+    from app.text import fmt_value
+
+    full = "8c628f548f96749080bc715cdd54cba45235476e"
+    assert fmt_value("code", full) == "8c628f548f96" and fmt_value("code", full + "+changes") == "8c628f548f96+changes"
