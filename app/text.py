@@ -50,6 +50,8 @@ def fmt_value(key: str, value: object) -> str:
         return str(value)
     if isinstance(value, str) and ISO_TIME.fullmatch(value):
         return fmt_time(value)
+    if key == "code" and isinstance(value, str) and re.match(r"[0-9a-f]{40}", value):
+        return value[:12] + value[40:]  # git's short form: the full hash ran past the card's edge at 1400 px
     if isinstance(value, (int, float)) and (key.endswith("_s") or key.endswith("seconds")):
         return fmt_duration(float(value))
     if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) >= 1):
