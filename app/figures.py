@@ -23,6 +23,7 @@ LAYER_TICKS = 16  # up to this many layers, one tick each
 # Series that are not checkpoints (losses, tasks, orders), in a fixed order: the theme's
 # colorway differs between light and dark, so plotly's defaults swapped them with the theme.
 SERIES_COLOURS = ["#4c78a8", "#f58518", "#54a24b", "#b279a2"]
+NEUTRAL = "#8c8c8c"  # reference lines (chance, depth L, resumed): mid grey, legible on light and dark
 
 # Checkpoint -> palette slot, in the order checkpoints were first discovered (not the
 # order of the current selection), so a model keeps its colour on every page.
@@ -78,10 +79,13 @@ def style(fig: go.Figure, *, x: str | None = None, y: str | None = None, layers:
     return fig
 
 
-def chance_line(fig: go.Figure, y: float = 0.5) -> go.Figure:
-    """A dotted line at chance, its label in the right margin (inside the plot it sat on the bars)."""
-    fig.add_hline(y=y, line_dash="dot", annotation_text="chance", annotation_position="right")
-    fig.update_layout(margin_r=64)
+def chance_line(fig: go.Figure, y: float = 0.5, label: str = "chance", position: str = "right") -> go.Figure:
+    """A dotted line at chance, its label in the right margin (inside the plot it sat on the
+    bars), in a grey that reads on both themes (plotly's default, near black, vanished on dark)."""
+    fig.add_hline(y=y, line_dash="dot", line_color=NEUTRAL, line_width=1.5, annotation_text=label,
+                  annotation_position=position, annotation_font_color=NEUTRAL)
+    if position == "right":
+        fig.update_layout(margin_r=64)
     return fig
 
 
@@ -279,5 +283,5 @@ def learning_curve_figure(curves: pd.DataFrame, reference: dict[str, list[tuple[
     for name, points in (reference or {}).items():
         fig.add_scatter(x=[t / 1e6 for t, _ in points], y=[a for _, a in points], name=name, mode="markers+lines",
                         line=dict(color="#7f7f7f", dash="dot"), marker=dict(symbol="x", size=9))
-    fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance (pair tasks)", annotation_position="top left")
+    chance_line(fig, label="chance (pair tasks)", position="top left")
     return style(fig, x="tokens seen (millions)", y="accuracy (fraction)", legend_title="")

@@ -8,7 +8,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures import colour_for
+from app.figures import NEUTRAL, colour_for
 
 READABLE = 13  # columns of a heatmap that still leave room for text in its cells
 
@@ -40,7 +40,7 @@ def extrapolation_figure(frame: pd.DataFrame) -> go.Figure:
     fig = make_subplots(rows=1, cols=3, subplot_titles=[t for _, t in panels])
     _lines(fig, frame, [y for y, _ in panels])
     for depth in frame.depth_L.unique():
-        fig.add_vline(x=int(depth), line_dash="dot", line_color="grey")
+        fig.add_vline(x=int(depth), line_dash="dot", line_color=NEUTRAL)
     fig.update_xaxes(title_text="application (0 = entering layer 1)", **application_ticks(frame))
     fig.update_yaxes(rangemode="tozero")
     fig.update_yaxes(tickformat=".0%", col=3)  # percent, as the verdict's words say it

@@ -149,7 +149,7 @@ def progress_panel(run_id: str) -> None:
                       color_discrete_map=dict(zip(LOSSES.values(), figures.SERIES_COLOURS)),
                       labels={"step": "optimizer step", "nats": "cross-entropy (nats)"})
         for resume in (r["step"] for r in rows if r.get("kind") == "resume"):
-            fig.add_vline(x=resume, line_dash="dot", annotation_text="resumed")
+            fig.add_vline(x=resume, line_dash="dot", line_color=figures.NEUTRAL, annotation_text="resumed")
         ui.chart(figures.style(fig, legend_title="loss"), f"loss-{run_id}", key=f"loss-{run_id}", container=left)
         names = {"eval_mlm_acc": "MLM", "eval_nsp_acc": "NSP", "eval_sop_acc": "SOP", "eval_sop_interior_acc": "SOP interior"}
         acc_cols = [c for c in names if c in evals]
@@ -164,7 +164,7 @@ def progress_panel(run_id: str) -> None:
             long["task"] = long["task"].map({"mlm_acc": "MLM", "pair_acc": "pair task"})
             fig = px.line(long, x="step", y="accuracy", color="task", range_y=[0, 1], title="Training accuracy", markers=len(train) < 30,
                           labels={"step": "optimizer step", "accuracy": "accuracy (fraction)"})
-        fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance (pair tasks)", annotation_position="top left")
+        figures.chance_line(fig, label="chance (pair tasks)", position="top left")
         ui.chart(figures.style(fig, legend_title="task"), f"accuracy-{run_id}", key=f"acc-{run_id}", container=right)
     if info.status == "failed":
         st.error(info.message or "the run failed", icon=":material/error:")

@@ -368,3 +368,25 @@ def test_card_code_hash_is_short_enough_for_the_card():
 
     full = "8c628f548f96749080bc715cdd54cba45235476e"
     assert fmt_value("code", full) == "8c628f548f96" and fmt_value("code", full + "+changes") == "8c628f548f96+changes"
+
+
+def test_the_chance_line_reads_on_the_dark_theme(app, tmp_path, monkeypatch):
+    """Plotly's default line colour (near black) vanished on the dark theme (Sentence pairs, Training)."""
+    run = tmp_path / "runs" / "20261122-000000-tiny-1"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({
+        "id": run.name, "status": "succeeded", "created": 1.0, "pid": 1, "step": 5, "total_steps": 5,
+        "config": {"objective": "sop", "name": "tiny", "max_steps": 5}, "spec_label": "ALBERT tiny", "message": ""}))
+    (run / "metrics.jsonl").write_text(json.dumps(
+        {"kind": "train", "step": 1, "loss": 9.7, "mlm_loss": 9.0, "pair_loss": 0.69, "mlm_acc": 0.0, "pair_acc": 0.44,
+         "tokens": 1501, "tokens_per_s": 5589.0, "run_tokens_per_s": 5589.0, "eta_s": 1.0, "time": 1.0}) + "\n")
+    monkeypatch.setenv("ALBERT_LAB_RUNS", str(tmp_path / "runs"))
+    pairs = goto(app, "sentence_pairs")
+    next(b for b in pairs.button if b.label == "Score this pair").click().run()
+    specs = [c.proto.spec for c in charts(pairs)]
+    training = goto(pairs, "training")
+    specs += [c.proto.spec for c in charts(training)]
+    for spec in specs:
+        lines = [shape for shape in json.loads(spec)["layout"].get("shapes", []) if shape.get("line", {}).get("dash") == "dot"]
+        assert all(shape["line"]["color"] == "#8c8c8c" for shape in lines), lines
+    assert sum("chance" in spec for spec in specs) >= 2
