@@ -118,7 +118,9 @@ def oscillation_figure(frame: pd.DataFrame) -> go.Figure:
 def roughness_figure(verdicts: pd.DataFrame) -> go.Figure:
     """Roughness of each checkpoint's L2 curve (lower: smoother), one bar per checkpoint."""
     fig = px.bar(verdicts, x="checkpoint", y="roughness", color="checkpoint", color_discrete_map=colour_map(verdicts.checkpoint),
-                 text_auto=".2f", title="Roughness of the L2 curve: lower is smoother")
+                 text_auto=".2f", range_y=[0, 1.1], title="Roughness of the L2 curve: lower is smoother")
+    # values above their bars, so a roughness of 0.00 (no bar at all) still reads; the scale is the measure's own, 0-1
+    fig.update_traces(textposition="outside", cliponaxis=False)
     fig.update_layout(showlegend=False)
     return style(fig, x="checkpoint", y="roughness (share of the change undone)", height=360)
 

@@ -65,8 +65,9 @@ if ui.need_checkpoints():
                       "The first transition (embeddings to the first layer) is large in every model and is left out.")
         ui.download(frame, "oscillation.csv")
         ui.paper_note("Lan et al. plot these two curves for BERT-large and ALBERT-large (Figure 1): ALBERT's "
-                      "transitions are much smoother than BERT's, and neither goes to 0, so the embeddings oscillate "
-                      "rather than converge to the fixed point that Deep Equilibrium Models posit. The paper does not say "
+                      "transitions are much smoother than BERT's, and neither goes to 0, so the embeddings 'oscillate "
+                      "rather than converge' to the fixed point that Deep Equilibrium Models posit: oscillate in the sense "
+                      "of never settling, which a smooth decline does too. The paper does not say "
                       "how tokens are aggregated; here: per token, then the " + aggregate + " over non-padding tokens.")
 
         with st.expander("Layer-by-layer cosine similarity"):

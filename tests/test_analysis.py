@@ -306,7 +306,8 @@ def test_the_oscillation_verdict_says_what_the_curve_does():
     frame = pd.DataFrame([dict(checkpoint=name, layer=i + 1, l2=v, angle_deg=10.0)
                           for name, values in curves.items() for i, v in enumerate(values)])
     words = verdict(frame).set_index("checkpoint").verdict
-    assert words["steady"].startswith("not converging: the distances fall from layer to layer")
+    assert words["steady"].startswith("not converging: the distances fall steadily from layer to layer")
+    assert "oscillate rather than converge" not in words["steady"]  # a steady decline is not described as going up and down
     assert words["wobbly"].startswith("oscillating: from layer to layer the distances go up and down")
     assert words["to-zero"].startswith("converging")
     assert words["rising"].startswith("not converging: the distances grow")

@@ -390,3 +390,12 @@ def test_the_chance_line_reads_on_the_dark_theme(app, tmp_path, monkeypatch):
         lines = [shape for shape in json.loads(spec)["layout"].get("shapes", []) if shape.get("line", {}).get("dash") == "dot"]
         assert all(shape["line"]["color"] == "#8c8c8c" for shape in lines), lines
     assert sum("chance" in spec for spec in specs) >= 2
+
+
+def test_a_roughness_of_zero_still_shows_its_value():
+    """Bars of roughness 0.00 were invisible: no bar, and the label inside it."""
+    from app.figures import roughness_figure
+
+    fig = roughness_figure(pd.DataFrame(dict(checkpoint=["albert-sop", "bert-nsp"], roughness=[0.0, 0.31])))
+    assert all(t.textposition == "outside" and t.cliponaxis is False for t in fig.data)
+    assert list(fig.layout.yaxis.range) == [0, 1.1]  # the measure's own scale

@@ -115,10 +115,10 @@ def verdict(frame: pd.DataFrame) -> pd.DataFrame:
             words = f"oscillating: from layer to layer the distances go up and down and do not go to 0 ({numbers})"
         elif rises:
             words = f"not converging: the distances grow from layer to layer ({numbers})"
-        else:  # what the paper's Figure 1 shows for ALBERT, and calls 'oscillating rather than converging'
-            words = (f"not converging: the distances fall from layer to layer (no rise over 5%) but stay far from 0 "
-                     f"({numbers}); the paper's Figure 1 shows this for ALBERT, whose states, it says, "
-                     "'oscillate rather than converge' to a fixed point")
+        else:  # what the paper's Figure 1 shows for ALBERT, in its words 'oscillating rather than converging'
+            words = (f"not converging: the distances fall steadily from layer to layer (no rise over 5%) but stay far "
+                     f"from 0 ({numbers}): a smooth decline that never settles at a fixed point, the shape of ALBERT's "
+                     "curve in the paper's Figure 1 (which the paper calls oscillating, in the sense of not converging)")
         rows.append(dict(checkpoint=name, converging=converging, last_l2=float(l2[-1]), min_l2=float(l2.min()),
                          roughness=roughness, verdict=words))
     return pd.DataFrame(rows)
