@@ -138,10 +138,16 @@ def gradflow_figure(frame: pd.DataFrame, name: str) -> go.Figure:
 
 def shared_sum_figure(frame: pd.DataFrame) -> go.Figure:
     """The summed gradient of each shared block (what the optimizer sees), by component."""
-    shared = frame[frame.view == "shared_sum"].assign(group=lambda f: "shared block, applications " + f.applications)
-    fig = px.bar(shared, x="component", y="mean_abs", color="component", pattern_shape="group", barmode="group",
-                 color_discrete_map=COMPONENT_COLORS, title="Shared parameters: mean |.grad|, summed over applications")
-    return style(fig, x="component", y="mean |.grad| (log scale)", log_y=True, legend_title="")
+    shared = frame[frame.view == "shared_sum"].assign(group=lambda f: "shared block, applications " + f.applications,
+                                                      value=lambda f: f.mean_abs.map(lambda v: f"{v:.2g}"))
+    # Points with their values, not bars: on a log axis a bar's length is measured from an arbitrary floor, so
+    # 0.0018 beside 0.013 looked like nothing; a point's height on the log scale reads as a ratio.
+    fig = px.scatter(shared, x="component", y="mean_abs", color="component", symbol="group", text="value",
+                     color_discrete_map=COMPONENT_COLORS, title="Shared parameters: mean |.grad|, summed over applications")
+    fig.update_traces(marker_size=14, textposition="top center", cliponaxis=False)
+    fig = style(fig, x="component", y="mean |.grad| (log scale)", log_y=True, legend_title="")
+    low, high = np.log10(shared.mean_abs[shared.mean_abs > 0].agg(["min", "max"]).to_numpy()) if len(shared) else (0, 0)
+    return fig.update_yaxes(range=[low - 0.3, high + 0.3])  # room for the top point and its value
 
 
 def hidden_grad_figure(frame: pd.DataFrame) -> go.Figure:

@@ -399,3 +399,15 @@ def test_a_roughness_of_zero_still_shows_its_value():
     fig = roughness_figure(pd.DataFrame(dict(checkpoint=["albert-sop", "bert-nsp"], roughness=[0.0, 0.31])))
     assert all(t.textposition == "outside" and t.cliponaxis is False for t in fig.data)
     assert list(fig.layout.yaxis.range) == [0, 1.1]  # the measure's own scale
+
+
+def test_shared_gradients_are_points_with_values_on_their_log_axis():
+    """Bars on a log axis made 0.0018 look like nothing beside 0.013 (a bar's length there
+    starts at an arbitrary floor)."""
+    from app.figures import shared_sum_figure
+
+    frame = pd.DataFrame([dict(view="shared_sum", component=c, layer=1, applications="1-6", mean_abs=v, max_abs=0.1)
+                          for c, v in (("attention", 0.0018), ("FFN", 0.013))])
+    fig = shared_sum_figure(frame)
+    assert all(t.type == "scatter" for t in fig.data)
+    assert sorted(v for t in fig.data for v in t.text) == ["0.0018", "0.013"]
