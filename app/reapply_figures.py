@@ -63,13 +63,18 @@ def top_k_figure(frame: pd.DataFrame, name: str) -> go.Figure:
     part = frame[frame.checkpoint == name]
     probs = part.pivot(index="rank", columns="application", values="probability")
     tokens = part.pivot(index="rank", columns="application", values="token")
-    ticks = application_ticks(part)
-    text = tokens.to_numpy().astype(object)  # words at the ticks (and the last column), all of them on hover
+    columns = len(probs.columns)
+    # every application's words up to 26 columns (k = 4 of a 6-layer block), in a smaller type past 12 (labels at
+    # every sixth application were too few to follow a word), then every other
+    every = 1 if columns <= 2 * READABLE else -(-columns // (2 * READABLE))
+    ticks = dict(application_ticks(part), dtick=every)
+    text = tokens.to_numpy().astype(object)  # all of them on hover
     for j, application in enumerate(probs.columns):
-        if application % ticks["dtick"] and application != probs.columns[-1]:
+        if application % every and application != probs.columns[-1]:
             text[:, j] = ""
     fig = go.Figure(go.Heatmap(z=probs.to_numpy(), x=probs.columns, y=probs.index, text=text, customdata=tokens.to_numpy(),
-                               texttemplate="%{text}", colorscale="Blues", colorbar=dict(title="p"),
+                               texttemplate="%{text}", textfont=dict(size=12 if columns <= READABLE else 9),
+                               colorscale="Blues", colorbar=dict(title="p"),
                                hovertemplate="application %{x}, rank %{y}: %{customdata} (p = %{z:.3f})<extra></extra>"))
     watched = part.watched.iloc[0]
     fig.update_layout(height=300, title=f"{name}: top predictions for {watched!r} after every application",
@@ -85,10 +90,13 @@ def attention_figure(maps: pd.DataFrame, application: int, head: int) -> go.Figu
     labels = [f"{i}:{tok}" for i, tok in enumerate(part.sort_values(["query", "key"]).key_token.iloc[:t])]
     # one set of row labels (shared y): the right panel's own labels would run into the left panel
     fig = make_subplots(rows=1, cols=2, subplot_titles=("weights alpha_ij", "norm-weighted ||alpha_ij f(x_j)||"),
-                        shared_yaxes=True, horizontal_spacing=0.03)
-    for col, value in enumerate(("weight", "norm_weighted"), start=1):
+                        shared_yaxes=True, horizontal_spacing=0.09)
+    # each panel its own colour scale, in the gap beside it (the two are in different units; without scales
+    # the colours could not be read)
+    for col, (value, title, x) in enumerate((("weight", "alpha", 0.46), ("norm_weighted", "norm", 1.0)), start=1):
         z = part.pivot(index="query", columns="key", values=value).to_numpy()
-        fig.add_trace(go.Heatmap(z=z, x=labels, y=labels, colorscale="Viridis", showscale=False), row=1, col=col)
+        fig.add_trace(go.Heatmap(z=z, x=labels, y=labels, colorscale="Viridis",
+                                 colorbar=dict(title=title, x=x, xanchor="left", thickness=12, len=0.9)), row=1, col=col)
     fig.update_yaxes(autorange="reversed")
     fig.update_yaxes(title_text="query (attends from)", col=1)
     fig.update_xaxes(title_text="key (attends to)")
@@ -113,7 +121,11 @@ def entropy_figure(frame: pd.DataFrame) -> go.Figure:
 
 def cka_figure(frame: pd.DataFrame) -> go.Figure:
     grid = frame.pivot(index="application_x", columns="application_y", values="cka")
-    return px.imshow(grid, zmin=0, zmax=1, color_continuous_scale="Blues", text_auto=".2f" if len(grid) <= READABLE else False,
-                     labels=dict(y=frame.checkpoint_x.iloc[0], x=frame.checkpoint_y.iloc[0], color="CKA"),
-                     title=f"Linear CKA, {frame.checkpoint_x.iloc[0]} vs {frame.checkpoint_y.iloc[0]} "
-                           f"(unit: {frame.unit.iloc[0]}, N = {frame.n.iloc[0]})")
+    fig = px.imshow(grid, zmin=0, zmax=1, color_continuous_scale="Blues", text_auto=".2f" if len(grid) <= READABLE else False,
+                    aspect="auto", labels=dict(y=frame.checkpoint_x.iloc[0], x=frame.checkpoint_y.iloc[0], color="CKA"),
+                    title=f"Linear CKA, {frame.checkpoint_x.iloc[0]} vs {frame.checkpoint_y.iloc[0]} "
+                          f"(unit: {frame.unit.iloc[0]}, N = {frame.n.iloc[0]})")
+    # the page's width and a row height that fits the numbers (a square kept ALBERT vs BERT at a few cm)
+    fig.update_layout(height=max(420, 40 * len(grid) + 160))
+    fig.update_xaxes(dtick=1)
+    return fig.update_yaxes(dtick=1)

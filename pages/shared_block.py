@@ -69,6 +69,9 @@ if ui.need_checkpoints():
     ui.from_url("sb_repeat", 2, ui.parse_int(1, 4))
     ui.from_url("sb_seed", 0, ui.parse_int(0, 10_000))
     ui.from_url("sb_section", SECTIONS[0], lambda raw: next((s for s in SECTIONS if s.startswith(raw)), None))
+    picked = [n for n, _ in ui.selected_sources()]
+    ui.from_url("sb_cka_x", picked[0], options=picked)
+    ui.from_url("sb_cka_y", "(itself)", options=["(itself)", *picked])
     source = st.radio("Input", INPUTS, horizontal=True, key="sb_input")
     if source.startswith("My"):
         text = st.text_area("Texts, separated by blank lines", height=120, key="sb_text")
@@ -85,8 +88,10 @@ if ui.need_checkpoints():
     device, dtype = st.session_state.get("device"), st.session_state.get("dtype")
     # One section at a time: the first visit computes one analysis, not four for every model.
     section = st.radio("Analysis", SECTIONS, horizontal=True, key="sb_section")
+    cka_pair = (dict(sb_cka_x=st.session_state.get("sb_cka_x"), sb_cka_y=st.session_state.get("sb_cka_y"))
+                if section.startswith("4.") else {})  # 'Compare with' travels in the link
     ui.share(sb_input=source, sb_text=text if source.startswith("My") else None, sb_repeat=int(repeat), sb_seed=int(seed),
-             sb_section=section.split(" ")[0])
+             sb_section=section.split(" ")[0], **cka_pair)
 
     if section == "1. Depth extrapolation":
         st.header("1. Depth extrapolation")
@@ -157,8 +162,13 @@ if ui.need_checkpoints():
         st.header("4. Layer similarity (linear CKA)")
         with ui.guard("CKA"):
             names = [n for n, _ in selected]
+            if st.session_state["sb_cka_x"] not in names:
+                st.session_state["sb_cka_x"] = names[0]
             first = st.selectbox("Model", names, key="sb_cka_x")
-            second = st.selectbox("Compare with", ["(itself)", *[n for n in names if n != first]], key="sb_cka_y")
+            others = ["(itself)", *[n for n in names if n != first]]
+            if st.session_state["sb_cka_y"] not in others:
+                st.session_state["sb_cka_y"] = others[0]
+            second = st.selectbox("Compare with", others, key="sb_cka_y")
             pair = tuple((n, dict(selected)[n]) for n in [first] + ([second] if second != "(itself)" else []))
             cka = compute_cka(pair, texts, repeat, device, dtype)
             ui.chart(cka_figure(cka), "cka")

@@ -411,3 +411,40 @@ def test_shared_gradients_are_points_with_values_on_their_log_axis():
     fig = shared_sum_figure(frame)
     assert all(t.type == "scatter" for t in fig.data)
     assert sorted(v for t in fig.data for v in t.text) == ["0.0018", "0.013"]
+
+
+# ---- Shared layer, applied again -------------------------------------------------------------------
+def test_shared_layer_cka_compare_with_travels_in_the_link(app):
+    """'Compare with' was not in the link: a shared CKA view opened on a model against itself."""
+    from streamlit.testing.v1 import AppTest
+    from test_app import MAIN
+
+    at = goto(app, "shared_block")
+    at.radio(key="sb_section").set_value("4. Layer similarity (linear CKA)").run()
+    at.selectbox(key="sb_cka_y").set_value("bert-nsp").run()
+    at.run()
+    link = {k: v if isinstance(v, str) else v[0] for k, v in at.query_params.items()}
+    assert link.get("sb_cka_y") == "bert-nsp" and link.get("sb_cka_x") == "albert-sop", link
+    fresh = AppTest.from_file(MAIN, default_timeout=120)
+    fresh.query_params.update(link)
+    fresh.switch_page("../pages/shared_block.py").run()  # the link opens the page itself
+    assert not fresh.exception and fresh.selectbox(key="sb_cka_y").value == "bert-nsp"
+
+
+def test_shared_layer_figures_can_be_read():
+    """Top-k heatmaps labelled every sixth application, attention maps had no colour scale,
+    and ALBERT vs BERT's CKA heatmap was a small square."""
+    from app.reapply_figures import attention_figure, cka_figure, top_k_figure
+
+    top = pd.DataFrame([dict(checkpoint="m", application=a, depth_L=6, rank=r, token=f"w{a}{r}", probability=0.1,
+                             watched="x [MASK]") for a in range(25) for r in range(1, 4)])
+    text = top_k_figure(top, "m").data[0].text
+    assert all(cell for row in text for cell in row)  # every application's words at k = 4
+    tokens = ["[CLS]", "a", "[SEP]"]
+    maps = pd.DataFrame([dict(checkpoint="m", application=1, head=0, inner=0, query=q, key=k, key_token=tokens[k],
+                              weight=1 / 3, norm_weighted=0.5) for q in range(3) for k in range(3)])
+    assert [t.showscale is not False for t in attention_figure(maps, 1, 0).data] == [True, True]
+    cka = pd.DataFrame([dict(application_x=i, application_y=j, cka=0.5, checkpoint_x="albert-sop", checkpoint_y="bert-nsp",
+                             unit="token", n=1024) for i in range(7) for j in range(7)])
+    fig = cka_figure(cka)
+    assert fig.layout.height >= 420 and fig.layout.yaxis.scaleanchor is None  # full width, not a fixed square
