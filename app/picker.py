@@ -61,9 +61,14 @@ def sidebar() -> None:
                      help="bfloat16 is faster on CPUs with AVX512-BF16/AMX; attributions always run in float32")
         st.radio("Save figures as", ["png", "svg"], key="image_format", horizontal=True, format_func=str.upper,
                  help="The camera icon above each figure saves it in this format")
-        if active_run():
-            st.caption(":material/model_training: A training run is using the CPU; analyses here run on one thread.")
+        # redrawn every 5 s while a run is active, so the note goes when the run ends (it stayed until the next click)
+        st.fragment(run_every=5 if active_run() else None)(_run_note)()
         st.caption("Wikipedia text: CC BY-SA 4.0 (Wikipedia contributors).")
+
+
+def _run_note() -> None:
+    if active_run():
+        st.caption(":material/model_training: A training run is using the CPU; analyses here run on one thread.")
 
 
 def _link_sources(options: list[str], extra: dict[str, str]) -> list[str]:

@@ -116,3 +116,36 @@ def test_the_landing_card_draws_without_plotly_then_the_browser_loads_it_while_i
             assert len(asked) == 1, asked
         finally:
             browser.close()
+
+
+@pytest.mark.browser
+def test_the_sidebar_note_of_a_training_run_goes_when_the_run_ends(server, tmp_path):
+    """'A training run is using the CPU' stayed in the sidebar after the run had ended, until
+    the next click (issue 26's walk): it is redrawn every 5 s while a run is active."""
+    import json
+
+    from playwright.sync_api import expect, sync_playwright
+
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "albert_lab"])  # a live 'worker'
+    run = tmp_path / "runs" / "20261125-000000-busy"
+    run.mkdir(parents=True)
+    state = {"id": run.name, "status": "running", "created": time.time(), "pid": worker.pid, "heartbeat": time.time(),
+             "step": 1, "total_steps": 100, "config": {"objective": "sop", "name": "busy", "max_steps": 100},
+             "spec_label": "ALBERT tiny", "message": ""}
+    (run / "run.json").write_text(json.dumps(state))
+    note = "A training run is using the CPU"
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=shutil.which("chromium") or shutil.which("chromium-browser"),
+                                        args=CHROMIUM_FLAGS, headless=True)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 900})
+                page.goto(f"{server}/parameters")
+                expect(page.get_by_text(note)).to_be_visible(timeout=90_000)
+                (run / "run.json").write_text(json.dumps({**state, "status": "succeeded"}))
+                expect(page.get_by_text(note)).to_have_count(0, timeout=15_000)  # no click, no reload
+            finally:
+                browser.close()
+    finally:
+        worker.kill()
+        worker.wait()
