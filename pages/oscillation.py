@@ -1,6 +1,7 @@
 """Oscillation: L2 distance and angle between each layer's input and output (the paper's
 Figure 1), for several checkpoints overlaid."""
 
+import pandas as pd
 import plotly.express as px
 import streamlit as st
 
@@ -8,6 +9,7 @@ from albert_lab.analysis.oscillation import oscillation, similarity_matrix, verd
 from albert_lab.data.samples import sample_texts
 from app import ui
 from app.figures import oscillation_figure, roughness_figure, style
+from app.stoppable import each_checkpoint
 
 st.title("Layer-wise oscillation")
 
@@ -15,11 +17,9 @@ INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
 EXAMPLE = "The river flows through the old town. Its bridges date from the middle ages."
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def compute(sources: tuple, texts: tuple, aggregate: str, device: str, dtype: str):
-    bundles = [ui.load_bundle(source, name) for name, source in sources]
-    frame = oscillation(bundles, list(texts), aggregate)
-    return frame, verdict(frame)
+@st.cache_data(show_spinner=False, max_entries=64)
+def compute(name: str, source: str, texts: tuple, aggregate: str, device: str, dtype: str):
+    return oscillation([ui.load_bundle(source, name)], list(texts), aggregate)
 
 
 def smoother_sentence(verdicts) -> str:
@@ -49,10 +49,13 @@ if ui.need_checkpoints():
     ui.share(osc_input=source, osc_agg=aggregate,
              osc_text=text)
     with ui.guard("oscillation"):
-        sources = tuple(ui.selected_sources())
-        with ui.timed_spinner(f"Running {len(sources)} model(s) on {len(texts)} text(s)", "oscillation", len(sources), 3.0):
-            frame, verdicts = compute(sources, tuple(texts), aggregate, st.session_state.get("device"),
-                                      st.session_state.get("dtype"))
+        sources = dict(ui.selected_sources())
+        device, dtype = st.session_state.get("device"), st.session_state.get("dtype")
+        frames, _ = each_checkpoint("oscillation", (tuple(sources.items()), tuple(texts), aggregate, device, dtype),
+                                    list(sources), lambda n: compute(n, sources[n], tuple(texts), aggregate, device, dtype),
+                                    3.0)
+        frame = pd.concat(frames, ignore_index=True)
+        verdicts = verdict(frame)
         ui.chart(oscillation_figure(frame), "oscillation")
         for row in verdicts.itertuples():
             st.markdown(f"**{row.checkpoint}**: {row.verdict}; roughness {row.roughness:.2f} (lower is smoother)")

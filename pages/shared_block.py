@@ -1,6 +1,7 @@
 """A shared layer, applied again: depth extrapolation, the logit lens, attention per
 application and CKA between layers and between models."""
 
+import pandas as pd
 import streamlit as st
 
 from albert_lab.analysis.attention import attention_entropy, attention_maps
@@ -17,6 +18,7 @@ from app.reapply_figures import (
     lens_figure,
     top_k_figure,
 )
+from app.stoppable import each_checkpoint
 
 MASKED_ACCURACY = ("Accuracy here counts tokens replaced by [MASK], all of them. The model card's MLM accuracy follows "
                    "the training recipe instead: of the tokens to predict, 10% are left as they are (easy to get right) "
@@ -30,10 +32,9 @@ def _bundles(sources: tuple) -> list:
     return [ui.load_bundle(source, name) for name, source in sources]
 
 
-@st.cache_data(show_spinner="Applying the blocks ...", max_entries=16)
-def compute_extrapolation(sources: tuple, texts: tuple, repeat: int, seed: int, device: str, dtype: str):
-    frame = extrapolate(_bundles(sources), list(texts), repeat, seed=seed)
-    return frame, extrapolation_verdict(frame)
+@st.cache_data(show_spinner=False, max_entries=64)
+def compute_extrapolation(name: str, source: str, texts: tuple, repeat: int, seed: int, device: str, dtype: str):
+    return extrapolate(_bundles(((name, source),)), list(texts), repeat, seed=seed)
 
 
 @st.cache_data(show_spinner="Reading every layer through the MLM head ...", max_entries=16)
@@ -96,7 +97,12 @@ if ui.need_checkpoints():
     if section == "1. Depth extrapolation":
         st.header("1. Depth extrapolation")
         with ui.guard("depth extrapolation"):
-            frame, verdicts = compute_extrapolation(selected, texts, repeat, int(seed), device, dtype)
+            sources = dict(selected)
+            frames, _ = each_checkpoint("extrapolation", (selected, texts, repeat, int(seed), device, dtype), list(sources),
+                                        lambda n: compute_extrapolation(n, sources[n], texts, repeat, int(seed), device, dtype),
+                                        4.0 * repeat)
+            frame = pd.concat(frames, ignore_index=True)
+            verdicts = extrapolation_verdict(frame)
             ui.chart(extrapolation_figure(frame), "extrapolation")
             st.caption(MASKED_ACCURACY)
             for row in verdicts.itertuples():

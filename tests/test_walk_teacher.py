@@ -448,3 +448,23 @@ def test_shared_layer_figures_can_be_read():
                              unit="token", n=1024) for i in range(7) for j in range(7)])
     fig = cka_figure(cka)
     assert fig.layout.height >= 420 and fig.layout.yaxis.scaleanchor is None  # full width, not a fixed square
+
+
+# ---- first visits: long computations show progress and can be stopped ---------------------------
+def test_oscillation_computes_checkpoint_by_checkpoint_and_a_stop_keeps_the_finished(app):
+    """A first visit took 15 s on a busy machine with nothing to stop it: the checkpoints are
+    computed one at a time behind a progress bar with a Stop; after a Stop the page draws those
+    finished and offers the others."""
+    at = goto(app, "oscillation")
+    picked = at.sidebar.multiselect(key="picked").value
+    state = at.session_state["_each_oscillation"]
+    assert state["done"] == picked and not state["stopped"]
+    state.update(done=picked[:1], stopped=True)  # as if Stop came during the second checkpoint
+    at.session_state["_each_oscillation"] = state
+    at.run()
+    assert any(f"Stopped: 1 of {len(picked)} checkpoints" in i.value for i in at.info)
+    drawn = {t["name"] for c in charts(at) if "Input vs output of each layer" in c.proto.spec
+             for t in json.loads(c.proto.spec)["data"] if t.get("name")}
+    assert picked[0] in drawn and not set(picked[1:]) & drawn
+    next(b for b in at.button if b.label == "Compute the others").click().run()
+    assert not at.info and at.session_state["_each_oscillation"]["done"] == picked
