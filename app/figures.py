@@ -246,6 +246,22 @@ def vgg_figures(history: pd.DataFrame, flow: pd.DataFrame) -> dict[str, go.Figur
     return {"accuracy": accuracy, "layers": layers}
 
 
+def similarity_figure(sim: pd.DataFrame, name: str) -> go.Figure:
+    """Mean cosine similarity of the token states after layer i and layer j (a square pivot)."""
+    fig = px.imshow(sim, zmin=0, zmax=1, color_continuous_scale="Blues", text_auto=".2f",
+                    labels=dict(x="hidden state after layer j", y="hidden state after layer i", color="cosine"),
+                    title=f"{name}: mean cosine similarity of token states (0 = input to layer 1)")
+    fig.update_xaxes(dtick=1)
+    fig.update_yaxes(dtick=1)
+    return style(fig)
+
+
+def gradflow_steps_figure(chosen: pd.DataFrame, title: str) -> go.Figure:
+    """One component's mean |dL/dW| per layer application, a line per training step."""
+    fig = px.line(chosen, x="layer", y="mean_abs", color="step", markers=True, title=title)
+    return style(fig, x="layer application", y=GRAD_AXIS, layers=True, log_y=True, legend_title="training step")
+
+
 # ---- parameters -------------------------------------------------------------------------
 def parameter_bars(rows: pd.DataFrame, title: str) -> go.Figure:
     long = rows.melt(id_vars="component", value_vars=["unique", "applied"], var_name="count", value_name="parameters")
@@ -273,23 +289,3 @@ def sweep_figure(frame: pd.DataFrame, field: str, axis: str, y: str) -> go.Figur
     if not log:
         fig.update_yaxes(rangemode="tozero", tickformat="~s")
     return fig
-
-
-def learning_curve_figure(curves: pd.DataFrame, reference: dict[str, list[tuple[float, float]]] | None = None) -> go.Figure:
-    """Held-out accuracy during training against tokens seen, one colour per run, one
-    dash per task; chance at 0.5 for the pair tasks. `reference`: named (tokens,
-    accuracy) points measured elsewhere, drawn in grey."""
-    names = {"eval_sop_interior_acc": "SOP interior", "eval_sop_lead_acc": "SOP lead", "eval_sop_acc": "SOP", "eval_nsp_acc": "NSP",
-             "eval_mlm_acc": "MLM"}
-    long = curves.melt(id_vars=["checkpoint", "tokens"], value_vars=[c for c in names if c in curves], var_name="task",
-                       value_name="accuracy")
-    long["task"] = long["task"].map(names)
-    long["tokens (millions)"] = long["tokens"] / 1e6
-    fig = px.line(long, x="tokens (millions)", y="accuracy", color="checkpoint", line_dash="task", markers=True,
-                  color_discrete_map=colour_map(long.checkpoint.unique()), range_y=[0, 1],
-                  title="Held-out accuracy during training (600 pairs per task per evaluation)")
-    for name, points in (reference or {}).items():
-        fig.add_scatter(x=[t / 1e6 for t, _ in points], y=[a for _, a in points], name=name, mode="markers+lines",
-                        line=dict(color="#7f7f7f", dash="dot"), marker=dict(symbol="x", size=9))
-    chance_line(fig, label="chance (pair tasks)", position="top left")
-    return style(fig, x="tokens seen (millions)", y="accuracy (fraction)", legend_title="")

@@ -4,7 +4,6 @@ a shared block, the summed gradient the optimizer sees, and gradients w.r.t. hid
 from typing import get_args
 
 import pandas as pd
-import plotly.express as px
 import streamlit as st
 
 from albert_lab.analysis.gradflow import gradient_flow
@@ -13,7 +12,7 @@ from albert_lab.paths import runs_dir
 from albert_lab.spec import Objective
 from albert_lab.training.runs import list_runs
 from app import ui
-from app.figures import GRAD_AXIS, gradflow_figure, hidden_grad_figure, shared_sum_figure, style
+from app.figures import gradflow_figure, gradflow_steps_figure, hidden_grad_figure, shared_sum_figure
 
 st.title("Gradient flow")
 
@@ -103,8 +102,6 @@ with tab_runs:
         per_app = frame[(frame.view == "per_application")]
         component = st.radio("Component", sorted(per_app.component.unique()), horizontal=True, key="gf_run_comp")
         chosen = per_app[per_app.component == component]
-        fig = px.line(chosen, x="layer", y="mean_abs", color="step", markers=True,
-                      title=f"{run.name}: mean |dL/dW| of {component} per layer application, over training")
-        ui.chart(style(fig, x="layer application", y=GRAD_AXIS, layers=True, log_y=True, legend_title="training step"),
-                 f"gradflow-{run.id}-{component}")
+        title = f"{run.name}: mean |dL/dW| of {component} per layer application, over training"
+        ui.chart(gradflow_steps_figure(chosen, title), f"gradflow-{run.id}-{component}")
         ui.download(frame, f"gradflow-{run.id}.csv")

@@ -2,13 +2,12 @@
 Figure 1), for several checkpoints overlaid."""
 
 import pandas as pd
-import plotly.express as px
 import streamlit as st
 
 from albert_lab.analysis.oscillation import oscillation, similarity_matrix, verdict
 from albert_lab.data.samples import sample_texts
 from app import ui
-from app.figures import oscillation_figure, roughness_figure, style
+from app.figures import oscillation_figure, roughness_figure, similarity_figure
 from app.stoppable import each_checkpoint
 
 st.title("Layer-wise oscillation")
@@ -77,9 +76,4 @@ if ui.need_checkpoints():
             name = st.selectbox("Checkpoint", [n for n, _ in ui.selected_sources()], key="osc_sim")
             bundle = ui.load_bundle(dict(ui.selected_sources())[name], name)
             sim = similarity_matrix(bundle, texts).pivot(index="layer_i", columns="layer_j", values="cosine")
-            fig = px.imshow(sim, zmin=0, zmax=1, color_continuous_scale="Blues", text_auto=".2f",
-                            labels=dict(x="hidden state after layer j", y="hidden state after layer i", color="cosine"),
-                            title=f"{name}: mean cosine similarity of token states (0 = input to layer 1)")
-            fig.update_xaxes(dtick=1)
-            fig.update_yaxes(dtick=1)
-            ui.chart(style(fig), f"{name}-layer-similarity")
+            ui.chart(similarity_figure(sim, name), f"{name}-layer-similarity")

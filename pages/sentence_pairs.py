@@ -4,18 +4,16 @@ attributions for one decision, and the paper's Table 5 beside ours."""
 import time
 
 import pandas as pd
-import plotly.express as px
 import streamlit as st
 
 from albert_lab.analysis.attribution import attribute_pair, attribution_html
 from albert_lab.analysis.evaluation import evaluate, evaluation_pairs, paper_table5, read_results, table5_cells
-from albert_lab.analysis.intrinsic import wilson_interval
-from albert_lab.analysis.pairs import pairs_frame, score_pairs, summarize
+from albert_lab.analysis.pairs import labelled_accuracy, pairs_frame, score_pairs, summarize
 from albert_lab.data.corpus import MAX_SEGMENT_CHARS
 from albert_lab.data.pairs_file import read_pairs
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from albert_lab.paths import checkpoints_dir
-from app import figures, ui
+from app import pair_figures, ui
 from app.text import fmt_duration, plural
 
 st.title("Sentence pairs: SOP vs NSP")
@@ -125,39 +123,10 @@ def show_scores(scores: pd.DataFrame, key: str) -> None:
     ui.download(scores, f"pair-scores-{key}.csv", "Download the scores (CSV)")
 
 
-ORDERS = {"p_ab": "A -> B (as typed)", "p_ba": "B -> A (swapped)"}
-ORDER_COLOURS = dict(zip(ORDERS.values(), figures.SERIES_COLOURS))  # the same in light and dark themes
-
-
-def pair_chart(scores: pd.DataFrame) -> None:
-    long = scores.melt(id_vars=["checkpoint", "head"], value_vars=list(ORDERS), var_name="order")
-    long["order"] = long["order"].map(ORDERS)
-    fig = px.bar(long.dropna(), x="checkpoint", y="value", color="order", barmode="group", range_y=[0, 1],
-                 color_discrete_map=ORDER_COLOURS,
-                 hover_data=["head"], labels={"value": "P(label 0)", "checkpoint": "checkpoint", "order": "order"},
-                 title="P(original order) for SOP heads, P(is next) for NSP heads")
-    ui.chart(figures.chance_line(figures.style(fig, legend_title="order")), "pair-probabilities")
-
-
 def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
     """Accuracy with 95% intervals when the file has labels, else how P(A->B) is spread."""
-    labelled = summary[summary.labelled > 0]
-    if len(labelled):
-        frame = labelled.assign(hits=lambda f: (f.accuracy * f.labelled).round().astype(int))
-        bounds = [wilson_interval(h, n) for h, n in zip(frame.hits, frame.labelled)]
-        frame["low"], frame["high"] = [b[0] for b in bounds], [b[1] for b in bounds]
-        fig = px.scatter(frame, x="checkpoint", y="accuracy", range_y=[0, 1.04], title="Accuracy on the labelled pairs (95% interval)",
-                         error_y=frame.high - frame.accuracy, error_y_minus=frame.accuracy - frame.low, color="checkpoint",
-                         color_discrete_map=figures.colour_map(frame.checkpoint), labels={"accuracy": "accuracy (fraction)"})
-        fig.update_traces(cliponaxis=False, marker_size=11)  # a perfect score sits on the top edge, drawn whole
-        fig = figures.chance_line(figures.style(fig))
-    else:
-        fig = px.histogram(scores.dropna(subset=["p_ab"]), x="p_ab", color="checkpoint", nbins=20, barmode="overlay",
-                           range_x=[0, 1], title="P(label 0 | A->B) over the file (no labels given)",
-                           color_discrete_map=figures.colour_map(scores.checkpoint), labels={"p_ab": "P(label 0 | A->B)"})
-        fig.update_yaxes(title_text="pairs")
-        fig = figures.style(fig)
-    ui.chart(fig, "pairs-file")
+    labelled = labelled_accuracy(summary)
+    ui.chart(pair_figures.accuracy_figure(labelled) if len(labelled) else pair_figures.spread_figure(scores), "pairs-file")
 
 
 if ui.need_checkpoints():
@@ -174,7 +143,7 @@ if ui.need_checkpoints():
         ui.share(pair_a=st.session_state.pair_a, pair_b=st.session_state.pair_b)
         with ui.guard("scoring"):
             scores = score_pairs(bundles, pairs_frame([st.session_state.pair_a], [st.session_state.pair_b]))
-            pair_chart(scores)
+            ui.chart(pair_figures.pair_figure(scores), "pair-probabilities")
             show_scores(scores, "typed")
         known = shipped_interior_accuracy(RESULTS.stat().st_mtime if RESULTS.is_file() else 0.0)
         if known:

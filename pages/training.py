@@ -4,7 +4,6 @@ compare. Runs are separate processes; this page only reads their files."""
 from typing import get_args
 
 import pandas as pd
-import plotly.express as px
 import streamlit as st
 
 from albert_lab.data.corpora import DEFAULT, default_installed, describe_corpora
@@ -17,13 +16,12 @@ from albert_lab.spec import PRESETS, SHARING_LABELS, Objective
 from albert_lab.training.config import browser_config
 from albert_lab.training.jobs import cancel_run, start_run
 from albert_lab.training.runs import list_runs, read_run, single_user
-from app import figures, owner, ui
+from app import owner, training_figures, ui
 from app.text import fmt_duration, fmt_tokens
 
 st.title("Training")
 TRAINABLE = ["lab-tiny", "lab-albert", "lab-bert"]
 UPLOAD = "upload a .txt / .jsonl file"
-LOSSES = {"loss": "total", "mlm_loss": "MLM", "pair_loss": "pair (SOP or NSP)"}
 ARCHITECTURE = {"tr_h": "hidden_size", "tr_l": "num_layers", "tr_e": "embedding_size", "tr_heads": "num_heads", "tr_sharing": "sharing"}
 
 
@@ -143,29 +141,9 @@ def progress_panel(run_id: str) -> None:
         m[2].metric("Time left", fmt_duration(last["eta_s"]) if info.active else "-")
         m[3].metric("Tokens seen", fmt_tokens(last["tokens"]))
         left, right = st.columns(2)
-        long = train.melt(id_vars=["step"], value_vars=list(LOSSES), var_name="loss", value_name="nats")
-        long["loss"] = long["loss"].map(LOSSES)
-        fig = px.line(long, x="step", y="nats", color="loss", title="Training loss", markers=len(train) < 30,
-                      color_discrete_map=dict(zip(LOSSES.values(), figures.SERIES_COLOURS)),
-                      labels={"step": "optimizer step", "nats": "cross-entropy (nats)"})
-        for resume in (r["step"] for r in rows if r.get("kind") == "resume"):
-            fig.add_vline(x=resume, line_dash="dot", line_color=figures.NEUTRAL, annotation_text="resumed")
-        ui.chart(figures.style(fig, legend_title="loss"), f"loss-{run_id}", key=f"loss-{run_id}", container=left)
-        names = {"eval_mlm_acc": "MLM", "eval_nsp_acc": "NSP", "eval_sop_acc": "SOP", "eval_sop_interior_acc": "SOP interior"}
-        acc_cols = [c for c in names if c in evals]
-        if len(evals) and acc_cols:
-            long = evals.melt(id_vars=["step"], value_vars=acc_cols, var_name="task", value_name="accuracy")
-            long["task"] = long["task"].map(names)
-            fig = px.line(long, x="step", y="accuracy", color="task", markers=True, range_y=[0, 1], title="Held-out accuracy",
-                          color_discrete_map=dict(zip(names.values(), figures.SERIES_COLOURS)),
-                          labels={"step": "optimizer step", "accuracy": "accuracy (fraction)"})
-        else:
-            long = train.melt(id_vars=["step"], value_vars=["mlm_acc", "pair_acc"], var_name="task", value_name="accuracy")
-            long["task"] = long["task"].map({"mlm_acc": "MLM", "pair_acc": "pair task"})
-            fig = px.line(long, x="step", y="accuracy", color="task", range_y=[0, 1], title="Training accuracy", markers=len(train) < 30,
-                          labels={"step": "optimizer step", "accuracy": "accuracy (fraction)"})
-        figures.chance_line(fig, label="chance (pair tasks)", position="top left")
-        ui.chart(figures.style(fig, legend_title="task"), f"accuracy-{run_id}", key=f"acc-{run_id}", container=right)
+        resumes = [r["step"] for r in rows if r.get("kind") == "resume"]
+        ui.chart(training_figures.loss_figure(train, resumes), f"loss-{run_id}", key=f"loss-{run_id}", container=left)
+        ui.chart(training_figures.accuracy_figure(train, evals), f"accuracy-{run_id}", key=f"acc-{run_id}", container=right)
     if info.status == "failed":
         st.error(info.message or "the run failed", icon=":material/error:")
     mine = owner.owns(run_id) or single_user()
@@ -223,8 +201,5 @@ with tab_compare:
             frames.append(pd.DataFrame(rows).assign(run=f"{info.name} ({info.config.get('objective')})"))
     if frames:
         frame = pd.concat(frames)
-        fig = px.line(frame, x="step", y=metric, color="run", title=f"{titles[metric]} by run",
-                      markers=frame.groupby("run").size().max() < 30,  # a short run's one or two points still show
-                      labels={"step": "optimizer step", metric: titles[metric]})
-        ui.chart(figures.style(fig, legend_title="run"), f"runs-{metric}")
+        ui.chart(training_figures.runs_figure(frame, metric, titles[metric]), f"runs-{metric}")
         ui.download(frame, "runs.csv")

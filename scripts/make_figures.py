@@ -59,7 +59,7 @@ def learning_curve() -> dict[str, object]:
         return {}
     import pandas as pd
 
-    from app.figures import learning_curve_figure
+    from app.training_figures import learning_curve_figure
 
     # The probe reported in issue #9 (lab-albert on a 25 MB long-document mix, on a machine with AMX):
     # interior SOP after about 13.5M and 27M tokens, 1,584 held-out interior pairs.

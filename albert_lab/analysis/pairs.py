@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from albert_lab.analysis.common import check_segment
-from albert_lab.analysis.intrinsic import pair_probabilities
+from albert_lab.analysis.intrinsic import pair_probabilities, wilson_interval
 from albert_lab.checkpoint.load import ModelBundle
 
 
@@ -91,3 +91,12 @@ def summarize(scores: pd.DataFrame) -> pd.DataFrame:
                          labelled=len(labelled), mean_p_ab=float(group.p_ab.mean()), mean_p_ba=float(group.p_ba.mean()),
                          prefers_ab=float((group.p_ab > group.p_ba).mean()) if group.p_ab.notna().any() else np.nan))
     return pd.DataFrame(rows)
+
+
+def labelled_accuracy(summary: pd.DataFrame) -> pd.DataFrame:
+    """The checkpoints of `summarize` that scored labelled pairs, with hits and the 95%
+    Wilson interval of their accuracy (low, high)."""
+    frame = summary[summary.labelled > 0].assign(hits=lambda f: (f.accuracy * f.labelled).round().astype(int))
+    bounds = [wilson_interval(h, n) for h, n in zip(frame.hits, frame.labelled)]
+    frame["low"], frame["high"] = [b[0] for b in bounds], [b[1] for b in bounds]
+    return frame
