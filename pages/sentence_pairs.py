@@ -9,7 +9,7 @@ import streamlit as st
 from albert_lab.analysis.attribution import attribute_pair, attribution_html
 from albert_lab.analysis.evaluation import evaluate, evaluation_pairs, paper_table5, read_results, table5_cells
 from albert_lab.analysis.pairs import labelled_accuracy, pairs_frame, score_pairs, summarize
-from albert_lab.data.corpus import MAX_SEGMENT_CHARS
+from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS
 from albert_lab.data.pairs_file import read_pairs
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from albert_lab.paths import checkpoints_dir
@@ -23,7 +23,6 @@ st.caption("P(label 0) from each checkpoint's pair head: for an SOP head, P(A th
 EXAMPLE_A = "The Nile is a major north-flowing river in northeastern Africa."
 EXAMPLE_B = "It flows into the Mediterranean Sea and is among the longest rivers in the world."
 RESULTS = checkpoints_dir() / "results.json"
-MAX_TOKENS = 128  # what score_pairs lets a model read
 
 
 @st.cache_data(show_spinner=False)
@@ -98,8 +97,8 @@ def show_scores(scores: pd.DataFrame, key: str) -> None:
     cut = cut[cut.truncated.fillna(False).astype(bool)]
     if len(cut):
         rows = ", ".join(map(str, cut.row.head(10))) + (" ..." if len(cut) > 10 else "")
-        st.warning(f"{len(cut):,} pair(s) are longer than the {MAX_TOKENS} tokens the models read (row {rows}): they "
-                   f"were scored on their first {MAX_TOKENS}, the longer sentence cut first. Sentence order is judged at "
+        st.warning(f"{len(cut):,} pair(s) are longer than the {MAX_LEN} tokens the models read (row {rows}): they "
+                   f"were scored on their first {MAX_LEN}, the longer sentence cut first. Sentence order is judged at "
                    "the boundary, so shorter pairs say more.", icon=":material/content_cut:")
     unknown = scores.groupby("row", sort=False).unknown.max()
     unknown = unknown[unknown >= ui.UNREADABLE]
@@ -119,7 +118,7 @@ def show_scores(scores: pd.DataFrame, key: str) -> None:
                                 "tokens": st.column_config.NumberColumn(
                                     "tokens", format="localized",
                                     help=f"The pair's length in tokens, [CLS] and [SEP] included, of each side's first "
-                                         f"{MAX_SEGMENT_CHARS:,} characters; the models read {MAX_TOKENS}")})
+                                         f"{MAX_SEGMENT_CHARS:,} characters; the models read {MAX_LEN}")})
     ui.download(scores, f"pair-scores-{key}.csv", "Download the scores (CSV)")
 
 

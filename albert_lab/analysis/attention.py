@@ -25,6 +25,7 @@ from torch import nn
 
 from albert_lab.analysis.reapply import application_groups, blocks, encode, reapply_note, run_applications
 from albert_lab.checkpoint.load import ModelBundle
+from albert_lab.data.corpus import MAX_LEN
 
 
 def attention_projections(layer: nn.Module) -> tuple[nn.Linear, nn.Linear, nn.Linear, nn.Linear, int]:
@@ -95,7 +96,7 @@ def per_layer_attention(bundle: ModelBundle, texts: Sequence[str], repeat: int, 
 
 
 def attention_maps(bundles: ModelBundle | Sequence[ModelBundle], text: str, repeat: int = 1,
-                   max_len: int = 128) -> pd.DataFrame:
+                   max_len: int = MAX_LEN) -> pd.DataFrame:
     """Maps of one text: one row per (checkpoint, application, inner, head, query, key)
     with the raw weight and the norm-weighted value ||alpha_ij f(x_j)||; `repeat` > 1
     applies a shared block beyond depth L (unshared models stay at L, with a note)."""
@@ -125,7 +126,7 @@ def _token_column(pieces: list[str], index: np.ndarray) -> pd.Categorical:
 
 
 def attention_entropy(bundles: ModelBundle | Sequence[ModelBundle], texts: Sequence[str], repeat: int = 1,
-                      max_len: int = 128) -> pd.DataFrame:
+                      max_len: int = MAX_LEN) -> pd.DataFrame:
     """One row per (checkpoint, application, inner, head): the entropy (nats) of each real
     query token's attention over the real keys, averaged over tokens and texts; the same
     for the norm-weighted distribution (||alpha_ij f(x_j)|| normalised over j); and the

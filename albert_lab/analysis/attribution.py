@@ -18,6 +18,7 @@ import torch
 
 from albert_lab.analysis.common import check_segment, encode_pairs
 from albert_lab.checkpoint.load import ModelBundle
+from albert_lab.data.corpus import MAX_LEN
 from albert_lab.errors import AlbertLabError
 from albert_lab.models import Parts
 
@@ -34,7 +35,7 @@ class Attribution:
 
 
 def attribute_pair(bundle: ModelBundle, a: str, b: str, target: int = 0, n_steps: int = 50,
-                   max_len: int = 128) -> Attribution:
+                   max_len: int = MAX_LEN) -> Attribution:
     """Attribute the pair head's P(label `target`) for (A, B) to the input tokens."""
     from captum.attr import LayerIntegratedGradients
 

@@ -28,6 +28,7 @@ import torch
 
 from albert_lab.analysis.reapply import Inputs, encode, reapply_note, run_applications
 from albert_lab.checkpoint.load import ModelBundle
+from albert_lab.data.corpus import MAX_LEN
 from albert_lab.errors import DataError
 
 CAUTION = ("CKA can mislead: a few high-variance directions dominate it, it is biased upward for few tokens, and "
@@ -67,7 +68,7 @@ def _states(bundle: ModelBundle, inputs: Inputs, repeat: int, unit: str, max_tok
 
 
 def layer_cka(bundle: ModelBundle, texts: Sequence[str], other: ModelBundle | None = None, repeat: int = 1,
-              max_len: int = 128, max_tokens: int = MAX_TOKENS, seed: int = 0) -> pd.DataFrame:
+              max_len: int = MAX_LEN, max_tokens: int = MAX_TOKENS, seed: int = 0) -> pd.DataFrame:
     """Linear CKA between every pair of states (0 = entering layer 1, a = after
     application a) of `bundle`, or between `bundle`'s and `other`'s. One row per
     (application_x, application_y) with cka, the unit (token or text), N and a note.

@@ -20,6 +20,7 @@ from albert_lab.card import count_notes
 from albert_lab.checkpoint.heads import trained_with
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpora import OOD, evaluation_documents, load_corpus
+from albert_lab.data.corpus import MAX_LEN
 from albert_lab.data.heldout import build_eval_pairs
 from albert_lab.data.sources import is_installed
 
@@ -49,7 +50,7 @@ def usable_tasks(bundle: ModelBundle) -> tuple[list[Task], dict[Task, str]]:
     return [t for t in TASKS if t not in skipped], skipped
 
 
-def evaluate(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFrame, max_len: int = 128,
+def evaluate(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFrame, max_len: int = MAX_LEN,
              limit: int | None = None, by_source: bool = False,
              progress: Callable[[float, str], None] | None = None) -> pd.DataFrame:
     """Tidy accuracies (COLUMNS), one row per checkpoint, domain, metric and source.

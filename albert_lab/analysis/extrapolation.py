@@ -18,10 +18,11 @@ from albert_lab.analysis.reapply import (
     state_geometry,
 )
 from albert_lab.checkpoint.load import ModelBundle
+from albert_lab.data.corpus import MAX_LEN
 
 
 def extrapolate(bundles: ModelBundle | Sequence[ModelBundle], texts: Sequence[str], repeat: int = 2,
-                max_len: int = 128, mask_rate: float = 0.15, seed: int = 0) -> pd.DataFrame:
+                max_len: int = MAX_LEN, mask_rate: float = 0.15, seed: int = 0) -> pd.DataFrame:
     """Run each model's block for `repeat` x L applications. One row per (checkpoint,
     application a = 0..kL; 0 = the state entering layer 1): mean over real tokens of
     l2_step = ||h_a - h_{a-1}||, angle_step_deg, l2_to_depth_L = ||h_a - h_L||, norm, and

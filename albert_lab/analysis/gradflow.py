@@ -29,7 +29,7 @@ from torch import nn
 
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.batching import Batch, batch_from_documents
-from albert_lab.data.corpus import Document, split_sentences
+from albert_lab.data.corpus import MAX_LEN, Document, split_sentences
 from albert_lab.errors import CheckpointError
 from albert_lab.kernels import autocast, tune_for_training
 from albert_lab.models import PretrainingModel
@@ -197,7 +197,7 @@ def check_loss_heads(bundle: ModelBundle, objective: str) -> None:
 
 
 def gradient_flow(bundle: ModelBundle, texts: list[str], objective: str | None = None, seed: int = 0,
-                  max_len: int = 128, max_pairs: int = 16) -> pd.DataFrame:
+                  max_len: int = MAX_LEN, max_pairs: int = 16) -> pd.DataFrame:
     """Gradient flow of a checkpoint's pretraining loss on pairs made from `texts`
     (as in training, masks drawn with `seed`); a 'checkpoint' column is added.
     Refuses a loss that would run through a head the checkpoint does not have."""

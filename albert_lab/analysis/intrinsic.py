@@ -18,13 +18,14 @@ import pandas as pd
 import torch
 
 from albert_lab.analysis.common import approximate_lengths, batch_tokens_for, clip_sides, encode_pairs, length_batches
+from albert_lab.data.corpus import MAX_LEN
 from albert_lab.data.masking import mask_sequence, masking_config
 from albert_lab.kernels import autocast
 from albert_lab.models import Parts
 
 
 @torch.inference_mode()
-def pair_probabilities(model, tokenizer, first: Sequence[str], second: Sequence[str], max_len: int = 128,
+def pair_probabilities(model, tokenizer, first: Sequence[str], second: Sequence[str], max_len: int = MAX_LEN,
                        device: torch.device | None = None, dtype: torch.dtype | None = None) -> np.ndarray:
     """P(label 0) from the pair head for each (A, B): P(original order) for an SOP head,
     P(is next) for an NSP head. Pairs are batched by length."""
@@ -43,7 +44,7 @@ def pair_probabilities(model, tokenizer, first: Sequence[str], second: Sequence[
 
 
 @torch.inference_mode()
-def mlm_hits(model, tokenizer, first: Sequence[str], second: Sequence[str], max_len: int = 128,
+def mlm_hits(model, tokenizer, first: Sequence[str], second: Sequence[str], max_len: int = MAX_LEN,
              seed: int = 4321, dtype: torch.dtype | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per pair: (correct, predicted) masked tokens, with the training masking (n-grams,
     80/10/10) drawn with a fixed seed."""
@@ -92,7 +93,7 @@ SUBSETS: dict[str, tuple[Task, str]] = {
 }
 
 
-def score_eval_pairs(model, tokenizer, pairs: pd.DataFrame, max_len: int = 128, dtype: torch.dtype | None = None,
+def score_eval_pairs(model, tokenizer, pairs: pd.DataFrame, max_len: int = MAX_LEN, dtype: torch.dtype | None = None,
                      limit: int | None = None, tasks: Sequence[Task] = TASKS) -> pd.DataFrame:
     """The held-out pairs of `tasks` with two columns added: hits and n (masked tokens
     for MLM; one pair for NSP and SOP). `limit` takes a fixed random sample of that many
@@ -142,7 +143,7 @@ def accuracy_table(scored: pd.DataFrame, by_source: bool = False) -> pd.DataFram
     return pd.DataFrame(rows, columns=["metric", "source", "hits", "n", "accuracy", "low", "high"])
 
 
-def intrinsic_eval(model, tokenizer, pairs: pd.DataFrame, max_len: int = 128, dtype: torch.dtype | None = None,
+def intrinsic_eval(model, tokenizer, pairs: pd.DataFrame, max_len: int = MAX_LEN, dtype: torch.dtype | None = None,
                    limit: int | None = None, tasks: Sequence[Task] = TASKS) -> dict[str, float]:
     """Flat metrics for logs: <metric>_acc and its pair (or prediction) count, over all
     sources; NSP/SOP on natural pairs, SOP also on lead and interior pairs."""

@@ -17,10 +17,11 @@ from albert_lab.analysis.reapply import (
     run_applications,
 )
 from albert_lab.checkpoint.load import ModelBundle
+from albert_lab.data.corpus import MAX_LEN
 from albert_lab.errors import DataError
 
 
-def logit_lens(bundles: ModelBundle | Sequence[ModelBundle], texts: Sequence[str], repeat: int = 1, max_len: int = 128,
+def logit_lens(bundles: ModelBundle | Sequence[ModelBundle], texts: Sequence[str], repeat: int = 1, max_len: int = MAX_LEN,
                mask_rate: float = 0.15, seed: int = 0) -> pd.DataFrame:
     """Every state read through the model's own MLM head. One row per (checkpoint,
     application a = 0..L, or k x L for a shared block): masked-token accuracy, mean
@@ -46,7 +47,7 @@ def logit_lens(bundles: ModelBundle | Sequence[ModelBundle], texts: Sequence[str
 
 
 def lens_inputs(bundle: ModelBundle, text: str, position: int | None = None, mask_position: bool = True,
-                max_len: int = 128) -> tuple[Inputs, list[str]]:
+                max_len: int = MAX_LEN) -> tuple[Inputs, list[str]]:
     """One text with one watched token: the first [MASK] typed in the text (target
     unknown), else token `position` (default: the middle one), replaced by [MASK] unless
     `mask_position` is False. Returns the inputs (labels: the original id, or -1) and
@@ -72,7 +73,7 @@ def lens_inputs(bundle: ModelBundle, text: str, position: int | None = None, mas
 
 
 def lens_predictions(bundles: ModelBundle | Sequence[ModelBundle], text: str, position: int | None = None, top_k: int = 5,
-                     mask_position: bool = True, repeat: int = 1, max_len: int = 128) -> pd.DataFrame:
+                     mask_position: bool = True, repeat: int = 1, max_len: int = MAX_LEN) -> pd.DataFrame:
     """The top-k predictions for one watched token after every application. One row per
     (checkpoint, application, rank): token, probability, whether it is the original
     token, and the original token's own probability and rank at that application."""

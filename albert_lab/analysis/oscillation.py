@@ -22,12 +22,13 @@ import torch
 
 from albert_lab.analysis.reapply import encode, run_applications
 from albert_lab.checkpoint.load import ModelBundle
+from albert_lab.data.corpus import MAX_LEN
 from albert_lab.errors import DataError
 
 Aggregate = Literal["mean", "median"]
 
 
-def hidden_states(bundle: ModelBundle, texts: Sequence[str], max_len: int = 128) -> tuple[list[torch.Tensor], torch.Tensor]:
+def hidden_states(bundle: ModelBundle, texts: Sequence[str], max_len: int = MAX_LEN) -> tuple[list[torch.Tensor], torch.Tensor]:
     """(L+1) hidden states, each (B, T, H) in float32, and the (B, T) padding mask: the
     layer-application engine's states (reapply.run_applications) on the unmasked texts."""
     inputs = encode(bundle, texts, max_len, mask_rate=0.0)
@@ -43,7 +44,7 @@ def per_token_transitions(states: list[torch.Tensor]) -> tuple[torch.Tensor, tor
 
 
 def oscillation(bundles: ModelBundle | Sequence[ModelBundle], texts: Sequence[str], aggregate: Aggregate = "mean",
-                max_len: int = 128) -> pd.DataFrame:
+                max_len: int = MAX_LEN) -> pd.DataFrame:
     """Tidy frame, one row per (checkpoint, layer): l2, angle_deg, their spread across
     texts, and the norms of the hidden states entering and leaving the layer."""
     if aggregate not in ("mean", "median"):
@@ -76,7 +77,7 @@ def _spread(values: torch.Tensor, mask: torch.Tensor) -> float:
     return float(per_text.std()) if len(per_text) > 1 else 0.0
 
 
-def similarity_matrix(bundle: ModelBundle, texts: Sequence[str], max_len: int = 128) -> pd.DataFrame:
+def similarity_matrix(bundle: ModelBundle, texts: Sequence[str], max_len: int = MAX_LEN) -> pd.DataFrame:
     """Mean per-token cosine similarity between the hidden states after every pair of
     layers (0 = input to layer 1): tidy rows (checkpoint, layer_i, layer_j, cosine)."""
     states, mask = hidden_states(bundle, texts, max_len)

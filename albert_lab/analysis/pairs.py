@@ -20,6 +20,7 @@ import pandas as pd
 from albert_lab.analysis.common import check_segment
 from albert_lab.analysis.intrinsic import pair_probabilities, wilson_interval
 from albert_lab.checkpoint.load import ModelBundle
+from albert_lab.data.corpus import MAX_LEN
 
 
 def pairs_frame(first: Sequence[str], second: Sequence[str], labels: Sequence[int | None] | None = None) -> pd.DataFrame:
@@ -46,7 +47,7 @@ def unknown_shares(id_lists: Sequence[Sequence[int]], tokenizer) -> list[float]:
     return shares
 
 
-def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFrame, max_len: int = 128) -> pd.DataFrame:
+def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFrame, max_len: int = MAX_LEN) -> pd.DataFrame:
     """One row per (pair, checkpoint): p_ab = P(label 0 | A->B), p_ba = P(label 0 | B->A),
     the head's prediction for A->B and, when labelled, whether it is correct; `tokens`
     the pair's length with [CLS] and [SEP]s, `truncated` whether that exceeds what the

@@ -34,6 +34,7 @@ from transformers.masking_utils import create_bidirectional_mask
 
 from albert_lab.analysis.common import check_segment
 from albert_lab.checkpoint.load import ModelBundle
+from albert_lab.data.corpus import MAX_LEN
 from albert_lab.errors import AlbertLabError, DataError
 from albert_lab.models import Parts
 from albert_lab.spec import ModelSpec, layer_group
@@ -91,7 +92,7 @@ class Inputs:
         return dict(input_ids=self.input_ids, token_type_ids=self.token_type_ids, attention_mask=self.attention_mask)
 
 
-def encode(bundle: ModelBundle, texts: Sequence[str], max_len: int = 128, mask_rate: float = 0.15,
+def encode(bundle: ModelBundle, texts: Sequence[str], max_len: int = MAX_LEN, mask_rate: float = 0.15,
            seed: int = 0) -> Inputs:
     """Tokenise `texts` (one segment each) and mask `mask_rate` of each text's non-special
     tokens with [MASK], drawn with `seed` (at least one per text when mask_rate > 0)."""

@@ -22,6 +22,7 @@ from albert_lab.cli.common import (
     progress_line,
     table,
 )
+from albert_lab.data.corpus import MAX_LEN
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from albert_lab.errors import AlbertLabError
 from albert_lab.spec import Objective
@@ -30,7 +31,7 @@ from albert_lab.spec import Objective
 def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
     add_checkpoint_arguments(p)
     p.add_argument("--corpus", default="long-mix", help="held-out documents of this corpus are used (default long-mix)")
-    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--seq-len", type=int, default=MAX_LEN)
     p.add_argument("--limit", type=int, help="at most this many pairs per task (a fixed random sample)")
     p.add_argument("--by-source", action="store_true", help="also one row per source")
     p.add_argument("--no-ood", action="store_true", help="skip the out-of-domain source")
@@ -100,7 +101,7 @@ def _score_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("pairs", type=Path, help=".csv/.tsv/.jsonl with sentence_a, sentence_b[, label]")
     add_checkpoint_arguments(p)
     p.add_argument("--out", type=Path, help="write the scores as CSV")
-    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--seq-len", type=int, default=MAX_LEN)
     p.add_argument("--max-rows", type=int, default=MAX_PAIR_ROWS,
                    help=f"score at most this many rows (default {MAX_PAIR_ROWS:,}); "
                    f"files up to {MAX_UPLOAD_MB} MB, as in the browser")

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, get_args
 
+from albert_lab.data.corpus import MAX_LEN
 from albert_lab.errors import AlbertLabError
 from albert_lab.spec import Family, Objective, Sharing
 
@@ -104,7 +105,7 @@ def add_checkpoint_arguments(p: argparse.ArgumentParser, many: bool = True) -> N
 def add_text_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--text", action="append", help="an input text (repeatable); default: built-in held-out sample")
     p.add_argument("--file", type=Path, help="a .txt file: texts separated by blank lines")
-    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--seq-len", type=int, default=MAX_LEN)
 
 
 def load_bundle(args: argparse.Namespace, source: str):

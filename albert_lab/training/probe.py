@@ -29,6 +29,7 @@ from albert_lab.checkpoint.heads import MLM_KEYS
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.checkpoint.store import save_checkpoint
 from albert_lab.data.corpora import evaluation_documents, load_corpus
+from albert_lab.data.corpus import MAX_LEN
 from albert_lab.data.heldout import build_eval_pairs
 from albert_lab.errors import AlbertLabError
 from albert_lab.models import Parts, PretrainingModel
@@ -81,7 +82,7 @@ def probe_pairs(corpus: str, task: PairTask, train_pairs: int, heldout_pairs: in
 
 
 @torch.no_grad()  # not inference_mode: the features are fitted on afterwards
-def cls_features(bundle: ModelBundle, pairs: pd.DataFrame, max_len: int = 128) -> torch.Tensor:
+def cls_features(bundle: ModelBundle, pairs: pd.DataFrame, max_len: int = MAX_LEN) -> torch.Tensor:
     """The frozen encoder's last-layer [CLS] vector of each pair: (N, H) float32 on the CPU."""
     encoder, tokenizer = Parts.of(bundle.model).encoder, bundle.tokenizer
     first, second = list(pairs.a), list(pairs.b)
@@ -95,7 +96,7 @@ def cls_features(bundle: ModelBundle, pairs: pd.DataFrame, max_len: int = 128) -
 
 def fit_probe(bundle: ModelBundle, task: PairTask | None = None, corpus: str = "long-mix", train_pairs: int = 2000,
               heldout_pairs: int = 1000, steps: int = 300, lr: float = 1e-2, weight_decay: float = 1e-2, seed: int = 0,
-              max_len: int = 128, log=lambda line: None) -> ProbeResult:
+              max_len: int = MAX_LEN, log=lambda line: None) -> ProbeResult:
     """Fit the pair head (and a missing pooler) on the frozen encoder; the fitted weights
     replace those in `bundle.model` (on its device). Deterministic for a seed."""
     task = task or bundle.heads.pair_kind
