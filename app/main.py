@@ -13,7 +13,7 @@ if str(ROOT) not in sys.path:  # pages import `app.ui`
 
 import streamlit as st  # noqa: E402
 
-from app import browser, owner, picker, ui  # noqa: E402
+from app import browser, links, owner, picker, presets, ui  # noqa: E402
 
 st.set_page_config(page_title="ALBERT Lab", page_icon=ui.PAGE_ICON, layout="wide")
 
@@ -36,11 +36,11 @@ PAGES = {
 page = st.navigation(PAGES)
 ui.use_threads(wait=False)  # one thread while a training run uses the cores
 picker.sidebar()
-ui.presets(BY_STEM)
+presets.presets(BY_STEM)
 st.session_state["_shared"] = False
 page.run()
 if not st.session_state["_shared"]:  # a page without inputs of its own still links the checkpoints picked
-    ui.share()
+    links.share()
 owner.remember()  # the browser keeps its owner token: a reload still owns the runs it started
 browser.prefetch_plotly()  # the browser loads plotly.js while idle; the landing page has no plotly chart
 ui.warm_up()  # after the page is drawn: model code imports in the background

@@ -11,7 +11,9 @@ from albert_lab.checkpoint.files import is_local_source
 from albert_lab.errors import AlbertLabError
 from albert_lab.paths import allowed_roots, check_typed_path, is_within
 from app import figures
-from app.ui import active_run, available_checkpoints, device_options, from_url, guard
+from app.guard import guard
+from app.links import from_url
+from app.ui import active_run, available_checkpoints, device_options
 
 
 def check_local_folder(text: str) -> str:

@@ -1,16 +1,15 @@
 """Pieces shared by every page: the sidebar (checkpoints, device, dtype), cached
-loaders, an error guard and small chart helpers. Pages stay thin: read widgets, call
+loaders and small chart helpers (the error guard, the link's state and the presets have
+their own modules: app/guard.py, app/links.py, app/presets.py). Pages stay thin: read widgets, call
 one library function, draw."""
 
 from __future__ import annotations
 
 import os
-import re
 import sys
 import threading
 import time
-import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -20,10 +19,10 @@ import streamlit as st
 from albert_lab.checkpoint.discover import CheckpointSummary, discover_checkpoints, summarize_checkpoint
 from albert_lab.checkpoint.files import is_local_source, stamp
 from albert_lab.data.textfile import check_size
-from albert_lab.errors import AlbertLabError
 from albert_lab.paths import runs_dir
 from albert_lab.torch_build import known_devices
 from app import figures
+from app.guard import guard
 from app.serve import import_in_background
 from app.text import fmt_duration
 
@@ -33,28 +32,6 @@ if TYPE_CHECKING:
 # An emoji favicon is drawn inline by the browser; a ":material/...:" one is fetched
 # from fonts.gstatic.com on every page load.
 PAGE_ICON = "\U0001F9EA"  # test tube
-URL_TEXT_LIMIT = 1500  # characters of typed text that go into a shareable link
-
-
-# ---- errors ------------------------------------------------------------------------------
-@contextmanager
-def guard(what: str = "", labels: dict[str, str] | None = None) -> Iterator[None]:
-    """Show errors a user can cause as a message in the page, never a traceback; the
-    rest of the page and the session stay usable. `labels`: the page's names for the
-    library's field names ('num_groups' -> 'Groups (N)'), so the message names what the
-    user sees."""
-    try:
-        yield
-    except AlbertLabError as err:
-        text = str(err)
-        for field, label in (labels or {}).items():
-            text = re.sub(rf"\b{field}\b", label, text)
-        st.error(f"{what + ': ' if what else ''}{text}", icon=":material/error:")
-    except Exception as err:
-        st.error(f"Something went wrong{' while ' + what if what else ''}: {type(err).__name__}: {err}",
-                 icon=":material/bug_report:")
-        with st.expander("Details for a bug report"):
-            st.code(traceback.format_exc())
 
 
 # ---- checkpoints ---------------------------------------------------------------------------
@@ -211,87 +188,6 @@ def chart(fig, name: str, key: str | None = None, container=None) -> None:
     """A plotly figure, full width, whose camera icon saves PNG or SVG as `name`."""
     config = figures.chart_config(name, st.session_state.get("image_format", "png"))
     (container or st).plotly_chart(fig, width="stretch", config=config, key=key)
-
-
-# ---- state in the link -----------------------------------------------------------------------
-def from_url(key: str, default: Any, parse: Callable[[str], Any] = str, param: str | None = None,
-             options: Sequence[Any] | None = None) -> None:
-    """Give widget `key` its value before it is drawn: from the link (?param=...) when
-    the link carries a value not yet applied in this session (a shared link, a preset),
-    else the default on the first run. Bad values in a link are ignored."""
-    param = param or key
-    applied: dict[str, str] = st.session_state.setdefault("_url_applied", {})
-    raw = st.query_params.get(param)
-    if raw is not None and applied.get(param) != raw:
-        applied[param] = raw
-        try:
-            value = parse(raw)
-        except (TypeError, ValueError):
-            value = None
-        if value is not None and (options is None or value in options):
-            st.session_state[key] = value
-            return
-    if key not in st.session_state:
-        st.session_state[key] = default
-
-
-def share(**params: Any) -> None:
-    """Write this page's inputs into the link (replacing other pages' ones), checkpoints
-    included, so the address reproduces the view."""
-    extra = st.session_state.get("extra_sources", {})  # a folder added in the sidebar travels as its path
-    values = {"ckpt": ",".join(extra.get(name, name) for name in st.session_state.get("picked", []))}
-    for name, value in params.items():
-        if value is None:
-            continue
-        if isinstance(value, str) and len(value) > URL_TEXT_LIMIT:  # links stay short enough to paste anywhere
-            st.caption(f"Texts over {URL_TEXT_LIMIT:,} characters are not put in the page's link.")
-            continue
-        values[name] = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
-    applied: dict[str, str] = st.session_state.setdefault("_url_applied", {})
-    applied.update(values)
-    st.session_state["_shared"] = True
-    if dict(st.query_params) != values:
-        st.query_params.from_dict(values)
-
-
-def parse_int(low: int, high: int, step: int = 1) -> Callable[[str], int | None]:
-    """A link's integer, or None (ignored) outside [low, high] or off the widget's steps:
-    a widget given such a value raises instead of drawing."""
-    return lambda raw: value if low <= (value := int(raw)) <= high and (value - low) % step == 0 else None
-
-
-def parse_float(low: float, high: float) -> Callable[[str], float | None]:
-    """A link's number, or None (ignored) outside [low, high]."""
-    return lambda raw: value if low <= (value := float(raw)) <= high else None
-
-
-def parse_list(options: Sequence[str]) -> Callable[[str], list[str]]:
-    return lambda raw: [v for v in raw.split(",") if v in options]
-
-
-# Classroom presets: (label, page file stem, link parameters). Labels fit the sidebar's width
-# (about 26 characters; longer ones are cut off), the link's tooltip says more.
-PRESETS: list[tuple[str, str, dict[str, str]]] = [
-    ("Figure 1: ALBERT vs BERT", "oscillation",
-     {"ckpt": "albert-sop,bert-nsp", "osc_input": "Built-in sample (held-out Wikipedia)", "osc_agg": "mean"}),
-    ("Vanishing gradients (MLP)", "depth_lab",
-     {"dl_depth": "16", "dl_width": "32", "dl_init": "gaussian", "dl_std": "0.1", "dl_steps": "300", "dl_dropout": "0.0",
-      "dl_variants": "none,batchnorm_before,residual"}),
-    ("Gradients, shared layer", "gradient_flow",
-     {"ckpt": "albert-sop,bert-nsp", "gf_checkpoint": "albert-sop", "gf_objective": "sop", "gf_seed": "0"}),
-]
-
-PRESET_HELP = {"oscillation": "The paper's Figure 1: layer-wise oscillation of ALBERT (shared) against BERT (not shared)",
-               "depth_lab": "Vanishing gradients in a 16-layer MLP, and what BatchNorm and residual connections do",
-               "gradient_flow": "Gradient flow through a shared layer, per application, for albert-sop"}
-
-
-def presets(pages: dict[str, Any]) -> None:
-    """Links that open a page on a known view (the sidebar's 'Classroom presets')."""
-    with st.sidebar.expander("Classroom presets", icon=":material/school:"):
-        for label, stem, params in PRESETS:
-            if stem in pages:
-                st.page_link(pages[stem], label=label, query_params=params, help=PRESET_HELP.get(stem))
 
 
 # ---- progress --------------------------------------------------------------------------------

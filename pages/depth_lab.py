@@ -7,9 +7,10 @@ import pandas as pd
 import streamlit as st
 
 from albert_lab.analysis.depth import VGG_NETS, DepthConfig, describe, train_disc, train_vgg, vgg_label
-from app import depth_cache, ui
+from app import depth_cache, links, ui
 from app.depth_cache import DEFAULTS, VARIANTS, VGG_DEFAULTS, VGG_RECORD_EVERY
 from app.figures import depth_figures, divergence, flow_heatmap, vgg_figures
+from app.guard import guard
 from app.text import fmt_duration
 
 st.title("Depth lab")
@@ -46,13 +47,13 @@ WIDTHS, INITS = [8, 16, 32, 64, 128], ["gaussian", "pytorch", "he"]
 tab_mlp, tab_vgg = st.tabs(["Deep MLP on the disc", "VGG-8 vs VGG-38"])
 with tab_mlp:
     # each value from a link checked against its widget's range (a slider refuses 500 of at most 48)
-    for key, field, parse, options in (("dl_depth", "depth", ui.parse_int(1, 48), None),
+    for key, field, parse, options in (("dl_depth", "depth", links.parse_int(1, 48), None),
                                        ("dl_width", "width", int, WIDTHS), ("dl_init", "init", str, INITS),
-                                       ("dl_std", "init_std", ui.parse_float(0.001, 2.0), None),
-                                       ("dl_steps", "steps", ui.parse_int(50, 2000, step=50), None),
-                                       ("dl_dropout", "dropout", ui.parse_float(0.0, 0.8), None)):
-        ui.from_url(key, DEFAULTS[field], parse, options=options)
-    ui.from_url("dl_variants", DEFAULTS["variants"], ui.parse_list(VARIANTS))
+                                       ("dl_std", "init_std", links.parse_float(0.001, 2.0), None),
+                                       ("dl_steps", "steps", links.parse_int(50, 2000, step=50), None),
+                                       ("dl_dropout", "dropout", links.parse_float(0.0, 0.8), None)):
+        links.from_url(key, DEFAULTS[field], parse, options=options)
+    links.from_url("dl_variants", DEFAULTS["variants"], links.parse_list(VARIANTS))
     cols = st.columns(4)
     depth = cols[0].slider("Hidden layers", 1, 48, key="dl_depth")
     width = cols[1].select_slider("Width", WIDTHS, key="dl_width")
@@ -63,9 +64,9 @@ with tab_mlp:
     steps = cols[0].slider("SGD steps (lr 0.1)", 50, 2000, step=50, key="dl_steps")
     dropout = cols[1].slider("Dropout", 0.0, 0.8, step=0.1, key="dl_dropout")
     variants = cols[2].multiselect("Compare", VARIANTS, key="dl_variants", format_func=lambda v: v.replace("_", " "))
-    ui.share(dl_depth=depth, dl_width=width, dl_init=init, dl_std=std, dl_steps=steps, dl_dropout=dropout,
+    links.share(dl_depth=depth, dl_width=width, dl_init=init, dl_std=std, dl_steps=steps, dl_dropout=dropout,
              dl_variants=variants)
-    with ui.guard("depth lab"):
+    with guard("depth lab"):
         configs = [depth_cache.config(v, depth, width, init, std, steps, dropout) for v in variants]
         results = train_all(configs)
         if results:
@@ -155,7 +156,7 @@ with tab_vgg:
     if st.button("Train VGG-8 and VGG-38, with and without BatchNorm", key="vgg_run"):
         st.session_state["vgg_done"], st.session_state["vgg_stopped"] = True, False
     if st.session_state.get("vgg_done") or st.session_state.get("vgg_stopped"):
-        with ui.guard("VGG comparison"):
+        with guard("VGG comparison"):
             results = vgg_nets(steps, lr) if st.session_state.get("vgg_done") else [
                 r for r in (depth_cache.vgg_result(d, bn, steps, lr) for d, bn in VGG_NETS) if r is not None]
             if st.session_state.get("vgg_stopped"):

@@ -11,8 +11,9 @@ from albert_lab.data.samples import sample_texts
 from albert_lab.paths import runs_dir
 from albert_lab.spec import Objective
 from albert_lab.training.runs import list_runs
-from app import ui
+from app import links, ui
 from app.figures import gradflow_figure, gradflow_steps_figure, hidden_grad_figure, shared_sum_figure
+from app.guard import guard
 
 st.title("Gradient flow")
 
@@ -25,7 +26,7 @@ def compute(name: str, source: str, texts: tuple, objective: str, seed: int, dev
 def own_objective(name: str) -> str:
     """The pair loss the checkpoint was trained with; 'none' where nothing records one
     or its pair head is missing (the CLI's default too)."""
-    with ui.guard(f"reading {name}"):
+    with guard(f"reading {name}"):
         card = ui.checkpoint_card(dict(ui.selected_sources())[name], name)
         if card["heads"]["pair"] != "missing" and card["trained_with"] in get_args(Objective):
             return card["trained_with"]
@@ -41,20 +42,20 @@ tab_now, tab_runs = st.tabs(["A checkpoint, now", "Over a training run"])
 with tab_now:
     if ui.need_checkpoints():
         names = [n for n, _ in ui.selected_sources()]
-        ui.from_url("gf_checkpoint", names[0], options=names)
+        links.from_url("gf_checkpoint", names[0], options=names)
         if st.session_state["gf_checkpoint"] not in names:
             st.session_state["gf_checkpoint"] = names[0]
-        ui.from_url("gf_objective", own_objective(st.session_state["gf_checkpoint"]), options=list(get_args(Objective)))
-        ui.from_url("gf_seed", 0, ui.parse_int(0, 10_000))
+        links.from_url("gf_objective", own_objective(st.session_state["gf_checkpoint"]), options=list(get_args(Objective)))
+        links.from_url("gf_seed", 0, links.parse_int(0, 10_000))
         cols = st.columns(3)
         name = cols[0].selectbox("Checkpoint", names, key="gf_checkpoint", on_change=follow_checkpoint)
         objective = cols[1].selectbox("Pair loss", get_args(Objective), key="gf_objective",
                                       help="MLM + this inter-sentence loss, as in pretraining; it starts at the "
                                            "checkpoint's own (as `albert-lab gradflow` does)")
         seed = cols[2].number_input("Seed (pairs and masks)", 0, 10_000, key="gf_seed")
-        ui.share(gf_checkpoint=name, gf_objective=objective, gf_seed=int(seed))
+        links.share(gf_checkpoint=name, gf_objective=objective, gf_seed=int(seed))
         texts = sample_texts(16)
-        with ui.guard("gradient flow"):
+        with guard("gradient flow"):
             source = dict(ui.selected_sources())[name]
             card = ui.checkpoint_card(source, name)
             size, heads = card["params"]["applied"], card["heads"]

@@ -4,7 +4,8 @@ import pandas as pd
 import streamlit as st
 
 from albert_lab.card import count_notes, metric_counts, metric_lines
-from app import picker, ui
+from app import links, picker, ui
+from app.guard import guard
 from app.svg import parameters_by_component
 from app.text import field_label, fmt_value, si
 
@@ -37,7 +38,7 @@ def probe_section(name: str, source: str, heads: dict) -> None:
             steps = cols[3].number_input("Steps", 10, 5_000, 300, step=10, key="probe_steps")
             go = st.form_submit_button("Fit the probe (about a minute)", type="primary")
         if go:
-            with ui.guard("fitting the probe"), st.status("Fitting the probe ...", expanded=True) as status:
+            with guard("fitting the probe"), st.status("Fitting the probe ...", expanded=True) as status:
                 bundle = ui.load_bundle(source, name)
                 result = fit_probe(bundle, task, train_pairs=int(train_pairs), heldout_pairs=int(held_pairs), steps=int(steps),
                                    log=status.write)
@@ -59,13 +60,13 @@ def probe_section(name: str, source: str, heads: dict) -> None:
 
 if ui.need_checkpoints():
     names = [name for name, _ in ui.selected_sources()]
-    ui.from_url("card_checkpoint", names[0], options=names)
+    links.from_url("card_checkpoint", names[0], options=names)
     if st.session_state["card_checkpoint"] not in names:
         st.session_state["card_checkpoint"] = names[0]
     name = st.selectbox("Checkpoint", names, key="card_checkpoint")
-    ui.share(card_checkpoint=name)
+    links.share(card_checkpoint=name)
     source = dict(ui.selected_sources())[name]
-    with ui.guard(f"reading {name}"):
+    with guard(f"reading {name}"):
         card = ui.checkpoint_card(source, name)
         if card["warning"]:
             st.warning(card["warning"], icon=":material/warning:")

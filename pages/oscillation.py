@@ -6,8 +6,9 @@ import streamlit as st
 
 from albert_lab.analysis.oscillation import oscillation, similarity_matrix, verdict
 from albert_lab.data.samples import sample_texts
-from app import ui
+from app import links, ui
 from app.figures import oscillation_figure, roughness_figure, similarity_figure
+from app.guard import guard
 from app.stoppable import each_checkpoint
 
 st.title("Layer-wise oscillation")
@@ -31,9 +32,9 @@ def smoother_sentence(verdicts) -> str:
 
 
 if ui.need_checkpoints():
-    ui.from_url("osc_input", INPUTS[0], options=INPUTS)
-    ui.from_url("osc_agg", "mean", options=["mean", "median"])
-    ui.from_url("osc_text", EXAMPLE)
+    links.from_url("osc_input", INPUTS[0], options=INPUTS)
+    links.from_url("osc_agg", "mean", options=["mean", "median"])
+    links.from_url("osc_text", EXAMPLE)
     source = st.radio("Input", INPUTS, horizontal=True, key="osc_input")
     if source.startswith("My"):
         text = st.text_area("Texts, separated by blank lines", height=150, key="osc_text")
@@ -45,9 +46,9 @@ if ui.need_checkpoints():
         st.caption(f"{len(texts)} held-out lead sections, e.g. \u201c{texts[0][:140]}...\u201d")
     aggregate = st.selectbox("Aggregate over tokens", ["mean", "median"], key="osc_agg",
                              help="Per-token distances and angles, then the mean (or median) over all non-padding tokens")
-    ui.share(osc_input=source, osc_agg=aggregate,
+    links.share(osc_input=source, osc_agg=aggregate,
              osc_text=text)
-    with ui.guard("oscillation"):
+    with guard("oscillation"):
         sources = dict(ui.selected_sources())
         device, dtype = st.session_state.get("device"), st.session_state.get("dtype")
         frames, _ = each_checkpoint("oscillation", (tuple(sources.items()), tuple(texts), aggregate, device, dtype),

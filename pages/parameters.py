@@ -9,8 +9,9 @@ import streamlit as st
 from albert_lab import paper
 from albert_lab.params import count, sweep
 from albert_lab.spec import PRESETS, SHARING_LABELS, Family, ModelSpec
-from app import ui
+from app import links, ui
 from app.figures import parameter_bars, sweep_figure
+from app.guard import guard
 from app.text import si
 
 CALCULATOR_LABELS = {"vocab_size": "V (vocabulary)", "hidden_size": "H (hidden)", "num_layers": "L (layers)",
@@ -24,14 +25,14 @@ st.title("Parameters and compute")
 tab_calc, tab_tables, tab_curves = st.tabs(["Calculator", "Paper tables", "Curves"])
 
 with tab_calc:
-    ui.from_url("calc_preset", "albert-base", options=list(PRESETS))
+    links.from_url("calc_preset", "albert-base", options=list(PRESETS))
     preset = st.selectbox("Start from", list(PRESETS), key="calc_preset")
     base = PRESETS[preset]
 
     def linked(key: str, default, low: int = 0, high: int = 0, options=None) -> str:
         """The widget key for this preset, its value taken from the link (?calc_<key>=) when given."""
         widget_key = f"{key}-{preset}"
-        ui.from_url(widget_key, default, str if options else ui.parse_int(low, high), param=f"calc_{key}", options=options)
+        links.from_url(widget_key, default, str if options else links.parse_int(low, high), param=f"calc_{key}", options=options)
         return widget_key
 
     cols = st.columns(4)
@@ -52,7 +53,7 @@ with tab_calc:
         embedding = cols[0].number_input("E (embedding)", 8, 16384, step=32, key=linked("e", base.embedding_size, 8, 16384))
     heads = cols[1].number_input("Heads", 1, 256, key=heads_key)
     ffn = cols[2].number_input("FFN size", 16, 65536, step=256, key=linked("ffn", base.ffn_size, 16, 65536))
-    ui.from_url("calc_seq", 512, ui.parse_int(8, 8192))
+    links.from_url("calc_seq", 512, links.parse_int(8, 8192))
     seq_len = cols[3].number_input("Sequence length (for FLOPs)", 8, 8192, step=64, key="calc_seq")
     cols = st.columns(4)
     if bert:
@@ -71,7 +72,7 @@ with tab_calc:
         st.warning(f"H = {hidden:,} is not a multiple of the {int(heads)} heads; the results below use H = {snapped:,}, "
                    "the nearest multiple.", icon=":material/straighten:")
         hidden = snapped
-    with ui.guard("spec", labels=CALCULATOR_LABELS):
+    with guard("spec", labels=CALCULATOR_LABELS):
         spec = ModelSpec(family=family, vocab_size=int(vocab), hidden_size=hidden, num_layers=int(layers),
                          embedding_size=hidden if bert else int(embedding), num_heads=int(heads),
                          ffn_size=int(ffn), sharing=sharing,
@@ -111,9 +112,9 @@ with tab_curves:
     choices = {"E (embedding)": ("embedding_size", [32, 64, 128, 256, 512, 768, 1024]),
                "H (hidden)": ("hidden_size", [256, 512, 768, 1024, 2048, 4096]),
                "L (layers)": ("num_layers", [1, 3, 6, 12, 24, 48])}
-    ui.from_url("curve_axis", "E (embedding)", options=list(choices))
+    links.from_url("curve_axis", "E (embedding)", options=list(choices))
     axis = st.radio("Vary", list(choices), horizontal=True, key="curve_axis")
-    ui.share(calc_preset=preset, calc_fam=family, calc_v=int(vocab), calc_h=typed_hidden, calc_l=int(layers),
+    links.share(calc_preset=preset, calc_fam=family, calc_v=int(vocab), calc_h=typed_hidden, calc_l=int(layers),
              calc_e=None if bert else int(embedding), calc_heads=int(heads), calc_ffn=int(ffn), calc_seq=int(seq_len),
              calc_share=None if bert else sharing, calc_groups=None if bert else int(groups),
              calc_inner=None if bert else int(inner), curve_axis=axis)

@@ -13,7 +13,8 @@ from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS
 from albert_lab.data.pairs_file import read_pairs
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from albert_lab.paths import checkpoints_dir
-from app import pair_figures, ui
+from app import links, pair_figures, ui
+from app.guard import guard
 from app.text import fmt_duration, plural
 
 st.title("Sentence pairs: SOP vs NSP")
@@ -56,7 +57,7 @@ def live_table5(bundles: list) -> None:
         bar, stop = st.progress(0.0, text="Building held-out pairs ..."), st.empty()
         stop.button("Stop", key="t5_stop", icon=":material/stop:", on_click=_stop_t5,
                     help="Stops after the task being scored; the checkpoints finished are kept")
-        with ui.guard("evaluation"):
+        with guard("evaluation"):
             pairs, start = evaluation_pairs(), time.perf_counter()
             for i, bundle in enumerate(bundles):
                 def progress(f: float, what: str, i: int = i) -> None:
@@ -133,14 +134,14 @@ if ui.need_checkpoints():
     tab_type, tab_upload, tab_attr, tab_table5 = st.tabs(["Type a pair", "Upload pairs", "Token attributions", "Table 5"])
     with tab_type:
         # A form: typing does not rerun the models; the pair is scored (and explained) when submitted.
-        ui.from_url("pair_a", EXAMPLE_A)
-        ui.from_url("pair_b", EXAMPLE_B)
+        links.from_url("pair_a", EXAMPLE_A)
+        links.from_url("pair_b", EXAMPLE_B)
         with st.form("pair_form"):
             st.text_area("Sentence A", key="pair_a")
             st.text_area("Sentence B", key="pair_b")
             st.form_submit_button("Score this pair", type="primary")
-        ui.share(pair_a=st.session_state.pair_a, pair_b=st.session_state.pair_b)
-        with ui.guard("scoring"):
+        links.share(pair_a=st.session_state.pair_a, pair_b=st.session_state.pair_b)
+        with guard("scoring"):
             scores = score_pairs(bundles, pairs_frame([st.session_state.pair_a], [st.session_state.pair_b]))
             ui.chart(pair_figures.pair_figure(scores), "pair-probabilities")
             show_scores(scores, "typed")
@@ -156,7 +157,7 @@ if ui.need_checkpoints():
                     f"and {MAX_PAIR_ROWS:,} rows.")
         uploaded = st.file_uploader("Pairs file", type=["csv", "tsv", "jsonl"], key="pairs_file", max_upload_size=MAX_UPLOAD_MB)
         if uploaded is not None:
-            with ui.guard("reading the upload"):  # the reader's messages name the file
+            with guard("reading the upload"):  # the reader's messages name the file
                 parsed = read_pairs(ui.read_upload(uploaded), uploaded.name)
                 for problem in parsed.problems[:20]:
                     st.warning(problem, icon=":material/warning:")
@@ -197,7 +198,7 @@ if ui.need_checkpoints():
                 explain = st.form_submit_button("Explain", type="primary")
             request = (name, a, b, target, steps)
             if explain:
-                with ui.guard("attribution"), st.spinner(f"Integrated gradients, {steps} steps ..."):
+                with guard("attribution"), st.spinner(f"Integrated gradients, {steps} steps ..."):
                     st.session_state["attr_result"] = (request, attribute_pair(next(bd for bd in usable if bd.name == name), a, b,
                                                                                target, steps))
             stored = st.session_state.get("attr_result")

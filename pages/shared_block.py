@@ -9,7 +9,8 @@ from albert_lab.analysis.cka import layer_cka
 from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
 from albert_lab.analysis.lens import lens_predictions, logit_lens
 from albert_lab.data.samples import sample_texts
-from app import ui
+from app import links, ui
+from app.guard import guard
 from app.reapply_figures import (
     attention_figure,
     cka_figure,
@@ -65,14 +66,14 @@ SECTIONS = ["1. Depth extrapolation", "2. Logit lens through the model's own MLM
 EXAMPLE = "The river flows through the old town. Its bridges date from the middle ages."
 
 if ui.need_checkpoints():
-    ui.from_url("sb_input", INPUTS[0], options=INPUTS)
-    ui.from_url("sb_text", EXAMPLE)
-    ui.from_url("sb_repeat", 2, ui.parse_int(1, 4))
-    ui.from_url("sb_seed", 0, ui.parse_int(0, 10_000))
-    ui.from_url("sb_section", SECTIONS[0], lambda raw: next((s for s in SECTIONS if s.startswith(raw)), None))
+    links.from_url("sb_input", INPUTS[0], options=INPUTS)
+    links.from_url("sb_text", EXAMPLE)
+    links.from_url("sb_repeat", 2, links.parse_int(1, 4))
+    links.from_url("sb_seed", 0, links.parse_int(0, 10_000))
+    links.from_url("sb_section", SECTIONS[0], lambda raw: next((s for s in SECTIONS if s.startswith(raw)), None))
     picked = [n for n, _ in ui.selected_sources()]
-    ui.from_url("sb_cka_x", picked[0], options=picked)
-    ui.from_url("sb_cka_y", "(itself)", options=["(itself)", *picked])
+    links.from_url("sb_cka_x", picked[0], options=picked)
+    links.from_url("sb_cka_y", "(itself)", options=["(itself)", *picked])
     source = st.radio("Input", INPUTS, horizontal=True, key="sb_input")
     if source.startswith("My"):
         text = st.text_area("Texts, separated by blank lines", height=120, key="sb_text")
@@ -91,12 +92,12 @@ if ui.need_checkpoints():
     section = st.radio("Analysis", SECTIONS, horizontal=True, key="sb_section")
     cka_pair = (dict(sb_cka_x=st.session_state.get("sb_cka_x"), sb_cka_y=st.session_state.get("sb_cka_y"))
                 if section.startswith("4.") else {})  # 'Compare with' travels in the link
-    ui.share(sb_input=source, sb_text=text if source.startswith("My") else None, sb_repeat=int(repeat), sb_seed=int(seed),
+    links.share(sb_input=source, sb_text=text if source.startswith("My") else None, sb_repeat=int(repeat), sb_seed=int(seed),
              sb_section=section.split(" ")[0], **cka_pair)
 
     if section == "1. Depth extrapolation":
         st.header("1. Depth extrapolation")
-        with ui.guard("depth extrapolation"):
+        with guard("depth extrapolation"):
             sources = dict(selected)
             frames, _ = each_checkpoint("extrapolation", (selected, texts, repeat, int(seed), device, dtype), list(sources),
                                         lambda n: compute_extrapolation(n, sources[n], texts, repeat, int(seed), device, dtype),
@@ -122,7 +123,7 @@ if ui.need_checkpoints():
         st.header("2. Logit lens through the model's own MLM head")
         watched = st.text_input("Watch one token: type [MASK] where the model should fill in", key="sb_watched",
                                 value="The capital of France is [MASK].")
-        with ui.guard("logit lens"):
+        with guard("logit lens"):
             usable = tuple((n, s) for n, s in selected if ui.load_bundle(s, n).heads.mlm != "missing")
             for name, _ in sorted(set(selected) - set(usable)):
                 st.warning(f"{name}: no MLM head in this checkpoint, so no logit lens (random head weights would mean nothing)")
@@ -144,7 +145,7 @@ if ui.need_checkpoints():
 
     if section == "3. Attention at every application":
         st.header("3. Attention at every application")
-        with ui.guard("attention"):
+        with guard("attention"):
             c, a, h = st.columns(3)
             name = c.selectbox("Checkpoint", [n for n, _ in selected], key="sb_att_model")
             maps = compute_maps(((name, dict(selected)[name]),), texts[0], repeat, device, dtype)
@@ -166,7 +167,7 @@ if ui.need_checkpoints():
 
     if section == "4. Layer similarity (linear CKA)":
         st.header("4. Layer similarity (linear CKA)")
-        with ui.guard("CKA"):
+        with guard("CKA"):
             names = [n for n, _ in selected]
             if st.session_state["sb_cka_x"] not in names:
                 st.session_state["sb_cka_x"] = names[0]

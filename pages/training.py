@@ -16,7 +16,8 @@ from albert_lab.spec import PRESETS, SHARING_LABELS, Objective
 from albert_lab.training.config import browser_config
 from albert_lab.training.jobs import cancel_run, start_run
 from albert_lab.training.runs import list_runs, read_run, single_user
-from app import owner, training_figures, ui
+from app import links, owner, training_figures, ui
+from app.guard import guard
 from app.text import fmt_duration, fmt_tokens
 
 st.title("Training")
@@ -39,7 +40,7 @@ def apply_preset() -> None:
 
 def new_run_form() -> None:
     before = st.session_state.get("tr_preset")
-    ui.from_url("tr_preset", TRAINABLE[1], options=TRAINABLE)
+    links.from_url("tr_preset", TRAINABLE[1], options=TRAINABLE)
     if "tr_h" not in st.session_state or st.session_state.tr_preset != before:  # first run, or a link's preset
         apply_preset()
     corpora = corpora_table()
@@ -48,7 +49,7 @@ def new_run_form() -> None:
     cols = st.columns(3)
     preset = cols[0].selectbox("Model", TRAINABLE, key="tr_preset", on_change=apply_preset,
                                help="lab-tiny: seconds per step; lab-albert / lab-bert: the shipped sizes")
-    ui.share(tr_preset=preset)
+    links.share(tr_preset=preset)
     bert = PRESETS[preset].family == "bert"
     with st.form("train_form"):
         cols = st.columns(2)
@@ -97,7 +98,7 @@ def new_run_form() -> None:
         st.caption("5% of each source's documents are held out for evaluation; 'ood' sources are never trained on.")
     if not submitted:
         return
-    with ui.guard("starting the run"):
+    with guard("starting the run"):
         if corpus == UPLOAD:
             if upload is None:
                 raise AlbertLabError("choose a corpus file to upload, or pick a built-in corpus")
@@ -151,7 +152,7 @@ def progress_panel(run_id: str) -> None:
         st.caption("Started in another browser or from the command line: shown read-only here. Cancel it with "
                    f"`albert-lab runs --cancel {run_id}`, or serve the app with ALBERT_LAB_SINGLE_USER=1.")
     if info.active and mine and st.button("Cancel this run", key=f"cancel-{run_id}"):
-        with ui.guard("cancelling"):
+        with guard("cancelling"):
             cancel_run(info.path)
             st.toast("Cancel requested: the run saves its checkpoint and stops.")
     if info.status in ("succeeded", "cancelled") and (info.folder.checkpoint / "config.json").is_file():

@@ -571,7 +571,7 @@ def test_the_link_carries_the_view_and_a_preset_opens_figure_1(app):
     at = goto(app, "oscillation")
     at.selectbox(key="osc_agg").set_value("median").run()
     assert at.query_params["osc_agg"] == ["median"] or at.query_params["osc_agg"] == "median"
-    from app.ui import PRESETS
+    from app.presets import PRESETS
 
     label, stem, params = PRESETS[0]
     assert stem == "oscillation" and "Figure 1" in label

@@ -87,7 +87,7 @@ def _no_leftover_caches():
 
 def test_classroom_preset_labels_fit_the_sidebar():
     """'Figure 1: ALBERT vs BERT oscillation' was cut to 'Figure 1: ALBERT vs BERT os...'."""
-    from app.ui import PRESET_HELP, PRESETS
+    from app.presets import PRESET_HELP, PRESETS
 
     assert all(len(label) <= 26 for label, _, _ in PRESETS)
     assert all(stem in PRESET_HELP for _, stem, _ in PRESETS)

@@ -1,0 +1,33 @@
+"""The error guard: what a user can cause ends as a message in the page, anything else as
+a message with the traceback folded away for a bug report; never a bare traceback."""
+
+from __future__ import annotations
+
+import re
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import streamlit as st
+
+from albert_lab.errors import AlbertLabError
+
+
+@contextmanager
+def guard(what: str = "", labels: dict[str, str] | None = None) -> Iterator[None]:
+    """Show errors a user can cause as a message in the page, never a traceback; the
+    rest of the page and the session stay usable. `labels`: the page's names for the
+    library's field names ('num_groups' -> 'Groups (N)'), so the message names what the
+    user sees."""
+    try:
+        yield
+    except AlbertLabError as err:
+        text = str(err)
+        for field, label in (labels or {}).items():
+            text = re.sub(rf"\b{field}\b", label, text)
+        st.error(f"{what + ': ' if what else ''}{text}", icon=":material/error:")
+    except Exception as err:
+        st.error(f"Something went wrong{' while ' + what if what else ''}: {type(err).__name__}: {err}",
+                 icon=":material/bug_report:")
+        with st.expander("Details for a bug report"):
+            st.code(traceback.format_exc())

@@ -1,0 +1,67 @@
+"""The page's state in its link: `from_url` gives a widget the link's value before it is
+drawn, `share` writes the page's inputs (and the picked checkpoints) back, so an
+address reproduces the view."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import streamlit as st
+
+URL_TEXT_LIMIT = 1500  # characters of typed text that go into a shareable link
+
+
+def from_url(key: str, default: Any, parse: Callable[[str], Any] = str, param: str | None = None,
+             options: Sequence[Any] | None = None) -> None:
+    """Give widget `key` its value before it is drawn: from the link (?param=...) when
+    the link carries a value not yet applied in this session (a shared link, a preset),
+    else the default on the first run. Bad values in a link are ignored."""
+    param = param or key
+    applied: dict[str, str] = st.session_state.setdefault("_url_applied", {})
+    raw = st.query_params.get(param)
+    if raw is not None and applied.get(param) != raw:
+        applied[param] = raw
+        try:
+            value = parse(raw)
+        except (TypeError, ValueError):
+            value = None
+        if value is not None and (options is None or value in options):
+            st.session_state[key] = value
+            return
+    if key not in st.session_state:
+        st.session_state[key] = default
+
+
+def share(**params: Any) -> None:
+    """Write this page's inputs into the link (replacing other pages' ones), checkpoints
+    included, so the address reproduces the view."""
+    extra = st.session_state.get("extra_sources", {})  # a folder added in the sidebar travels as its path
+    values = {"ckpt": ",".join(extra.get(name, name) for name in st.session_state.get("picked", []))}
+    for name, value in params.items():
+        if value is None:
+            continue
+        if isinstance(value, str) and len(value) > URL_TEXT_LIMIT:  # links stay short enough to paste anywhere
+            st.caption(f"Texts over {URL_TEXT_LIMIT:,} characters are not put in the page's link.")
+            continue
+        values[name] = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    applied: dict[str, str] = st.session_state.setdefault("_url_applied", {})
+    applied.update(values)
+    st.session_state["_shared"] = True
+    if dict(st.query_params) != values:
+        st.query_params.from_dict(values)
+
+
+def parse_int(low: int, high: int, step: int = 1) -> Callable[[str], int | None]:
+    """A link's integer, or None (ignored) outside [low, high] or off the widget's steps:
+    a widget given such a value raises instead of drawing."""
+    return lambda raw: value if low <= (value := int(raw)) <= high and (value - low) % step == 0 else None
+
+
+def parse_float(low: float, high: float) -> Callable[[str], float | None]:
+    """A link's number, or None (ignored) outside [low, high]."""
+    return lambda raw: value if low <= (value := float(raw)) <= high else None
+
+
+def parse_list(options: Sequence[str]) -> Callable[[str], list[str]]:
+    return lambda raw: [v for v in raw.split(",") if v in options]
