@@ -65,7 +65,7 @@ with tab_mlp:
     dropout = cols[1].slider("Dropout", 0.0, 0.8, step=0.1, key="dl_dropout")
     variants = cols[2].multiselect("Compare", VARIANTS, key="dl_variants", format_func=lambda v: v.replace("_", " "))
     links.share(dl_depth=depth, dl_width=width, dl_init=init, dl_std=std, dl_steps=steps, dl_dropout=dropout,
-             dl_variants=variants)
+                dl_variants=variants)
     with guard("depth lab"):
         configs = [depth_cache.config(v, depth, width, init, std, steps, dropout) for v in variants]
         results = train_all(configs)

@@ -47,7 +47,7 @@ if ui.need_checkpoints():
     aggregate = st.selectbox("Aggregate over tokens", ["mean", "median"], key="osc_agg",
                              help="Per-token distances and angles, then the mean (or median) over all non-padding tokens")
     links.share(osc_input=source, osc_agg=aggregate,
-             osc_text=text)
+                osc_text=text)
     with guard("oscillation"):
         sources = dict(ui.selected_sources())
         device, dtype = st.session_state.get("device"), st.session_state.get("dtype")

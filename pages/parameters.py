@@ -115,9 +115,9 @@ with tab_curves:
     links.from_url("curve_axis", "E (embedding)", options=list(choices))
     axis = st.radio("Vary", list(choices), horizontal=True, key="curve_axis")
     links.share(calc_preset=preset, calc_fam=family, calc_v=int(vocab), calc_h=typed_hidden, calc_l=int(layers),
-             calc_e=None if bert else int(embedding), calc_heads=int(heads), calc_ffn=int(ffn), calc_seq=int(seq_len),
-             calc_share=None if bert else sharing, calc_groups=None if bert else int(groups),
-             calc_inner=None if bert else int(inner), curve_axis=axis)
+                calc_e=None if bert else int(embedding), calc_heads=int(heads), calc_ffn=int(ffn), calc_seq=int(seq_len),
+                calc_share=None if bert else sharing, calc_groups=None if bert else int(groups),
+                calc_inner=None if bert else int(inner), curve_axis=axis)
     field, values = choices[axis]
     frame = pd.DataFrame(sweep(base, field, values))
     frame["sharing"] = frame["sharing"].map(SHARING_LABELS)

@@ -93,7 +93,7 @@ if ui.need_checkpoints():
     cka_pair = (dict(sb_cka_x=st.session_state.get("sb_cka_x"), sb_cka_y=st.session_state.get("sb_cka_y"))
                 if section.startswith("4.") else {})  # 'Compare with' travels in the link
     links.share(sb_input=source, sb_text=text if source.startswith("My") else None, sb_repeat=int(repeat), sb_seed=int(seed),
-             sb_section=section.split(" ")[0], **cka_pair)
+                sb_section=section.split(" ")[0], **cka_pair)
 
     if section == "1. Depth extrapolation":
         st.header("1. Depth extrapolation")
