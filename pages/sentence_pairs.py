@@ -1,133 +1,19 @@
 """Sentence pairs: SOP and NSP heads side by side on pairs typed or uploaded, token
 attributions for one decision, and the paper's Table 5 beside ours."""
 
-import time
-
-import pandas as pd
 import streamlit as st
 
-from albert_lab.analysis.attribution import attribute_pair, attribution_html
-from albert_lab.analysis.evaluation import evaluate, evaluation_pairs, paper_table5, read_results, table5_cells
-from albert_lab.analysis.pairs import labelled_accuracy, pairs_frame, score_pairs, summarize
-from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS
+from albert_lab.analysis.pairs import pairs_frame, score_pairs, summarize
 from albert_lab.data.pairs_file import read_pairs
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
-from albert_lab.paths import checkpoints_dir
-from app import links, pair_figures, ui
+from app import links, pair_figures, pair_views, ui
 from app.guard import guard
-from app.text import fmt_duration, plural
+from app.pair_views import EXAMPLE_A, EXAMPLE_B
+from app.text import plural
 
 st.title("Sentence pairs: SOP vs NSP")
 st.caption("P(label 0) from each checkpoint's pair head: for an SOP head, P(A then B is the original order); "
            "for an NSP head, P(B is the next segment after A). Each pair is also scored swapped (B -> A).")
-
-EXAMPLE_A = "The Nile is a major north-flowing river in northeastern Africa."
-EXAMPLE_B = "It flows into the Mediterranean Sea and is among the longest rivers in the world."
-RESULTS = checkpoints_dir() / "results.json"
-
-
-@st.cache_data(show_spinner=False)
-def shipped_interior_accuracy(stamp: float) -> dict[str, str]:
-    """How well each shipped checkpoint orders held-out pairs from inside documents."""
-    results = read_results(RESULTS)
-    if results is None:
-        return {}
-    trained = results.pair_head == "trained" if "pair_head" in results else True  # an untrained head's number confuses
-    rows = results[(results.metric == "sop_interior") & (results.domain == "in") & (results.source == "all") & trained]
-    return {r.checkpoint: f"{r.accuracy:.2f} (95% interval {r.low:.2f}-{r.high:.2f}, {int(r.n):,} pairs)"
-            for r in rows.itertuples() if pd.notna(r.accuracy)}
-
-
-def _stop_t5() -> None:
-    st.session_state["t5_stopped"] = True
-
-
-def live_table5(bundles: list) -> None:
-    """Table 5 measured now on a sample of the held-out pairs, one checkpoint at a time
-    behind a progress bar with a Stop button (the checkpoints finished are kept)."""
-    cols = st.columns([1, 3])
-    limit = cols[0].select_slider("Pairs per task", [50, 100, 200, 500], 100, key="t5_limit",
-                                  help="A fixed random sample per task (SOP, NSP, MLM) and pairs set; more pairs, "
-                                       "narrower intervals, longer wait")
-    size = sum(b.spec.hidden_size * b.spec.num_layers for b in bundles) / 1536  # albert-sop = 1
-    eta = ui.estimate("table5", limit * size, T5_SECONDS_PER_PAIR)
-    pace = "at this machine's pace last time" if ui.measured("table5") else "on two cores, longer when others use them"
-    if cols[1].button(f"Evaluate the picked checkpoints now (about {fmt_duration(eta)} {pace})", key="t5_run"):
-        st.session_state["t5_live"], st.session_state["t5_stopped"] = {}, False
-        bar, stop = st.progress(0.0, text="Building held-out pairs ..."), st.empty()
-        stop.button("Stop", key="t5_stop", icon=":material/stop:", on_click=_stop_t5,
-                    help="Stops after the task being scored; the checkpoints finished are kept")
-        with guard("evaluation"):
-            pairs, start = evaluation_pairs(), time.perf_counter()
-            for i, bundle in enumerate(bundles):
-                def progress(f: float, what: str, i: int = i) -> None:
-                    bar.progress((i + f) / len(bundles), text=f"Scoring {what} ({i + 1} of {len(bundles)}) ...")
-
-                st.session_state["t5_live"][bundle.name] = evaluate([bundle], pairs, limit=limit, progress=progress)
-            ui.learn("table5", time.perf_counter() - start, limit * size)
-        bar.empty()
-        stop.empty()
-    done = st.session_state.get("t5_live")
-    if done:
-        if st.session_state.get("t5_stopped"):
-            st.info(f"Stopped: {len(done)} of {len(bundles)} checkpoints scored.", icon=":material/stop_circle:")
-        live = pd.concat(done.values(), ignore_index=True)
-        cells, notes = table5_cells(live)
-        st.dataframe(cells, hide_index=True, width="stretch")
-        st.caption(f"A fixed sample of {limit:,} pairs per task and pairs set, so each cell's n counts what it "
-                   "holds: MLM counts masked tokens; NSP all the pairs sampled; SOP those made as training makes "
-                   "them, lead and interior their subsets (out of domain, few pairs are lead pairs). "
-                   "`albert-lab evaluate` scores every pair.")
-        for note in notes:
-            st.caption(note)
-        ui.download(live, "table5.csv")
-
-
-T5_SECONDS_PER_PAIR = 0.15  # per pair per task and pairs set, albert-sop's size: 52 s for 200 on a loaded 2-core CPU
-COLUMNS = ["row", "checkpoint", "head", "head_status", "p_ab", "p_ba", "prediction", "label", "correct", "tokens",
-           "sentence_a", "sentence_b"]  # the scores table, in this order
-LABELS = {"head_status": "head is", "prediction": "predicts", "label": "your label", "sentence_a": "sentence A",
-          "sentence_b": "sentence B"}
-
-
-def show_scores(scores: pd.DataFrame, key: str) -> None:
-    flagged = scores[scores.note != ""]
-    for name in flagged.checkpoint.unique():
-        st.warning(f"{name}: {flagged[flagged.checkpoint == name].note.iloc[0]} (see its model card)", icon=":material/warning:")
-    cut = scores.drop_duplicates("row")
-    cut = cut[cut.truncated.fillna(False).astype(bool)]
-    if len(cut):
-        rows = ", ".join(map(str, cut.row.head(10))) + (" ..." if len(cut) > 10 else "")
-        st.warning(f"{len(cut):,} pair(s) are longer than the {MAX_LEN} tokens the models read (row {rows}): they "
-                   f"were scored on their first {MAX_LEN}, the longer sentence cut first. Sentence order is judged at "
-                   "the boundary, so shorter pairs say more.", icon=":material/content_cut:")
-    unknown = scores.groupby("row", sort=False).unknown.max()
-    unknown = unknown[unknown >= ui.UNREADABLE]
-    if len(unknown):
-        rows = ", ".join(map(str, unknown.index[:10])) + (" ..." if len(unknown) > 10 else "")
-        st.warning(f"{plural(len(unknown), 'pair')} (row {rows}) {'is' if len(unknown) == 1 else 'are'} mostly text the "
-                   f"models cannot read: up to {unknown.max():.0%} of the pieces are unknown to their vocabulary, learned "
-                   "from English text. Their scores say little about sentence order.", icon=":material/translate:")
-    shown = scores[COLUMNS].assign(  # words, and blanks where there is nothing to say
-        prediction=scores.prediction.astype(object).map({0: "0: in order / next", 1: "1: swapped / random"}).fillna(""),
-        label=scores.label.astype("string").fillna(""),
-        correct=scores.correct.astype(object).map({True: "yes", False: "no"}).fillna(""))
-    st.dataframe(shown, hide_index=True, width="stretch",
-                 column_config={**LABELS,
-                                "p_ab": st.column_config.ProgressColumn("P(label 0 | A->B)", min_value=0, max_value=1, format="%.3f"),
-                                "p_ba": st.column_config.ProgressColumn("P(label 0 | B->A)", min_value=0, max_value=1, format="%.3f"),
-                                "tokens": st.column_config.NumberColumn(
-                                    "tokens", format="localized",
-                                    help=f"The pair's length in tokens, [CLS] and [SEP] included, of each side's first "
-                                         f"{MAX_SEGMENT_CHARS:,} characters; the models read {MAX_LEN}")})
-    ui.download(scores, f"pair-scores-{key}.csv", "Download the scores (CSV)")
-
-
-def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
-    """Accuracy with 95% intervals when the file has labels, else how P(A->B) is spread."""
-    labelled = labelled_accuracy(summary)
-    ui.chart(pair_figures.accuracy_figure(labelled) if len(labelled) else pair_figures.spread_figure(scores), "pairs-file")
-
 
 if ui.need_checkpoints():
     bundles = ui.selected_bundles()
@@ -144,12 +30,8 @@ if ui.need_checkpoints():
         with guard("scoring"):
             scores = score_pairs(bundles, pairs_frame([st.session_state.pair_a], [st.session_state.pair_b]))
             ui.chart(pair_figures.pair_figure(scores), "pair-probabilities")
-            show_scores(scores, "typed")
-        known = shipped_interior_accuracy(RESULTS.stat().st_mtime if RESULTS.is_file() else 0.0)
-        if known:
-            st.caption("How much to trust these numbers: on held-out pairs from inside documents, the shipped "
-                       "checkpoints order the two segments correctly with accuracy "
-                       + "; ".join(f"**{name}** {text}" for name, text in known.items()) + " (chance is 0.50).")
+            pair_views.show_scores(scores, "typed")
+        pair_views.trust_caption()
 
     with tab_upload:
         st.markdown("A **.csv**, **.tsv** or **.jsonl** file with columns `sentence_a`, `sentence_b` and, optionally, "
@@ -168,7 +50,7 @@ if ui.need_checkpoints():
                 summary = summarize(scores)
                 summary = summary[summary.pairs > 0]  # checkpoints not scored are named in the warnings above
                 st.subheader(f"{plural(len(parsed.pairs), 'pair')} scored from {uploaded.name}")
-                upload_chart(summary, scores)
+                pair_views.upload_chart(summary, scores)
                 st.dataframe(summary, hide_index=True, width="stretch",
                              column_config={"head_status": "head is", "pairs": "pairs scored",
                                             "accuracy": st.column_config.NumberColumn("accuracy (labelled)", format="%.3f"),
@@ -178,55 +60,12 @@ if ui.need_checkpoints():
                                             "prefers_ab": st.column_config.NumberColumn(
                                                 "prefers A->B", format="%.3f",
                                                 help="Share of pairs with P(label 0) higher as given than swapped")})
-                show_scores(scores, "uploaded")
+                pair_views.show_scores(scores, "uploaded")
         ui.paper_note("Table 5: a model trained with NSP cannot do SOP (0.520, chance), while a model trained with SOP "
                       "does NSP well (0.789). NSP mostly learns topic shift; SOP forces a model to learn coherence.")
 
     with tab_attr:
-        usable = [bd for bd in bundles if bd.heads.pair_usable]
-        if not usable:
-            st.warning("None of the picked checkpoints has a usable pair head.")
-        else:
-            a, b = st.session_state.get("pair_a", EXAMPLE_A), st.session_state.get("pair_b", EXAMPLE_B)
-            st.markdown(f"Explaining the pair from **Type a pair**: A = *{a[:200]}*, B = *{b[:200]}*")
-            with st.form("attr_form"):
-                cols = st.columns([2, 1, 1])
-                name = cols[0].selectbox("Checkpoint", [bd.name for bd in usable], key="attr_checkpoint")
-                target = cols[1].radio("Explain", [0, 1], key="attr_target", horizontal=True,
-                                       format_func=lambda t: "label 0 (in order / next)" if t == 0 else "label 1")
-                steps = cols[2].slider("Integration steps", 10, 200, 50, 10, key="attr_steps")
-                explain = st.form_submit_button("Explain", type="primary")
-            request = (name, a, b, target, steps)
-            if explain:
-                with guard("attribution"), st.spinner(f"Integrated gradients, {steps} steps ..."):
-                    st.session_state["attr_result"] = (request, attribute_pair(next(bd for bd in usable if bd.name == name), a, b,
-                                                                               target, steps))
-            stored = st.session_state.get("attr_result")
-            if stored is None:
-                st.info("Press Explain to attribute the decision to the tokens (a few seconds).")
-            else:
-                (for_name, for_a, for_b, for_target, _), result = stored
-                if (for_name, for_a, for_b, for_target) != request[:4]:
-                    st.warning("The pair or the settings changed since: press Explain again.", icon=":material/warning:")
-                st.html(attribution_html(result.tokens))
-                st.caption(f"{for_name}: green pushes P(label {for_target}) up, red pushes it down. P = {result.probability:.3f} "
-                           f"for the input, {result.baseline_probability:.3f} for the baseline ({result.baseline}); convergence "
-                           f"delta {result.delta:+.2e} (attributions sum to the difference up to it).")
-                ui.download(result.tokens, "attributions.csv")
+        pair_views.attribution_tab(bundles)
 
     with tab_table5:
-        st.markdown("**The paper** (ALBERT-base, 125k steps; accuracy as a fraction)")
-        st.dataframe(paper_table5(), hide_index=True, column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                                                     for c in ("MLM", "NSP", "SOP", "downstream avg")})
-        results = read_results(RESULTS)
-        if results is not None:
-            cells, notes = table5_cells(results)
-            st.markdown("**The shipped checkpoints** (`albert-lab evaluate`; accuracy [95% interval] and number of pairs "
-                        "or masked tokens)")
-            st.dataframe(cells, hide_index=True, width="stretch")
-            for note in notes:
-                st.caption(note)
-        elif RESULTS.is_file():
-            st.info(f"{RESULTS} is from an older version and lacks per-task intervals: regenerate it with "
-                    "`albert-lab evaluate --json --by-source` (scripts/export_checkpoints.py), or evaluate below.")
-        live_table5(bundles)
+        pair_views.table5_tab(bundles)

@@ -128,3 +128,13 @@ def read_results(path: Path) -> pd.DataFrame | None:
         return None
     frame = pd.DataFrame(json.loads(path.read_text()))
     return frame if set(COLUMNS) <= set(frame.columns) else None
+
+
+def interior_accuracy(results: pd.DataFrame) -> pd.DataFrame:
+    """The rows of `read_results` that say how well each checkpoint orders held-out pairs
+    from inside documents (SOP interior, in domain, all sources), untrained pair heads
+    left out (their number confuses)."""
+    trained = results.pair_head == "trained" if "pair_head" in results else True
+    rows = results[(results.metric == "sop_interior") & (results.domain == "in") & (results.source == "all") & trained]
+    return rows[rows.accuracy.notna()]
+

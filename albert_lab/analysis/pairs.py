@@ -101,3 +101,23 @@ def labelled_accuracy(summary: pd.DataFrame) -> pd.DataFrame:
     bounds = [wilson_interval(h, n) for h, n in zip(frame.hits, frame.labelled)]
     frame["low"], frame["high"] = [b[0] for b in bounds], [b[1] for b in bounds]
     return frame
+
+
+def checkpoint_notes(scores: pd.DataFrame) -> dict[str, str]:
+    """Each checkpoint's note from `score_pairs` (an untrained or missing head), where it has one."""
+    flagged = scores[scores.note != ""]
+    return {name: flagged[flagged.checkpoint == name].note.iloc[0] for name in flagged.checkpoint.unique()}
+
+
+def truncated_rows(scores: pd.DataFrame) -> list[int]:
+    """Rows of pairs longer than the tokens the models read (scored on their first max_len)."""
+    rows = scores.drop_duplicates("row")
+    return list(rows[rows.truncated.fillna(False).astype(bool)].row)
+
+
+def unreadable_rows(scores: pd.DataFrame, threshold: float) -> pd.Series:
+    """Row -> the largest share of its pieces unknown to a model's vocabulary, for rows at
+    or above `threshold`."""
+    unknown = scores.groupby("row", sort=False).unknown.max()
+    return unknown[unknown >= threshold]
+
