@@ -161,7 +161,7 @@ def _follow(run_dir: Path, detach: bool) -> int:
     try:
         while True:
             info = read_run(run_dir)
-            rows = [m for m in info.metrics() if m.get("kind") == "train"]
+            rows = info.metrics("train")
             if rows:
                 last = rows[-1]
                 total = info.total_steps or 0
@@ -180,7 +180,7 @@ def _follow(run_dir: Path, detach: bool) -> int:
 
 
 def _report(info, status: str) -> int:
-    evals = [m for m in info.metrics() if m.get("kind") == "eval"]
+    evals = info.metrics("eval")
     line = f"run {info.id}: {status}"
     if evals:
         line += "; " + metric_words(evals[-1]).split(": ", 1)[1]  # 'held-out accuracy MLM 0.155, SOP 0.634, ...'

@@ -66,8 +66,10 @@ class RunInfo:
     def folder(self) -> RunFolder:
         return RunFolder(self.path)
 
-    def metrics(self) -> list[dict[str, Any]]:
-        return self.folder.metric_rows()
+    def metrics(self, kind: str | None = None) -> list[dict[str, Any]]:
+        """The run's metric rows, or only those of one kind ('train', 'eval', 'resume')."""
+        rows = self.folder.metric_rows()
+        return rows if kind is None else [r for r in rows if r.get("kind") == kind]
 
     def gradflow(self) -> list[dict[str, Any]]:
         return self.folder.gradflow_rows()

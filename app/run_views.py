@@ -1,0 +1,111 @@
+"""The Training page's views of runs: one run's progress (refreshed while it trains) and
+runs compared on one metric."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from albert_lab.params import count
+from albert_lab.paths import runs_dir
+from albert_lab.training.config import TrainConfig
+from albert_lab.training.jobs import cancel_run
+from albert_lab.training.runs import RunInfo, list_runs, read_run, single_user
+from app import owner, training_figures, ui
+from app.guard import guard
+from app.text import fmt_duration, fmt_tokens
+
+
+def corpora_expander(corpora: pd.DataFrame) -> None:
+    """The corpora to train on (data.corpora.describe_corpora), with what each holds."""
+    with st.expander("Corpora"):
+        shown = corpora[["name", "role", "megabytes", "documents", "sentences_per_doc", "interior_pairs", "licence"]].assign(
+            installed=corpora.installed.map({True: "yes", False: "no: albert-lab corpora --install"}))
+        st.dataframe(shown, hide_index=True, width="stretch",
+                     column_config={"megabytes": st.column_config.NumberColumn("MB", format="%.1f"),
+                                    "documents": st.column_config.NumberColumn(format="localized"),
+                                    "sentences_per_doc": st.column_config.NumberColumn("sentences / doc", format="%.0f"),
+                                    "interior_pairs": st.column_config.NumberColumn("interior pairs", format="localized")})
+        st.caption("5% of each source's documents are held out for evaluation; 'ood' sources are never trained on.")
+
+
+def started(info: RunInfo, config: TrainConfig) -> None:
+    """What a run just started is, and a word when its warm-up is as long as the run."""
+    st.session_state["watch_select"] = info.id  # the Runs tab follows the new run
+    owner.claim(info.id)  # this browser may cancel it, after a reload too
+    spec = config.model_spec()
+    st.success(f"Run {info.id} started: {spec.label}, {count(spec).total:,} parameters, a vocabulary of "
+               f"{config.vocab_size:,} pieces. Follow it under 'Runs'.")
+    if config.max_steps is not None and config.warmup_steps >= config.max_steps:
+        st.info(f"The warm-up ({config.warmup_steps:,} steps) is as long as the run ({config.max_steps:,}): the learning "
+                f"rate climbs all the way and never reaches {config.lr:g}. For a short run, lower the warm-up.",
+                icon=":material/trending_up:")
+
+
+def progress_panel(run_id: str) -> None:
+    info = read_run(runs_dir() / run_id)
+    train, evals = pd.DataFrame(info.metrics("train")), pd.DataFrame(info.metrics("eval"))
+    total = info.total_steps or 0
+    last = train.iloc[-1] if len(train) else None
+    status = {"queued": ":material/schedule:", "running": ":material/sync:", "succeeded": ":material/check_circle:",
+              "failed": ":material/error:", "cancelled": ":material/cancel:"}[info.status]
+    st.markdown(f"{status} **{info.name}**: {info.status}, step {info.step:,}" + (f" of {total:,}" if total else ""))
+    if last is not None:
+        done = min(1.0, info.step / total) if total else 0.0
+        st.progress(done, text=f"{done:.0%}")
+        m = st.columns(4)
+        m[0].metric("Loss", f"{last['loss']:.3f}")
+        rate = last.get("run_tokens_per_s", last["tokens_per_s"])  # the run's rate, not the last interval's
+        m[1].metric("Tokens / s (whole run)", f"{rate:,.0f}")
+        m[2].metric("Time left", fmt_duration(last["eta_s"]) if info.active else "-")
+        m[3].metric("Tokens seen", fmt_tokens(last["tokens"]))
+        left, right = st.columns(2)
+        resumes = [r["step"] for r in info.metrics("resume")]
+        ui.chart(training_figures.loss_figure(train, resumes), f"loss-{run_id}", key=f"loss-{run_id}", container=left)
+        ui.chart(training_figures.accuracy_figure(train, evals), f"accuracy-{run_id}", key=f"acc-{run_id}", container=right)
+    if info.status == "failed":
+        st.error(info.message or "the run failed", icon=":material/error:")
+    mine = owner.owns(run_id) or single_user()
+    if info.active and not mine:
+        st.caption("Started in another browser or from the command line: shown read-only here. Cancel it with "
+                   f"`albert-lab runs --cancel {run_id}`, or serve the app with ALBERT_LAB_SINGLE_USER=1.")
+    if info.active and mine and st.button("Cancel this run", key=f"cancel-{run_id}"):
+        with guard("cancelling"):
+            cancel_run(info.path)
+            st.toast("Cancel requested: the run saves its checkpoint and stops.")
+    if info.status in ("succeeded", "cancelled") and (info.folder.checkpoint / "config.json").is_file():
+        st.caption(f"Its checkpoint is listed in the sidebar as run:{info.id}.")
+
+
+def runs_view() -> None:
+    """The runs table and the watched run, refreshed together (every 2 s while a run is active)."""
+    runs = list_runs(runs_dir())
+    table = pd.DataFrame([{"run": r.id, "name": r.name, "status": r.status, "step": r.step,
+                           "objective": r.config.get("objective"), "spec": r.raw.get("spec_label", "")} for r in runs])
+    st.dataframe(table, hide_index=True, width="stretch", column_config={"step": st.column_config.NumberColumn(format="localized")})
+    ids = [r.id for r in runs]
+    if st.session_state.get("watch_select") not in ids:
+        st.session_state["watch_select"] = ids[0]
+    run_id = st.selectbox("Watch", ids, key="watch_select")
+    progress_panel(run_id)
+
+
+def compare_runs() -> None:
+    """One metric of the runs picked, by step."""
+    runs = list_runs(runs_dir())
+    if not runs:
+        st.info("No runs to compare yet: start one under 'New run'.")
+    picked = st.multiselect("Runs", [r.id for r in runs], default=[r.id for r in runs[:3]], key="compare_runs")
+    titles = {"loss": "loss (nats)", "mlm_loss": "MLM loss (nats)", "pair_loss": "pair loss (nats)", "mlm_acc": "MLM accuracy",
+              "pair_acc": "pair accuracy", "tokens_per_s": "tokens / s"}
+    metric = st.selectbox("Metric", list(titles), format_func=titles.get, key="cmp_metric")
+    frames = []
+    for run_id in picked:
+        info = read_run(runs_dir() / run_id)
+        rows = info.metrics("train")
+        if rows:
+            frames.append(pd.DataFrame(rows).assign(run=f"{info.name} ({info.config.get('objective')})"))
+    if frames:
+        frame = pd.concat(frames)
+        ui.chart(training_figures.runs_figure(frame, metric, titles[metric]), f"runs-{metric}")
+        ui.download(frame, "runs.csv")
