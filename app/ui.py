@@ -117,11 +117,12 @@ def warm_up() -> None:
 _WARMING: threading.Timer | None = None
 
 
-def load_bundle(source: str, name: str | None = None) -> ModelBundle:
-    """Cached per (checkpoint, its file stamp, device, dtype)."""
+def load_bundle(source: str, name: str | None = None, device: str | None = None, dtype: str | None = None) -> ModelBundle:
+    """Cached per (checkpoint, its file stamp, device, dtype); device and dtype default to
+    the sidebar's (app.selection.Selection passes its own)."""
     use_threads()
-    return _load(source, st.session_state.get("device", "auto"), st.session_state.get("dtype", "float32"), name,
-                 stamp(source))
+    return _load(source, device or st.session_state.get("device", "auto"), dtype or st.session_state.get("dtype", "float32"),
+                 name, stamp(source))
 
 
 def selected_sources() -> list[tuple[str, str]]:

@@ -14,13 +14,13 @@ from albert_lab.training.runs import list_runs
 from app import links, ui
 from app.figures import gradflow_figure, gradflow_steps_figure, hidden_grad_figure, shared_sum_figure
 from app.guard import guard
+from app.selection import Selection, run
 
 st.title("Gradient flow")
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def compute(name: str, source: str, texts: tuple, objective: str, seed: int, device: str, dtype: str) -> pd.DataFrame:
-    return gradient_flow(ui.load_bundle(source, name), list(texts), objective=objective, seed=seed)
+def flow_of(bundles: list, texts: list[str], objective: str, seed: int) -> pd.DataFrame:
+    return gradient_flow(bundles[0], texts, objective=objective, seed=seed)
 
 
 def own_objective(name: str) -> str:
@@ -69,8 +69,7 @@ with tab_now:
                            f"says): the {objective.upper()} part of this loss, and the gradients it sends into the encoder, "
                            "come from a random classifier. Pick 'none' for the MLM loss alone.", icon=":material/warning:")
             with ui.timed_spinner(f"Computing gradients of {name} on {len(texts)} texts", "gradflow", size / 1e6, 1.0):
-                frame = compute(name, source, tuple(texts), objective, int(seed),
-                                st.session_state.get("device"), st.session_state.get("dtype"))
+                frame = run(flow_of, Selection.read().only([name]), list(texts), objective, int(seed))
             ui.chart(gradflow_figure(frame, name), f"gradflow-{name}")
             left, right = st.columns(2)
             ui.chart(hidden_grad_figure(frame), f"gradflow-hidden-{name}", container=left)

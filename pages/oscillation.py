@@ -9,17 +9,13 @@ from albert_lab.data.samples import sample_texts
 from app import links, ui
 from app.figures import oscillation_figure, roughness_figure, similarity_figure
 from app.guard import guard
+from app.selection import Selection, run
 from app.stoppable import each_checkpoint
 
 st.title("Layer-wise oscillation")
 
 INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
 EXAMPLE = "The river flows through the old town. Its bridges date from the middle ages."
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def compute(name: str, source: str, texts: tuple, aggregate: str, device: str, dtype: str):
-    return oscillation([ui.load_bundle(source, name)], list(texts), aggregate)
 
 
 def smoother_sentence(verdicts) -> str:
@@ -49,11 +45,9 @@ if ui.need_checkpoints():
     links.share(osc_input=source, osc_agg=aggregate,
                 osc_text=text)
     with guard("oscillation"):
-        sources = dict(ui.selected_sources())
-        device, dtype = st.session_state.get("device"), st.session_state.get("dtype")
-        frames, _ = each_checkpoint("oscillation", (tuple(sources.items()), tuple(texts), aggregate, device, dtype),
-                                    list(sources), lambda n: compute(n, sources[n], tuple(texts), aggregate, device, dtype),
-                                    3.0)
+        chosen = Selection.read()
+        frames, _ = each_checkpoint("oscillation", (chosen, tuple(texts), aggregate), chosen.names,
+                                    lambda n: run(oscillation, chosen.only([n]), list(texts), aggregate), 3.0)
         frame = pd.concat(frames, ignore_index=True)
         verdicts = verdict(frame)
         ui.chart(oscillation_figure(frame), "oscillation")

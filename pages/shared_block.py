@@ -19,6 +19,7 @@ from app.reapply_figures import (
     lens_figure,
     top_k_figure,
 )
+from app.selection import Selection, run
 from app.stoppable import each_checkpoint
 
 MASKED_ACCURACY = ("Accuracy here counts tokens replaced by [MASK], all of them. The model card's MLM accuracy follows "
@@ -29,35 +30,12 @@ MASKED_ACCURACY = ("Accuracy here counts tokens replaced by [MASK], all of them.
 st.title("A shared layer, applied again")
 
 
-def _bundles(sources: tuple) -> list:
-    return [ui.load_bundle(source, name) for name, source in sources]
+def lens_and_top_k(bundles: list, texts: list[str], watched: str, repeat: int, seed: int):
+    return logit_lens(bundles, texts, repeat, seed=seed), lens_predictions(bundles, watched, repeat=repeat)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def compute_extrapolation(name: str, source: str, texts: tuple, repeat: int, seed: int, device: str, dtype: str):
-    return extrapolate(_bundles(((name, source),)), list(texts), repeat, seed=seed)
-
-
-@st.cache_data(show_spinner="Reading every layer through the MLM head ...", max_entries=16)
-def compute_lens(sources: tuple, texts: tuple, watched: str, repeat: int, seed: int, device: str, dtype: str):
-    bundles = _bundles(sources)
-    return logit_lens(bundles, list(texts), repeat, seed=seed), lens_predictions(bundles, watched, repeat=repeat)
-
-
-@st.cache_data(show_spinner="Computing attention maps ...", max_entries=16)
-def compute_maps(sources: tuple, text: str, repeat: int, device: str, dtype: str):
-    return attention_maps(_bundles(sources), text, repeat)
-
-
-@st.cache_data(show_spinner="Computing attention entropy ...", max_entries=16)
-def compute_entropy(sources: tuple, texts: tuple, repeat: int, device: str, dtype: str):
-    return attention_entropy(_bundles(sources), list(texts), repeat)
-
-
-@st.cache_data(show_spinner="Computing CKA ...", max_entries=16)
-def compute_cka(sources: tuple, texts: tuple, repeat: int, device: str, dtype: str):
-    bundles = _bundles(sources)
-    return layer_cka(bundles[0], list(texts), bundles[1] if len(bundles) > 1 else None, repeat)
+def cka_of(bundles: list, texts: list[str], repeat: int):
+    return layer_cka(bundles[0], texts, bundles[1] if len(bundles) > 1 else None, repeat)
 
 
 INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
@@ -86,8 +64,7 @@ if ui.need_checkpoints():
     repeat = left.slider("Apply the shared block k x L times", 1, 4, key="sb_repeat",
                          help="k = 1 is the model as trained; unshared models (BERT) always stop at L")
     seed = right.number_input("Seed of the masked tokens (15% of each text)", 0, 10_000, key="sb_seed")
-    selected = tuple(ui.selected_sources())
-    device, dtype = st.session_state.get("device"), st.session_state.get("dtype")
+    chosen = Selection.read()
     # One section at a time: the first visit computes one analysis, not four for every model.
     section = st.radio("Analysis", SECTIONS, horizontal=True, key="sb_section")
     cka_pair = (dict(sb_cka_x=st.session_state.get("sb_cka_x"), sb_cka_y=st.session_state.get("sb_cka_y"))
@@ -98,9 +75,8 @@ if ui.need_checkpoints():
     if section == "1. Depth extrapolation":
         st.header("1. Depth extrapolation")
         with guard("depth extrapolation"):
-            sources = dict(selected)
-            frames, _ = each_checkpoint("extrapolation", (selected, texts, repeat, int(seed), device, dtype), list(sources),
-                                        lambda n: compute_extrapolation(n, sources[n], texts, repeat, int(seed), device, dtype),
+            frames, _ = each_checkpoint("extrapolation", (chosen, texts, repeat, int(seed)), chosen.names,
+                                        lambda n: run(extrapolate, chosen.only([n]), list(texts), repeat, seed=int(seed)),
                                         4.0 * repeat)
             frame = pd.concat(frames, ignore_index=True)
             verdicts = extrapolation_verdict(frame)
@@ -124,11 +100,12 @@ if ui.need_checkpoints():
         watched = st.text_input("Watch one token: type [MASK] where the model should fill in", key="sb_watched",
                                 value="The capital of France is [MASK].")
         with guard("logit lens"):
-            usable = tuple((n, s) for n, s in selected if ui.load_bundle(s, n).heads.mlm != "missing")
-            for name, _ in sorted(set(selected) - set(usable)):
+            usable = [n for n, bundle in zip(chosen.names, chosen.bundles()) if bundle.heads.mlm != "missing"]
+            for name in sorted(set(chosen.names) - set(usable)):
                 st.warning(f"{name}: no MLM head in this checkpoint, so no logit lens (random head weights would mean nothing)")
             if usable:
-                lens, top = compute_lens(usable, texts, watched, repeat, int(seed), device, dtype)
+                with st.spinner("Reading every layer through the MLM head ..."):
+                    lens, top = run(lens_and_top_k, chosen.only(usable), list(texts), watched, repeat, int(seed))
                 ui.chart(lens_figure(lens), "lens")
                 st.caption(MASKED_ACCURACY)
                 for checkpoint, note in lens.groupby("checkpoint", sort=False).note.first().items():
@@ -147,13 +124,15 @@ if ui.need_checkpoints():
         st.header("3. Attention at every application")
         with guard("attention"):
             c, a, h = st.columns(3)
-            name = c.selectbox("Checkpoint", [n for n, _ in selected], key="sb_att_model")
-            maps = compute_maps(((name, dict(selected)[name]),), texts[0], repeat, device, dtype)
+            name = c.selectbox("Checkpoint", chosen.names, key="sb_att_model")
+            with st.spinner("Computing attention maps ..."):
+                maps = run(attention_maps, chosen.only([name]), texts[0], repeat)
             application = a.slider("Application", 1, int(maps.application.max()), 1, key="sb_app")
             head = h.selectbox("Head", sorted(maps["head"].unique()), key="sb_head")
             ui.chart(attention_figure(maps, application, int(head)), "attention")
             st.caption(f"{name}, first text. Rows: the token that attends; columns: the token attended to.")
-            entropy = compute_entropy(selected, texts, repeat, device, dtype)
+            with st.spinner("Computing attention entropy ..."):
+                entropy = run(attention_entropy, chosen, list(texts), repeat)
             ui.chart(entropy_figure(entropy), "entropy")
             for checkpoint, note in entropy.groupby("checkpoint", sort=False).note.first().items():
                 if note:
@@ -168,7 +147,7 @@ if ui.need_checkpoints():
     if section == "4. Layer similarity (linear CKA)":
         st.header("4. Layer similarity (linear CKA)")
         with guard("CKA"):
-            names = [n for n, _ in selected]
+            names = chosen.names
             if st.session_state["sb_cka_x"] not in names:
                 st.session_state["sb_cka_x"] = names[0]
             first = st.selectbox("Model", names, key="sb_cka_x")
@@ -176,8 +155,8 @@ if ui.need_checkpoints():
             if st.session_state["sb_cka_y"] not in others:
                 st.session_state["sb_cka_y"] = others[0]
             second = st.selectbox("Compare with", others, key="sb_cka_y")
-            pair = tuple((n, dict(selected)[n]) for n in [first] + ([second] if second != "(itself)" else []))
-            cka = compute_cka(pair, texts, repeat, device, dtype)
+            with st.spinner("Computing CKA ..."):
+                cka = run(cka_of, chosen.only([first] + ([second] if second != "(itself)" else [])), list(texts), repeat)
             ui.chart(cka_figure(cka), "cka")
             st.warning(f"Caution: {cka.note.iloc[0]}.", icon=":material/warning:")
             ui.download(cka, "cka.csv")

@@ -1,0 +1,63 @@
+"""What the sidebar picked, read once per script run as a typed value, and the one cached
+runner of analyses on it: pages name the analysis and its inputs, never the device or
+dtype, and a checkpoint rewritten in place (a run that saved again) is computed afresh."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import streamlit as st
+
+from albert_lab.checkpoint.files import stamp
+from app import ui
+
+if TYPE_CHECKING:
+    from albert_lab.checkpoint.load import ModelBundle
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Selection:
+    checkpoints: tuple[tuple[str, str], ...]  # (name, source) in the sidebar's order
+    device: str = "auto"  # the sidebar's choice: 'auto', 'cpu', 'cuda', 'mps'
+    dtype: str = "float32"
+
+    @classmethod
+    def read(cls) -> Selection:
+        state = st.session_state
+        return cls(tuple(tuple(c) for c in state.get("selected", [])), state.get("device", "auto"),
+                   state.get("dtype", "float32"))
+
+    @property
+    def names(self) -> list[str]:
+        return [name for name, _ in self.checkpoints]
+
+    def only(self, names: Sequence[str]) -> Selection:
+        """The same device and dtype for these checkpoints, in the order given."""
+        sources = dict(self.checkpoints)
+        return replace(self, checkpoints=tuple((name, sources[name]) for name in names))
+
+    def stamps(self) -> tuple[float, ...]:
+        """The checkpoint files' stamps (checkpoint.files.stamp): a rewritten folder is a new key."""
+        return tuple(stamp(source) for _, source in self.checkpoints)
+
+    def bundles(self) -> list[ModelBundle]:
+        return [ui.load_bundle(source, name, self.device, self.dtype) for name, source in self.checkpoints]
+
+
+def run(analysis: Callable[..., T], selection: Selection, *args: Any, **kwargs: Any) -> T:
+    """`analysis(bundles, *args, **kwargs)`, cached on the analysis, the selection
+    (checkpoints, device, dtype), the checkpoint files' stamps and the arguments."""
+    code = analysis.__code__  # pages all run as __main__: the file tells two pages' helpers apart
+    return _run(analysis, (code.co_filename, analysis.__qualname__), selection.checkpoints, selection.device,
+                selection.dtype, selection.stamps(), args, tuple(sorted(kwargs.items())))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _run(_analysis: Callable[..., Any], name: tuple[str, str], checkpoints: tuple, device: str, dtype: str,
+         stamps: tuple[float, ...], args: tuple, kwargs: tuple) -> Any:
+    selection = Selection(checkpoints, device, dtype)
+    return _analysis(selection.bundles(), *args, **dict(kwargs))
