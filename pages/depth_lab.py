@@ -1,46 +1,18 @@
 """Depth lab: vanishing gradients in a deep plain MLP, and what BatchNorm, LayerNorm and
 residual connections change; plus the coursework's VGG-8 vs VGG-38 in miniature."""
 
-import time
 
 import pandas as pd
 import streamlit as st
 
-from albert_lab.analysis.depth import VGG_NETS, DepthConfig, describe, train_disc, train_vgg, vgg_label
-from app import depth_cache, links, ui
-from app.depth_cache import DEFAULTS, VARIANTS, VGG_DEFAULTS, VGG_RECORD_EVERY
+from albert_lab.analysis.depth import VGG_NETS
+from app import depth_cache, depth_runs, links, ui
+from app.depth_cache import DEFAULTS, VARIANTS, VGG_DEFAULTS
 from app.figures import depth_figures, divergence, flow_heatmap, vgg_figures
 from app.guard import guard
 from app.text import fmt_duration
 
 st.title("Depth lab")
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def run_disc(cfg: DepthConfig):
-    return train_disc(cfg)
-
-
-_TRAINED: set[DepthConfig] = set()  # trained in this process: in run_disc's cache, no progress bar needed
-
-
-def train_all(configs: list[DepthConfig]) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
-    """Each configuration's (history, flow): shipped, cached, or trained now behind a
-    progress bar that says which network and about how long is left."""
-    results: dict[DepthConfig, tuple] = {cfg: depth_cache.precomputed(cfg) for cfg in configs}
-    todo = [cfg for cfg in configs if results[cfg] is None and cfg not in _TRAINED]
-    units = {cfg: cfg.steps * (cfg.depth + 2) for cfg in configs}  # work ~ steps x layers (narrow nets: overhead)
-    bar = st.progress(0.0) if todo else None
-    for i, cfg in enumerate(todo):
-        left = ui.estimate("depth", sum(units[c] for c in todo[i:]), 5e-4)
-        bar.progress(i / len(todo), text=f"Training {describe(cfg)} ({i + 1} of {len(todo)}): about {fmt_duration(left)} left")
-        start = time.perf_counter()
-        results[cfg] = run_disc(cfg)
-        ui.learn("depth", time.perf_counter() - start, units[cfg])
-        _TRAINED.add(cfg)
-    if bar is not None:
-        bar.empty()
-    return [results[cfg] if results[cfg] is not None else run_disc(cfg) for cfg in configs]
 
 
 WIDTHS, INITS = [8, 16, 32, 64, 128], ["gaussian", "pytorch", "he"]
@@ -68,7 +40,7 @@ with tab_mlp:
                 dl_variants=variants)
     with guard("depth lab"):
         configs = [depth_cache.config(v, depth, width, init, std, steps, dropout) for v in variants]
-        results = train_all(configs)
+        results = depth_runs.train_all(configs)
         if results:
             history, flow = pd.concat([h for h, _ in results]), pd.concat([f for _, f in results])
             diverged = divergence(history)
@@ -95,50 +67,6 @@ with tab_mlp:
                   "included, rely on residual connections and post-LN LayerNorm; ALBERT also drops dropout.",
                   source="the lecture notes (F. Fleuret, EE-559, 'Going deeper')")
 
-VGG_SECONDS_PER_UNIT = 5e-4  # one SGD step of one weight layer, idle 2-core CPU: the four nets' 300 steps in ~14 s
-
-
-def vgg_nets(steps: int, lr: float) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
-    """The four nets' (history, flow): shipped, kept, or trained now behind a progress bar
-    that gives the time left at this machine's measured pace, and a Stop button (a click
-    interrupts the run at the next update; the nets already trained are kept)."""
-    todo = [(d, bn) for d, bn in VGG_NETS if depth_cache.vgg_result(d, bn, steps, lr) is None]
-    total, start = sum(steps * d for d, _ in todo), time.perf_counter()
-    # when the bar last moved; units (steps x layers) of the nets finished; the clock and units when
-    # the pace is first measured (step 5: loading the digits and the first steps are slower)
-    pace = dict(shown=0.0, done=0, since=0.0, since_units=0)
-    bar, stop = (st.progress(0.0), st.empty()) if todo else (None, None)
-    if todo:
-        stop.button("Stop training", key="vgg_stop", icon=":material/stop:", on_click=_stop_vgg,
-                  help="Stops at the next step; the nets already trained are kept and drawn")
-    for i, (depth, batchnorm) in enumerate(todo):
-        def progress(step: int, depth: int = depth, label: str = f"{vgg_label(depth, batchnorm)} ({i + 1} of {len(todo)})"
-                     ) -> None:
-            now = time.perf_counter()
-            if now - pace["shown"] >= 0.5 or step == 1:  # a bar update is where Stop can interrupt
-                pace["shown"], units = now, pace["done"] + step * depth
-                if not pace["since"] and step >= 5:
-                    pace["since"], pace["since_units"] = now, units
-                measured = pace["since"] and units > pace["since_units"]  # this machine's own pace, now
-                left = ((now - pace["since"]) / (units - pace["since_units"]) * (total - units) if measured
-                        else ui.estimate("vgg", total - units, VGG_SECONDS_PER_UNIT))
-                bar.progress(units / total, text=f"Training {label}: step {step} of {steps}, "
-                             f"about {fmt_duration(left)} left at this machine's pace")
-
-        result = train_vgg(depth, batchnorm, steps, lr, record_every=VGG_RECORD_EVERY, progress=progress)
-        depth_cache.keep_vgg(depth, batchnorm, steps, lr, result)
-        pace["done"] += steps * depth
-    if todo:
-        ui.learn("vgg", time.perf_counter() - start, total)
-        bar.empty()
-        stop.empty()
-    return [r for r in (depth_cache.vgg_result(d, bn, steps, lr) for d, bn in VGG_NETS) if r is not None]
-
-
-def _stop_vgg() -> None:
-    st.session_state["vgg_done"], st.session_state["vgg_stopped"] = False, True
-
-
 with tab_vgg:
     cols = st.columns(2)
     steps = cols[0].slider("Steps", 50, 600, VGG_DEFAULTS["steps"], 50, key="vgg_steps")
@@ -147,7 +75,7 @@ with tab_vgg:
     if not missing:
         st.caption("Ready for these settings (shipped with the app, or trained here earlier): it draws at once.")
     else:
-        eta = fmt_duration(ui.estimate("vgg", sum(steps * d for d, _ in missing), VGG_SECONDS_PER_UNIT))
+        eta = fmt_duration(ui.estimate("vgg", sum(steps * d for d, _ in missing), depth_runs.VGG_SECONDS_PER_UNIT))
         pace = (f"about {eta} at this machine's pace last time" if ui.measured("vgg") else
                 f"about {eta} on an idle 2-core CPU, and many times that on a machine shared with other work "
                 "(half an hour was seen)")
@@ -157,7 +85,7 @@ with tab_vgg:
         st.session_state["vgg_done"], st.session_state["vgg_stopped"] = True, False
     if st.session_state.get("vgg_done") or st.session_state.get("vgg_stopped"):
         with guard("VGG comparison"):
-            results = vgg_nets(steps, lr) if st.session_state.get("vgg_done") else [
+            results = depth_runs.vgg_nets(steps, lr) if st.session_state.get("vgg_done") else [
                 r for r in (depth_cache.vgg_result(d, bn, steps, lr) for d, bn in VGG_NETS) if r is not None]
             if st.session_state.get("vgg_stopped"):
                 st.info(f"Stopped: {len(results)} of {len(VGG_NETS)} nets trained for these settings. "
