@@ -32,7 +32,7 @@ from albert_lab.analysis.evaluation import table5_cells  # noqa: E402
 from albert_lab.checkpoint.load import load_checkpoint  # noqa: E402
 from albert_lab.checkpoint.store import save_checkpoint  # noqa: E402
 
-NAMES = ["albert-sop", "albert-nsp", "albert-none", "bert-nsp"]
+NAMES = ["albert-sop", "albert-nsp", "albert-none", "bert-nsp", "bert-sop-minilm"]
 START, END = "<!-- results:start -->", "<!-- results:end -->"  # the full table, in docs/results.md
 SUMMARY_START, SUMMARY_END = "<!-- summary:start -->", "<!-- summary:end -->"  # the README's short one
 RESULTS_PAGE, README = ROOT / "docs" / "results.md", ROOT / "README.md"
@@ -153,12 +153,12 @@ def replace_between(file: Path, start: str, end: str, text: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--skip-copy", action="store_true", help="copy nothing, re-evaluate all of checkpoints/")
+    parser.add_argument("--skip-copy", action="store_true", help="copy nothing, re-evaluate the --names in checkpoints/ (default all)")
     parser.add_argument("--names", nargs="+", default=NAMES)
     parser.add_argument("--limit", type=int, help="pairs per task (default: all)")
     args = parser.parse_args()
     copied = [] if args.skip_copy else [name for name in args.names if copy_run(name)]
-    results, command = evaluate(NAMES if args.skip_copy else copied, args.limit)
+    results, command = evaluate(args.names if args.skip_copy else copied, args.limit)
     write_results(results, command)
     curves = learning_curves()
     if len(curves):
