@@ -544,9 +544,9 @@ def test_the_shipped_checkpoints_each_have_their_own_colour():
 
     shipped = discover_checkpoints(ROOT / "checkpoints", ROOT / "no-runs")
     names = [c["name"] for c in shipped_first({"name": c.name, "origin": c.origin, "objective": c.objective} for c in shipped)]
-    assert names == ["albert-sop", "albert-nsp", "bert-nsp", "albert-none"]
+    assert names == ["albert-sop", "bert-sop-minilm", "albert-nsp", "bert-nsp", "albert-none"]
     register_checkpoints(names)
-    assert len({colour_for(name) for name in names}) == 4
+    assert len({colour_for(name) for name in names}) == 5
     fresh = [f"run:never-registered-{i}" for i in range(3)]  # names the picker never saw
     assert len({colour_for(name) for name in fresh}) == 3
 
