@@ -5,6 +5,7 @@ import streamlit as st
 
 from albert_lab.card import count_notes, metric_counts, metric_lines
 from app import links, picker, ui
+from app.albertize_form import albertize_section
 from app.guard import guard
 from app.svg import parameters_by_component
 from app.text import field_label, fmt_value, si
@@ -106,6 +107,8 @@ if ui.need_checkpoints():
                     st.caption(note)
         if heads["pair"] in ("missing", "untrained"):
             probe_section(name, source, heads)
+        if card["spec"]["family"] == "bert":
+            albertize_section(name, source, card["spec"])
         ui.paper_note("ALBERT's parameter savings come from two choices you can see above: the factorised "
                       "embedding (V x E + E x H instead of V x H) and cross-layer sharing (one block held in memory, "
                       "applied L times, so 'applied' exceeds 'held'). ALBERT-base has 12M parameters against "

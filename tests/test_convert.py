@@ -4,7 +4,7 @@ import json
 
 import pytest
 import torch
-from conftest import one_line_error, run_cli
+from conftest import ROOT, one_line_error, run_cli
 from transformers import BertConfig, BertForPreTraining
 
 from albert_lab.checkpoint.files import read_card
@@ -208,3 +208,29 @@ def test_ablation_results_file_names_its_rows():
     data = json.loads(path.read_text())
     assert data["command"].startswith("scripts/ablation.py")
     assert {row["name"] for row in data["rows"]} <= {f"e{e}-{s}" for e in (64, 128, 256, 384) for s in ("all", "none", "attention", "ffn")}
+
+
+def test_the_model_card_albertizes_a_bert(shipped, monkeypatch, tmp_path):
+    """The card of a BERT offers albertize; the result lands in runs/albertized/ and can be picked."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(shipped))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120).run()
+    assert not at.exception
+    assert not [e for e in at.expander if "albertize" in e.label]  # albert-sop is already an ALBERT
+    at.selectbox(key="card_checkpoint").set_value("bert-nsp").run()
+    assert [e for e in at.expander if "albertize" in e.label]
+    at.number_input(key="alb_e").set_value(8)
+    at.selectbox(key="alb_sharing").set_value("all")
+    at.button[[b.label for b in at.button].index("Convert (seconds)")].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    done = next(s.value for s in at.success if "Saved" in s.value)
+    assert "E=8" in done and "all sharing in 1 group(s)" in done
+    out = tmp_path / "runs" / "albertized" / "bert-nsp-e8-all-average"
+    card = read_card(out)
+    assert card["conversion"]["status"] == "converted, not trained" and card["provenance"]["command"].startswith("albert-lab albertize")
+    at.button(key="albertize_pick").click().run()
+    assert "bert-nsp-e8-all-average" in at.sidebar.multiselect(key="picked").value

@@ -1,0 +1,64 @@
+"""The Model card's 'Make an ALBERT of this BERT' section: albertize from the browser."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import get_args
+
+import streamlit as st
+
+from app import picker
+from app.guard import guard
+
+
+def albertize_section(name: str, source: str, spec: dict) -> None:
+    """For a BERT checkpoint: factorise its embedding and share its layers (albert-lab albertize),
+    save the result under runs/albertized/ and offer it in the sidebar."""
+    from albert_lab.convert import INIT_NOTES
+    from albert_lab.spec import Sharing
+
+    layers, hidden = spec["num_layers"], spec["hidden_size"]
+    with st.expander("Make an ALBERT of this BERT (albertize: factorised embedding, shared layers)"):
+        st.markdown("The word embeddings are factorised by truncated SVD to **E** dimensions (E = H keeps them whole), "
+                    "and the layers are tied into shared blocks that start from the layers they replace. Heads the "
+                    "BERT has are carried over where ALBERT has a counterpart, the others are left out (never random). "
+                    "The result is converted, not trained: uptrain it with `albert-lab train --init-from`. What each "
+                    "choice cost all-MiniLM-L6-v2: docs/ablation.md.")
+        with st.form("albertize_form"):
+            cols = st.columns(4)
+            e = cols[0].number_input("E (embedding)", 1, hidden, min(128, hidden), key="alb_e")
+            sharing = cols[1].selectbox("Sharing", get_args(Sharing), key="alb_sharing")
+            groups = cols[2].selectbox("Groups", [g for g in range(1, layers + 1) if layers % g == 0], key="alb_groups",
+                                       help="ignored when not shared (one group per layer)")
+            init = cols[3].selectbox("Shared blocks start from", list(INIT_NOTES), key="alb_init",
+                                     help="; ".join(f"{k}: {v}" for k, v in INIT_NOTES.items()))
+            go = st.form_submit_button("Convert (seconds)", type="primary")
+        if go:
+            with guard("converting"), st.spinner("Converting ..."):
+                out = albertize_into_runs(name, source, int(e), sharing, None if sharing == "none" else int(groups), init)
+                st.session_state["albertize_done"] = (out.name, str(out))
+        if "albertize_done" in st.session_state:
+            made, path = st.session_state["albertize_done"]
+            from albert_lab.checkpoint.files import read_card
+
+            facts = read_card(Path(path))["conversion"]
+            st.success(f"Saved {path}: E={facts['embedding_size']} keeps {facts['embedding_energy_kept']:.1%} of the word "
+                       f"embeddings' energy (projection fit R² {facts['embedding_fit_r2']:.2f}); {facts['sharing']} sharing in "
+                       f"{facts['groups']} group(s). MLM head: {facts['heads']['mlm']}; pair head: {facts['heads']['pair']}.")
+            if st.button(f"Pick {made} in the sidebar", key="albertize_pick"):
+                picker.add_checkpoint(made, path)
+
+
+def albertize_into_runs(name: str, source: str, e: int, sharing: str, groups: int | None, init: str):
+    """albertize into a fresh folder under runs/albertized/ (named after the source and the choices)."""
+    from albert_lab.convert import albertize
+    from albert_lab.paths import runs_dir
+
+    stem = f"{name.replace('/', '-')}-e{e}-{sharing}" + (f"-g{groups}" if groups and groups > 1 else "") + f"-{init}"
+    out, k = runs_dir() / "albertized" / stem, 2
+    while out.exists():
+        out, k = runs_dir() / "albertized" / f"{stem}-{k}", k + 1
+    args = ["--checkpoint", source, "--embedding", str(e), "--sharing", sharing, "--init", init, "--out", str(out)]
+    command = "albert-lab albertize " + shlex.join(args + (["--groups", str(groups)] if groups else []))
+    return albertize(source, out, e, sharing, groups, init, command=command)
