@@ -17,6 +17,7 @@ FAST = {
     "train": ["--corpus", "wiki-vital[:600]", "--vocab-size", "1000", "--seq-len", "32", "--batch-size", "4", "--steps", "2",
               "--eval-limit", "8", "--hidden", "32", "--heads", "2", "--ffn", "48", "--embedding", "16", "--foreground"],
     "evaluate": ["--corpus", "wiki-vital[:600]", "--limit", "8", "--no-ood"],
+    "albertize": ["--embedding", "8"],  # the fixture's BERT has H = 32
     "fit-head": ["--corpus", "wiki-vital[:600]", "--train-pairs", "60", "--heldout-pairs", "40", "--steps", "5", "--out", "probe"],
 }
 COVERED_ELSEWHERE = {"torchrun": "tests/test_ddp.py runs the same entry point under torchrun"}
