@@ -10,8 +10,9 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from albert_lab.analysis import evaluation  # evaluation_pairs through the module: a test stands in for it
 from albert_lab.analysis.attribution import attribute_pair, attribution_html
-from albert_lab.analysis.evaluation import evaluate, evaluation_pairs, interior_accuracy, paper_table5, read_results, table5_cells
+from albert_lab.analysis.evaluation import evaluate, interior_accuracy, paper_table5, read_results, table5_cells
 from albert_lab.analysis.pairs import checkpoint_notes, labelled_accuracy, truncated_rows, unreadable_rows
 from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS
 from albert_lab.paths import checkpoints_dir
@@ -68,7 +69,7 @@ def live_table5(bundles: list) -> None:
         stop.button("Stop", key="t5_stop", icon=":material/stop:", on_click=_stop_t5,
                     help="Stops after the task being scored; the checkpoints finished are kept")
         with guard("evaluation"):
-            pairs, start = evaluation_pairs(), time.perf_counter()
+            pairs, start = evaluation.evaluation_pairs(), time.perf_counter()
             for i, bundle in enumerate(bundles):
                 def progress(f: float, what: str, i: int = i) -> None:
                     bar.progress((i + f) / len(bundles), text=f"Scoring {what} ({i + 1} of {len(bundles)}) ...")
