@@ -1,0 +1,132 @@
+"""The Shared layer page's four analyses, one view each: depth extrapolation, the logit
+lens, attention at every application, and linear CKA."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from albert_lab.analysis.attention import attention_entropy, attention_maps
+from albert_lab.analysis.cka import layer_cka
+from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
+from albert_lab.analysis.lens import lens_predictions, logit_lens
+from app import ui
+from app.guard import guard
+from app.reapply_figures import attention_figure, cka_figure, entropy_figure, extrapolation_figure, lens_figure, top_k_figure
+from app.selection import Selection, run
+from app.stoppable import each_checkpoint
+
+MASKED_ACCURACY = ("Accuracy here counts tokens replaced by [MASK], all of them. The model card's MLM accuracy follows "
+                   "the training recipe instead: of the tokens to predict, 10% are left as they are (easy to get right) "
+                   "and 10% replaced by a random token, so it reads higher (0.16 for the shipped ALBERT). The two are "
+                   "not comparable.")
+
+
+def lens_and_top_k(bundles: list, texts: list[str], watched: str, repeat: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The lens over the texts and the watched token's top-k: one cached computation."""
+    return logit_lens(bundles, texts, repeat, seed=seed), lens_predictions(bundles, watched, repeat=repeat)
+
+
+def cka_of(bundles: list, texts: list[str], repeat: int) -> pd.DataFrame:
+    """CKA of the first model with itself, or with the second."""
+    return layer_cka(bundles[0], texts, bundles[1] if len(bundles) > 1 else None, repeat)
+
+
+def extrapolation_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: int) -> None:
+    """Where the states go when the shared block runs past its depth, with a verdict per checkpoint."""
+    st.header("1. Depth extrapolation")
+    with guard("depth extrapolation"):
+        frames, _ = each_checkpoint("extrapolation", (chosen, texts, repeat, int(seed)), chosen.names,
+                                    lambda n: run(extrapolate, chosen.only([n]), list(texts), repeat, seed=int(seed)),
+                                    4.0 * repeat)
+        frame = pd.concat(frames, ignore_index=True)
+        verdicts = extrapolation_verdict(frame)
+        ui.chart(extrapolation_figure(frame), "extrapolation")
+        st.caption(MASKED_ACCURACY)
+        for row in verdicts.itertuples():
+            st.markdown(f"**{row.checkpoint}**: {row.verdict}: {row.words}")
+        for name, note in frame.groupby("checkpoint", sort=False).note.first().items():
+            if note and not any(note in words for words in verdicts[verdicts.checkpoint == name].words):  # said once
+                st.caption(f"{name}: {note}")
+        ui.download(frame, "extrapolation.csv")
+        ui.paper_note("ALBERT's layers oscillate rather than converge (Figure 1), against the fixed point that Deep "
+                      "Equilibrium Models posit (Bai et al. 2019); Universal Transformers (Dehghani et al. 2019) apply one "
+                      "block a variable number of times. Here the trained block runs past its depth: converges = the step "
+                      "falls below 2% of a step within depth L; cycles = the state comes back within half a step of a "
+                      "recent earlier state; slows down = the step falls below half a step within L, but the state "
+                      "still moves on; drifts = none of these.")
+
+
+def lens_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: int) -> None:
+    """Every application read through the model's own MLM head, and one watched token's top-k."""
+    st.header("2. Logit lens through the model's own MLM head")
+    watched = st.text_input("Watch one token: type [MASK] where the model should fill in", key="sb_watched",
+                            value="The capital of France is [MASK].")
+    with guard("logit lens"):
+        usable = [n for n, bundle in zip(chosen.names, chosen.bundles()) if bundle.heads.mlm != "missing"]
+        for name in sorted(set(chosen.names) - set(usable)):
+            st.warning(f"{name}: no MLM head in this checkpoint, so no logit lens (random head weights would mean nothing)")
+        if usable:
+            with st.spinner("Reading every layer through the MLM head ..."):
+                lens, top = run(lens_and_top_k, chosen.only(usable), list(texts), watched, repeat, int(seed))
+            ui.chart(lens_figure(lens), "lens")
+            st.caption(MASKED_ACCURACY)
+            for checkpoint, note in lens.groupby("checkpoint", sort=False).note.first().items():
+                if note:
+                    st.caption(f"{checkpoint}: {note}")
+            for name in top.checkpoint.unique():
+                ui.chart(top_k_figure(top, name), f"top_k-{name}")
+            ui.download(lens, "logit_lens.csv")
+            ui.download(top, "logit_lens_top_k.csv", "Download the top-k predictions (CSV)")
+        ui.paper_note("The logit lens (nostalgebraist 2020) reads intermediate states with the output head. For an "
+                      "encoder trained with MLM it shows at which depth the masked word becomes predictable; Tenney et "
+                      "al. (2019) found BERT's lower layers resolve syntax and the upper ones semantics. A shared ALBERT "
+                      "block reads a state it also wrote, so its lens can be read past depth L too.")
+
+
+def attention_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: int) -> None:
+    """One checkpoint's attention at every application, and every checkpoint's attention entropy."""
+    st.header("3. Attention at every application")
+    with guard("attention"):
+        c, a, h = st.columns(3)
+        name = c.selectbox("Checkpoint", chosen.names, key="sb_att_model")
+        with st.spinner("Computing attention maps ..."):
+            maps = run(attention_maps, chosen.only([name]), texts[0], repeat)
+        application = a.slider("Application", 1, int(maps.application.max()), 1, key="sb_app")
+        head = h.selectbox("Head", sorted(maps["head"].unique()), key="sb_head")
+        ui.chart(attention_figure(maps, application, int(head)), "attention")
+        st.caption(f"{name}, first text. Rows: the token that attends; columns: the token attended to.")
+        with st.spinner("Computing attention entropy ..."):
+            entropy = run(attention_entropy, chosen, list(texts), repeat)
+        ui.chart(entropy_figure(entropy), "entropy")
+        for checkpoint, note in entropy.groupby("checkpoint", sort=False).note.first().items():
+            if note:
+                st.caption(f"{checkpoint}: {note}")
+        ui.download(entropy, "attention_entropy.csv")
+        ui.download(maps, f"attention_maps_{name}.csv", "Download these maps (CSV)")
+        ui.paper_note("The same query, key and value weights give different patterns at each application of a shared "
+                      "block, because the states differ. Kobayashi et al. (2020) weigh each weight by the norm of the "
+                      "vector it moves, ||alpha_ij f(x_j)||: heads that seem to stare at [CLS], [SEP] or punctuation "
+                      "(Clark et al. 2019) often move little. Entropy: low = focused, high = broad (log(tokens) at most).")
+
+
+def cka_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: int) -> None:
+    """Linear CKA between the layers of one model, or of two."""
+    st.header("4. Layer similarity (linear CKA)")
+    with guard("CKA"):
+        names = chosen.names
+        if st.session_state["sb_cka_x"] not in names:
+            st.session_state["sb_cka_x"] = names[0]
+        first = st.selectbox("Model", names, key="sb_cka_x")
+        others = ["(itself)", *[n for n in names if n != first]]
+        if st.session_state["sb_cka_y"] not in others:
+            st.session_state["sb_cka_y"] = others[0]
+        second = st.selectbox("Compare with", others, key="sb_cka_y")
+        with st.spinner("Computing CKA ..."):
+            cka = run(cka_of, chosen.only([first] + ([second] if second != "(itself)" else [])), list(texts), repeat)
+        ui.chart(cka_figure(cka), "cka")
+        st.warning(f"Caution: {cka.note.iloc[0]}.", icon=":material/warning:")
+        ui.download(cka, "cka.csv")
+        ui.paper_note("Linear CKA (Kornblith et al. 2019) compares representations up to rotation and scale. In a shared "
+                      "ALBERT neighbouring applications look alike (the smooth transitions of Figure 1); across ALBERT and "
+                      "BERT it asks whether the two reach similar states at similar depths.")
