@@ -256,8 +256,10 @@ def similarity_figure(sim: pd.DataFrame, name: str) -> go.Figure:
     return style(fig)
 
 
-def gradflow_steps_figure(chosen: pd.DataFrame, title: str) -> go.Figure:
-    """One component's mean |dL/dW| per layer application, a line per training step."""
+def gradflow_steps_figure(frame: pd.DataFrame, component: str, title: str) -> go.Figure:
+    """One component's mean |dL/dW| per layer application, a line per training step
+    (`frame`: analysis.gradflow.snapshot_frame)."""
+    chosen = frame[(frame.view == "per_application") & (frame.component == component)]
     fig = px.line(chosen, x="layer", y="mean_abs", color="step", markers=True, title=title)
     return style(fig, x="layer application", y=GRAD_AXIS, layers=True, log_y=True, legend_title="training step")
 

@@ -6,7 +6,7 @@ from typing import get_args
 import pandas as pd
 import streamlit as st
 
-from albert_lab.analysis.gradflow import gradient_flow
+from albert_lab.analysis.gradflow import applied_components, gradient_flow, snapshot_frame
 from albert_lab.data.samples import sample_texts
 from albert_lab.paths import runs_dir
 from albert_lab.spec import Objective
@@ -96,12 +96,9 @@ with tab_runs:
     if not runs:
         st.info("No training run has recorded gradient-flow snapshots yet; start one on the Training page.")
     else:
-        run = st.selectbox("Run", runs, format_func=lambda r: f"{r.name} ({r.status})", key="gf_run")
-        rows = [dict(step=s["step"], **row) for s in run.gradflow() for row in s["rows"]]
-        frame = pd.DataFrame(rows)
-        per_app = frame[(frame.view == "per_application")]
-        component = st.radio("Component", sorted(per_app.component.unique()), horizontal=True, key="gf_run_comp")
-        chosen = per_app[per_app.component == component]
-        title = f"{run.name}: mean |dL/dW| of {component} per layer application, over training"
-        ui.chart(gradflow_steps_figure(chosen, title), f"gradflow-{run.id}-{component}")
-        ui.download(frame, f"gradflow-{run.id}.csv")
+        watched = st.selectbox("Run", runs, format_func=lambda r: f"{r.name} ({r.status})", key="gf_run")
+        frame = snapshot_frame(watched.gradflow())
+        component = st.radio("Component", applied_components(frame), horizontal=True, key="gf_run_comp")
+        title = f"{watched.name}: mean |dL/dW| of {component} per layer application, over training"
+        ui.chart(gradflow_steps_figure(frame, component, title), f"gradflow-{watched.id}-{component}")
+        ui.download(frame, f"gradflow-{watched.id}.csv")

@@ -208,3 +208,15 @@ def gradient_flow(bundle: ModelBundle, texts: list[str], objective: str | None =
     frame = gradient_flow_on_batch(bundle.model, bundle.spec, batch, objective)
     frame.insert(0, "checkpoint", bundle.name)
     return frame
+
+
+def snapshot_frame(snapshots: list[dict]) -> pd.DataFrame:
+    """A training run's gradient-flow snapshots (RunInfo.gradflow) as one tidy frame: each
+    snapshot's rows with its step."""
+    return pd.DataFrame([dict(step=s["step"], **row) for s in snapshots for row in s["rows"]])
+
+
+def applied_components(frame: pd.DataFrame) -> list[str]:
+    """The components that have per-application rows (attention, FFN, LayerNorm)."""
+    return sorted(frame[frame.view == "per_application"].component.unique())
+
