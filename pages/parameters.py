@@ -6,20 +6,17 @@ from typing import get_args
 import pandas as pd
 import streamlit as st
 
-from albert_lab import paper
 from albert_lab.params import count, sweep
 from albert_lab.spec import PRESETS, SHARING_LABELS, Family, ModelSpec
-from app import links, ui
+from app import links, parameter_views, ui
 from app.figures import parameter_bars, sweep_figure
 from app.guard import guard
+from app.parameter_views import COUNTS
 from app.text import si
 
 CALCULATOR_LABELS = {"vocab_size": "V (vocabulary)", "hidden_size": "H (hidden)", "num_layers": "L (layers)",
                      "embedding_size": "E (embedding)", "num_heads": "Heads", "ffn_size": "FFN size",
                      "num_groups": "Groups (N)", "inner_group_num": "Inner blocks per layer"}
-COUNTS = {name: st.column_config.NumberColumn(format="localized")
-          for name in ("unique", "applied", "FLOPs/token", "exact params", "params", "flops_per_token")}
-COUNTS["note"] = st.column_config.TextColumn("note", width="large")  # the notes are sentences
 
 st.title("Parameters and compute")
 tab_calc, tab_tables, tab_curves = st.tabs(["Calculator", "Paper tables", "Curves"])
@@ -90,22 +87,7 @@ with tab_calc:
         ui.download(rows, "parameters.csv")
 
 with tab_tables:
-    for title, rows, note in (
-        ("Table 1: configurations (and Table 2's speedups)", paper.table1(),
-         "The paper's speedup is measured training throughput against BERT-large; beside it, the ratio of forward "
-         "FLOPs per token, which explains most of it (ALBERT-xxlarge is slower despite fewer parameters)."),
-        ("Table 3: embedding size E on ALBERT-base", paper.table3(),
-         "Factorisation matters most when layers are shared: not-shared, E=768 -> 64 saves 22M; all-shared, 22M of 31M."),
-        ("Table 4: sharing strategies on ALBERT-base", paper.table4(),
-         "Sharing the FFN costs most of the parameters' value (and downstream accuracy); sharing attention costs little."),
-    ):
-        st.subheader(title)
-        frame = pd.DataFrame(rows).drop(columns=["spec"])
-        st.dataframe(frame, hide_index=True, width="stretch", column_config=COUNTS)
-        st.caption(note)
-    ui.paper_note("Counts are exact for transformers' AlbertModel / BertModel with pooler (V=30,000 or 30,522, 512 "
-                  "positions, 2 token types); the paper rounds, sometimes down and sometimes up, and its xxlarge "
-                  "numbers disagree with themselves (233M in the text, 235M in the table).")
+    parameter_views.paper_tables()
 
 with tab_curves:
     base = PRESETS["albert-base"]
