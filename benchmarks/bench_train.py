@@ -20,7 +20,7 @@ predicted positions) over the peak of the precision it computes in.
 At the end: the held-out MLM loss of every variant after the same tokens (fp32, full
 logits); ours must be no worse.
 
-Run: .venv/bin/python benchmarks/bench_train.py [--preset lab-albert] [--rounds 5] [--steps 6]
+Run: .venv/bin/python benchmarks/bench_train.py [--preset lab-albert | --init-from checkpoints/bert-sop-minilm] [--rounds 5] [--steps 6]
      .venv/bin/python benchmarks/bench_train.py --scaling     (ours only: tokens/s and MFU per size)
 """
 
@@ -30,13 +30,17 @@ import argparse
 import statistics
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
 from albert_lab.devices import matmul_rate
 
 
-def setup(preset: str, batch_size: int, **spec_changes):
+def setup(preset: str, batch_size: int, init_from: str | None = None, **spec_changes):
+    """The spec and batches: a preset's (an 8,000-piece SentencePiece vocabulary), or with
+    `init_from` a checkpoint's architecture and tokenizer (e.g. MiniLM's 30,522 WordPiece
+    pieces, the uptraining hot path); weights are random either way, speed does not care."""
     from albert_lab.data.batching import PretrainingData
     from albert_lab.data.masking import masking_config
     from albert_lab.data.tokenized import tokenize_documents
@@ -44,8 +48,17 @@ def setup(preset: str, batch_size: int, **spec_changes):
     from albert_lab.training.config import TrainConfig
     from albert_lab.training.prepare import prepare
 
-    spec = PRESETS[preset].replace(**spec_changes)
-    prepared = prepare(TrainConfig(spec=spec.to_dict(), objective=spec.objective, vocab_size=8000))
+    if init_from:
+        from albert_lab.checkpoint.discover import check_folder
+        from albert_lab.checkpoint.files import read_card, read_spec
+
+        folder = check_folder(Path(init_from))
+        spec = read_spec(folder, read_card(folder)).replace(objective="sop", dropout=0.0)
+        config = TrainConfig(spec=spec.to_dict(), objective="sop", init_from=str(folder))
+    else:
+        spec = PRESETS[preset].replace(**spec_changes)
+        config = TrainConfig(spec=spec.to_dict(), objective=spec.objective, vocab_size=8000)
+    prepared = prepare(config)
     tok = prepared.tokenizer
     special = (tok.cls_token_id, tok.sep_token_id, tok.pad_token_id)
     train = PretrainingData(prepared.train_docs, spec.objective, masking_config(tok), special, 128, batch_size, seed=0)
@@ -143,7 +156,7 @@ def spread(values: list[float], fmt: str) -> str:
 
 
 def compare(args) -> None:
-    spec, data, heldout = setup(args.preset, args.batch_size)
+    spec, data, heldout = setup(args.preset, args.batch_size, args.init_from)
     variants = make_variants(spec, ["transformers bf16", "transformers fp32", "ours"])
     peaks: dict[str, list[float]] = {"fp32": [], "bf16": []}
     for v in variants:  # warm-up: oneDNN picks kernels for each shape; not recorded
@@ -154,7 +167,7 @@ def compare(args) -> None:
             v.run(data, spec, args.steps)
         peaks["fp32"].append(matmul_peak(torch.float32))
         peaks["bf16"].append(matmul_peak(torch.bfloat16))
-    print(f"{args.preset}: {spec.label}, batch {args.batch_size} x <=128 tokens, "
+    print(f"{args.init_from or args.preset}: {spec.label}, batch {args.batch_size} x <=128 tokens, "
           f"{args.rounds} interleaved rounds of {args.steps} steps per variant after {args.warmup} warm-up steps, "
           f"{torch.get_num_threads()} threads")
     print(f"matmul peak measured in the same rounds: fp32 {spread([p / 1e9 for p in peaks['fp32']], ',.0f')} GFLOP/s, "
@@ -202,6 +215,8 @@ def scaling(args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="lab-albert")
+    parser.add_argument("--init-from", help="a checkpoint's architecture and tokenizer instead (checkpoints/bert-sop-minilm: "
+                                            "MiniLM's size, the uptraining hot path)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=6, help="steps per variant per round")
     parser.add_argument("--warmup", type=int, default=3)
