@@ -12,7 +12,7 @@ from albert_lab.data.textfile import MAX_UPLOAD_MB
 from albert_lab.errors import AlbertLabError
 from albert_lab.paths import runs_dir
 from albert_lab.spec import PRESETS, SHARING_LABELS, Objective
-from albert_lab.training.config import browser_config
+from albert_lab.training.config import browser_config, uptrain_config
 from albert_lab.training.jobs import start_run
 from albert_lab.training.runs import list_runs
 from app import links, run_views, ui
@@ -21,6 +21,7 @@ from app.guard import guard
 st.title("Training")
 TRAINABLE = ["lab-tiny", "lab-albert", "lab-bert"]
 UPLOAD = "upload a .txt / .jsonl file"
+NEW = "random weights"
 ARCHITECTURE = {"tr_h": "hidden_size", "tr_l": "num_layers", "tr_e": "embedding_size", "tr_heads": "num_heads", "tr_sharing": "sharing"}
 
 
@@ -48,13 +49,20 @@ def new_run_form() -> None:
     preset = cols[0].selectbox("Model", TRAINABLE, key="tr_preset", on_change=apply_preset,
                                help="lab-tiny: seconds per step; lab-albert / lab-bert: the shipped sizes")
     links.share(tr_preset=preset)
+    sources = dict(ui.selected_sources())
+    start = cols[1].selectbox("Start from", [NEW, *sources], key="tr_start",
+                              help="random weights, or a checkpoint picked in the sidebar (uptraining: its weights, "
+                                   "architecture and tokenizer; heads it lacks are added)")
     bert = PRESETS[preset].family == "bert"
     with st.form("train_form"):
         cols = st.columns(2)
         objective = cols[0].radio("Inter-sentence loss", get_args(Objective), horizontal=True, key="tr_objective",
                                   index=get_args(Objective).index(PRESETS[preset].objective))
         name = cols[1].text_input("Run name", key="tr_name", placeholder="e.g. tiny-sop")
-        with st.expander(f"Architecture ({preset})", expanded=True):
+        if start != NEW:
+            st.caption(f"Starting from **{start}**: its architecture and tokenizer, no dropout; the Model, Architecture "
+                       "and Vocabulary fields are not used.")
+        with st.expander(f"Architecture ({preset})", expanded=start == NEW):
             a = st.columns(4)
             hidden = a[0].number_input("H (hidden size)", 16, 1024, step=16, key="tr_h")
             layers = a[1].number_input("L (layers)", 1, 24, key="tr_l")
@@ -93,10 +101,14 @@ def new_run_form() -> None:
             if upload is None:
                 raise AlbertLabError("choose a corpus file to upload, or pick a built-in corpus")
             corpus = str(save_corpus_upload(upload.name, ui.read_upload(upload), runs_dir() / "uploads"))
-        config = browser_config(preset, objective, hidden=int(hidden), layers=int(layers), embedding=int(embedding),
-                                heads=int(heads), sharing=sharing, corpus=corpus, steps=int(steps), minutes=float(minutes),
-                                vocab=int(vocab), max_seq_len=int(seq_len), batch_size=int(batch), lr=float(lr),
-                                optimizer=optimizer, warmup_steps=int(warmup), seed=int(seed), name=name, chunk_start=chunk_start)
+        options = dict(max_seq_len=int(seq_len), batch_size=int(batch), lr=float(lr), optimizer=optimizer,
+                       warmup_steps=int(warmup), seed=int(seed), name=name, chunk_start=chunk_start)
+        if start != NEW:
+            config = uptrain_config(sources[start], objective, corpus=corpus, steps=int(steps), minutes=float(minutes), **options)
+        else:
+            config = browser_config(preset, objective, hidden=int(hidden), layers=int(layers), embedding=int(embedding),
+                                    heads=int(heads), sharing=sharing, corpus=corpus, steps=int(steps), minutes=float(minutes),
+                                    vocab=int(vocab), **options)
         with st.spinner("Checking the settings, preparing corpus and tokenizer: the first start with a corpus and "
                         "vocabulary size trains a tokenizer (about 40 s on two cores), later ones take seconds",
                         show_time=True):

@@ -234,3 +234,52 @@ def test_the_model_card_albertizes_a_bert(shipped, monkeypatch, tmp_path):
     assert card["conversion"]["status"] == "converted, not trained" and card["provenance"]["command"].startswith("albert-lab albertize")
     at.button(key="albertize_pick").click().run()
     assert "bert-nsp-e8-all-average" in at.sidebar.multiselect(key="picked").value
+
+
+def test_a_browser_uptraining_run_records_the_command_that_makes_it_again(tiny_bert, monkeypatch):
+    """The Training page's 'Start from' a checkpoint: the checkpoint's architecture, and a card
+    command that the CLI parses back into the same configuration."""
+    import shlex
+
+    import albert_lab.training.jobs as jobs
+    from albert_lab.cli import main
+    from albert_lab.training.config import uptrain_config
+
+    folder, source = tiny_bert
+    config = uptrain_config(str(folder), "sop", corpus="wiki-vital[:600]", steps=40, max_seq_len=64, batch_size=8,
+                            lr=1e-4, optimizer="adamw", warmup_steps=4, seed=2, name="up")
+    assert config.init_from == str(folder) and config.model_spec().hidden_size == source.config.hidden_size
+    assert config.model_spec().dropout == 0.0 and config.command.startswith(f"albert-lab train --init-from {folder} --objective sop")
+    captured = []
+    monkeypatch.setattr(jobs, "start_run", lambda cfg, *a, **k: captured.append(cfg) or (_ for _ in ()).throw(SystemExit))
+    with pytest.raises(SystemExit):
+        main([*shlex.split(config.command)[1:], "--foreground"])
+    assert {k: v for k, v in captured[0].to_dict().items() if k != "command"} == \
+        {k: v for k, v in config.to_dict().items() if k != "command"}
+
+
+def test_the_training_page_starts_a_run_from_a_picked_checkpoint(shipped, monkeypatch):
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    import albert_lab.training.jobs as jobs
+
+    monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(shipped))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    started = []
+    monkeypatch.setattr(jobs, "start_run", lambda cfg, *a, **k: started.append(cfg) or (_ for _ in ()).throw(RunError("stop here")))
+    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120).run()
+    at.switch_page("../pages/training.py").run()
+    assert not at.exception
+    start = at.selectbox(key="tr_start")
+    assert start.value == "random weights" and "bert-nsp" in start.options
+    start.set_value("bert-nsp").run()
+    assert any("Starting from **bert-nsp**" in c.value for c in at.caption)
+    at.selectbox(key="tr_corpus").set_value(at.selectbox(key="tr_corpus").options[0])
+    at.number_input(key="tr_seq").set_value(64)  # the fixture's positions
+    at.button[[b.label for b in at.button].index("Start training")].click().run()
+    assert len(started) == 1, [e.value for e in at.error]
+    config = started[0]
+    assert config.init_from == str(shipped / "bert-nsp") and config.command.startswith("albert-lab train --init-from")
+    assert any("stop here" in e.value for e in at.error)  # the guard's one-line message, no traceback

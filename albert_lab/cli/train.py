@@ -103,20 +103,16 @@ def _announce(run) -> None:
 def init_spec(args: argparse.Namespace):
     """The spec of a run that starts from a checkpoint: the checkpoint's, with --objective
     (default: the checkpoint's pair objective, else SOP) and --dropout applied."""
-    from albert_lab.checkpoint.discover import check_folder, resolve_checkpoint
-    from albert_lab.checkpoint.files import read_card, read_spec
+    from albert_lab.checkpoint.discover import resolve_checkpoint
     from albert_lab.cli.common import SPEC_FLAGS
+    from albert_lab.training.init import uptrain_spec
 
     shape = sorted(f"--{flag}" for flag in SPEC_FLAGS if flag not in ("objective", "dropout") and getattr(args, flag, None) is not None)
     if shape or args.preset:
         raise AlbertLabError(f"--init-from keeps the checkpoint's architecture: drop {', '.join(shape or ['--preset'])}")
-    args.init_from = resolve_checkpoint(args.init_from)
-    folder = check_folder(Path(args.init_from).expanduser())
+    folder, spec = uptrain_spec(Path(resolve_checkpoint(args.init_from)), args.objective, args.dropout)
     args.init_from = str(folder)
-    card = read_card(folder)
-    spec = read_spec(folder, card)
-    objective = args.objective or (spec.objective if card and spec.objective != "none" else "sop")
-    return spec.replace(objective=objective, dropout=spec.dropout if args.dropout is None else args.dropout)
+    return spec
 
 
 def _train_distributed(config, args: argparse.Namespace, dist) -> int:

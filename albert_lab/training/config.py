@@ -6,6 +6,7 @@ import dataclasses
 import math
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from albert_lab.errors import RunError
@@ -144,6 +145,32 @@ TRAIN_FLAGS = {"corpus": "--corpus", "vocab_size": "--vocab-size", "max_seq_len"
                "checkpoint_every": "--checkpoint-every", "gradflow_every": "--gradflow-every", "name": "--name"}
 
 
+def uptrain_config(init_from: str, objective: Objective, *, corpus: str, steps: int, minutes: float | None = None,
+                   **options: Any) -> TrainConfig:
+    """The Training page's run that starts from a checkpoint (uptraining): its architecture and
+    tokenizer, no dropout (ALBERT's choice), snapshots spread as in browser_config. Validated."""
+    from albert_lab.training.init import uptrain_spec
+
+    folder, spec = uptrain_spec(Path(init_from), objective, dropout=0.0)
+    every = max(10, steps // 5)
+    config = TrainConfig(spec=spec.to_dict(), objective=objective, corpus=corpus, init_from=str(folder), max_steps=steps,
+                         max_minutes=minutes or None, eval_every=every, checkpoint_every=every,
+                         gradflow_every=max(10, steps // 10), **options)
+    args: list[Any] = ["--init-from", folder, "--objective", objective, "--dropout", 0]
+    return dataclasses.replace(config, command="albert-lab train " + shlex.join(str(a) for a in args + _flags(config))).validate()
+
+
+def _flags(config: TrainConfig) -> list[Any]:
+    """The `albert-lab train` flags of the options that differ from the defaults (corpus and steps always)."""
+    args: list[Any] = []
+    defaults = TrainConfig()
+    for name, flag in TRAIN_FLAGS.items():
+        value = getattr(config, name)
+        if value not in (None, "") and (value != getattr(defaults, name) or name in ("corpus", "max_steps")):
+            args += [flag, value]
+    return args
+
+
 def train_command(preset: str, config: TrainConfig) -> str:
     """The `albert-lab train` command that makes the same run (a card's provenance said
     'browser: lab-tiny, sop', which nobody could run again); a test parses it back."""
@@ -152,9 +179,4 @@ def train_command(preset: str, config: TrainConfig) -> str:
             "--heads", spec.num_heads, "--vocab", spec.vocab_size]
     if spec.family != "bert":
         args += ["--embedding", spec.embedding_size, "--sharing", spec.sharing]
-    defaults = TrainConfig()
-    for name, flag in TRAIN_FLAGS.items():
-        value = getattr(config, name)
-        if value not in (None, "") and (value != getattr(defaults, name) or name in ("corpus", "max_steps")):
-            args += [flag, value]
-    return "albert-lab train " + shlex.join(str(a) for a in args)
+    return "albert-lab train " + shlex.join(str(a) for a in args + _flags(config))

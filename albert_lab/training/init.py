@@ -14,9 +14,22 @@ from typing import Any
 
 import torch
 
-from albert_lab.checkpoint.files import read_card, safetensors_keys
+from albert_lab.checkpoint.discover import check_folder
+from albert_lab.checkpoint.files import read_card, read_spec, safetensors_keys
 from albert_lab.checkpoint.heads import MLM_KEYS, PAIR_KEYS
 from albert_lab.errors import RunError
+from albert_lab.spec import ModelSpec
+
+
+def uptrain_spec(source: Path, objective: str | None = None, dropout: float | None = None) -> tuple[Path, ModelSpec]:
+    """The folder and spec of a run that starts from a checkpoint: its architecture, with the
+    run's objective (default: the pair objective its card records, else SOP) and dropout
+    (default: the checkpoint's)."""
+    folder = check_folder(Path(source).expanduser())
+    card = read_card(folder)
+    spec = read_spec(folder, card)
+    objective = objective or (spec.objective if card and spec.objective != "none" else "sop")
+    return folder, spec.replace(objective=objective, dropout=spec.dropout if dropout is None else dropout)
 
 
 def load_init_weights(model: torch.nn.Module, folder: Path) -> dict[str, Any]:
