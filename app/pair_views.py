@@ -12,8 +12,9 @@ import streamlit as st
 
 from albert_lab.analysis import evaluation  # evaluation_pairs through the module: a test stands in for it
 from albert_lab.analysis.attribution import attribute_pair, attribution_html
+from albert_lab.analysis.common import checkpoint_notes
 from albert_lab.analysis.evaluation import evaluate, interior_accuracy, paper_table5, read_results, table5_cells
-from albert_lab.analysis.pairs import checkpoint_notes, labelled_accuracy, truncated_rows, unreadable_rows
+from albert_lab.analysis.pairs import labelled_accuracy, truncated_rows, unreadable_rows
 from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS
 from albert_lab.paths import checkpoints_dir
 from app import pair_figures, ui

