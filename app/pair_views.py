@@ -4,6 +4,7 @@ now behind a Stop)."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from pathlib import Path
 
@@ -14,11 +15,14 @@ from albert_lab.analysis import evaluation  # evaluation_pairs through the modul
 from albert_lab.analysis.attribution import attribute_pair, attribution_html
 from albert_lab.analysis.common import checkpoint_notes
 from albert_lab.analysis.evaluation import evaluate, interior_accuracy, paper_table5, read_results, table5_cells
-from albert_lab.analysis.pairs import labelled_accuracy, truncated_rows, unreadable_rows
+from albert_lab.analysis.pairs import labelled_accuracy, score_pairs, summarize, truncated_rows, unreadable_rows
 from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS
+from albert_lab.data.pairs_file import read_pairs
+from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from albert_lab.paths import checkpoints_dir
-from app import pair_figures, ui
+from app import pair_figures, stoppable, ui
 from app.guard import guard
+from app.selection import Selection
 from app.text import fmt_duration, plural
 
 EXAMPLE_A = "The Nile is a major north-flowing river in northeastern Africa."
@@ -95,6 +99,13 @@ def live_table5(bundles: list) -> None:
         ui.download(live, "table5.csv")
 
 
+def _size(bundle) -> float:
+    """A model's forward cost relative to albert-sop's (H^2 L; the vocabulary plays no part in a pair head)."""
+    return bundle.spec.hidden_size ** 2 * bundle.spec.num_layers / (256 ** 2 * 6)
+
+
+IG_SECONDS_PER_STEP = 0.04  # per integration step at albert-sop's size, on a loaded 2-core CPU
+SCORE_SECONDS_PER_PAIR = 0.005  # per pair (read both ways) at albert-sop's size: 600 pairs in 2.5 s
 T5_SECONDS_PER_PAIR = 0.15  # per pair per task and pairs set, albert-sop's size: 52 s for 200 on a loaded 2-core CPU
 COLUMNS = ["row", "checkpoint", "head", "head_status", "p_ab", "p_ba", "prediction", "label", "correct", "tokens",
            "sentence_a", "sentence_b"]  # the scores table, in this order
@@ -138,6 +149,47 @@ def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
     ui.chart(pair_figures.accuracy_figure(labelled) if len(labelled) else pair_figures.spread_figure(scores), "pairs-file")
 
 
+def upload_tab(bundles: list) -> None:
+    """A pairs file scored by every picked checkpoint, behind a progress bar with the time
+    left and a Stop button (5,000 pairs take minutes with the larger models); the scores are
+    kept for the same file and checkpoints, so the page's other widgets do not score it again."""
+    st.markdown("A **.csv**, **.tsv** or **.jsonl** file with columns `sentence_a`, `sentence_b` and, optionally, "
+                f"`label` (0 = A then B is the original order / B follows A, 1 = not). Up to {MAX_UPLOAD_MB} MB "
+                f"and {MAX_PAIR_ROWS:,} rows.")
+    uploaded = st.file_uploader("Pairs file", type=["csv", "tsv", "jsonl"], key="pairs_file", max_upload_size=MAX_UPLOAD_MB)
+    if uploaded is None:
+        return
+    with guard("reading the upload"):  # the reader's messages name the file
+        data = ui.read_upload(uploaded)
+        parsed = read_pairs(data, uploaded.name)
+        for problem in parsed.problems[:20]:
+            st.warning(problem, icon=":material/warning:")
+        if len(parsed.problems) > 20:
+            st.warning(f"... and {len(parsed.problems) - 20:,} more problems")
+        key = ("score_upload", tuple(bd.name for bd in bundles), Selection.read().key(), uploaded.name,
+               hashlib.sha256(data).hexdigest())
+        scores = stoppable.computation(
+            "score_upload", key, f"Scoring {plural(len(parsed.pairs), 'pair')} with {plural(len(bundles), 'checkpoint')}",
+            lambda progress: score_pairs(bundles, parsed.pairs, progress=progress),
+            len(parsed.pairs) * sum(map(_size, bundles)), SCORE_SECONDS_PER_PAIR)
+        if scores is None:
+            return
+        summary = summarize(scores)
+        summary = summary[summary.pairs > 0]  # checkpoints not scored are named in the warnings above
+        st.subheader(f"{plural(len(parsed.pairs), 'pair')} scored from {uploaded.name}")
+        upload_chart(summary, scores)
+        st.dataframe(summary, hide_index=True, width="stretch",
+                     column_config={"head_status": "head is", "pairs": "pairs scored",
+                                    "accuracy": st.column_config.NumberColumn("accuracy (labelled)", format="%.3f"),
+                                    "labelled": "labelled pairs",
+                                    "mean_p_ab": st.column_config.NumberColumn("mean P(label 0 | A->B)", format="%.3f"),
+                                    "mean_p_ba": st.column_config.NumberColumn("mean P(label 0 | B->A)", format="%.3f"),
+                                    "prefers_ab": st.column_config.NumberColumn(
+                                        "prefers A->B", format="%.3f",
+                                        help="Share of pairs with P(label 0) higher as given than swapped")})
+        show_scores(scores, "uploaded")
+
+
 def attribution_tab(bundles: list) -> None:
     """Integrated gradients for the pair typed under 'Type a pair', on request."""
     usable = [bd for bd in bundles if bd.heads.pair_usable]
@@ -155,10 +207,18 @@ def attribution_tab(bundles: list) -> None:
             explain = st.form_submit_button("Explain", type="primary")
         request = (name, a, b, target, steps)
         if explain:
-            with guard("attribution"), st.spinner(f"Integrated gradients, {steps} steps ..."):
-                st.session_state["attr_result"] = (request, attribute_pair(next(bd for bd in usable if bd.name == name), a, b,
-                                                                           target, steps))
+            stoppable.forget_stop("attribution")
+            with guard("attribution"):
+                bundle = next(bd for bd in usable if bd.name == name)
+                result = stoppable.computation(
+                    "attribution", request, f"Integrated gradients of {name}, {steps} steps",
+                    lambda progress: attribute_pair(bundle, a, b, target, steps, progress=progress),
+                    steps * _size(bundle), IG_SECONDS_PER_STEP, keep=False)
+                if result is not None:
+                    st.session_state["attr_result"] = (request, result)
         stored = st.session_state.get("attr_result")
+        if stoppable.was_stopped("attribution", request):
+            st.info("Stopped before it finished: press Explain to run it again.", icon=":material/stop_circle:")
         if stored is None:
             st.info("Press Explain to attribute the decision to the tokens (a few seconds).")
         else:

@@ -44,6 +44,11 @@ class Selection:
         """The checkpoint files' stamps (checkpoint.files.stamp): a rewritten folder is a new key."""
         return tuple(stamp(source) for _, source in self.checkpoints)
 
+    def key(self) -> tuple:
+        """What a result computed on this selection depends on: checkpoints, device,
+        dtype and the files' stamps (for app.stoppable.computation's kept results)."""
+        return self.checkpoints, self.device, self.dtype, self.stamps()
+
     def bundles(self) -> list[ModelBundle]:
         return [ui.load_bundle(source, name, self.device, self.dtype) for name, source in self.checkpoints]
 

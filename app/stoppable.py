@@ -1,18 +1,30 @@
-"""A long computation over several checkpoints, one at a time, behind a progress bar that
-gives the time left and a Stop button (a first visit on a busy machine took 15-30 s with
-nothing to stop it). Each checkpoint's result is cached by the page, so a stop keeps the
-ones finished; the page then draws them and offers to go on."""
+"""Long computations behind a progress bar that gives the time left and a Stop button (a
+first visit on a busy machine took 10-30 s with nothing to stop it):
+- `each_checkpoint`: one checkpoint at a time; each result is cached by the page, so a stop
+  keeps the ones finished, and the page draws them and offers to go on;
+- `computation`: one computation that tells its progress (the library's `progress`
+  callbacks: layer by layer, pass by pass, batch by batch). A Stop ends it at the next
+  report (the callback's Streamlit call is where a rerun interrupts the script); the page
+  then says so and offers to compute it after all. Finished results are kept per key."""
 
 from __future__ import annotations
 
+import copy
+import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import streamlit as st
 
 from app import ui
 from app.text import fmt_duration
+
+if TYPE_CHECKING:
+    from albert_lab.analysis.common import Progress
+
+T = TypeVar("T")
 
 
 def each_checkpoint(kind: str, request: Any, names: Sequence[str], run_one: Callable[[str], Any],
@@ -52,3 +64,69 @@ def _stop(kind: str) -> None:
 
 def _go_on(kind: str) -> None:
     st.session_state[f"_each_{kind}"]["stopped"] = False
+
+
+def computation(kind: str, key: Hashable, what: str, work: Callable[[Progress], T], units: float, guess_per_unit: float,
+                keep: bool = True) -> T | None:
+    """`work(progress)` behind a progress bar with the time left and a Stop button; its
+    result, or None if this `key` was stopped (the page then shows why and a button to
+    compute it after all). With `keep`, a finished result is kept for the same key (any
+    session: the key names the checkpoint files' stamps and every input) and returned at
+    once next time, as a copy."""
+    results, lock = _results()
+    with lock:
+        if keep and key in results:
+            results.move_to_end(key)
+            return copy.deepcopy(results[key])
+    stopped = st.session_state.setdefault("_stopped", {})
+    if stopped.get(kind) == key:
+        st.info(f"Stopped before it finished: {what[:1].lower()}{what[1:]}.", icon=":material/stop_circle:")
+        st.button("Compute it after all", key=f"_again_{kind}", on_click=stopped.pop, args=(kind, None))
+        return None
+    bar, stop = st.empty(), st.empty()
+    guess = ui.estimate(kind, units, guess_per_unit)
+    bar.progress(0.0, text=f"{what}: about {fmt_duration(guess)}")
+    stop.button("Stop", key=f"_stop_{kind}", icon=":material/stop:", on_click=_stop_key, args=(kind, key),
+                help="Stops the computation at its next step; nothing is lost but the time spent")
+    start, script_thread = time.perf_counter(), threading.get_ident()
+
+    def progress(fraction: float, doing: str) -> None:
+        if threading.get_ident() != script_thread:  # e.g. a GPU backward's own thread: no page to draw on
+            return
+        elapsed = time.perf_counter() - start
+        left = elapsed * (1 - fraction) / fraction if fraction >= 0.1 else max(guess - elapsed, 0.0)
+        bar.progress(min(max(fraction, 0.0), 1.0), text=f"{what}: {doing}; about {fmt_duration(left)} left")
+
+    result = work(progress)
+    seconds = time.perf_counter() - start
+    if seconds > 0.5:
+        ui.learn(kind, seconds, units)
+    bar.empty()
+    stop.empty()
+    if keep:
+        with lock:
+            results[key] = result
+            while len(results) > KEPT:
+                results.popitem(last=False)
+    return copy.deepcopy(result) if keep else result
+
+
+KEPT = 32  # finished computations kept in this server process, least recently used first out
+
+
+@st.cache_resource(show_spinner=False)
+def _results() -> tuple[OrderedDict, threading.Lock]:
+    return OrderedDict(), threading.Lock()
+
+
+def _stop_key(kind: str, key: Hashable) -> None:
+    st.session_state.setdefault("_stopped", {})[kind] = key
+
+
+def was_stopped(kind: str, key: Hashable) -> bool:
+    return st.session_state.get("_stopped", {}).get(kind) == key
+
+
+def forget_stop(kind: str) -> None:
+    """A computation asked for again (a button pressed anew) runs even if it was stopped."""
+    st.session_state.get("_stopped", {}).pop(kind, None)

@@ -3,7 +3,6 @@ a shared block, the summed gradient the optimizer sees, and gradients w.r.t. hid
 
 from typing import get_args
 
-import pandas as pd
 import streamlit as st
 
 from albert_lab.analysis.gradflow import applied_components, gradient_flow, snapshot_frame
@@ -11,16 +10,12 @@ from albert_lab.data.samples import sample_texts
 from albert_lab.paths import runs_dir
 from albert_lab.spec import Objective
 from albert_lab.training.runs import list_runs
-from app import links, ui
+from app import links, stoppable, ui
 from app.figures import gradflow_figure, gradflow_steps_figure, hidden_grad_figure, shared_sum_figure
 from app.guard import guard
-from app.selection import Selection, run
+from app.selection import Selection
 
 st.title("Gradient flow")
-
-
-def flow_of(bundles: list, texts: list[str], objective: str, seed: int) -> pd.DataFrame:
-    return gradient_flow(bundles[0], texts, objective=objective, seed=seed)
 
 
 def own_objective(name: str) -> str:
@@ -68,28 +63,33 @@ with tab_now:
                 st.warning(f"{name}'s {heads['pair_kind'].upper()} head was never trained (a random head, as its model card "
                            f"says): the {objective.upper()} part of this loss, and the gradients it sends into the encoder, "
                            "come from a random classifier. Pick 'none' for the MLM loss alone.", icon=":material/warning:")
-            with ui.timed_spinner(f"Computing gradients of {name} on {len(texts)} texts", "gradflow", size / 1e6, 1.0):
-                frame = run(flow_of, Selection.read().only([name]), list(texts), objective, int(seed))
-            ui.chart(gradflow_figure(frame, name), f"gradflow-{name}")
-            left, right = st.columns(2)
-            ui.chart(hidden_grad_figure(frame), f"gradflow-hidden-{name}", container=left)
-            shared = frame[frame.view == "shared_sum"]
-            if len(shared):
-                ui.chart(shared_sum_figure(frame), f"gradflow-shared-{name}", container=right)
-            else:
-                right.info("This model shares no layers: each layer's gradient is its own.")
-            outside = frame[frame.view == "outside"]
-            st.dataframe(outside[["component", "mean_abs", "max_abs", "numel"]], hide_index=True,
-                         column_config={"mean_abs": st.column_config.NumberColumn("mean |dL/dW|", format="%.3e"),
-                                        "max_abs": st.column_config.NumberColumn("max |dL/dW|", format="%.3e"),
-                                        "numel": st.column_config.NumberColumn("parameters", format="localized")})
-            ui.download(frame, f"gradflow-{name}.csv")
-            ui.paper_note("With cross-layer sharing, a parameter's .grad is the sum of what every layer that applies "
-                          "it contributes, which hides how gradient flows through depth. The per-application curves "
-                          "undo that sum: each layer application gets its own copy of the weights (same storage), and "
-                          "the copies' gradients add up exactly to the shared .grad. The coursework behind this view "
-                          "found VGG-38's gradients at ~0 in every layer without BatchNorm; transformers keep them "
-                          "healthy with residual connections and post-LN LayerNorm.")
+            selection = Selection.read().only([name])
+            frame = stoppable.computation(
+                "gradflow", ("gradflow", selection.key(), tuple(texts), objective, int(seed)),
+                f"Gradients of {name} on {len(texts)} texts",
+                lambda progress: gradient_flow(selection.bundles()[0], texts, objective=objective, seed=int(seed),
+                                               progress=progress), size / 1e6, 1.0)
+            if frame is not None:
+                ui.chart(gradflow_figure(frame, name), f"gradflow-{name}")
+                left, right = st.columns(2)
+                ui.chart(hidden_grad_figure(frame), f"gradflow-hidden-{name}", container=left)
+                shared = frame[frame.view == "shared_sum"]
+                if len(shared):
+                    ui.chart(shared_sum_figure(frame), f"gradflow-shared-{name}", container=right)
+                else:
+                    right.info("This model shares no layers: each layer's gradient is its own.")
+                outside = frame[frame.view == "outside"]
+                st.dataframe(outside[["component", "mean_abs", "max_abs", "numel"]], hide_index=True,
+                             column_config={"mean_abs": st.column_config.NumberColumn("mean |dL/dW|", format="%.3e"),
+                                            "max_abs": st.column_config.NumberColumn("max |dL/dW|", format="%.3e"),
+                                            "numel": st.column_config.NumberColumn("parameters", format="localized")})
+                ui.download(frame, f"gradflow-{name}.csv")
+                ui.paper_note("With cross-layer sharing, a parameter's .grad is the sum of what every layer that applies "
+                              "it contributes, which hides how gradient flows through depth. The per-application curves "
+                              "undo that sum: each layer application gets its own copy of the weights (same storage), and "
+                              "the copies' gradients add up exactly to the shared .grad. The coursework behind this view "
+                              "found VGG-38's gradients at ~0 in every layer without BatchNorm; transformers keep them "
+                              "healthy with residual connections and post-LN LayerNorm.")
 
 with tab_runs:
     runs = [r for r in list_runs(runs_dir()) if r.folder.gradflow.is_file()]

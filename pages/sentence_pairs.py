@@ -3,13 +3,10 @@ attributions for one decision, and the paper's Table 5 beside ours."""
 
 import streamlit as st
 
-from albert_lab.analysis.pairs import pairs_frame, score_pairs, summarize
-from albert_lab.data.pairs_file import read_pairs
-from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
+from albert_lab.analysis.pairs import pairs_frame, score_pairs
 from app import links, pair_figures, pair_views, ui
 from app.guard import guard
 from app.pair_views import EXAMPLE_A, EXAMPLE_B
-from app.text import plural
 
 st.title("Sentence pairs: SOP vs NSP")
 st.caption("P(label 0) from each checkpoint's pair head: for an SOP head, P(A then B is the original order); "
@@ -34,33 +31,7 @@ if ui.need_checkpoints():
         pair_views.trust_caption()
 
     with tab_upload:
-        st.markdown("A **.csv**, **.tsv** or **.jsonl** file with columns `sentence_a`, `sentence_b` and, optionally, "
-                    f"`label` (0 = A then B is the original order / B follows A, 1 = not). Up to {MAX_UPLOAD_MB} MB "
-                    f"and {MAX_PAIR_ROWS:,} rows.")
-        uploaded = st.file_uploader("Pairs file", type=["csv", "tsv", "jsonl"], key="pairs_file", max_upload_size=MAX_UPLOAD_MB)
-        if uploaded is not None:
-            with guard("reading the upload"):  # the reader's messages name the file
-                parsed = read_pairs(ui.read_upload(uploaded), uploaded.name)
-                for problem in parsed.problems[:20]:
-                    st.warning(problem, icon=":material/warning:")
-                if len(parsed.problems) > 20:
-                    st.warning(f"... and {len(parsed.problems) - 20:,} more problems")
-                with st.spinner(f"Scoring {len(parsed.pairs):,} pairs with {len(bundles)} checkpoint(s) ..."):
-                    scores = score_pairs(bundles, parsed.pairs)
-                summary = summarize(scores)
-                summary = summary[summary.pairs > 0]  # checkpoints not scored are named in the warnings above
-                st.subheader(f"{plural(len(parsed.pairs), 'pair')} scored from {uploaded.name}")
-                pair_views.upload_chart(summary, scores)
-                st.dataframe(summary, hide_index=True, width="stretch",
-                             column_config={"head_status": "head is", "pairs": "pairs scored",
-                                            "accuracy": st.column_config.NumberColumn("accuracy (labelled)", format="%.3f"),
-                                            "labelled": "labelled pairs",
-                                            "mean_p_ab": st.column_config.NumberColumn("mean P(label 0 | A->B)", format="%.3f"),
-                                            "mean_p_ba": st.column_config.NumberColumn("mean P(label 0 | B->A)", format="%.3f"),
-                                            "prefers_ab": st.column_config.NumberColumn(
-                                                "prefers A->B", format="%.3f",
-                                                help="Share of pairs with P(label 0) higher as given than swapped")})
-                pair_views.show_scores(scores, "uploaded")
+        pair_views.upload_tab(bundles)
         ui.paper_note("Table 5: a model trained with NSP cannot do SOP (0.520, chance), while a model trained with SOP "
                       "does NSP well (0.789). NSP mostly learns topic shift; SOP forces a model to learn coherence.")
 

@@ -76,7 +76,7 @@ def test_one_size_limit_for_pairs_files_in_decimal_megabytes():
 def test_the_page_the_uploader_and_the_check_read_one_limit():
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["server"]["maxUploadSize"] == MAX_UPLOAD_MB
-    page = (ROOT / "pages" / "sentence_pairs.py").read_text()
+    page = (ROOT / "app" / "pair_views.py").read_text()  # the upload tab of the Sentence pairs page
     assert "Up to {MAX_UPLOAD_MB} MB" in page and "max_upload_size=MAX_UPLOAD_MB" in page and "5 MB" not in page
     assert "1024" not in (ROOT / "app" / "ui.py").read_text()
 
@@ -141,3 +141,17 @@ def test_the_folder_field_answers_a_nul_byte_or_a_long_string_with_a_message(shi
     assert not app.exception, app.exception
     errors = [e.value for e in app.error]
     assert any(words in e for e in errors) and not any("Something went wrong" in e for e in errors), errors
+
+
+def test_a_row_with_more_fields_than_the_header_is_skipped_with_a_reason_never_split_at_the_wrong_comma():
+    """An unquoted comma inside a sentence: the first such row ended in a TypeError on the
+    upload page (sorting the csv module's None key), later ones were scored split at that comma."""
+    data = (b"sentence_a,sentence_b,label\nThe bridge was rebuilt after the flood, and it stands.,It is old.,0\n"
+            b"\"The bridge, rebuilt, stands.\",It is old.,1\nShort.,Fine.,0\nOne more, with a comma.,Two.,1\n")
+    result = read_pairs(data, "p.csv")
+    assert result.pairs[["row", "sentence_a", "label"]].values.tolist() == [[3, "The bridge, rebuilt, stands.", 1],
+                                                                              [4, "Short.", 0]]
+    assert result.problems == [f"row {n}: 4 fields where the header names 3 (a comma inside a sentence? put the sentence "
+                               "in double quotes); skipped" for n in (2, 5)]
+    with pytest.raises(DataError, match=r"no row has both .* \(row 2: 3 fields where the header names 2 \(a tab inside"):
+        read_pairs(b"sentence_a\tsentence_b\nA\tb\tc\n", "p.tsv")

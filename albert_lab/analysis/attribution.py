@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from albert_lab.analysis.common import check_segment, encode_pairs
+from albert_lab.analysis.common import Progress, check_segment, encode_pairs
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.errors import AlbertLabError
@@ -34,9 +34,13 @@ class Attribution:
     target: int
 
 
+STEPS_PER_PASS = 16  # integration steps per forward/backward: a long attribution tells progress between passes
+
+
 def attribute_pair(bundle: ModelBundle, a: str, b: str, target: int = 0, n_steps: int = 50,
-                   max_len: int = MAX_LEN) -> Attribution:
-    """Attribute the pair head's P(label `target`) for (A, B) to the input tokens."""
+                   max_len: int = MAX_LEN, progress: Progress | None = None) -> Attribution:
+    """Attribute the pair head's P(label `target`) for (A, B) to the input tokens, in passes
+    of STEPS_PER_PASS integration steps; `progress` hears before each (and may raise to stop)."""
     from captum.attr import LayerIntegratedGradients
 
     if not bundle.heads.pair_usable:
@@ -53,13 +57,22 @@ def attribute_pair(bundle: ModelBundle, a: str, b: str, target: int = 0, n_steps
                            device=ids.device)
     baseline = torch.where(special, ids, torch.full_like(ids, bundle.tokenizer.pad_token_id))
 
+    passes, done = -(-n_steps // STEPS_PER_PASS), [0]
+
     def forward(input_ids: torch.Tensor, token_type_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         pooled = parts.encoder(input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask).pooler_output
         return torch.softmax(parts.pair_head(pooled), -1)[:, target]
 
-    lig = LayerIntegratedGradients(forward, parts.word_embeddings)
+    def forward_telling(*inputs: torch.Tensor) -> torch.Tensor:
+        if progress is not None and done[0] < passes:
+            progress(done[0] / passes, f"integration steps {done[0] * STEPS_PER_PASS + 1}-"
+                                       f"{min(n_steps, (done[0] + 1) * STEPS_PER_PASS)} of {n_steps}")
+        done[0] += 1
+        return forward(*inputs)
+
+    lig = LayerIntegratedGradients(forward_telling, parts.word_embeddings)  # captum removes its hooks however it ends
     attributions, delta = lig.attribute(ids, baselines=baseline, additional_forward_args=(types, mask), n_steps=n_steps,
-                                        internal_batch_size=n_steps, return_convergence_delta=True)
+                                        internal_batch_size=STEPS_PER_PASS, return_convergence_delta=True)
     scores = attributions.sum(-1)[0].detach().cpu()  # (T,)
     with torch.no_grad():
         p_input, p_base = float(forward(ids, types, mask)), float(forward(baseline, types, mask))

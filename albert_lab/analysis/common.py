@@ -3,7 +3,7 @@ running a model fast on CPU."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -11,6 +11,10 @@ from torch import nn
 
 from albert_lab.data.corpus import MAX_SEGMENT_CHARS, clip_for_tokens
 from albert_lab.errors import DataError
+
+Progress = Callable[[float, str], None]
+"""`progress(fraction done, what is being done)`, called between pieces of a long
+computation; it may raise to stop the computation there (the app's Stop button does)."""
 
 
 def check_segment(text: object, what: str) -> str:

@@ -27,6 +27,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from albert_lab.analysis.common import Progress
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.batching import Batch, batch_from_documents
 from albert_lab.data.corpus import MAX_LEN, Document, split_sentences
@@ -38,6 +39,7 @@ from albert_lab.spec import ModelSpec
 
 _ALBERT_LAYER = re.compile(r"^albert\.encoder\.albert_layer_groups\.(\d+)\.albert_layers\.(\d+)\.(.+)$")
 _BERT_LAYER = re.compile(r"^bert\.encoder\.layer\.(\d+)\.(.+)$")
+_LAYER_MODULE = re.compile(r"^(albert\.encoder\.albert_layer_groups\.\d+\.albert_layers\.\d+|bert\.encoder\.layer\.\d+)$")
 
 
 def unshared_view(model: PretrainingModel, spec: ModelSpec) -> PretrainingModel:
@@ -97,19 +99,44 @@ def _stats(grads: list[torch.Tensor]) -> tuple[float, float, int]:
 
 
 def gradient_flow_on_batch(model: PretrainingModel, spec: ModelSpec, batch: Batch, objective: str | None = None,
-                           dtype: torch.dtype | None = None) -> pd.DataFrame:
-    """Gradient flow of the pretraining loss (MLM + pair loss) on one batch."""
+                           dtype: torch.dtype | None = None, progress: Progress | None = None) -> pd.DataFrame:
+    """Gradient flow of the pretraining loss (MLM + pair loss) on one batch. `progress` is
+    told of each layer application, forward and backward; if it raises, the computation
+    stops there and `model` is as it was (the view is a throwaway)."""
     view = unshared_view(model, spec)
     device = next(model.parameters()).device
     loss_fn = PretrainingLoss(view, objective or spec.objective)
+    if progress is not None:
+        _tell_forward(view, progress)
     with autocast(device, dtype):
         out = loss_fn(batch.to(device), output_hidden_states=True)
     hidden = list(out.hidden_states)
     for h in hidden:
         h.retain_grad()
+    if progress is not None:
+        _tell_backward(hidden, progress)
     out.loss.backward()
     rows = _weight_rows(view, spec) + _hidden_rows(hidden, batch.attention_mask.to(device))
     return pd.DataFrame(rows, columns=["view", "layer", "applications", "component", "mean_abs", "max_abs", "numel"])
+
+
+def _tell_forward(view: nn.Module, progress: Progress) -> None:
+    """Each layer application's forward tells `progress` (the first third of the time)."""
+    layers = [m for name, m in view.named_modules() if _LAYER_MODULE.match(name)]
+    for i, layer in enumerate(layers, 1):
+        def hook(*_, i: int = i) -> None:
+            progress(i / len(layers) / 3, f"forward, layer {i} of {len(layers)}")
+        layer.register_forward_hook(hook)
+
+
+def _tell_backward(hidden: list[torch.Tensor], progress: Progress) -> None:
+    """The gradient reaching the state that enters layer l + 1 tells `progress` that the
+    backward has passed that layer (backward runs from the top: the last two thirds)."""
+    n = len(hidden) - 1
+    for layer, h in enumerate(hidden[:-1]):
+        def hook(_: torch.Tensor, layer: int = layer) -> None:  # returns None: the gradient is left as it is
+            progress(1 / 3 + 2 / 3 * (n - layer) / n, f"backward, layer {layer + 1} of {n}")
+        h.register_hook(hook)
 
 
 def _weight_rows(view: nn.Module, spec: ModelSpec) -> list[dict]:
@@ -197,15 +224,16 @@ def check_loss_heads(bundle: ModelBundle, objective: str) -> None:
 
 
 def gradient_flow(bundle: ModelBundle, texts: list[str], objective: str | None = None, seed: int = 0,
-                  max_len: int = MAX_LEN, max_pairs: int = 16) -> pd.DataFrame:
+                  max_len: int = MAX_LEN, max_pairs: int = 16, progress: Progress | None = None) -> pd.DataFrame:
     """Gradient flow of a checkpoint's pretraining loss on pairs made from `texts`
     (as in training, masks drawn with `seed`); a 'checkpoint' column is added.
-    Refuses a loss that would run through a head the checkpoint does not have."""
+    Refuses a loss that would run through a head the checkpoint does not have.
+    `progress` (may raise to stop): see gradient_flow_on_batch."""
     objective = objective or bundle.spec.objective
     check_loss_heads(bundle, objective)
     docs = [Document(f"text {i + 1}", tuple(split_sentences(t))) for i, t in enumerate(texts)]
     batch = batch_from_documents(docs, bundle.tokenizer, objective, min(max_len, bundle.spec.max_positions), seed, max_pairs)
-    frame = gradient_flow_on_batch(bundle.model, bundle.spec, batch, objective)
+    frame = gradient_flow_on_batch(bundle.model, bundle.spec, batch, objective, progress=progress)
     frame.insert(0, "checkpoint", bundle.name)
     return frame
 

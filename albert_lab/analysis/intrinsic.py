@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from albert_lab.analysis.common import approximate_lengths, batch_tokens_for, clip_sides, encode_pairs, length_batches
+from albert_lab.analysis.common import Progress, approximate_lengths, batch_tokens_for, clip_sides, encode_pairs, length_batches
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.data.masking import mask_sequence, masking_config
 from albert_lab.kernels import autocast
@@ -26,15 +26,21 @@ from albert_lab.models import Parts
 
 @torch.inference_mode()
 def pair_probabilities(model, tokenizer, first: Sequence[str], second: Sequence[str], max_len: int = MAX_LEN,
-                       device: torch.device | None = None, dtype: torch.dtype | None = None) -> np.ndarray:
+                       device: torch.device | None = None, dtype: torch.dtype | None = None,
+                       progress: Progress | None = None) -> np.ndarray:
     """P(label 0) from the pair head for each (A, B): P(original order) for an SOP head,
-    P(is next) for an NSP head. Pairs are batched by length."""
+    P(is next) for an NSP head. Pairs are batched by length; `progress` hears before each
+    batch (and may raise to stop)."""
     device = device or next(model.parameters()).device
     parts = Parts.of(model)
     max_len = min(max_len, model.config.max_position_embeddings)
     lengths = approximate_lengths(tokenizer, first, second, max_len)
     out = np.empty(len(first), dtype=np.float64)
+    done = 0
     for idx in length_batches(lengths, batch_tokens_for(model), max_batch=512):
+        if progress is not None:
+            progress(done / len(first), f"{done:,} of {len(first):,} pairs")
+        done += len(idx)
         enc = encode_pairs(tokenizer, [first[i] for i in idx], [second[i] for i in idx], max_len, device)
         with autocast(device, dtype):
             pooled = parts.encoder(**enc).pooler_output

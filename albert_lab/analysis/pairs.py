@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from albert_lab.analysis.common import check_segment
+from albert_lab.analysis.common import Progress, check_segment
 from albert_lab.analysis.intrinsic import pair_probabilities, wilson_interval
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpus import MAX_LEN
@@ -47,14 +47,17 @@ def unknown_shares(id_lists: Sequence[Sequence[int]], tokenizer) -> list[float]:
     return shares
 
 
-def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFrame, max_len: int = MAX_LEN) -> pd.DataFrame:
+def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFrame, max_len: int = MAX_LEN,
+                progress: Progress | None = None) -> pd.DataFrame:
     """One row per (pair, checkpoint): p_ab = P(label 0 | A->B), p_ba = P(label 0 | B->A),
     the head's prediction for A->B and, when labelled, whether it is correct; `tokens`
     the pair's length with [CLS] and [SEP]s, `truncated` whether that exceeds what the
     model reads (max_len, or its position table when shorter), `unknown` the share of its
-    pieces the vocabulary does not have (Chinese or emoji for an English SentencePiece)."""
+    pieces the vocabulary does not have (Chinese or emoji for an English SentencePiece).
+    `progress` hears before each batch of each checkpoint (and may raise to stop)."""
     frames = []
-    for bundle in [bundles] if isinstance(bundles, ModelBundle) else bundles:
+    bundles = [bundles] if isinstance(bundles, ModelBundle) else list(bundles)
+    for k, bundle in enumerate(bundles):
         frame = pairs.copy()
         frame.insert(0, "checkpoint", bundle.name)
         frame["head"] = bundle.heads.pair_kind
@@ -66,8 +69,11 @@ def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFram
         frame["unknown"] = unknown_shares(ids, bundle.tokenizer)
         frame["truncated"] = frame["tokens"] > length  # the model sees the first `length` tokens (longest side cut first)
         if bundle.heads.pair_usable:
-            both = pair_probabilities(bundle.model, bundle.tokenizer, a + b, b + a, length,
-                                      device=bundle.device, dtype=bundle.dtype)
+            def told(f: float, _: str, k: int = k, name: str = bundle.name, n: int = len(a)) -> None:
+                progress((k + f) / len(bundles), f"{name} ({k + 1} of {len(bundles)}): {round(f * n):,} of {n:,} pairs")
+
+            both = pair_probabilities(bundle.model, bundle.tokenizer, a + b, b + a, length, device=bundle.device,
+                                      dtype=bundle.dtype, progress=told if progress is not None else None)
             frame["p_ab"], frame["p_ba"] = both[: len(a)], both[len(a):]
             frame["prediction"] = (frame["p_ab"] < 0.5).astype("Int64")
             frame["note"] = ""
