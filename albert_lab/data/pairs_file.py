@@ -78,6 +78,12 @@ def _csv_rows(reader: csv.DictReader, problems: list[str]) -> Iterator[dict]:
         except csv.Error as err:  # the reader goes on at the next line
             problems.append(f"row {number}: cannot be read as CSV ({err}); skipped")
             continue
+        if None in record:  # more fields than the header names: the sentences would be split at the wrong comma
+            delimiter = "tab" if reader.reader.dialect.delimiter == "\t" else "comma"
+            problems.append(f"row {number}: {len(reader.fieldnames) + len(record[None])} fields where the header names "
+                            f"{len(reader.fieldnames)} (a {delimiter} inside a sentence? put the sentence in double "
+                            "quotes); skipped")
+            continue
         yield {**record, "_row": number}
 
 
