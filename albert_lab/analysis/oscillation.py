@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from albert_lab.analysis.reapply import encode, run_applications
+from albert_lab.analysis.reapply import encode, run_applications, token_geometry
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.errors import DataError
@@ -35,12 +35,17 @@ def hidden_states(bundle: ModelBundle, texts: Sequence[str], max_len: int = MAX_
     return [h.float() for h in run_applications(bundle, inputs)], inputs.attention_mask.bool()
 
 
-def per_token_transitions(states: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    """L2 distance and angle (degrees) of every token at every layer: two (L, B, T) tensors."""
-    before, after = torch.stack(states[:-1]), torch.stack(states[1:])  # (L, B, T, H)
-    distance = (after - before).norm(dim=-1)
-    cosine = torch.nn.functional.cosine_similarity(after, before, dim=-1).clamp(-1.0, 1.0)
-    return distance, torch.rad2deg(torch.arccos(cosine))
+def per_token_transitions(states: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """L2 distance and angle (degrees) of every token at every layer, two (L, B, T) tensors,
+    and every state's norm, (L+1, B, T): reapply.token_geometry of consecutive states, in
+    the states' dtype (float32 from `hidden_states`: the frame's numbers, and the exact
+    ties of the verdict's roughness between equal curves, are float32's)."""
+    geometry = token_geometry(torch.stack(states))  # (B, T, L+1, L+1), float64
+
+    def consecutive(pairs: torch.Tensor) -> torch.Tensor:  # (B, T, L+1, L+1) -> (L, B, T)
+        return pairs.diagonal(offset=1, dim1=-2, dim2=-1).permute(2, 0, 1).to(states[0].dtype)
+
+    return consecutive(geometry.distance), consecutive(geometry.angle), geometry.norm.permute(2, 0, 1).to(states[0].dtype)
 
 
 def oscillation(bundles: ModelBundle | Sequence[ModelBundle], texts: Sequence[str], aggregate: Aggregate = "mean",
@@ -52,8 +57,7 @@ def oscillation(bundles: ModelBundle | Sequence[ModelBundle], texts: Sequence[st
     frames = []
     for bundle in [bundles] if isinstance(bundles, ModelBundle) else bundles:
         states, mask = hidden_states(bundle, texts, max_len)
-        distance, angle = per_token_transitions(states)
-        norms = torch.stack(states).norm(dim=-1)  # (L+1, B, T)
+        distance, angle, norms = per_token_transitions(states)  # (L, B, T), (L, B, T), (L+1, B, T)
         rows = []
         for layer in range(distance.shape[0]):
             rows.append(dict(
@@ -81,9 +85,7 @@ def similarity_matrix(bundle: ModelBundle, texts: Sequence[str], max_len: int = 
     """Mean per-token cosine similarity between the hidden states after every pair of
     layers (0 = input to layer 1): tidy rows (checkpoint, layer_i, layer_j, cosine)."""
     states, mask = hidden_states(bundle, texts, max_len)
-    unit = [torch.nn.functional.normalize(h[mask], dim=-1) for h in states]  # (N, H) each
-    stacked = torch.stack(unit)  # (L+1, N, H)
-    cos = torch.einsum("inh,jnh->ij", stacked, stacked) / stacked.shape[1]
+    cos = token_geometry(torch.stack([h[mask] for h in states])).cosine.mean(0)  # (L+1, L+1), from (N, L+1, L+1)
     n = len(states)
     return pd.DataFrame([dict(checkpoint=bundle.name, layer_i=i, layer_j=j, cosine=float(cos[i, j]))
                          for i in range(n) for j in range(n)])

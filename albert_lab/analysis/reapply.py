@@ -2,8 +2,9 @@
 
 Used by oscillation, depth extrapolation (extrapolation.py), the logit lens (lens.py),
 attention and CKA: `encode` the texts (optionally masked), `run_applications` for the
-state before and after every application, the MLM head on those states, and one
-geometry of states (`state_geometry`).
+state before and after every application, the MLM head on those states, and the one
+geometry of states (`token_geometry`: distances, angles and norms, token by token;
+`state_geometry`: their means over the real tokens).
 
 An all-shared ALBERT runs one block L times; nothing stops us from running it k x L
 times. For grouped sharing (N groups) we use transformers' own layer-to-group formula
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -159,11 +161,36 @@ def masked_accuracy(bundle: ModelBundle, states: Sequence[torch.Tensor], inputs:
     return [float(v) for v in hits.float().mean(-1)]
 
 
+class Geometry(NamedTuple):
+    """States of the same tokens compared pairwise, token by token (float64)."""
+
+    distance: torch.Tensor  # (..., S, S) ||h_a - h_b||
+    cosine: torch.Tensor  # (..., S, S) cos(h_a, h_b)
+    norm: torch.Tensor  # (..., S) ||h_a||
+
+    @property
+    def angle(self) -> torch.Tensor:
+        """The angle between h_a and h_b in degrees, (..., S, S)."""
+        return torch.rad2deg(torch.arccos(self.cosine))
+
+
+def token_geometry(x: torch.Tensor) -> Geometry:
+    """Every pair of S states of the same tokens, x (S, ..., H), compared token by token:
+    the one geometry of states. From per-token Gram matrices in float64: one pass over the
+    states, and exact enough for nearly equal states (|a|^2 + |b|^2 - 2ab cancels in float32)."""
+    x = x.double()
+    gram = torch.einsum("s...h,u...h->...su", x, x)  # (..., S, S)
+    square = gram.diagonal(dim1=-2, dim2=-1)  # (..., S): ||h_a||^2
+    length = square.sqrt()
+    distance = (square[..., :, None] + square[..., None, :] - 2 * gram).clamp_min(0).sqrt()
+    cosine = (gram / (length[..., :, None] * length[..., None, :]).clamp_min(1e-300)).clamp(-1, 1)
+    return Geometry(distance, cosine, length)
+
+
 def state_geometry(states: Sequence[torch.Tensor], attention_mask: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Means over the real tokens of ||h_a - h_b|| and of the angle between h_a and h_b
-    (degrees) for every pair of states, (S, S) each, and of ||h_a||, (S,). From per-token
-    Gram matrices in float64, one text at a time: one pass over the states, and exact
-    enough for nearly equal states (|a|^2 + |b|^2 - 2ab cancels in float32)."""
+    (degrees) for every pair of states, (S, S) each, and of ||h_a||, (S,): `token_geometry`
+    one text at a time."""
     n, where = len(states), dict(dtype=torch.float64, device=states[0].device)
     distance, angle, norm = torch.zeros(n, n, **where), torch.zeros(n, n, **where), torch.zeros(n, **where)
     for b, keep in enumerate(attention_mask.bool()):
@@ -172,13 +199,10 @@ def state_geometry(states: Sequence[torch.Tensor], attention_mask: torch.Tensor)
             continue
         first, last = int(real[0]), int(real[-1]) + 1
         # Slices, not gathers: real tokens are one run (padding on one side), and slicing is far faster
-        x = torch.stack([s[b, first:last] if last - first == len(real) else s[b, keep] for s in states]).double()  # (S, T_b, H)
-        gram = torch.einsum("sth,uth->tsu", x, x)  # (T_b, S, S)
-        square = gram.diagonal(dim1=1, dim2=2)  # (T_b, S): ||h_a||^2
-        length = square.sqrt()
-        distance += (square[:, :, None] + square[:, None, :] - 2 * gram).clamp_min(0).sqrt().sum(0)
-        cosine = (gram / (length[:, :, None] * length[:, None, :]).clamp_min(1e-300)).clamp(-1, 1)
-        angle += torch.rad2deg(torch.arccos(cosine)).sum(0)
-        norm += length.sum(0)
+        x = torch.stack([s[b, first:last] if last - first == len(real) else s[b, keep] for s in states])  # (S, T_b, H)
+        geometry = token_geometry(x)  # (T_b, S, S)
+        distance += geometry.distance.sum(0)
+        angle += geometry.angle.sum(0)
+        norm += geometry.norm.sum(0)
     tokens = int(attention_mask.sum())
     return tuple((t / tokens).cpu().numpy() for t in (distance, angle, norm))
