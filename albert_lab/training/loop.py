@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import os
-import platform
 import signal
 import threading
 import time
@@ -39,6 +38,7 @@ from albert_lab.training.distributed import DistContext
 from albert_lab.training.init import load_init_weights
 from albert_lab.training.optim import build_optimizer, lr_factor
 from albert_lab.training.prepare import Prepared, prepare
+from albert_lab.training.provenance import run_card
 from albert_lab.training.runs import HEARTBEAT_S, update_run
 from albert_lab.training.state import has_trainer_state, load_trainer_state, save_trainer_state
 
@@ -244,21 +244,8 @@ class Trainer:
     # ---- checkpoints -------------------------------------------------------------------
     def _save(self, metrics: dict[str, dict[str, float]]) -> None:
         """Weights, tokenizer, card and trainer state in one atomic checkpoint folder."""
-        p, config, prep = self.progress, self.config, self.prepared
-        card = {
-            "name": config.name or self.run_dir.name,
-            "heads": {"mlm": "probe" if config.heads_only else "trained",
-                      "pair": "untrained" if config.objective == "none" else "probe" if config.heads_only else "trained"},
-            "metrics": metrics,
-            "provenance": {
-                "command": config.command, "run_id": self.run_dir.name, "corpus": prep.corpus.name,
-                "corpus_credit": prep.corpus.credit, "corpus_fingerprint": prep.corpus.fingerprint, "seed": config.seed,
-                "steps": p.step, "tokens": p.tokens, "wall_time_s": round(p.elapsed, 1), "machine": _machine(),
-                "torch": torch.__version__, "transformers": _transformers_version(), "code": _code_version(),
-                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "train_config": config.to_dict(),
-                **({"init_from": self.init_card} if self.init_card else {}),
-            },
-        }
+        p, prep = self.progress, self.prepared
+        card = run_card(self.config, self.run_dir.name, prep, p.step, p.tokens, p.elapsed, metrics, self.init_card)
         scalars = {"step": p.step, "tokens": p.tokens, "elapsed": p.elapsed}
         save_checkpoint(self.model, prep.tokenizer, prep.spec, self.folder.checkpoint, card,
                         tokenizer_source=prep.tokenizer_dir,
@@ -282,32 +269,6 @@ class Trainer:
 def train(run_dir: Path, config: TrainConfig, prepared: Prepared | None = None) -> str:
     """Run (or resume) the run in `run_dir`; returns the final status."""
     return Trainer(run_dir, config, prepared).run()
-
-
-def _machine() -> str:
-    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}"
-
-
-def _code_version() -> str:
-    """The git commit the run's code came from (with '+changes' when the tree was dirty)."""
-    import subprocess
-
-    from albert_lab.paths import PROJECT_ROOT
-
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True,
-                                timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return (commit or "unknown") + ("+changes" if dirty else "")
-
-
-def _transformers_version() -> str:
-    import transformers
-
-    return transformers.__version__
 
 
 def _log(message: str) -> None:

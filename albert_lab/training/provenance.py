@@ -1,0 +1,59 @@
+"""What a run's checkpoint says about the run that made it: the card written with every
+save (its name, what its heads are, held-out metrics, and provenance: the command,
+corpus, seed, steps, tokens, machine, library versions and the code's commit)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import time
+from typing import Any
+
+import torch
+
+from albert_lab.paths import PROJECT_ROOT
+from albert_lab.training.config import TrainConfig
+from albert_lab.training.prepare import Prepared
+
+
+def run_card(config: TrainConfig, run_id: str, prepared: Prepared, steps: int, tokens: int, elapsed: float,
+             metrics: dict[str, dict[str, float]], init_card: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The card of a run's checkpoint after `steps` steps, `tokens` tokens and `elapsed` seconds of training."""
+    corpus = prepared.corpus
+    return {
+        "name": config.name or run_id,
+        "heads": {"mlm": "probe" if config.heads_only else "trained",
+                  "pair": "untrained" if config.objective == "none" else "probe" if config.heads_only else "trained"},
+        "metrics": metrics,
+        "provenance": {
+            "command": config.command, "run_id": run_id, "corpus": corpus.name, "corpus_credit": corpus.credit,
+            "corpus_fingerprint": corpus.fingerprint, "seed": config.seed, "steps": steps, "tokens": tokens,
+            "wall_time_s": round(elapsed, 1), "machine": machine(), "torch": torch.__version__,
+            "transformers": transformers_version(), "code": code_version(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "train_config": config.to_dict(),
+            **({"init_from": init_card} if init_card else {}),
+        },
+    }
+
+
+def machine() -> str:
+    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}"
+
+
+def code_version() -> str:
+    """The git commit the run's code came from (with '+changes' when the tree was dirty)."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                                timeout=5).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (commit or "unknown") + ("+changes" if dirty else "")
+
+
+def transformers_version() -> str:
+    import transformers
+
+    return transformers.__version__
