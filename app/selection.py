@@ -52,6 +52,11 @@ class Selection:
     def bundles(self) -> list[ModelBundle]:
         return [ui.load_bundle(source, name, self.device, self.dtype) for name, source in self.checkpoints]
 
+    def card(self, name: str) -> dict[str, Any]:
+        """The model card of the picked checkpoint `name` (ui.checkpoint_card: from its files
+        when they say enough, else loaded on this selection's device and dtype)."""
+        return ui.checkpoint_card(dict(self.checkpoints)[name], name, self.device, self.dtype)
+
 
 def run(analysis: Callable[..., T], selection: Selection, *args: Any, **kwargs: Any) -> T:
     """`analysis(bundles, *args, **kwargs)`, cached on the analysis, the selection

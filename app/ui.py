@@ -53,15 +53,16 @@ def _summary(source: str, name: str | None, stamp: float) -> CheckpointSummary |
     return summarize_checkpoint(source, name)
 
 
-def checkpoint_card(source: str, name: str | None = None) -> dict[str, Any]:
+def checkpoint_card(source: str, name: str | None = None, device: str | None = None, dtype: str | None = None) -> dict[str, Any]:
     """The model card, from the folder's files when they say enough (no model loaded:
-    the first page paints before torch and transformers are imported), else loaded."""
+    the first page paints before torch and transformers are imported), else loaded.
+    Device and dtype default to the sidebar's (app.selection.Selection passes its own)."""
     from albert_lab.card import model_card
 
-    device, dtype = st.session_state.get("device", "auto"), st.session_state.get("dtype", "float32")
+    device, dtype = device or st.session_state.get("device", "auto"), dtype or st.session_state.get("dtype", "float32")
     summary = _summary(source, name, stamp(source)) if is_local_source(source) else None
     if summary is None:
-        return model_card(load_bundle(source, name))
+        return model_card(load_bundle(source, name, device, dtype))
     return model_card(summary, device=device_name(device), dtype=dtype)
 
 

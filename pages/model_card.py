@@ -7,6 +7,7 @@ from albert_lab.card import count_notes, metric_counts, metric_lines
 from app import links, picker, ui
 from app.albertize_form import albertize_section
 from app.guard import guard
+from app.selection import Selection
 from app.svg import parameters_by_component
 from app.text import field_label, fmt_value, si
 
@@ -21,8 +22,8 @@ def metric_label(key: str) -> str:
     return TASKS.get(task, task.replace("_", " ")) + (" (out of domain)" if ood else " (held-out)")
 
 
-def probe_section(name: str, source: str, heads: dict) -> None:
-    """Fit the missing or untrained pair head on the frozen encoder (albert-lab fit-head)."""
+def probe_section(chosen: Selection, name: str, heads: dict) -> None:
+    """Fit the missing or untrained pair head of `name` on its frozen encoder (albert-lab fit-head)."""
     from albert_lab.paths import runs_dir, unique_folder
     from albert_lab.training.probe import fit_probe, save_probe
 
@@ -40,7 +41,7 @@ def probe_section(name: str, source: str, heads: dict) -> None:
             go = st.form_submit_button("Fit the probe (about a minute)", type="primary")
         if go:
             with guard("fitting the probe"), st.status("Fitting the probe ...", expanded=True) as status:
-                bundle = ui.load_bundle(source, name)
+                (bundle,) = chosen.only([name]).bundles()
                 result = fit_probe(bundle, task, train_pairs=int(train_pairs), heldout_pairs=int(held_pairs), steps=int(steps),
                                    log=status.write)
                 out = unique_folder(runs_dir() / "probes" / f"{name.replace('/', '-')}-{task}-probe")
@@ -56,15 +57,15 @@ def probe_section(name: str, source: str, heads: dict) -> None:
 
 
 if ui.need_checkpoints():
-    names = [name for name, _ in ui.selected_sources()]
+    chosen = Selection.read()
+    names = chosen.names
     links.from_url("card_checkpoint", names[0], options=names)
     if st.session_state["card_checkpoint"] not in names:
         st.session_state["card_checkpoint"] = names[0]
     name = st.selectbox("Checkpoint", names, key="card_checkpoint")
     links.share(card_checkpoint=name)
-    source = dict(ui.selected_sources())[name]
     with guard(f"reading {name}"):
-        card = ui.checkpoint_card(source, name)
+        card = chosen.card(name)
         if card["warning"]:
             st.warning(card["warning"], icon=":material/warning:")
         left, right = st.columns([3, 2])
@@ -102,9 +103,9 @@ if ui.need_checkpoints():
                 for note in count_notes(metric_counts(card["metrics"])):
                     st.caption(note)
         if heads["pair"] in ("missing", "untrained"):
-            probe_section(name, source, heads)
+            probe_section(chosen, name, heads)
         if card["spec"]["family"] == "bert":
-            albertize_section(name, source, card["spec"])
+            albertize_section(name, dict(chosen.checkpoints)[name], card["spec"])
         ui.paper_note("ALBERT's parameter savings come from two choices you can see above: the factorised "
                       "embedding (V x E + E x H instead of V x H) and cross-layer sharing (one block held in memory, "
                       "applied L times, so 'applied' exceeds 'held'). ALBERT-base has 12M parameters against "

@@ -68,7 +68,7 @@ if ui.need_checkpoints():
                       "how tokens are aggregated; here: per token, then the " + aggregate + " over non-padding tokens.")
 
         with st.expander("Layer-by-layer cosine similarity"):
-            name = st.selectbox("Checkpoint", [n for n, _ in ui.selected_sources()], key="osc_sim")
-            bundle = ui.load_bundle(dict(ui.selected_sources())[name], name)
-            sim = similarity_matrix(bundle, texts).pivot(index="layer_i", columns="layer_j", values="cosine")
+            name = st.selectbox("Checkpoint", chosen.names, key="osc_sim")
+            sim = run(similarity_matrix, chosen.only([name]), list(texts)).pivot(index="layer_i", columns="layer_j",
+                                                                              values="cosine")
             ui.chart(similarity_figure(sim, name), f"{name}-layer-similarity")

@@ -20,7 +20,8 @@ if ui.need_checkpoints():
     links.from_url("sb_repeat", 2, links.parse_int(1, 4))
     links.from_url("sb_seed", 0, links.parse_int(0, 10_000))
     links.from_url("sb_section", SECTIONS[0], lambda raw: next((s for s in SECTIONS if s.startswith(raw)), None))
-    picked = [n for n, _ in ui.selected_sources()]
+    chosen = Selection.read()
+    picked = chosen.names
     links.from_url("sb_cka_x", picked[0], options=picked)
     links.from_url("sb_cka_y", "(itself)", options=["(itself)", *picked])
     source = st.radio("Input", INPUTS, horizontal=True, key="sb_input")
@@ -35,7 +36,6 @@ if ui.need_checkpoints():
     repeat = left.slider("Apply the shared block k x L times", 1, 4, key="sb_repeat",
                          help="k = 1 is the model as trained; unshared models (BERT) always stop at L")
     seed = right.number_input("Seed of the masked tokens (15% of each text)", 0, 10_000, key="sb_seed")
-    chosen = Selection.read()
     # One section at a time: the first visit computes one analysis, not four for every model.
     section = st.radio("Analysis", SECTIONS, horizontal=True, key="sb_section")
     cka_pair = (dict(sb_cka_x=st.session_state.get("sb_cka_x"), sb_cka_y=st.session_state.get("sb_cka_y"))

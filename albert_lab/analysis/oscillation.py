@@ -81,14 +81,16 @@ def _spread(values: torch.Tensor, mask: torch.Tensor) -> float:
     return float(per_text.std()) if len(per_text) > 1 else 0.0
 
 
-def similarity_matrix(bundle: ModelBundle, texts: Sequence[str], max_len: int = MAX_LEN) -> pd.DataFrame:
+def similarity_matrix(bundles: ModelBundle | Sequence[ModelBundle], texts: Sequence[str], max_len: int = MAX_LEN) -> pd.DataFrame:
     """Mean per-token cosine similarity between the hidden states after every pair of
     layers (0 = input to layer 1): tidy rows (checkpoint, layer_i, layer_j, cosine)."""
-    states, mask = hidden_states(bundle, texts, max_len)
-    cos = token_geometry(torch.stack([h[mask] for h in states])).cosine.mean(0)  # (L+1, L+1), from (N, L+1, L+1)
-    n = len(states)
-    return pd.DataFrame([dict(checkpoint=bundle.name, layer_i=i, layer_j=j, cosine=float(cos[i, j]))
-                         for i in range(n) for j in range(n)])
+    rows = []
+    for bundle in [bundles] if isinstance(bundles, ModelBundle) else bundles:
+        states, mask = hidden_states(bundle, texts, max_len)
+        cos = token_geometry(torch.stack([h[mask] for h in states])).cosine.mean(0)  # (L+1, L+1), from (N, L+1, L+1)
+        n = len(states)
+        rows += [dict(checkpoint=bundle.name, layer_i=i, layer_j=j, cosine=float(cos[i, j])) for i in range(n) for j in range(n)]
+    return pd.DataFrame(rows)
 
 
 def verdict(frame: pd.DataFrame) -> pd.DataFrame:
