@@ -12,6 +12,7 @@ import streamlit as st
 
 from albert_lab.checkpoint.files import stamp
 from app import ui
+from app.guard import guard
 
 if TYPE_CHECKING:
     from albert_lab.checkpoint.load import ModelBundle
@@ -51,6 +52,15 @@ class Selection:
 
     def bundles(self) -> list[ModelBundle]:
         return [ui.load_bundle(source, name, self.device, self.dtype) for name, source in self.checkpoints]
+
+    def usable_bundles(self) -> list[ModelBundle]:
+        """The picked checkpoints that load; each one that does not is named in an error
+        box on the page, and the others are used."""
+        bundles = []
+        for name, source in self.checkpoints:
+            with guard(f"loading {name}"):
+                bundles.append(ui.load_bundle(source, name, self.device, self.dtype))
+        return bundles
 
     def card(self, name: str) -> dict[str, Any]:
         """The model card of the picked checkpoint `name` (ui.checkpoint_card: from its files

@@ -22,7 +22,6 @@ from albert_lab.data.textfile import check_size
 from albert_lab.paths import runs_dir
 from albert_lab.torch_build import known_devices
 from app import figures
-from app.guard import guard
 from app.serve import import_in_background
 from app.text import fmt_duration
 
@@ -129,14 +128,6 @@ def load_bundle(source: str, name: str | None = None, device: str | None = None,
 def selected_sources() -> list[tuple[str, str]]:
     """(name, source) of the checkpoints picked in the sidebar."""
     return list(st.session_state.get("selected", []))
-
-
-def selected_bundles(limit: int | None = None) -> list[ModelBundle]:
-    bundles = []
-    for name, source in selected_sources()[:limit]:
-        with guard(f"loading {name}"):
-            bundles.append(load_bundle(source, name))
-    return bundles
 
 
 UNREADABLE = 0.2  # share of a text's pieces unknown to the vocabulary above which what a model does with it says little

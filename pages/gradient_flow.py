@@ -22,7 +22,7 @@ def own_objective(name: str) -> str:
     """The pair loss the checkpoint was trained with; 'none' where nothing records one
     or its pair head is missing (the CLI's default too)."""
     with guard(f"reading {name}"):
-        card = ui.checkpoint_card(dict(ui.selected_sources())[name], name)
+        card = Selection.read().card(name)
         if card["heads"]["pair"] != "missing" and card["trained_with"] in get_args(Objective):
             return card["trained_with"]
     return "none"
@@ -36,7 +36,7 @@ def follow_checkpoint() -> None:
 tab_now, tab_runs = st.tabs(["A checkpoint, now", "Over a training run"])
 with tab_now:
     if ui.need_checkpoints():
-        names = [n for n, _ in ui.selected_sources()]
+        names = Selection.read().names
         links.from_url("gf_checkpoint", names[0], options=names)
         if st.session_state["gf_checkpoint"] not in names:
             st.session_state["gf_checkpoint"] = names[0]
@@ -51,8 +51,8 @@ with tab_now:
         links.share(gf_checkpoint=name, gf_objective=objective, gf_seed=int(seed))
         texts = sample_texts(16)
         with guard("gradient flow"):
-            source = dict(ui.selected_sources())[name]
-            card = ui.checkpoint_card(source, name)
+            selection = Selection.read().only([name])
+            card = selection.card(name)
             size, heads = card["params"]["applied"], card["heads"]
             own = card["trained_with"]
             if objective != "none" and heads["pair"] == "trained" and own in ("sop", "nsp") and objective != own:
@@ -63,7 +63,6 @@ with tab_now:
                 st.warning(f"{name}'s {heads['pair_kind'].upper()} head was never trained (a random head, as its model card "
                            f"says): the {objective.upper()} part of this loss, and the gradients it sends into the encoder, "
                            "come from a random classifier. Pick 'none' for the MLM loss alone.", icon=":material/warning:")
-            selection = Selection.read().only([name])
             frame = stoppable.computation(
                 "gradflow", ("gradflow", selection.key(), tuple(texts), objective, int(seed)),
                 f"Gradients of {name} on {len(texts)} texts",

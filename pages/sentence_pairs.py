@@ -7,13 +7,14 @@ from albert_lab.analysis.pairs import pairs_frame, score_pairs
 from app import links, pair_figures, pair_views, ui
 from app.guard import guard
 from app.pair_views import EXAMPLE_A, EXAMPLE_B
+from app.selection import Selection
 
 st.title("Sentence pairs: SOP vs NSP")
 st.caption("P(label 0) from each checkpoint's pair head: for an SOP head, P(A then B is the original order); "
            "for an NSP head, P(B is the next segment after A). Each pair is also scored swapped (B -> A).")
 
 if ui.need_checkpoints():
-    bundles = ui.selected_bundles()
+    bundles = Selection.read().usable_bundles()
     tab_type, tab_upload, tab_attr, tab_table5 = st.tabs(["Type a pair", "Upload pairs", "Token attributions", "Table 5"])
     with tab_type:
         # A form: typing does not rerun the models; the pair is scored (and explained) when submitted.
