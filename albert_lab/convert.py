@@ -168,10 +168,16 @@ def _embeddings(source: dict[str, torch.Tensor], factor: Factorised, eps: float,
     features = torch.nn.functional.layer_norm(z, (e,), eps=eps).double()  # gain 1, bias 0
     design = torch.cat([features, torch.ones(len(features), 1, dtype=torch.float64)], dim=1)  # (N, E + 1)
     solution = torch.linalg.lstsq(design, target).solution  # (E + 1, H)
-    residual = (design @ solution - target).square().sum()
+    # LN_E's outputs sum to zero, so the design has rank E, not E + 1: lstsq leaves an arbitrary,
+    # here enormous (|W| 2.6e5 at E = 128), component of W along the all-ones direction of E. It does
+    # not change the function at gain 1, but once the gain trains, each change of it is multiplied
+    # by that component (the first gradient norm was 13,900 against 28 at E = H) and uptraining
+    # stalled. The minimum-norm solution has none: remove it.
+    weight = solution[:e] - solution[:e].mean(0, keepdim=True)  # (E, H), each column orthogonal to the ones
+    residual = (features @ weight + solution[e] - target).square().sum()
     total = (target - target.mean(0)).square().sum()
     state.update({"albert.embeddings.LayerNorm.weight": torch.ones(e), "albert.embeddings.LayerNorm.bias": torch.zeros(e),
-                  "albert.encoder.embedding_hidden_mapping_in.weight": solution[:e].T.float().contiguous(),
+                  "albert.encoder.embedding_hidden_mapping_in.weight": weight.T.float().contiguous(),
                   "albert.encoder.embedding_hidden_mapping_in.bias": solution[e].float(),
                   "_fit_r2": round(float(1 - residual / total), 6)})
     return state

@@ -91,6 +91,26 @@ def test_e_below_h_factorises_and_leaves_the_mlm_head_out(tiny_bert, tmp_path):
     assert torch.allclose(block.attention.query.weight, mean, atol=1e-6)
 
 
+@pytest.mark.parametrize("embedding", [8, 16])
+def test_the_fitted_projection_has_no_part_the_layer_norm_cannot_see(tiny_bert, tmp_path, embedding):
+    """LN_E's outputs sum to zero, so least squares leaves W's component along the all-ones
+    direction free; lstsq made it enormous (|W| 2.6e5 for MiniLM at E = 128), the first
+    gradient of the embedding LayerNorm's gain 13,900, and every E < H uptraining stalled
+    (docs/ablation.md). The minimum-norm fit has none, and computes the same function."""
+    folder, _ = tiny_bert
+    out = albertize(folder, tmp_path / "albert", embedding_size=embedding, sharing="none")
+    model = load_checkpoint(out, device="cpu").model
+    weight = model.albert.encoder.embedding_hidden_mapping_in.weight.detach()  # (H, E)
+    assert weight.sum(1).abs().max() < 1e-4 * weight.abs().max()  # W 1 = 0
+    assert torch.linalg.matrix_norm(weight, 2) < 10  # the LN'd E-vectors map to H-vectors of the same scale
+    model.albert.embeddings.LayerNorm.weight.requires_grad_(True)
+    enc = _inputs(load_checkpoint(out, device="cpu").tokenizer)
+    model.albert(**enc).last_hidden_state.square().mean().backward()
+    gain = model.albert.embeddings.LayerNorm.weight.grad.norm()
+    others = max(p.grad.norm() for n, p in model.named_parameters() if p.grad is not None and "embeddings.LayerNorm" not in n)
+    assert gain < 10 * others, (float(gain), float(others))
+
+
 @pytest.mark.parametrize("init, first", [("stepwise", [0, 2]), ("lower", [0, 1]), ("average", None)])
 def test_shared_blocks_start_from_the_chosen_layers(tmp_path, tokenizer, init, first):
     folder, source = save_bert(tmp_path / "bert4", tokenizer, layers=4)
