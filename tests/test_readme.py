@@ -1,5 +1,7 @@
-"""Every command in the README's command-line block runs, as written, plus only the flags
-that make it fast here (appended, so they override: tiny budgets, a small corpus)."""
+"""The README: every command of its command-line block runs as written; its links lead somewhere.
+
+A command gets only the flags that make it fast here, appended so that they override (tiny
+budgets, a small corpus)."""
 
 import re
 import shlex
@@ -20,7 +22,7 @@ FAST = {
     "albertize": ["--embedding", "8"],  # the fixture's BERT has H = 32
     "fit-head": ["--corpus", "wiki-vital[:600]", "--train-pairs", "60", "--heldout-pairs", "40", "--steps", "5", "--out", "probe"],
 }
-COVERED_ELSEWHERE = {"torchrun": "tests/test_ddp.py runs the same entry point under torchrun"}
+COVERED_ELSEWHERE = {"torchrun": "tests/test_training_ddp.py runs the same entry point under torchrun"}
 
 
 def readme_commands() -> list[list[str]]:

@@ -1,5 +1,4 @@
-"""The checkpoints this project ships: present, loadable, honest about their heads and
-where they came from, and their published numbers are the evaluate output."""
+"""The checkpoints this project ships: loadable, honest about heads and origin, their published numbers evaluate's."""
 
 import importlib.util
 import json

