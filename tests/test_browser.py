@@ -1,57 +1,15 @@
-"""End to end in a real browser: start the server, drive Debian's Chromium with Playwright,
-open the sentence-pairs page, upload a CSV, see the scored table. Saves a screenshot to
-test-artifacts/."""
+"""End to end in a real browser: a pairs CSV uploaded and scored, the landing card before plotly, a run's note.
 
-import os
+Starts the server as the README does (conftest.server), drives Debian's Chromium with
+Playwright; saves a screenshot to test-artifacts/."""
+
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
-from conftest import ROOT
-
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90) -> None:
-    end = time.time() + timeout
-    while time.time() < end:
-        if process.poll() is not None:
-            raise AssertionError(f"the server exited: {process.stdout.read().decode(errors='replace')[-2000:]}")
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                return
-        except OSError:
-            time.sleep(0.5)
-    raise AssertionError("the server did not become healthy")
-
-
-@pytest.fixture
-def server(shipped, tmp_path):
-    port = _free_port()
-    env = {**os.environ, "ALBERT_LAB_CHECKPOINTS": str(shipped), "ALBERT_LAB_RUNS": str(tmp_path / "runs"),
-           "PYTHONPATH": str(ROOT)}
-    # as the README starts it: albert-lab app (which execs streamlit run app/main.py)
-    process = subprocess.Popen([sys.executable, "-m", "albert_lab", "app", "--port", str(port), "--server.headless", "true"],
-                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, process)
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
+from conftest import ARTIFACTS, CHROMIUM_FLAGS
 
 
 @pytest.mark.browser

@@ -1,6 +1,7 @@
-"""Who may cancel a training run, in a real browser: the owner cookie the page sets on a
-first visit, sent back on a reload, matched against the run's owner record; another
-browser sees the run read-only."""
+"""Who may cancel a training run, in a real browser: its own browser after a reload; another sees it read-only.
+
+The owner cookie the page sets on a first visit, sent back on a reload, is matched against
+the run's owner record."""
 
 import hashlib
 import json
@@ -10,7 +11,7 @@ import sys
 import time
 
 import pytest
-from test_browser import CHROMIUM_FLAGS, server  # noqa: F401 - server is a fixture used as a parameter
+from conftest import CHROMIUM_FLAGS
 
 
 @pytest.mark.browser

@@ -1,4 +1,4 @@
-"""Analysis commands end to end: JSON frames, CSV output, one-line errors."""
+"""The analysis commands end to end: JSON frames with every column, the text tables, progress on stderr."""
 
 import json
 
@@ -26,29 +26,6 @@ def test_oscillation_and_gradflow_json(shipped):
     assert views == {"per_application", "shared_sum", "hidden", "outside"}
 
 
-def test_score_writes_csv_and_warns(shipped, tmp_path):
-    pairs = tmp_path / "pairs.tsv"
-    pairs.write_text("sentence_a\tsentence_b\tlabel\nThe cat sat.\tIt purred.\t0\nIt purred.\tThe cat sat.\t1\n\tx\t0\n")
-    out = tmp_path / "scores.csv"
-    result = run_cli("score", str(pairs), "--checkpoint", str(shipped / "albert-sop"), "--checkpoint",
-                     str(shipped / "hub-albert"), "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    assert "row 4: sentence_a is empty; skipped" in result.stderr and "SOP head weights are missing" in result.stderr
-    scores = pd.read_csv(out)
-    assert len(scores) == 4 and scores[scores.checkpoint == "hub-albert"].p_ab.isna().all()
-    assert scores[scores.checkpoint == "albert-sop"].p_ab.between(0, 1).all()
-    assert "accuracy" in result.stdout
-
-
-def test_score_bad_input(shipped, tmp_path):
-    bad = tmp_path / "bad.csv"
-    bad.write_text("sentence_a;sentence_b\nx;y\n")
-    result = run_cli("score", str(bad), "--checkpoint", str(shipped / "albert-sop"))
-    assert result.returncode == 2 and "semicolons as delimiter" in result.stderr and "Traceback" not in result.stderr
-    result = run_cli("score", str(tmp_path / "missing.csv"), "--checkpoint", str(shipped / "albert-sop"))
-    assert result.returncode == 2 and "no such file" in result.stderr
-
-
 def test_evaluate_json(shipped):
     result = run_cli("evaluate", "--checkpoint", str(shipped / "bert-nsp"), "--checkpoint", str(shipped / "hub-albert"),
                      "--corpus", "wiki-vital[:600]", "--limit", "20", "--json")
@@ -63,3 +40,34 @@ def test_evaluate_json(shipped):
     hub = rows[(rows.checkpoint == "hub-albert") & (rows.domain == "in")].set_index("metric")  # no pair head weights: no pair numbers
     assert hub.loc["sop"].accuracy is None or pd.isna(hub.loc["sop"].accuracy)
     assert "head is missing" in hub.loc["sop"].note and not hub.loc["mlm"].note
+
+
+def test_evaluate_shows_its_progress(shipped):
+    """`evaluate` was silent for minutes."""
+    from conftest import run_cli
+
+    result = run_cli("evaluate", "--checkpoint", str(shipped / "albert-sop"), "--corpus", "wiki-vital[:600]", "--no-ood",
+                     "--limit", "5")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "building the held-out pairs" in result.stderr
+    assert "scoring albert-sop: held-out SOP pairs" in result.stderr and "scoring albert-sop: held-out MLM pairs" in result.stderr
+
+
+def test_cli_commands_json(shipped):
+    env = {"ALBERT_LAB_CHECKPOINTS": str(shipped)}
+    text = ["--text", "The river is long. It flows north to the sea.", "--text", "Paris is a city. It is old."]
+    both = ["--checkpoint", "albert-sop", "--checkpoint", "bert-nsp"]
+    for args, check in (
+        (["extrapolate", *both, "--repeat", "2"], lambda rows: {r["checkpoint"] for r in rows} == {"albert-sop", "bert-nsp"}),
+        (["logit-lens", *both], lambda rows: all(0 <= r["mlm_accuracy"] <= 1 for r in rows)),
+        (["lens-top", *both, "--top-k", "3"], lambda rows: {r["rank"] for r in rows} == {1, 2, 3}),
+        (["attention", "--checkpoint", "albert-sop", "--repeat", "2"], lambda rows: max(r["application"] for r in rows) == 6),
+        (["cka", *both], lambda rows: all(r["unit"] == "token" for r in rows)),
+    ):
+        result = run_cli(*args, *text, "--json", env=env)
+        assert result.returncode == 0, result.stderr
+        assert check(json.loads(result.stdout)), args
+    plain = run_cli("extrapolate", "--checkpoint", "albert-sop", "--repeat", "2", *text, env=env)
+    assert plain.returncode == 0 and any(v in plain.stdout for v in ("converges", "cycles", "slows down", "drifts"))
+    bad = run_cli("extrapolate", "--checkpoint", "albert-sop", "--repeat", "9", *text, env=env)
+    assert bad.returncode == 2 and "repeat" in bad.stderr

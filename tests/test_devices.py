@@ -1,4 +1,6 @@
-"""Device and precision choice."""
+"""Device and precision choice: bf16 only where it measures faster, a CPU-only torch known from its files."""
+
+import sys
 
 import pytest
 import torch
@@ -16,3 +18,14 @@ def test_bf16_autocast_only_where_it_measures_faster(monkeypatch, flags, bf16_ra
         assert devices.fast_bf16(torch.device("cpu")) is expected
     finally:
         devices.fast_bf16.cache_clear()
+
+
+def test_a_cpu_only_torch_is_known_from_its_build_files():
+    import torch
+
+    from albert_lab.devices import available_devices
+    from albert_lab.torch_build import cpu_only, known_devices
+
+    expected = torch.version.cuda is None and torch.version.hip is None and sys.platform != "darwin"
+    assert cpu_only() is expected
+    assert known_devices() in (None, available_devices())

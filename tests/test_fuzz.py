@@ -1,10 +1,13 @@
-"""Property-based fuzzing of every reader of user bytes (issue #15): pairs files, training
-corpora, checkpoint folders (config.json, albert_lab.json, safetensors headers, tokenizer
-files). Invariant: a result or the project's own error (an AlbertLabError with a message),
-never another exception; the valid rows of a partly bad file all survive.
+"""Fuzzing every reader of user bytes: pairs files, training corpora, checkpoint files, tokenizer files.
+
+Property-based (issue #15): pairs files, training corpora, checkpoint folders (config.json,
+albert_lab.json, safetensors headers, tokenizer files). Invariant: a result or the project's
+own error (an AlbertLabError with a message), never another exception; the valid rows of a
+partly bad file all survive.
 
 Deterministic (derandomize) and bounded: ~2,400 cases by default, in well under a
-minute on one core; ALBERT_LAB_FUZZ_EXAMPLES=20000 scales every test up in proportion.
+minute on one core; ALBERT_LAB_FUZZ_EXAMPLES=20000 scales every test up in proportion
+(conftest.fuzz).
 """
 
 from __future__ import annotations
@@ -13,53 +16,31 @@ import csv
 import io
 import json
 import math
-import os
-import shutil
 import struct
-import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from conftest import CONFIG, JSON, NASTY, TEXT, fuzz, outcome, safetensors_files, scratch_folder
+from hypothesis import given
 from hypothesis import strategies as st
 
 from albert_lab.checkpoint.discover import check_folder, summarize_checkpoint
 from albert_lab.checkpoint.files import CARD, SAFETENSORS_DTYPES, read_card, read_config, safetensors_keys
 from albert_lab.data.corpus import parse_documents, split_sentences
 from albert_lab.data.pairs_file import read_pairs
-from albert_lab.errors import AlbertLabError
 
-TOTAL = int(os.environ.get("ALBERT_LAB_FUZZ_EXAMPLES", "2400"))
 SHARES = {"pairs_bytes": 0.2, "pairs_mixed": 0.3, "corpus_bytes": 0.1, "corpus_docs": 0.1, "card": 0.1,
           "safetensors": 0.15, "config": 0.05}  # of TOTAL; the tokenizer test is a fixed small share (slow loads)
-
-
-def fuzz(share: str | float):
-    count = max(10, round(TOTAL * (SHARES[share] if isinstance(share, str) else share)))
-    return settings(max_examples=count, derandomize=True, deadline=None, database=None, print_blob=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.function_scoped_fixture])
-
-
-def outcome(call, *args, **kwargs):
-    """The reader's result, or None when it refused with the project's own error."""
-    try:
-        return call(*args, **kwargs)
-    except AlbertLabError as err:
-        assert str(err).strip(), "an error without a message"
-        return None
 
 
 # ---- pairs files -------------------------------------------------------------------------------
 NAMES = st.sampled_from(["p.csv", "p.tsv", "p.jsonl", "p.txt", "P.CSV", "p.json", "p", "p.bin"])
 ENDINGS = st.sampled_from(["\n", "\r\n", "\r"])
-NASTY = "\u2028\u2029\u0085\x00\x0b\x0c\x1c\ufeff\"',\t;|{}[]:\\é中😀 "
-TEXT = st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from(list(NASTY)), max_size=60)
 WORDS = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)) | st.sampled_from(list(NASTY)),
                 min_size=1, max_size=40).filter(lambda t: t.split())
 
 
-@fuzz("pairs_bytes")
+@fuzz(SHARES["pairs_bytes"])
 @given(data=st.binary(max_size=400) | TEXT.map(str.encode), name=NAMES, prefix=st.sampled_from([b"", b"sentence_a,sentence_b\n",
        b"sentence_a\tsentence_b\n", b'{"sentence_a": "a", "sentence_b": "b"}\n', b"\xef\xbb\xbf"]), max_rows=st.integers(1, 5))
 def test_pairs_reader_on_any_bytes(data, name, prefix, max_rows):
@@ -83,7 +64,7 @@ JUNK_JSONL = (st.text(alphabet=st.characters(codec="utf-8", exclude_characters="
 ROW = st.tuples(WORDS, WORDS, st.sampled_from([None, 0, 1, "1", "x"]))
 
 
-@fuzz("pairs_mixed")
+@fuzz(SHARES["pairs_mixed"])
 @given(items=st.lists(st.one_of(ROW, JUNK_CSV, JUNK_JSONL), max_size=12), kind=st.sampled_from(["csv", "tsv", "jsonl"]),
        endings=st.lists(ENDINGS, min_size=13, max_size=13), ascii_only=st.booleans())
 def test_pairs_reader_keeps_every_valid_row(items, kind, endings, ascii_only):
@@ -116,7 +97,7 @@ def _subsequence(needles: list, haystack: list) -> bool:
 
 
 # ---- training corpora ---------------------------------------------------------------------------
-@fuzz("corpus_bytes")
+@fuzz(SHARES["corpus_bytes"])
 @given(data=st.binary(max_size=300) | TEXT.map(str.encode),
        name=st.sampled_from(["c.txt", "c.jsonl", "c.json", "c.md", "c.TXT", "c.csv"]))
 def test_corpus_reader_on_any_bytes(data, name):
@@ -129,7 +110,7 @@ SENTENCE = st.lists(st.text(alphabet="abcdefghijklmnopqrstuvwxyzé中", min_size
 DOC = st.lists(SENTENCE, min_size=1, max_size=4)
 
 
-@fuzz("corpus_docs")
+@fuzz(SHARES["corpus_docs"])
 @given(docs=st.lists(st.tuples(DOC, st.sampled_from([" ", "\n", "\r", "\r\n", "\u2028 "])), min_size=1, max_size=6),
        gaps=st.lists(st.sampled_from(["\n\n", "\r\r", "\r\n\r\n", "\n \n", "\r\n\r", "\n\r\n\n"]), min_size=6, max_size=6),
        kind=st.sampled_from(["txt", "jsonl"]), ascii_only=st.booleans())
@@ -144,27 +125,10 @@ def test_corpus_reader_keeps_every_document(docs, gaps, kind, ascii_only):
 
 
 # ---- checkpoint folders ------------------------------------------------------------------------
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TEXT,
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4), max_leaves=12)
 SPEC_FIELDS = ["family", "vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads", "ffn_size", "sharing",
                "num_groups", "objective", "max_positions", "dropout", "activation"]
 VALID_SPEC = {"family": "albert", "vocab_size": 100, "embedding_size": 8, "hidden_size": 16, "num_layers": 2, "num_heads": 2,
               "ffn_size": 32, "max_positions": 32}
-CONFIG = {"model_type": "albert", "vocab_size": 100, "embedding_size": 8, "hidden_size": 16, "num_hidden_layers": 2,
-          "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 32}
-
-
-_SCRATCH = tempfile.TemporaryDirectory(prefix="albert-lab-fuzz-")  # removed when the test process ends
-
-
-def _folder(files: dict[str, bytes]) -> Path:
-    """A fresh checkpoint folder holding `files`; the previous example's folder is removed."""
-    for old in Path(_SCRATCH.name).iterdir():
-        shutil.rmtree(old)
-    root = Path(tempfile.mkdtemp(dir=_SCRATCH.name))
-    for name, data in files.items():
-        (root / name).write_bytes(data)
-    return root
 
 
 def _write_json(value: object) -> bytes:
@@ -175,10 +139,10 @@ CARD_VALUE = (JSON | st.fixed_dictionaries({}, optional={"spec": JSON | st.dicti
     lambda d: {**VALID_SPEC, **d}), "heads": JSON, "metrics": JSON, "objective": JSON}))
 
 
-@fuzz("card")
+@fuzz(SHARES["card"])
 @given(card=CARD_VALUE.map(_write_json) | st.binary(max_size=80) | st.just(b"[" * 5000) | st.just(b"1" + b"0" * 5000))
 def test_card_reader(card):
-    folder = _folder({CARD: card, "config.json": _write_json(CONFIG)})
+    folder = scratch_folder({CARD: card, "config.json": _write_json(CONFIG)})
     assert isinstance(outcome(read_card, folder) or {}, dict)
     outcome(_summary, folder)
 
@@ -198,59 +162,21 @@ def _safetensors(folder: Path, tensors: dict[str, tuple[str, list[int]]]) -> Non
     (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + bytes(offset))
 
 
-ENTRY = st.fixed_dictionaries({}, optional={"dtype": st.sampled_from([*SAFETENSORS_DTYPES, "F128", "f32", ""]) | JSON,
-                                            "shape": st.lists(st.integers(-2, 4), max_size=3) | JSON,
-                                            "data_offsets": st.lists(st.integers(-4, 64), max_size=3) | JSON})
-
-
-@st.composite
-def safetensors_files(draw) -> bytes:
-    """Valid headers, then mutated: bad dtypes, overlaps, gaps, lists, strings, truncation."""
-    tensors = draw(st.dictionaries(st.text(max_size=8), st.tuples(st.sampled_from(list(SAFETENSORS_DTYPES)),
-                                                                 st.lists(st.integers(0, 3), max_size=2)), max_size=4))
-    header, offset = {}, 0
-    for name, (dtype, shape) in tensors.items():
-        size = SAFETENSORS_DTYPES[dtype] * math.prod(shape)
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
-        offset += size
-    mutation = draw(st.sampled_from(["none", "entry", "list", "strings", "overlap", "json", "truncate", "length"]))
-    value: object = header
-    if mutation == "entry":
-        header[draw(st.text(max_size=8))] = draw(ENTRY | JSON)
-    elif mutation == "list":
-        value = list(header.values())
-    elif mutation == "strings":
-        for entry in header.values():
-            entry["data_offsets"] = [str(o) for o in entry["data_offsets"]]
-    elif mutation == "overlap" and header:
-        first = next(iter(header.values()))
-        first["data_offsets"] = [max(0, first["data_offsets"][0] - 1), first["data_offsets"][1]]
-    elif mutation == "json":
-        value = draw(JSON)
-    raw = json.dumps(value).encode()
-    blob = struct.pack("<Q", len(raw)) + raw + bytes(offset)
-    if mutation == "truncate":
-        blob = blob[:draw(st.integers(0, len(blob)))]
-    elif mutation == "length":
-        blob = struct.pack("<Q", draw(st.integers(0, 2**64 - 1))) + blob[8:]
-    return blob
-
-
-@fuzz("safetensors")
+@fuzz(SHARES["safetensors"])
 @given(blob=safetensors_files() | st.binary(max_size=64))
 def test_safetensors_header_reader(blob):
-    folder = _folder({"config.json": _write_json(CONFIG), "model.safetensors": blob})
+    folder = scratch_folder({"config.json": _write_json(CONFIG), "model.safetensors": blob})
     keys = outcome(safetensors_keys, folder / "model.safetensors")
     assert keys is None or isinstance(keys, set)
     outcome(check_folder, folder)
 
 
-@fuzz("config")
+@fuzz(SHARES["config"])
 @given(config=st.one_of(JSON, st.dictionaries(st.sampled_from([*CONFIG, "hidden_act", "num_hidden_groups",
                                                                                "hidden_dropout_prob", "type_vocab_size"]),
                                                JSON).map(lambda d: {**CONFIG, **d})).map(_write_json) | st.binary(max_size=40))
 def test_config_reader(config):
-    folder = _folder({"config.json": config})
+    folder = scratch_folder({"config.json": config})
     outcome(read_config, folder)
     _safetensors(folder, {"albert.embeddings.word_embeddings.weight": ("F32", [2, 2])})
     outcome(summarize_checkpoint, folder)
@@ -283,4 +209,4 @@ def test_tokenizer_files_reader(shipped_tokenizer, data):
             files[name] = data.draw(st.binary(max_size=64))
         else:
             files[name] = _write_json(data.draw(JSON))
-    outcome(load_tokenizer, _folder(files))
+    outcome(load_tokenizer, scratch_folder(files))

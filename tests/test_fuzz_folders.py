@@ -1,4 +1,6 @@
-"""The fuzz harness widened (issue #26) to what found the last reproducers: checkpoint
+"""Fuzzing checkpoint folders field by field and file by file, run folders, options, JSON with lone surrogates.
+
+The fuzz harness widened (issue #26) to what found the last reproducers: checkpoint
 folders mutated field by field (config.json, albert_lab.json, tokenizer_config.json, the
 safetensors header) and file by file (a folder, a FIFO, a symlink loop, empty), run folders
 for --resume, command-line options, and JSON with escaped lone surrogates. Invariant: a
@@ -19,10 +21,9 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from conftest import run_cli
+from conftest import JSON, fuzz, outcome, run_cli, safetensors_files, scratch_folder
 from hypothesis import given
 from hypothesis import strategies as st
-from test_fuzz import JSON, _folder, fuzz, outcome, safetensors_files
 
 from albert_lab.checkpoint.discover import summarize_checkpoint
 from albert_lab.checkpoint.files import STRUCTURE
@@ -89,7 +90,7 @@ def test_checkpoint_folders_mutated_field_by_field(files, fields, header):
         files = edited(files, name, path, value)
     if header is not None:
         files = {**files, "model.safetensors": header}
-    summary = bounded(summarize_checkpoint, _folder(files))
+    summary = bounded(summarize_checkpoint, scratch_folder(files))
     if summary is not None:
         assert _printable([summary.name, summary.heads.warning, summary.card])  # no lone surrogate reaches the user
 
@@ -112,7 +113,7 @@ def _kind(path: Path, kind: str) -> None:
 @fuzz(SHARES["file_kinds"])
 @given(data=st.data())
 def test_checkpoint_files_of_every_kind_never_block(files, data):
-    folder = _folder(files)
+    folder = scratch_folder(files)
     for name in data.draw(st.lists(st.sampled_from(sorted(files)), min_size=1, max_size=2, unique=True)):
         _kind(folder / name, data.draw(st.sampled_from(["folder", "fifo", "loop", "dangling", "empty"])))
     bounded(summarize_checkpoint, folder)
@@ -136,7 +137,7 @@ def _load(folder: Path):
 def test_mutated_folders_load_or_refuse_never_random(files, fields):
     for (name, path), value in fields:
         files = edited(files, name, path, value)
-    bounded(_load, _folder(files))
+    bounded(_load, scratch_folder(files))
 
 
 # ---- run folders for --resume ------------------------------------------------------------------------
@@ -152,7 +153,7 @@ def test_run_folders_for_resume(tmp_path_factory, changes, config, raw):
     from albert_lab.training.jobs import resume_run
     from albert_lab.training.runs import list_runs, read_run
 
-    root = _folder({})
+    root = scratch_folder({})
     run = root / "r"
     run.mkdir()
     settings = TrainConfig().to_dict()
@@ -181,7 +182,7 @@ OPTION_VALUES = st.sampled_from(["-1", "0", "1", "7", "1e30", "inf", "nan", "abc
                                                   "--seq-len", "--dropout", "--max-rows", "--out", "--show", "--cancel", "--lr",
                                                   "--run-id", "--vocab"]), OPTION_VALUES), max_size=4))
 def test_command_line_options(tmp_path_factory, command, options):
-    root = _folder({"p.csv": b"sentence_a,sentence_b\na,b\n"})
+    root = scratch_folder({"p.csv": b"sentence_a,sentence_b\na,b\n"})
     args = [command, *[part for flag, value in options for part in (flag, value)]]
     if command == "score":
         args[1:1] = [str(root / "p.csv"), "--checkpoint", str(root / "none")]
@@ -214,7 +215,7 @@ def test_json_with_escaped_lone_surrogates(files, parts, name):
     for reader in (parse_documents, read_pairs):
         result = outcome(reader, text.encode(), name)
         assert result is None or _printable(repr(result))
-    folder = _folder({**files, "albert_lab.json": text.encode()})
+    folder = scratch_folder({**files, "albert_lab.json": text.encode()})
     summary = bounded(summarize_checkpoint, folder)
     assert summary is None or _printable(summary.card)
 

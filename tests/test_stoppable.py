@@ -1,6 +1,7 @@
-"""Long computations tell their progress and can be stopped: the library's `progress`
-callbacks (gradient flow layer by layer, integrated gradients pass by pass, pair scoring
-batch by batch) and the page's Stop, in a real browser."""
+"""Long computations tell their progress and can be stopped: the library's callbacks and the page's Stop.
+
+The library's `progress` callbacks (gradient flow layer by layer, integrated gradients pass
+by pass, pair scoring batch by batch) and the page's Stop, in a real browser."""
 
 import os
 import re
@@ -10,9 +11,7 @@ import sys
 
 import pytest
 import torch
-from conftest import ROOT
-from test_analysis import TEXTS, bundles  # noqa: F401 - bundles is a fixture used as a parameter
-from test_browser import ARTIFACTS, CHROMIUM_FLAGS, _free_port, _wait_healthy
+from conftest import ARTIFACTS, CHROMIUM_FLAGS, ROOT, TEXTS, free_port, wait_healthy
 
 from albert_lab.analysis.attribution import attribute_pair
 from albert_lab.analysis.gradflow import gradient_flow
@@ -89,7 +88,7 @@ def test_a_long_upload_shows_its_progress_and_stops_when_asked_in_chromium(tmp_p
     the pairs done and the time left, and Stop ends the scoring within seconds."""
     from playwright.sync_api import expect, sync_playwright
 
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "ALBERT_LAB_CHECKPOINTS": str(ROOT / "checkpoints"), "ALBERT_LAB_RUNS": str(tmp_path / "runs"),
            "PYTHONPATH": str(ROOT)}
     server = subprocess.Popen([sys.executable, "-m", "albert_lab", "app", "--port", str(port), "--server.headless", "true"],
@@ -98,7 +97,7 @@ def test_a_long_upload_shows_its_progress_and_stops_when_asked_in_chromium(tmp_p
     pairs = tmp_path / "pairs.csv"
     pairs.write_text("sentence_a,sentence_b\n" + "".join(f'"{sentence} {i}.","{sentence} again {i}."\n' for i in range(5000)))
     try:
-        _wait_healthy(f"http://127.0.0.1:{port}", server)
+        wait_healthy(f"http://127.0.0.1:{port}", server)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=shutil.which("chromium") or shutil.which("chromium-browser"),
                                         args=CHROMIUM_FLAGS, headless=True)

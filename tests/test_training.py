@@ -1,25 +1,24 @@
-"""Training runs: run folders, checkpoints, faults, bad input."""
+"""Training runs: run folders, checkpoints, kill -9 and resume, cancel, the queue, launches in one second, bad input."""
 
 import itertools
+import json
 import math
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, tiny_spec
+from conftest import CORPUS, run_cli, tiny_spec
 
 from albert_lab.checkpoint.load import load_checkpoint
-from albert_lab.checkpoint.store import recover_checkpoint_dir
 from albert_lab.errors import AlbertLabError, DataError, RunError, SpecError
-from albert_lab.runfolder import read_jsonl
+from albert_lab.runfolder import read_jsonl, write_json_atomic
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.jobs import cancel_run, create_run, resume_run, start_run
-from albert_lab.training.runs import list_runs, read_run
+from albert_lab.training.runs import claim_run_dir, list_runs, read_run
 from albert_lab.training.worker import run_worker
-
-CORPUS = "wiki-vital[:600]"
 
 
 def config(**changes) -> TrainConfig:
@@ -27,15 +26,6 @@ def config(**changes) -> TrainConfig:
                 max_seq_len=64, batch_size=8, max_steps=20, warmup_steps=5, lr=2e-3, log_every=5, eval_every=10,
                 eval_limit=32, checkpoint_every=10, gradflow_every=10, seed=0, threads=1)
     return TrainConfig(**{**base, **changes})
-
-
-def wait_for(predicate, timeout=120.0, what="condition"):
-    end = time.time() + timeout
-    while time.time() < end:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_twenty_steps_write_the_run_folder_and_a_loadable_checkpoint(tmp_path):
@@ -76,6 +66,15 @@ def test_loss_decreases_with_a_fixed_seed():
     assert losses[-1] < losses[0] - 0.5, losses
     assert all(b < a + 0.05 for a, b in itertools.pairwise(losses)), losses  # (almost) monotone
     assert rows[-1]["mlm_loss"] < math.log(1000) - 0.5  # better than guessing uniformly over the vocabulary
+
+
+def wait_for(predicate, timeout=120.0, what="condition"):
+    end = time.time() + timeout
+    while time.time() < end:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _wait_step(run_dir: Path, step: int) -> None:
@@ -162,20 +161,46 @@ def test_second_run_waits_in_the_queue():
     assert sorted(r.status for r in list_runs(first.path.parent)) == ["cancelled", "cancelled", "succeeded"]
 
 
+def test_launches_in_the_same_second_get_distinct_run_folders(tmp_path):
+    start, claimed = threading.Barrier(8), []
+
+    def launch():
+        start.wait()
+        claimed.append(claim_run_dir(tmp_path, "same name"))
+
+    threads = [threading.Thread(target=launch) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(claimed) == 8 and len({p.name for p in claimed}) == 8 and all(p.is_dir() for p in claimed)
+    assert len({p.name.split("-same-name")[0] for p in claimed}) <= 2  # the same second (or two), told apart by suffix
+    assert list_runs(tmp_path) == []  # claimed folders hold no run.json yet: readers skip them
+
+
+def test_concurrent_atomic_writes_of_one_file_never_collide(tmp_path):
+    path, errors = tmp_path / "run.json", []
+
+    def write(n: int):
+        try:
+            for i in range(30):
+                write_json_atomic(path, {"writer": n, "i": i})
+        except OSError as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and json.loads(path.read_text())["i"] == 29
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+
+
 def test_corrupted_metrics_line_is_skipped(tmp_path):
     path = tmp_path / "metrics.jsonl"
     path.write_text('{"kind": "train", "step": 1}\n{"kind": "tra\n[1, 2]\n{"kind": "train", "step": 2}\n')
     assert [r["step"] for r in read_jsonl(path)] == [1, 2]
-
-
-def test_interrupted_checkpoint_swap_is_recovered(tmp_path):
-    folder = tmp_path / "checkpoint"
-    old = tmp_path / ".checkpoint.old-123"
-    old.mkdir()
-    (old / "config.json").write_text("{}")
-    (tmp_path / ".checkpoint.tmp-9").mkdir()
-    recover_checkpoint_dir(folder)
-    assert (folder / "config.json").is_file() and not old.exists() and not (tmp_path / ".checkpoint.tmp-9").exists()
 
 
 @pytest.mark.parametrize("changes, error, message", [

@@ -1,12 +1,13 @@
-"""Smoke test in a real browser: every page opens without a Streamlit exception, a
-console error, or a request to another host (the favicon, fonts and plotly are local)."""
+"""Every page in a real browser opens without a Streamlit exception, a console error, or a request to another host.
+
+The favicon, fonts and plotly are local."""
 
 import shutil
 import time
 from urllib.parse import urlparse
 
 import pytest
-from test_browser import CHROMIUM_FLAGS, server  # noqa: F401  (server: a fixture)
+from conftest import CHROMIUM_FLAGS
 
 PAGES = ["model_card", "parameters", "oscillation", "gradient_flow", "shared_block", "sentence_pairs", "training", "depth_lab"]
 # Streamlit shows no running widget with toolbarMode = "minimal": a rerun marks what it has not

@@ -1,8 +1,4 @@
-"""The reproducers of issue #26 for checkpoint folders, each on a copy of the shipped
-albert-sop edited one way: every command answers in one line or loads what the files
-say, never a traceback, a hang, or random weights used silently."""
-
-from __future__ import annotations
+"""The shipped albert-sop edited one way: each command answers in one line or loads what the files say."""
 
 import json
 import os
@@ -28,26 +24,6 @@ def folder(tmp_path) -> Path:
     return out
 
 
-@pytest.fixture
-def pairs(tmp_path) -> Path:
-    path = tmp_path / "p.csv"
-    path.write_text("sentence_a,sentence_b\nThe sky is blue.,It rains often.\n")
-    return path
-
-
-def edit_json(path: Path, **changes) -> None:
-    data = json.loads(path.read_text())
-    data.update(changes)
-    path.write_text(json.dumps(data))
-
-
-def card_and_score(folder: Path, pairs: Path, *words: str) -> None:
-    """`card` and `score` both refuse the folder in one line holding `words`."""
-    one_line_error(run_cli("card", str(folder)), *words)
-    one_line_error(run_cli("score", str(pairs), "--checkpoint", str(folder)), *words)
-
-
-# ---- the weights file's kind -------------------------------------------------------------------------
 def as_directory(weights: Path) -> None:
     weights.unlink()
     weights.mkdir()
@@ -66,10 +42,10 @@ def as_fifo(weights: Path) -> None:
 @pytest.mark.parametrize("make, words", [(as_directory, "is a folder, not a file"),
                                          (as_symlink_loop, "Too many levels of symbolic links"),
                                          (as_fifo, "is a FIFO, not a file")])
-def test_weights_that_are_not_a_file_never_block_and_never_trace(folder, pairs, make, words):
+def test_weights_that_are_not_a_file_never_block_and_never_trace(folder, pairs_file, make, words):
     make(folder / "model.safetensors")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    for args in (["card", str(folder)], ["score", str(pairs), "--checkpoint", str(folder)]):
+    for args in (["card", str(folder)], ["score", str(pairs_file), "--checkpoint", str(folder)]):
         result = subprocess.run([sys.executable, "-m", "albert_lab", *args], capture_output=True, text=True, env=env,
                                 timeout=60)  # a FIFO blocked open() for ever
         one_line_error(result, "model.safetensors", words)
@@ -83,7 +59,18 @@ def test_any_file_the_loader_reads_as_a_fifo_is_refused(folder, name):
         summarize_checkpoint(folder)
 
 
-# ---- config.json edited under its card: bounded before building, never random weights ---------------------
+def edit_json(path: Path, **changes) -> None:
+    data = json.loads(path.read_text())
+    data.update(changes)
+    path.write_text(json.dumps(data))
+
+
+def card_and_score(folder: Path, pairs_file: Path, *words: str) -> None:
+    """`card` and `score` both refuse the folder in one line holding `words`."""
+    one_line_error(run_cli("card", str(folder)), *words)
+    one_line_error(run_cli("score", str(pairs_file), "--checkpoint", str(folder)), *words)
+
+
 @pytest.mark.parametrize("changes, words", [
     ({"num_hidden_groups": 0}, "num_hidden_groups 0"),  # ZeroDivisionError in score
     ({"num_hidden_layers": 1_000_000_000}, "num_hidden_layers 1000000000"),  # score never finished
@@ -91,9 +78,9 @@ def test_any_file_the_loader_reads_as_a_fifo_is_refused(folder, name):
     ({"model_type": "bert"}, "model_type 'bert'"),  # 112 weights random, card said 'trained'
     ({"num_hidden_groups": 4}, "num_hidden_groups 4"),  # 48 encoder weights random, no warning
 ])
-def test_a_config_that_disagrees_with_the_card_is_refused(folder, pairs, changes, words):
+def test_a_config_that_disagrees_with_the_card_is_refused(folder, pairs_file, changes, words):
     edit_json(folder / "config.json", **changes)
-    card_and_score(folder, pairs, words, "albert_lab.json")
+    card_and_score(folder, pairs_file, words, "albert_lab.json")
 
 
 @pytest.mark.parametrize("changes, words", [
@@ -102,16 +89,16 @@ def test_a_config_that_disagrees_with_the_card_is_refused(folder, pairs, changes
     ({"hidden_size": 65536, "intermediate_size": 262144, "num_attention_heads": 4}, "GiB"),
     ({"num_hidden_groups": 0}, "num_groups: must be a positive integer"),
 ])
-def test_without_a_card_the_model_is_bounded_from_its_config(folder, pairs, changes, words):
+def test_without_a_card_the_model_is_bounded_from_its_config(folder, pairs_file, changes, words):
     (folder / "albert_lab.json").unlink()
     edit_json(folder / "config.json", **changes)
-    card_and_score(folder, pairs, words)
+    card_and_score(folder, pairs_file, words)
 
 
-def test_random_encoder_weights_are_refused_missing_heads_are_reported(folder, pairs, minilm):
+def test_random_encoder_weights_are_refused_missing_heads_are_reported(folder, pairs_file, minilm):
     (folder / "albert_lab.json").unlink()
     edit_json(folder / "config.json", model_type="bert")
-    card_and_score(folder, pairs, "encoder weights the model needs are not in the weights file", "randomly")
+    card_and_score(folder, pairs_file, "encoder weights the model needs are not in the weights file", "randomly")
     bundle = load_checkpoint(minilm, device="cpu")  # a BERT without MLM and NSP heads still loads: heads reported
     assert bundle.heads.mlm == "missing" and bundle.heads.pair == "missing" and not bundle.heads.unused
 
@@ -129,30 +116,29 @@ def test_unused_weights_in_the_file_are_named_on_the_card(folder):
     assert result.returncode == 0 and "no place for" in result.stdout
 
 
-def test_nan_weights_are_refused(folder, pairs):
+def test_nan_weights_are_refused(folder, pairs_file):
     import torch
     from safetensors.torch import load_file, save_file
 
     tensors = {k: torch.full_like(v, float("nan")) for k, v in load_file(str(folder / "model.safetensors")).items()}
     save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    card_and_score(folder, pairs, "hold NaN or infinite values")
+    card_and_score(folder, pairs_file, "hold NaN or infinite values")
 
 
-# ---- the card and the tokenizer files ------------------------------------------------------------------------
-def test_malformed_heads_in_the_card_are_one_line(folder, pairs):
+def test_malformed_heads_in_the_card_are_one_line(folder, pairs_file):
     edit_json(folder / "albert_lab.json", heads={"mlm": 5, "pair": ["x"]})
-    card_and_score(folder, pairs, "heads.mlm is 5; allowed: trained, untrained, missing, present, probe")
+    card_and_score(folder, pairs_file, "heads.mlm is 5; allowed: trained, untrained, missing, present, probe")
 
 
-def test_a_tokenizer_config_of_an_unknown_class_without_special_tokens_is_one_line(folder, pairs):
+def test_a_tokenizer_config_of_an_unknown_class_without_special_tokens_is_one_line(folder, pairs_file):
     config = json.loads((folder / "tokenizer_config.json").read_text())
     for key in ("pad_token", "cls_token", "sep_token", "extra_special_tokens"):
         config.pop(key, None)
     config["tokenizer_class"] = "NopeTokenizer"
     (folder / "tokenizer_config.json").write_text(json.dumps(config))
-    one_line_error(run_cli("score", str(pairs), "--checkpoint", str(folder)), "the tokenizer has no pad_token")
+    one_line_error(run_cli("score", str(pairs_file), "--checkpoint", str(folder)), "the tokenizer has no pad_token")
 
 
-def test_a_lone_surrogate_in_the_card_is_one_line(folder, pairs):
+def test_a_lone_surrogate_in_the_card_is_one_line(folder, pairs_file):
     (folder / "albert_lab.json").write_text((folder / "albert_lab.json").read_text().replace('"name": "', '"name": "\\ud800', 1))
-    card_and_score(folder, pairs, "albert_lab.json", "lone surrogate")
+    card_and_score(folder, pairs_file, "albert_lab.json", "lone surrogate")

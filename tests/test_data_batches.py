@@ -1,4 +1,4 @@
-"""Corpora, pairs, masking and batches."""
+"""Pretraining data from a tokenized corpus: SOP and NSP pairs, n-gram masking, batches."""
 
 import collections
 
@@ -6,45 +6,10 @@ import numpy as np
 import pytest
 
 from albert_lab.data.batching import PretrainingData, encode_pair
-from albert_lab.data.corpus import load_builtin, make_corpus, parse_documents, split_sentences
 from albert_lab.data.masking import mask_sequence, masking_config, sample_ngram_length
 from albert_lab.data.pairs import check_pairable, create_instances
 from albert_lab.data.tokenized import tokenize_documents
 from albert_lab.errors import DataError
-
-
-def test_sentence_splitting_keeps_abbreviations_and_initials():
-    text = 'J. R. R. Tolkien wrote e.g. The Hobbit. Mr. Smith paid $5.3 million! Why? "Yes." Then (in 1990.) It ended.'
-    assert split_sentences(text) == ["J. R. R. Tolkien wrote e.g. The Hobbit.", "Mr. Smith paid $5.3 million!", "Why?",
-                                     '"Yes."', "Then (in 1990.)", "It ended."]
-
-
-def test_builtin_corpus_and_fixed_heldout():
-    corpus = load_builtin()
-    assert len(corpus.train) + len(corpus.heldout) > 10_000
-    assert 0.04 < len(corpus.heldout) / (len(corpus.train) + len(corpus.heldout)) < 0.06
-    assert "CC BY-SA" in corpus.credit
-    # The held-out set depends on the documents only, not on their order or the rest of the corpus.
-    docs = list(corpus.train + corpus.heldout)
-    reordered = make_corpus("x", docs[::-1])
-    assert {d.title for d in reordered.heldout} == {d.title for d in corpus.heldout}
-
-
-def test_user_files_txt_jsonl_and_bad_bytes():
-    docs = parse_documents(b"First doc. It has two sentences.\n\nSecond doc here. Also two.\n", "c.txt")
-    assert [len(d.segments) for d in docs] == [2, 2]
-    jsonl = b'{"text": "One. Two."}\n\n{"text": "Three. Four.", "title": "t"}\n'
-    assert [d.title for d in parse_documents(jsonl, "c.jsonl")] == ["c.jsonl #1", "t"]
-    with pytest.raises(DataError, match=r"not UTF-8 text \(byte 0xff at line 2"):
-        parse_documents(b"fine\n\xff bad", "c.txt")
-    with pytest.raises(DataError, match="the first line 1: not valid JSON"):
-        parse_documents(b"{nope", "c.jsonl")
-    with pytest.raises(DataError, match="no string field 'text'"):
-        parse_documents(b'{"body": "x"}', "c.jsonl")
-    with pytest.raises(DataError, match="empty"):
-        parse_documents(b"\n\n  \n", "c.txt")
-    with pytest.raises(DataError, match="unsupported corpus file type"):
-        parse_documents(b"x", "c.pdf")
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +22,20 @@ def test_tokenized_cache_round_trip(small_corpus, tokenizer, tokenized):
     again = tokenize_documents(small_corpus.train, tokenizer, cache_key="t")
     assert np.array_equal(cached.ids, tokenized.ids) and np.array_equal(again.ids, tokenized.ids)
     assert np.array_equal(again.document_bounds, tokenized.document_bounds)
+
+
+def _find(haystack: bytes, needle: np.ndarray, start: int = 0) -> list[int]:
+    """Token offsets (4-byte aligned matches) of `needle` in `haystack`."""
+    pattern, found, at = needle.astype(np.int32).tobytes(), [], start * 4
+    while (at := haystack.find(pattern, at)) != -1:
+        if at % 4 == 0:
+            found.append(at // 4)
+        at += 1
+    return found
+
+
+def _ordered(doc, a, b):
+    return any(_find(doc, b, i + len(a)) for i in _find(doc, a))
 
 
 def test_sop_pairs_are_order_swaps_of_one_document(tokenized):
@@ -74,18 +53,12 @@ def test_sop_pairs_are_order_swaps_of_one_document(tokenized):
         assert any(_ordered(doc, a, b) for doc in doc_text if len(doc) >= 4 * (len(a) + len(b))), "not A-before-B in one document"
 
 
-def _find(haystack: bytes, needle: np.ndarray, start: int = 0) -> list[int]:
-    """Token offsets (4-byte aligned matches) of `needle` in `haystack`."""
-    pattern, found, at = needle.astype(np.int32).tobytes(), [], start * 4
-    while (at := haystack.find(pattern, at)) != -1:
-        if at % 4 == 0:
-            found.append(at // 4)
-        at += 1
-    return found
-
-
-def _ordered(doc, a, b):
-    return any(_find(doc, b, i + len(a)) for i in _find(doc, a))
+def _docs(tokens, positions):
+    """Documents that contain every token of `tokens` (a crude but sound owner test)."""
+    result = None
+    for t in set(tokens.tolist()):
+        result = positions[t] if result is None else result & positions[t]
+    return result or set()
 
 
 def test_nsp_negatives_come_from_another_document(tokenized):
@@ -103,14 +76,6 @@ def test_nsp_negatives_come_from_another_document(tokenized):
     assert disjoint >= 0.95 * sum(i.label == 1 for i in instances)
 
 
-def _docs(tokens, positions):
-    """Documents that contain every token of `tokens` (a crude but sound owner test)."""
-    result = None
-    for t in set(tokens.tolist()):
-        result = positions[t] if result is None else result & positions[t]
-    return result or set()
-
-
 def test_unpairable_corpora_are_refused():
     with pytest.raises(DataError, match="single segment"):
         check_pairable([1, 1], "sop")
@@ -119,6 +84,13 @@ def test_unpairable_corpora_are_refused():
     with pytest.raises(DataError, match="no text"):
         check_pairable([], "none")
     check_pairable([1, 3], "sop")
+
+
+def test_random_chunk_start_makes_interior_pairs(tokenized):
+    share = {start: np.mean([i.first_segment for i in create_instances(tokenized, "sop", 128, np.random.default_rng(2),
+                                                                        chunk_start=start)])
+             for start in ("document", "random")}
+    assert share["document"] > 0.7 and share["random"] < share["document"] - 0.2, share
 
 
 def test_ngram_lengths_follow_one_over_n(tokenizer):
@@ -159,6 +131,18 @@ def test_mask_80_10_10_and_budget(tokenizer):
     assert abs(outcome["kept"] / total - 0.1) < 0.015 and abs(outcome["random"] / total - 0.1) < 0.015
 
 
+def test_masking_reads_wordpiece(minilm):
+    from albert_lab.data.masking import masking_config
+    from albert_lab.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(minilm)
+    cfg = masking_config(tok)
+    assert cfg.first_random_id == tok.convert_tokens_to_ids("!")  # after [PAD], [unused*], [UNK], [CLS], [SEP], [MASK]
+    ids = tok("unbelievably", add_special_tokens=False)["input_ids"]
+    pieces = tok.convert_ids_to_tokens(ids)
+    assert len(ids) > 1 and [bool(cfg.word_start[i]) for i in ids] == [not p.startswith("##") for p in pieces]
+
+
 def _data(tokenized, tokenizer, **kw):
     special = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
     return PretrainingData(tokenized, "sop", masking_config(tokenizer), special, 64, 8, seed=5, **kw)
@@ -189,10 +173,3 @@ def test_tokenizer_pair_encoding_matches_training_encoding(tokenizer):
     tokens, types = encode_pair(ids_a, ids_b, tokenizer.cls_token_id, tokenizer.sep_token_id)
     assert enc["input_ids"] == tokens.tolist() and enc["token_type_ids"] == types.tolist()
     assert tokenizer.unk_token_id not in enc["input_ids"]  # real words, not <unk>
-
-
-def test_random_chunk_start_makes_interior_pairs(tokenized):
-    share = {start: np.mean([i.first_segment for i in create_instances(tokenized, "sop", 128, np.random.default_rng(2),
-                                                                        chunk_start=start)])
-             for start in ("document", "random")}
-    assert share["document"] > 0.7 and share["random"] < share["document"] - 0.2, share

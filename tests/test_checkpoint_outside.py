@@ -1,8 +1,4 @@
-"""Checkpoints the lab did not train (issue #10): a real pretrained sentence-transformers
-encoder without MLM or NSP head, hub-style folders, and bad input. What a user sees:
-the head status, no number from a random head, one line naming each problem."""
-
-from __future__ import annotations
+"""Checkpoints the lab did not train: a real sentence-transformers encoder without MLM or NSP head, hub-style folders."""
 
 import json
 import shutil
@@ -11,24 +7,13 @@ import zipfile
 import pandas as pd
 import pytest
 import torch
-from conftest import run_cli
+from conftest import TEXTS, one_line_error, run_cli
 
 from albert_lab.checkpoint.heads import HeadStatus
 from albert_lab.cli.common import distinct_labels
 from albert_lab.errors import AlbertLabError, CheckpointError
 
-TEXTS = ["The river flows through the old town. Its bridges date from the middle ages.",
-         "Photosynthesis turns light into chemical energy. Plants store it as sugar."]
 
-
-def one_line_error(result) -> str:
-    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    return lines[0]
-
-
-# ---- the real MiniLM encoder through every command ------------------------------------------
 def test_minilm_card_shows_both_heads_missing(minilm):
     result = run_cli("card", str(minilm), "--json", "--device", "cpu")
     assert result.returncode == 0, result.stderr
@@ -38,6 +23,10 @@ def test_minilm_card_shows_both_heads_missing(minilm):
     assert "MLM head and NSP head weights are missing" in card["warning"] and "ALBERT" not in card["warning"]
     assert card["name"] == "all-MiniLM-L6-v2"  # its model card's title, not its package folder 'model'
     assert card["spec_label"].endswith("pair objective not recorded") and card["spec"]["objective"] == "not recorded"
+
+
+TEXTS = ["The river flows through the old town. Its bridges date from the middle ages.",
+         "Photosynthesis turns light into chemical energy. Plants store it as sugar."]
 
 
 def test_minilm_oscillation_matches_transformers(minilm):
@@ -74,7 +63,7 @@ def test_minilm_score_json_has_no_numbers_from_a_random_head(minilm, tmp_path):
 
 
 def test_minilm_gradflow_refuses_in_one_line(minilm):
-    line = one_line_error(run_cli("gradflow", "--checkpoint", str(minilm), "--text", TEXTS[0]))
+    line = one_line_error(run_cli("gradflow", "--checkpoint", str(minilm), "--text", TEXTS[0]), alone=True)
     assert "MLM head is missing" in line and "NSP head is missing too" in line
 
 
@@ -102,7 +91,6 @@ def test_minilm_attribution_refused(minilm):
         attribute_pair(bundle, "The sun rose.", "Birds sang.")
 
 
-# ---- heads: wording, gradient flow -----------------------------------------------------------
 def test_warnings_name_each_missing_head_in_the_family_words():
     bert = HeadStatus(mlm="missing", pair="missing", pair_kind="nsp", family="bert")
     assert bert.missing == ["MLM head", "NSP head"] and "ALBERT" not in bert.warning
@@ -127,7 +115,6 @@ def test_gradflow_without_pair_head_refuses_or_uses_mlm_only(shipped):
     assert "pair head" not in set(first.component)  # no gradient reaches the random head
 
 
-# ---- labels, folders and bad input -------------------------------------------------------------
 def test_labels_distinct_when_folder_names_collide(shipped, tmp_path):
     assert distinct_labels(["model", "model", "x"], ["/p/a/model", "/p/b/model", "x"]) == ["a/model", "b/model", "x"]
     assert distinct_labels(["m", "m"], ["/a/m", "/a/m"]) == ["a/m", "a/m (2)"]
@@ -159,16 +146,16 @@ def test_bad_input_ends_in_one_line_saying_what_to_do(shipped, tmp_path):
     archive = tmp_path / "model.zip"
     with zipfile.ZipFile(archive, "w") as z:
         z.write(shipped / "albert-sop" / "config.json", "config.json")
-    assert "unpack it" in one_line_error(run_cli("card", str(archive)))
+    assert "unpack it" in one_line_error(run_cli("card", str(archive)), alone=True)
     parent = tmp_path / "downloads"
     shutil.copytree(shipped / "albert-sop", parent / "inner")
-    line = one_line_error(run_cli("card", str(parent)))
+    line = one_line_error(run_cli("card", str(parent)), alone=True)
     assert "no config.json" in line and str(parent / "inner") in line
     broken = tmp_path / "broken"
     shutil.copytree(shipped / "albert-sop", broken)
     weights = broken / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
-    line = one_line_error(run_cli("oscillation", "--checkpoint", str(broken), "--text", TEXTS[0]))
+    line = one_line_error(run_cli("oscillation", "--checkpoint", str(broken), "--text", TEXTS[0]), alone=True)
     assert "damaged or truncated" in line and "model.safetensors" in line
     assert "invalid choice" in run_cli("card", str(broken), "--device", "gpu0").stderr
     from albert_lab.checkpoint.discover import check_folder
@@ -189,54 +176,3 @@ def test_oscillation_on_cuda_matches_cpu(shipped):
 
     frames = [oscillation(load_checkpoint(shipped / "albert-sop", device=d), TEXTS) for d in ("cpu", "cuda")]
     assert frames[1].l2.to_numpy() == pytest.approx(frames[0].l2.to_numpy(), rel=1e-4)
-
-
-# ---- fit-head: a probe on a frozen encoder -----------------------------------------------------
-def test_fit_head_on_hub_albert_writes_a_probe(shipped, tmp_path):
-    out = tmp_path / "hub-albert-sop-probe"
-    args = ("fit-head", "--checkpoint", str(shipped / "hub-albert"), "--corpus", "wiki-vital[:600]", "--train-pairs", "64",
-            "--heldout-pairs", "48", "--steps", "30", "--out", str(out), "--json")
-    result = run_cli(*args)
-    assert result.returncode == 0, result.stderr
-    summary = json.loads(result.stdout)
-    assert summary["task"] == "sop" and summary["pooler"] == "fitted"  # AlbertForMaskedLM has no pooler
-    assert summary["heldout_pairs"] == 48 and 0 <= summary["low"] <= summary["accuracy"] <= summary["high"] <= 1
-    card = json.loads((out / "albert_lab.json").read_text())
-    assert card["probe"]["kind"] == "probe on a frozen encoder" and card["heads"] == {"mlm": "present", "pair": "probe"}
-    assert card["probe"]["pairs"] == {"train": 64, "held_out": 48} and card["probe"]["steps"] == 30
-    assert card["provenance"]["origin"].startswith("probe on a frozen encoder") and "trained" not in json.dumps(card["heads"])
-    shown = run_cli("card", str(out))
-    assert "pair (SOP) probe" in shown.stdout and "pair head: probe on a frozen encoder (SOP, 64 training pairs" in shown.stdout
-    assert "exists" in one_line_error(run_cli(*args))  # never overwrites
-
-
-def test_fit_head_probe_is_deterministic_and_used_by_scoring(shipped, tmp_path):
-    from albert_lab.analysis.pairs import pairs_frame, score_pairs
-    from albert_lab.checkpoint.load import load_checkpoint
-    from albert_lab.training.probe import fit_probe, save_probe
-
-    results = []
-    for _ in range(2):
-        bundle = load_checkpoint(shipped / "hub-albert", device="cpu")
-        results.append(fit_probe(bundle, corpus="wiki-vital[:600]", train_pairs=40, heldout_pairs=40, steps=10, seed=1))
-    assert results[0] == results[1]
-    folder = save_probe(bundle, results[1], tmp_path / "probe")
-    reloaded = load_checkpoint(folder, device="cpu")
-    assert reloaded.heads.pair == "probe" and reloaded.heads.pair_usable and "probe on a frozen encoder" in reloaded.heads.warning
-    scores = score_pairs(reloaded, pairs_frame(["The sun rose."], ["Birds sang."]))
-    assert scores.p_ab.notna().all() and (scores.head_status == "probe").all()
-
-
-def test_fit_head_refuses_a_trained_head_of_the_same_kind(shipped):
-    line = one_line_error(run_cli("fit-head", "--checkpoint", str(shipped / "albert-sop"), "--corpus", "wiki-vital[:600]"))
-    assert "SOP head is trained" in line and "--replace" in line
-
-
-def test_fit_head_on_minilm_keeps_the_mlm_head_missing(minilm, tmp_path):
-    out = tmp_path / "minilm-nsp"
-    result = run_cli("fit-head", "--checkpoint", str(minilm), "--corpus", "wiki-vital[:600]", "--train-pairs", "24",
-                     "--heldout-pairs", "16", "--steps", "5", "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    card = json.loads(run_cli("card", str(out), "--json").stdout)
-    assert card["heads"] == {"mlm": "missing", "pair": "probe", "pair_kind": "nsp"}  # no random MLM weights written
-    assert card["probe"]["pooler"] == "checkpoint" and "MLM head weights are missing" in card["warning"]

@@ -1,0 +1,97 @@
+"""Oscillation: layer-to-layer distances against a direct computation, and the verdict's words against its numbers."""
+
+import numpy as np
+import pytest
+import torch
+from conftest import TEXTS
+
+from albert_lab.analysis.oscillation import oscillation, similarity_matrix, verdict
+from albert_lab.errors import DataError
+
+
+def test_oscillation_equals_a_direct_computation(bundles):
+    frame = oscillation(list(bundles), TEXTS)
+    for bundle in bundles:
+        enc = bundle.tokenizer(TEXTS, padding=True, return_token_type_ids=True, return_tensors="pt")
+        with torch.no_grad():
+            states = bundle.model(**enc, output_hidden_states=True).hidden_states
+        keep = enc["attention_mask"].bool().numpy()
+        rows = frame[frame.checkpoint == bundle.name].sort_values("layer")
+        assert list(rows.layer) == list(range(1, bundle.spec.num_layers + 1))
+        for layer, row in zip(range(1, len(states)), rows.itertuples()):
+            before, after = states[layer - 1].numpy()[keep], states[layer].numpy()[keep]  # (N, H)
+            distances = np.linalg.norm(after - before, axis=1)
+            cosines = (after * before).sum(1) / np.linalg.norm(after, axis=1) / np.linalg.norm(before, axis=1)
+            angles = np.degrees(np.arccos(np.clip(cosines, -1, 1)))
+            assert abs(row.l2 - distances.mean()) < 1e-5 * max(1, distances.mean())
+            assert abs(row.angle_deg - angles.mean()) < 1e-3  # degrees
+    median = oscillation(bundles[0], TEXTS, aggregate="median")
+    assert len(median) == bundles[0].spec.num_layers and (median["aggregate"] == "median").all()
+    assert set(verdict(frame).checkpoint) == {b.name for b in bundles}
+
+
+def test_similarity_matrix_is_symmetric_with_unit_diagonal(bundles):
+    sim = similarity_matrix(bundles[0], TEXTS).pivot(index="layer_i", columns="layer_j", values="cosine").to_numpy()
+    assert np.allclose(np.diag(sim), 1.0, atol=1e-5) and np.allclose(sim, sim.T, atol=1e-6)
+
+
+def test_oscillation_rejects_empty_text(bundles):
+    with pytest.raises(DataError, match="empty"):
+        oscillation(bundles[0], ["fine text.", "   "])
+    with pytest.raises(DataError, match="no text"):
+        oscillation(bundles[0], [])
+
+
+def test_the_oscillation_verdict_says_what_the_curve_does():
+    """A steady decline that stays far from 0 is not called 'oscillating' on its own (students read
+    the word literally); a curve that goes up and down is; one that reaches ~0 converges."""
+    import pandas as pd
+
+    from albert_lab.analysis.oscillation import verdict
+
+    curves = {"steady": [11.4, 8.0, 6.1, 4.9, 3.9, 3.2], "wobbly": [11.0, 6.0, 7.5, 5.0, 6.8, 4.6],
+              "to-zero": [11.0, 6.0, 2.0, 0.6, 0.2, 0.05], "rising": [11.0, 3.0, 3.1, 3.6, 4.2, 5.0],
+              "bert-nsp": [8.6, 6.89, 7.56, 6.65, 7.58, 8.39]}  # the shipped BERT: zig-zag, then up
+    frame = pd.DataFrame([dict(checkpoint=name, layer=i + 1, l2=v, angle_deg=10.0)
+                          for name, values in curves.items() for i, v in enumerate(values)])
+    words = verdict(frame).set_index("checkpoint").verdict
+    assert words["steady"].startswith("not converging: the distances fall steadily from layer to layer")
+    assert "oscillate rather than converge" not in words["steady"]  # a steady decline is not described as going up and down
+    assert words["wobbly"].startswith("oscillating: from layer to layer the distances go up and down")
+    assert words["to-zero"].startswith("converging")
+    assert words["rising"].startswith("not converging: the distances grow")
+    assert words["bert-nsp"].startswith("oscillating")
+
+
+def test_roughness_calls_a_steady_decay_smoother_than_a_zigzag():
+    import pandas as pd
+
+    from albert_lab.analysis.oscillation import verdict
+
+    # the shipped models' curves: ALBERT decays steadily, BERT goes down and up
+    albert = [12.96, 5.77, 4.39, 3.62, 3.06, 2.70]
+    bert = [7.78, 6.03, 5.80, 6.74, 6.86, 8.14]
+    frame = pd.DataFrame([dict(checkpoint=name, layer=i + 1, l2=v, angle_deg=10.0)
+                          for name, curve in (("albert", albert), ("bert", bert)) for i, v in enumerate(curve)])
+    rough = verdict(frame).set_index("checkpoint").roughness
+    assert rough["albert"] < rough["bert"]
+    assert rough["bert"] == pytest.approx((0.23 + 0.94 + 0.12 + 1.28 - (8.14 - 6.03)) / (0.23 + 0.94 + 0.12 + 1.28))
+    line = pd.DataFrame([dict(checkpoint="line", layer=i + 1, l2=10.0 - i, angle_deg=1.0) for i in range(6)])
+    assert verdict(line).roughness.iloc[0] == pytest.approx(0.0)
+
+
+def test_a_plateau_then_a_drop_is_not_rougher_than_a_zigzag():
+    """albert-nsp's curve falls in one big drop after a plateau; the mean |second
+    difference| scored it rougher (0.31) than bert-nsp's zig-zag (0.13), which the
+    verdicts beside it called the only oscillating one."""
+    import pandas as pd
+
+    from albert_lab.analysis.oscillation import verdict
+
+    curves = {"albert-nsp": [10.55, 6.35, 5.68, 5.70, 3.66, 3.42], "bert-nsp": [8.60, 7.07, 7.60, 7.05, 7.37, 8.57]}
+    frame = pd.DataFrame([dict(checkpoint=name, layer=i + 1, l2=v, angle_deg=10.0)
+                          for name, curve in curves.items() for i, v in enumerate(curve)])
+    rows = verdict(frame).set_index("checkpoint")
+    assert rows.roughness["albert-nsp"] == pytest.approx(0.04 / 2.97, abs=1e-3)  # only its +0.02 is undone
+    assert rows.roughness["albert-nsp"] < rows.roughness["bert-nsp"]
+    assert rows.verdict["bert-nsp"].startswith("oscillating") and "fall steadily from layer to layer" in rows.verdict["albert-nsp"]

@@ -1,0 +1,91 @@
+"""Pair scores and the held-out evaluation: batched against one by one, missing heads, attributions, the card's numbers."""
+
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import ROOT
+
+from albert_lab.analysis.attribution import attribute_pair
+from albert_lab.analysis.intrinsic import intrinsic_eval, pair_probabilities
+from albert_lab.analysis.pairs import pairs_frame, score_pairs, summarize
+from albert_lab.checkpoint.load import load_checkpoint
+from albert_lab.data.corpus import MAX_SEGMENT_CHARS
+from albert_lab.data.heldout import build_eval_pairs
+from albert_lab.errors import DataError
+
+
+def test_batched_scores_equal_one_by_one_and_swaps_are_consistent(bundles):
+    a = ["The cat sat on the mat.", "Rome is in Italy.", "A much longer first sentence that goes on and on about rivers."]
+    b = ["It was warm.", "It is the capital.", "Short."]
+    scores = score_pairs(list(bundles), pairs_frame(a, b, [0, 1, 0]))
+    for bundle in bundles:
+        mine = scores[scores.checkpoint == bundle.name]
+        single = [pair_probabilities(bundle.model, bundle.tokenizer, [x], [y])[0] for x, y in zip(a, b)]
+        assert np.allclose(mine.p_ab, single, atol=1e-5)
+        swapped = score_pairs(bundle, pairs_frame(b, a))
+        assert np.allclose(mine.p_ba, swapped.p_ab, atol=1e-5)  # B->A of (A, B) is A->B of (B, A)
+    summary = summarize(scores).set_index("checkpoint")
+    for bundle in bundles:
+        mine = scores[scores.checkpoint == bundle.name]
+        assert summary.loc[bundle.name, "accuracy"] == ((mine.p_ab < 0.5).astype(int) == mine.label).mean()
+
+
+def test_missing_pair_head_is_flagged_not_scored(tmp_path, tokenizer):
+    from transformers import AlbertConfig, AlbertForMaskedLM
+
+    config = AlbertConfig(vocab_size=len(tokenizer), embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                          num_attention_heads=2, intermediate_size=37, max_position_embeddings=64)
+    AlbertForMaskedLM(config).save_pretrained(tmp_path / "hub")
+    tokenizer.save_pretrained(tmp_path / "hub")
+    scores = score_pairs(load_checkpoint(tmp_path / "hub"), pairs_frame(["A b."], ["C d."]))
+    assert scores.p_ab.isna().all() and scores.note.iloc[0] == "not scored: pair head missing"
+
+
+def test_long_words_reach_the_tokenizer_cut_to_max_len_tokens():
+    from albert_lab.analysis.common import clip_sides, encode_pairs
+    from albert_lab.tokenizer import load_tokenizer
+
+    tokenizer = load_tokenizer(ROOT / "checkpoints" / "albert-sop")
+    rng = random.Random(0)
+    word = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(4000))
+    clipped = clip_sides(tokenizer, [word], 128)[0]
+    assert len(clipped) < 1100 and len(tokenizer(clipped, add_special_tokens=False)["input_ids"]) <= 128
+    text = "The city of Paris is the capital of France, an old place with many people. " * 8
+    for a, b in [(text, text), (text, "Short one."), ("Short one.", word)]:  # the same tokens as without the cut
+        expected = tokenizer([a], [b[:MAX_SEGMENT_CHARS]], truncation="longest_first", max_length=128)["input_ids"]
+        assert encode_pairs(tokenizer, [a], [b], 128)["input_ids"].tolist() == expected
+
+
+def test_attributions_satisfy_completeness(bundles):
+    result = attribute_pair(bundles[0], "The river flows north.", "It reaches the sea.", n_steps=64)
+    tokens = result.tokens
+    assert tokens.token.iloc[0] == "[CLS]" and set(tokens.segment) == {"special", "A", "B"}
+    total = tokens.attribution.sum()
+    assert abs(total - (result.probability - result.baseline_probability) - result.delta) < 1e-4
+    assert abs(result.delta) < 0.05 * max(1e-3, abs(result.probability - result.baseline_probability)) + 1e-3
+    with pytest.raises(DataError):
+        attribute_pair(bundles[0], "", "x")
+
+
+def test_intrinsic_eval_pairs_and_scores(small_corpus, bundles):
+    pairs = build_eval_pairs(small_corpus.heldout)
+    natural_sop = pairs[(pairs.task == "sop") & pairs.natural]
+    assert 0.3 < natural_sop.label.mean() < 0.7 and pairs[pairs.task == "sop"].interior.any()
+    assert (pairs[(pairs.task == "sop") & ~pairs.natural].interior).all()
+    nsp_neg = pairs[(pairs.task == "nsp") & (pairs.label == 1)]
+    assert len(nsp_neg) and all(row.b not in " ".join(d.segments) for row in nsp_neg.itertuples()
+                                for d in small_corpus.heldout if d.title == row.doc)
+    result = intrinsic_eval(bundles[0].model, bundles[0].tokenizer, pairs, limit=20)
+    assert all(0 <= result[k] <= 1 for k in ("mlm_acc", "nsp_acc", "sop_acc", "sop_lead_acc", "sop_interior_acc"))
+    assert result["nsp_pairs"] <= 20
+
+
+def test_a_trained_card_carries_intervals_and_counts():
+    """A browser-trained run's card listed raw keys ('sop acc 0.512') without interval or n."""
+    from albert_lab.analysis.intrinsic import card_metrics
+    from albert_lab.card import metric_lines
+
+    table = pd.DataFrame([dict(metric="sop", source="all", hits=60, n=100, accuracy=0.6, low=0.5, high=0.69)])
+    assert metric_lines(card_metrics(table)) == [("sop", "0.600 [0.50, 0.69] n=100")]

@@ -1,0 +1,151 @@
+"""The Depth lab page (AppTest): its first views shipped, diverged nets shown as such, the VGG comparison."""
+
+import json
+import time
+
+import pandas as pd
+from conftest import MAIN, charts, goto
+from streamlit.testing.v1 import AppTest
+
+import albert_lab.analysis.depth as depth
+from app import depth_cache
+
+
+def test_depth_lab(app):
+    at = goto(app, "depth_lab")
+    assert len(charts(at)) == 4
+    at.multiselect(key="dl_variants").set_value(["none", "layernorm"]).run()
+    assert not at.exception and len(charts(at)) == 4
+
+
+def _figure_names(at: AppTest) -> set[str]:
+    import json
+
+    return {trace.get("name", "") for c in charts(at) for trace in json.loads(c.proto.spec)["data"]}
+
+
+def test_depth_lab_first_view_trains_nothing(app, monkeypatch):
+    import albert_lab.analysis.depth as depth
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the default view should come from app/depth_default.json")
+
+    monkeypatch.setattr(depth, "train_disc", refuse)
+    start = time.perf_counter()
+    at = goto(app, "depth_lab")
+    assert not at.error and len(charts(at)) == 4
+    assert time.perf_counter() - start < 10
+    assert "MLP depth 16 (plain)" in _figure_names(at)
+
+
+def test_depth_lab_marks_a_diverged_model_instead_of_dropping_it(app):
+    at = goto(app, "depth_lab")
+    at.multiselect(key="dl_variants").set_value(["none", "batchnorm_before"])
+    at.number_input(key="dl_std").set_value(2.0)
+    at.slider(key="dl_steps").set_value(50).run()
+    assert not at.exception and not at.error
+    assert any("MLP depth 16 (plain) diverged at step" in w.value for w in at.warning)
+    names = _figure_names(at)
+    assert any(n.startswith("MLP depth 16 (plain) (diverged at step") for n in names), names
+    assert "MLP depth 16 + batchnorm before" in names  # the model that trains keeps its plain name
+    assert at.selectbox(key="dl_heat").value == "MLP depth 16 + batchnorm before"  # the heatmap opens on one that trained
+
+
+def test_divergence_cuts_the_trace_at_the_first_bad_step():
+    import pandas as pd
+
+    from app.figures import cut_at_divergence, divergence, legend_names
+
+    history = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 2, "step": [1, 10, 20, 23, 1, 10],
+                            "loss": [0.7, 5e4, float("nan"), float("nan"), 0.7, 0.6]})
+    assert divergence(history) == {"a": 10}
+    assert list(cut_at_divergence(history, {"a": 10}).step) == [1, 1, 10]
+    assert legend_names(["a", "b"], {"a": 10}) == {"a": "a (diverged at step 10)", "b": "b"}
+
+
+def test_layer_axes_tick_every_layer_only_while_that_reads():
+    """VGG-38's and a 48-layer MLP's layer axes had a tick per layer (labels smeared into
+    each other); a model that diverged at step 1 drew a one-column heatmap ticked 0.6, 0.8, ..."""
+    import pandas as pd
+    import plotly.express as px
+
+    from app.figures import flow_heatmap, style
+
+    def axis(layers: int):
+        frame = pd.DataFrame({"layer": range(1, layers + 1), "mean_abs": [1e-3] * layers})
+        return style(px.line(frame, x="layer", y="mean_abs"), layers=True).layout.xaxis
+
+    assert axis(6).dtick == 1 and axis(6).tickformat == "d"
+    assert axis(40).dtick is None and axis(40).tickformat == "d"
+    flow = pd.DataFrame({"model": "none", "layer": [1, 2, 3], "step": 0, "mean_abs": [1e-3, 1e-4, 1e-5]})
+    heat = flow_heatmap(flow, "none").layout
+    assert list(heat.xaxis.tickvals) == [0] and heat.yaxis.dtick == 1
+
+
+def test_a_diverged_net_does_not_stretch_the_depth_labs_loss_axis():
+    """At 32 layers the residual net's one loss before it diverged (24.5) stretched the axis
+    to 25 and flattened the curves of the nets that trained."""
+    from app.figures import depth_figures
+
+    steps = [1, 10, 20]
+    history = pd.DataFrame(dict(model=["plain"] * 3 + ["residual"] * 3, step=steps * 2,
+                                loss=[0.69, 0.6, 0.5, 24.5, float("nan"), float("nan")],
+                                test_accuracy=[0.5, 0.6, 0.7, 0.5, float("nan"), float("nan")]))
+    flow = pd.DataFrame(dict(model=["plain", "residual"], step=1, layer=1, mean_abs=1e-3, max_abs=1e-2))
+    loss = depth_figures(history, flow)["loss"]
+    assert loss.layout.yaxis.range[1] < 1.0
+    assert "residual (diverged at step 10) up to 24.5" in loss.layout.annotations[0].text
+
+
+def test_vgg_comparison_at_its_default_settings_trains_nothing(app, monkeypatch):
+    """The button promised half a minute and took half an hour on a busy machine: the
+    default settings' four nets ship with the app and draw at once."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("the default VGG comparison should come from app/depth_default.json")
+
+    monkeypatch.setattr(depth, "_train", refuse)
+    at = goto(app, "depth_lab")
+    assert any("Ready for these settings" in c.value for c in at.caption)
+    at.button(key="vgg_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    names = {t["name"] for c in charts(at) if "8x8 digits" in c.proto.spec for t in json.loads(c.proto.spec)["data"]}
+    assert names == {"VGG-8", "VGG-8 + BatchNorm", "VGG-38", "VGG-38 + BatchNorm"}
+
+
+def test_vgg_comparison_says_how_long_and_keeps_what_a_stop_left(app, monkeypatch):
+    """Other settings say how long they take before the click, train one net at a time
+    behind a progress bar, and a Stop keeps the nets already trained."""
+    trained = []
+
+    def quick(depth_, batchnorm, steps, lr, record_every=20, progress=None, **kwargs):
+        trained.append((depth_, batchnorm))
+        for step in range(1, steps + 1):
+            progress(step)
+        frame = pd.DataFrame(dict(model=depth.vgg_label(depth_, batchnorm), step=[1, steps], loss=[2.3, 1.0],
+                                  test_accuracy=[0.1, 0.5]))
+        flow = pd.DataFrame(dict(model=frame.model.iloc[0], step=steps, layer=[1, 2], mean_abs=[1e-3, 1e-3],
+                                 max_abs=[1e-2, 1e-2]))
+        return frame, flow
+
+    monkeypatch.setattr(depth, "train_vgg", quick)
+    at = goto(app, "depth_lab")
+    at.slider(key="vgg_steps").set_value(100).run()
+    caption = next(c.value for c in at.caption if "conv nets of 100 steps" in c.value)
+    assert "idle 2-core CPU" in caption and "Stop keeps" in caption
+    at.button(key="vgg_run").click().run()
+    assert len(trained) == 4 and not at.exception
+    assert not at.get("progress")  # the bar is gone once the nets are trained
+    depth_cache._VGG_TRAINED.pop(depth_cache.vgg_key(38, True, 100, 0.1))  # as if Stop came during the last net
+    at.session_state["vgg_done"], at.session_state["vgg_stopped"] = False, True
+    at.run()
+    assert any("Stopped: 3 of 4 nets" in i.value for i in at.info)
+    assert len(trained) == 4  # a stopped comparison trains nothing more until Train is pressed
+    assert any("8x8 digits" in c.proto.spec for c in charts(at))
+
+
+def test_a_depth_lab_link_reproduces_its_settings(app):
+    fresh = AppTest.from_file(MAIN, default_timeout=120)
+    fresh.query_params.update({"dl_depth": "4", "dl_steps": "50", "dl_variants": "none,layernorm,bogus"})
+    fresh.switch_page("../pages/depth_lab.py").run()  # the link opens the page itself
+    assert not fresh.exception and not fresh.error
+    assert fresh.slider(key="dl_depth").value == 4 and fresh.multiselect(key="dl_variants").value == ["none", "layernorm"]

@@ -1,0 +1,86 @@
+"""The Gradient flow page (AppTest): its charts, their axes, and the pair loss a checkpoint was trained with."""
+
+
+import pandas as pd
+from conftest import charts, goto, start, tiny_spec
+
+from app.figures import shared_sum_figure
+
+
+def test_gradient_flow(app):
+    at = goto(app, "gradient_flow")
+    assert len(charts(at)) >= 3
+    outside = at.dataframe[0].value
+    assert {"embeddings", "E->H projection", "MLM head", "pair head"} <= set(outside.component)
+    assert (outside.mean_abs > 0).all()
+    import json
+
+    shared = next(json.loads(c.proto.spec) for c in charts(at) if "summed over applications" in c.proto.spec)
+    # which applications each sum covers ('from layer 1' before)
+    assert {t["name"] for t in shared["data"]} == {f"{c}, shared block, applications 1-3" for c in ("attention", "FFN", "LayerNorm")}
+
+
+def test_gradient_flow_says_when_the_pair_loss_runs_through_an_untrained_head(tmp_path, tokenizer, monkeypatch):
+    """albert-none's SOP head was never trained: its gradients were plotted without a word,
+    while the model card and Sentence pairs both say so."""
+    from albert_lab.checkpoint.store import save_checkpoint
+    from albert_lab.models import build_model
+
+    spec = tiny_spec(len(tokenizer), objective="none")
+    save_checkpoint(build_model(spec, seed=0), tokenizer, spec, tmp_path / "albert-none", {"name": "albert-none"})
+    monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(tmp_path))
+    at = start("gradient_flow")
+    at.selectbox(key="gf_objective").set_value("sop").run()
+    assert any("SOP head was never trained" in w.value for w in at.warning)
+    at.selectbox(key="gf_objective").set_value("none").run()
+    assert not any("never trained" in w.value for w in at.warning) and not at.exception
+
+
+def test_gradient_flow_defaults_to_the_checkpoints_own_objective(app):
+    """On an NSP checkpoint the page ran an SOP loss through the NSP head, with no word;
+    the CLI defaults to the checkpoint's own objective."""
+    at = goto(app, "gradient_flow")
+    assert at.selectbox(key="gf_checkpoint").value == "albert-sop" and at.selectbox(key="gf_objective").value == "sop"
+    at.selectbox(key="gf_checkpoint").set_value("bert-nsp").run()
+    assert at.selectbox(key="gf_objective").value == "nsp" and not at.warning
+    at.selectbox(key="gf_checkpoint").set_value("hub-albert").run()  # no card, no pair head: MLM alone
+    assert at.selectbox(key="gf_objective").value == "none" and not at.error, [e.value for e in at.error]
+    at.selectbox(key="gf_checkpoint").set_value("bert-nsp").run()
+    at.selectbox(key="gf_objective").set_value("sop").run()  # asked for: computed, with a word
+    assert any("trained for NSP, not SOP" in w.value for w in at.warning)
+
+
+def test_figures_have_unit_axis_titles_and_integer_layer_ticks(app):
+    import json
+
+    at = goto(app, "gradient_flow")
+    for chart in charts(at):
+        layout = json.loads(chart.proto.spec)["layout"]
+        for axis in [v for k, v in layout.items() if k.startswith(("xaxis", "yaxis"))]:
+            title = axis.get("title", {}).get("text", "")
+            assert title and title not in ("value", "variable", "mean_abs", "layer"), title
+            if "layer" in title:
+                assert axis.get("dtick") == 1
+            if axis.get("type") == "log":
+                assert axis.get("exponentformat") == "power"
+        assert json.loads(chart.proto.config)["toImageButtonOptions"]["filename"].startswith("gradflow")
+
+
+def test_shared_gradient_chart_says_what_it_sums_in_a_title_that_fits():
+    frame = pd.DataFrame([dict(view="shared_sum", component=c, layer=1, applications="1-6", mean_abs=0.01, max_abs=0.1)
+                          for c in ("attention", "FFN")])
+    fig = shared_sum_figure(frame)
+    assert "summed over applications" in fig.layout.title.text and len(fig.layout.title.text) <= 60  # half a page
+    assert fig.layout.yaxis.type == "log" and {x for bar in fig.data for x in bar.x} == {"attention", "FFN"}
+
+
+def test_shared_gradients_are_points_with_values_on_their_log_axis():
+    """Bars on a log axis made 0.0018 look like nothing beside 0.013 (a bar's length there
+    starts at an arbitrary floor)."""
+    from app.figures import shared_sum_figure
+
+    frame = pd.DataFrame([dict(view="shared_sum", component=c, layer=1, applications="1-6", mean_abs=v, max_abs=0.1)
+                          for c, v in (("attention", 0.0018), ("FFN", 0.013))])
+    fig = shared_sum_figure(frame)
+    assert all(t.type == "scatter" for t in fig.data)
+    assert sorted(v for t in fig.data for v in t.text) == ["0.0018", "0.013"]

@@ -1,0 +1,94 @@
+"""The Model card page (AppTest): the card, its head warnings, a probe fitted and a BERT albertized from it."""
+
+import html
+import re
+
+from conftest import charts, goto, tiny_spec
+from streamlit.testing.v1 import AppTest
+
+from albert_lab.checkpoint.files import read_card
+from albert_lab.params import count
+
+
+def emoji_codes(at: AppTest) -> list[str]:
+    """Text the browser reads as emoji codes (Streamlit's own test, ':38:' in '12:38:29'
+    included): a cell or paragraph with one is drawn only after the emoji plugin (260 kB)
+    has been fetched."""
+    pattern = re.compile(r":(?!material/|streamlit:)[\w+-][\w_+-]*:")
+    texts = [str(e.value) for kind in ("markdown", "caption", "info", "warning", "success") for e in getattr(at, kind)]
+    texts += [str(v) for t in at.table for v in t.value.to_numpy().ravel()]
+    return [m for text in texts for m in pattern.findall(text)]
+
+
+def test_model_card(app):
+    assert app.title[0].value == "Model card"
+    assert app.sidebar.multiselect(key="picked").value == ["albert-sop", "hub-albert", "bert-nsp"]  # SOP first
+    expected = count(tiny_spec(1000, num_layers=3)).total
+    assert app.metric[0].value == f"{expected / 1e6:.2f}M"
+    assert not charts(app) and not app.warning  # no plotly.js on the landing page: the chart is SVG (app/svg.py)
+    svg = next(m.value for m in app.markdown if m.value.startswith("<svg"))
+    report = count(tiny_spec(1000, num_layers=3))
+    for name, part in report.by_component().items():  # every component, held and applied, named on hover
+        assert html.escape(f"{name}, held in memory: {part['unique']:,} parameters") in svg
+        assert html.escape(f"{name}, applied per forward pass: {part['applied']:,} parameters") in svg
+    assert not emoji_codes(app)  # the browser would hold those cells back until it has its emoji plugin
+    fields = [f for t in app.table if "field" in t.value for f in t.value["field"]]
+    assert "hidden size (H)" in fields and "saved" in fields and not [f for f in fields if "_" in f]  # words, not keys
+    metrics = next(t.value for t in app.table if "metric" in t.value)
+    assert list(metrics.metric) == ["SOP, interior pairs (held-out)"]
+    app.selectbox(key="card_checkpoint").set_value("hub-albert").run()
+    assert any("SOP head weights are missing" in w.value for w in app.warning)
+    tables = [t.value for t in app.table]
+    assert any((t["status"] == "missing").any() for t in tables if "status" in t)
+
+
+def test_a_sentence_transformers_folder_in_the_app_is_named_and_never_labelled_nsp(app, minilm, monkeypatch):
+    """all-MiniLM-L6-v2 appeared as 'model' with the title '..., NSP', 'pair objective nsp'
+    and a chart with an MLM head and a pair head it does not have."""
+    monkeypatch.setenv("ALBERT_LAB_ALLOWED_DIRS", str(minilm.parent))
+    app.sidebar.text_input(key="add_source").set_value(str(minilm))
+    app.sidebar.button(key="add_button").click().run()
+    assert "all-MiniLM-L6-v2" in app.sidebar.multiselect(key="picked").value
+    app.selectbox(key="card_checkpoint").set_value("all-MiniLM-L6-v2").run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    title = app.subheader[0].value
+    assert "NSP" not in title and title.endswith("pair objective not recorded"), title
+    spec = next(t.value for t in app.table if "field" in t.value and "hidden size (H)" in set(t.value.field))
+    assert spec.set_index("field").loc["pair objective", "value"] == "not recorded"
+    svg = next(m.value for m in app.markdown if m.value.startswith("<svg"))
+    assert "MLM head" not in svg and "pair head" not in svg
+
+
+def test_fit_a_probe_from_the_model_card(app):
+    at = goto(app, "model_card")
+    at.selectbox(key="card_checkpoint").set_value("hub-albert").run()
+    for key, value in (("probe_train", 100), ("probe_held", 100), ("probe_steps", 10)):
+        at.number_input(key=key).set_value(value)
+    next(b for b in at.button if b.label.startswith("Fit the probe")).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    name, path, accuracy = at.session_state["probe_done"]
+    assert name == "hub-albert-sop-probe" and 0 <= accuracy <= 1
+    from albert_lab.checkpoint.load import load_checkpoint
+
+    probe = load_checkpoint(path, device="cpu")
+    assert probe.heads.pair == "probe" and probe.card["probe"]["pairs"]["held_out"] == 100
+
+
+def test_the_model_card_albertizes_a_bert(app, tmp_path):
+    """The card of a BERT offers albertize; the result lands in runs/albertized/ and can be picked."""
+    at = app
+    assert not at.exception
+    assert not [e for e in at.expander if "albertize" in e.label]  # albert-sop is already an ALBERT
+    at.selectbox(key="card_checkpoint").set_value("bert-nsp").run()
+    assert [e for e in at.expander if "albertize" in e.label]
+    at.number_input(key="alb_e").set_value(8)
+    at.selectbox(key="alb_sharing").set_value("all")
+    at.button[[b.label for b in at.button].index("Convert (seconds)")].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    done = next(s.value for s in at.success if "Saved" in s.value)
+    assert "E=8" in done and "all sharing in 1 group(s)" in done
+    out = tmp_path / "runs" / "albertized" / "bert-nsp-e8-all-average"
+    card = read_card(out)
+    assert card["conversion"]["status"] == "converted, not trained" and card["provenance"]["command"].startswith("albert-lab albertize")
+    at.button(key="albertize_pick").click().run()
+    assert "bert-nsp-e8-all-average" in at.sidebar.multiselect(key="picked").value

@@ -1,0 +1,68 @@
+"""The Oscillation page (AppTest): curves, verdicts that agree with their numbers, typed text, a stop."""
+
+import json
+
+import pandas as pd
+from conftest import charts, goto
+
+
+def test_oscillation(app):
+    at = goto(app, "oscillation")
+    assert len(charts(at)) == 3  # curves, roughness bars, similarity heatmap
+    verdicts = [m.value for m in at.markdown if m.value.startswith("**") and "roughness" in m.value]
+    assert len(verdicts) == 3 and all(("oscillating" in v) or ("converging" in v) for v in verdicts)
+    at.radio(key="osc_input").set_value("My text").run()
+    at.text_area(key="osc_text").set_value("   ").run()
+    assert not at.exception and any("no text" in e.value for e in at.error)
+
+
+def test_oscillation_page_names_the_smoother_model_from_its_own_numbers(app):
+    at = goto(app, "oscillation")
+    rough = {}
+    for m in at.markdown:
+        if m.value.startswith("**") and "roughness" in m.value:
+            name, rest = m.value[2:].split("**", 1)
+            rough[name] = float(rest.split("roughness ")[1].split(" ")[0])
+    sentence = next(m.value for m in at.markdown if m.value.startswith("Smoothest to roughest"))
+    order = sorted(rough, key=rough.get)
+    positions = [sentence.index(f"{name} (") for name in order]
+    assert positions == sorted(positions), (sentence, rough)
+    assert "lower is smoother" in next(m.value for m in at.markdown if "roughness" in m.value)
+
+
+def test_typed_text_the_vocabulary_cannot_read_gets_a_warning(app):
+    """Emoji on the Shared layer page gave a flat 0% accuracy with no word of why."""
+    for page, radio, area in (("oscillation", "osc_input", "osc_text"), ("shared_block", "sb_input", "sb_text")):
+        at = goto(app, page)
+        at.radio(key=radio).set_value("My text").run()
+        assert not any("unknown to" in w.value for w in at.warning)  # the English example
+        at.text_area(key=area).set_value("🍕🍕🍕 🍕🍕").run()
+        assert any("of this text's pieces are unknown to albert-sop's vocabulary" in w.value for w in at.warning), page
+
+
+def test_a_roughness_of_zero_still_shows_its_value():
+    """Bars of roughness 0.00 were invisible: no bar, and the label inside it."""
+    from app.figures import roughness_figure
+
+    fig = roughness_figure(pd.DataFrame(dict(checkpoint=["albert-sop", "bert-nsp"], roughness=[0.0, 0.31])))
+    assert all(t.textposition == "outside" and t.cliponaxis is False for t in fig.data)
+    assert list(fig.layout.yaxis.range) == [0, 1.1]  # the measure's own scale
+
+
+def test_oscillation_computes_checkpoint_by_checkpoint_and_a_stop_keeps_the_finished(app):
+    """A first visit took 15 s on a busy machine with nothing to stop it: the checkpoints are
+    computed one at a time behind a progress bar with a Stop; after a Stop the page draws those
+    finished and offers the others."""
+    at = goto(app, "oscillation")
+    picked = at.sidebar.multiselect(key="picked").value
+    state = at.session_state["_each_oscillation"]
+    assert state["done"] == picked and not state["stopped"]
+    state.update(done=picked[:1], stopped=True)  # as if Stop came during the second checkpoint
+    at.session_state["_each_oscillation"] = state
+    at.run()
+    assert any(f"Stopped: 1 of {len(picked)} checkpoints" in i.value for i in at.info)
+    drawn = {t["name"] for c in charts(at) if "Input vs output of each layer" in c.proto.spec
+             for t in json.loads(c.proto.spec)["data"] if t.get("name")}
+    assert picked[0] in drawn and not set(picked[1:]) & drawn
+    next(b for b in at.button if b.label == "Compute the others").click().run()
+    assert not at.info and at.session_state["_each_oscillation"]["done"] == picked

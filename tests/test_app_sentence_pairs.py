@@ -1,0 +1,159 @@
+"""The Sentence pairs page (AppTest): typed pairs, uploads and their problems, attributions, Table 5."""
+
+import json
+import shutil
+
+from conftest import charts, goto, link_of, start
+
+PAIRS_CSV = (b"sentence_a,sentence_b,label\n"
+             b"The Nile is a river in Africa.,It flows north into the Mediterranean Sea.,0\n"
+             b"It flows north into the Mediterranean Sea.,The Nile is a river in Africa.,1\n"
+             b",A row without its first sentence.,0\n")
+
+
+def test_sentence_pairs_upload_and_bad_files(app):
+    at = goto(app, "sentence_pairs")
+    typed = at.dataframe[0].value
+    assert set(typed.checkpoint) == {"albert-sop", "bert-nsp", "hub-albert"}
+    assert typed[typed.checkpoint == "hub-albert"].p_ab.isna().all()
+    assert any("not scored: pair head missing" in w.value for w in at.warning)
+    import json
+
+    bars = json.loads(charts(at)[0].proto.spec)["data"]  # one colour per order, whatever the theme's colorway
+    layout = json.loads(charts(at)[0].proto.spec)["layout"]  # 'chance' in the right margin, not on the first bar
+    (label,) = [a for a in layout["annotations"] if a["text"] == "chance"]
+    assert label["x"] >= 1 and label["xanchor"] == "left" and layout["margin"]["r"] >= 60
+    assert {b["name"]: b["marker"]["color"] for b in bars} == {"A -> B (as typed)": "#4c78a8", "B -> A (swapped)": "#f58518"}
+    at.file_uploader(key="pairs_file").set_value(("pairs.csv", PAIRS_CSV, "text/csv"))
+    at.run()
+    assert any("row 4: sentence_a is empty; skipped" in w.value for w in at.warning)
+    summary = next(d.value for d in at.dataframe if "accuracy" in d.value)
+    assert summary.set_index("checkpoint").loc["albert-sop", "labelled"] == 2
+    assert "hub-albert" not in set(summary.checkpoint)  # not scored (its warning says why): no row of blanks
+    scores = next(d.value for d in at.dataframe if "p_ab" in d.value and len(d.value) == 6)
+    scored = scores[scores.checkpoint != "hub-albert"]
+    assert scored.p_ab.between(0, 1).all() and scored.p_ba.between(0, 1).all()
+    assert [h.value for h in at.subheader if "scored" in h.value] == ["2 pairs scored from pairs.csv"]  # which file
+    at.file_uploader(key="pairs_file").set_value(("bad.csv", b"sentence_a;sentence_b\nx;y\n", "text/csv"))
+    at.run()
+    assert any("semicolons as delimiter" in e.value for e in at.error) and not at.exception
+    assert all(e.value.count("bad.csv") == 1 for e in at.error)  # was 'reading bad.csv: bad.csv: ...'
+    at.file_uploader(key="pairs_file").set_value(("latin.csv", b"sentence_a,sentence_b\ncaf\xe9,x\n", "text/csv"))
+    at.run()
+    assert any("not UTF-8" in e.value for e in at.error)
+
+
+def test_a_blank_sentence_is_refused_not_scored(app):
+    at = goto(app, "sentence_pairs")
+    at.text_area(key="pair_a").set_value("   ")
+    at.button[0].click().run()  # the form's submit button
+    assert any("sentence A is empty" in e.value for e in at.error)
+    assert not at.exception
+
+
+def test_a_pair_the_vocabulary_cannot_read_is_scored_with_a_warning(app):
+    """Chinese for an English SentencePiece is '▁' and one unknown piece per side: its
+    P(A->B) = P(B->A) means nothing, and the page said nothing."""
+    at = goto(app, "sentence_pairs")
+    assert not any("cannot read" in w.value for w in at.warning)  # the built-in English pair
+    at.text_area(key="pair_a").set_value("尼罗河是非洲东北部的一条主要河流。")
+    at.text_area(key="pair_b").set_value("它流入地中海。")
+    at.button[0].click().run()
+    (warning,) = [w.value for w in at.warning if "cannot read" in w.value]
+    assert warning.startswith("1 pair (row 1) is mostly text the models cannot read: up to 50% of the pieces")
+
+
+def test_typed_pairs_longer_than_the_model_reads_are_flagged(app):
+    at = goto(app, "sentence_pairs")
+    at.text_area(key="pair_a").set_value(" ".join(["word"] * 400))
+    at.button[0].click().run()
+    assert any("longer than the 128 tokens" in w.value for w in at.warning)
+    assert "pair_a" not in link_of(at) and any("not put in the page's link" in c.value for c in at.caption)
+    shown = at.dataframe[0].value
+    assert "head_status" in shown and set(shown["label"]) == {""}  # no 'None' where no label was given
+
+
+def test_attributions_explain_the_typed_pair(app):
+    at = goto(app, "sentence_pairs")
+    at.text_area(key="pair_a").set_value("Zebras graze on the savanna.")
+    at.text_area(key="pair_b").set_value("They live in herds.")
+    next(b for b in at.button if b.label == "Score this pair").click().run()
+    next(b for b in at.button if b.label == "Explain").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    request, result = at.session_state["attr_result"]
+    assert request[1] == "Zebras graze on the savanna." and request[2] == "They live in herds."
+    words = "".join(result.tokens.token).replace("\u2581", " ").lower()
+    assert "savanna" in words.replace(" ", "") or "sav" in words
+
+
+def test_table5_shows_fractions_and_no_paths(app):
+    at = goto(app, "sentence_pairs")
+    paper = next(d.value for d in at.dataframe if "downstream avg" in d.value)
+    assert paper[["MLM", "NSP", "SOP"]].to_numpy().max() < 1  # fractions, like ours
+    assert not any("/" in str(v) and str(v).startswith("/") for d in at.dataframe for v in d.value.to_numpy().ravel())
+
+
+def test_table5_says_why_an_old_results_file_shows_nothing(shipped, tmp_path, monkeypatch):
+    folder = tmp_path / "checkpoints"
+    shutil.copytree(shipped, folder)
+    (folder / "results.json").write_text(json.dumps([{"checkpoint": "albert-sop", "sop_acc": 0.9, "nsp_acc": 0.5}]))
+    monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(folder))
+    at = start("sentence_pairs")
+    assert any("older version" in i.value and "albert-lab evaluate" in i.value for i in at.info)
+
+
+def test_live_table5_says_its_sample_and_what_each_n_counts(app, small_corpus, monkeypatch):
+    """'Evaluate ... (about a minute)' took 342 s on a busy machine, and the caption said
+    200 pairs per task while the cells showed n = 163, 197, 40 and 5."""
+    import albert_lab.analysis.evaluation as evaluation
+    from albert_lab.data.heldout import build_eval_pairs
+
+    pairs = build_eval_pairs(small_corpus.train[:60]).assign(domain="in")
+    monkeypatch.setattr(evaluation, "evaluation_pairs", lambda: pairs)
+    at = goto(app, "sentence_pairs")
+    button = at.button(key="t5_run")
+    assert "about a minute" not in button.label and "two cores" in button.label
+    at.select_slider(key="t5_limit").set_value(50).run()
+    at.button(key="t5_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    captions = " ".join(c.value for c in at.caption)
+    assert "A fixed sample of 50 pairs per task" in captions and "MLM counts masked tokens" in captions
+    assert "lead + interior exceeds SOP" in captions  # why SOP's n is not lead's + interior's
+    assert set(at.session_state["t5_live"]) == set(at.sidebar.multiselect(key="picked").value)
+
+
+def test_shipped_sop_counts_are_explained_where_they_are_shown():
+    """Held-out SOP n = 2,474 against lead 591 + interior 2,369 needed a word; out of domain
+    SOP and SOP interior were equal with no word that cfi's pairs are nearly all interior."""
+    import json
+
+    from conftest import ROOT
+
+    from albert_lab.card import count_notes, metric_counts
+
+    metrics = json.loads((ROOT / "checkpoints" / "albert-sop" / "albert_lab.json").read_text())["metrics"]
+    held, out = count_notes(metric_counts(metrics))
+    assert "SOP counts the 2,474 pairs" in held and "591 of them lead" in held and "1,883 interior ones and 486 more" in held
+    assert out.startswith("Out of domain (cfi)") and "Only 16 of the 761 hold a document's first sentence" in out
+
+
+def test_the_chance_line_reads_on_the_dark_theme(app, tmp_path, monkeypatch):
+    """Plotly's default line colour (near black) vanished on the dark theme (Sentence pairs, Training)."""
+    run = tmp_path / "runs" / "20261122-000000-tiny-1"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({
+        "id": run.name, "status": "succeeded", "created": 1.0, "pid": 1, "step": 5, "total_steps": 5,
+        "config": {"objective": "sop", "name": "tiny", "max_steps": 5}, "spec_label": "ALBERT tiny", "message": ""}))
+    (run / "metrics.jsonl").write_text(json.dumps(
+        {"kind": "train", "step": 1, "loss": 9.7, "mlm_loss": 9.0, "pair_loss": 0.69, "mlm_acc": 0.0, "pair_acc": 0.44,
+         "tokens": 1501, "tokens_per_s": 5589.0, "run_tokens_per_s": 5589.0, "eta_s": 1.0, "time": 1.0}) + "\n")
+    monkeypatch.setenv("ALBERT_LAB_RUNS", str(tmp_path / "runs"))
+    pairs = goto(app, "sentence_pairs")
+    next(b for b in pairs.button if b.label == "Score this pair").click().run()
+    specs = [c.proto.spec for c in charts(pairs)]
+    training = goto(pairs, "training")
+    specs += [c.proto.spec for c in charts(training)]
+    for spec in specs:
+        lines = [shape for shape in json.loads(spec)["layout"].get("shapes", []) if shape.get("line", {}).get("dash") == "dot"]
+        assert all(shape["line"]["color"] == "#8c8c8c" for shape in lines), lines
+    assert sum("chance" in spec for spec in specs) >= 2

@@ -1,0 +1,131 @@
+"""The Shared layer page (AppTest): its four sections, their figures, its link, a model shared by two sessions."""
+
+import pandas as pd
+from conftest import goto
+
+from app.reapply_figures import attention_figure
+
+
+def test_page(app):
+    at = goto(app, "shared_block")
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert len(at.get("plotly_chart")) == 1  # the first visit computes one section: depth extrapolation
+    verdicts = [m.value for m in at.markdown if m.value.startswith("**")]
+    assert any(v in " ".join(verdicts) for v in ("converges", "cycles", "slows down", "drifts")) and "not judged" in " ".join(verdicts)
+    charts, downloads = 1, len(at.get("download_button"))
+    sections = at.radio(key="sb_section").options
+    for section, expected in zip(sections[1:], (4, 2, 1)):  # lens + 3 top-k; attention + entropy; CKA
+        at.radio(key="sb_section").set_value(section).run()
+        assert not at.exception and not at.error, (section, [e.value for e in at.error])
+        assert len(at.get("plotly_chart")) == expected, section
+        charts, downloads = charts + expected, downloads + len(at.get("download_button"))
+        if section.startswith("3."):
+            at.slider(key="sb_app").set_value(6).run()
+        if section.startswith("4."):
+            at.selectbox(key="sb_cka_y").set_value("bert-nsp").run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+    assert charts >= 8 and downloads >= 5
+    at.radio(key="sb_section").set_value(sections[0]).run()
+    at.radio(key="sb_input").set_value("My text").run()
+    at.text_area(key="sb_text").set_value("   ").run()
+    assert not at.exception and any("no text" in e.value for e in at.error)
+
+
+def test_shared_layer_cka_compare_with_travels_in_the_link(app):
+    """'Compare with' was not in the link: a shared CKA view opened on a model against itself."""
+    from conftest import MAIN
+    from streamlit.testing.v1 import AppTest
+
+    at = goto(app, "shared_block")
+    at.radio(key="sb_section").set_value("4. Layer similarity (linear CKA)").run()
+    at.selectbox(key="sb_cka_y").set_value("bert-nsp").run()
+    at.run()
+    link = {k: v if isinstance(v, str) else v[0] for k, v in at.query_params.items()}
+    assert link.get("sb_cka_y") == "bert-nsp" and link.get("sb_cka_x") == "albert-sop", link
+    fresh = AppTest.from_file(MAIN, default_timeout=120)
+    fresh.query_params.update(link)
+    fresh.switch_page("../pages/shared_block.py").run()  # the link opens the page itself
+    assert not fresh.exception and fresh.selectbox(key="sb_cka_y").value == "bert-nsp"
+
+
+def test_shared_layer_figures_can_be_read():
+    """Top-k heatmaps labelled every sixth application, attention maps had no colour scale,
+    and ALBERT vs BERT's CKA heatmap was a small square."""
+    from app.reapply_figures import attention_figure, cka_figure, top_k_figure
+
+    top = pd.DataFrame([dict(checkpoint="m", application=a, depth_L=6, rank=r, token=f"w{a}{r}", probability=0.1,
+                             watched="x [MASK]") for a in range(25) for r in range(1, 4)])
+    text = top_k_figure(top, "m").data[0].text
+    assert all(cell for row in text for cell in row)  # every application's words at k = 4
+    tokens = ["[CLS]", "a", "[SEP]"]
+    maps = pd.DataFrame([dict(checkpoint="m", application=1, head=0, inner=0, query=q, key=k, key_token=tokens[k],
+                              weight=1 / 3, norm_weighted=0.5) for q in range(3) for k in range(3)])
+    assert [t.showscale is not False for t in attention_figure(maps, 1, 0).data] == [True, True]
+    cka = pd.DataFrame([dict(application_x=i, application_y=j, cka=0.5, checkpoint_x="albert-sop", checkpoint_y="bert-nsp",
+                             unit="token", n=1024) for i in range(7) for j in range(7)])
+    fig = cka_figure(cka)
+    assert fig.layout.height >= 420 and fig.layout.yaxis.scaleanchor is None  # full width, not a fixed square
+
+
+def test_figures_of_a_block_applied_24_times_stay_readable():
+    """At k = 4 the top-k heatmap had 25 columns of words and the axes ticks at -1 and 25."""
+    from app.reapply_figures import cka_figure, lens_figure, top_k_figure
+
+    apps = range(25)
+    top = pd.DataFrame([dict(checkpoint="m", application=a, depth_L=6, rank=r, token=f"t{a}{r}", probability=0.5 / r,
+                             watched="x") for a in apps for r in (1, 2, 3)])
+    fig = top_k_figure(top, "m")
+    worded = [a for a in apps if fig.data[0].text[0][a]]
+    # every application worded (every sixth was too few to follow a word; issue 26), in smaller type
+    assert worded == list(apps) and list(fig.layout.xaxis.range) == [-0.5, 24.5] and fig.data[0].textfont.size == 9
+    lens = pd.DataFrame([dict(checkpoint="m", family="albert", application=a, depth_L=6, mlm_accuracy=0.1, nll=5.0)
+                         for a in apps])
+    fig = lens_figure(lens)
+    assert list(fig.layout.xaxis.range) == [-0.5, 24.5] and fig.layout.yaxis.tickformat == ".0%"
+    cka = pd.DataFrame([dict(application_x=i, application_y=j, cka=0.5, checkpoint_x="m", checkpoint_y="m", unit="token",
+                             n=100) for i in apps for j in apps])
+    assert not cka_figure(cka).data[0].texttemplate
+    small = cka[(cka.application_x < 7) & (cka.application_y < 7)]
+    assert cka_figure(small).data[0].texttemplate
+
+
+def test_attention_panels_share_one_set_of_row_labels():
+    """The right panel's token labels ran into the left panel."""
+    tokens = ["[CLS]", "a", "b"]
+    maps = pd.DataFrame([dict(checkpoint="m", application=1, head=0, inner=0, query=q, key=k, key_token=tokens[k],
+                              weight=1 / 3, norm_weighted=0.5) for q in range(3) for k in range(3)])
+    fig = attention_figure(maps, 1, 0)
+    assert fig.layout.yaxis2.matches == "y" and fig.layout.yaxis2.showticklabels is False
+
+
+def test_attention_of_one_cached_model_from_two_threads_at_once(shipped):
+    """Two sessions (or a rerun overlapping the run it replaces) on the shared-layer page
+    use the same cached model: each thread's hooks caught the other's q/k/v ('The size of
+    tensor a (19) must match the size of tensor b (128)')."""
+    import threading
+
+    from albert_lab.analysis.attention import attention_entropy
+    from albert_lab.checkpoint.load import load_checkpoint
+
+    bundle = load_checkpoint(shipped / "albert-sop", device="cpu")
+    texts = {"long": ["The Nile is a river in Africa. " * 12], "short": ["The river flows through the old town."]}
+    alone = {name: attention_entropy(bundle, t, 2) for name, t in texts.items()}
+    results, errors, start = {}, [], threading.Barrier(2)
+
+    def work(name: str) -> None:
+        start.wait()
+        try:
+            for _ in range(40):  # a tiny model: many rounds, so that the two threads overlap
+                results[name] = attention_entropy(bundle, texts[name], 2)
+        except Exception as err:  # pragma: no cover - the failure being tested
+            errors.append(repr(err))
+
+    threads = [threading.Thread(target=work, args=(name,)) for name in texts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for name in texts:
+        pd.testing.assert_frame_equal(results[name], alone[name])

@@ -1,0 +1,224 @@
+"""The sidebar and the page link (AppTest): folders added, checkpoints picked and coloured, presets, links."""
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import MAIN, goto, link_of
+from streamlit.testing.v1 import AppTest
+
+
+def test_path_field_refuses_folders_outside_the_allowed_roots(app):
+    app.sidebar.text_input(key="add_source").set_value("/etc")
+    app.sidebar.button(key="add_button").click().run()
+    assert any("outside the folders the app may read" in e.value for e in app.error)
+    assert not app.exception
+
+
+@pytest.mark.parametrize("text, words", [("albert\x00sop", "control character"), ("a" * 5000, "too long for a path")])
+def test_the_folder_field_answers_a_nul_byte_or_a_long_string_with_a_message(app, text, words):
+    app.sidebar.text_input(key="add_source").set_value(text)
+    app.sidebar.button(key="add_button").click().run()
+    assert not app.exception, app.exception
+    errors = [e.value for e in app.error]
+    assert any(words in e for e in errors) and not any("Something went wrong" in e for e in errors), errors
+
+
+def test_adding_a_listed_checkpoint_picks_it_instead_of_listing_it_twice(app, shipped):
+    """Two entries of one name merged both models' rows in every analysis (on Oscillation
+    albert-sop's line ran from layer 6 back to layer 1)."""
+    before = app.sidebar.multiselect(key="picked").value
+    for text in (f"{shipped / 'albert-sop'}/", "albert-sop"):  # its folder, and its name alone
+        app.sidebar.text_input(key="add_source").set_value(text)
+        app.sidebar.button(key="add_button").click().run()
+        assert not app.exception and not app.error, [e.value for e in app.error]
+        assert app.sidebar.multiselect(key="picked").value == before
+        assert [t.value for t in app.toast] == ["albert-sop is already listed; it is picked."]
+
+
+def test_a_typed_root_folder_name_is_a_folder_not_a_hub_id(app):
+    """'runs' (the field invites folders inside runs/) was taken for a hub id, wherever the
+    app was started; now it is looked for where the app's runs are."""
+    runs = Path(os.environ["ALBERT_LAB_RUNS"])
+    runs.mkdir(parents=True, exist_ok=True)
+    app.sidebar.text_input(key="add_source").set_value(runs.name)
+    app.sidebar.button(key="add_button").click().run()
+    (error,) = [e.value for e in app.error]
+    assert "no config.json" in error and "hub" not in error
+
+
+def test_a_real_pretrained_encoder_through_every_page(app, minilm, monkeypatch):
+    """all-MiniLM-L6-v2 (no MLM head, no NSP head), added in the sidebar: every page shows
+    its head status and never a number from a missing head."""
+    monkeypatch.setenv("ALBERT_LAB_ALLOWED_DIRS", str(minilm.parent))
+    app.text_input(key="add_source").set_value(str(minilm))
+    next(b for b in app.button if b.label == "Add").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    name = next(n for n in app.session_state["picked"] if "model" in n or "minilm" in n.lower())
+    app.session_state["picked"] = [name]
+    at = goto(app, "model_card")
+    assert any("MLM head" in w.value and "NSP head" in w.value for w in at.warning)
+    heads = next(t.value for t in at.table if "head" in t.value.columns)
+    assert set(heads.status) == {"missing"}
+    at = goto(at, "oscillation")
+    assert not at.error, [e.value for e in at.error]
+    at = goto(at, "sentence_pairs")
+    typed = next(d.value for d in at.dataframe if "p_ab" in d.value)
+    assert typed.p_ab.isna().all() and any("not scored" in w.value for w in at.warning)
+    at = goto(at, "gradient_flow")
+    assert any("MLM head" in e.value for e in at.error) and not at.exception  # refused in words, not computed
+    at = goto(at, "shared_block")
+    assert not at.exception
+
+
+def test_a_link_naming_an_added_folder_opens_it(app, minilm, monkeypatch, tmp_path):
+    """The link carried only the folder's name, which the recipient's app did not know: it
+    dropped it silently and opened the card on albert-sop."""
+    from conftest import MAIN
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("ALBERT_LAB_ALLOWED_DIRS", f"{minilm.parent}:{tmp_path}")
+    app.sidebar.text_input(key="add_source").set_value(str(minilm))
+    app.sidebar.button(key="add_button").click().run()
+    app.selectbox(key="card_checkpoint").set_value("all-MiniLM-L6-v2").run()
+    link = {k: v if isinstance(v, str) else v[0] for k, v in app.query_params.items()}
+    assert str(minilm) in link["ckpt"].split(",") and link["card_checkpoint"] == "all-MiniLM-L6-v2"
+
+    fresh = AppTest.from_file(MAIN, default_timeout=120)  # the recipient, in a new session
+    fresh.query_params.update(link)
+    fresh.run()
+    assert not fresh.exception and not any("left out" in w.value for w in fresh.warning)
+    assert "all-MiniLM-L6-v2" in fresh.sidebar.multiselect(key="picked").value
+    assert fresh.selectbox(key="card_checkpoint").value == "all-MiniLM-L6-v2"
+
+    gone = AppTest.from_file(MAIN, default_timeout=120)  # a folder the recipient's machine lacks: said, not dropped
+    gone.query_params.update({"ckpt": f"albert-sop,{tmp_path / 'nowhere'},run:20261101-000000-x"})
+    gone.run()
+    assert not gone.exception and gone.sidebar.multiselect(key="picked").value == ["albert-sop"]
+    assert any("nowhere" in w.value and "left out" in w.value for w in gone.warning), [w.value for w in gone.warning]
+    assert any("run:20261101-000000-x" in w.value and "no training run" in w.value for w in gone.warning)
+
+
+def test_the_link_carries_the_view_and_a_preset_opens_figure_1(app):
+    at = goto(app, "oscillation")
+    at.selectbox(key="osc_agg").set_value("median").run()
+    assert at.query_params["osc_agg"] == ["median"] or at.query_params["osc_agg"] == "median"
+    from app.presets import PRESETS
+
+    label, stem, params = PRESETS[0]
+    assert stem == "oscillation" and "Figure 1" in label
+    fresh = AppTest.from_file(MAIN, default_timeout=120)
+    for key, value in params.items():
+        fresh.query_params[key] = value
+    fresh.run()
+    assert fresh.sidebar.multiselect(key="picked").value == ["albert-sop", "bert-nsp"]
+    fresh.switch_page("../pages/oscillation.py").run()
+    assert not fresh.exception
+    verdicts = [m.value for m in fresh.markdown if m.value.startswith("**") and "roughness" in m.value]
+    assert [v.split("**")[1] for v in verdicts] == ["albert-sop", "bert-nsp"]
+
+
+def _open_link(link: dict[str, str], page: str) -> AppTest:
+    fresh = AppTest.from_file(MAIN, default_timeout=120)
+    fresh.query_params.update(link)
+    fresh.switch_page(f"../pages/{page}.py").run()  # the link opens the page itself
+    assert not fresh.exception, [e.value for e in fresh.exception]
+    return fresh
+
+
+def test_links_reproduce_the_calculator_the_shared_layer_view_a_typed_pair_and_the_training_preset(app):
+    app.sidebar.multiselect(key="picked").set_value(["bert-nsp", "albert-sop"]).run()
+    at = goto(app, "parameters")
+    at.selectbox(key="calc_preset").set_value("albert-xxlarge").run()
+    at.number_input(key="l-albert-xxlarge").set_value(24).run()
+    fresh = _open_link(link_of(at), "parameters")
+    assert fresh.selectbox(key="calc_preset").value == "albert-xxlarge"
+    assert fresh.number_input(key="l-albert-xxlarge").value == 24 and fresh.metric[0].value == at.metric[0].value
+
+    at = goto(at, "shared_block")
+    at.radio(key="sb_input").set_value("My text").run()
+    at.text_area(key="sb_text").set_value("One sentence here. Another one there.\n\nA second text.").run()
+    at.slider(key="sb_repeat").set_value(3).run()
+    link = link_of(at)
+    assert link["ckpt"] == "bert-nsp,albert-sop"  # the sidebar's pick travels too
+    fresh = _open_link(link, "shared_block")
+    assert fresh.sidebar.multiselect(key="picked").value == ["bert-nsp", "albert-sop"]
+    assert fresh.radio(key="sb_input").value == "My text" and fresh.slider(key="sb_repeat").value == 3
+    assert fresh.text_area(key="sb_text").value == "One sentence here. Another one there.\n\nA second text."
+
+    at = goto(at, "sentence_pairs")
+    at.text_area(key="pair_a").set_value("The bridge was closed in winter.")
+    at.text_area(key="pair_b").set_value("It reopened in spring.")
+    at.button[0].click().run()  # the form's submit button
+    fresh = _open_link(link_of(at), "sentence_pairs")
+    assert fresh.text_area(key="pair_a").value == "The bridge was closed in winter."
+    shown = fresh.dataframe[0].value
+    assert set(shown["sentence_b"]) == {"It reopened in spring."}
+
+    at = goto(at, "training")
+    at.selectbox(key="tr_preset").set_value("lab-bert").run()
+    fresh = _open_link(link_of(at), "training")
+    assert fresh.selectbox(key="tr_preset").value == "lab-bert" and fresh.number_input(key="tr_e").value == 256
+
+
+def test_a_link_with_values_its_widgets_refuse_opens_on_the_defaults(app):
+    """A hand-edited link (?dl_depth=500) made the slider raise instead of drawing the page."""
+    fresh = AppTest.from_file(MAIN, default_timeout=120)
+    fresh.query_params.update({"dl_depth": "500", "dl_steps": "75", "dl_std": "9", "dl_width": "7", "gf_seed": "-3"})
+    fresh.switch_page("../pages/depth_lab.py").run()
+    assert not fresh.exception, [e.value for e in fresh.exception]
+    assert fresh.slider(key="dl_depth").value == 16 and fresh.slider(key="dl_steps").value == 300
+    fresh.switch_page("../pages/gradient_flow.py").run()
+    assert not fresh.exception and fresh.number_input(key="gf_seed").value == 0
+
+
+def test_classroom_preset_labels_fit_the_sidebar():
+    """'Figure 1: ALBERT vs BERT oscillation' was cut to 'Figure 1: ALBERT vs BERT os...'."""
+    from app.presets import PRESET_HELP, PRESETS
+
+    assert all(len(label) <= 26 for label, _, _ in PRESETS)
+    assert all(stem in PRESET_HELP for _, stem, _ in PRESETS)
+
+
+def test_a_checkpoint_keeps_its_colour_whatever_else_is_selected():
+    import pandas as pd
+
+    from app.figures import colour_for, oscillation_figure
+    from app.reapply_figures import extrapolation_figure, lens_figure
+
+    def frame(names):
+        return pd.DataFrame([dict(checkpoint=n, family="bert" if "bert-" in n else "albert", layer=layer, l2=1.0,
+                                  angle_deg=1.0, l2_spread=0.0, angle_spread=0.0) for n in names for layer in (1, 2)])
+
+    def colours(fig):
+        return {t.name: t.line.color for t in fig.data}
+
+    assert colours(oscillation_figure(frame(["bert-nsp"])))["bert-nsp"] == \
+        colours(oscillation_figure(frame(["albert-sop", "bert-nsp"])))["bert-nsp"] == colour_for("bert-nsp")
+
+    def applications(names):  # the Shared layer page's frames: one row per checkpoint and application
+        return pd.DataFrame([dict(checkpoint=n, family="bert" if "bert-" in n else "albert", application=a, depth_L=6,
+                                  l2_step=1.0, l2_to_depth_L=1.0, mlm_accuracy=0.1, nll=5.0) for n in names for a in (0, 1)])
+
+    for figure in (extrapolation_figure, lens_figure):  # coloured by place in the selection before
+        assert {name: colour for name, colour in colours(figure(applications(["albert-sop", "bert-nsp", "albert-none"]))).items()} \
+            == {name: colour_for(name) for name in ("albert-sop", "bert-nsp", "albert-none")}
+
+
+def test_the_shipped_checkpoints_each_have_their_own_colour(monkeypatch):
+    """The picker's order gives the colours; the README's figures use it too
+    (albert-sop and albert-nsp once shared a hashed colour in the learning curve)."""
+    from conftest import ROOT
+
+    from albert_lab.checkpoint.discover import discover_checkpoints
+    from app import figures
+    from app.figures import colour_for, register_checkpoints, shipped_first
+
+    monkeypatch.setattr(figures, "_ORDER", [])  # as in a fresh app: no checkpoint seen before the picker's
+    shipped = discover_checkpoints(ROOT / "checkpoints", ROOT / "no-runs")
+    names = [c["name"] for c in shipped_first({"name": c.name, "origin": c.origin, "objective": c.objective} for c in shipped)]
+    assert names == ["albert-sop", "bert-sop-minilm", "albert-nsp", "bert-nsp", "albert-none"]
+    register_checkpoints(names)
+    assert len({colour_for(name) for name in names}) == 5
+    fresh = [f"run:never-registered-{i}" for i in range(3)]  # names the picker never saw
+    assert len({colour_for(name) for name in fresh}) == 3

@@ -1,0 +1,198 @@
+"""The Training page (AppTest): the form, a live run, runs of other sessions, starting from a checkpoint."""
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from conftest import MAIN, charts, goto, start
+
+from albert_lab.errors import RunError
+from albert_lab.spec import PRESETS
+from albert_lab.training.runs import list_runs
+
+
+def test_training_form_and_live_run(app, small_corpus):
+    at = goto(app, "training")
+    at.number_input(key="tr_lr").set_value(0.0)
+    next(b for b in at.button if b.label == "Start training").click().run()
+    assert any("lr: learning rate must be positive" in e.value for e in at.error)
+    text = "\n\n".join(" ".join(d.segments) for d in small_corpus.train[:80])
+    corpus = ("corpus.txt", text.encode(), "text/plain")
+    at.selectbox(key="tr_corpus").set_value("upload a .txt / .jsonl file")
+    at.file_uploader(key="tr_upload").set_value(corpus)
+    for key, value in (("tr_lr", 0.003), ("tr_steps", 6), ("tr_batch", 4), ("tr_vocab", 100), ("tr_seq", 64)):
+        at.number_input(key=key).set_value(value)
+    for key, value in (("tr_h", 32), ("tr_l", 2), ("tr_heads", 2), ("tr_e", 16)):
+        at.number_input(key=key).set_value(value)
+    next(b for b in at.button if b.label == "Start training").click().run()
+    assert not at.error, [e.value for e in at.error]
+    assert any("started" in s.value and "a vocabulary of 100 pieces" in s.value for s in at.success)
+    assert any("warm-up (50 steps) is as long as the run (6)" in i.value for i in at.info)  # its lr never peaks
+    (run,) = list_runs(Path(__import__("os").environ["ALBERT_LAB_RUNS"]))
+    spec = run.config["spec"]  # the run trains what the form showed
+    assert (spec["hidden_size"], spec["num_layers"], spec["num_heads"], spec["embedding_size"]) == (32, 2, 2, 16)
+    assert at.session_state["watch_select"] == run.id  # the Runs tab follows the new run
+    deadline = time.time() + 120
+    while time.time() < deadline and any(r.active for r in list_runs(Path(__import__("os").environ["ALBERT_LAB_RUNS"]))):
+        time.sleep(0.5)
+    at.run()
+    assert any(":material/check_circle:" in m.value and "succeeded" in m.value for m in at.markdown)
+    assert any("run:" in c.value for c in at.caption)  # now selectable in the sidebar
+    import json
+
+    loss = next(json.loads(c.proto.spec) for c in charts(at) if "Training loss" in c.proto.spec)
+    # names in words ('mlm_loss' before), colours that do not swap with the theme's colorway
+    assert {t["name"]: t["line"]["color"] for t in loss["data"]} == {"total": "#4c78a8", "MLM": "#f58518",
+                                                                      "pair (SOP or NSP)": "#54a24b"}
+
+
+def test_picking_a_preset_sets_the_architecture_fields(app):
+    at = goto(app, "training")
+    assert at.number_input(key="tr_h").value == PRESETS["lab-albert"].hidden_size
+    at.selectbox(key="tr_preset").set_value("lab-bert").run()
+    bert = PRESETS["lab-bert"]
+    assert at.number_input(key="tr_h").value == bert.hidden_size and at.number_input(key="tr_l").value == bert.num_layers
+    assert at.number_input(key="tr_e").disabled and at.selectbox(key="tr_sharing").disabled
+    at.selectbox(key="tr_preset").set_value("lab-tiny").run()
+    assert at.number_input(key="tr_h").value == PRESETS["lab-tiny"].hidden_size
+    assert not at.number_input(key="tr_e").disabled
+
+
+def test_training_page_without_the_long_document_sources_offers_what_is_installed(app, tmp_path, monkeypatch):
+    monkeypatch.setenv("ALBERT_LAB_DATA", str(tmp_path / "no-data"))
+    st.cache_data.clear()
+    at = goto(app, "training")
+    assert "long-mix" not in at.selectbox(key="tr_corpus").options  # it would fail at the start
+    assert any("corpora --install" in c.value for c in at.caption)
+    corpora = next(d.value for d in at.dataframe if "licence" in d.value)
+    assert set(corpora.installed) == {"yes", "no: albert-lab corpora --install"}
+
+
+def test_training_page_says_when_there_is_nothing_to_watch_or_compare(app):
+    at = goto(app, "training")  # the runs folder of this test is empty
+    infos = [i.value for i in at.info]
+    assert "No runs yet: start one under 'New run'." in infos
+    assert "No runs to compare yet: start one under 'New run'." in infos
+
+
+def test_a_short_run_shows_its_tokens_and_its_single_points(tmp_path, monkeypatch):
+    """A 5-step run logs one training row: the loss line must still be drawn (markers),
+    and 1,501 tokens are not '0.00M'."""
+    run = tmp_path / "runs" / "20261122-000000-tiny-1"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({
+        "id": run.name, "status": "succeeded", "created": 1.0, "pid": 1, "step": 5, "total_steps": 5,
+        "config": {"objective": "sop", "name": "tiny", "max_steps": 5}, "spec_label": "ALBERT tiny", "message": ""}))
+    (run / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in (
+        {"kind": "train", "step": 1, "loss": 9.7, "mlm_loss": 9.0, "pair_loss": 0.69, "mlm_acc": 0.0, "pair_acc": 0.44,
+         "tokens": 1501, "tokens_per_s": 5589.0, "run_tokens_per_s": 5589.0, "eta_s": 1.0, "time": 1.0},
+        {"kind": "eval", "step": 5, "eval_mlm_acc": 0.0, "eval_sop_acc": 0.51, "time": 2.0})) + "\n")
+    monkeypatch.setenv("ALBERT_LAB_RUNS", str(tmp_path / "runs"))
+    at = start("training")
+    assert any(m.label == "Tokens seen" and m.value == "1,501" for m in at.metric)
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    loss = next(s for s in specs if "Training loss" in json.dumps(s["layout"].get("title", "")))
+    assert all("markers" in trace["mode"] for trace in loss["data"])
+    compare = next(s for s in specs if "by run" in json.dumps(s["layout"].get("title", "")))
+    assert all("markers" in trace["mode"] for trace in compare["data"])
+
+
+def test_runs_of_other_sessions_are_read_only_unless_single_user(app, monkeypatch):
+    from conftest import tiny_spec
+
+    from albert_lab.training.config import TrainConfig
+    from albert_lab.training.jobs import create_run
+
+    config = TrainConfig(spec=tiny_spec(1000).to_dict(), corpus="wiki-vital[:600]", vocab_size=1000, max_steps=5, max_seq_len=64,
+                         name="elsewhere")
+    run_dir, _ = create_run(config)  # queued, started outside this browser session
+    at = goto(app, "training")
+    assert not any(b.label == "Cancel this run" for b in at.button)
+    assert any(f"albert-lab runs --cancel {run_dir.name}" in c.value for c in at.caption)
+    monkeypatch.setenv("ALBERT_LAB_SINGLE_USER", "1")
+    at.run()
+    assert any(b.label == "Cancel this run" for b in at.button)
+
+
+def test_a_reload_keeps_the_cancel_button_of_ones_own_run(app, monkeypatch):
+    """Reloading the page started a new session, which showed the user's own run as
+    'started by another session ... read-only'. The browser's owner cookie keeps it."""
+    from conftest import MAIN, tiny_spec
+    from streamlit.testing.v1 import AppTest
+
+    import albert_lab.training.jobs as jobs
+    from albert_lab.training.config import TrainConfig
+    from app import owner
+
+    config = TrainConfig(spec=tiny_spec(1000).to_dict(), corpus="wiki-vital[:600]", vocab_size=1000, max_steps=5,
+                         max_seq_len=64, name="mine")
+    monkeypatch.setattr(jobs, "start_run", lambda cfg: jobs.read_run(jobs.create_run(config)[0]))  # queued, not run
+    cookie = {"value": None}
+    monkeypatch.setattr(owner, "_cookie", lambda: cookie["value"])
+    at = goto(app, "training")
+    at.selectbox(key="tr_preset").set_value("lab-tiny").run()
+    next(b for b in at.button if b.label == "Start training").click().run()
+    assert not at.exception and any("started" in s.value for s in at.success), [e.value for e in at.error]
+    cookie["value"] = at.session_state["_owner_token"]  # what the page asked the browser to keep
+
+    def reload() -> AppTest:
+        fresh = AppTest.from_file(MAIN, default_timeout=120)
+        fresh.run()
+        return goto(fresh, "training")
+
+    assert any(b.label == "Cancel this run" for b in reload().button)
+    cookie["value"] = "another-browser-token-0123456789"
+    other = reload()
+    assert not any(b.label == "Cancel this run" for b in other.button)
+    assert any("Started in another browser" in c.value for c in other.caption)
+
+
+def test_a_browser_run_records_the_command_that_makes_it_again(monkeypatch):
+    """Its provenance said 'browser: lab-tiny, sop', which cannot be run again: it is the
+    equivalent `albert-lab train` command, which builds the same configuration."""
+    import shlex
+
+    import albert_lab.training.jobs as jobs
+    from albert_lab.cli import main
+    from albert_lab.training.config import browser_config
+
+    config = browser_config("lab-tiny", "nsp", hidden=64, layers=3, embedding=32, heads=2, sharing="attention",
+                            corpus="wiki-vital[:600]", steps=40, vocab=1000, max_seq_len=64, batch_size=8, lr=0.002,
+                            optimizer="adamw", warmup_steps=5, seed=3, name="my run", chunk_start="random")
+    assert config.command.startswith("albert-lab train --preset lab-tiny --objective nsp")
+    captured = []
+    monkeypatch.setattr(jobs, "start_run", lambda cfg, *a, **k: captured.append(cfg) or (_ for _ in ()).throw(SystemExit))
+    with pytest.raises(SystemExit):
+        main([*shlex.split(config.command)[1:], "--foreground"])
+    again = captured[0]
+    assert {k: v for k, v in again.to_dict().items() if k != "command"} == \
+        {k: v for k, v in config.to_dict().items() if k != "command"}
+
+
+def test_the_training_page_starts_a_run_from_a_picked_checkpoint(shipped, monkeypatch):
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    import albert_lab.training.jobs as jobs
+
+    monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(shipped))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    started = []
+    monkeypatch.setattr(jobs, "start_run", lambda cfg, *a, **k: started.append(cfg) or (_ for _ in ()).throw(RunError("stop here")))
+    at = AppTest.from_file(MAIN, default_timeout=120).run()
+    at.switch_page("../pages/training.py").run()
+    assert not at.exception
+    start = at.selectbox(key="tr_start")
+    assert start.value == "random weights" and "bert-nsp" in start.options
+    start.set_value("bert-nsp").run()
+    assert any("Starting from **bert-nsp**" in c.value for c in at.caption)
+    at.selectbox(key="tr_corpus").set_value(at.selectbox(key="tr_corpus").options[0])
+    at.number_input(key="tr_seq").set_value(64)  # the fixture's positions
+    at.button[[b.label for b in at.button].index("Start training")].click().run()
+    assert len(started) == 1, [e.value for e in at.error]
+    config = started[0]
+    assert config.init_from == str(shipped / "bert-nsp") and config.command.startswith("albert-lab train --init-from")
+    assert any("stop here" in e.value for e in at.error)  # the guard's one-line message, no traceback

@@ -1,0 +1,136 @@
+"""albertize: a BERT made into an ALBERT, against transformers' BERT and the truncated SVD."""
+
+import json
+
+import pytest
+import torch
+from conftest import one_line_error, run_cli, save_bert
+
+from albert_lab.checkpoint.files import read_card
+from albert_lab.checkpoint.load import load_checkpoint
+from albert_lab.convert import albertize, factorise
+from albert_lab.errors import CheckpointError
+from albert_lab.models import Parts
+
+
+def test_truncated_svd_error_equals_the_discarded_singular_values():
+    torch.manual_seed(0)
+    weight = torch.randn(50, 16)
+    for e in (1, 6, 15):
+        f = factorise(weight, e)
+        error = torch.linalg.norm(weight.double() - (f.table @ f.basis).double())
+        assert abs(float(error) - f.discarded_error) < 1e-4
+        assert f.discarded_error > 0
+        assert torch.allclose(f.basis @ f.basis.T, torch.eye(e), atol=1e-5)  # orthonormal directions
+        s = torch.linalg.svdvals(weight.double())
+        assert f.energy_kept == pytest.approx(float(s[:e].square().sum() / s.square().sum()), abs=1e-9)
+    full = factorise(weight, 16)
+    assert full.energy_kept == 1.0 and full.discarded_error < 1e-4 and torch.equal(full.table, weight)
+
+
+def _inputs(tokenizer):
+    return tokenizer(["the city of paris is the capital of france.", "a river runs through it"],
+                     ["it has many museums", "the water is cold"], return_tensors="pt", padding=True)
+
+
+def test_e_equals_h_without_sharing_computes_the_source_function(tiny_bert, tokenizer, tmp_path):
+    folder, source = tiny_bert
+    out = albertize(folder, tmp_path / "albert", embedding_size=32, sharing="none")
+    bundle = load_checkpoint(out, device="cpu")
+    assert bundle.spec.family == "albert" and bundle.spec.embedding_size == 32 and bundle.spec.sharing == "none"
+    enc = _inputs(tokenizer)
+    with torch.no_grad():
+        want = source(**enc, output_hidden_states=True)  # transformers' own BERT, independent of our code
+        got = bundle.model(**enc, output_hidden_states=True)
+    for w, g in zip(want.hidden_states, got.hidden_states, strict=True):
+        assert torch.allclose(w, g, atol=1e-5)
+    assert torch.allclose(want.prediction_logits, got.prediction_logits, atol=1e-5)  # the MLM head, carried over
+    assert torch.allclose(want.seq_relationship_logits, got.sop_logits, atol=1e-5)  # NSP head as the pair head
+    card = read_card(out)
+    assert card["conversion"]["status"] == "converted, not trained"
+    assert card["heads"] == {"mlm": "present", "pair": "present"} and bundle.heads.pair_kind == "nsp"
+
+
+def test_e_below_h_factorises_and_leaves_the_mlm_head_out(tiny_bert, tmp_path):
+    folder, source = tiny_bert
+    out = albertize(folder, tmp_path / "albert", embedding_size=8, sharing="all", init="average")
+    bundle = load_checkpoint(out, device="cpu")
+    facts = read_card(out)["conversion"]
+    word = source.bert.embeddings.word_embeddings.weight.detach()
+    assert facts["embedding_energy_kept"] == pytest.approx(factorise(word, 8).energy_kept, abs=1e-6)
+    assert 0 < facts["embedding_fit_r2"] < 1
+    assert bundle.heads.mlm == "missing"  # no counterpart at E < H: absent, never random
+    assert bundle.heads.pair == "present"
+    # one shared block, the average of the three source layers
+    block = bundle.model.albert.encoder.albert_layer_groups[0].albert_layers[0]
+    mean = torch.stack([layer.attention.self.query.weight for layer in source.bert.encoder.layer]).mean(0)
+    assert torch.allclose(block.attention.query.weight, mean, atol=1e-6)
+
+
+@pytest.mark.parametrize("embedding", [8, 16])
+def test_the_fitted_projection_has_no_part_the_layer_norm_cannot_see(tiny_bert, tmp_path, embedding):
+    """LN_E's outputs sum to zero, so least squares leaves W's component along the all-ones
+    direction free; lstsq made it enormous (|W| 2.6e5 for MiniLM at E = 128), the first
+    gradient of the embedding LayerNorm's gain 13,900, and every E < H uptraining stalled
+    (docs/ablation.md). The minimum-norm fit has none, and computes the same function."""
+    folder, _ = tiny_bert
+    out = albertize(folder, tmp_path / "albert", embedding_size=embedding, sharing="none")
+    model = load_checkpoint(out, device="cpu").model
+    weight = model.albert.encoder.embedding_hidden_mapping_in.weight.detach()  # (H, E)
+    assert weight.sum(1).abs().max() < 1e-4 * weight.abs().max()  # W 1 = 0
+    assert torch.linalg.matrix_norm(weight, 2) < 10  # the LN'd E-vectors map to H-vectors of the same scale
+    model.albert.embeddings.LayerNorm.weight.requires_grad_(True)
+    enc = _inputs(load_checkpoint(out, device="cpu").tokenizer)
+    model.albert(**enc).last_hidden_state.square().mean().backward()
+    gain = model.albert.embeddings.LayerNorm.weight.grad.norm()
+    others = max(p.grad.norm() for n, p in model.named_parameters() if p.grad is not None and "embeddings.LayerNorm" not in n)
+    assert gain < 10 * others, (float(gain), float(others))
+
+
+@pytest.mark.parametrize("init, first", [("stepwise", [0, 2]), ("lower", [0, 1]), ("average", None)])
+def test_shared_blocks_start_from_the_chosen_layers(tmp_path, tokenizer, init, first):
+    folder, source = save_bert(tmp_path / "bert4", tokenizer, layers=4)
+    # FFN shared in 2 groups of 2 layers; attention stays per layer
+    out = albertize(folder, tmp_path / init, embedding_size=32, sharing="ffn", groups=2, init=init)
+    groups = load_checkpoint(out, device="cpu").model.albert.encoder.albert_layer_groups
+    layers = source.bert.encoder.layer
+    for i, group in enumerate(groups):
+        ffn = group.albert_layers[0].ffn.weight
+        g = i // 2
+        want = (layers[first[g]].intermediate.dense.weight if first else
+                torch.stack([layers[j].intermediate.dense.weight for j in (2 * g, 2 * g + 1)]).mean(0))
+        assert torch.allclose(ffn, want, atol=1e-6)
+        assert torch.equal(group.albert_layers[0].attention.query.weight, layers[i].attention.self.query.weight)
+
+
+def test_albertize_refuses_what_is_not_a_bert(make_checkpoint, tmp_path):
+    folder, _ = make_checkpoint("an-albert")
+    with pytest.raises(CheckpointError, match="converts BERT models"):
+        albertize(folder, tmp_path / "out")
+    result = run_cli("albertize", "--checkpoint", str(folder), "--out", str(tmp_path / "out2"))
+    one_line_error(result, "converts BERT models")
+    result = run_cli("albertize", "--checkpoint", str(tmp_path / "nothing-here"), "--out", str(tmp_path / "out3"))
+    one_line_error(result)
+
+
+def test_minilm_with_e_equal_h_is_exact(minilm, tmp_path):
+    out = albertize(minilm, tmp_path / "minilm-albert", embedding_size=384, sharing="none")
+    source, converted = load_checkpoint(minilm, device="cpu"), load_checkpoint(out, device="cpu")
+    enc = source.tokenizer(["The cat sat on the mat.", "Order is learned late."], return_tensors="pt", padding=True)
+    with torch.no_grad():
+        want = Parts.of(source.model).encoder(**enc).last_hidden_state
+        got = Parts.of(converted.model).encoder(**enc).last_hidden_state
+    assert torch.allclose(want, got, atol=1e-5)
+    assert converted.heads.mlm == "missing" and converted.heads.pair == "missing"  # MiniLM has neither head
+
+
+def test_ablation_results_file_names_its_rows():
+    """docs/ablation.json, if present, was written by scripts/ablation.py: rows for the grid."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "docs" / "ablation.json"
+    if not path.is_file():
+        pytest.skip("no ablation results committed")
+    data = json.loads(path.read_text())
+    assert data["command"].startswith("scripts/ablation.py")
+    assert {row["name"] for row in data["rows"]} <= {f"e{e}-{s}" for e in (64, 128, 256, 384) for s in ("all", "none", "attention", "ffn")}

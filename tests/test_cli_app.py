@@ -1,0 +1,102 @@
+"""albert-lab app and the server it starts: the port, what is imported when, threads, the icon."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+
+@pytest.mark.parametrize("argv, port", [(["app"], 8501), (["app", "--port", "9100"], 9100),
+                                        (["app", "--server.port", "9000"], 9000),
+                                        (["app", "--server.port=9001", "--server.headless", "true"], 9001)])
+def test_app_launcher_prints_the_port_it_starts(argv, port, monkeypatch, capsys):
+    import os
+
+    from albert_lab import cli
+
+    calls = []
+    monkeypatch.setattr(os, "chdir", lambda path: None)
+    monkeypatch.setattr(os, "execve", lambda exe, command, env: calls.append(command))
+    assert cli.main(argv) == 0
+    assert f"http://localhost:{port}" in capsys.readouterr().err
+    command = calls[0]
+    assert command.count("--server.port") == 1 and command[command.index("--server.port") + 1] == str(port)
+    assert command[1:4] == ["-m", "app.serve", "run"] and command[4].endswith("main.py")  # streamlit run, imports warming
+
+
+def test_app_on_a_busy_port_says_so_before_printing_an_address():
+    """`app --port <busy>` printed 'ALBERT Lab: http://localhost:PORT', then Streamlit's 'Port ... is not available'."""
+    import socket
+
+    from conftest import one_line_error, run_cli
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run_cli("app", "--port", str(port))
+    one_line_error(result, f"port {port} is in use", "--port")
+    assert "ALBERT Lab: http" not in result.stderr
+
+
+def test_the_server_entry_point_imports_the_model_code_then_is_streamlit_run():
+    """app.serve imports what the pages need, then hands its command line to streamlit's:
+    the URL the server prints opens on a page that does not wait for imports. In a fresh
+    interpreter, so that what is imported is the entry point's doing."""
+    probe = ("import runpy, sys\n"
+             "import streamlit.web.cli as cli\n"
+             "cli.main = lambda prog_name: print(prog_name, sys.argv[1:], 'torch' in sys.modules,"
+             " 'albert_lab.checkpoint.load' in sys.modules, 'plotly.express' in sys.modules)\n"
+             "sys.argv = ['serve', 'run', 'app/main.py', '--server.port', '8600']\n"
+             "runpy.run_module('app.serve', run_name='__main__')\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "streamlit ['run', 'app/main.py', '--server.port', '8600'] True True True"
+    assert "importing torch and transformers" in done.stderr
+
+
+def test_the_model_card_draws_without_importing_torch():
+    """With a CPU-only torch (the pinned wheel), the landing page needs no torch: under
+    `streamlit run app/main.py` it draws while the model code imports in the background."""
+    probe = ("import sys\n"
+             "from streamlit.testing.v1 import AppTest\n"
+             "import app.ui as ui\n"
+             "ui._WARMING = True  # no background import: what is imported is the page's doing\n"
+             "at = AppTest.from_file('app/main.py', default_timeout=60).run()\n"
+             "print(not at.exception, [t.value for t in at.title], 'torch' in sys.modules,"
+             " [s.options for s in at.sidebar.selectbox if s.label == 'Device'])\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().split("\n")[-1] == "True ['Model card'] False [['auto', 'cpu']]"
+
+
+def test_the_app_computes_on_one_thread_while_a_run_trains(monkeypatch):
+    import torch
+
+    from app import ui
+
+    threads = torch.get_num_threads()
+    try:
+        monkeypatch.setattr(ui, "active_run", lambda: True)
+        torch.set_num_threads(2)
+        ui.use_threads(wait=False)
+        assert torch.get_num_threads() == 1
+        monkeypatch.setattr(ui, "active_run", lambda: False)
+        ui.use_threads()
+        assert torch.get_num_threads() == max(1, os.cpu_count() or 1)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_favicon_is_drawn_locally():
+    """The page icon is one emoji character, which the browser draws itself; a
+    ':material/...' icon or an image address is fetched from the network on every load."""
+    import unicodedata
+
+    from app import ui
+
+    assert len(ui.PAGE_ICON) == 1 and unicodedata.category(ui.PAGE_ICON) == "So"

@@ -1,0 +1,62 @@
+"""albert-lab score: CSV and JSON out, warnings, and one line for each bad option, file or device."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import HEADER, one_line_error, run_cli
+
+from albert_lab.data.textfile import MAX_UPLOAD_BYTES
+
+
+def test_score_writes_csv_and_warns(shipped, tmp_path):
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("sentence_a\tsentence_b\tlabel\nThe cat sat.\tIt purred.\t0\nIt purred.\tThe cat sat.\t1\n\tx\t0\n")
+    out = tmp_path / "scores.csv"
+    result = run_cli("score", str(pairs), "--checkpoint", str(shipped / "albert-sop"), "--checkpoint",
+                     str(shipped / "hub-albert"), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "row 4: sentence_a is empty; skipped" in result.stderr and "SOP head weights are missing" in result.stderr
+    scores = pd.read_csv(out)
+    assert len(scores) == 4 and scores[scores.checkpoint == "hub-albert"].p_ab.isna().all()
+    assert scores[scores.checkpoint == "albert-sop"].p_ab.between(0, 1).all()
+    assert "accuracy" in result.stdout
+
+
+def test_score_bad_input(shipped, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("sentence_a;sentence_b\nx;y\n")
+    result = run_cli("score", str(bad), "--checkpoint", str(shipped / "albert-sop"))
+    assert result.returncode == 2 and "semicolons as delimiter" in result.stderr and "Traceback" not in result.stderr
+    result = run_cli("score", str(tmp_path / "missing.csv"), "--checkpoint", str(shipped / "albert-sop"))
+    assert result.returncode == 2 and "no such file" in result.stderr
+
+
+@pytest.mark.parametrize("flags, words", [
+    (("--seq-len", "-1"), "--seq-len must be at least 8, got -1"),
+    (("--max-rows", "0"), "--max-rows must be at least 1, got 0"),
+    (("--out", "/tmp"), "--out /tmp is a folder"),
+    (("--out", "/nonexistent/x.csv"), "the folder /nonexistent does not exist"),
+])
+def test_score_refuses_bad_options_in_one_line(shipped, pairs_file, flags, words):
+    one_line_error(run_cli("score", str(pairs_file), "--checkpoint", str(shipped / "albert-sop"), *flags), words)
+
+
+def test_score_to_a_full_device_is_one_line(shipped, pairs_file):
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    one_line_error(run_cli("score", str(pairs_file), "--checkpoint", str(shipped / "albert-sop"), "--out", "/dev/full"),
+                   "--out /dev/full: cannot be written (No space left on device)")
+
+
+def test_score_has_the_apps_size_limit_and_reports_surrogate_rows(shipped, tmp_path):
+    big = tmp_path / "big.csv"
+    big.write_bytes(HEADER + b"a,b\n" * (MAX_UPLOAD_BYTES // 4))
+    one_line_error(run_cli("score", str(big), "--checkpoint", str(shipped / "albert-sop")), "the limit is 5 MB")
+    surrogate = tmp_path / "p.jsonl"
+    surrogate.write_text(json.dumps({"sentence_a": "x\ud800", "sentence_b": "y"}, ensure_ascii=True) + "\n"
+                         + json.dumps({"sentence_a": "The sky is blue.", "sentence_b": "It rains."}) + "\n")
+    result = run_cli("score", str(surrogate), "--checkpoint", str(shipped / "albert-sop"), "--json")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "warning: row 1: not valid Unicode" in result.stderr and len(json.loads(result.stdout)) == 1

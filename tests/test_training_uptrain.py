@@ -1,0 +1,92 @@
+"""Uptraining from a checkpoint (--init-from): its weights and architecture, only the missing heads added."""
+
+import pytest
+import torch
+from conftest import one_line_error, run_cli
+
+from albert_lab.checkpoint.files import read_card
+from albert_lab.checkpoint.load import load_checkpoint
+from albert_lab.convert import albertize
+from albert_lab.errors import RunError
+from albert_lab.training.config import TrainConfig
+from albert_lab.training.jobs import create_run
+
+
+def _config(init_from, **changes) -> TrainConfig:
+    from albert_lab.checkpoint.files import read_spec
+
+    spec = read_spec(init_from, read_card(init_from)).replace(objective="sop")
+    base = dict(spec=spec.to_dict(), corpus="wiki-vital[:600]", max_seq_len=64, batch_size=8, max_steps=3, warmup_steps=1,
+                lr=1e-3, optimizer="adamw", log_every=1, eval_every=10, eval_limit=16, checkpoint_every=10,
+                gradflow_every=10, seed=0, threads=1, init_from=str(init_from))
+    return TrainConfig(**{**base, **changes})
+
+
+def test_uptraining_starts_from_the_checkpoint_and_adds_only_missing_heads(tiny_bert, tmp_path):
+    from albert_lab.training.loop import Trainer
+
+    folder, _ = tiny_bert
+    converted = albertize(folder, tmp_path / "conv", embedding_size=8, sharing="all")  # MLM head left out at E < H
+    loaded = load_checkpoint(converted, device="cpu").model.state_dict()
+    config = _config(converted)
+    trainer = Trainer(create_run(config, tmp_path / "runs", "up")[0], config)
+    own = trainer.model.state_dict()
+    encoder = [k for k in own if k.startswith("albert.")]
+    assert encoder and all(torch.equal(own[k], loaded[k]) for k in encoder)
+    assert torch.equal(own["sop_classifier.classifier.weight"], loaded["sop_classifier.classifier.weight"])
+    assert trainer.init_card["heads_added"] == ["predictions"]
+    assert trainer.run() == "succeeded"
+    card = read_card(tmp_path / "runs" / "up" / "checkpoint")
+    assert card["provenance"]["init_from"]["folder"] == str(converted)
+    assert card["provenance"]["init_from"]["conversion"]["embedding_size"] == 8
+
+
+def test_heads_only_leaves_the_encoder_as_it_was(tiny_bert, tmp_path):
+    from albert_lab.training.loop import Trainer
+
+    folder, _ = tiny_bert
+    before = load_checkpoint(folder, device="cpu").model.state_dict()
+    config = _config(folder, heads_only=True)
+    trainer = Trainer(create_run(config, tmp_path / "runs", "probe")[0], config)
+    assert trainer.run() == "succeeded"
+    after = load_checkpoint(tmp_path / "runs" / "probe" / "checkpoint", device="cpu")
+    state = after.model.state_dict()
+    assert all(torch.equal(state[k], before[k]) for k in state if k.startswith("bert.") and "pooler" not in k)
+    assert not torch.equal(state["cls.predictions.bias"], before["cls.predictions.bias"])  # the head did train
+    assert after.heads.mlm == "probe" and after.heads.pair == "probe"
+
+
+def test_init_from_refuses_another_architecture(tiny_bert, tmp_path):
+    folder, _ = tiny_bert
+    config = _config(folder)
+    config.spec = {**config.spec, "hidden_size": 64, "embedding_size": 64}
+    from albert_lab.training.prepare import prepare
+
+    with pytest.raises(RunError, match="hidden_size 64"):
+        prepare(config)
+    result = run_cli("train", "--init-from", str(folder), "--hidden", "64", "--steps", "1", "--runs-dir", str(tmp_path / "r"))
+    one_line_error(result, "--init-from keeps the checkpoint's architecture")
+    with pytest.raises(RunError, match="heads_only"):
+        TrainConfig(heads_only=True).validate()
+
+
+def test_a_browser_uptraining_run_records_the_command_that_makes_it_again(tiny_bert, monkeypatch):
+    """The Training page's 'Start from' a checkpoint: the checkpoint's architecture, and a card
+    command that the CLI parses back into the same configuration."""
+    import shlex
+
+    import albert_lab.training.jobs as jobs
+    from albert_lab.cli import main
+    from albert_lab.training.config import uptrain_config
+
+    folder, source = tiny_bert
+    config = uptrain_config(str(folder), "sop", corpus="wiki-vital[:600]", steps=40, max_seq_len=64, batch_size=8,
+                            lr=1e-4, optimizer="adamw", warmup_steps=4, seed=2, name="up")
+    assert config.init_from == str(folder) and config.model_spec().hidden_size == source.config.hidden_size
+    assert config.model_spec().dropout == 0.0 and config.command.startswith(f"albert-lab train --init-from {folder} --objective sop")
+    captured = []
+    monkeypatch.setattr(jobs, "start_run", lambda cfg, *a, **k: captured.append(cfg) or (_ for _ in ()).throw(SystemExit))
+    with pytest.raises(SystemExit):
+        main([*shlex.split(config.command)[1:], "--foreground"])
+    assert {k: v for k, v in captured[0].to_dict().items() if k != "command"} == \
+        {k: v for k, v in config.to_dict().items() if k != "command"}
