@@ -62,14 +62,15 @@ JUNK_JSONL = (st.text(alphabet=st.characters(codec="utf-8", exclude_characters="
               | st.sampled_from(["[" * 5000, '{"sentence_a": 1' + "0" * 5000 + "}", '{"sentence_a": ""}', "null", "[1, 2]",
                                  '{"sentence_a": ["x"], "sentence_b": "y"}', '{"sentence_b": {"a": 1}}', "{", '"\u2028"']))
 ROW = st.tuples(WORDS, WORDS, st.sampled_from([None, 0, 1, "1", "x"]))
+WIDE = st.lists(JUNK_CSV.filter(str.strip), min_size=4, max_size=6)  # a row with more fields than the header: an unquoted comma
 
 
 @fuzz(SHARES["pairs_mixed"])
-@given(items=st.lists(st.one_of(ROW, JUNK_CSV, JUNK_JSONL), max_size=12), kind=st.sampled_from(["csv", "tsv", "jsonl"]),
+@given(items=st.lists(st.one_of(ROW, JUNK_CSV, JUNK_JSONL, WIDE), max_size=12), kind=st.sampled_from(["csv", "tsv", "jsonl"]),
        endings=st.lists(ENDINGS, min_size=13, max_size=13), ascii_only=st.booleans())
 def test_pairs_reader_keeps_every_valid_row(items, kind, endings, ascii_only):
     delimiter = "\t" if kind == "tsv" else ","
-    lines, expected = [], []
+    lines, expected, wide = [], [], []
     header = "sentence_a,sentence_b,label" if kind == "csv" else "sentence_a\tsentence_b\tlabel"
     lines.append("" if kind == "jsonl" else header + endings[-1])
     for item, ending in zip(items, endings):
@@ -80,11 +81,16 @@ def test_pairs_reader_keeps_every_valid_row(items, kind, endings, ascii_only):
                 lines.append(json.dumps({"sentence_a": a, "sentence_b": b, "label": label}, ensure_ascii=ascii_only) + "\n")
             else:
                 lines.append(_csv_line(a, b, label, delimiter, ending))
+        elif isinstance(item, list):
+            if kind != "jsonl":
+                lines.append(delimiter.join(item) + ending)
+                wide.append((" ".join(item[0].split()), " ".join(item[1].split())))
         elif kind == "jsonl" or _is_csv_junk(item):  # junk in a CSV has no quotes: one that opens a field eats rows
             lines.append(item + ("\n" if kind == "jsonl" else ending))
     result = outcome(read_pairs, "".join(lines).encode(), f"p.{kind}")
     got = [] if result is None else list(zip(result.pairs.sentence_a, result.pairs.sentence_b))
     assert _subsequence(expected, got), f"valid rows lost: expected {expected}, got {got}"
+    assert not set(wide) - set(expected) & set(got), "a row with too many fields was scored, split at a delimiter"
 
 
 def _is_csv_junk(item: str) -> bool:
