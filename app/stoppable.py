@@ -97,7 +97,12 @@ def computation(kind: str, key: Hashable, what: str, work: Callable[[Progress], 
         left = elapsed * (1 - fraction) / fraction if fraction >= 0.1 else max(guess - elapsed, 0.0)
         bar.progress(min(max(fraction, 0.0), 1.0), text=f"{what}: {doing}; about {fmt_duration(left)} left")
 
-    result = work(progress)
+    try:
+        result = work(progress)
+    except Exception:  # the page's guard shows it; a Stop (a BaseException) leaves the page to the rerun
+        bar.empty()
+        stop.empty()
+        raise
     seconds = time.perf_counter() - start
     if seconds > 0.5:
         ui.learn(kind, seconds, units)

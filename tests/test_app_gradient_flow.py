@@ -84,3 +84,31 @@ def test_shared_gradients_are_points_with_values_on_their_log_axis():
     fig = shared_sum_figure(frame)
     assert all(t.type == "scatter" for t in fig.data)
     assert sorted(v for t in fig.data for v in t.text) == ["0.0018", "0.013"]
+
+
+def test_gradients_are_computed_once_per_input_and_a_failure_leaves_no_stop_button(app, monkeypatch):
+    """The page computes through app.stoppable.computation: a second visit with the same
+    checkpoint files and inputs reuses the result; an error is shown without the progress
+    bar's Stop button left behind."""
+    import albert_lab.analysis.gradflow as gradflow
+    from albert_lab.errors import AlbertLabError
+
+    real, calls = gradflow.gradient_flow, []
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs["progress"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gradflow, "gradient_flow", counted)
+    at = goto(app, "gradient_flow")
+    at.run()
+    assert len(calls) == 1 and len(charts(at)) >= 3 and not any(b.label == "Stop" for b in at.button)
+
+    def fails(*args, **kwargs):
+        kwargs["progress"](0.5, "backward, layer 2 of 3")
+        raise AlbertLabError("no gradients today")
+
+    monkeypatch.setattr(gradflow, "gradient_flow", fails)
+    at.number_input(key="gf_seed").set_value(7).run()  # another input: computed afresh
+    assert any("no gradients today" in e.value for e in at.error)
+    assert not any(b.label == "Stop" for b in at.button) and not at.exception
