@@ -7,7 +7,7 @@ import zipfile
 import pandas as pd
 import pytest
 import torch
-from conftest import TEXTS, one_line_error, run_cli
+from conftest import one_line_error, run_cli
 
 from albert_lab.checkpoint.heads import HeadStatus
 from albert_lab.cli.common import distinct_labels
