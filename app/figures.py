@@ -16,7 +16,9 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",  # then mid-tones
+           "#bcbd22", "#e15f99", "#b68100", "#00a08b", "#a777f1", "#eb663b", "#6c7c32", "#778aae", "#da60ca",
+           "#b2828d"]  # 18: the shipped ones, runs and added folders in one process rarely wrap around (8 did)
 COMPONENT_COLORS = {"attention": "#d62728", "FFN": "#1f77b4", "LayerNorm": "#2ca02c"}
 GRAD_AXIS = "mean |dL/dW| (log scale)"
 LAYER_TICKS = 16  # up to this many layers, one tick each

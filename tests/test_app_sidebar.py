@@ -222,3 +222,13 @@ def test_the_shipped_checkpoints_each_have_their_own_colour(monkeypatch):
     assert len({colour_for(name) for name in names}) == 5
     fresh = [f"run:never-registered-{i}" for i in range(3)]  # names the picker never saw
     assert len({colour_for(name) for name in fresh}) == 3
+
+
+def test_a_class_worth_of_checkpoints_in_one_server_keeps_distinct_colours(monkeypatch):
+    """Shipped checkpoints, finished runs and added folders all take a colour slot in the
+    server process: with 8 colours the ninth looked like the first."""
+    from app import figures
+
+    monkeypatch.setattr(figures, "_ORDER", [])
+    names = ["albert-sop", "bert-sop-minilm", "albert-nsp", "bert-nsp", "albert-none"] + [f"run:{i}" for i in range(10)]
+    assert len({figures.colour_for(name) for name in names}) == len(names)
