@@ -13,39 +13,37 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pandas as pd
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 START, END = "<!-- ablation:start -->", "<!-- ablation:end -->"
-# The paper's Tables 3 and 4 (ALBERT-base, parameters and average downstream score), beside each row.
-PAPER = {("all", 64): "10M / 79.0", ("all", 128): "12M / 80.1", ("all", 256): "16M / 79.6", ("all", 384): "31M / 79.8 (E = H = 768)",
-         ("none", 128): "89M / 81.6", ("attention", 128): "64M / 81.7", ("ffn", 128): "38M / 80.2", ("none", 384): "108M / 82.3 (E = H = 768)"}
 
 
-def accuracy(evaluation: list[dict], domain: str, metric: str) -> str:
-    for row in evaluation:
-        if row["domain"] == domain and row["metric"] == metric and row["source"] == "all" and row["accuracy"] is not None:
-            return f"{row['accuracy']:.3f} [{row['low']:.2f}, {row['high']:.2f}]"
-    return "-"
+def accuracy(row: pd.Series, name: str) -> str:
+    return "-" if pd.isna(row[name]) else f"{row[name]:.3f} [{row[name + '_low']:.2f}, {row[name + '_high']:.2f}]"
 
 
-def table(data: dict) -> str:
+def paper(row: pd.Series) -> str:
+    """The paper's ALBERT-base numbers for the same choice (Tables 3 and 4): parameters / average score."""
+    if pd.isna(row["paper_avg"]):
+        return "-"
+    return f"{row['paper_params_m']:g}M / {row['paper_avg']:.1f}" + (f" (E = H = {row['paper_E']})" if row["paper_E"] != row["E"] else "")
+
+
+def table(results) -> str:
     head = ("| E | sharing | parameters | SVD energy kept | embedding fit R² | probe MLM | uptrained MLM | uptrained SOP interior "
             "| uptrained SOP out of domain | paper: params / avg |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
-    for row in data["rows"]:
-        key = (row["sharing"], row["embedding"])
-        if "error" in row:
-            reason = next((line for line in reversed(row["error"].splitlines()) if "Error" in line), "see the JSON")
-            lines.append(f"| {row['embedding']} | {row['sharing']} | | | | failed on the GPU: {reason.strip()[:70]} | | | | {PAPER[key]} |")
+    for _, row in results.rows.iterrows():
+        if row["failed"]:
+            lines.append(f"| {row['E']} | {row['sharing']} | | | | failed on the GPU: {row['failure'][:70]} | | | | {paper(row)} |")
             continue
-        probe, up = row["probe"]["evaluation"], row["uptrain"]["evaluation"]
-        lines.append(f"| {row['embedding']} | {row['sharing']} | {row['parameters'] / 1e6:.1f}M | "
-                     f"{row['conversion']['embedding_energy_kept']:.2f} | {row['conversion']['embedding_fit_r2']:.2f} | "
-                     f"{accuracy(probe, 'in', 'mlm')} | {accuracy(up, 'in', 'mlm')} | {accuracy(up, 'in', 'sop_interior')} | "
-                     f"{accuracy(up, 'out', 'sop')} | {PAPER[key]} |")
-    tokens = next((r["uptrain"]["tokens"] for r in data["rows"] if "uptrain" in r), 0)
-    lines += ["", f"Made by `{data['command']}` on {data['device']} ({data['wall_s'] / 60:.0f} minutes, all rows at once); "
-              f"each uptraining run saw {tokens / 1e6:.1f}M tokens, each probe trained only the heads. "
+        lines.append(f"| {row['E']} | {row['sharing']} | {row['parameters'] / 1e6:.1f}M | {row['energy_kept']:.2f} | "
+                     f"{row['fit_r2']:.2f} | {accuracy(row, 'probe_mlm')} | {accuracy(row, 'mlm')} | "
+                     f"{accuracy(row, 'sop_interior')} | {accuracy(row, 'sop_ood')} | {paper(row)} |")
+    lines += ["", f"Made by `{results.command}` on {results.device} ({results.wall_s / 60:.0f} minutes, all rows at once); "
+              f"each uptraining run saw {results.tokens / 1e6:.1f}M tokens, each probe trained only the heads. "
               "Accuracies are held-out long-mix (MLM, SOP interior) and the out-of-domain book (SOP), "
               "with 95% Wilson intervals; regenerate the table with `scripts/make_ablation.py`."]
     return "\n".join(lines)
@@ -69,12 +67,15 @@ def figure(curves: dict):
 
 
 def main() -> int:
-    data = json.loads((DOCS / "ablation.json").read_text())
+    sys.path.insert(0, str(ROOT))
+    from albert_lab.analysis.ablation import read_ablation
+
+    results = read_ablation(DOCS / "ablation.json")
     page = DOCS / "ablation.md"
     content = page.read_text()
     head, rest = content.split(START, 1)
     _, tail = rest.split(END, 1)
-    page.write_text(f"{head}{START}\n{table(data)}\n{END}{tail}")
+    page.write_text(f"{head}{START}\n{table(results)}\n{END}{tail}")
     print(f"wrote the table in {page}")
     if "--no-figure" in sys.argv:
         return 0
