@@ -1,5 +1,5 @@
 """Parameters: a calculator over V/E/H/L/heads/FFN/sharing/groups, the paper's tables
-with exact counts, and curves of cost against E, H and L."""
+with exact counts, curves of cost against E, H and L, and the paper's ablations on real weights."""
 
 from typing import get_args
 
@@ -19,7 +19,9 @@ CALCULATOR_LABELS = {"vocab_size": "V (vocabulary)", "hidden_size": "H (hidden)"
                      "num_groups": "Groups (N)", "inner_group_num": "Inner blocks per layer"}
 
 st.title("Parameters and compute")
-tab_calc, tab_tables, tab_curves = st.tabs(["Calculator", "Paper tables", "Curves"])
+TABS = ["Calculator", "Paper tables", "Curves", "On real weights"]
+links.from_url("params_tab", TABS[0], options=TABS)  # tabs that track state: a link can open one, hidden ones can wait
+tab_calc, tab_tables, tab_curves, tab_real = st.tabs(TABS, key="params_tab", on_change="rerun")
 
 with tab_calc:
     links.from_url("calc_preset", "albert-base", options=list(PRESETS))
@@ -99,7 +101,7 @@ with tab_curves:
     links.share(calc_preset=preset, calc_fam=family, calc_v=int(vocab), calc_h=typed_hidden, calc_l=int(layers),
                 calc_e=None if bert else int(embedding), calc_heads=int(heads), calc_ffn=int(ffn), calc_seq=int(seq_len),
                 calc_share=None if bert else sharing, calc_groups=None if bert else int(groups),
-                calc_inner=None if bert else int(inner), curve_axis=axis)
+                calc_inner=None if bert else int(inner), curve_axis=axis, params_tab=st.session_state.get("params_tab"))
     field, values = choices[axis]
     frame = pd.DataFrame(sweep(base, field, values))
     frame["sharing"] = frame["sharing"].map(SHARING_LABELS)
@@ -112,3 +114,7 @@ with tab_curves:
                   f"That is why ALBERT-xxlarge ({xxlarge:.1f}M parameters as specified; the paper's table says 235M) "
                   f"trains slower than BERT-large ({large:.1f}M; 334M in the paper): speed follows H and L, memory "
                   "follows what is shared.")
+
+with tab_real:
+    if tab_real.open:  # read and drawn only when chosen
+        parameter_views.real_weights()

@@ -1,0 +1,57 @@
+"""The figure of the Parameters page's "On real weights" tab: what E and sharing cost
+all-MiniLM-L6-v2 (analysis.ablation.read_ablation's rows), the paper's numbers beside."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from albert_lab.spec import SHARING_LABELS
+from app.figures import NEUTRAL, SERIES_COLOURS, style
+
+# One colour per strategy, fixed (the themes' colorways differ); points of one E side by side.
+SHARING_COLOURS = dict(zip(SHARING_LABELS, SERIES_COLOURS))
+OFFSETS = dict(zip(SHARING_LABELS, (-0.18, -0.06, 0.06, 0.18)))
+
+
+def ablation_figure(rows: pd.DataFrame, tokens: int) -> go.Figure:
+    """Left: uptrained masked-token accuracy with its 95% interval per E, a colour per sharing
+    strategy (failed rows have no point). Right: the paper's average downstream score of
+    ALBERT-base trained from scratch for the same choices (E = H is 384 here, 768 there)."""
+    sizes = sorted(rows.E.unique())
+    position = {e: i for i, e in enumerate(sizes)}
+    hidden = max(sizes)  # the grid's largest E is the model's H
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(
+        f"MiniLM made ALBERT, uptrained ({tokens / 1e6:.1f}M tokens)", "The paper: ALBERT-base from scratch"))
+    for sharing, group in rows.groupby("sharing", sort=False):
+        colour, name = SHARING_COLOURS[sharing], SHARING_LABELS[sharing]
+        done = group[~group.failed]
+        x = [position[e] + OFFSETS[sharing] for e in done.E]
+        fig.add_trace(go.Scatter(  # the legend from the paper's points: a strategy whose runs all failed is there too
+            x=x, y=done.mlm, mode="markers", name=name, legendgroup=name, showlegend=False, marker=dict(color=colour, size=10),
+            error_y=dict(type="data", array=done.mlm_high - done.mlm, arrayminus=done.mlm - done.mlm_low, thickness=1.5),
+            customdata=done[["E", "mlm_low", "mlm_high"]],
+            hovertemplate=f"{name}, E = %{{customdata[0]}}: %{{y:.3f}} [%{{customdata[1]:.3f}}, %{{customdata[2]:.3f}}]<extra></extra>"),
+            row=1, col=1)
+        paper = group.dropna(subset=["paper_avg"])
+        fig.add_trace(go.Scatter(
+            x=[position[e] + OFFSETS[sharing] for e in paper.E], y=paper.paper_avg, mode="markers", name=name,
+            legendgroup=name, marker=dict(color=colour, size=10, symbol="diamond"),
+            customdata=paper[["paper_E", "paper_params_m", "paper_table"]],
+            hovertemplate=f"{name}, E = %{{customdata[0]}}: average %{{y:.1f}} with %{{customdata[1]}}M parameters "
+                          "(Table %{customdata[2]})<extra></extra>"),
+            row=1, col=2)
+    for e, failed in rows[rows.failed].groupby("E"):  # said where the points would be, not drawn as zeros
+        names = " and ".join(SHARING_LABELS[s] for s in failed.sharing)
+        fig.add_annotation(x=position[e], y=0.45, xref="x", yref="y domain", showarrow=False, font=dict(color=NEUTRAL, size=12),
+                           text=f"{names}:<br>failed, no result")
+    ticks = list(position.values())
+    fig.update_xaxes(tickvals=ticks, ticktext=[str(e) if e != hidden else f"{e} (= H)" for e in sizes], row=1, col=1)
+    fig.update_xaxes(tickvals=ticks, ticktext=[str(e) if e != hidden else "768 (= H)" for e in sizes], row=1, col=2)
+    fig.update_xaxes(title_text="embedding size E", range=[-0.5, len(sizes) - 0.5])
+    fig.update_yaxes(title_text="masked-token accuracy, held-out (95% interval)", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="average downstream score (Tables 3 and 4)", row=1, col=2)
+    fig.update_layout(title="What E and sharing cost: a real pretrained BERT against the paper")
+    fig = style(fig, height=470, legend_title="sharing")
+    return fig.update_layout(legend_y=1.1, margin_t=140)  # above the subplot titles, not on them

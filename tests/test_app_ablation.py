@@ -1,0 +1,104 @@
+"""The paper's ablations on real weights (docs/ablation.json): the library's reading of the
+file, and the Parameters page's "On real weights" tab showing the file's own numbers."""
+
+import json
+
+import pandas as pd
+import pytest
+import streamlit as st
+from conftest import ROOT
+from streamlit.testing.v1 import AppTest
+
+from albert_lab.analysis import ablation
+from albert_lab.analysis.ablation import read_ablation
+from albert_lab.errors import DataError
+
+MAIN = str(ROOT / "app" / "main.py")
+RESULTS = json.loads(ablation.ABLATION_JSON.read_text())
+TAB = "On real weights"
+
+
+def expected(evaluation: list[dict], domain: str, metric: str) -> str:
+    """An accuracy cell written straight from the JSON: 'acc [low, high]' to 3 decimals."""
+    row = next(r for r in evaluation if (r["domain"], r["metric"], r["source"]) == (domain, metric, "all"))
+    return f"{row['accuracy']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
+
+
+def test_the_library_reads_every_row_and_names_the_failed_ones():
+    results = read_ablation()
+    rows = results.rows
+    assert list(rows.name) == [r["name"] for r in RESULTS["rows"]]
+    assert set(rows[rows.failed].name) == {r["name"] for r in RESULTS["rows"] if "error" in r}
+    assert rows[rows.failed].failure.str.contains("out of memory").all()  # the exception's line, not a URL after it
+    e384 = rows.set_index("name").loc["e384-none"]
+    assert e384.parameters == 22_861_056 and (e384.paper_E, e384.paper_params_m, e384.paper_avg) == (768, 108, 82.3)
+    assert rows.set_index("name").loc["e128-none", "paper_avg"] == 81.6  # Table 4 (the sharing study), not Table 3's 81.7
+    assert results.command.startswith("scripts/ablation.py") and results.tokens == 14_760_064
+
+
+def test_an_absent_or_broken_file_is_one_clear_error(tmp_path):
+    with pytest.raises(DataError, match=r"no ablation results here; run scripts/ablation\.py"):
+        read_ablation(tmp_path / "ablation.json")
+    (tmp_path / "broken.json").write_text('{"rows": [{"name": "e64-all"}]}')
+    with pytest.raises(DataError, match="not readable as ablation results"):
+        read_ablation(tmp_path / "broken.json")
+
+
+@pytest.fixture
+def app(shipped, monkeypatch):
+    monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(shipped))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    at.run()
+    at.switch_page("../pages/parameters.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def open_tab(at: AppTest) -> AppTest:
+    at.session_state["params_tab"] = TAB
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_the_tab_shows_the_numbers_of_the_json_and_says_which_rows_failed(app):
+    assert not [d for d in app.dataframe if "uptrained MLM" in d.value]  # a hidden tab is not drawn
+    at = open_tab(app)
+    shown = next(d.value for d in at.dataframe if "uptrained MLM" in d.value)
+    assert len(shown) == len(RESULTS["rows"])
+    for row, cells in zip(RESULTS["rows"], shown.to_dict("records")):
+        assert cells["E"] == row["embedding"]
+        if "error" in row:
+            assert cells["probe MLM"] == cells["uptrained MLM"] == cells["SOP interior"] == "failed"
+            assert pd.isna(cells["parameters"])
+            continue
+        assert cells["parameters"] == row["parameters"]
+        assert cells["SVD energy"] == row["conversion"]["embedding_energy_kept"]
+        assert cells["probe MLM"] == expected(row["probe"]["evaluation"], "in", "mlm")
+        assert cells["uptrained MLM"] == expected(row["uptrain"]["evaluation"], "in", "mlm")
+        assert cells["SOP interior"] == expected(row["uptrain"]["evaluation"], "in", "sop_interior")
+        assert cells["SOP out of domain"] == expected(row["uptrain"]["evaluation"], "out", "sop")
+    failed = [w.value for w in at.warning if "failed" in w.value]
+    assert len(failed) == sum("error" in r for r in RESULTS["rows"])
+    assert any("E = 128, not-shared: no result, the run failed" in w and "out of memory" in w for w in failed)
+    headline = next(m.value for m in at.markdown if "only the E = H rows learned" in m.value)
+    none_h = next(r for r in RESULTS["rows"] if r["name"] == "e384-none")
+    assert f"not shared reached {expected(none_h['uptrain']['evaluation'], 'in', 'mlm')[:5]}" in headline
+    assert any(RESULTS["command"] in m.value and "docs/ablation.md" in m.value for m in at.markdown)
+    assert len(at.get("plotly_chart")) == 4  # the calculator's three and the ablation figure
+
+
+def test_a_link_opens_the_tab(shipped, monkeypatch):
+    monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(shipped))
+    fresh = AppTest.from_file(MAIN, default_timeout=120)
+    fresh.query_params.update({"params_tab": TAB})
+    fresh.switch_page("../pages/parameters.py").run()
+    assert not fresh.exception and [d for d in fresh.dataframe if "uptrained MLM" in d.value]
+
+
+def test_without_the_file_the_tab_says_what_to_run(app, monkeypatch, tmp_path):
+    monkeypatch.setattr(ablation, "ABLATION_JSON", tmp_path / "ablation.json")
+    at = open_tab(app)
+    assert any("no ablation results here; run scripts/ablation.py" in e.value for e in at.error)
