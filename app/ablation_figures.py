@@ -13,11 +13,12 @@ from app.figures import NEUTRAL, SERIES_COLOURS, style
 # One colour per strategy, fixed (the themes' colorways differ); points of one E side by side.
 SHARING_COLOURS = dict(zip(SHARING_LABELS, SERIES_COLOURS))
 OFFSETS = dict(zip(SHARING_LABELS, (-0.18, -0.06, 0.06, 0.18)))
+CORRECTION_HOVER = "open marker: measured a conversion bug fixed since (see below the table)"
 
 
 def ablation_figure(rows: pd.DataFrame, tokens: int) -> go.Figure:
     """Left: uptrained masked-token accuracy with its 95% interval per E, a colour per sharing
-    strategy (failed rows have no point). Right: the paper's average downstream score of
+    strategy (failed rows have no point; rows a later correction qualifies are open markers). Right: the paper's average downstream score of
     ALBERT-base trained from scratch for the same choices (E = H is 384 here, 768 there)."""
     sizes = sorted(rows.E.unique())
     position = {e: i for i, e in enumerate(sizes)}
@@ -27,12 +28,14 @@ def ablation_figure(rows: pd.DataFrame, tokens: int) -> go.Figure:
     for sharing, group in rows.groupby("sharing", sort=False):
         colour, name = SHARING_COLOURS[sharing], SHARING_LABELS[sharing]
         done = group[~group.failed]
-        x = [position[e] + OFFSETS[sharing] for e in done.E]
         fig.add_trace(go.Scatter(  # the legend from the paper's points: a strategy whose runs all failed is there too
-            x=x, y=done.mlm, mode="markers", name=name, legendgroup=name, showlegend=False, marker=dict(color=colour, size=10),
+            x=[position[e] + OFFSETS[sharing] for e in done.E], y=done.mlm, mode="markers", name=name, legendgroup=name,
+            showlegend=False, marker=dict(color=colour, size=10, symbol=["circle-open" if n else "circle" for n in done.uptrain_note],
+                                          line=dict(width=2, color=colour)),
             error_y=dict(type="data", array=done.mlm_high - done.mlm, arrayminus=done.mlm - done.mlm_low, thickness=1.5),
-            customdata=done[["E", "mlm_low", "mlm_high"]],
-            hovertemplate=f"{name}, E = %{{customdata[0]}}: %{{y:.3f}} [%{{customdata[1]:.3f}}, %{{customdata[2]:.3f}}]<extra></extra>"),
+            customdata=done[["E", "mlm_low", "mlm_high"]].assign(note=[f"<br>{CORRECTION_HOVER}" if n else "" for n in done.uptrain_note]),
+            hovertemplate=f"{name}, E = %{{customdata[0]}}: %{{y:.3f}} [%{{customdata[1]:.3f}}, %{{customdata[2]:.3f}}]"
+                          "%{customdata[3]}<extra></extra>"),
             row=1, col=1)
         paper = group.dropna(subset=["paper_avg"])
         fig.add_trace(go.Scatter(
@@ -46,6 +49,10 @@ def ablation_figure(rows: pd.DataFrame, tokens: int) -> go.Figure:
         names = " and ".join(SHARING_LABELS[s] for s in failed.sharing)
         fig.add_annotation(x=position[e], y=0.45, xref="x", yref="y domain", showarrow=False, font=dict(color=NEUTRAL, size=12),
                            text=f"{names}:<br>failed, no result")
+    if (rows.uptrain_note != "").any():
+        fig.add_annotation(x=0.02, y=0.97, xref="x domain", yref="y domain", xanchor="left", showarrow=False, align="left",
+                           font=dict(color=NEUTRAL, size=12), text="open markers: runs that measured a conversion bug<br>"
+                                                                   "fixed since (see below the table)")
     ticks = list(position.values())
     fig.update_xaxes(tickvals=ticks, ticktext=[str(e) if e != hidden else f"{e} (= H)" for e in sizes], row=1, col=1)
     fig.update_xaxes(tickvals=ticks, ticktext=[str(e) if e != hidden else "768 (= H)" for e in sizes], row=1, col=2)

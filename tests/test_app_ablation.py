@@ -18,10 +18,10 @@ RESULTS = json.loads(ablation.ABLATION_JSON.read_text())
 TAB = "On real weights"
 
 
-def expected(evaluation: list[dict], domain: str, metric: str) -> str:
-    """An accuracy cell written straight from the JSON: 'acc [low, high]' to 3 decimals."""
+def expected(evaluation: list[dict], domain: str, metric: str, digits: int = 3) -> str:
+    """An accuracy cell written straight from the JSON: 'acc [low, high]', the interval to `digits` places."""
     row = next(r for r in evaluation if (r["domain"], r["metric"], r["source"]) == (domain, metric, "all"))
-    return f"{row['accuracy']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
+    return f"{row['accuracy']:.3f} [{row['low']:.{digits}f}, {row['high']:.{digits}f}]"
 
 
 def test_the_library_reads_every_row_and_names_the_failed_ones():
@@ -34,6 +34,8 @@ def test_the_library_reads_every_row_and_names_the_failed_ones():
     assert e384.parameters == 22_861_056 and (e384.paper_E, e384.paper_params_m, e384.paper_avg) == (768, 108, 82.3)
     assert rows.set_index("name").loc["e128-none", "paper_avg"] == 81.6  # Table 4 (the sharing study), not Table 3's 81.7
     assert results.command.startswith("scripts/ablation.py") and results.tokens == 14_760_064
+    corrected = {name for c in RESULTS.get("corrections", []) for name in c["rows"]}
+    assert set(rows[rows.uptrain_note != ""].name) == corrected
 
 
 def test_an_absent_or_broken_file_is_one_clear_error(tmp_path):
@@ -68,22 +70,27 @@ def test_the_tab_shows_the_numbers_of_the_json_and_says_which_rows_failed(app):
     at = open_tab(app)
     shown = next(d.value for d in at.dataframe if "uptrained MLM" in d.value)
     assert len(shown) == len(RESULTS["rows"])
+    corrected = {name for c in RESULTS.get("corrections", []) for name in c["rows"]}
     for row, cells in zip(RESULTS["rows"], shown.to_dict("records")):
         assert cells["E"] == row["embedding"]
         if "error" in row:
             assert cells["probe MLM"] == cells["uptrained MLM"] == cells["SOP interior"] == "failed"
             assert pd.isna(cells["parameters"])
             continue
+        mark = " †" if row["name"] in corrected else ""  # what a correction added after the runs qualifies
         assert cells["parameters"] == row["parameters"]
         assert cells["SVD energy"] == row["conversion"]["embedding_energy_kept"]
         assert cells["probe MLM"] == expected(row["probe"]["evaluation"], "in", "mlm")
-        assert cells["uptrained MLM"] == expected(row["uptrain"]["evaluation"], "in", "mlm")
-        assert cells["SOP interior"] == expected(row["uptrain"]["evaluation"], "in", "sop_interior")
-        assert cells["SOP out of domain"] == expected(row["uptrain"]["evaluation"], "out", "sop")
-    failed = [w.value for w in at.warning if "failed" in w.value]
+        assert cells["uptrained MLM"] == expected(row["uptrain"]["evaluation"], "in", "mlm") + mark
+        assert cells["SOP interior"] == expected(row["uptrain"]["evaluation"], "in", "sop_interior", 2) + mark
+        assert cells["SOP out of domain"] == expected(row["uptrain"]["evaluation"], "out", "sop", 2) + mark
+    warnings = [w.value for w in at.warning]
+    failed = [w for w in warnings if "the run failed" in w]
     assert len(failed) == sum("error" in r for r in RESULTS["rows"])
     assert any("E = 128, not-shared: no result, the run failed" in w and "out of memory" in w for w in failed)
-    headline = next(m.value for m in at.markdown if "only the E = H rows learned" in m.value)
+    for correction in RESULTS.get("corrections", []):
+        assert any(w.startswith("† The uptrained columns of") and correction["note"] in w for w in warnings)
+    headline = next(m.value for m in at.markdown if m.value.startswith("Right after conversion"))
     none_h = next(r for r in RESULTS["rows"] if r["name"] == "e384-none")
     assert f"not shared reached {expected(none_h['uptrain']['evaluation'], 'in', 'mlm')[:5]}" in headline
     assert any(RESULTS["command"] in m.value and "docs/ablation.md" in m.value for m in at.markdown)

@@ -57,9 +57,11 @@ def ablation_rows(data: dict) -> pd.DataFrame:
     """One row per configuration: E, sharing, failed and failure (the error's own line),
     parameters, energy_kept and fit_r2 (the truncated SVD's), the accuracies of ACCURACIES
     with their 95% Wilson intervals (<name>, <name>_low, <name>_high; NaN for a failed row),
-    and the paper's ALBERT-base numbers for the same choice (paper_E, paper_params_m,
-    paper_avg, paper_table; E = H maps to the paper's E = H = 768)."""
+    the paper's ALBERT-base numbers for the same choice (paper_E, paper_params_m,
+    paper_avg, paper_table; E = H maps to the paper's E = H = 768), and uptrain_note: a
+    correction added after the runs to what the row's uptrained columns measured ('' if none)."""
     hidden = source_hidden(data)
+    notes = {name: c["note"] for c in data.get("corrections", []) if c.get("stage") == "uptrain" for name in c["rows"]}
     rows = []
     for row in data["rows"]:
         e, sharing = int(row["embedding"]), row["sharing"]
@@ -76,7 +78,8 @@ def ablation_rows(data: dict) -> pd.DataFrame:
         # the sharing study is Table 4, the E study Table 3 (they differ at E = 128 not shared: 81.6 and 81.7)
         table, (params_m, avg) = ((4, TABLE4[paper_e, sharing]) if (paper_e, sharing) in TABLE4 else
                                   (3, TABLE3[sharing, paper_e]) if (sharing, paper_e) in TABLE3 else (None, (None, None)))
-        out |= {"paper_E": paper_e, "paper_params_m": params_m, "paper_avg": avg, "paper_table": table}
+        out |= {"paper_E": paper_e, "paper_params_m": params_m, "paper_avg": avg, "paper_table": table,
+                "uptrain_note": notes.get(row["name"], "")}
         rows.append(out)
     return pd.DataFrame(rows).astype({"parameters": "Int64"})
 
