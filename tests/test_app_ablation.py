@@ -5,15 +5,13 @@ import json
 
 import pandas as pd
 import pytest
-import streamlit as st
-from conftest import ROOT
+from conftest import MAIN, charts, goto, link_of
 from streamlit.testing.v1 import AppTest
 
 from albert_lab.analysis import ablation
 from albert_lab.analysis.ablation import read_ablation
 from albert_lab.errors import DataError
 
-MAIN = str(ROOT / "app" / "main.py")
 RESULTS = json.loads(ablation.ABLATION_JSON.read_text())
 TAB = "On real weights"
 
@@ -46,19 +44,9 @@ def test_an_absent_or_broken_file_is_one_clear_error(tmp_path):
         read_ablation(tmp_path / "broken.json")
 
 
-@pytest.fixture
-def app(shipped, monkeypatch):
-    monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(shipped))
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    at = AppTest.from_file(MAIN, default_timeout=120)
-    at.run()
-    at.switch_page("../pages/parameters.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def open_tab(at: AppTest) -> AppTest:
+def open_tab(app: AppTest) -> AppTest:
+    """The Parameters page with the tab chosen, as a click on it does (the tabs track state)."""
+    at = goto(app, "parameters")
     at.session_state["params_tab"] = TAB
     at.run()
     assert not at.exception, [e.value for e in at.exception]
@@ -66,7 +54,7 @@ def open_tab(at: AppTest) -> AppTest:
 
 
 def test_the_tab_shows_the_numbers_of_the_json_and_says_which_rows_failed(app):
-    assert not [d for d in app.dataframe if "uptrained MLM" in d.value]  # a hidden tab is not drawn
+    assert not [d for d in goto(app, "parameters").dataframe if "uptrained MLM" in d.value]  # a hidden tab is not drawn
     at = open_tab(app)
     shown = next(d.value for d in at.dataframe if "uptrained MLM" in d.value)
     assert len(shown) == len(RESULTS["rows"])
@@ -94,15 +82,15 @@ def test_the_tab_shows_the_numbers_of_the_json_and_says_which_rows_failed(app):
     none_h = next(r for r in RESULTS["rows"] if r["name"] == "e384-none")
     assert f"not shared reached {expected(none_h['uptrain']['evaluation'], 'in', 'mlm')[:5]}" in headline
     assert any(RESULTS["command"] in m.value and "docs/ablation.md" in m.value for m in at.markdown)
-    assert len(at.get("plotly_chart")) == 4  # the calculator's three and the ablation figure
+    assert len(charts(at)) == 4  # the calculator's three and the ablation figure
 
 
 def test_a_link_opens_the_tab(shipped, monkeypatch):
     monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(shipped))
     fresh = AppTest.from_file(MAIN, default_timeout=120)
     fresh.query_params.update({"params_tab": TAB})
-    fresh.switch_page("../pages/parameters.py").run()
-    assert not fresh.exception and [d for d in fresh.dataframe if "uptrained MLM" in d.value]
+    goto(fresh, "parameters")  # the link opens the page itself
+    assert [d for d in fresh.dataframe if "uptrained MLM" in d.value] and link_of(fresh)["params_tab"] == TAB
 
 
 def test_without_the_file_the_tab_says_what_to_run(app, monkeypatch, tmp_path):
