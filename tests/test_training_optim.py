@@ -47,3 +47,26 @@ def test_no_decay_for_layernorm_and_bias():
 def test_schedule_warms_up_then_decays_to_zero():
     assert lr_factor(0, 0.0, 10) == 0.1 and lr_factor(9, 0.09, 10) == 1.0
     assert lr_factor(10, 0.1, 10) == 0.9 and lr_factor(100, 1.0, 10) == 0.0
+
+
+def test_adamw_is_fused_and_steps_as_the_unfused_loop_does():
+    """The fused kernel (one call per step) changes the speed, not the weights."""
+    torch.manual_seed(0)
+    model = build_model(tiny_spec(50))
+    twin = build_model(tiny_spec(50))
+    twin.load_state_dict(model.state_dict())
+    fused = build_optimizer(model, "adamw", 1e-3)
+    plain = torch.optim.AdamW(parameter_groups_without_adapt(twin), lr=1e-3, eps=1e-6, betas=(0.9, 0.999))
+    assert fused.defaults["fused"] and not plain.defaults.get("fused")
+    ids = torch.randint(0, 50, (2, 12))
+    for _ in range(5):
+        for m, opt in ((model, fused), (twin, plain)):
+            opt.zero_grad()
+            m.albert(input_ids=ids).last_hidden_state.square().mean().backward()
+            opt.step()
+    for (name, a), b in zip(model.state_dict().items(), twin.state_dict().values()):
+        assert torch.allclose(a, b, atol=1e-6), name
+
+
+def parameter_groups_without_adapt(model):
+    return [{k: v for k, v in g.items() if k != "adapt"} for g in parameter_groups(model, 0.01)]

@@ -77,7 +77,10 @@ def build_optimizer(model: nn.Module, name: OptimizerName, lr: float, weight_dec
         return Lamb(groups, lr=lr, eps=eps)
     for group in groups:
         group.pop("adapt")
-    return torch.optim.AdamW(groups, lr=lr, eps=eps, betas=(0.9, 0.999))
+    # One fused kernel per step where torch has it: 12 ms against 76 ms for MiniLM's 23M
+    # parameters on a CPU core, the same weights to 6e-8 after 12 steps (docs/benchmarks.md).
+    fused = all(p.device.type in ("cpu", "cuda") and p.is_floating_point() for g in groups for p in g["params"])
+    return torch.optim.AdamW(groups, lr=lr, eps=eps, betas=(0.9, 0.999), fused=fused or None)
 
 
 def lr_factor(step: int, progress: float, warmup_steps: int) -> float:
