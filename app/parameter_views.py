@@ -57,8 +57,10 @@ def ablation_table(rows: pd.DataFrame) -> pd.DataFrame:
         return cells.where(~rows.failed, "failed")
 
     return pd.DataFrame({
-        "E": rows["E"], "sharing": rows.sharing.map(SHARING_LABELS), "parameters": rows.parameters,
-        "SVD energy": rows.energy_kept, "probe MLM": acc("probe_mlm", uptrained=False), "uptrained MLM": acc("mlm"),
+        "E": rows["E"], "sharing": rows.sharing.map(SHARING_LABELS),
+        "parameters": [f"{n:,.0f}" if pd.notna(n) else "-" for n in rows.parameters],  # '-', not Streamlit's 'None'
+        "SVD energy": [f"{e:.2f}" if pd.notna(e) else "-" for e in rows.energy_kept],
+        "probe MLM": acc("probe_mlm", uptrained=False), "uptrained MLM": acc("mlm"),
         "SOP interior": acc("sop_interior"), "SOP out of domain": acc("sop_ood"),
         "paper": [f"{m:g}M, {avg:.1f}" if pd.notna(avg) else "-" for m, avg in zip(rows.paper_params_m, rows.paper_avg)]})
 
@@ -102,9 +104,8 @@ def real_weights() -> None:
         st.markdown(ablation_headline(rows, results.tokens))
         ui.chart(ablation_figure(rows, results.tokens), "ablation-real-weights")
         st.dataframe(ablation_table(rows), hide_index=True, width="stretch", column_config={
-            "parameters": st.column_config.NumberColumn(format="localized"),
-            "SVD energy": st.column_config.NumberColumn(format="%.2f", help="share of the word embeddings' energy "
-                                                        "the truncated SVD to E kept"),
+            "SVD energy": st.column_config.TextColumn(help="share of the word embeddings' energy the truncated SVD to "
+                                                      "E kept"),
             "paper": st.column_config.TextColumn(help="ALBERT-base from scratch: parameters, average downstream score "
                                                       "(Tables 3 and 4; E = H is 768 there)")})
         for note, corrected in rows[rows.uptrain_note != ""].groupby("uptrain_note", sort=False):
