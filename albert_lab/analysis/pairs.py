@@ -57,6 +57,7 @@ def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFram
     `progress` hears before each batch of each checkpoint (and may raise to stop)."""
     frames = []
     bundles = [bundles] if isinstance(bundles, ModelBundle) else list(bundles)
+    costs = [b.spec.hidden_size ** 2 * b.spec.num_layers * b.spec.inner_group_num for b in bundles]  # FLOPs per token, roughly
     for k, bundle in enumerate(bundles):
         frame = pairs.copy()
         frame.insert(0, "checkpoint", bundle.name)
@@ -70,7 +71,8 @@ def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFram
         frame["truncated"] = frame["tokens"] > length  # the model sees the first `length` tokens (longest side cut first)
         if bundle.heads.pair_usable:
             def told(f: float, _: str, k: int = k, name: str = bundle.name, n: int = len(a)) -> None:
-                progress((k + f) / len(bundles), f"{name} ({k + 1} of {len(bundles)}): {round(f * n):,} of {n:,} pairs")
+                done = (sum(costs[:k]) + f * costs[k]) / sum(costs)  # the bar moves with the work, not the checkpoints
+                progress(done, f"{name} ({k + 1} of {len(bundles)}): {round(f * n):,} of {n:,} pairs")
 
             both = pair_probabilities(bundle.model, bundle.tokenizer, a + b, b + a, length, device=bundle.device,
                                       dtype=bundle.dtype, progress=told if progress is not None else None)
