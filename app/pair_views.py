@@ -217,10 +217,12 @@ def attribution_tab(bundles: list) -> None:
                 if result is not None:
                     st.session_state["attr_result"] = (request, result)
         stored = st.session_state.get("attr_result")
-        if stoppable.was_stopped("attribution", request):
+        stopped = stoppable.was_stopped("attribution", request)
+        if stopped:
             st.info("Stopped before it finished: press Explain to run it again.", icon=":material/stop_circle:")
         if stored is None:
-            st.info("Press Explain to attribute the decision to the tokens (a few seconds).")
+            if not stopped:
+                st.info("Press Explain to attribute the decision to the tokens (a few seconds).")
         else:
             (for_name, for_a, for_b, for_target, _), result = stored
             if (for_name, for_a, for_b, for_target) != request[:4]:
