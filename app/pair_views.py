@@ -104,7 +104,7 @@ def _size(bundle) -> float:
     return bundle.spec.hidden_size ** 2 * bundle.spec.num_layers / (256 ** 2 * 6)
 
 
-IG_SECONDS_PER_STEP = 0.04  # per integration step at albert-sop's size, on a loaded 2-core CPU
+IG_SECONDS_PER_STEP = 0.01  # per integration step at albert-sop's size (200 steps of bert-sop-minilm: 2.3 s)
 SCORE_SECONDS_PER_PAIR = 0.005  # per pair (read both ways) at albert-sop's size: 600 pairs in 2.5 s
 T5_SECONDS_PER_PAIR = 0.15  # per pair per task and pairs set, albert-sop's size: 52 s for 200 on a loaded 2-core CPU
 COLUMNS = ["row", "checkpoint", "head", "head_status", "p_ab", "p_ba", "prediction", "label", "correct", "tokens",

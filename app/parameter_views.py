@@ -84,8 +84,9 @@ def ablation_headline(rows: pd.DataFrame, tokens: int) -> str:
     paper = (f"the paper's from-scratch finding that E = 128 costs little ({pick(128, 'none', 'paper_avg'):.1f} against "
              f"{pick(hidden, 'none', 'paper_avg'):.1f} average score, not shared)")
     if (small.uptrain_note != "").any():
-        return kept + uptrained + (f"; the E < H uptraining runs ({CORRECTED}) measured a conversion bug fixed since and "
-                                   f"need re-running, so {paper} is not yet tested on real weights.")
+        return kept + uptrained + (f"; the E < H uptraining runs ({CORRECTED}) measured a conversion bug fixed since (the "
+                                   f"note under the table says what the fixed conversion did on a CPU), so {paper} is not "
+                                   "yet tested on real weights at this budget.")
     return kept + uptrained + f", the E < H rows {small.mlm.min():.3f}-{small.mlm.max():.3f}; compare {paper}."
 
 
@@ -111,7 +112,8 @@ def real_weights() -> None:
         for note, corrected in rows[rows.uptrain_note != ""].groupby("uptrain_note", sort=False):
             st.warning(f"{CORRECTED} The uptrained columns of {corrected_rows(corrected)} {note}", icon=":material/report:")
         for _, row in rows[rows.failed].iterrows():
-            st.warning(f"E = {row.E}, {SHARING_LABELS[row.sharing]}: no result, the run failed on {results.device} "
+            crowded = " while the other rows ran beside it on the same GPU" if "memory" in row.failure else ""
+            st.warning(f"E = {row.E}, {SHARING_LABELS[row.sharing]}: no result, the run failed on {results.device}{crowded} "
                        f"({row.failure.rstrip('.')}).", icon=":material/error:")
         st.caption(f"{results.source} converted with `albert-lab albertize` (truncated SVD of the word embeddings to E, "
                    "shared blocks from the average of the layers they replace). **probe**: only the MLM and SOP heads "

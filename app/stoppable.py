@@ -85,7 +85,7 @@ def computation(kind: str, key: Hashable, what: str, work: Callable[[Progress], 
         return None
     bar, stop = st.empty(), st.empty()
     guess = ui.estimate(kind, units, guess_per_unit)
-    bar.progress(0.0, text=f"{what}: about {fmt_duration(guess)}")
+    bar.progress(0.0, text=f"{what}: about {fmt_duration(guess)} left")
     stop.button("Stop", key=f"_stop_{kind}", icon=":material/stop:", on_click=_stop_key, args=(kind, key),
                 help="Stops the computation at its next step; nothing is lost but the time spent")
     start, script_thread = time.perf_counter(), threading.get_ident()
@@ -95,7 +95,8 @@ def computation(kind: str, key: Hashable, what: str, work: Callable[[Progress], 
             return
         elapsed = time.perf_counter() - start
         left = elapsed * (1 - fraction) / fraction if fraction >= 0.1 else max(guess - elapsed, 0.0)
-        bar.progress(min(max(fraction, 0.0), 1.0), text=f"{what}: {doing}; about {fmt_duration(left)} left")
+        when = "under a second left" if left < 1 else f"about {fmt_duration(left)} left"
+        bar.progress(min(max(fraction, 0.0), 1.0), text=f"{what}: {doing}; {when}")
 
     try:
         result = work(progress)
