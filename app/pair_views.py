@@ -15,7 +15,7 @@ from albert_lab.analysis import evaluation  # evaluation_pairs through the modul
 from albert_lab.analysis.attribution import attribute_pair, attribution_html
 from albert_lab.analysis.common import checkpoint_notes
 from albert_lab.analysis.evaluation import evaluate, interior_accuracy, paper_table5, read_results, table5_cells
-from albert_lab.analysis.pairs import labelled_accuracy, score_pairs, summarize, truncated_rows, unreadable_rows
+from albert_lab.analysis.pairs import forward_cost, labelled_accuracy, score_pairs, summarize, truncated_rows, unreadable_rows
 from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS
 from albert_lab.data.pairs_file import read_pairs
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
@@ -65,7 +65,7 @@ def live_table5(bundles: list) -> None:
     limit = cols[0].select_slider("Pairs per task", [50, 100, 200, 500], 100, key="t5_limit",
                                   help="A fixed random sample per task (SOP, NSP, MLM) and pairs set; more pairs, "
                                        "narrower intervals, longer wait")
-    size = sum(b.spec.hidden_size * b.spec.num_layers for b in bundles) / 1536  # albert-sop = 1
+    size = sum(map(_size, bundles))
     eta = ui.estimate("table5", limit * size, T5_SECONDS_PER_PAIR)
     pace = "at this machine's pace last time" if ui.measured("table5") else "on two cores, longer when others use them"
     if cols[1].button(f"Evaluate the picked checkpoints now (about {fmt_duration(eta)} {pace})", key="t5_run"):
@@ -100,8 +100,8 @@ def live_table5(bundles: list) -> None:
 
 
 def _size(bundle) -> float:
-    """A model's forward cost relative to albert-sop's (H^2 L; the vocabulary plays no part in a pair head)."""
-    return bundle.spec.hidden_size ** 2 * bundle.spec.num_layers / (256 ** 2 * 6)
+    """A model's forward cost relative to albert-sop's (H = 256, L = 6), the size the guesses below were timed at."""
+    return forward_cost(bundle.spec) / (256 ** 2 * 6)
 
 
 IG_SECONDS_PER_STEP = 0.01  # per integration step at albert-sop's size (200 steps of bert-sop-minilm: 2.3 s)

@@ -8,9 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -23,7 +21,6 @@ from albert_lab.paths import runs_dir
 from albert_lab.torch_build import known_devices
 from app import figures
 from app.serve import import_in_background
-from app.text import fmt_duration
 
 if TYPE_CHECKING:
     from albert_lab.checkpoint.load import ModelBundle
@@ -199,16 +196,3 @@ def measured(kind: str) -> bool:
 def learn(kind: str, seconds: float, units: float) -> None:
     if units > 0:
         _SECONDS[kind] = seconds / units
-
-
-@contextmanager
-def timed_spinner(what: str, kind: str, units: float = 1.0, guess_per_unit: float = 5.0) -> Iterator[None]:
-    """A spinner that says how long the work should take (from the last time, else a
-    guess) and counts the seconds; shown only when the work takes over half a second."""
-    eta = estimate(kind, units, guess_per_unit)
-    start = time.perf_counter()
-    with st.spinner(f"{what}: about {fmt_duration(eta)}", show_time=True):
-        yield
-    seconds = time.perf_counter() - start
-    if seconds > 0.5:  # a cache hit teaches nothing
-        learn(kind, seconds, units)

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -322,13 +323,12 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90) -> No
     raise AssertionError("the server did not become healthy")
 
 
-@pytest.fixture
-def server(shipped, tmp_path):
-    """The app on the `shipped` checkpoints, started as the README starts it; yields its URL."""
+@contextmanager
+def serve(checkpoints: Path, runs: Path):
+    """The app on these checkpoint and runs folders, started as the README starts it
+    (`albert-lab app`, which execs `streamlit run app/main.py`); yields its URL."""
     port = free_port()
-    env = {**os.environ, "ALBERT_LAB_CHECKPOINTS": str(shipped), "ALBERT_LAB_RUNS": str(tmp_path / "runs"),
-           "PYTHONPATH": str(ROOT)}
-    # as the README starts it: albert-lab app (which execs streamlit run app/main.py)
+    env = {**os.environ, "ALBERT_LAB_CHECKPOINTS": str(checkpoints), "ALBERT_LAB_RUNS": str(runs), "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen([sys.executable, "-m", "albert_lab", "app", "--port", str(port), "--server.headless", "true"],
                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -338,6 +338,38 @@ def server(shipped, tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+@pytest.fixture
+def server(shipped, tmp_path):
+    """The app on the `shipped` checkpoints; yields its URL."""
+    with serve(shipped, tmp_path / "runs") as url:
+        yield url
+
+
+def chromium(playwright):
+    """Debian's Chromium, headless, driven by Playwright (its own browser download does not work here)."""
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert executable, "Debian's chromium is needed for this test: scripts/test.sh installs it"
+    return playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS, headless=True)
+
+
+@contextmanager
+def live_run(runs: Path, name: str, seconds: int = 180):
+    """A run folder whose worker is alive (a sleeping process the run list takes for one);
+    yields (folder, its run.json state); the worker is killed afterwards."""
+    worker = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})", "albert_lab"])
+    run = runs / f"20261125-000000-{name}"
+    run.mkdir(parents=True)
+    state = {"id": run.name, "status": "running", "created": time.time(), "pid": worker.pid, "heartbeat": time.time(),
+             "step": 1, "total_steps": 100, "config": {"objective": "sop", "name": name, "max_steps": 100},
+             "spec_label": "ALBERT tiny", "message": ""}
+    (run / "run.json").write_text(json.dumps(state))
+    try:
+        yield run, state
+    finally:
+        worker.kill()
+        worker.wait()
 
 
 # ---- fuzzing (tests/test_fuzz.py, tests/test_fuzz_folders.py) -------------------------------

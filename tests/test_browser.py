@@ -3,21 +3,15 @@
 Starts the server as the README does (conftest.server), drives Debian's Chromium with
 Playwright; saves a screenshot to test-artifacts/."""
 
-import shutil
-import subprocess
-import sys
-import time
 
 import pytest
-from conftest import ARTIFACTS, CHROMIUM_FLAGS
+from conftest import ARTIFACTS, chromium, live_run
 
 
 @pytest.mark.browser
 def test_upload_pairs_and_see_scores_in_chromium(server, tmp_path):
     from playwright.sync_api import expect, sync_playwright
 
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert chromium, "Debian's chromium is needed for this test: scripts/test.sh installs it"
     pairs = tmp_path / "pairs.csv"
     pairs.write_text("sentence_a,sentence_b,label\n"
                      "The Nile is a river in Africa.,It flows north into the Mediterranean Sea.,0\n"
@@ -25,7 +19,7 @@ def test_upload_pairs_and_see_scores_in_chromium(server, tmp_path):
                      ",A row without its first sentence.,0\n")
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS, headless=True)
+        browser = chromium(p)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1100})
             page.goto(server)
@@ -53,8 +47,7 @@ def test_the_landing_card_draws_without_plotly_then_the_browser_loads_it_while_i
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=shutil.which("chromium") or shutil.which("chromium-browser"),
-                                    args=CHROMIUM_FLAGS, headless=True)
+        browser = chromium(p)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.add_init_script("""new MutationObserver(() => { window.svgAt ??= document.querySelector(
@@ -84,26 +77,14 @@ def test_the_sidebar_note_of_a_training_run_goes_when_the_run_ends(server, tmp_p
 
     from playwright.sync_api import expect, sync_playwright
 
-    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "albert_lab"])  # a live 'worker'
-    run = tmp_path / "runs" / "20261125-000000-busy"
-    run.mkdir(parents=True)
-    state = {"id": run.name, "status": "running", "created": time.time(), "pid": worker.pid, "heartbeat": time.time(),
-             "step": 1, "total_steps": 100, "config": {"objective": "sop", "name": "busy", "max_steps": 100},
-             "spec_label": "ALBERT tiny", "message": ""}
-    (run / "run.json").write_text(json.dumps(state))
     note = "A training run is using the CPU"
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=shutil.which("chromium") or shutil.which("chromium-browser"),
-                                        args=CHROMIUM_FLAGS, headless=True)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 900})
-                page.goto(f"{server}/parameters")
-                expect(page.get_by_text(note)).to_be_visible(timeout=90_000)
-                (run / "run.json").write_text(json.dumps({**state, "status": "succeeded"}))
-                expect(page.get_by_text(note)).to_have_count(0, timeout=15_000)  # no click, no reload
-            finally:
-                browser.close()
-    finally:
-        worker.kill()
-        worker.wait()
+    with live_run(tmp_path / "runs", "busy", seconds=120) as (run, state), sync_playwright() as p:
+        browser = chromium(p)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"{server}/parameters")
+            expect(page.get_by_text(note)).to_be_visible(timeout=90_000)
+            (run / "run.json").write_text(json.dumps({**state, "status": "succeeded"}))
+            expect(page.get_by_text(note)).to_have_count(0, timeout=15_000)  # no click, no reload
+        finally:
+            browser.close()

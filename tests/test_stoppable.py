@@ -3,15 +3,11 @@
 The library's `progress` callbacks (gradient flow layer by layer, integrated gradients pass
 by pass, pair scoring batch by batch) and the page's Stop, in a real browser."""
 
-import os
 import re
-import shutil
-import subprocess
-import sys
 
 import pytest
 import torch
-from conftest import ARTIFACTS, CHROMIUM_FLAGS, ROOT, TEXTS, free_port, wait_healthy
+from conftest import ARTIFACTS, ROOT, TEXTS, chromium, serve
 
 from albert_lab.analysis.attribution import attribute_pair
 from albert_lab.analysis.gradflow import gradient_flow
@@ -90,36 +86,25 @@ def test_a_long_upload_shows_its_progress_and_stops_when_asked_in_chromium(tmp_p
     the pairs done and the time left, and Stop ends the scoring within seconds."""
     from playwright.sync_api import expect, sync_playwright
 
-    port = free_port()
-    env = {**os.environ, "ALBERT_LAB_CHECKPOINTS": str(ROOT / "checkpoints"), "ALBERT_LAB_RUNS": str(tmp_path / "runs"),
-           "PYTHONPATH": str(ROOT)}
-    server = subprocess.Popen([sys.executable, "-m", "albert_lab", "app", "--port", str(port), "--server.headless", "true"],
-                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     sentence = "The old stone bridge over the river was rebuilt after the great flood of the spring, and it still stands"
     pairs = tmp_path / "pairs.csv"
     pairs.write_text("sentence_a,sentence_b\n" + "".join(f'"{sentence} {i}.","{sentence} again {i}."\n' for i in range(5000)))
-    try:
-        wait_healthy(f"http://127.0.0.1:{port}", server)
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=shutil.which("chromium") or shutil.which("chromium-browser"),
-                                        args=CHROMIUM_FLAGS, headless=True)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.goto(f"http://127.0.0.1:{port}/sentence_pairs")
-                page.get_by_role("tab", name="Upload pairs").click()
-                page.locator("input[type=file]").first.set_input_files(str(pairs))
-                expect(page.get_by_text("Scoring 5,000 pairs with")).to_be_visible(timeout=90_000)
-                told = re.compile(r"Scoring 5,000 pairs with 4 checkpoints: albert-sop \(1 of 4\): [0-9,]+ of 5,000 pairs; "
-                                  r"about .+ left")
-                expect(page.get_by_text(told)).to_be_visible(timeout=60_000)  # a batch done
-                page.screenshot(path=str(ARTIFACTS / "sentence-pairs-upload-progress.png"))
-                page.get_by_role("button", name="Stop").click()
-                expect(page.get_by_text("Stopped before it finished: scoring 5,000 pairs with 4 checkpoints.")).to_be_visible(timeout=20_000)
-                expect(page.get_by_role("button", name="Compute it after all")).to_be_visible()
-                expect(page.get_by_text("pairs scored from")).to_have_count(0)
-                page.screenshot(path=str(ARTIFACTS / "sentence-pairs-upload-stopped.png"))
-            finally:
-                browser.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
+    with serve(ROOT / "checkpoints", tmp_path / "runs") as url, sync_playwright() as p:
+        browser = chromium(p)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"{url}/sentence_pairs")
+            page.get_by_role("tab", name="Upload pairs").click()
+            page.locator("input[type=file]").first.set_input_files(str(pairs))
+            expect(page.get_by_text("Scoring 5,000 pairs with")).to_be_visible(timeout=90_000)
+            told = re.compile(r"Scoring 5,000 pairs with 4 checkpoints: albert-sop \(1 of 4\): [0-9,]+ of 5,000 pairs; "
+                              r"about .+ left")
+            expect(page.get_by_text(told)).to_be_visible(timeout=60_000)  # a batch done
+            page.screenshot(path=str(ARTIFACTS / "sentence-pairs-upload-progress.png"))
+            page.get_by_role("button", name="Stop").click()
+            expect(page.get_by_text("Stopped before it finished: scoring 5,000 pairs with 4 checkpoints.")).to_be_visible(timeout=20_000)
+            expect(page.get_by_role("button", name="Compute it after all")).to_be_visible()
+            expect(page.get_by_text("pairs scored from")).to_have_count(0)
+            page.screenshot(path=str(ARTIFACTS / "sentence-pairs-upload-stopped.png"))
+        finally:
+            browser.close()

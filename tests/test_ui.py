@@ -2,12 +2,11 @@
 
 The favicon, fonts and plotly are local."""
 
-import shutil
 import time
 from urllib.parse import urlparse
 
 import pytest
-from conftest import CHROMIUM_FLAGS
+from conftest import chromium
 
 PAGES = ["model_card", "parameters", "oscillation", "gradient_flow", "shared_block", "sentence_pairs", "training", "depth_lab"]
 # Streamlit shows no running widget with toolbarMode = "minimal": a rerun marks what it has not
@@ -27,11 +26,9 @@ def _probe(url: str) -> bool:
 def test_every_page_opens_cleanly_in_chromium(server):
     from playwright.sync_api import sync_playwright
 
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert chromium, "Debian's chromium is needed for this test: scripts/test.sh installs it"
     start, errors, remote = time.time(), [], []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS, headless=True)
+        browser = chromium(p)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.on("console", lambda m: errors.append(f"{page.url}: {m.text} ({m.location.get('url')})")

@@ -21,6 +21,7 @@ from albert_lab.analysis.common import Progress, check_segment
 from albert_lab.analysis.intrinsic import pair_probabilities, wilson_interval
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpus import MAX_LEN
+from albert_lab.spec import ModelSpec
 
 
 def pairs_frame(first: Sequence[str], second: Sequence[str], labels: Sequence[int | None] | None = None) -> pd.DataFrame:
@@ -47,6 +48,11 @@ def unknown_shares(id_lists: Sequence[Sequence[int]], tokenizer) -> list[float]:
     return shares
 
 
+def forward_cost(spec: ModelSpec) -> int:
+    """A forward pass's cost per token, up to a constant: H^2 per layer application (what
+    the progress of a scoring, and the app's time estimates, are weighted by)."""
+    return spec.hidden_size ** 2 * spec.num_layers * spec.inner_group_num
+
 def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFrame, max_len: int = MAX_LEN,
                 progress: Progress | None = None) -> pd.DataFrame:
     """One row per (pair, checkpoint): p_ab = P(label 0 | A->B), p_ba = P(label 0 | B->A),
@@ -57,7 +63,7 @@ def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFram
     `progress` hears before each batch of each checkpoint (and may raise to stop)."""
     frames = []
     bundles = [bundles] if isinstance(bundles, ModelBundle) else list(bundles)
-    costs = [b.spec.hidden_size ** 2 * b.spec.num_layers * b.spec.inner_group_num for b in bundles]  # FLOPs per token, roughly
+    costs = [forward_cost(b.spec) for b in bundles]
     for k, bundle in enumerate(bundles):
         frame = pairs.copy()
         frame.insert(0, "checkpoint", bundle.name)
