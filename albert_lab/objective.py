@@ -3,7 +3,9 @@
 The MLM head runs only at the predicted positions (about 15% of tokens) instead of
 every position: with a 30k vocabulary the decoder matmul and its softmax are a large
 share of a small model's step, and the loss is identical. Wrapped in an nn.Module so
-that DistributedDataParallel can wrap it.
+that DistributedDataParallel can wrap it. With a teacher (training/distil.py) the loss
+adds the distillation term; the teacher is held outside the module's parameters, so
+that neither the optimizer nor DDP nor a checkpoint ever sees it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from albert_lab.data.batching import Batch
+from albert_lab.distil import Teacher, distillation_loss
 from albert_lab.models import Parts, PretrainingModel
 
 
@@ -28,18 +31,21 @@ class LossOutput:
     pair_correct: torch.Tensor
     pair_count: int
     hidden_states: tuple[torch.Tensor, ...] | None = None  # (L+1) x (B, T, H) when asked
+    distil_loss: torch.Tensor | None = None  # the distillation term (unweighted), with a teacher
 
 
 class PretrainingLoss(nn.Module):
-    def __init__(self, model: PretrainingModel, objective: str):
+    def __init__(self, model: PretrainingModel, objective: str, teacher: Teacher | None = None, distil_weight: float = 1.0):
         super().__init__()
         self.model = model
         self.objective = objective
+        self.teachers = (teacher,) if teacher else ()  # a tuple: not a submodule
+        self.distil_weight = distil_weight
 
     def forward(self, batch: Batch, output_hidden_states: bool = False) -> LossOutput:
         parts = Parts.of(self.model)
-        out = parts.encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                            token_type_ids=batch.token_type_ids, output_hidden_states=output_hidden_states)
+        out = parts.encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
+                            output_hidden_states=output_hidden_states or bool(self.teachers))
         hidden = out.last_hidden_state  # (B, T, H)
         picked = hidden.reshape(-1, hidden.shape[-1]).index_select(0, batch.mlm_positions)  # (P, H)
         mlm_logits = parts.mlm_head(picked).float()  # (P, V)
@@ -50,10 +56,15 @@ class PretrainingLoss(nn.Module):
             pair_logits = pair_logits.detach()
         else:
             pair_loss = F.cross_entropy(pair_logits, batch.pair_labels)
+        loss = mlm_loss + pair_loss
+        distil = None
+        if self.teachers:
+            distil = distillation_loss(self.teachers[0], batch, out.hidden_states, mlm_logits)
+            loss = loss + self.distil_weight * distil
         with torch.no_grad():
             mlm_correct = (mlm_logits.argmax(-1) == batch.mlm_labels).sum()
             pair_correct = (pair_logits.argmax(-1) == batch.pair_labels).sum()
-        return LossOutput(loss=mlm_loss + pair_loss, mlm_loss=mlm_loss, pair_loss=pair_loss,
+        return LossOutput(loss=loss, mlm_loss=mlm_loss, pair_loss=pair_loss,
                           mlm_correct=mlm_correct, mlm_count=batch.num_predictions,
                           pair_correct=pair_correct, pair_count=len(batch.pair_labels),
-                          hidden_states=out.hidden_states if output_hidden_states else None)
+                          hidden_states=out.hidden_states if output_hidden_states else None, distil_loss=distil)

@@ -4,7 +4,7 @@ Layers (a module may import its own layer and the ones below):
   0 errors, paths, spec
   1 devices, params, models, tokenizer
   2 paper, data.*
-  3 kernels, objective, checkpoint.*, card
+  3 kernels, objective, distil, checkpoint.*, card
   4 analysis.*, convert (albertize: checkpoints in, a checkpoint out)
   5 training.*
   6 the command line (cli.*, __main__)
@@ -26,7 +26,7 @@ LAYERS = {
     0: ("errors", "paths", "spec", "runfolder", "__init__"),
     1: ("devices", "params", "models", "tokenizer"),
     2: ("paper", "data"),
-    3: ("kernels", "objective", "checkpoint", "card"),
+    3: ("kernels", "objective", "distil", "checkpoint", "card"),
     4: ("analysis", "convert"),
     5: ("training",),
     6: ("cli", "__main__"),

@@ -34,6 +34,10 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
                         "--dropout of the spec flags apply; heads it lacks are added")
     p.add_argument("--heads-only", action="store_true",
                    help="with --init-from: train only the MLM and pair heads on the frozen encoder (a probe of what it knows)")
+    p.add_argument("--distil-from", metavar="TEACHER",
+                   help="distil from this checkpoint while training: match its hidden state after every layer and, where its "
+                        "MLM head is trained, its MLM distributions (same width and tokenizer as the model)")
+    p.add_argument("--distil-weight", type=float, default=DEFAULTS.distil_weight, help="the distillation term's weight in the loss")
     p.add_argument("--vocab-size", type=int, default=DEFAULTS.vocab_size)
     p.add_argument("--cased", action="store_true", help="keep case (default: lower-case, as ALBERT)")
     p.add_argument("--seq-len", type=int, default=DEFAULTS.max_seq_len)
@@ -82,7 +86,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         max_minutes=args.minutes, seed=args.seed, chunk_start=args.chunk_start, precision=args.precision, threads=args.threads,
         eval_every=args.eval_every, eval_limit=args.eval_limit, checkpoint_every=args.checkpoint_every, gradflow_every=args.gradflow_every,
         log_every=args.log_every, name=args.name, command="albert-lab " + shlex.join(sys.argv[1:]),
-        init_from=args.init_from, heads_only=args.heads_only,
+        init_from=args.init_from, heads_only=args.heads_only, distil_weight=args.distil_weight,
+        distil_from=_checkpoint_folder(args.distil_from) if args.distil_from else None,
     )
     from albert_lab.training.distributed import DistContext
 
@@ -284,3 +289,10 @@ def cmd_corpora(args: argparse.Namespace) -> int:
     emit(args, rows, f"{text}\n\nThe default corpus, {DEFAULT}, mixes the sources marked 'default mix'; 5% of each "
                      "source's documents are held out for evaluation.")
     return 0
+
+
+def _checkpoint_folder(name_or_path: str) -> str:
+    """A checkpoint name ('bert-sop-minilm', 'run:ID') or folder -> its folder, as the run records it."""
+    from albert_lab.checkpoint.discover import resolve_checkpoint
+
+    return resolve_checkpoint(name_or_path)

@@ -24,6 +24,8 @@ class TrainConfig:
     corpus: str = "long-mix"  # a named corpus (data/corpora.py), a .txt/.jsonl path, or hf:<dataset>
     tokenizer: str | None = None  # folder with a trained tokenizer to reuse; None trains one
     init_from: str | None = None  # a checkpoint folder to start from (uptraining): its weights, spec and tokenizer
+    distil_from: str | None = None  # a checkpoint of the same width and vocabulary to distil from (hidden states, MLM)
+    distil_weight: float = 1.0  # the distillation term's weight in the loss
     heads_only: bool = False  # train the MLM and pair heads (and pooler) on a frozen encoder: a probe of what it knows
     vocab_size: int = 8000  # SentencePiece pieces when training a tokenizer
     lowercase: bool = True
@@ -56,7 +58,7 @@ class TrainConfig:
     def validate(self) -> TrainConfig:
         """Raise RunError/SpecError naming the field; returns self for chaining."""
         spec = self.model_spec()
-        for name in ("lr", "weight_decay", "max_minutes", "clip_norm", "short_seq_prob"):
+        for name in ("lr", "weight_decay", "max_minutes", "clip_norm", "short_seq_prob", "distil_weight"):
             value = getattr(self, name)
             if value is not None and not math.isfinite(value):
                 raise RunError(f"{name}: must be a finite number, got {value}")
@@ -78,6 +80,8 @@ class TrainConfig:
             ("optimizer", self.optimizer in ("lamb", "adamw"), f"{self.optimizer!r}; allowed: 'lamb', 'adamw'"),
             ("precision", self.precision in ("auto", "fp32", "bf16"), f"{self.precision!r}; allowed: auto, fp32, bf16"),
             ("chunk_start", self.chunk_start in ("document", "random"), f"{self.chunk_start!r}; allowed: document, random"),
+            ("distil_weight", self.distil_weight > 0, f"must be positive, got {self.distil_weight:g}"),
+            ("distil_from", not (self.distil_from and self.heads_only), "a probe trains only the heads: it distils nothing"),
             ("heads_only", not self.heads_only or self.init_from is not None,
              "a frozen random encoder says nothing: heads-only runs need init_from"),
         ]

@@ -28,6 +28,7 @@ from albert_lab.checkpoint.store import recover_checkpoint_dir, save_checkpoint
 from albert_lab.data.batching import Batch, PretrainingData
 from albert_lab.data.masking import masking_config
 from albert_lab.devices import fast_bf16, resolve_device
+from albert_lab.distil import load_teacher
 from albert_lab.errors import RunError
 from albert_lab.kernels import autocast, tune_for_training
 from albert_lab.models import Parts, build_model
@@ -80,7 +81,9 @@ class Trainer:
         if config.objective == "none":  # no pair loss: the pooler and pair head get no gradient at all
             for module in (parts.encoder.pooler, parts.pair_head):
                 module.requires_grad_(False)
-        self.loss_fn = self.dist.wrap(PretrainingLoss(self.model, config.objective))
+        self.teacher = (load_teacher(config.distil_from, self.prepared.spec, self.prepared.tokenizer, self.device)
+                        if config.distil_from else None)
+        self.loss_fn = self.dist.wrap(PretrainingLoss(self.model, config.objective, self.teacher, config.distil_weight))
         self.optimizer = build_optimizer(self.model, config.optimizer, config.lr, config.weight_decay)
         self.progress = Progress()
         tok = self.prepared.tokenizer
@@ -187,7 +190,8 @@ class Trainer:
             p.step, p.tokens, p.elapsed = p.step + 1, p.tokens + tokens, p.elapsed + now - last
             p.add(time=now - last, tokens=tokens, steps=1, loss=loss, mlm_loss=float(out.mlm_loss.detach()),
                   pair_loss=float(out.pair_loss.detach()), grad_norm=float(grad_norm), mlm_hits=float(out.mlm_correct),
-                  mlm_n=out.mlm_count, pair_hits=float(out.pair_correct), pair_n=out.pair_count)
+                  mlm_n=out.mlm_count, pair_hits=float(out.pair_correct), pair_n=out.pair_count,
+                  distil_loss=float(out.distil_loss.detach()) if out.distil_loss is not None else 0.0)
             if self.dist.is_main:
                 self._periodic(batch, lr)
             last = time.perf_counter()  # evaluation and checkpoint time is not step time
@@ -217,7 +221,7 @@ class Trainer:
                "mlm_loss": w["mlm_loss"] / n, "pair_loss": w["pair_loss"] / n, "mlm_acc": w["mlm_hits"] / max(1, w["mlm_n"]),
                "pair_acc": w["pair_hits"] / max(1, w["pair_n"]), "grad_norm": w["grad_norm"] / n, "lr": lr,
                "tokens": p.tokens, "tokens_per_s": rate, "run_tokens_per_s": p.tokens / max(p.elapsed, 1e-9),
-               "elapsed_s": p.elapsed, "eta_s": eta}
+               "elapsed_s": p.elapsed, "eta_s": eta, **({"distil_loss": w["distil_loss"] / n} if self.teacher else {})}
         self._metrics(row)
         p.window = {}
         self._say(f"step {p.step}: loss {row['loss']:.3f} (mlm {row['mlm_loss']:.3f}, pair {row['pair_loss']:.3f}), "
@@ -245,7 +249,8 @@ class Trainer:
     def _save(self, metrics: dict[str, dict[str, float]]) -> None:
         """Weights, tokenizer, card and trainer state in one atomic checkpoint folder."""
         p, prep = self.progress, self.prepared
-        card = run_card(self.config, self.run_dir.name, prep, p.step, p.tokens, p.elapsed, metrics, self.init_card)
+        card = run_card(self.config, self.run_dir.name, prep, p.step, p.tokens, p.elapsed, metrics, self.init_card,
+                        self.teacher.describe() if self.teacher else None)
         scalars = {"step": p.step, "tokens": p.tokens, "elapsed": p.elapsed}
         save_checkpoint(self.model, prep.tokenizer, prep.spec, self.folder.checkpoint, card,
                         tokenizer_source=prep.tokenizer_dir,

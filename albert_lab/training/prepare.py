@@ -19,6 +19,7 @@ from albert_lab.data.corpus import Corpus
 from albert_lab.data.heldout import build_eval_pairs
 from albert_lab.data.pairs import check_pairable, create_instances
 from albert_lab.data.tokenized import TokenizedDocs, tokenize_documents
+from albert_lab.distil import check_teacher
 from albert_lab.errors import AlbertLabError, DataError, RunError
 from albert_lab.paths import cache_dir
 from albert_lab.spec import ModelSpec
@@ -67,6 +68,8 @@ def prepare(config: TrainConfig) -> Prepared:
 
 
 def _prepared(config: TrainConfig, corpus: Corpus, spec: ModelSpec, tokenizer, tokenizer_dir: Path) -> Prepared:
+    if config.distil_from:
+        check_teacher(config.distil_from, spec, tokenizer)
     docs = tokenize_documents(corpus.train, tokenizer, cache_key=f"{corpus.fingerprint}-train")
     pairs = len(create_instances(docs, config.objective, config.max_seq_len, np.random.default_rng([config.seed, 0]),
                                  config.short_seq_prob))

@@ -18,7 +18,8 @@ from albert_lab.training.prepare import Prepared
 
 
 def run_card(config: TrainConfig, run_id: str, prepared: Prepared, steps: int, tokens: int, elapsed: float,
-             metrics: dict[str, dict[str, float]], init_card: dict[str, Any] | None = None) -> dict[str, Any]:
+             metrics: dict[str, dict[str, float]], init_card: dict[str, Any] | None = None,
+             teacher: dict[str, Any] | None = None) -> dict[str, Any]:
     """The card of a run's checkpoint after `steps` steps, `tokens` tokens and `elapsed` seconds of training."""
     corpus = prepared.corpus
     return {
@@ -33,6 +34,7 @@ def run_card(config: TrainConfig, run_id: str, prepared: Prepared, steps: int, t
             "transformers": transformers_version(), "code": code_version(),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "train_config": config.to_dict(),
             **({"init_from": init_card} if init_card else {}),
+            **({"distilled_from": {"folder": config.distil_from, "weight": config.distil_weight, **teacher}} if teacher else {}),
         },
     }
 

@@ -1,0 +1,98 @@
+"""Distillation while uptraining (`albert-lab train --distil-from TEACHER`): the teacher and its loss.
+
+An albertized model starts far from the BERT it came from: averaging six layers into one
+shared block, and an embedding cut to E < H, lose most of what the layers knew, and the
+MLM and SOP labels alone win it back slowly (docs/ablation.md). A frozen teacher of the
+same width says much more per token: its hidden state after every layer, and, where its
+MLM head is trained, its whole distribution over the vocabulary at each masked position.
+
+The student's hidden state i (0 = the embeddings, after ALBERT's E -> H projection) is
+matched to the teacher's hidden state round(i * L_teacher / L_student), as a relative
+squared error (||s - t||^2 / ||t||^2 over the real tokens of the batch, averaged over the
+L + 1 states), so that one weight fits teachers of any scale. The MLM distributions are
+matched by KL(teacher || student) per masked position. The pair head is never distilled:
+a student trained with NSP must not learn sentence order from a teacher trained with SOP.
+
+The teacher runs in eval mode without gradients and without dropout, so a step's loss
+depends only on the step's batch and the student: a resumed run stays bit-exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from albert_lab.data.batching import Batch
+from albert_lab.errors import AlbertLabError, RunError
+from albert_lab.models import Parts, PretrainingModel
+from albert_lab.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class Teacher:
+    model: PretrainingModel  # frozen, eval mode
+    layers: tuple[int, ...]  # the teacher hidden state matched by each student hidden state (0 = embeddings)
+    logits: bool  # the teacher's MLM head is trained: its distributions are matched too
+    name: str
+
+    def describe(self) -> dict[str, object]:
+        """What a run's card records about its teacher."""
+        return {"name": self.name, "hidden_states_matched": list(self.layers), "mlm_distribution_matched": self.logits}
+
+
+def check_teacher(folder: str | Path, student: ModelSpec, tokenizer) -> None:
+    """RunError when a checkpoint cannot teach a run whose model is `student` and whose
+    tokenizer is `tokenizer`: another width (hidden states of different sizes) or another
+    vocabulary (distributions over other pieces). Reads only the spec and the tokenizer."""
+    from albert_lab.checkpoint.discover import check_folder
+    from albert_lab.checkpoint.files import read_card, read_spec
+    from albert_lab.tokenizer import load_tokenizer
+
+    try:
+        path = check_folder(Path(folder).expanduser())
+        spec, own = read_spec(path, read_card(path)), load_tokenizer(path)
+    except AlbertLabError as err:
+        raise RunError(f"distil_from: {err}") from None
+    if spec.hidden_size != student.hidden_size:
+        raise RunError(f"distil_from: the teacher's hidden size is {spec.hidden_size}, the model's {student.hidden_size}; "
+                       "hidden states are compared one to one, so they must be equal")
+    if own.get_vocab() != tokenizer.get_vocab():
+        raise RunError(f"distil_from: {path} has another vocabulary than the model's tokenizer "
+                       f"({len(own)} pieces against {len(tokenizer)}); distil from a checkpoint with the same tokenizer")
+
+
+def load_teacher(folder: str | Path, student: ModelSpec, tokenizer, device: torch.device) -> Teacher:
+    """The checkpoint in `folder` as the frozen teacher of a run (see check_teacher)."""
+    from albert_lab.checkpoint.load import load_checkpoint
+
+    check_teacher(folder, student, tokenizer)
+    bundle = load_checkpoint(folder, device="cpu")
+    model = bundle.model.to(device).eval().requires_grad_(False)
+    layers = tuple(round(i * bundle.spec.num_layers / student.num_layers) for i in range(student.num_layers + 1))
+    return Teacher(model=model, layers=layers, logits=bundle.heads.mlm == "trained", name=bundle.name)
+
+
+def distillation_loss(teacher: Teacher, batch: Batch, hidden: tuple[torch.Tensor, ...],
+                      mlm_logits: torch.Tensor) -> torch.Tensor:
+    """Relative hidden-state error, averaged over the student's L + 1 states, plus the
+    KL divergence of the MLM distributions per masked position where the teacher's MLM
+    head is trained. `hidden` and `mlm_logits` are the student's, with gradients."""
+    parts = Parts.of(teacher.model)
+    with torch.no_grad():
+        out = parts.encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                            token_type_ids=batch.token_type_ids, output_hidden_states=True)
+        targets = [out.hidden_states[j].float() for j in teacher.layers]
+        if teacher.logits:
+            picked = out.last_hidden_state.reshape(-1, out.last_hidden_state.shape[-1]).index_select(0, batch.mlm_positions)
+            teacher_logp = F.log_softmax(parts.mlm_head(picked).float(), dim=-1)
+    real = batch.attention_mask.unsqueeze(-1).float()  # padding is not matched
+    errors = [((s.float() - t).square() * real).sum() / (t.square() * real).sum().clamp_min(1e-12)
+              for s, t in zip(hidden, targets)]
+    loss = torch.stack(errors).mean()
+    if teacher.logits:
+        loss = loss + F.kl_div(F.log_softmax(mlm_logits.float(), dim=-1), teacher_logp, log_target=True,
+                               reduction="batchmean")
+    return loss

@@ -1,0 +1,114 @@
+"""Distillation while uptraining (--distil-from): what the student is pulled towards, what is
+refused, and that a run with a teacher still resumes exactly."""
+
+import pytest
+from conftest import one_line_error, run_cli, save_bert
+
+from albert_lab.checkpoint.files import read_card, read_spec
+from albert_lab.convert import albertize
+from albert_lab.errors import RunError
+from albert_lab.training.config import TrainConfig
+from albert_lab.training.jobs import create_run, resume_run
+from albert_lab.training.runs import read_run
+
+
+def _config(init_from, **changes) -> TrainConfig:
+    spec = read_spec(init_from, read_card(init_from)).replace(objective="sop", dropout=0.0)
+    base = dict(spec=spec.to_dict(), corpus="wiki-vital[:600]", max_seq_len=64, batch_size=8, max_steps=12, warmup_steps=1,
+                lr=3e-3, optimizer="adamw", log_every=1, eval_every=1000, eval_limit=16, checkpoint_every=1000,
+                gradflow_every=1000, seed=0, threads=1, precision="fp32", init_from=str(init_from))
+    return TrainConfig(**{**base, **changes})
+
+
+def _train(config, runs, name):
+    from albert_lab.training.loop import Trainer
+
+    run_dir = create_run(config, runs, name)[0]
+    assert Trainer(run_dir, config).run() == "succeeded"
+    return [m for m in read_run(run_dir).metrics() if m["kind"] == "train"], run_dir
+
+
+def test_a_student_equal_to_its_teacher_has_nothing_to_learn_from_it(tiny_bert, tmp_path):
+    """Trained for a few steps (so that its card calls the MLM head trained), a BERT is then both
+    the start and the teacher of a run: at its first step the hidden states and the MLM
+    distributions agree, and the distillation term is zero."""
+    folder, _ = tiny_bert
+    _, first = _train(_config(folder, max_steps=3), tmp_path / "runs", "first")
+    start = first / "checkpoint"
+    rows, run_dir = _train(_config(start, max_steps=1, distil_from=str(start)), tmp_path / "runs", "self")
+    assert rows[0]["step"] == 1 and abs(rows[0]["distil_loss"]) < 1e-6
+    taught = read_card(run_dir / "checkpoint")["provenance"]["distilled_from"]
+    assert taught["folder"] == str(start) and taught["mlm_distribution_matched"] is True
+    assert taught["hidden_states_matched"] == [0, 1, 2, 3]
+
+
+def test_distillation_pulls_a_shared_student_towards_its_teacher(tiny_bert, tmp_path):
+    """An ALBERT made from the BERT (E < H, all layers shared) starts away from it. Trained with
+    the BERT as its teacher it ends nearer to it than the same run whose distillation term is
+    weighted 1e-6 (logged, hardly learned from)."""
+    folder, _ = tiny_bert
+    student = albertize(folder, tmp_path / "conv", embedding_size=8, sharing="all")
+    rows, run_dir = _train(_config(student, distil_from=str(folder), distil_weight=2.0, max_steps=20), tmp_path / "runs", "taught")
+    barely, _ = _train(_config(student, distil_from=str(folder), distil_weight=1e-6, max_steps=20), tmp_path / "runs", "barely")
+    assert rows[0]["distil_loss"] == pytest.approx(barely[0]["distil_loss"], rel=1e-6) and rows[0]["distil_loss"] > 0.3
+    assert rows[-1]["distil_loss"] < 0.75 * barely[-1]["distil_loss"], (rows[-1], barely[-1])
+    for r in rows:  # loss = MLM + pair + weight x distillation, as logged
+        assert r["loss"] == pytest.approx(r["mlm_loss"] + r["pair_loss"] + 2.0 * r["distil_loss"], rel=1e-5)
+    taught = read_card(run_dir / "checkpoint")["provenance"]["distilled_from"]
+    assert taught["mlm_distribution_matched"] is False  # a transformers folder without our card: 'present', not trained
+    assert taught["hidden_states_matched"] == [0, 1, 2, 3]  # albertize keeps the depth: state i against state i
+    plain, _ = _train(_config(student, max_steps=2), tmp_path / "runs", "plain")
+    assert "distil_loss" not in plain[0]
+
+
+def test_a_teacher_of_another_width_or_vocabulary_is_refused_before_the_run(tiny_bert, tmp_path, tokenizer, small_corpus):
+    import json
+
+    from albert_lab.tokenizer import load_tokenizer, train_tokenizer
+    from albert_lab.training.prepare import prepare
+
+    folder, _ = tiny_bert
+    student = albertize(folder, tmp_path / "conv", embedding_size=8, sharing="all")
+    wide = tmp_path / "wide"
+    save_bert(wide, tokenizer)
+    config = json.loads((wide / "config.json").read_text())
+    (wide / "config.json").write_text(json.dumps({**config, "hidden_size": 48}))
+    with pytest.raises(RunError, match="hidden size is 48, the model's 32"):
+        prepare(_config(student, distil_from=str(wide)))
+    train_tokenizer([s for d in small_corpus.train for s in d.segments], tmp_path / "other", vocab_size=900)
+    vocab, _ = save_bert(tmp_path / "vocab", load_tokenizer(tmp_path / "other"))
+    with pytest.raises(RunError, match="another vocabulary"):
+        prepare(_config(student, distil_from=str(vocab)))
+    result = run_cli("train", "--init-from", str(student), "--distil-from", str(tmp_path / "nowhere"), "--steps", "1",
+                     "--runs-dir", str(tmp_path / "r"), "--corpus", "wiki-vital[:600]", "--seq-len", "64")
+    one_line_error(result, "distil_from")
+    with pytest.raises(RunError, match="distil_weight"):
+        TrainConfig(distil_weight=0.0).validate()
+
+
+def test_a_run_with_a_teacher_resumes_exactly(tiny_bert, tmp_path, monkeypatch):
+    from albert_lab.training.loop import Trainer
+    from albert_lab.training.worker import run_worker
+
+    folder, _ = tiny_bert
+    student = albertize(folder, tmp_path / "conv", embedding_size=8, sharing="all")
+    config = _config(student, distil_from=str(folder), max_steps=10)
+    straight, _ = _train(config, tmp_path / "runs", "straight")
+    split = create_run(config, tmp_path / "runs", "split")[0]
+    periodic = Trainer._periodic
+
+    def stop_at_five(self, batch, lr):
+        periodic(self, batch, lr)
+        if self.progress.step == 5:
+            self.cancel.set()
+
+    monkeypatch.setattr(Trainer, "_periodic", stop_at_five)
+    assert run_worker(split) == "cancelled"
+    monkeypatch.undo()
+    resume_run(split, foreground=True)
+    a = {m["step"]: m for m in straight}
+    b = {m["step"]: m for m in read_run(split).metrics() if m["kind"] == "train"}
+    assert read_run(split).status == "succeeded" and sorted(b) == sorted(a)
+    for step in (6, 10):
+        assert abs(a[step]["loss"] - b[step]["loss"]) < 1e-5 * a[step]["loss"], step
+        assert abs(a[step]["distil_loss"] - b[step]["distil_loss"]) < 1e-5 * a[step]["distil_loss"], step
