@@ -24,6 +24,7 @@ from app.selection import Selection
 TRAINABLE = ["lab-tiny", "lab-albert", "lab-bert"]
 UPLOAD = "upload a .txt / .jsonl file"
 NEW = "random weights"
+NO_TEACHER = "no teacher"
 ARCHITECTURE = {"tr_h": "hidden_size", "tr_l": "num_layers", "tr_e": "embedding_size", "tr_heads": "num_heads", "tr_sharing": "sharing"}
 
 
@@ -56,6 +57,10 @@ def new_run_form() -> None:
     start = cols[1].selectbox("Start from", [NEW, *sources], key="tr_start",
                               help="random weights, or a checkpoint picked in the sidebar (uptraining: its weights, "
                                    "architecture and tokenizer; heads it lacks are added)")
+    teacher = cols[2].selectbox("Distil from", [NO_TEACHER, *sources], key="tr_teacher", disabled=start == NEW,
+                                help="while uptraining, also match this checkpoint's hidden state after every layer and, "
+                                     "where its MLM head is trained, its MLM predictions (same width and tokenizer); "
+                                     "its pair head is never copied")
     bert = PRESETS[preset].family == "bert"
     with st.form("train_form"):
         cols = st.columns(2)
@@ -107,7 +112,9 @@ def new_run_form() -> None:
         options = dict(max_seq_len=int(seq_len), batch_size=int(batch), lr=float(lr), optimizer=optimizer,
                        warmup_steps=int(warmup), seed=int(seed), name=name, chunk_start=chunk_start)
         if start != NEW:
-            config = uptrain_config(sources[start], objective, corpus=corpus, steps=int(steps), minutes=float(minutes), **options)
+            teacher_folder = sources.get(teacher) if teacher != NO_TEACHER else None
+            config = uptrain_config(sources[start], objective, corpus=corpus, steps=int(steps), minutes=float(minutes),
+                                    distil_from=str(teacher_folder) if teacher_folder else None, **options)
         else:
             config = browser_config(preset, objective, hidden=int(hidden), layers=int(layers), embedding=int(embedding),
                                     heads=int(heads), sharing=sharing, corpus=corpus, steps=int(steps), minutes=float(minutes),

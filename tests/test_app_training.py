@@ -187,12 +187,15 @@ def test_the_training_page_starts_a_run_from_a_picked_checkpoint(shipped, monkey
     assert not at.exception
     start = at.selectbox(key="tr_start")
     assert start.value == "random weights" and "bert-nsp" in start.options
+    assert at.selectbox(key="tr_teacher").disabled  # a teacher only for a run that starts from a checkpoint
     start.set_value("bert-nsp").run()
     assert any("Starting from **bert-nsp**" in c.value for c in at.caption)
+    at.selectbox(key="tr_teacher").set_value("bert-nsp")
     at.selectbox(key="tr_corpus").set_value(at.selectbox(key="tr_corpus").options[0])
     at.number_input(key="tr_seq").set_value(64)  # the fixture's positions
     at.button[[b.label for b in at.button].index("Start training")].click().run()
     assert len(started) == 1, [e.value for e in at.error]
     config = started[0]
     assert config.init_from == str(shipped / "bert-nsp") and config.command.startswith("albert-lab train --init-from")
+    assert config.distil_from == str(shipped / "bert-nsp") and f"--distil-from {shipped / 'bert-nsp'}" in config.command
     assert any("stop here" in e.value for e in at.error)  # the guard's one-line message, no traceback

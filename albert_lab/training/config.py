@@ -146,7 +146,8 @@ def browser_config(preset: str, objective: Objective, *, hidden: int, layers: in
 TRAIN_FLAGS = {"corpus": "--corpus", "vocab_size": "--vocab-size", "max_seq_len": "--seq-len", "batch_size": "--batch-size",
                "lr": "--lr", "optimizer": "--optimizer", "warmup_steps": "--warmup", "max_steps": "--steps",
                "max_minutes": "--minutes", "seed": "--seed", "chunk_start": "--chunk-start", "eval_every": "--eval-every",
-               "checkpoint_every": "--checkpoint-every", "gradflow_every": "--gradflow-every", "name": "--name"}
+               "checkpoint_every": "--checkpoint-every", "gradflow_every": "--gradflow-every", "name": "--name",
+               "distil_from": "--distil-from", "distil_weight": "--distil-weight"}
 
 
 def uptrain_config(init_from: str, objective: Objective, *, corpus: str, steps: int, minutes: float | None = None,
