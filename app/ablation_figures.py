@@ -28,7 +28,10 @@ def ablation_figure(rows: pd.DataFrame, tokens: int) -> go.Figure:
     for sharing, group in rows.groupby("sharing", sort=False):
         colour, name = SHARING_COLOURS[sharing], SHARING_LABELS[sharing]
         done = group[~group.failed]
-        fig.add_trace(go.Scatter(  # the legend from the paper's points: a strategy whose runs all failed is there too
+        fig.add_trace(go.Scatter(  # the legend: a square of the strategy's colour (the panels draw circles and diamonds)
+            x=[None], y=[None], mode="markers", name=name, legendgroup=name, marker=dict(color=colour, size=10, symbol="square")),
+            row=1, col=1)
+        fig.add_trace(go.Scatter(
             x=[position[e] + OFFSETS[sharing] for e in done.E], y=done.mlm, mode="markers", name=name, legendgroup=name,
             showlegend=False, marker=dict(color=colour, size=10, symbol=["circle-open" if n else "circle" for n in done.uptrain_note],
                                           line=dict(width=2, color=colour)),
@@ -40,7 +43,7 @@ def ablation_figure(rows: pd.DataFrame, tokens: int) -> go.Figure:
         paper = group.dropna(subset=["paper_avg"])
         fig.add_trace(go.Scatter(
             x=[position[e] + OFFSETS[sharing] for e in paper.E], y=paper.paper_avg, mode="markers", name=name,
-            legendgroup=name, marker=dict(color=colour, size=10, symbol="diamond"),
+            legendgroup=name, showlegend=False, marker=dict(color=colour, size=10, symbol="diamond"),
             customdata=paper[["paper_E", "paper_params_m", "paper_table"]],
             hovertemplate=f"{name}, E = %{{customdata[0]}}: average %{{y:.1f}} with %{{customdata[1]}}M parameters "
                           "(Table %{customdata[2]})<extra></extra>"),

@@ -96,3 +96,18 @@ def test_without_the_file_the_tab_says_what_to_run(app, monkeypatch, tmp_path):
     monkeypatch.setattr(ablation, "ABLATION_JSON", tmp_path / "ablation.json")
     at = open_tab(app)
     assert any("no ablation results here; run scripts/ablation.py" in e.value for e in at.error)
+
+
+def test_the_figure_legend_names_each_strategy_once_in_no_panel_s_shape():
+    """The legend showed the right panel's diamonds beside the left panel's circles: it is one
+    square per strategy now, in the strategy's colour, and no drawn point is in it."""
+    from albert_lab.spec import SHARING_LABELS
+    from app.ablation_figures import ablation_figure
+
+    results = read_ablation()
+    fig = ablation_figure(results.rows, results.tokens)
+    legend = [t for t in fig.data if t.showlegend is not False]
+    assert sorted(t.name for t in legend) == sorted(SHARING_LABELS[s] for s in results.rows.sharing.unique())
+    assert all(t.marker.symbol == "square" and list(t.x) == [None] for t in legend)
+    drawn = [t for t in fig.data if t.showlegend is False]
+    assert {t.marker.color for t in drawn} == {t.marker.color for t in legend}
