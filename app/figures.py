@@ -40,10 +40,11 @@ def register_checkpoints(names: Iterable[str]) -> None:
 
 
 def shipped_first(entries: Iterable[dict]) -> list[dict]:
-    """Shipped checkpoints, SOP-trained first (ALBERT's own objective), no pair objective
-    last: the picker's default order, and the order that gives them their colours."""
+    """Shipped checkpoints: those uptrained from a real pretrained encoder first (they know
+    English), then SOP-trained first (ALBERT's own objective), no pair objective last: the
+    picker's default order (its first four), and the order that gives them their colours."""
     return sorted((c for c in entries if c["origin"] == "shipped"),
-                  key=lambda c: (c["objective"] == "none", c["objective"] != "sop", c["name"]))
+                  key=lambda c: (c["objective"] == "none", not c.get("uptrained", False), c["objective"] != "sop", c["name"]))
 
 
 def colour_for(name: str) -> str:

@@ -104,7 +104,7 @@ def main() -> None:
     from app.figures import register_checkpoints, shipped_first
 
     DOCS.mkdir(exist_ok=True)
-    entries = [{"name": c.name, "origin": c.origin, "objective": c.objective} for c in discover_checkpoints()]
+    entries = [c.to_dict() for c in discover_checkpoints()]
     register_checkpoints(c["name"] for c in shipped_first(entries))  # the app's colours
     figs = learning_curve() if "--learning-curve-only" in sys.argv[1:] else figures()
     with sync_playwright() as p:

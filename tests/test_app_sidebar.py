@@ -216,8 +216,8 @@ def test_the_shipped_checkpoints_each_have_their_own_colour(monkeypatch):
 
     monkeypatch.setattr(figures, "_ORDER", [])  # as in a fresh app: no checkpoint seen before the picker's
     shipped = discover_checkpoints(ROOT / "checkpoints", ROOT / "no-runs")
-    names = [c["name"] for c in shipped_first({"name": c.name, "origin": c.origin, "objective": c.objective} for c in shipped)]
-    assert names == ["albert-sop", "bert-sop-minilm", "albert-nsp", "bert-nsp", "albert-none"]
+    names = [c["name"] for c in shipped_first(c.to_dict() for c in shipped)]
+    assert names == ["bert-sop-minilm", "albert-sop", "albert-nsp", "bert-nsp", "albert-none"]  # uptrained from MiniLM first
     register_checkpoints(names)
     assert len({colour_for(name) for name in names}) == 5
     fresh = [f"run:never-registered-{i}" for i in range(3)]  # names the picker never saw

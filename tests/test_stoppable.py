@@ -89,6 +89,10 @@ def test_a_long_upload_shows_its_progress_and_stops_when_asked_in_chromium(tmp_p
     sentence = "The old stone bridge over the river was rebuilt after the great flood of the spring, and it still stands"
     pairs = tmp_path / "pairs.csv"
     pairs.write_text("sentence_a,sentence_b\n" + "".join(f'"{sentence} {i}.","{sentence} again {i}."\n' for i in range(5000)))
+    from albert_lab.checkpoint.discover import discover_checkpoints
+    from app.figures import shipped_first
+
+    first = shipped_first(c.to_dict() for c in discover_checkpoints(ROOT / "checkpoints", tmp_path / "runs"))[0]["name"]
     with serve(ROOT / "checkpoints", tmp_path / "runs") as url, sync_playwright() as p:
         browser = chromium(p)
         try:
@@ -97,8 +101,8 @@ def test_a_long_upload_shows_its_progress_and_stops_when_asked_in_chromium(tmp_p
             page.get_by_role("tab", name="Upload pairs").click()
             page.locator("input[type=file]").first.set_input_files(str(pairs))
             expect(page.get_by_text("Scoring 5,000 pairs with")).to_be_visible(timeout=90_000)
-            told = re.compile(r"Scoring 5,000 pairs with 4 checkpoints: albert-sop \(1 of 4\): [0-9,]+ of 5,000 pairs; "
-                              r"about .+ left")
+            told = re.compile(rf"Scoring 5,000 pairs with 4 checkpoints: {re.escape(first)} \(1 of 4\): [0-9,]+ of 5,000 "
+                              r"pairs; about .+ left")
             expect(page.get_by_text(told)).to_be_visible(timeout=60_000)  # a batch done
             page.screenshot(path=str(ARTIFACTS / "sentence-pairs-upload-progress.png"))
             page.get_by_role("button", name="Stop").click()

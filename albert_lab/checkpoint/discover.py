@@ -145,9 +145,15 @@ class CheckpointInfo:
     label: str
     card: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
+    @property
+    def uptrained(self) -> bool:
+        """Trained from another checkpoint's weights (`train --init-from`), as its card records."""
+        return bool(self.card.get("provenance", {}).get("init_from"))
+
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "path": str(self.path), "origin": self.origin, "family": self.family,
-                "objective": self.objective, "label": self.label, "metrics": self.card.get("metrics", {})}
+                "objective": self.objective, "label": self.label, "uptrained": self.uptrained,
+                "metrics": self.card.get("metrics", {})}
 
 
 def discover_checkpoints(shipped: Path | None = None, runs: Path | None = None) -> list[CheckpointInfo]:
