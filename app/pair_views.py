@@ -132,8 +132,10 @@ def show_scores(scores: pd.DataFrame, key: str) -> None:
         prediction=scores.prediction.astype(object).map({0: "0: in order / next", 1: "1: swapped / random"}).fillna(""),
         label=scores.label.astype("string").fillna(""),
         correct=scores.correct.astype(object).map({True: "yes", False: "no"}).fillna(""))
+    small = {name: st.column_config.Column(LABELS.get(name, name), width="small")
+             for name in ("row", "head", "head_status", "label", "correct")}  # the table fits 1400 px up to 'predicts'
     st.dataframe(shown, hide_index=True, width="stretch",
-                 column_config={**LABELS,
+                 column_config={**LABELS, **small,
                                 "p_ab": st.column_config.ProgressColumn("P(label 0 | A->B)", min_value=0, max_value=1, format="%.3f"),
                                 "p_ba": st.column_config.ProgressColumn("P(label 0 | B->A)", min_value=0, max_value=1, format="%.3f"),
                                 "tokens": st.column_config.NumberColumn(
@@ -179,11 +181,14 @@ def upload_tab(bundles: list) -> None:
         st.subheader(f"{plural(len(parsed.pairs), 'pair')} scored from {uploaded.name}")
         upload_chart(summary, scores)
         st.dataframe(summary, hide_index=True, width="stretch",
-                     column_config={"head_status": "head is", "pairs": "pairs scored",
-                                    "accuracy": st.column_config.NumberColumn("accuracy (labelled)", format="%.3f"),
-                                    "labelled": "labelled pairs",
-                                    "mean_p_ab": st.column_config.NumberColumn("mean P(label 0 | A->B)", format="%.3f"),
-                                    "mean_p_ba": st.column_config.NumberColumn("mean P(label 0 | B->A)", format="%.3f"),
+                     column_config={"head_status": "head is", "pairs": "pairs",  # short names: all fit 1400 px
+                                    "accuracy": st.column_config.NumberColumn("accuracy", format="%.3f",
+                                                                              help="on the labelled pairs"),
+                                    "labelled": "labelled",
+                                    "mean_p_ab": st.column_config.NumberColumn("mean P(0 | A->B)", format="%.3f",
+                                                                               help="mean P(label 0) of the pairs as given"),
+                                    "mean_p_ba": st.column_config.NumberColumn("mean P(0 | B->A)", format="%.3f",
+                                                                               help="mean P(label 0) of the pairs swapped"),
                                     "prefers_ab": st.column_config.NumberColumn(
                                         "prefers A->B", format="%.3f",
                                         help="Share of pairs with P(label 0) higher as given than swapped")})
