@@ -154,9 +154,12 @@ def shared_sum_figure(frame: pd.DataFrame) -> go.Figure:
 
 
 def hidden_grad_figure(frame: pd.DataFrame) -> go.Figure:
-    """|dL/dh| of the hidden state leaving each layer: mean and max."""
+    """|dL/dh| of the hidden state leaving each layer: mean (solid) and max (dashed), in colours
+    of their own (the theme's colourway swapped them between light and dark)."""
     hidden = frame[frame.view == "hidden"].rename(columns={"mean_abs": "mean", "max_abs": "max"})
-    fig = px.line(hidden, x="layer", y=["mean", "max"], markers=True,
+    fig = px.line(hidden, x="layer", y=["mean", "max"], markers=True, line_dash="variable",
+                  color_discrete_map={"mean": SERIES_COLOURS[0], "max": SERIES_COLOURS[1]},
+                  line_dash_map={"mean": "solid", "max": "dash"},
                   title="|dL/dh| of the hidden state leaving each layer (0: entering layer 1)")
     return style(fig, x="hidden state after layer (0 = embeddings)", y="|dL/dh| (log scale)", layers=True, log_y=True,
                  legend_title="statistic")

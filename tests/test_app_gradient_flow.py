@@ -112,3 +112,16 @@ def test_gradients_are_computed_once_per_input_and_a_failure_leaves_no_stop_butt
     at.number_input(key="gf_seed").set_value(7).run()  # another input: computed afresh
     assert any("no gradients today" in e.value for e in at.error)
     assert not any(b.label == "Stop" for b in at.button) and not at.exception
+
+
+def test_the_hidden_gradient_chart_draws_mean_and_max_in_their_own_colours_and_dashes():
+    """The theme's colourway gave mean and max each other's shade in dark theme: both are fixed
+    now, mean solid and max dashed, as on the |dL/dW| chart."""
+    from app.figures import SERIES_COLOURS, hidden_grad_figure
+
+    frame = pd.DataFrame([dict(view="hidden", component="hidden", layer=layer, applications="", mean_abs=0.01 * (layer + 1),
+                               max_abs=0.2 * (layer + 1)) for layer in range(4)])
+    traces = {t.name: t for t in hidden_grad_figure(frame).data}
+    assert set(traces) == {"mean", "max"}
+    assert (traces["mean"].line.color, traces["mean"].line.dash) == (SERIES_COLOURS[0], "solid")
+    assert (traces["max"].line.color, traces["max"].line.dash) == (SERIES_COLOURS[1], "dash")
