@@ -40,3 +40,24 @@ def test_torchrun_two_processes_gloo(tmp_path):
     # rank 0 alone tells the run's story: every rank printed every log line (issue 26's walk)
     log = ddp.stdout + ddp.stderr
     assert log.count(" training ALBERT") == 1 and log.count("run succeeded at step 12") == 1, log[-3000:]
+
+
+@pytest.mark.slow
+def test_torchrun_with_a_teacher(tmp_path):
+    """Each rank loads the frozen teacher for itself; DDP never sees it (it is no parameter of
+    the loss module), so the distilled run trains under torchrun as in one process."""
+    env = {**os.environ, "ALBERT_LAB_RUNS": str(tmp_path / "runs"), "OMP_NUM_THREADS": "1"}
+    base = subprocess.run([sys.executable, "-m", "albert_lab", *ARGS, "--run-id", "base"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert base.returncode == 0, base.stderr[-3000:]
+    start = str(tmp_path / "runs" / "base" / "checkpoint")
+    up = ["train", "--init-from", start, "--distil-from", start, "--objective", "sop", "--corpus", "wiki-vital[:600]",
+          "--seq-len", "64", "--batch-size", "8", "--steps", "4", "--log-every", "2", "--eval-every", "1000",
+          "--gradflow-every", "1000", "--checkpoint-every", "1000", "--threads", "1", "--foreground"]
+    ddp = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                          "-m", "albert_lab", *up, "--run-id", "taught"], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert ddp.returncode == 0, ddp.stdout[-3000:] + ddp.stderr[-3000:]
+    rows = [m for m in read_run(tmp_path / "runs" / "taught").metrics() if m["kind"] == "train"]
+    assert [m["step"] for m in rows] == [1, 2, 4] and rows[0]["distil_loss"] < 1e-5  # its own start: nothing to learn yet
+    assert load_checkpoint(tmp_path / "runs" / "taught" / "checkpoint").card["provenance"]["distilled_from"]["folder"] == start
