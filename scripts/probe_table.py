@@ -23,7 +23,8 @@ from albert_lab.checkpoint.load import load_checkpoint  # noqa: E402
 from albert_lab.convert import minilm_folder  # noqa: E402
 from albert_lab.training.probe import fit_probe  # noqa: E402
 
-ENCODERS = ["all-MiniLM-L6-v2", "albert-sop", "albert-nsp", "albert-none", "bert-nsp", "bert-sop-minilm", "albert-sop-minilm"]
+ENCODERS = ["all-MiniLM-L6-v2", "albert-sop", "albert-nsp", "albert-none", "bert-nsp", "bert-sop-minilm", "albert-sop-minilm",
+            "albert-nsp-minilm"]
 RESULTS = ROOT / "docs" / "probes.json"
 START, END = "<!-- probes:start -->", "<!-- probes:end -->"
 

@@ -15,7 +15,7 @@ from albert_lab.data.corpus import load_builtin
 from albert_lab.data.heldout import build_eval_pairs
 
 SHIPPED = ROOT / "checkpoints"
-NAMES = ["albert-sop", "albert-nsp", "albert-none", "bert-nsp", "bert-sop-minilm"]
+NAMES = ["albert-sop", "albert-nsp", "albert-none", "bert-nsp", "bert-sop-minilm", "albert-sop-minilm", "albert-nsp-minilm"]
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def real_checkpoints(monkeypatch):
     monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(SHIPPED))
 
 
-def test_all_five_are_listed_and_load(real_checkpoints):
+def test_all_seven_are_listed_and_load(real_checkpoints):
     assert [c.name for c in discover_checkpoints() if c.origin == "shipped"] == sorted(NAMES)
     listed = json.loads(run_cli("checkpoints", "--json", env={"ALBERT_LAB_CHECKPOINTS": str(SHIPPED)}).stdout)
     assert sorted(c["name"] for c in listed) == sorted(NAMES)
@@ -35,7 +35,13 @@ def test_all_five_are_listed_and_load(real_checkpoints):
         for key in ("command", "seed", "corpus", "steps", "tokens", "wall_time_s", "machine", "corpus_credit"):
             assert provenance[key] not in (None, ""), (name, key)
         assert "CC BY-SA 4.0" in provenance["corpus_credit"]
-        if "--init-from" in provenance["command"]:  # uptrained from a real pretrained encoder, credited as such
+        if "distilled_from" in provenance:  # MiniLM made an ALBERT, then uptrained while distilling MiniLM
+            conversion = provenance["init_from"]["conversion"]
+            assert (conversion["embedding_size"], conversion["sharing"], conversion["init"]) == (128, "all", "average")
+            assert provenance["distilled_from"]["name"] == "all-MiniLM-L6-v2" and "Apache-2.0" in provenance["source_model"]
+            assert bundle.spec.label.startswith("ALBERT L=6 H=384 E=128 all-shared") and provenance["corpus"] == "long-mix"
+            assert f"--steps {provenance['steps']} " in provenance["command"] and '--distil-from "$MINILM"' in provenance["command"]
+        elif "--init-from" in provenance["command"]:  # uptrained from a real pretrained encoder, credited as such
             assert provenance["init_from"]["name"] == "all-MiniLM-L6-v2" and "Apache-2.0" in provenance["source_model"]
             assert provenance["corpus"] == "long-mix" and "H100" in provenance["machine"]
             assert "--steps 1800 " in provenance["command"] and "1,790" in provenance["stopped"]  # its time budget ended it
