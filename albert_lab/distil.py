@@ -45,8 +45,7 @@ class Teacher:
 
 def check_teacher(folder: str | Path, student: ModelSpec, tokenizer) -> None:
     """RunError when a checkpoint cannot teach a run whose model is `student` and whose
-    tokenizer is `tokenizer`: another width (hidden states of different sizes) or another
-    vocabulary (distributions over other pieces). Reads only the spec and the tokenizer."""
+    tokenizer is `tokenizer` (see _refuse). Reads only the spec and the tokenizer."""
     from albert_lab.checkpoint.discover import check_folder
     from albert_lab.checkpoint.files import read_card, read_spec
     from albert_lab.tokenizer import load_tokenizer
@@ -56,20 +55,30 @@ def check_teacher(folder: str | Path, student: ModelSpec, tokenizer) -> None:
         spec, own = read_spec(path, read_card(path)), load_tokenizer(path)
     except AlbertLabError as err:
         raise RunError(f"distil_from: {err}") from None
+    _refuse(str(path), spec, own, student, tokenizer)
+
+
+def _refuse(where: str, spec: ModelSpec, own, student: ModelSpec, tokenizer) -> None:
+    """RunError for another width (hidden states of different sizes) or another vocabulary
+    (distributions over other pieces)."""
     if spec.hidden_size != student.hidden_size:
         raise RunError(f"distil_from: the teacher's hidden size is {spec.hidden_size}, the model's {student.hidden_size}; "
                        "hidden states are compared one to one, so they must be equal")
     if own.get_vocab() != tokenizer.get_vocab():
-        raise RunError(f"distil_from: {path} has another vocabulary than the model's tokenizer "
+        raise RunError(f"distil_from: {where} has another vocabulary than the model's tokenizer "
                        f"({len(own)} pieces against {len(tokenizer)}); distil from a checkpoint with the same tokenizer")
 
 
 def load_teacher(folder: str | Path, student: ModelSpec, tokenizer, device: torch.device) -> Teacher:
-    """The checkpoint in `folder` as the frozen teacher of a run (see check_teacher)."""
+    """The checkpoint in `folder` as the frozen teacher of a run, refused as check_teacher
+    refuses (on the loaded spec and tokenizer: the files are read once)."""
     from albert_lab.checkpoint.load import load_checkpoint
 
-    check_teacher(folder, student, tokenizer)
-    bundle = load_checkpoint(folder, device="cpu")
+    try:
+        bundle = load_checkpoint(folder, device="cpu")
+    except AlbertLabError as err:
+        raise RunError(f"distil_from: {err}") from None
+    _refuse(str(folder), bundle.spec, bundle.tokenizer, student, tokenizer)
     model = bundle.model.to(device).eval().requires_grad_(False)
     layers = tuple(round(i * bundle.spec.num_layers / student.num_layers) for i in range(student.num_layers + 1))
     return Teacher(model=model, layers=layers, logits=bundle.heads.mlm == "trained", name=bundle.name)

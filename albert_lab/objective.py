@@ -3,7 +3,7 @@
 The MLM head runs only at the predicted positions (about 15% of tokens) instead of
 every position: with a 30k vocabulary the decoder matmul and its softmax are a large
 share of a small model's step, and the loss is identical. Wrapped in an nn.Module so
-that DistributedDataParallel can wrap it. With a teacher (training/distil.py) the loss
+that DistributedDataParallel can wrap it. With a teacher (albert_lab/distil.py) the loss
 adds the distillation term; the teacher is held outside the module's parameters, so
 that neither the optimizer nor DDP nor a checkpoint ever sees it.
 """

@@ -448,3 +448,22 @@ def safetensors_files(draw) -> bytes:
     elif mutation == "length":
         blob = struct.pack("<Q", draw(st.integers(0, 2**64 - 1))) + blob[8:]
     return blob
+
+
+def cancel_then_resume(run_dir, step: int, monkeypatch) -> None:
+    """Run `run_dir` as if someone pressed cancel right after `step`, then resume it to the end."""
+    from albert_lab.training.jobs import resume_run
+    from albert_lab.training.loop import Trainer
+    from albert_lab.training.worker import run_worker
+
+    periodic = Trainer._periodic
+
+    def stop_there(self, batch, lr):
+        periodic(self, batch, lr)
+        if self.progress.step == step:
+            self.cancel.set()
+
+    monkeypatch.setattr(Trainer, "_periodic", stop_there)
+    assert run_worker(run_dir) == "cancelled"
+    monkeypatch.undo()
+    resume_run(run_dir, foreground=True)

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, run_cli, tiny_spec
+from conftest import CORPUS, cancel_then_resume, run_cli, tiny_spec
 
 from albert_lab.checkpoint.load import load_checkpoint
 from albert_lab.errors import AlbertLabError, DataError, RunError, SpecError
@@ -111,23 +111,11 @@ def test_kill_9_then_resume_continues_from_the_checkpoint():
 
 
 def test_resumed_run_matches_an_uninterrupted_one(monkeypatch):
-    from albert_lab.training.loop import Trainer
-
     settings = dict(max_steps=20, eval_every=1000, gradflow_every=1000, checkpoint_every=1000)
     straight, _ = create_run(config(name="straight", **settings))
     run_worker(straight)
     split, _ = create_run(config(name="split", **settings))
-    periodic = Trainer._periodic
-
-    def stop_at_ten(self, batch, lr):  # as if someone pressed cancel right after step 10
-        periodic(self, batch, lr)
-        if self.progress.step == 10:
-            self.cancel.set()
-
-    monkeypatch.setattr(Trainer, "_periodic", stop_at_ten)
-    assert run_worker(split) == "cancelled"
-    monkeypatch.undo()
-    resume_run(split, foreground=True)
+    cancel_then_resume(split, 10, monkeypatch)  # as if someone pressed cancel right after step 10
     a = {m["step"]: m["loss"] for m in read_run(straight).metrics() if m["kind"] == "train"}
     b = {m["step"]: m["loss"] for m in read_run(split).metrics() if m["kind"] == "train"}
     assert read_run(split).status == "succeeded" and sorted(b) == sorted(a)

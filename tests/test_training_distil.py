@@ -2,13 +2,13 @@
 refused, and that a run with a teacher still resumes exactly."""
 
 import pytest
-from conftest import one_line_error, run_cli, save_bert
+from conftest import cancel_then_resume, one_line_error, run_cli, save_bert
 
 from albert_lab.checkpoint.files import read_card, read_spec
 from albert_lab.convert import albertize
 from albert_lab.errors import RunError
 from albert_lab.training.config import TrainConfig
-from albert_lab.training.jobs import create_run, resume_run
+from albert_lab.training.jobs import create_run
 from albert_lab.training.runs import read_run
 
 
@@ -87,25 +87,12 @@ def test_a_teacher_of_another_width_or_vocabulary_is_refused_before_the_run(tiny
 
 
 def test_a_run_with_a_teacher_resumes_exactly(tiny_bert, tmp_path, monkeypatch):
-    from albert_lab.training.loop import Trainer
-    from albert_lab.training.worker import run_worker
-
     folder, _ = tiny_bert
     student = albertize(folder, tmp_path / "conv", embedding_size=8, sharing="all")
     config = _config(student, distil_from=str(folder), max_steps=10)
     straight, _ = _train(config, tmp_path / "runs", "straight")
     split = create_run(config, tmp_path / "runs", "split")[0]
-    periodic = Trainer._periodic
-
-    def stop_at_five(self, batch, lr):
-        periodic(self, batch, lr)
-        if self.progress.step == 5:
-            self.cancel.set()
-
-    monkeypatch.setattr(Trainer, "_periodic", stop_at_five)
-    assert run_worker(split) == "cancelled"
-    monkeypatch.undo()
-    resume_run(split, foreground=True)
+    cancel_then_resume(split, 5, monkeypatch)
     a = {m["step"]: m for m in straight}
     b = {m["step"]: m for m in read_run(split).metrics() if m["kind"] == "train"}
     assert read_run(split).status == "succeeded" and sorted(b) == sorted(a)

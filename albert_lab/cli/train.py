@@ -68,6 +68,7 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
 
 @command("train", "pretrain a model (MLM + SOP / NSP / none) as a background run")(_train_arguments)
 def cmd_train(args: argparse.Namespace) -> int:
+    from albert_lab.checkpoint.discover import resolve_checkpoint
     from albert_lab.training.jobs import resume_run, start_run
     from albert_lab.training.runs import read_run
 
@@ -87,7 +88,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         eval_every=args.eval_every, eval_limit=args.eval_limit, checkpoint_every=args.checkpoint_every, gradflow_every=args.gradflow_every,
         log_every=args.log_every, name=args.name, command="albert-lab " + shlex.join(sys.argv[1:]),
         init_from=args.init_from, heads_only=args.heads_only, distil_weight=args.distil_weight,
-        distil_from=_checkpoint_folder(args.distil_from) if args.distil_from else None,
+        distil_from=resolve_checkpoint(args.distil_from) if args.distil_from else None,
     )
     from albert_lab.training.distributed import DistContext
 
@@ -289,10 +290,3 @@ def cmd_corpora(args: argparse.Namespace) -> int:
     emit(args, rows, f"{text}\n\nThe default corpus, {DEFAULT}, mixes the sources marked 'default mix'; 5% of each "
                      "source's documents are held out for evaluation.")
     return 0
-
-
-def _checkpoint_folder(name_or_path: str) -> str:
-    """A checkpoint name ('bert-sop-minilm', 'run:ID') or folder -> its folder, as the run records it."""
-    from albert_lab.checkpoint.discover import resolve_checkpoint
-
-    return resolve_checkpoint(name_or_path)
