@@ -23,7 +23,7 @@ from albert_lab.models import Parts, PretrainingModel
 
 @dataclass
 class LossOutput:
-    loss: torch.Tensor  # scalar: mlm_loss + pair_loss
+    loss: torch.Tensor  # scalar: mlm_loss + pair_weight * pair_loss (+ distil_weight * distil_loss)
     mlm_loss: torch.Tensor
     pair_loss: torch.Tensor  # 0 for objective 'none'
     mlm_correct: torch.Tensor  # count of argmax hits among predictions
@@ -35,12 +35,14 @@ class LossOutput:
 
 
 class PretrainingLoss(nn.Module):
-    def __init__(self, model: PretrainingModel, objective: str, teacher: Teacher | None = None, distil_weight: float = 1.0):
+    def __init__(self, model: PretrainingModel, objective: str, teacher: Teacher | None = None, distil_weight: float = 1.0,
+                 pair_weight: float = 1.0):
         super().__init__()
         self.model = model
         self.objective = objective
         self.teachers = (teacher,) if teacher else ()  # a tuple: not a submodule
         self.distil_weight = distil_weight
+        self.pair_weight = pair_weight
 
     def forward(self, batch: Batch, output_hidden_states: bool = False) -> LossOutput:
         parts = Parts.of(self.model)
@@ -56,7 +58,7 @@ class PretrainingLoss(nn.Module):
             pair_logits = pair_logits.detach()
         else:
             pair_loss = F.cross_entropy(pair_logits, batch.pair_labels)
-        loss = mlm_loss + pair_loss
+        loss = mlm_loss + self.pair_weight * pair_loss  # x 1.0 is exact: the paper's loss, bit for bit
         distil = None
         if self.teachers:
             distil = distillation_loss(self.teachers[0], batch, out.hidden_states, mlm_logits)

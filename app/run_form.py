@@ -63,10 +63,14 @@ def new_run_form() -> None:
                                      "its pair head is never copied")
     bert = PRESETS[preset].family == "bert"
     with st.form("train_form"):
-        cols = st.columns(2)
+        cols = st.columns([2, 1, 2])
         objective = cols[0].radio("Inter-sentence loss", get_args(Objective), horizontal=True, key="tr_objective",
                                   index=get_args(Objective).index(PRESETS[preset].objective))
-        name = cols[1].text_input("Run name", key="tr_name", placeholder="e.g. tiny-sop")
+        pair_weight = cols[1].number_input("Its weight", 0.01, 100.0, 1.0, key="tr_pair_weight",
+                                           help="the loss is MLM + weight x pair loss (the paper: 1). An uptrained encoder's "
+                                                "MLM and distillation gradients can be hundreds of times the pair loss's, "
+                                                "which can then leave the pair loss at chance for the whole run")
+        name = cols[2].text_input("Run name", key="tr_name", placeholder="e.g. tiny-sop")
         if start != NEW:
             st.caption(f"Starting from **{start}**: its architecture and tokenizer, no dropout; the Model, Architecture "
                        "and Vocabulary fields are not used.")
@@ -110,7 +114,8 @@ def new_run_form() -> None:
                 raise AlbertLabError("choose a corpus file to upload, or pick a built-in corpus")
             corpus = str(save_corpus_upload(upload.name, ui.read_upload(upload), runs_dir() / "uploads"))
         options = dict(max_seq_len=int(seq_len), batch_size=int(batch), lr=float(lr), optimizer=optimizer,
-                       warmup_steps=int(warmup), seed=int(seed), name=name, chunk_start=chunk_start)
+                       warmup_steps=int(warmup), seed=int(seed), name=name, chunk_start=chunk_start,
+                       pair_weight=float(pair_weight))
         if start != NEW:
             teacher_folder = sources.get(teacher) if teacher != NO_TEACHER else None
             config = uptrain_config(sources[start], objective, corpus=corpus, steps=int(steps), minutes=float(minutes),

@@ -193,9 +193,11 @@ def test_the_training_page_starts_a_run_from_a_picked_checkpoint(shipped, monkey
     at.selectbox(key="tr_teacher").set_value("bert-nsp")
     at.selectbox(key="tr_corpus").set_value(at.selectbox(key="tr_corpus").options[0])
     at.number_input(key="tr_seq").set_value(64)  # the fixture's positions
+    at.number_input(key="tr_pair_weight").set_value(10.0)
     at.button[[b.label for b in at.button].index("Start training")].click().run()
     assert len(started) == 1, [e.value for e in at.error]
     config = started[0]
+    assert config.pair_weight == 10.0 and "--pair-weight 10.0" in config.command
     assert config.init_from == str(shipped / "bert-nsp") and config.command.startswith("albert-lab train --init-from")
     assert config.distil_from == str(shipped / "bert-nsp") and f"--distil-from {shipped / 'bert-nsp'}" in config.command
     assert any("stop here" in e.value for e in at.error)  # the guard's one-line message, no traceback

@@ -231,3 +231,43 @@ def test_cli_train_bad_input_is_one_line(tmp_path):
     result = run_cli("train", "--preset", "lab-tiny", "--lr", "-1", "--corpus", CORPUS, "--steps", "5")
     assert result.returncode == 2 and "lr: learning rate must be positive" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_pair_weight_scales_the_pair_gradient_and_nothing_else(tokenizer):
+    """--pair-weight w trains on MLM + w x pair: every parameter's gradient is the MLM gradient
+    plus w times the pair gradient, each taken on its own, and w = 1 is the paper's loss bit for bit."""
+    import torch
+    from conftest import TEXTS
+
+    from albert_lab.data.batching import batch_from_documents
+    from albert_lab.data.corpus import Document, split_sentences
+    from albert_lab.models import build_model
+    from albert_lab.objective import PretrainingLoss
+
+    docs = [Document(str(i), tuple(split_sentences(t))) for i, t in enumerate(TEXTS[:2] * 2)]
+    batch = batch_from_documents(docs, tokenizer, "sop", 64, seed=0)
+    model = build_model(tiny_spec(len(tokenizer), num_layers=2, hidden_size=32), seed=0)
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    def grads(weight, part=None):
+        out = PretrainingLoss(model, "sop", pair_weight=weight)(batch)
+        loss = getattr(out, part) if part else out.loss
+        return out, torch.autograd.grad(loss, params, allow_unused=True)
+
+    plain, _ = grads(1.0)
+    _, mlm = grads(1.0, "mlm_loss")
+    _, pair = grads(1.0, "pair_loss")
+    out, weighted = grads(7.0)
+    assert out.loss.item() == pytest.approx(out.mlm_loss.item() + 7.0 * out.pair_loss.item(), rel=1e-6)
+    assert plain.loss.item() == (plain.mlm_loss + plain.pair_loss).item()
+    moved = 0
+    for param, g, m, p in zip(params, weighted, mlm, pair):
+        zero = torch.zeros_like(param)
+        m, p = zero if m is None else m, zero if p is None else p
+        torch.testing.assert_close(zero if g is None else g, m + 7.0 * p, rtol=1e-4, atol=1e-7)
+        moved += bool(p.abs().sum() > 0 and m.abs().sum() == 0)  # the pooler and pair head: only the pair loss reaches them
+    assert moved >= 2
+    with pytest.raises(RunError, match="pair_weight: must be positive"):
+        config(pair_weight=0.0).validate()
+    with pytest.raises(RunError, match="pair_weight: must be a finite number"):
+        config(pair_weight=float("inf")).validate()

@@ -26,6 +26,7 @@ class TrainConfig:
     init_from: str | None = None  # a checkpoint folder to start from (uptraining): its weights, spec and tokenizer
     distil_from: str | None = None  # a checkpoint of the same width and vocabulary to distil from (hidden states, MLM)
     distil_weight: float = 1.0  # the distillation term's weight in the loss
+    pair_weight: float = 1.0  # the pair (SOP/NSP) loss's weight: the paper's loss is MLM + pair, 1
     heads_only: bool = False  # train the MLM and pair heads (and pooler) on a frozen encoder: a probe of what it knows
     vocab_size: int = 8000  # SentencePiece pieces when training a tokenizer
     lowercase: bool = True
@@ -58,7 +59,7 @@ class TrainConfig:
     def validate(self) -> TrainConfig:
         """Raise RunError/SpecError naming the field; returns self for chaining."""
         spec = self.model_spec()
-        for name in ("lr", "weight_decay", "max_minutes", "clip_norm", "short_seq_prob", "distil_weight"):
+        for name in ("lr", "weight_decay", "max_minutes", "clip_norm", "short_seq_prob", "distil_weight", "pair_weight"):
             value = getattr(self, name)
             if value is not None and not math.isfinite(value):
                 raise RunError(f"{name}: must be a finite number, got {value}")
@@ -81,6 +82,7 @@ class TrainConfig:
             ("precision", self.precision in ("auto", "fp32", "bf16"), f"{self.precision!r}; allowed: auto, fp32, bf16"),
             ("chunk_start", self.chunk_start in ("document", "random"), f"{self.chunk_start!r}; allowed: document, random"),
             ("distil_weight", self.distil_weight > 0, f"must be positive, got {self.distil_weight:g}"),
+            ("pair_weight", self.pair_weight > 0, f"must be positive, got {self.pair_weight:g}"),
             ("distil_from", not (self.distil_from and self.heads_only), "a probe trains only the heads: it distils nothing"),
             ("heads_only", not self.heads_only or self.init_from is not None,
              "a frozen random encoder says nothing: heads-only runs need init_from"),
@@ -147,7 +149,7 @@ TRAIN_FLAGS = {"corpus": "--corpus", "vocab_size": "--vocab-size", "max_seq_len"
                "lr": "--lr", "optimizer": "--optimizer", "warmup_steps": "--warmup", "max_steps": "--steps",
                "max_minutes": "--minutes", "seed": "--seed", "chunk_start": "--chunk-start", "eval_every": "--eval-every",
                "checkpoint_every": "--checkpoint-every", "gradflow_every": "--gradflow-every", "name": "--name",
-               "distil_from": "--distil-from", "distil_weight": "--distil-weight"}
+               "distil_from": "--distil-from", "distil_weight": "--distil-weight", "pair_weight": "--pair-weight"}
 
 
 def uptrain_config(init_from: str, objective: Objective, *, corpus: str, steps: int, minutes: float | None = None,

@@ -83,7 +83,8 @@ class Trainer:
                 module.requires_grad_(False)
         self.teacher = (load_teacher(config.distil_from, self.prepared.spec, self.prepared.tokenizer, self.device)
                         if config.distil_from else None)
-        self.loss_fn = self.dist.wrap(PretrainingLoss(self.model, config.objective, self.teacher, config.distil_weight))
+        self.loss_fn = self.dist.wrap(PretrainingLoss(self.model, config.objective, self.teacher, config.distil_weight,
+                                                       config.pair_weight))
         self.optimizer = build_optimizer(self.model, config.optimizer, config.lr, config.weight_decay)
         self.progress = Progress()
         tok = self.prepared.tokenizer
