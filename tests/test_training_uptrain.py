@@ -91,3 +91,55 @@ def test_a_browser_uptraining_run_records_the_command_that_makes_it_again(tiny_b
         main([*shlex.split(config.command)[1:], "--foreground"])
     assert {k: v for k, v in captured[0].to_dict().items() if k != "command"} == \
         {k: v for k, v in config.to_dict().items() if k != "command"}
+
+
+@pytest.mark.parametrize("family", ["albert", "bert"])
+def test_a_standardized_pooler_passes_on_each_cls_dimension_at_the_same_scale(tiny_bert, tmp_path, family):
+    """--pooler-init standardize: over the run's first batches, the pooler's pre-tanh output has
+    mean 0 and standard deviation 0.5 in every dimension, however little the [CLS] state varies;
+    the card says so, the encoder is untouched, and a resumed run keeps its trained pooler."""
+    from albert_lab.models import Parts
+    from albert_lab.training.init import pooler_dense
+    from albert_lab.training.loop import STANDARDIZE_BATCHES, Trainer
+
+    folder, _ = tiny_bert
+    start = albertize(folder, tmp_path / "conv", embedding_size=8, sharing="all") if family == "albert" else folder
+    config = _config(start, pooler_init="standardize", max_steps=4, checkpoint_every=2)
+    plain = Trainer(create_run(_config(start), tmp_path / "runs", "plain")[0], _config(start))
+    trainer = Trainer(create_run(config, tmp_path / "runs", "std")[0], config)
+    trainer.model.eval()
+    cls = torch.cat([Parts.of(trainer.model).encoder(input_ids=b.input_ids, attention_mask=b.attention_mask,
+                                                     token_type_ids=b.token_type_ids).last_hidden_state[:, 0]
+                     for b in (trainer.data.batch(i) for i in range(STANDARDIZE_BATCHES))])
+    with torch.no_grad():
+        pre = pooler_dense(trainer.model.train())(cls)  # (N, H)
+    torch.testing.assert_close(pre.mean(0), torch.zeros(pre.shape[1]), atol=1e-3, rtol=0)  # 0.2% of the std
+    torch.testing.assert_close(pre.std(0), torch.full((pre.shape[1],), 0.5), atol=1e-3, rtol=0)
+    mine, theirs = trainer.model.state_dict(), plain.model.state_dict()
+    assert all(torch.equal(mine[k], theirs[k]) for k in mine if "pooler" not in k)
+    record = trainer.init_card["pooler_standardized"]
+    assert record["pairs"] == len(cls) and record["gain"] == 0.5 and record["cls_std_mean"] > 0
+    assert trainer.run() == "succeeded"
+    card = read_card(tmp_path / "runs" / "std" / "checkpoint")["provenance"]
+    assert card["init_from"]["pooler_standardized"] == record and card["train_config"]["pooler_init"] == "standardize"
+    with pytest.raises(RunError, match="pooler_init"):
+        TrainConfig(pooler_init="standardize").validate()  # nothing to start from
+    with pytest.raises(RunError, match="pooler_init"):
+        _config(start, pooler_init="standardize", objective="none").validate()
+
+
+def test_a_run_with_a_standardized_pooler_resumes_exactly(tiny_bert, tmp_path, monkeypatch):
+    from conftest import cancel_then_resume
+
+    from albert_lab.training.loop import Trainer
+    from albert_lab.training.runs import read_run
+
+    folder, _ = tiny_bert
+    config = _config(folder, pooler_init="standardize", max_steps=8, checkpoint_every=100, eval_every=100)
+    straight = create_run(config, tmp_path / "runs", "straight")[0]
+    assert Trainer(straight, config).run() == "succeeded"
+    split = create_run(config, tmp_path / "runs", "split")[0]
+    cancel_then_resume(split, 4, monkeypatch)
+    a = {m["step"]: m["loss"] for m in read_run(straight).metrics() if m["kind"] == "train"}
+    b = {m["step"]: m["loss"] for m in read_run(split).metrics() if m["kind"] == "train"}
+    assert sorted(a) == sorted(b) and all(abs(a[s] - b[s]) < 1e-5 * a[s] for s in a), (a, b)

@@ -7,6 +7,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import get_args
 
 from albert_lab.cli.common import (
     add_checkpoint_arguments,
@@ -19,7 +20,7 @@ from albert_lab.cli.common import (
     table,
 )
 from albert_lab.errors import AlbertLabError
-from albert_lab.training.config import TrainConfig
+from albert_lab.training.config import PoolerInit, TrainConfig
 
 DEFAULTS = TrainConfig()  # the CLI's defaults are the config's, written once
 
@@ -41,6 +42,9 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pair-weight", type=float, default=DEFAULTS.pair_weight,
                    help="the pair (SOP/NSP) loss's weight against MLM's (paper: 1); more lets the order signal reach an "
                         "encoder whose MLM and distillation gradients are hundreds of times larger")
+    p.add_argument("--pooler-init", choices=get_args(PoolerInit), default=DEFAULTS.pooler_init,
+                   help="with --init-from: keep the checkpoint's pooler, or standardize it on the run's first batches "
+                        "(pooled = tanh(0.5 (h_cls - mean) / std)), so that the pair loss reaches a [CLS] that hardly varies")
     p.add_argument("--vocab-size", type=int, default=DEFAULTS.vocab_size)
     p.add_argument("--cased", action="store_true", help="keep case (default: lower-case, as ALBERT)")
     p.add_argument("--seq-len", type=int, default=DEFAULTS.max_seq_len)
@@ -91,7 +95,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         eval_every=args.eval_every, eval_limit=args.eval_limit, checkpoint_every=args.checkpoint_every, gradflow_every=args.gradflow_every,
         log_every=args.log_every, name=args.name, command="albert-lab " + shlex.join(sys.argv[1:]),
         init_from=args.init_from, heads_only=args.heads_only, distil_weight=args.distil_weight,
-        pair_weight=args.pair_weight,
+        pair_weight=args.pair_weight, pooler_init=args.pooler_init,
         distil_from=resolve_checkpoint(args.distil_from) if args.distil_from else None,
     )
     from albert_lab.training.distributed import DistContext

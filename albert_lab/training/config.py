@@ -7,13 +7,14 @@ import math
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from albert_lab.errors import RunError
 from albert_lab.params import fit_problem
 from albert_lab.spec import ModelSpec, Objective, check_types, field_names, unknown_field
 
 Precision = Literal["auto", "fp32", "bf16"]
+PoolerInit = Literal["keep", "standardize"]
 MAX_LR = 1.0  # above it these models diverge at once (LAMB and AdamW alike); 1e30 or inf is a typo
 
 
@@ -27,6 +28,7 @@ class TrainConfig:
     distil_from: str | None = None  # a checkpoint of the same width and vocabulary to distil from (hidden states, MLM)
     distil_weight: float = 1.0  # the distillation term's weight in the loss
     pair_weight: float = 1.0  # the pair (SOP/NSP) loss's weight: the paper's loss is MLM + pair, 1
+    pooler_init: PoolerInit = "keep"  # uptraining: keep the pooler, or standardise [CLS] (training/init.py)
     heads_only: bool = False  # train the MLM and pair heads (and pooler) on a frozen encoder: a probe of what it knows
     vocab_size: int = 8000  # SentencePiece pieces when training a tokenizer
     lowercase: bool = True
@@ -81,6 +83,9 @@ class TrainConfig:
             ("optimizer", self.optimizer in ("lamb", "adamw"), f"{self.optimizer!r}; allowed: 'lamb', 'adamw'"),
             ("precision", self.precision in ("auto", "fp32", "bf16"), f"{self.precision!r}; allowed: auto, fp32, bf16"),
             ("chunk_start", self.chunk_start in ("document", "random"), f"{self.chunk_start!r}; allowed: document, random"),
+            ("pooler_init", self.pooler_init in get_args(PoolerInit), f"{self.pooler_init!r}; allowed: keep, standardize"),
+            ("pooler_init", self.pooler_init == "keep" or (self.init_from is not None and self.objective != "none"),
+             "standardize sets up the pooler of a run that starts from a checkpoint and trains a pair head"),
             ("distil_weight", self.distil_weight > 0, f"must be positive, got {self.distil_weight:g}"),
             ("pair_weight", self.pair_weight > 0, f"must be positive, got {self.pair_weight:g}"),
             ("distil_from", not (self.distil_from and self.heads_only), "a probe trains only the heads: it distils nothing"),
@@ -149,7 +154,8 @@ TRAIN_FLAGS = {"corpus": "--corpus", "vocab_size": "--vocab-size", "max_seq_len"
                "lr": "--lr", "optimizer": "--optimizer", "warmup_steps": "--warmup", "max_steps": "--steps",
                "max_minutes": "--minutes", "seed": "--seed", "chunk_start": "--chunk-start", "eval_every": "--eval-every",
                "checkpoint_every": "--checkpoint-every", "gradflow_every": "--gradflow-every", "name": "--name",
-               "distil_from": "--distil-from", "distil_weight": "--distil-weight", "pair_weight": "--pair-weight"}
+               "distil_from": "--distil-from", "distil_weight": "--distil-weight", "pair_weight": "--pair-weight",
+               "pooler_init": "--pooler-init"}
 
 
 def uptrain_config(init_from: str, objective: Objective, *, corpus: str, steps: int, minutes: float | None = None,

@@ -57,3 +57,38 @@ def load_init_weights(model: torch.nn.Module, folder: Path) -> dict[str, Any]:
             "origin": card.get("provenance", {}).get("origin") or card.get("name") or "no albert_lab.json",
             "conversion": card.get("conversion"), "weights_files": sorted(files),
             "weights_count": sum(len(safetensors_keys(folder / f)) for f in files), "heads_added": added}
+
+
+def pooler_dense(model: torch.nn.Module) -> torch.nn.Linear:
+    """The pooler's linear layer ([CLS] state -> pooled, before tanh), for both families."""
+    from albert_lab.models import Parts
+
+    pooler = Parts.of(model).encoder.pooler
+    return pooler if isinstance(pooler, torch.nn.Linear) else pooler.dense
+
+
+@torch.no_grad()
+def standardize_pooler(model: torch.nn.Module, batches: list, gain: float = 0.5) -> dict[str, float]:
+    """Set the pooler to tanh(gain * (h_cls - mean) / std), per dimension, with mean and std of
+    the final [CLS] state over `batches` (the run's own first batches).
+
+    Why: an albertized encoder's [CLS] state hardly varies between inputs (all-MiniLM-L6-v2
+    with its six layers averaged into one: std 0.03 per dimension, on a norm of 10), and the
+    pooler it inherits passes on a hundredth of that. The pair loss's gradient reaches the
+    encoder through the pooler's weights, so it arrives a hundred times too weak, and a
+    sentence-order head never left chance (docs/results.md). Standardised, the pooled vector
+    varies at the scale a trained pooler gives (std about 0.4) and the order signal flows.
+    Returns what the card records."""
+    from albert_lab.models import Parts
+
+    encoder, training = Parts.of(model).encoder, model.training
+    model.eval()  # without dropout: the statistics of the state the pooler will see
+    cls = torch.cat([encoder(input_ids=b.input_ids, attention_mask=b.attention_mask, token_type_ids=b.token_type_ids)
+                     .last_hidden_state[:, 0].float() for b in batches])  # (N, H)
+    model.train(training)
+    mean, std = cls.mean(0), cls.std(0).clamp_min(1e-6)
+    dense = pooler_dense(model)
+    dense.weight.copy_(torch.diag(gain / std).to(dense.weight.dtype))
+    dense.bias.copy_((-gain * mean / std).to(dense.bias.dtype))
+    return {"pairs": int(cls.shape[0]), "gain": gain, "cls_std_mean": round(float(std.mean()), 6),
+            "cls_norm_mean": round(float(cls.norm(dim=-1).mean()), 4)}

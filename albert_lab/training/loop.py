@@ -36,12 +36,14 @@ from albert_lab.objective import PretrainingLoss
 from albert_lab.runfolder import RunFolder, append_jsonl
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.distributed import DistContext
-from albert_lab.training.init import load_init_weights
+from albert_lab.training.init import load_init_weights, standardize_pooler
 from albert_lab.training.optim import build_optimizer, lr_factor
 from albert_lab.training.prepare import Prepared, prepare
 from albert_lab.training.provenance import run_card
 from albert_lab.training.runs import HEARTBEAT_S, update_run
 from albert_lab.training.state import has_trainer_state, load_trainer_state, save_trainer_state
+
+STANDARDIZE_BATCHES = 8  # batches whose [CLS] states set a standardized pooler (512 pairs at batch 64)
 
 
 class Cancelled(Exception):
@@ -81,20 +83,26 @@ class Trainer:
         if config.objective == "none":  # no pair loss: the pooler and pair head get no gradient at all
             for module in (parts.encoder.pooler, parts.pair_head):
                 module.requires_grad_(False)
+        if config.pooler_init == "standardize":  # before DDP copies rank 0's weights; a resumed run then loads its own
+            self.init_card = {**(self.init_card or {}), "pooler_standardized": standardize_pooler(
+                self.model, [self._data(rank=0, world_size=1).batch(i).to(self.device) for i in range(STANDARDIZE_BATCHES)])}
         self.teacher = (load_teacher(config.distil_from, self.prepared.spec, self.prepared.tokenizer, self.device)
                         if config.distil_from else None)
         self.loss_fn = self.dist.wrap(PretrainingLoss(self.model, config.objective, self.teacher, config.distil_weight,
                                                        config.pair_weight))
         self.optimizer = build_optimizer(self.model, config.optimizer, config.lr, config.weight_decay)
         self.progress = Progress()
-        tok = self.prepared.tokenizer
-        self.data = PretrainingData(self.prepared.train_docs, config.objective, masking_config(tok, config.max_predictions),
-                                    (tok.cls_token_id, tok.sep_token_id, tok.pad_token_id), config.max_seq_len,
-                                    config.batch_size, config.seed, config.short_seq_prob, self.dist.rank, self.dist.world_size,
-                                    config.chunk_start)
+        self.data = self._data(self.dist.rank, self.dist.world_size)
         self.budget_s = config.max_minutes * 60 if config.max_minutes else None
         self.cancel = threading.Event()
         self.lock = threading.Lock()
+
+    def _data(self, rank: int, world_size: int) -> PretrainingData:
+        """The run's batches, a pure function of (seed, step), as rank `rank` of `world_size` sees them."""
+        config, tok = self.config, self.prepared.tokenizer
+        return PretrainingData(self.prepared.train_docs, config.objective, masking_config(tok, config.max_predictions),
+                               (tok.cls_token_id, tok.sep_token_id, tok.pad_token_id), config.max_seq_len,
+                               config.batch_size, config.seed, config.short_seq_prob, rank, world_size, config.chunk_start)
 
     # ---- run.json ----------------------------------------------------------------------
     def update_run(self, **changes: Any) -> None:
