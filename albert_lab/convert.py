@@ -16,7 +16,8 @@ that comes is recorded (`embedding_fit_r2`).
 
 Heads that exist are carried over, heads that do not are left out (never random): the
 MLM head when E = H (at E < H its H-wide transform has no counterpart, and is left
-out), the NSP head as a pair head that predicts "is next" (marked so on the card).
+out), the pair head as what trained it: "is next" for NSP, "in order" for a BERT whose card
+says SOP trained it (marked so on the card).
 """
 
 from __future__ import annotations
@@ -80,6 +81,11 @@ def factorise(weight: torch.Tensor, embedding_size: int) -> Factorised:
     return Factorised((u[:, :embedding_size] * s[:embedding_size]).float(), vh[:embedding_size].float(), s.float(), energy)
 
 
+PAIR_NOTES = {"nsp": "carried over from the source's NSP head (predicts 'is next')",
+              "sop": "carried over from the source's SOP head (predicts 'in order'; BERT keeps it in the NSP slot)",
+              "none": "absent in the source"}
+
+
 @dataclass(frozen=True)
 class Conversion:
     """What albertize made: the model (AlbertForPreTraining), its spec, and the facts
@@ -103,7 +109,8 @@ def albertize_state(source: dict[str, torch.Tensor], source_spec: ModelSpec, emb
     has_mlm = "cls.predictions.transform.dense.weight" in source
     has_nsp = "cls.seq_relationship.weight" in source
     carry_mlm = has_mlm and embedding_size == source_spec.hidden_size
-    objective = "nsp" if has_nsp else "none"
+    # BERT keeps its pair head in the NSP slot whatever trained it; the spec says which objective did
+    objective = ("sop" if source_spec.objective == "sop" else "nsp") if has_nsp else "none"
     spec = ModelSpec(family="albert", vocab_size=source_spec.vocab_size, embedding_size=embedding_size,
                      hidden_size=source_spec.hidden_size, num_layers=source_spec.num_layers,
                      num_heads=source_spec.num_heads, ffn_size=source_spec.ffn_size, sharing=sharing,
@@ -134,7 +141,7 @@ def albertize_state(source: dict[str, torch.Tensor], source_spec: ModelSpec, emb
              "init_note": INIT_NOTES[init], "embedding_energy_kept": round(factor.energy_kept, 6),
              "embedding_fit_r2": fit_r2,
              "heads": {"mlm": "carried over" if carry_mlm else ("left out: no counterpart at E < H" if has_mlm else "absent in the source"),
-                       "pair": "carried over from the source's NSP head (predicts 'is next')" if has_nsp else "absent in the source"}}
+                       "pair": PAIR_NOTES[objective]}}
     return Conversion(model=model, spec=spec, omit=omit, facts=facts)
 
 

@@ -10,8 +10,10 @@ The student's hidden state i (0 = the embeddings, after ALBERT's E -> H projecti
 matched to the teacher's hidden state round(i * L_teacher / L_student), as a relative
 squared error (||s - t||^2 / ||t||^2 over the real tokens of the batch, averaged over the
 L + 1 states), so that one weight fits teachers of any scale. The MLM distributions are
-matched by KL(teacher || student) per masked position. The pair head is never distilled:
-a student trained with NSP must not learn sentence order from a teacher trained with SOP.
+matched by KL(teacher || student) per masked position. The pair head's distribution is
+matched only when asked (`--distil-pair`) and only from a teacher whose pair head was
+trained for the student's own task: a student trained with NSP must not learn sentence
+order from a teacher trained with SOP.
 
 The teacher runs in eval mode without gradients and without dropout, so a step's loss
 depends only on the step's batch and the student: a resumed run stays bit-exact.
@@ -37,13 +39,15 @@ class Teacher:
     layers: tuple[int, ...]  # the teacher hidden state matched by each student hidden state (0 = embeddings)
     logits: bool  # the teacher's MLM head is trained: its distributions are matched too
     name: str
+    pair: bool = False  # the teacher's pair distribution is matched too (same task, trained head)
 
     def describe(self) -> dict[str, object]:
         """What a run's card records about its teacher."""
-        return {"name": self.name, "hidden_states_matched": list(self.layers), "mlm_distribution_matched": self.logits}
+        return {"name": self.name, "hidden_states_matched": list(self.layers), "mlm_distribution_matched": self.logits,
+                "pair_distribution_matched": self.pair}
 
 
-def check_teacher(folder: str | Path, student: ModelSpec, tokenizer) -> None:
+def check_teacher(folder: str | Path, student: ModelSpec, tokenizer, pair: bool = False) -> None:
     """RunError when a checkpoint cannot teach a run whose model is `student` and whose
     tokenizer is `tokenizer` (see _refuse). Reads only the spec and the tokenizer."""
     from albert_lab.checkpoint.discover import check_folder
@@ -52,10 +56,13 @@ def check_teacher(folder: str | Path, student: ModelSpec, tokenizer) -> None:
 
     try:
         path = check_folder(Path(folder).expanduser())
-        spec, own = read_spec(path, read_card(path)), load_tokenizer(path)
+        card = read_card(path)
+        spec, own = read_spec(path, card), load_tokenizer(path)
     except AlbertLabError as err:
         raise RunError(f"distil_from: {err}") from None
     _refuse(str(path), spec, own, student, tokenizer)
+    if pair:
+        _refuse_pair(str(path), spec, (card.get("heads") or {}).get("pair"), student)
 
 
 def _refuse(where: str, spec: ModelSpec, own, student: ModelSpec, tokenizer) -> None:
@@ -69,7 +76,15 @@ def _refuse(where: str, spec: ModelSpec, own, student: ModelSpec, tokenizer) -> 
                        f"({len(own)} pieces against {len(tokenizer)}); distil from a checkpoint with the same tokenizer")
 
 
-def load_teacher(folder: str | Path, student: ModelSpec, tokenizer, device: torch.device) -> Teacher:
+def _refuse_pair(where: str, spec: ModelSpec, head: str | None, student: ModelSpec) -> None:
+    """RunError unless the teacher's pair head was trained for the student's own task."""
+    if head != "trained" or spec.objective != student.objective:
+        trained = f"trained with {spec.objective.upper()}" if head == "trained" else f"{head or 'not known to be trained'}"
+        raise RunError(f"distil_pair: {where}'s pair head is {trained}, the model's objective is {student.objective.upper()}; "
+                       "a pair head is distilled only from a teacher trained for the same task")
+
+
+def load_teacher(folder: str | Path, student: ModelSpec, tokenizer, device: torch.device, pair: bool = False) -> Teacher:
     """The checkpoint in `folder` as the frozen teacher of a run, refused as check_teacher
     refuses (on the loaded spec and tokenizer: the files are read once)."""
     from albert_lab.checkpoint.load import load_checkpoint
@@ -79,16 +94,19 @@ def load_teacher(folder: str | Path, student: ModelSpec, tokenizer, device: torc
     except AlbertLabError as err:
         raise RunError(f"distil_from: {err}") from None
     _refuse(str(folder), bundle.spec, bundle.tokenizer, student, tokenizer)
+    if pair:
+        _refuse_pair(str(folder), bundle.spec, bundle.heads.pair, student)
     model = bundle.model.to(device).eval().requires_grad_(False)
     layers = tuple(round(i * bundle.spec.num_layers / student.num_layers) for i in range(student.num_layers + 1))
-    return Teacher(model=model, layers=layers, logits=bundle.heads.mlm == "trained", name=bundle.name)
+    return Teacher(model=model, layers=layers, logits=bundle.heads.mlm == "trained", name=bundle.name, pair=pair)
 
 
 def distillation_loss(teacher: Teacher, batch: Batch, hidden: tuple[torch.Tensor, ...],
-                      mlm_logits: torch.Tensor) -> torch.Tensor:
+                      mlm_logits: torch.Tensor, pair_logits: torch.Tensor | None = None) -> torch.Tensor:
     """Relative hidden-state error, averaged over the student's L + 1 states, plus the
     KL divergence of the MLM distributions per masked position where the teacher's MLM
-    head is trained. `hidden` and `mlm_logits` are the student's, with gradients."""
+    head is trained, plus that of the pair distributions per pair where asked.
+    `hidden`, `mlm_logits` (P, V) and `pair_logits` (B, 2) are the student's, with gradients."""
     parts = Parts.of(teacher.model)
     with torch.no_grad():
         out = parts.encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
@@ -97,11 +115,16 @@ def distillation_loss(teacher: Teacher, batch: Batch, hidden: tuple[torch.Tensor
         if teacher.logits:
             picked = out.last_hidden_state.reshape(-1, out.last_hidden_state.shape[-1]).index_select(0, batch.mlm_positions)
             teacher_logp = F.log_softmax(parts.mlm_head(picked).float(), dim=-1)
+        if teacher.pair:
+            teacher_pair = F.log_softmax(parts.pair_head(out.pooler_output).float(), dim=-1)  # (B, 2)
     real = batch.attention_mask.unsqueeze(-1).float()  # padding is not matched
     errors = [((s.float() - t).square() * real).sum() / (t.square() * real).sum().clamp_min(1e-12)
               for s, t in zip(hidden, targets)]
     loss = torch.stack(errors).mean()
     if teacher.logits:
         loss = loss + F.kl_div(F.log_softmax(mlm_logits.float(), dim=-1), teacher_logp, log_target=True,
+                               reduction="batchmean")
+    if teacher.pair:
+        loss = loss + F.kl_div(F.log_softmax(pair_logits.float(), dim=-1), teacher_pair, log_target=True,
                                reduction="batchmean")
     return loss

@@ -134,3 +134,20 @@ def test_ablation_results_file_names_its_rows():
     data = json.loads(path.read_text())
     assert data["command"].startswith("scripts/ablation.py")
     assert {row["name"] for row in data["rows"]} <= {f"e{e}-{s}" for e in (64, 128, 256, 384) for s in ("all", "none", "attention", "ffn")}
+
+
+def test_a_bert_trained_with_sop_keeps_its_head_as_an_sop_head(tiny_bert, tmp_path):
+    """BERT keeps a pair head in its NSP slot whatever trained it; a BERT whose card says SOP
+    (bert-sop-minilm) becomes an ALBERT whose pair head predicts order, not 'is next'."""
+    from albert_lab.checkpoint.store import save_checkpoint
+
+    folder, _ = tiny_bert
+    bundle = load_checkpoint(folder, device="cpu")
+    sop = save_checkpoint(bundle.model, bundle.tokenizer, bundle.spec.replace(objective="sop"), tmp_path / "bert-sop",
+                          {"name": "bert-sop", "heads": {"mlm": "trained", "pair": "trained"}})
+    out = albertize(sop, tmp_path / "albert", embedding_size=8, sharing="all")
+    converted = load_checkpoint(out, device="cpu")
+    assert converted.spec.objective == "sop" and converted.heads.pair_kind == "sop"
+    assert "SOP head" in read_card(out)["conversion"]["heads"]["pair"]
+    plain = load_checkpoint(albertize(folder, tmp_path / "from-nsp", embedding_size=8, sharing="all"), device="cpu")
+    assert plain.spec.objective == "nsp" and plain.heads.pair_kind == "nsp"

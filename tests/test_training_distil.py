@@ -35,10 +35,11 @@ def test_a_student_equal_to_its_teacher_has_nothing_to_learn_from_it(tiny_bert, 
     folder, _ = tiny_bert
     _, first = _train(_config(folder, max_steps=3), tmp_path / "runs", "first")
     start = first / "checkpoint"
-    rows, run_dir = _train(_config(start, max_steps=1, distil_from=str(start)), tmp_path / "runs", "self")
+    rows, run_dir = _train(_config(start, max_steps=1, distil_from=str(start), distil_pair=True), tmp_path / "runs", "self")
     assert rows[0]["step"] == 1 and abs(rows[0]["distil_loss"]) < 1e-6
     taught = read_card(run_dir / "checkpoint")["provenance"]["distilled_from"]
     assert taught["folder"] == str(start) and taught["mlm_distribution_matched"] is True
+    assert taught["pair_distribution_matched"] is True
     assert taught["hidden_states_matched"] == [0, 1, 2, 3]
 
 
@@ -99,3 +100,53 @@ def test_a_run_with_a_teacher_resumes_exactly(tiny_bert, tmp_path, monkeypatch):
     for step in (6, 10):
         assert abs(a[step]["loss"] - b[step]["loss"]) < 1e-5 * a[step]["loss"], step
         assert abs(a[step]["distil_loss"] - b[step]["distil_loss"]) < 1e-5 * a[step]["distil_loss"], step
+
+
+def test_the_pair_term_is_the_kl_divergence_of_the_two_pair_distributions(tiny_bert, tmp_path):
+    """--distil-pair adds KL(teacher || student) of the pair distributions, averaged over the
+    batch's pairs: computed by hand here from the two models' own pair logits."""
+    import torch
+    import torch.nn.functional as F
+
+    from albert_lab.distil import distillation_loss, load_teacher
+    from albert_lab.models import Parts
+    from albert_lab.training.loop import Trainer
+
+    folder, _ = tiny_bert
+    _, first = _train(_config(folder, max_steps=3), tmp_path / "runs", "first")
+    teacher_dir = first / "checkpoint"
+    student = albertize(folder, tmp_path / "conv", embedding_size=8, sharing="all")
+    config = _config(student, distil_from=str(teacher_dir))
+    trainer = Trainer(create_run(config, tmp_path / "runs", "student")[0], config)
+    batch = trainer.data.batch(0)
+    out = Parts.of(trainer.model).encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                                          token_type_ids=batch.token_type_ids, output_hidden_states=True)
+    parts = Parts.of(trainer.model)
+    mlm = parts.mlm_head(out.last_hidden_state.reshape(-1, 32).index_select(0, batch.mlm_positions))
+    pair = parts.pair_head(out.pooler_output)  # (B, 2)
+    spec, tok = trainer.prepared.spec, trainer.prepared.tokenizer
+    with_pair = load_teacher(teacher_dir, spec, tok, torch.device("cpu"), pair=True)
+    without = load_teacher(teacher_dir, spec, tok, torch.device("cpu"))
+    t = Parts.of(with_pair.model)
+    with torch.no_grad():
+        pooled = t.encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                           token_type_ids=batch.token_type_ids).pooler_output
+        p = F.softmax(t.pair_head(pooled), -1)
+    by_hand = (p * (p.log() - F.log_softmax(pair, -1))).sum(-1).mean()
+    gap = distillation_loss(with_pair, batch, out.hidden_states, mlm, pair) - distillation_loss(without, batch, out.hidden_states, mlm, pair)
+    assert float(by_hand) > 1e-4 and float(gap) == pytest.approx(float(by_hand), rel=1e-4)
+
+
+def test_a_pair_head_is_distilled_only_from_a_teacher_trained_for_the_same_task(tiny_bert, tmp_path):
+    """An NSP student never learns order from a SOP teacher's head, nor from a head nobody trained."""
+    from albert_lab.training.prepare import prepare
+
+    folder, _ = tiny_bert
+    _, first = _train(_config(folder, max_steps=3), tmp_path / "runs", "sop-teacher")  # trained with SOP
+    student = albertize(folder, tmp_path / "conv", embedding_size=8, sharing="all")
+    with pytest.raises(RunError, match=r"distil_pair: .*pair head is trained with SOP, the model's objective is NSP"):
+        prepare(_config(student, objective="nsp", distil_from=str(first / "checkpoint"), distil_pair=True))
+    with pytest.raises(RunError, match=r"distil_pair: .*pair head is not known to be trained"):  # a transformers folder: nobody says it trained
+        prepare(_config(student, distil_from=str(folder), distil_pair=True))
+    with pytest.raises(RunError, match="distil_pair: matches a teacher's pair head"):
+        _config(student, distil_pair=True).validate()

@@ -82,7 +82,8 @@ def test_a_browser_uptraining_run_records_the_command_that_makes_it_again(tiny_b
     folder, source = tiny_bert
     config = uptrain_config(str(folder), "sop", corpus="wiki-vital[:600]", steps=40, max_seq_len=64, batch_size=8,
                             lr=1e-4, optimizer="adamw", warmup_steps=4, seed=2, name="up", distil_from=str(folder),
-                            pair_weight=4.0)
+                            pair_weight=4.0, distil_pair=True)
+    assert "--distil-pair" in config.command.split() and "--pair-weight 4.0" in config.command
     assert config.init_from == str(folder) and config.model_spec().hidden_size == source.config.hidden_size
     assert config.model_spec().dropout == 0.0 and config.command.startswith(f"albert-lab train --init-from {folder} --objective sop")
     captured = []

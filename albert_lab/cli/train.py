@@ -39,6 +39,9 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
                    help="distil from this checkpoint while training: match its hidden state after every layer and, where its "
                         "MLM head is trained, its MLM distributions (same width and tokenizer as the model)")
     p.add_argument("--distil-weight", type=float, default=DEFAULTS.distil_weight, help="the distillation term's weight in the loss")
+    p.add_argument("--distil-pair", action="store_true",
+                   help="with --distil-from: also match the teacher's pair (SOP/NSP) distribution; only from a teacher whose "
+                        "pair head was trained for the same task")
     p.add_argument("--pair-weight", type=float, default=DEFAULTS.pair_weight,
                    help="the pair (SOP/NSP) loss's weight against MLM's (paper: 1); more lets the order signal reach an "
                         "encoder whose MLM and distillation gradients are hundreds of times larger")
@@ -95,7 +98,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         eval_every=args.eval_every, eval_limit=args.eval_limit, checkpoint_every=args.checkpoint_every, gradflow_every=args.gradflow_every,
         log_every=args.log_every, name=args.name, command="albert-lab " + shlex.join(sys.argv[1:]),
         init_from=args.init_from, heads_only=args.heads_only, distil_weight=args.distil_weight,
-        pair_weight=args.pair_weight, pooler_init=args.pooler_init,
+        pair_weight=args.pair_weight, pooler_init=args.pooler_init, distil_pair=args.distil_pair,
         distil_from=resolve_checkpoint(args.distil_from) if args.distil_from else None,
     )
     from albert_lab.training.distributed import DistContext

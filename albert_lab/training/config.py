@@ -27,6 +27,7 @@ class TrainConfig:
     init_from: str | None = None  # a checkpoint folder to start from (uptraining): its weights, spec and tokenizer
     distil_from: str | None = None  # a checkpoint of the same width and vocabulary to distil from (hidden states, MLM)
     distil_weight: float = 1.0  # the distillation term's weight in the loss
+    distil_pair: bool = False  # also match the teacher's pair distribution (its head trained for the same task)
     pair_weight: float = 1.0  # the pair (SOP/NSP) loss's weight: the paper's loss is MLM + pair, 1
     pooler_init: PoolerInit = "keep"  # uptraining: keep the pooler, or standardise [CLS] (training/init.py)
     heads_only: bool = False  # train the MLM and pair heads (and pooler) on a frozen encoder: a probe of what it knows
@@ -89,6 +90,8 @@ class TrainConfig:
             ("distil_weight", self.distil_weight > 0, f"must be positive, got {self.distil_weight:g}"),
             ("pair_weight", self.pair_weight > 0, f"must be positive, got {self.pair_weight:g}"),
             ("distil_from", not (self.distil_from and self.heads_only), "a probe trains only the heads: it distils nothing"),
+            ("distil_pair", not self.distil_pair or (self.distil_from is not None and self.objective != "none"),
+             "matches a teacher's pair head: needs distil_from and a pair objective"),
             ("heads_only", not self.heads_only or self.init_from is not None,
              "a frozen random encoder says nothing: heads-only runs need init_from"),
         ]
@@ -155,7 +158,7 @@ TRAIN_FLAGS = {"corpus": "--corpus", "vocab_size": "--vocab-size", "max_seq_len"
                "max_minutes": "--minutes", "seed": "--seed", "chunk_start": "--chunk-start", "eval_every": "--eval-every",
                "checkpoint_every": "--checkpoint-every", "gradflow_every": "--gradflow-every", "name": "--name",
                "distil_from": "--distil-from", "distil_weight": "--distil-weight", "pair_weight": "--pair-weight",
-               "pooler_init": "--pooler-init"}
+               "pooler_init": "--pooler-init", "distil_pair": "--distil-pair"}
 
 
 def uptrain_config(init_from: str, objective: Objective, *, corpus: str, steps: int, minutes: float | None = None,
@@ -179,7 +182,9 @@ def _flags(config: TrainConfig) -> list[Any]:
     defaults = TrainConfig()
     for name, flag in TRAIN_FLAGS.items():
         value = getattr(config, name)
-        if value not in (None, "") and (value != getattr(defaults, name) or name in ("corpus", "max_steps")):
+        if isinstance(value, bool):  # a switch: the flag alone
+            args += [flag] if value and not getattr(defaults, name) else []
+        elif value not in (None, "") and (value != getattr(defaults, name) or name in ("corpus", "max_steps")):
             args += [flag, value]
     return args
 

@@ -86,8 +86,8 @@ class Trainer:
         if config.pooler_init == "standardize":  # before DDP copies rank 0's weights; a resumed run then loads its own
             self.init_card = {**(self.init_card or {}), "pooler_standardized": standardize_pooler(
                 self.model, [self._data(rank=0, world_size=1).batch(i).to(self.device) for i in range(STANDARDIZE_BATCHES)])}
-        self.teacher = (load_teacher(config.distil_from, self.prepared.spec, self.prepared.tokenizer, self.device)
-                        if config.distil_from else None)
+        self.teacher = (load_teacher(config.distil_from, self.prepared.spec, self.prepared.tokenizer, self.device,
+                                     pair=config.distil_pair) if config.distil_from else None)
         self.loss_fn = self.dist.wrap(PretrainingLoss(self.model, config.objective, self.teacher, config.distil_weight,
                                                        config.pair_weight))
         self.optimizer = build_optimizer(self.model, config.optimizer, config.lr, config.weight_decay)

@@ -69,7 +69,7 @@ def prepare(config: TrainConfig) -> Prepared:
 
 def _prepared(config: TrainConfig, corpus: Corpus, spec: ModelSpec, tokenizer, tokenizer_dir: Path) -> Prepared:
     if config.distil_from:
-        check_teacher(config.distil_from, spec, tokenizer)
+        check_teacher(config.distil_from, spec, tokenizer, pair=config.distil_pair)
     docs = tokenize_documents(corpus.train, tokenizer, cache_key=f"{corpus.fingerprint}-train")
     pairs = len(create_instances(docs, config.objective, config.max_seq_len, np.random.default_rng([config.seed, 0]),
                                  config.short_seq_prob))
