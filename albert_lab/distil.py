@@ -10,9 +10,10 @@ The student's hidden state i (0 = the embeddings, after ALBERT's E -> H projecti
 matched to the teacher's hidden state round(i * L_teacher / L_student), as a relative
 squared error (||s - t||^2 / ||t||^2 over the real tokens of the batch, averaged over the
 L + 1 states), so that one weight fits teachers of any scale. The MLM distributions are
-matched by KL(teacher || student) per masked position. The pair head's distribution is
-matched only when asked (`--distil-pair`) and only from a teacher whose pair head was
-trained for the student's own task: a student trained with NSP must not learn sentence
+matched by KL(teacher || student) per masked position. What the pair head reads and
+says, the pooled [CLS] vector (relative squared error) and the pair distribution (KL per
+pair), is matched only when asked (`--distil-pair`) and only from a teacher whose pair
+head was trained for the student's own task: a student trained with NSP must not learn sentence
 order from a teacher trained with SOP.
 
 The teacher runs in eval mode without gradients and without dropout, so a step's loss
@@ -39,7 +40,7 @@ class Teacher:
     layers: tuple[int, ...]  # the teacher hidden state matched by each student hidden state (0 = embeddings)
     logits: bool  # the teacher's MLM head is trained: its distributions are matched too
     name: str
-    pair: bool = False  # the teacher's pair distribution is matched too (same task, trained head)
+    pair: bool = False  # the teacher's pooled [CLS] and pair distribution are matched too (same task, trained head)
 
     def describe(self) -> dict[str, object]:
         """What a run's card records about its teacher."""
@@ -102,11 +103,17 @@ def load_teacher(folder: str | Path, student: ModelSpec, tokenizer, device: torc
 
 
 def distillation_loss(teacher: Teacher, batch: Batch, hidden: tuple[torch.Tensor, ...],
-                      mlm_logits: torch.Tensor, pair_logits: torch.Tensor | None = None) -> torch.Tensor:
+                      mlm_logits: torch.Tensor, pooled: torch.Tensor | None = None,
+                      pair_logits: torch.Tensor | None = None) -> torch.Tensor:
     """Relative hidden-state error, averaged over the student's L + 1 states, plus the
     KL divergence of the MLM distributions per masked position where the teacher's MLM
-    head is trained, plus that of the pair distributions per pair where asked.
-    `hidden`, `mlm_logits` (P, V) and `pair_logits` (B, 2) are the student's, with gradients."""
+    head is trained, plus, where asked, the relative error of the pooled [CLS] vectors and
+    the KL divergence of the pair distributions per pair. `hidden`, `mlm_logits` (P, V),
+    `pooled` (B, H) and `pair_logits` (B, 2) are the student's, with gradients.
+
+    Why the pooled vector: the pair head reads only it, one vector per pair against a
+    hidden-state error over every token of the batch, where [CLS] weighs 1/128; matched on
+    its own, the teacher's sense of order has a direct path into the student."""
     parts = Parts.of(teacher.model)
     with torch.no_grad():
         out = parts.encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
@@ -116,6 +123,7 @@ def distillation_loss(teacher: Teacher, batch: Batch, hidden: tuple[torch.Tensor
             picked = out.last_hidden_state.reshape(-1, out.last_hidden_state.shape[-1]).index_select(0, batch.mlm_positions)
             teacher_logp = F.log_softmax(parts.mlm_head(picked).float(), dim=-1)
         if teacher.pair:
+            teacher_pooled = out.pooler_output.float()  # (B, H)
             teacher_pair = F.log_softmax(parts.pair_head(out.pooler_output).float(), dim=-1)  # (B, 2)
     real = batch.attention_mask.unsqueeze(-1).float()  # padding is not matched
     errors = [((s.float() - t).square() * real).sum() / (t.square() * real).sum().clamp_min(1e-12)
@@ -125,6 +133,7 @@ def distillation_loss(teacher: Teacher, batch: Batch, hidden: tuple[torch.Tensor
         loss = loss + F.kl_div(F.log_softmax(mlm_logits.float(), dim=-1), teacher_logp, log_target=True,
                                reduction="batchmean")
     if teacher.pair:
+        loss = loss + (pooled.float() - teacher_pooled).square().sum() / teacher_pooled.square().sum().clamp_min(1e-12)
         loss = loss + F.kl_div(F.log_softmax(pair_logits.float(), dim=-1), teacher_pair, log_target=True,
                                reduction="batchmean")
     return loss

@@ -61,7 +61,8 @@ class PretrainingLoss(nn.Module):
         loss = mlm_loss + self.pair_weight * pair_loss  # x 1.0 is exact: the paper's loss, bit for bit
         distil = None
         if self.teachers:
-            distil = distillation_loss(self.teachers[0], batch, out.hidden_states, mlm_logits, pair_logits)
+            distil = distillation_loss(self.teachers[0], batch, out.hidden_states, mlm_logits, out.pooler_output,
+                                       pair_logits)
             loss = loss + self.distil_weight * distil
         with torch.no_grad():
             mlm_correct = (mlm_logits.argmax(-1) == batch.mlm_labels).sum()

@@ -102,9 +102,10 @@ def test_a_run_with_a_teacher_resumes_exactly(tiny_bert, tmp_path, monkeypatch):
         assert abs(a[step]["distil_loss"] - b[step]["distil_loss"]) < 1e-5 * a[step]["distil_loss"], step
 
 
-def test_the_pair_term_is_the_kl_divergence_of_the_two_pair_distributions(tiny_bert, tmp_path):
-    """--distil-pair adds KL(teacher || student) of the pair distributions, averaged over the
-    batch's pairs: computed by hand here from the two models' own pair logits."""
+def test_the_pair_terms_match_what_the_pair_head_reads_and_says(tiny_bert, tmp_path):
+    """--distil-pair adds the relative squared error of the pooled [CLS] vectors and
+    KL(teacher || student) of the pair distributions, averaged over the batch's pairs:
+    computed by hand here from the two models' own pooled vectors and pair logits."""
     import torch
     import torch.nn.functional as F
 
@@ -132,9 +133,11 @@ def test_the_pair_term_is_the_kl_divergence_of_the_two_pair_distributions(tiny_b
         pooled = t.encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                            token_type_ids=batch.token_type_ids).pooler_output
         p = F.softmax(t.pair_head(pooled), -1)
-    by_hand = (p * (p.log() - F.log_softmax(pair, -1))).sum(-1).mean()
-    gap = distillation_loss(with_pair, batch, out.hidden_states, mlm, pair) - distillation_loss(without, batch, out.hidden_states, mlm, pair)
-    assert float(by_hand) > 1e-4 and float(gap) == pytest.approx(float(by_hand), rel=1e-4)
+    kl = (p * (p.log() - F.log_softmax(pair, -1))).sum(-1).mean()
+    error = (out.pooler_output - pooled).square().sum() / pooled.square().sum()
+    args = (batch, out.hidden_states, mlm, out.pooler_output, pair)
+    gap = distillation_loss(with_pair, *args) - distillation_loss(without, *args)
+    assert float(kl) > 1e-4 and float(error) > 1e-3 and float(gap) == pytest.approx(float(kl + error), rel=1e-4)
 
 
 def test_a_pair_head_is_distilled_only_from_a_teacher_trained_for_the_same_task(tiny_bert, tmp_path):
