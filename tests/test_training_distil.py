@@ -137,7 +137,7 @@ def test_the_pair_terms_match_what_the_pair_head_reads_and_says(tiny_bert, tmp_p
     error = (out.pooler_output - pooled).square().sum() / pooled.square().sum()
     args = (batch, out.hidden_states, mlm, out.pooler_output, pair)
     gap = distillation_loss(with_pair, *args) - distillation_loss(without, *args)
-    kl, error, gap = float(kl), float(error.detach()), float(gap.detach())
+    kl, error, gap = float(kl.detach()), float(error.detach()), float(gap.detach())
     assert kl > 1e-4 and error > 1e-3 and gap == pytest.approx(kl + error, rel=1e-4)
 
 
