@@ -103,9 +103,10 @@ def test_a_run_with_a_teacher_resumes_exactly(tiny_bert, tmp_path, monkeypatch):
 
 
 def test_the_pair_terms_match_what_the_pair_head_reads_and_says(tiny_bert, tmp_path):
-    """--distil-pair adds the relative squared error of the pooled [CLS] vectors and
-    KL(teacher || student) of the pair distributions, averaged over the batch's pairs:
-    computed by hand here from the two models' own pooled vectors and pair logits."""
+    """--distil-pair matches [CLS] through the pooled vector instead of layer by layer: it adds
+    the relative squared error of the pooled vectors and KL(teacher || student) of the pair
+    distributions per pair, and its hidden-state term leaves [CLS] out. All computed by hand
+    here from the two models' own states, pooled vectors and pair logits."""
     import torch
     import torch.nn.functional as F
 
@@ -130,15 +131,23 @@ def test_the_pair_terms_match_what_the_pair_head_reads_and_says(tiny_bert, tmp_p
     without = load_teacher(teacher_dir, spec, tok, torch.device("cpu"))
     t = Parts.of(with_pair.model)
     with torch.no_grad():
-        pooled = t.encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                           token_type_ids=batch.token_type_ids).pooler_output
+        taught = t.encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                           token_type_ids=batch.token_type_ids, output_hidden_states=True)
+        pooled = taught.pooler_output
         p = F.softmax(t.pair_head(pooled), -1)
+
+    def hidden_error(first: int) -> torch.Tensor:  # relative error from token `first` on, mean over the states
+        keep = batch.attention_mask[:, first:, None].float()
+        return torch.stack([((s[:, first:] - h[:, first:]).square() * keep).sum() / (h[:, first:].square() * keep).sum()
+                            for s, h in zip(out.hidden_states, taught.hidden_states, strict=True)]).mean()
+
     kl = (p * (p.log() - F.log_softmax(pair, -1))).sum(-1).mean()
     error = (out.pooler_output - pooled).square().sum() / pooled.square().sum()
     args = (batch, out.hidden_states, mlm, out.pooler_output, pair)
     gap = distillation_loss(with_pair, *args) - distillation_loss(without, *args)
-    kl, error, gap = float(kl.detach()), float(error.detach()), float(gap.detach())
-    assert kl > 1e-4 and error > 1e-3 and gap == pytest.approx(kl + error, rel=1e-4)
+    shift = hidden_error(1) - hidden_error(0)  # the hidden-state term without [CLS], less the one with it
+    kl, error, gap, shift = (float(x.detach()) for x in (kl, error, gap, shift))
+    assert kl > 1e-4 and error > 1e-3 and abs(shift) > 1e-5 and gap == pytest.approx(kl + error + shift, rel=1e-4)
 
 
 def test_a_pair_head_is_distilled_only_from_a_teacher_trained_for_the_same_task(tiny_bert, tmp_path):
