@@ -151,3 +151,35 @@ def test_a_bert_trained_with_sop_keeps_its_head_as_an_sop_head(tiny_bert, tmp_pa
     assert "SOP head" in read_card(out)["conversion"]["heads"]["pair"]
     plain = load_checkpoint(albertize(folder, tmp_path / "from-nsp", embedding_size=8, sharing="all"), device="cpu")
     assert plain.spec.objective == "nsp" and plain.heads.pair_kind == "nsp"
+
+
+def test_the_card_says_how_much_of_its_layers_query_key_form_a_shared_block_keeps(tiny_bert, tmp_path):
+    """attention_kept: the shared block's ||W_q,h^T W_k,h|| (over heads) against the mean of the
+    layers it replaces, computed here head by head: a copied layer keeps its own share, an
+    average of unlike layers keeps less, no sharing keeps everything."""
+    from albert_lab.convert import query_key_norm
+
+    folder, source = tiny_bert
+    layers = source.bert.encoder.layer
+    d = 32 // 2
+
+    def form(layer) -> float:
+        q, k = layer.attention.self.query.weight.detach(), layer.attention.self.key.weight.detach()
+        return float(sum(torch.linalg.matrix_norm(q[h * d:(h + 1) * d].T @ k[h * d:(h + 1) * d]) ** 2 for h in range(2)) ** 0.5)
+
+    own = [form(layer) for layer in layers]
+    q_mean = torch.stack([layer.attention.self.query.weight.detach() for layer in layers]).mean(0)
+    k_mean = torch.stack([layer.attention.self.key.weight.detach() for layer in layers]).mean(0)
+    assert query_key_norm(layers[0].attention.self.query.weight, layers[0].attention.self.key.weight, 2) == pytest.approx(own[0], rel=1e-5)
+    facts = {init: read_card(albertize(folder, tmp_path / init, embedding_size=8, sharing="all", init=init))["conversion"]
+             for init in ("average", "stepwise")}
+    mean = sum(own) / len(own)
+    assert facts["stepwise"]["attention_kept"] == pytest.approx(own[0] / mean, abs=1e-4)
+    averaged = float(sum(torch.linalg.matrix_norm(q_mean[h * d:(h + 1) * d].T @ k_mean[h * d:(h + 1) * d]) ** 2
+                         for h in range(2)) ** 0.5)
+    assert facts["average"]["attention_kept"] == pytest.approx(averaged / mean, abs=1e-4)
+    assert facts["average"]["attention_kept"] < 0.9  # three random layers' forms partly cancel
+    none = read_card(albertize(folder, tmp_path / "none", embedding_size=8, sharing="none"))["conversion"]
+    assert none["attention_kept"] == 1.0
+    result = run_cli("albertize", "--checkpoint", str(folder), "--embedding", "8", "--sharing", "all", "--out", str(tmp_path / "cli"))
+    assert result.returncode == 0 and ("query-key forms keep" in result.stdout) == (facts["average"]["attention_kept"] < 0.5)

@@ -39,5 +39,8 @@ def cmd_albertize(args: argparse.Namespace) -> int:
     print(f"  embedding: E={facts['embedding_size']}, SVD kept {facts['embedding_energy_kept']:.1%} of the word embeddings' "
           f"energy; projection fit R^2 {facts['embedding_fit_r2']:.3f}")
     print(f"  sharing: {facts['sharing']} in {facts['groups']} group(s); init {facts['init']}: {facts['init_note']}")
+    if (kept := facts.get("attention_kept", 1.0)) < 0.5:
+        print(f"  attention: the shared blocks' query-key forms keep {kept:.0%} of their layers' (the average cancels): "
+              "attention starts almost uniform, which uptraining is slow to leave; --init stepwise copies a layer whole")
     print(f"  heads: MLM {facts['heads']['mlm']}; pair {facts['heads']['pair']}")
     return 0
