@@ -46,6 +46,10 @@ def albertize_section(name: str, source: str, spec: dict) -> None:
             st.success(f"Saved {path}: E={facts['embedding_size']} keeps {facts['embedding_energy_kept']:.1%} of the word "
                        f"embeddings' energy (projection fit R² {facts['embedding_fit_r2']:.2f}); {facts['sharing']} sharing in "
                        f"{facts['groups']} group(s). MLM head: {facts['heads']['mlm']}; pair head: {facts['heads']['pair']}.")
+            if (kept := facts.get("attention_kept", 1.0)) < 0.5:
+                st.warning(f"The shared blocks' query-key forms keep {kept:.0%} of their layers': averaged, the layers' "
+                           "attention cancels, every token starts attending almost uniformly, and uptraining is slow to "
+                           "leave that. 'stepwise' copies one layer whole.", icon=":material/warning:")
             if st.button(f"Pick {made} in the sidebar", key="albertize_pick"):
                 picker.add_checkpoint(made, path)
 

@@ -90,5 +90,7 @@ def test_the_model_card_albertizes_a_bert(app, tmp_path):
     out = tmp_path / "runs" / "albertized" / "bert-nsp-e8-all-average"
     card = read_card(out)
     assert card["conversion"]["status"] == "converted, not trained" and card["provenance"]["command"].startswith("albert-lab albertize")
+    warned = any("query-key forms keep" in w.value for w in at.warning)  # the averaged attention, said where it is weak
+    assert warned == (card["conversion"]["attention_kept"] < 0.5)
     at.button(key="albertize_pick").click().run()
     assert "bert-nsp-e8-all-average" in at.sidebar.multiselect(key="picked").value
