@@ -216,11 +216,8 @@ def attention_kept(source: dict[str, torch.Tensor], state: dict[str, torch.Tenso
     every token attends almost uniformly, a saddle the shared block is slow to leave."""
     if spec.sharing not in ("all", "attention"):
         return 1.0
-    members: dict[int, list[int]] = {}
-    for layer, group in enumerate(spec.group_of_layer):
-        members.setdefault(group, []).append(layer)
     kept = []
-    for group, layers in members.items():
+    for group, layers in _members(spec).items():
         slot = group if spec.sharing == "all" else layers[0]
         block = f"albert.encoder.albert_layer_groups.{slot}.albert_layers.0.attention"
         shared = query_key_norm(state[f"{block}.query.weight"], state[f"{block}.key.weight"], spec.num_heads)
@@ -230,12 +227,18 @@ def attention_kept(source: dict[str, torch.Tensor], state: dict[str, torch.Tenso
     return min(kept)
 
 
-def _blocks(source: dict[str, torch.Tensor], spec: ModelSpec, init: Init) -> dict[str, torch.Tensor]:
-    """ALBERT's layer groups. 'all': one block per sharing group; 'none', 'attention',
-    'ffn': one group per layer, the shared half initialised from its sharing group."""
+def _members(spec: ModelSpec) -> dict[int, list[int]]:
+    """Sharing group -> the source layers it replaces (from the spec's layer-to-group map)."""
     members: dict[int, list[int]] = {}
     for layer, group in enumerate(spec.group_of_layer):
         members.setdefault(group, []).append(layer)
+    return members
+
+
+def _blocks(source: dict[str, torch.Tensor], spec: ModelSpec, init: Init) -> dict[str, torch.Tensor]:
+    """ALBERT's layer groups. 'all': one block per sharing group; 'none', 'attention',
+    'ffn': one group per layer, the shared half initialised from its sharing group."""
+    members = _members(spec)
     shared = {"all": set(LAYER_MAP), "none": set(), "attention": {n for n in LAYER_MAP if n.startswith("attention")},
               "ffn": {n for n in LAYER_MAP if not n.startswith("attention")}}[spec.sharing]
     state = {}

@@ -80,7 +80,7 @@ def _refuse(where: str, spec: ModelSpec, own, student: ModelSpec, tokenizer) -> 
 def _refuse_pair(where: str, spec: ModelSpec, head: str | None, student: ModelSpec) -> None:
     """RunError unless the teacher's pair head was trained for the student's own task."""
     if head != "trained" or spec.objective != student.objective:
-        trained = f"trained with {spec.objective.upper()}" if head == "trained" else f"{head or 'not known to be trained'}"
+        trained = f"trained with {spec.objective.upper()}" if head == "trained" else head or "not known to be trained"
         raise RunError(f"distil_pair: {where}'s pair head is {trained}, the model's objective is {student.objective.upper()}; "
                        "a pair head is distilled only from a teacher trained for the same task")
 
@@ -131,7 +131,8 @@ def distillation_loss(teacher: Teacher, batch: Batch, hidden: tuple[torch.Tensor
             teacher_pair = F.log_softmax(parts.pair_head(out.pooler_output).float(), dim=-1)  # (B, 2)
     real = batch.attention_mask.unsqueeze(-1).float()  # padding is not matched
     if teacher.pair:  # [CLS] through the pooled term only: see below
-        real = torch.cat([torch.zeros_like(real[:, :1]), real[:, 1:]], dim=1)
+        real = real.clone()
+        real[:, 0] = 0
     errors = [((s.float() - t).square() * real).sum() / (t.square() * real).sum().clamp_min(1e-12)
               for s, t in zip(hidden, targets)]
     loss = torch.stack(errors).mean()

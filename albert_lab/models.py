@@ -109,6 +109,11 @@ class Parts:
         return cls(model.bert, model.cls.predictions, model.cls.seq_relationship, model.bert.embeddings.word_embeddings)
 
 
+def pooler_linear(model: PretrainingModel) -> nn.Linear:
+    """The pooler's H -> H map (tanh follows it in both families)."""
+    return model.albert.pooler if isinstance(model, AlbertForPreTraining) else model.bert.pooler.dense
+
+
 def layer_applications(model: PretrainingModel) -> list[nn.Module]:
     """The module run at each of the L layer applications, in order. For a shared
     ALBERT the same module object appears several times."""

@@ -99,8 +99,7 @@ def test_a_standardized_pooler_passes_on_each_cls_dimension_at_the_same_scale(ti
     """--pooler-init standardize: over the run's first batches, the pooler's pre-tanh output has
     mean 0 and standard deviation 0.5 in every dimension, however little the [CLS] state varies;
     the card says so, the encoder is untouched, and a resumed run keeps its trained pooler."""
-    from albert_lab.models import Parts
-    from albert_lab.training.init import pooler_dense
+    from albert_lab.models import Parts, pooler_linear
     from albert_lab.training.loop import STANDARDIZE_BATCHES, Trainer
 
     folder, _ = tiny_bert
@@ -113,7 +112,7 @@ def test_a_standardized_pooler_passes_on_each_cls_dimension_at_the_same_scale(ti
                                                      token_type_ids=b.token_type_ids).last_hidden_state[:, 0]
                      for b in (trainer.data.batch(i) for i in range(STANDARDIZE_BATCHES))])
     with torch.no_grad():
-        pre = pooler_dense(trainer.model.train())(cls)  # (N, H)
+        pre = pooler_linear(trainer.model.train())(cls)  # (N, H)
     torch.testing.assert_close(pre.mean(0), torch.zeros(pre.shape[1]), atol=1e-3, rtol=0)  # 0.2% of the std
     torch.testing.assert_close(pre.std(0), torch.full((pre.shape[1],), 0.5), atol=1e-3, rtol=0)
     mine, theirs = trainer.model.state_dict(), plain.model.state_dict()

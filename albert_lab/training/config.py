@@ -84,7 +84,7 @@ class TrainConfig:
             ("optimizer", self.optimizer in ("lamb", "adamw"), f"{self.optimizer!r}; allowed: 'lamb', 'adamw'"),
             ("precision", self.precision in ("auto", "fp32", "bf16"), f"{self.precision!r}; allowed: auto, fp32, bf16"),
             ("chunk_start", self.chunk_start in ("document", "random"), f"{self.chunk_start!r}; allowed: document, random"),
-            ("pooler_init", self.pooler_init in get_args(PoolerInit), f"{self.pooler_init!r}; allowed: keep, standardize"),
+            ("pooler_init", self.pooler_init in get_args(PoolerInit), f"{self.pooler_init!r}; allowed: {', '.join(get_args(PoolerInit))}"),
             ("pooler_init", self.pooler_init == "keep" or (self.init_from is not None and self.objective != "none"),
              "standardize sets up the pooler of a run that starts from a checkpoint and trains a pair head"),
             ("distil_weight", self.distil_weight > 0, f"must be positive, got {self.distil_weight:g}"),

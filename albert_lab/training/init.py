@@ -59,14 +59,6 @@ def load_init_weights(model: torch.nn.Module, folder: Path) -> dict[str, Any]:
             "weights_count": sum(len(safetensors_keys(folder / f)) for f in files), "heads_added": added}
 
 
-def pooler_dense(model: torch.nn.Module) -> torch.nn.Linear:
-    """The pooler's linear layer ([CLS] state -> pooled, before tanh), for both families."""
-    from albert_lab.models import Parts
-
-    pooler = Parts.of(model).encoder.pooler
-    return pooler if isinstance(pooler, torch.nn.Linear) else pooler.dense
-
-
 @torch.no_grad()
 def standardize_pooler(model: torch.nn.Module, batches: list, gain: float = 0.5) -> dict[str, float]:
     """Set the pooler to tanh(gain * (h_cls - mean) / std), per dimension, with mean and std of
@@ -79,7 +71,7 @@ def standardize_pooler(model: torch.nn.Module, batches: list, gain: float = 0.5)
     sentence-order head never left chance (docs/results.md). Standardised, the pooled vector
     varies at the scale a trained pooler gives (std about 0.4) and the order signal flows.
     Returns what the card records."""
-    from albert_lab.models import Parts
+    from albert_lab.models import Parts, pooler_linear
 
     encoder, training = Parts.of(model).encoder, model.training
     model.eval()  # without dropout: the statistics of the state the pooler will see
@@ -87,7 +79,7 @@ def standardize_pooler(model: torch.nn.Module, batches: list, gain: float = 0.5)
                      .last_hidden_state[:, 0].float() for b in batches])  # (N, H)
     model.train(training)
     mean, std = cls.mean(0), cls.std(0).clamp_min(1e-6)
-    dense = pooler_dense(model)
+    dense = pooler_linear(model)
     dense.weight.copy_(torch.diag(gain / std).to(dense.weight.dtype))
     dense.bias.copy_((-gain * mean / std).to(dense.bias.dtype))
     return {"pairs": int(cls.shape[0]), "gain": gain, "cls_std_mean": round(float(std.mean()), 6),

@@ -32,7 +32,7 @@ from albert_lab.data.corpora import evaluation_documents, load_corpus
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.data.heldout import build_eval_pairs
 from albert_lab.errors import AlbertLabError
-from albert_lab.models import Parts, PretrainingModel
+from albert_lab.models import Parts, PretrainingModel, pooler_linear
 
 PROBE = "probe on a frozen encoder"
 PairTask = Literal["sop", "nsp"]
@@ -52,11 +52,6 @@ class ProbeResult:
     corpus: str
     seed: int
     train_loss: float
-
-
-def pooler_linear(model: PretrainingModel) -> nn.Linear:
-    """The pooler's H -> H map (tanh follows it in both families)."""
-    return model.albert.pooler if isinstance(model, AlbertForPreTraining) else model.bert.pooler.dense
 
 
 def pair_linear(model: PretrainingModel) -> nn.Linear:
