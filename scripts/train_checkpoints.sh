@@ -23,6 +23,8 @@
 #    tokens), AdamW 1.5e-3: the recipe chosen from the short curves of scripts/recipe_curves.py
 #    (docs/recipe.png). Both were trained side by side on 2 CPU cores, one thread each (about
 #    80 minutes; this script runs them one after the other).
+# 6b. albert-sop-minilm's second stage (runs/ship-albert-sop-minilm-2, about 110 minutes): what
+#    ships as albert-sop-minilm (export_checkpoints.py prefers a finished second stage).
 #
 # EXPERIMENTS=1 also trains albert-sop-random (SOP with each document's walk starting at
 # a random sentence, so more training pairs are interior; evaluated beside the four, not
@@ -97,6 +99,33 @@ for objective in sop nsp; do
       --gradflow-every 300 --log-every 50 --threads "${ALBERT_MINILM_THREADS:-1}" --foreground --name "$name" --run-id "ship-$name"
   fi
 done
+# 6b. albert-sop-minilm's second stage: the first never left chance on sentence order, so it was
+#     continued from its shipped (bf16) weights, distilling bert-sop-minilm (hidden states, MLM and
+#     pair distributions, pooled vector: --distil-pair), the pooler standardized, the pair loss
+#     weighted 4, AdamW 1e-3; 110 minutes on 2 CPU cores (one run, 2 threads). The clock ends it
+#     and sets its learning-rate schedule, so elsewhere the step count differs.
+stage2=runs/ship-albert-sop-minilm-2
+if [ -z "$MINILM" ] || [ ! -f runs/ship-albert-sop-minilm/checkpoint/model.safetensors ]; then
+  echo "== albert-sop-minilm, second stage: needs the first; skipped"
+elif [ -f "$stage2/run.json" ] && grep -q '"status": "succeeded"' "$stage2/run.json"; then
+  echo "== albert-sop-minilm, second stage: already trained ($stage2)"
+elif [ -d "$stage2" ]; then
+  "$PY" -m albert_lab train --resume "$stage2" --foreground
+else
+  echo "== albert-sop-minilm, second stage"
+  "$PY" - <<'PY'  # the first stage as it shipped: optimizer state dropped, weights in bfloat16
+import sys
+from pathlib import Path
+sys.path.insert(0, "scripts")
+from export_checkpoints import SECOND_STAGE_START, export_run
+export_run(Path("runs/ship-albert-sop-minilm/checkpoint"), Path(SECOND_STAGE_START), bf16=True)
+PY
+  "$PY" -m albert_lab train --init-from runs/albert-sop-minilm-13m --distil-from checkpoints/bert-sop-minilm --distil-pair \
+    --pooler-init standardize --pair-weight 4 --objective sop --optimizer adamw --dropout 0 --batch-size 64 --seq-len 128 \
+    --weight-decay 0.01 --seed 0 --lr 1e-3 --warmup 100 --steps 4000 --minutes "${ALBERT_SOP_STAGE2_MINUTES:-110}" \
+    --eval-every 300 --eval-limit 600 --checkpoint-every 150 --gradflow-every 300 --log-every 25 --threads 2 --foreground \
+    --name albert-sop-minilm --run-id ship-albert-sop-minilm-2
+fi
 if [ "${EXPERIMENTS:-0}" = 1 ]; then
   train albert-sop-random --preset lab-albert --objective sop --chunk-start random
 fi

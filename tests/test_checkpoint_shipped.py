@@ -35,7 +35,14 @@ def test_all_seven_are_listed_and_load(real_checkpoints):
         for key in ("command", "seed", "corpus", "steps", "tokens", "wall_time_s", "machine", "corpus_credit"):
             assert provenance[key] not in (None, ""), (name, key)
         assert "CC BY-SA 4.0" in provenance["corpus_credit"]
-        if "distilled_from" in provenance:  # MiniLM made an ALBERT, then uptrained while distilling MiniLM
+        if "first_stage" in provenance:  # an albertized MiniLM's first stage, continued distilling bert-sop-minilm
+            first = provenance["first_stage"]
+            assert first["init_from"]["conversion"]["init"] == "average" and '--distil-from "$MINILM"' in first["command"]
+            assert provenance["distilled_from"]["name"] == "bert-sop-minilm" and "--distil-pair" in provenance["command"]
+            assert provenance["init_from"]["name"] == name and "--init-from runs/albert-sop-minilm-13m " in provenance["command"]
+            assert provenance["tokens_total"] == first["tokens"] + provenance["tokens"] and "Apache-2.0" in provenance["source_model"]
+            assert bundle.spec.label.startswith("ALBERT L=6 H=384 E=128 all-shared") and provenance["corpus"] == "long-mix"
+        elif "distilled_from" in provenance:  # MiniLM made an ALBERT, then uptrained while distilling MiniLM
             conversion = provenance["init_from"]["conversion"]
             assert (conversion["embedding_size"], conversion["sharing"], conversion["init"]) == (128, "all", "average")
             assert provenance["distilled_from"]["name"] == "all-MiniLM-L6-v2" and "Apache-2.0" in provenance["source_model"]
