@@ -227,6 +227,20 @@ def attention_kept(source: dict[str, torch.Tensor], state: dict[str, torch.Tenso
     return min(kept)
 
 
+ATTENTION_WARN = 0.5  # a shared block keeping less of its layers' query-key form starts attending almost uniformly
+
+
+def attention_warning(facts: dict) -> str | None:
+    """What the CLI and the Model card say of a conversion whose shared blocks keep under
+    ATTENTION_WARN of their layers' attention (None where they keep enough)."""
+    kept = facts.get("attention_kept", 1.0)
+    if kept >= ATTENTION_WARN:
+        return None
+    return (f"The shared blocks' query-key forms keep {kept:.0%} of their layers': averaged, the layers' attention cancels, "
+            "every token starts attending almost uniformly, and uptraining is slow to leave that. "
+            "Init 'stepwise' copies one layer whole.")
+
+
 def _members(spec: ModelSpec) -> dict[int, list[int]]:
     """Sharing group -> the source layers it replaces (from the spec's layer-to-group map)."""
     members: dict[int, list[int]] = {}

@@ -41,15 +41,14 @@ def albertize_section(name: str, source: str, spec: dict) -> None:
         if "albertize_done" in st.session_state:
             made, path = st.session_state["albertize_done"]
             from albert_lab.checkpoint.files import read_card
+            from albert_lab.convert import attention_warning
 
             facts = read_card(Path(path))["conversion"]
             st.success(f"Saved {path}: E={facts['embedding_size']} keeps {facts['embedding_energy_kept']:.1%} of the word "
                        f"embeddings' energy (projection fit R² {facts['embedding_fit_r2']:.2f}); {facts['sharing']} sharing in "
                        f"{facts['groups']} group(s). MLM head: {facts['heads']['mlm']}; pair head: {facts['heads']['pair']}.")
-            if (kept := facts.get("attention_kept", 1.0)) < 0.5:
-                st.warning(f"The shared blocks' query-key forms keep {kept:.0%} of their layers': averaged, the layers' "
-                           "attention cancels, every token starts attending almost uniformly, and uptraining is slow to "
-                           "leave that. 'stepwise' copies one layer whole.", icon=":material/warning:")
+            if warning := attention_warning(facts):
+                st.warning(warning, icon=":material/warning:")
             if st.button(f"Pick {made} in the sidebar", key="albertize_pick"):
                 picker.add_checkpoint(made, path)
 

@@ -232,8 +232,7 @@ def learning_curves() -> pd.DataFrame:
         spec = json.loads((run / "run.json").read_text()).get("spec_label", "")
         lines = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
         tokens = {r["step"]: r["tokens"] for r in lines if r.get("kind") == "train" and "tokens" in r}
-        stage = 2 if run.name.endswith("-2") else 1
-        name = run.name.removeprefix("ship-").removesuffix("-2") if stage == 2 else run.name.removeprefix("ship-")
+        name, stage = run.name.removeprefix("ship-").removesuffix("-2"), 2 if run.name.endswith("-2") else 1
         steps_before, tokens_before = stage_offset(name, stage)
         for row in lines:
             if row.get("kind") == "eval" and not row.get("final"):  # the final one (all pairs) is the table's

