@@ -42,7 +42,7 @@ def table(results) -> str:
         lines.append(f"| {row['E']} | {row['sharing']} | {row['parameters'] / 1e6:.1f}M | {row['energy_kept']:.2f} | "
                      f"{row['fit_r2']:.2f} | {accuracy(row, 'probe_mlm')} | {accuracy(row, 'mlm')} | "
                      f"{accuracy(row, 'sop_interior')} | {accuracy(row, 'sop_ood')} | {paper(row)} |")
-    lines += ["", f"Made by `{results.command}` on {results.device} ({results.wall_s / 60:.0f} minutes, all rows at once); "
+    lines += ["", f"Made by `{results.command}` on {results.device} ({results.wall_s / 60:.0f} minutes of GPU time); "
               f"each uptraining run saw {results.tokens / 1e6:.1f}M tokens, each probe trained only the heads. "
               "Accuracies are held-out long-mix (MLM, SOP interior) and the out-of-domain book (SOP), "
               "with 95% Wilson intervals; regenerate the table with `scripts/make_ablation.py`."]
