@@ -29,3 +29,13 @@ def test_a_cpu_only_torch_is_known_from_its_build_files():
     expected = torch.version.cuda is None and torch.version.hip is None and sys.platform != "darwin"
     assert cpu_only() is expected
     assert known_devices() in (None, available_devices())
+
+
+def test_a_run_card_names_the_gpu_it_trained_on(monkeypatch):
+    """A checkpoint trained on a GPU said only 'x86_64, 16 cores, Linux': the card names the card."""
+    from albert_lab.training import provenance
+
+    host = provenance.machine()
+    assert provenance.machine(torch.device("cpu")) == host and "cores" in host
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H200")
+    assert provenance.machine(torch.device("cuda")) == f"NVIDIA H200; {host}"

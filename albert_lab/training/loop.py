@@ -259,7 +259,7 @@ class Trainer:
         """Weights, tokenizer, card and trainer state in one atomic checkpoint folder."""
         p, prep = self.progress, self.prepared
         card = run_card(self.config, self.run_dir.name, prep, p.step, p.tokens, p.elapsed, metrics, self.init_card,
-                        self.teacher.describe() if self.teacher else None)
+                        self.teacher.describe() if self.teacher else None, self.device)
         scalars = {"step": p.step, "tokens": p.tokens, "elapsed": p.elapsed}
         save_checkpoint(self.model, prep.tokenizer, prep.spec, self.folder.checkpoint, card,
                         tokenizer_source=prep.tokenizer_dir,

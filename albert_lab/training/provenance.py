@@ -19,7 +19,7 @@ from albert_lab.training.prepare import Prepared
 
 def run_card(config: TrainConfig, run_id: str, prepared: Prepared, steps: int, tokens: int, elapsed: float,
              metrics: dict[str, dict[str, float]], init_card: dict[str, Any] | None = None,
-             teacher: dict[str, Any] | None = None) -> dict[str, Any]:
+             teacher: dict[str, Any] | None = None, device: torch.device | None = None) -> dict[str, Any]:
     """The card of a run's checkpoint after `steps` steps, `tokens` tokens and `elapsed` seconds of training."""
     corpus = prepared.corpus
     return {
@@ -30,7 +30,7 @@ def run_card(config: TrainConfig, run_id: str, prepared: Prepared, steps: int, t
         "provenance": {
             "command": config.command, "run_id": run_id, "corpus": corpus.name, "corpus_credit": corpus.credit,
             "corpus_fingerprint": corpus.fingerprint, "seed": config.seed, "steps": steps, "tokens": tokens,
-            "wall_time_s": round(elapsed, 1), "machine": machine(), "torch": torch.__version__,
+            "wall_time_s": round(elapsed, 1), "machine": machine(device), "torch": torch.__version__,
             "transformers": transformers_version(), "code": code_version(),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "train_config": config.to_dict(),
             **({"init_from": init_card} if init_card else {}),
@@ -39,8 +39,10 @@ def run_card(config: TrainConfig, run_id: str, prepared: Prepared, steps: int, t
     }
 
 
-def machine() -> str:
-    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}"
+def machine(device: torch.device | None = None) -> str:
+    """'x86_64, 16 cores, Linux', led by the accelerator's name when the run trained on one."""
+    host = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}"
+    return f"{torch.cuda.get_device_name(device)}; {host}" if device is not None and device.type == "cuda" else host
 
 
 def code_version() -> str:
