@@ -123,11 +123,12 @@ def cpu_run(provenance: dict, note: str, reproduce: str) -> None:
     provenance["reproduce"] = reproduce
 
 
-SECOND_STAGE_START = "runs/albert-sop-minilm-13m"  # where train_checkpoints.sh puts the first stage, as it shipped
+SECOND_STAGE_START = {"albert-sop-minilm": "runs/albert-sop-minilm-13m",  # where train_checkpoints.sh puts each
+                      "albert-nsp-minilm": "runs/albert-nsp-minilm-12m"}  # first stage, as it shipped
 
 
 def annotate_second_stage(folder: Path, first: dict) -> None:
-    """The card of a checkpoint trained in two runs (albert-sop-minilm: its first stage, the
+    """The card of a checkpoint trained in two runs (the MiniLM ALBERTs: each first stage, the
     shipped model of 2026-11-25, continued with another recipe): the second run's provenance,
     with the first run's provenance inside it (`first_stage`), tokens over both
     (`tokens_total`), and the command with the start named as train_checkpoints.sh makes it."""
@@ -136,7 +137,7 @@ def annotate_second_stage(folder: Path, first: dict) -> None:
     provenance = card["provenance"]
     if "command_as_run" in provenance:  # annotated already
         return
-    start = provenance["init_from"]["folder"]
+    start, begin = provenance["init_from"]["folder"], SECOND_STAGE_START[card["name"]]
     first_provenance = first["provenance"]
     provenance["first_stage"] = {key: first_provenance[key] for key in
                                  ("command", "seed", "steps", "tokens", "wall_time_s", "machine", "code", "created",
@@ -147,14 +148,23 @@ def annotate_second_stage(folder: Path, first: dict) -> None:
     args = command.split()
     run = " ".join(args[args.index("--run-id"):args.index("--run-id") + 2] +
                    (args[args.index("--runs-dir"):args.index("--runs-dir") + 2] if "--runs-dir" in args else []))
-    provenance["command"] = (command.replace(f"--init-from {start}", f"--init-from {SECOND_STAGE_START}")
+    provenance["command"] = (command.replace(f"--init-from {start}", f"--init-from {begin}")
                              .replace(run, f"--run-id ship-{card['name']}-2")
-                             + f"  # {SECOND_STAGE_START}: the first stage (first_stage.command) exported as it shipped, "
+                             + f"  # {begin}: the first stage (first_stage.command) exported as it shipped, "
                              "its weights in bfloat16 (scripts/train_checkpoints.sh); the run id is the script's "
                              "(this run: command_as_run)")
+    teacher = provenance["distilled_from"]
+    taught = ("hidden states, MLM and pair distributions, pooled vector" if teacher["pair_distribution_matched"] else
+              "hidden states and MLM distributions; not its pooled vector or pair head, which were trained for SOP")
     provenance["source_model"] = (f"{MINILM_ALBERT}; first stage: uptrained distilling MiniLM; second stage: continued "
-                                  "distilling bert-sop-minilm (hidden states, MLM and pair distributions, pooled vector)")
-    cpu_run(provenance, "one run, 2 threads", "scripts/train_checkpoints.sh (the two stages: about 80 + 110 minutes on 2 CPU cores)")
+                                  f"distilling {teacher['name']} ({taught})")
+    if "cu" in provenance["torch"]:  # a CUDA build: the run had a GPU (the run card names it)
+        provenance["storage"] = "weights stored in bfloat16 (trained in fp32 with bf16 autocast); loaded as float32"
+        provenance["reproduce"] = ("scripts/train_checkpoints.sh (the first stage about 80 minutes on 2 CPU cores; the "
+                                   "second about 2 minutes on a GPU, about 110 on 2 CPU cores)")
+    else:
+        cpu_run(provenance, "one run, 2 threads",
+                "scripts/train_checkpoints.sh (the two stages: about 80 + 110 minutes on 2 CPU cores)")
     card_path.write_text(json.dumps(card, indent=2) + "\n")
 
 

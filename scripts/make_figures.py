@@ -68,11 +68,12 @@ def learning_curve() -> dict[str, object]:
     frame = pd.read_json(curves)  # the two the README discusses (all four: checkpoints/learning_curves.json)
     figs = {"learning-curve": learning_curve_figure(frame[frame.checkpoint.isin(["albert-sop", "albert-nsp"])], probe)}
     minilm = frame[frame.checkpoint.isin(["albert-sop-minilm", "albert-nsp-minilm"])]
-    if "stage" in minilm and (minilm.stage == 2).any():  # albert-sop-minilm continued: where its second stage began
+    if "stage" in minilm and (minilm.stage == 2).any():  # continued: where each second stage began
         fig = learning_curve_figure(minilm[["checkpoint", "tokens", "eval_mlm_acc", "eval_nsp_acc", "eval_sop_interior_acc"]])
-        start = minilm[(minilm.checkpoint == "albert-sop-minilm") & (minilm.stage == 1)].tokens.max() / 1e6
-        fig.add_vline(x=start, line=dict(dash="dot", color="#7f7f7f"), annotation_text="albert-sop-minilm: second stage",
-                      annotation_position="top right")
+        for name, second in minilm[minilm.stage == 2].groupby("checkpoint"):
+            start = minilm[(minilm.checkpoint == name) & (minilm.stage == 1)].tokens.max() / 1e6
+            fig.add_vline(x=start, line=dict(dash="dot", color="#7f7f7f"), annotation_text=f"{name.split('-')[1].upper()}: second stage",
+                          annotation_position="top right" if name.startswith("albert-sop") else "bottom left")
         fig.update_layout(title="ALBERTs from MiniLM: held-out accuracy against tokens seen (600 pairs per task)")
         figs["learning-curve-minilm"] = fig
     return figs

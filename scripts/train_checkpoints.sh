@@ -23,8 +23,8 @@
 #    tokens), AdamW 1.5e-3: the recipe chosen from the short curves of scripts/recipe_curves.py
 #    (docs/recipe.png). Both were trained side by side on 2 CPU cores, one thread each (about
 #    80 minutes; this script runs them one after the other).
-# 6b. albert-sop-minilm's second stage (runs/ship-albert-sop-minilm-2, about 110 minutes): what
-#    ships as albert-sop-minilm (export_checkpoints.py prefers a finished second stage).
+# 6b, 7b. Their second stages (runs/ship-albert-sop-minilm-2 and runs/ship-albert-nsp-minilm-2, about
+#    110 minutes each on 2 CPU cores): what ships (export_checkpoints.py prefers a finished second stage).
 #
 # EXPERIMENTS=1 also trains albert-sop-random (SOP with each document's walk starting at
 # a random sentence, so more training pairs are interior; evaluated beside the four, not
@@ -100,25 +100,36 @@ done
 #     pair distributions, pooled vector: --distil-pair), the pooler standardized, the pair loss
 #     weighted 4, AdamW 1e-3; 110 minutes on 2 CPU cores (one run, 2 threads). The clock ends it
 #     and sets its learning-rate schedule, so elsewhere the step count differs.
-second_stage() {
-  "$PY" - <<'PY'  # the first stage as it shipped: optimizer state dropped, weights in bfloat16
+# 7b. albert-nsp-minilm's second stage: the same recipe with NSP, for the same 2,058 steps of 64
+#     pairs, distilling bert-sop-minilm's hidden states and MLM distributions only (its pair head
+#     and pooled vector were trained for SOP); 2 minutes on an H200 (2026-11-26), about 110 on 2 CPU cores.
+second_stage() {  # NAME START OBJECTIVE: the first stage as it shipped (bf16, no optimizer state), continued
+  local name=$1 start=$2 objective=$3
+  "$PY" - "$name" "$start" <<'PY'
 import sys
 from pathlib import Path
 sys.path.insert(0, "scripts")
-from export_checkpoints import SECOND_STAGE_START, export_run
-export_run(Path("runs/ship-albert-sop-minilm/checkpoint"), Path(SECOND_STAGE_START), bf16=True)
+from export_checkpoints import export_run
+export_run(Path(f"runs/ship-{sys.argv[1]}/checkpoint"), Path(sys.argv[2]), bf16=True)
 PY
-  "$PY" -m albert_lab train --init-from runs/albert-sop-minilm-13m --distil-from checkpoints/bert-sop-minilm --distil-pair \
-    --pooler-init standardize --pair-weight 4 --objective sop --optimizer adamw --dropout 0 --batch-size 64 --seq-len 128 \
-    --weight-decay 0.01 --seed 0 --lr 1e-3 --warmup 100 --steps 4000 --minutes "${ALBERT_SOP_STAGE2_MINUTES:-110}" \
-    --eval-every 300 --eval-limit 600 --checkpoint-every 150 --gradflow-every 300 --log-every 25 --threads 2 --foreground \
-    --name albert-sop-minilm --run-id ship-albert-sop-minilm-2
+  if [ "$objective" = sop ]; then
+    budget=(--distil-pair --steps 4000 --minutes "${ALBERT_SOP_STAGE2_MINUTES:-110}" --threads 2)
+  else
+    budget=(--steps 2058)
+  fi
+  "$PY" -m albert_lab train --init-from "$start" --distil-from checkpoints/bert-sop-minilm "${budget[@]}" \
+    --pooler-init standardize --pair-weight 4 --objective "$objective" --optimizer adamw --dropout 0 --batch-size 64 \
+    --seq-len 128 --weight-decay 0.01 --seed 0 --lr 1e-3 --warmup 100 --eval-every 300 --eval-limit 600 \
+    --checkpoint-every 150 --gradflow-every 300 --log-every 25 --foreground --name "$name" --run-id "ship-$name-2"
 }
-if [ -z "$MINILM" ] || [ ! -f runs/ship-albert-sop-minilm/checkpoint/model.safetensors ]; then
-  echo "== albert-sop-minilm, second stage: needs the first; skipped"
-else
-  once ship-albert-sop-minilm-2 "albert-sop-minilm, second stage" second_stage
-fi
+for stage in "albert-sop-minilm runs/albert-sop-minilm-13m sop" "albert-nsp-minilm runs/albert-nsp-minilm-12m nsp"; do
+  set -- $stage
+  if [ -z "$MINILM" ] || [ ! -f "runs/ship-$1/checkpoint/model.safetensors" ]; then
+    echo "== $1, second stage: needs the first; skipped"
+  else
+    once "ship-$1-2" "$1, second stage" second_stage "$1" "$2" "$3"
+  fi
+done
 if [ "${EXPERIMENTS:-0}" = 1 ]; then
   train albert-sop-random --preset lab-albert --objective sop --chunk-start random
 fi

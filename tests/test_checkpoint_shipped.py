@@ -38,8 +38,12 @@ def test_all_seven_are_listed_and_load(real_checkpoints):
         if "first_stage" in provenance:  # an albertized MiniLM's first stage, continued distilling bert-sop-minilm
             first = provenance["first_stage"]
             assert first["init_from"]["conversion"]["init"] == "average" and '--distil-from "$MINILM"' in first["command"]
-            assert provenance["distilled_from"]["name"] == "bert-sop-minilm" and "--distil-pair" in provenance["command"]
-            assert provenance["init_from"]["name"] == name and "--init-from runs/albert-sop-minilm-13m " in provenance["command"]
+            teacher = provenance["distilled_from"]  # the order-knowing teacher passes its pair signal only to SOP
+            sop = bundle.spec.objective == "sop"
+            assert teacher["name"] == "bert-sop-minilm" and teacher["pair_distribution_matched"] == sop
+            assert ("--distil-pair" in provenance["command"]) == sop and f"--objective {bundle.spec.objective} " in provenance["command"]
+            start = f"runs/{name}-{round(first['tokens'] / 1e6)}m"  # the first stage as train_checkpoints.sh exports it
+            assert provenance["init_from"]["name"] == name and f"--init-from {start} " in provenance["command"]
             assert provenance["tokens_total"] == first["tokens"] + provenance["tokens"] and "Apache-2.0" in provenance["source_model"]
             assert bundle.spec.label.startswith("ALBERT L=6 H=384 E=128 all-shared") and provenance["corpus"] == "long-mix"
         elif "distilled_from" in provenance:  # MiniLM made an ALBERT, then uptrained while distilling MiniLM
