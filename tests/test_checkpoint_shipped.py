@@ -102,3 +102,21 @@ def test_the_sop_model_prefers_the_original_order():
     forward = pair_probabilities(bundle.model, bundle.tokenizer, list(lead.a), list(lead.b))
     backward = pair_probabilities(bundle.model, bundle.tokenizer, list(lead.b), list(lead.a))
     assert np.mean(forward > backward) > 0.8  # P(original order) is higher for the true order
+
+
+def test_every_card_command_can_be_run_again():
+    """scripts/check_rerun.py re-runs a card's command: it failed on every card whose command
+    carries a '# ...' note with an apostrophe ('No closing quotation'), and passed "$MINILM" on
+    as a literal folder name."""
+    spec = importlib.util.spec_from_file_location("check_rerun", ROOT / "scripts" / "check_rerun.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    from albert_lab.convert import minilm_folder
+
+    for name in NAMES:
+        card = json.loads((SHIPPED / name / "albert_lab.json").read_text())
+        if '"$MINILM"' in card["provenance"]["command"] and minilm_folder() is None:
+            continue
+        args = module.rerun_command(card, name, f"rerun-{name}")
+        assert args[1:4] == ["-m", "albert_lab", "train"] and args[-4:] == ["--name", f"{name}-rerun", "--run-id", f"rerun-{name}"]
+        assert not [a for a in args if a.startswith(("#", "$"))], (name, args)
