@@ -87,7 +87,10 @@ def ablation_headline(rows: pd.DataFrame, tokens: int) -> str:
         return kept + uptrained + (f"; the E < H uptraining runs ({CORRECTED}) measured a conversion bug fixed since (the "
                                    f"note under the table says what the fixed conversion did on a CPU), so {paper} is not "
                                    "yet tested on real weights at this budget.")
-    return kept + uptrained + f", the E < H rows {small.mlm.min():.3f}-{small.mlm.max():.3f}; compare {paper}."
+    at_128 = done[done["E"] == 128]
+    sharing = (f" (at E = 128, every sharing strategy {at_128.mlm.min():.3f}-{at_128.mlm.max():.3f})"
+               if at_128.sharing.nunique() > 1 else "")
+    return kept + uptrained + f", the E < H rows {small.mlm.min():.3f}-{small.mlm.max():.3f}{sharing}; compare {paper}."
 
 
 def corrected_rows(rows: pd.DataFrame) -> str:

@@ -106,6 +106,9 @@ def test_the_tab_shows_the_numbers_of_the_json_and_says_which_rows_failed(app, r
     none_h = next(r for r in data["rows"] if r["name"] == "e384-none")
     assert f"not shared reached {expected(none_h['uptrain']['evaluation'], 'in', 'mlm')[:5]}" in headline
     assert ("conversion bug fixed since" in headline) == (which == "flawed")  # a corrected row is left out of the headline
+    if which == "shipped":  # what sharing costs once E is cut: the four strategies at E = 128
+        at_128 = [float(expected(r["uptrain"]["evaluation"], "in", "mlm")[:5]) for r in data["rows"] if r["embedding"] == 128]
+        assert len(at_128) == 4 and f"every sharing strategy {min(at_128):.3f}-{max(at_128):.3f}" in headline
     assert any(data["command"] in m.value and "docs/ablation.md" in m.value for m in at.markdown)
     assert len(charts(at)) == 4  # the calculator's three and the ablation figure
 
