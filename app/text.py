@@ -45,7 +45,17 @@ def fmt_duration(seconds: float) -> str:
 
 def fmt_value(key: str, value: object) -> str:
     """A card value for a table: counts with separators, durations in minutes,
-    other numbers with 4 significant digits, times to the minute."""
+    other numbers with 4 significant digits, times to the minute; a record inside the
+    card (where a run started, its teacher, its first stage) as 'field: value; ...' in the
+    same words, held-out metrics as their accuracies, never as Python's dict text."""
+    if isinstance(value, dict):
+        if value and all(isinstance(v, dict) and "accuracy" in v for v in value.values()):  # held-out metrics
+            return ", ".join(f"{metric_label(k)} {v['accuracy']:.3f}" for k, v in value.items())
+        shown = [(k, v) for k, v in value.items() if v not in (None, "", [], {})]
+        return "; ".join(f"{field_label(k)}: " + (f"({fmt_value(k, v)})" if isinstance(v, dict) else fmt_value(k, v))
+                         for k, v in shown)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(fmt_value(key, v) for v in value)
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, str) and ISO_TIME.fullmatch(value):
@@ -73,6 +83,16 @@ FIELD_LABELS = {  # a model card's spec and provenance keys, in words
 
 def field_label(key: str) -> str:
     return FIELD_LABELS.get(key, key.replace("_", " "))
+
+
+TASKS = {"mlm": "MLM", "nsp": "NSP", "sop": "SOP", "sop_lead": "SOP, lead pairs", "sop_interior": "SOP, interior pairs"}
+
+
+def metric_label(key: str) -> str:
+    """'ood_sop_interior' -> 'SOP, interior pairs (out of domain)'."""
+    ood = key.startswith("ood_")
+    task = key.removeprefix("ood_")
+    return TASKS.get(task, task.replace("_", " ")) + (" (out of domain)" if ood else " (held-out)")
 
 
 ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:?\d\d|Z)?")

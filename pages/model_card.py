@@ -9,19 +9,9 @@ from app.albertize_form import albertize_section
 from app.guard import guard
 from app.selection import Selection
 from app.svg import parameters_by_component
-from app.text import field_label, fmt_value, si
+from app.text import field_label, fmt_value, metric_label, si
 
 st.title("Model card")
-TASKS = {"mlm": "MLM", "nsp": "NSP", "sop": "SOP", "sop_lead": "SOP, lead pairs", "sop_interior": "SOP, interior pairs"}
-
-
-def metric_label(key: str) -> str:
-    """'ood_sop_interior' -> 'SOP, interior pairs (out of domain)'."""
-    ood = key.startswith("ood_")
-    task = key.removeprefix("ood_")
-    return TASKS.get(task, task.replace("_", " ")) + (" (out of domain)" if ood else " (held-out)")
-
-
 def probe_section(chosen: Selection, name: str, heads: dict) -> None:
     """Fit the missing or untrained pair head of `name` on its frozen encoder (albert-lab fit-head)."""
     from albert_lab.paths import runs_dir, unique_folder
