@@ -70,7 +70,7 @@ def learning_curve() -> dict[str, object]:
     minilm = frame[frame.checkpoint.isin(["albert-sop-minilm", "albert-nsp-minilm"])]
     if "stage" in minilm and (minilm.stage == 2).any():  # continued: where each second stage began
         fig = learning_curve_figure(minilm[["checkpoint", "tokens", "eval_mlm_acc", "eval_nsp_acc", "eval_sop_interior_acc"]])
-        for name, second in minilm[minilm.stage == 2].groupby("checkpoint"):
+        for name in minilm[minilm.stage == 2].checkpoint.unique():
             start = minilm[(minilm.checkpoint == name) & (minilm.stage == 1)].tokens.max() / 1e6
             fig.add_vline(x=start, line=dict(dash="dot", color="#7f7f7f"), annotation_text=f"{name.split('-')[1].upper()}: second stage",
                           annotation_position="top right" if name.startswith("albert-sop") else "bottom left")
