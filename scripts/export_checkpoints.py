@@ -116,9 +116,11 @@ def processor() -> str:
     return platform.processor() or (names[0] if names else "CPU")
 
 
-def cpu_run(provenance: dict, note: str, reproduce: str) -> None:
-    """What a card of a run on this project's CPU machines says of machine, storage and how to repeat it."""
-    provenance["machine"] += f" ({processor()}; no GPU; bf16 autocast; {note})"
+def cpu_run(provenance: dict, note: str | None, reproduce: str) -> None:
+    """What a shipped card says of storage and how to repeat the run, and, for a run on this
+    project's CPU machines (`note`: how it ran there), of the machine."""
+    if note is not None:
+        provenance["machine"] += f" ({processor()}; no GPU; bf16 autocast; {note})"
     provenance["storage"] = "weights stored in bfloat16 (trained in fp32 with bf16 autocast); loaded as float32"
     provenance["reproduce"] = reproduce
 
@@ -158,10 +160,9 @@ def annotate_second_stage(folder: Path, first: dict) -> None:
               "hidden states and MLM distributions; not its pooled vector or pair head, which were trained for SOP")
     provenance["source_model"] = (f"{MINILM_ALBERT}; first stage: uptrained distilling MiniLM; second stage: continued "
                                   f"distilling {teacher['name']} ({taught})")
-    if "cu" in provenance["torch"]:  # a CUDA build: the run had a GPU (the run card names it)
-        provenance["storage"] = "weights stored in bfloat16 (trained in fp32 with bf16 autocast); loaded as float32"
-        provenance["reproduce"] = ("scripts/train_checkpoints.sh (the first stage about 80 minutes on 2 CPU cores; the "
-                                   "second about 2 minutes on a GPU, about 110 on 2 CPU cores)")
+    if "+cu" in provenance["torch"]:  # a CUDA build: the run had a GPU (the run card names it)
+        cpu_run(provenance, None, "scripts/train_checkpoints.sh (the first stage about 80 minutes on 2 CPU cores; the "
+                                  "second about 2 minutes on a GPU, about 110 on 2 CPU cores)")
     else:
         cpu_run(provenance, "one run, 2 threads",
                 "scripts/train_checkpoints.sh (the two stages: about 80 + 110 minutes on 2 CPU cores)")

@@ -103,15 +103,18 @@ done
 # 7b. albert-nsp-minilm's second stage: the same recipe with NSP, for the same 2,058 steps of 64
 #     pairs, distilling bert-sop-minilm's hidden states and MLM distributions only (its pair head
 #     and pooled vector were trained for SOP); 2 minutes on an H200 (2026-11-26), about 110 on 2 CPU cores.
-second_stage() {  # NAME START OBJECTIVE: the first stage as it shipped (bf16, no optimizer state), continued
-  local name=$1 start=$2 objective=$3
-  "$PY" - "$name" "$start" <<'PY'
+second_stage() {  # NAME OBJECTIVE: the first stage as it shipped (bf16, no optimizer state), continued
+  local name=$1 objective=$2 start
+  start=$("$PY" - "$name" <<'PY' | tail -n 1
 import sys
 from pathlib import Path
 sys.path.insert(0, "scripts")
-from export_checkpoints import export_run
-export_run(Path(f"runs/ship-{sys.argv[1]}/checkpoint"), Path(sys.argv[2]), bf16=True)
+from export_checkpoints import SECOND_STAGE_START, export_run
+start = SECOND_STAGE_START[sys.argv[1]]  # where the card's command says the stage started
+export_run(Path(f"runs/ship-{sys.argv[1]}/checkpoint"), Path(start), bf16=True)
+print(start)
 PY
+)
   if [ "$objective" = sop ]; then
     budget=(--distil-pair --steps 4000 --minutes "${ALBERT_SOP_STAGE2_MINUTES:-110}" --threads 2)
   else
@@ -122,12 +125,12 @@ PY
     --seq-len 128 --weight-decay 0.01 --seed 0 --lr 1e-3 --warmup 100 --eval-every 300 --eval-limit 600 \
     --checkpoint-every 150 --gradflow-every 300 --log-every 25 --foreground --name "$name" --run-id "ship-$name-2"
 }
-for stage in "albert-sop-minilm runs/albert-sop-minilm-13m sop" "albert-nsp-minilm runs/albert-nsp-minilm-12m nsp"; do
-  set -- $stage
-  if [ -z "$MINILM" ] || [ ! -f "runs/ship-$1/checkpoint/model.safetensors" ]; then
-    echo "== $1, second stage: needs the first; skipped"
+for objective in sop nsp; do
+  name=albert-$objective-minilm
+  if [ -z "$MINILM" ] || [ ! -f "runs/ship-$name/checkpoint/model.safetensors" ]; then
+    echo "== $name, second stage: needs the first; skipped"
   else
-    once "ship-$1-2" "$1, second stage" second_stage "$1" "$2" "$3"
+    once "ship-$name-2" "$name, second stage" second_stage "$name" "$objective"
   fi
 done
 if [ "${EXPERIMENTS:-0}" = 1 ]; then
