@@ -82,6 +82,18 @@ def test_intrinsic_eval_pairs_and_scores(small_corpus, bundles):
     assert result["nsp_pairs"] <= 20
 
 
+def test_pairs_of_one_task_score_that_task_and_nothing_else(small_corpus, bundles):
+    """A pairs frame with SOP rows only (a hand-picked set) scored for every task: the SOP
+    numbers equal those of the full set's SOP rows, the absent tasks count no pairs."""
+    pairs = build_eval_pairs(small_corpus.heldout)
+    sop_only = pairs[pairs.task == "sop"]
+    model, tokenizer = bundles[0].model, bundles[0].tokenizer
+    alone, full = intrinsic_eval(model, tokenizer, sop_only), intrinsic_eval(model, tokenizer, pairs)
+    assert alone["sop_interior_pairs"] == full["sop_interior_pairs"] > 0
+    assert alone["sop_interior_acc"] == full["sop_interior_acc"] and alone["sop_acc"] == full["sop_acc"]
+    assert not alone.get("mlm_predictions") and not alone.get("nsp_pairs")
+
+
 def test_a_trained_card_carries_intervals_and_counts():
     """A browser-trained run's card listed raw keys ('sop acc 0.512') without interval or n."""
     from albert_lab.analysis.intrinsic import card_metrics

@@ -110,7 +110,9 @@ def score_eval_pairs(model, tokenizer, pairs: pd.DataFrame, max_len: int = MAX_L
         if limit and len(frame) > limit:
             frame = frame.sample(n=limit, random_state=0).sort_index()
         frame = frame.copy()
-        if name == "mlm":
+        if frame.empty:  # a pairs file without this task: no rows, nothing to score
+            frame["hits"], frame["n"] = pd.Series(dtype=int), pd.Series(dtype=int)
+        elif name == "mlm":
             frame["hits"], frame["n"] = mlm_hits(model, tokenizer, list(frame.a), list(frame.b), max_len, dtype=dtype)
         else:
             p0 = pair_probabilities(model, tokenizer, list(frame.a), list(frame.b), max_len, dtype=dtype)
