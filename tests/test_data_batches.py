@@ -24,6 +24,23 @@ def test_tokenized_cache_round_trip(small_corpus, tokenizer, tokenized):
     assert np.array_equal(again.document_bounds, tokenized.document_bounds)
 
 
+def test_long_segments_tokenize_without_a_transformers_warning(minilm, monkeypatch):
+    """Segments are cut to the model later; tokenising a corpus must not log transformers'
+    "longer than the specified maximum ... indexing errors" (it alarmed users in every run log)."""
+    from transformers import tokenization_utils_base
+
+    from albert_lab.data.corpus import Document
+    from albert_lab.tokenizer import load_tokenizer
+
+    warned = []
+    monkeypatch.setattr(tokenization_utils_base.logger, "warning", lambda message, *a, **k: warned.append(message))
+    tokenizer = load_tokenizer(minilm)
+    long = "antidisestablishmentarianism xylophonists " * 45  # ~1,900 characters, >512 WordPiece tokens
+    docs = tokenize_documents([Document("long", (long, "A short one."))], tokenizer)
+    assert docs.segments(0)[0].size > tokenizer.model_max_length
+    assert not [m for m in warned if "longer than the specified maximum" in m]
+
+
 def _find(haystack: bytes, needle: np.ndarray, start: int = 0) -> list[int]:
     """Token offsets (4-byte aligned matches) of `needle` in `haystack`."""
     pattern, found, at = needle.astype(np.int32).tobytes(), [], start * 4

@@ -53,7 +53,8 @@ def tokenize_documents(docs: Sequence[Document], tokenizer, cache_key: str | Non
             except (OSError, ValueError, KeyError):
                 path.unlink(missing_ok=True)  # a damaged cache file is rebuilt
     texts = [s[:MAX_SEGMENT_CHARS] for d in docs for s in d.segments]
-    encoded = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+    # segments are cut to the model later; verbose=False: no "longer than the maximum" warning per corpus
+    encoded = tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"] if texts else []
     lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
     result = TokenizedDocs(
         ids=np.fromiter((t for e in encoded for t in e), dtype=np.int32, count=int(lengths.sum())),
