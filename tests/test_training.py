@@ -141,6 +141,7 @@ def test_second_run_waits_in_the_queue():
     third = start_run(config(max_steps=5, name="third"))
     time.sleep(3)
     assert read_run(second.path).status == "queued" and read_run(third.path).status == "queued"
+    wait_for(lambda: "queued: another run in" in read_run(second.path).log_tail(), what="why it waits, in its log")
     cancel_run(third.path)  # cancelling a queued run ends it as cancelled, without training
     wait_for(lambda: read_run(third.path).status == "cancelled", what="queued run cancelled")
     assert read_run(third.path).step == 0

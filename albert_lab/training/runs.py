@@ -164,15 +164,20 @@ def new_run_id(name: str = "") -> str:
 
 
 @contextmanager
-def training_slot(root: Path, poll_s: float = 1.0, should_stop=lambda: False):
-    """Hold the one-run-at-a-time lock (waiting as 'queued' until it is free)."""
+def training_slot(root: Path, poll_s: float = 1.0, should_stop=lambda: False, on_wait=lambda: None):
+    """Hold the one-run-at-a-time lock (waiting as 'queued' until it is free; `on_wait()` is
+    called once if it has to wait)."""
     handle = open(root / LOCK, "a+")  # noqa: SIM115 - held across the yield, closed in finally
     try:
+        waited = False
         while True:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if not waited:
+                    waited = True
+                    on_wait()
                 if should_stop():
                     raise RunError("cancelled while queued") from None
                 time.sleep(poll_s)

@@ -34,7 +34,10 @@ def run_worker(run_dir: Path, use_slot: bool = True) -> str:
 
         config = TrainConfig.from_dict(RunFolder(run_dir).read()["config"])
         if use_slot:
-            with training_slot(run_dir.parent, should_stop=cancel_file.exists):
+            waiting = (f"queued: another run in {run_dir.parent} is training (one at a time per runs folder; "
+                       "give --runs-dir another folder to train side by side)")
+            say_waiting = lambda: print(waiting, flush=True)
+            with training_slot(run_dir.parent, should_stop=cancel_file.exists, on_wait=say_waiting):
                 return train(run_dir, config)
         return train(run_dir, config)
     except AlbertLabError as err:
