@@ -109,6 +109,16 @@ def test_the_readme_is_short_and_its_links_lead_somewhere():
     readme = ROOT / "README.md"
     assert len(readme.read_text().splitlines()) <= 150
     for page in [readme, *sorted((ROOT / "docs").glob("*.md"))]:
-        for target in re.findall(r"\]\(([^)#\s]+)\)", page.read_text()):
-            if not target.startswith(("http://", "https://")):
-                assert (page.parent / target).exists(), f"{page.name} links to {target}, which does not exist"
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]+))?\)", page.read_text()):
+            if target.startswith(("http://", "https://")):
+                continue
+            linked = page.parent / target if target else page
+            assert linked.exists(), f"{page.name} links to {target}, which does not exist"
+            if anchor and linked.suffix == ".md":  # a heading of that page, as GitHub makes its id
+                assert anchor in heading_ids(linked), f"{page.name} links to {target}#{anchor}: no such heading"
+
+
+def heading_ids(page) -> set[str]:
+    """GitHub's ids of a Markdown page's headings: lower case, punctuation dropped, spaces to '-'."""
+    headings = re.findall(r"^#+\s+(.+?)\s*$", page.read_text(), flags=re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
