@@ -50,6 +50,10 @@ def progress_panel(run_id: str) -> None:
     status = {"queued": ":material/schedule:", "running": ":material/sync:", "succeeded": ":material/check_circle:",
               "failed": ":material/error:", "cancelled": ":material/cancel:"}[info.status]
     st.markdown(f"{status} **{info.name}**: {info.status}, step {info.step:,}" + (f" of {total:,}" if total else ""))
+    if info.status == "queued":
+        ahead = [r.name for r in list_runs(info.path.parent) if r.status == "running"]
+        st.caption("One run trains at a time in this runs folder: " + (f"this one starts when **{ahead[0]}** ends."
+                   if ahead else "this one starts as soon as it has loaded the corpus and the model."))
     if last is not None:
         done = min(1.0, info.step / total) if total else 0.0
         st.progress(done, text=f"{done:.0%}")

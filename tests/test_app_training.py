@@ -111,9 +111,34 @@ def test_runs_of_other_sessions_are_read_only_unless_single_user(app, monkeypatc
     at = goto(app, "training")
     assert not any(b.label == "Cancel this run" for b in at.button)
     assert any(f"albert-lab runs --cancel {run_dir.name}" in c.value for c in at.caption)
+    assert any("One run trains at a time in this runs folder" in c.value for c in at.caption)  # why it waits
     monkeypatch.setenv("ALBERT_LAB_SINGLE_USER", "1")
     at.run()
     assert any(b.label == "Cancel this run" for b in at.button)
+
+
+def test_a_queued_run_names_the_run_it_waits_for(app):
+    import subprocess
+    import sys
+
+    from conftest import tiny_spec
+
+    from albert_lab.training.config import TrainConfig
+    from albert_lab.training.jobs import create_run
+    from albert_lab.training.runs import update_run
+
+    make = lambda name: TrainConfig(spec=tiny_spec(1000).to_dict(), corpus="wiki-vital[:600]", vocab_size=1000,
+                                    max_steps=5, max_seq_len=64, name=name)
+    first, _ = create_run(make("ahead"))
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "albert_lab"])  # a live 'worker'
+    try:
+        update_run(first, status="running", pid=worker.pid, heartbeat=time.time())
+        create_run(make("behind"))
+        at = goto(app, "training")
+        assert any("this one starts when **ahead** ends" in c.value for c in at.caption), [c.value for c in at.caption]
+    finally:
+        worker.kill()
+        worker.wait()
 
 
 def test_a_reload_keeps_the_cancel_button_of_ones_own_run(app, monkeypatch):
