@@ -304,6 +304,9 @@ def albertize(source: str | Path, out: str | Path, embedding_size: int = 128, sh
     from albert_lab.checkpoint.store import save_checkpoint
 
     started = time.time()
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):  # before the work, and nothing of the user's replaced
+        raise CheckpointError(f"{out} exists; albertize writes a new folder: remove it or give another --out")
     bundle = load_checkpoint(source, device="cpu")
     if bundle.spec.family != "bert":
         raise CheckpointError(f"{source}: albertize converts BERT models; this is an {bundle.spec.family.upper()} "

@@ -103,6 +103,22 @@ def test_shared_blocks_start_from_the_chosen_layers(tmp_path, tokenizer, init, f
         assert torch.equal(group.albert_layers[0].attention.query.weight, layers[i].attention.self.query.weight)
 
 
+def test_albertize_never_replaces_what_is_at_out(tiny_bert, tmp_path):
+    """--out naming a shipped checkpoint or a user's file replaced it (the old copy was deleted)."""
+    folder, _ = tiny_bert
+    taken, a_file = tmp_path / "taken", tmp_path / "pairs.csv"
+    taken.mkdir()
+    (taken / "config.json").write_text("{}")
+    a_file.write_text("a,b\n")
+    for out in (taken, a_file):
+        result = run_cli("albertize", "--checkpoint", str(folder), "--embedding", "8", "--out", str(out))
+        one_line_error(result, "exists; albertize writes a new folder")
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no hidden .old/.tmp copies either
+    assert (taken / "config.json").read_text() == "{}" and a_file.read_text() == "a,b\n"
+    (empty := tmp_path / "empty").mkdir()
+    assert (albertize(folder, empty, embedding_size=8) / "albert_lab.json").is_file()  # an empty folder is fine
+
+
 def test_albertize_refuses_what_is_not_a_bert(make_checkpoint, tmp_path):
     folder, _ = make_checkpoint("an-albert")
     with pytest.raises(CheckpointError, match="converts BERT models"):
