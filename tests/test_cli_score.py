@@ -43,6 +43,30 @@ def test_score_refuses_bad_options_in_one_line(shipped, pairs_file, flags, words
     one_line_error(run_cli("score", str(pairs_file), "--checkpoint", str(shipped / "albert-sop"), *flags), words)
 
 
+def test_score_never_writes_over_its_own_pairs_file(shipped, pairs_file):
+    before = pairs_file.read_bytes()
+    one_line_error(run_cli("score", str(pairs_file), "--checkpoint", str(shipped / "albert-sop"), "--out", str(pairs_file)),
+                   "is also the input file")
+    assert pairs_file.read_bytes() == before
+
+
+@pytest.mark.parametrize("args, words", [
+    (("evaluate", "--limit", "0"), "--limit must be at least 1, got 0"),
+    (("evaluate", "--limit", "-3"), "--limit must be at least 1, got -3"),
+    (("evaluate", "--seq-len", "0"), "--seq-len must be at least 8, got 0"),
+    (("logit-lens", "--seq-len", "0"), "--seq-len must be at least 8, got 0"),
+    (("extrapolate", "--seq-len", "2"), "--seq-len must be at least 8, got 2"),
+    (("lens-top", "--seq-len", "-1"), "--seq-len must be at least 8"),
+    (("attention", "--seq-len", "0"), "--seq-len must be at least 8"),
+    (("attention", "--maps-out", "/tmp"), "--maps-out /tmp is a folder"),
+    (("cka", "--max-tokens", "0"), "--max-tokens must be at least 2, got 0"),
+])
+def test_analysis_commands_refuse_bad_sizes_before_any_work(shipped, args, words):
+    """--limit 0 ran the whole evaluation (0 read as 'no limit'), --limit -3 ended in a pandas
+    traceback, --seq-len 0 was taken; attention wrote its maps to a folder after all the work."""
+    one_line_error(run_cli(*args, "--checkpoint", str(shipped / "albert-sop")), words)
+
+
 def test_score_to_a_full_device_is_one_line(shipped, pairs_file):
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full")

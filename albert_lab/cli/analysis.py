@@ -41,9 +41,11 @@ def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from albert_lab.analysis.evaluation import evaluate, evaluation_pairs
 
+    check_at_least(args, seq_len=MIN_SEQ_LEN, limit=1)
+    bundles = load_bundles(args, args.checkpoint)  # a misspelt name fails before the pairs are built
     print("building the held-out pairs ...", file=sys.stderr)
     pairs = evaluation_pairs(args.corpus, out_of_domain=not args.no_ood)
-    results = evaluate(load_bundles(args, args.checkpoint), pairs, args.seq_len, args.limit,
+    results = evaluate(bundles, pairs, args.seq_len, args.limit,
                        by_source=args.by_source, progress=progress_line())
     if sys.stderr.isatty():
         print(file=sys.stderr)  # past the progress line
@@ -114,7 +116,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from albert_lab.data.textfile import read_user_file
 
     check_at_least(args, seq_len=MIN_SEQ_LEN, max_rows=1)
-    check_out(args.out)
+    check_out(args.out, args.pairs)
     parsed = read_pairs(read_user_file(args.pairs), args.pairs.name, args.max_rows)
     for problem in parsed.problems:
         print(f"warning: {problem}", file=sys.stderr)

@@ -165,14 +165,17 @@ def check_at_least(args: argparse.Namespace, **minimums: int) -> None:
             raise AlbertLabError(f"--{name.replace('_', '-')} must be at least {low}, got {value}")
 
 
-def check_out(out: Path | None) -> None:
-    """Refuse an --out file that cannot be written, before any work: a folder, a missing folder."""
+def check_out(out: Path | None, *inputs: Path, flag: str = "--out") -> None:
+    """Refuse an --out file that cannot be written, before any work: a folder, a missing folder,
+    one of the command's own input files (which it would overwrite)."""
     if out is None:
         return
+    if any(out.resolve() == Path(i).resolve() for i in inputs):
+        raise AlbertLabError(f"{flag} {out} is also the input file, which writing would replace: give another file name")
     if out.is_dir():
-        raise AlbertLabError(f"--out {out} is a folder; give a file name, e.g. {out / 'scores.csv'}")
+        raise AlbertLabError(f"{flag} {out} is a folder; give a file name, e.g. {out / 'scores.csv'}")
     if not out.parent.is_dir():
-        raise AlbertLabError(f"--out {out}: the folder {out.parent} does not exist; create it or give another file")
+        raise AlbertLabError(f"{flag} {out}: the folder {out.parent} does not exist; create it or give another file")
 
 
 def fail(message: str):
