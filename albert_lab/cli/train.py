@@ -76,6 +76,26 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a failed or cancelled run")
 
 
+def _resume_folder(args: argparse.Namespace) -> Path:
+    """The run folder --resume names (a path, or a run id in --runs-dir / runs/), after refusing
+    the options a resumed run would ignore: it continues with the settings it started with."""
+    from albert_lab.paths import runs_dir
+
+    defaults = argparse.ArgumentParser()
+    _train_arguments(defaults)
+    unchanged = vars(defaults.parse_args([]))
+    ignored = [name for name, value in vars(args).items() if name in unchanged and value != unchanged[name]
+               and name not in ("resume", "foreground", "detach", "runs_dir")]
+    if ignored:
+        flags = ", ".join("--" + name.replace("_", "-") for name in ignored)
+        raise AlbertLabError(f"--resume continues a run with the settings it started with; {flags} would not apply: "
+                             "leave them out, or start a new run (--init-from its checkpoint) with them")
+    folder = args.resume
+    if not folder.exists() and len(folder.parts) == 1:  # a run id, as `albert-lab runs` lists them
+        folder = (args.runs_dir or runs_dir()) / folder
+    return folder
+
+
 @command("train", "pretrain a model (MLM + SOP / NSP / none) as a background run")(_train_arguments)
 def cmd_train(args: argparse.Namespace) -> int:
     from albert_lab.checkpoint.discover import resolve_checkpoint
@@ -83,6 +103,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from albert_lab.training.runs import read_run
 
     if args.resume:
+        args.resume = _resume_folder(args)
         resume_run(args.resume, foreground=args.foreground)
         if not args.foreground:
             return _follow(args.resume, args.detach)
@@ -171,19 +192,26 @@ def _follow(run_dir: Path, detach: bool) -> int:
     if detach:
         print(f"started in the background; follow with: albert-lab runs --show {run_dir.name}{_runs_option(run_dir)}")
         return 0
+    tty, shown, said_queued = sys.stderr.isatty(), None, False
     try:
         while True:
             info = read_run(run_dir)
             rows = info.metrics("train")
-            if rows:
-                last = rows[-1]
+            if info.status == "queued" and not rows and not said_queued and info.log_tail(5).count("queued:"):
+                print(f"queued: one run trains at a time in {run_dir.parent}; this one starts when the run before it ends",
+                      file=sys.stderr, flush=True)
+                said_queued = True
+            if rows and rows[-1]["step"] != shown:  # a new line only for a new step (a log got a copy a second)
+                last, shown = rows[-1], rows[-1]["step"]
                 total = info.total_steps or 0
                 done = min(1.0, last["step"] / total) if total else min(1.0, last["elapsed_s"] / max(1.0, last["elapsed_s"] + last["eta_s"]))
                 bar = "#" * int(30 * done) + "." * (30 - int(30 * done))
-                print(f"\r[{bar}] step {last['step']} loss {last['loss']:.3f} {last['tokens_per_s']:,.0f} tok/s "
-                      f"eta {last['eta_s']:,.0f}s ", end="", file=sys.stderr, flush=True)
+                print(f"{chr(13) if tty else ''}[{bar}] step {last['step']} loss {last['loss']:.3f} "
+                      f"{last['tokens_per_s']:,.0f} tok/s eta {last['eta_s']:,.0f}s ", end="" if tty else "\n",
+                      file=sys.stderr, flush=True)
             if not info.active:
-                print(file=sys.stderr)
+                if tty and shown is not None:
+                    print(file=sys.stderr)
                 return _report(info, info.status)
             time.sleep(1.0)
     except KeyboardInterrupt:
@@ -224,9 +252,16 @@ def cmd_runs(args: argparse.Namespace) -> int:
             raise AlbertLabError(f"no run {path.name!r} in {root}")
         info = cancel_run(path) if args.cancel else read_run(path)
         metrics = info.metrics()
-        state = (f"{info.id}: cancel requested (it was {info.status} at step {info.step:,}); it saves its checkpoint "
-                 "and stops" if args.cancel else f"{info.id}: {info.status} at step {info.step:,}")
-        emit(args, {"id": info.id, "status": info.status, "step": info.step, "message": info.message,
+        step = max([info.step, *(int(m.get("step", 0)) for m in metrics)])  # run.json is written less often
+        if args.cancel:
+            after = "it ends without training" if info.status == "queued" else "it saves its checkpoint and stops"
+            state = f"{info.id}: cancel requested (it was {info.status} at step {step:,}); {after}"
+        else:
+            state = f"{info.id}: {info.status} at step {step:,}"
+            if info.status == "queued":
+                ahead = [r.id for r in list_runs(root) if r.status == "running"]
+                state += f"\nwaiting: one run trains at a time in {root}" + (f"; {ahead[0]} is training" if ahead else "")
+        emit(args, {"id": info.id, "status": info.status, "step": step, "message": info.message,
                     "cancel_requested": bool(args.cancel), "last_metrics": metrics[-1] if metrics else None},
              state + (f"\n{info.message}" if info.message else "") + (f"\nlast: {metric_words(metrics[-1])}" if metrics else ""))
         return 0
