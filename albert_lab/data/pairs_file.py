@@ -116,8 +116,9 @@ def _clean(records: Iterable[dict], problems: list[str], name: str, max_rows: in
         first_keys = sorted(k for k in record if k != "_row")[:6] if first_keys is None else first_keys
         fields_seen = fields_seen or any(c in record for c in COLUMNS)
         if len(rows) == max_rows:
-            problems.append(f"the file has more than {max_rows:,} valid rows; only the first {max_rows:,} (the cap) are "
-                            f"scored, from row {number} on nothing is read")
+            rows_word = "row" if max_rows == 1 else "rows"
+            problems.append(f"the file has more than {max_rows:,} valid {rows_word}; only the first {max_rows:,} (the cap) "
+                            f"are scored, from row {number} on nothing is read")
             break
         values = {}
         for column in COLUMNS:

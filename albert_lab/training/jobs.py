@@ -101,7 +101,7 @@ def cancel_run(run_dir: Path) -> RunInfo:
     """Ask a run to stop: it saves its checkpoint and ends as 'cancelled'."""
     info = read_run(run_dir)
     if not info.active:
-        raise RunError(f"run {info.id} is {info.status}; only queued or running runs can be cancelled")
+        raise RunError(f"run {info.id} has ended ({info.status}); only queued or running runs can be cancelled")
     RunFolder(run_dir).cancel.touch()
     pid = info.raw.get("pid")
     if pid:
