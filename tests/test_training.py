@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, cancel_then_resume, run_cli, tiny_spec
+from conftest import CORPUS, cancel_then_resume, one_line_error, run_cli, tiny_spec
 
 from albert_lab.checkpoint.load import load_checkpoint
 from albert_lab.errors import AlbertLabError, DataError, RunError, SpecError
@@ -228,10 +228,17 @@ def test_unwritable_runs_folder(tmp_path):
         create_run(config(), root=blocked / "runs")
 
 
-def test_cli_train_bad_input_is_one_line(tmp_path):
-    result = run_cli("train", "--preset", "lab-tiny", "--lr", "-1", "--corpus", CORPUS, "--steps", "5")
-    assert result.returncode == 2 and "lr: learning rate must be positive" in result.stderr
-    assert "Traceback" not in result.stderr
+@pytest.mark.parametrize("flags, words", [
+    (("--lr", "-1"), "--lr: learning rate must be positive"),
+    (("--steps", "0"), "--steps: must be at least 1, got 0"),
+    (("--seq-len", "3"), "--seq-len: must be between 16"),
+    (("--distil-pair",), "--distil-pair: matches a teacher's pair head: needs --distil-from"),
+])
+def test_cli_train_bad_input_is_one_line_in_flags_before_any_work(tmp_path, flags, words):
+    """The CLI named config fields ('max_steps: ...'), after printing 'preparing corpus'."""
+    result = run_cli("train", "--preset", "lab-tiny", "--corpus", CORPUS, "--steps", "5", *flags, "--runs-dir", str(tmp_path))
+    assert one_line_error(result, words) and "preparing corpus" not in result.stderr
+    assert not list(tmp_path.iterdir())  # no run folder
 
 
 def test_the_pair_weight_scales_the_pair_gradient_and_nothing_else(tokenizer):

@@ -122,6 +122,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         pair_weight=args.pair_weight, pooler_init=args.pooler_init, distil_pair=args.distil_pair,
         distil_from=resolve_checkpoint(args.distil_from) if args.distil_from else None,
     )
+    _validate_in_flags(config)
     from albert_lab.training.distributed import DistContext
 
     dist = DistContext.from_env()
@@ -130,6 +131,23 @@ def cmd_train(args: argparse.Namespace) -> int:
     print("preparing corpus and tokenizer ...", file=sys.stderr)
     info = start_run(config, args.runs_dir, args.run_id, foreground=args.foreground, announce=_announce)
     return _report(info, info.status) if args.foreground else _follow(info.path, args.detach)
+
+
+def _validate_in_flags(config: TrainConfig) -> None:
+    """Check the config before any work, and speak in flags, not config fields ('--steps: must
+    be at least 1', not 'max_steps: ...' printed after 'preparing corpus')."""
+    import re
+
+    from albert_lab.training.config import TRAIN_FLAGS
+
+    flags = {**TRAIN_FLAGS, "eval_limit": "--eval-limit", "log_every": "--log-every", "weight_decay": "--weight-decay",
+             "threads": "--threads", "precision": "--precision", "heads_only": "--heads-only", "init_from": "--init-from",
+             "tokenizer": "--tokenizer", "budget": "--steps or --minutes"}
+    try:
+        config.validate()
+    except AlbertLabError as err:
+        words = re.sub(r"\b(" + "|".join(map(re.escape, flags)) + r")\b", lambda m: flags[m.group(1)], str(err))
+        raise AlbertLabError(words) from None
 
 
 def _announce(run) -> None:
