@@ -188,6 +188,19 @@ def test_offline_hub_id_fails_fast():
         load_checkpoint("albert-base-v2")
 
 
+def test_a_misspelt_name_offline_gets_the_name_it_resembles(shipped, monkeypatch):
+    """'albert-sopp' was taken for a hub id: 'unreachable ... pick a shipped checkpoint', no list."""
+    from albert_lab.checkpoint.discover import discover_checkpoints
+
+    monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(shipped))
+    names = [info.name for info in discover_checkpoints()]
+    assert "albert-sop" in names
+    with pytest.raises(CheckpointError, match="did you mean 'albert-sop'"):
+        load_checkpoint("albert-sopp")
+    with pytest.raises(CheckpointError, match="one of: " + ", ".join(names[:3])):
+        load_checkpoint("zzz-nothing-like-it")
+
+
 def test_save_is_atomic_and_replaces(tmp_path, tokenizer):
     spec = tiny_spec(len(tokenizer))
     model = build_model(spec, seed=1)

@@ -19,6 +19,14 @@ def test_help_lists_every_command_and_each_has_help():
         assert sub.returncode == 0 and "usage: albert-lab " + name in sub.stdout, (name, sub.stderr)
 
 
+def test_no_command_shows_the_commands_and_version_is_there():
+    bare = run_cli(isolated=True)
+    assert bare.returncode == 0 and "COMMAND" in bare.stdout and "score" in bare.stdout, bare.stderr
+    from albert_lab import __version__
+
+    assert run_cli("--version", isolated=True).stdout.strip() == f"albert-lab {__version__}"
+
+
 def test_params_json_paper_numbers():
     result = run_cli("params", "--preset", "albert-base", "--json", isolated=True)  # the entry point itself, once
     assert result.returncode == 0, result.stderr

@@ -67,6 +67,29 @@ def test_analysis_commands_refuse_bad_sizes_before_any_work(shipped, args, words
     one_line_error(run_cli(*args, "--checkpoint", str(shipped / "albert-sop")), words)
 
 
+def test_score_reads_pairs_typed_on_standard_input(shipped):
+    import subprocess
+    import sys
+
+    def score(text: str):
+        return subprocess.run([sys.executable, "-m", "albert_lab", "score", "-", "--checkpoint", str(shipped / "albert-sop"),
+                               "--json"], input=text, capture_output=True, text=True, timeout=300)
+
+    for text in ("sentence_a\tsentence_b\nThe cat sat.\tIt purred.\n", "sentence_a,sentence_b\nThe cat sat.,It purred.\n",
+                 '{"sentence_a": "The cat sat.", "sentence_b": "It purred."}\n'):
+        result = score(text)
+        assert result.returncode == 0, result.stderr
+        rows = json.loads(result.stdout)
+        assert len(rows) == 1 and rows[0]["sentence_b"] == "It purred." and 0 <= rows[0]["p_ab"] <= 1
+    one_line_error(score(""), "the file is empty")
+
+
+def test_a_folder_given_as_text_file_is_named_a_folder(shipped, tmp_path):
+    one_line_error(run_cli("oscillation", "--file", str(tmp_path), "--checkpoint", str(shipped / "albert-sop")),
+                   "a folder; give a .txt file")
+    one_line_error(run_cli("runs", "--runs-dir", str(tmp_path / "nowhere")), "no such folder")
+
+
 def test_score_to_a_full_device_is_one_line(shipped, pairs_file):
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full")

@@ -140,8 +140,15 @@ def _load_from_hub(hub_id: str) -> tuple[Any, PretrainingModel, tuple[set[str], 
     from transformers import AutoTokenizer
 
     if not hub_reachable():
+        import difflib
+
+        from albert_lab.checkpoint.discover import discover_checkpoints
+
+        names = [info.name for info in discover_checkpoints()]
+        close = difflib.get_close_matches(hub_id, names, n=1, cutoff=0.75)
         raise CheckpointError(f"{hub_id!r} is not a local folder, and the model hub is unreachable from this machine "
-                              "(offline); give the path of a checkpoint folder, or pick a shipped checkpoint")
+                              "(offline); " + (f"did you mean {close[0]!r}?" if close else
+                              "give the path of a checkpoint folder, or one of: " + ", ".join(names[:12])))
     try:
         config = AutoConfig.from_pretrained(hub_id)
         if config.model_type not in ("albert", "bert"):

@@ -22,7 +22,10 @@ GROUPS = (models, convert, train, analysis, reapply, app)  # --help lists the co
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from albert_lab import __version__
+
     parser = argparse.ArgumentParser(prog="albert-lab", description="ALBERT Lab: understand ALBERT-style language models.")
+    parser.add_argument("--version", action="version", version=f"albert-lab {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     order = [group.__name__ for group in GROUPS]
     for name, (add, handler, help) in sorted(COMMANDS.items(), key=lambda item: order.index(item[1][1].__module__)):
@@ -34,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):  # no command: what there is, not 'required: COMMAND'
+        parser.print_help()
+        return 0
     args, unknown = parser.parse_known_args(argv)
     if unknown and args.command != "app":
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")

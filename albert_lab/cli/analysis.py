@@ -100,7 +100,8 @@ def cmd_gradflow(args: argparse.Namespace) -> int:
 
 
 def _score_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("pairs", type=Path, help=".csv/.tsv/.jsonl with sentence_a, sentence_b[, label]")
+    p.add_argument("pairs", type=Path, help=".csv (or .txt)/.tsv/.jsonl with sentence_a, sentence_b[, label]; "
+                   "- reads them from standard input")
     add_checkpoint_arguments(p)
     p.add_argument("--out", type=Path, help="write the scores as CSV")
     p.add_argument("--seq-len", type=int, default=MAX_LEN)
@@ -109,15 +110,27 @@ def _score_arguments(p: argparse.ArgumentParser) -> None:
                    f"files up to {MAX_UPLOAD_MB} MB, as in the browser")
 
 
+def _pairs_input(path: Path) -> tuple[bytes, str]:
+    """The pairs file's bytes and the name its format is read from; `-` is standard input
+    (JSON lines if it starts with '{', tab-separated if its first line has a tab, else CSV)."""
+    from albert_lab.data.textfile import MAX_UPLOAD_BYTES, check_size, read_user_file
+
+    if str(path) != "-":
+        return read_user_file(path), path.name
+    data = sys.stdin.buffer.read(MAX_UPLOAD_BYTES + 1)
+    check_size(len(data), "standard input")
+    head = data.lstrip()[:1], data.split(b"\n", 1)[0]
+    return data, "stdin.jsonl" if head[0] == b"{" else "stdin.tsv" if b"\t" in head[1] else "stdin.csv"
+
+
 @command("score", "P(original order) / P(is next) from SOP and NSP heads for sentence pairs")(_score_arguments)
 def cmd_score(args: argparse.Namespace) -> int:
     from albert_lab.analysis.pairs import score_pairs, summarize
     from albert_lab.data.pairs_file import read_pairs
-    from albert_lab.data.textfile import read_user_file
 
     check_at_least(args, seq_len=MIN_SEQ_LEN, max_rows=1)
     check_out(args.out, args.pairs)
-    parsed = read_pairs(read_user_file(args.pairs), args.pairs.name, args.max_rows)
+    parsed = read_pairs(*_pairs_input(args.pairs), args.max_rows)
     for problem in parsed.problems:
         print(f"warning: {problem}", file=sys.stderr)
     bundles = load_bundles(args, args.checkpoint)

@@ -283,6 +283,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
                     "cancel_requested": bool(args.cancel), "last_metrics": metrics[-1] if metrics else None},
              state + (f"\n{info.message}" if info.message else "") + (f"\nlast: {metric_words(metrics[-1])}" if metrics else ""))
         return 0
+    if args.runs_dir and not root.is_dir():  # the default folder may not exist yet: no runs
+        raise AlbertLabError(f"{root}: no such folder (runs are made there by `albert-lab train --runs-dir {root}`)")
     runs = list_runs(root)
     rows = [(r.id, r.status, r.step, r.raw.get("spec_label", ""), r.config.get("objective", "")) for r in runs]
     emit(args, [{"id": r.id, "status": r.status, "step": r.step, "message": r.message} for r in runs],
