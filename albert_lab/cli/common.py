@@ -68,8 +68,9 @@ SPEC_FLAGS = {  # flag -> ModelSpec field
 }
 
 
-def add_spec_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--preset", help="start from a preset (see `albert-lab presets`); flags below override it")
+def add_spec_arguments(p: argparse.ArgumentParser, default_preset: str = "albert-base") -> None:
+    p.add_argument("--preset", help=f"start from a preset (default {default_preset}; see `albert-lab presets`); "
+                   "the flags below override it")
     p.add_argument("--family", choices=get_args(Family))
     for flag in ("vocab", "embedding", "hidden", "layers", "heads", "ffn", "groups", "inner", "max-positions"):
         p.add_argument(f"--{flag}", type=int, metavar="N")

@@ -26,7 +26,7 @@ DEFAULTS = TrainConfig()  # the CLI's defaults are the config's, written once
 
 
 def _train_arguments(p: argparse.ArgumentParser) -> None:
-    add_spec_arguments(p)
+    add_spec_arguments(p, default_preset="lab-tiny")
     p.add_argument("--corpus", default=DEFAULTS.corpus,
                    help=f"{DEFAULTS.corpus} (the default; `albert-lab corpora`), wiki-vital, a source, a .txt/.jsonl file, or hf:NAME")
     p.add_argument("--tokenizer", help="folder of a trained tokenizer to reuse (default: train one, cached)")
@@ -48,27 +48,35 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pooler-init", choices=get_args(PoolerInit), default=DEFAULTS.pooler_init,
                    help="with --init-from: keep the checkpoint's pooler, or standardize it on the run's first batches "
                         "(pooled = tanh(0.5 (h_cls - mean) / std)), so that the pair loss reaches a [CLS] that hardly varies")
-    p.add_argument("--vocab-size", type=int, default=DEFAULTS.vocab_size)
+    p.add_argument("--vocab-size", type=int, default=DEFAULTS.vocab_size,
+                   help=f"pieces of the tokenizer trained for the run (default {DEFAULTS.vocab_size:,}; not with --init-from)")
     p.add_argument("--cased", action="store_true", help="keep case (default: lower-case, as ALBERT)")
-    p.add_argument("--seq-len", type=int, default=DEFAULTS.max_seq_len)
-    p.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size)
-    p.add_argument("--lr", type=float, default=DEFAULTS.lr)
-    p.add_argument("--optimizer", choices=["lamb", "adamw"], default=DEFAULTS.optimizer)
-    p.add_argument("--weight-decay", type=float, default=DEFAULTS.weight_decay)
-    p.add_argument("--warmup", type=int, default=DEFAULTS.warmup_steps, help="warm-up steps")
+    p.add_argument("--seq-len", type=int, default=DEFAULTS.max_seq_len, help=f"tokens per pair (default {DEFAULTS.max_seq_len})")
+    p.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size, help=f"pairs per step (default {DEFAULTS.batch_size})")
+    p.add_argument("--lr", type=float, default=DEFAULTS.lr,
+                   help=f"peak learning rate, after the warm-up, decayed linearly to 0 over the budget (default {DEFAULTS.lr:g})")
+    p.add_argument("--optimizer", choices=["lamb", "adamw"], default=DEFAULTS.optimizer,
+                   help=f"LAMB (the paper's) or AdamW (default {DEFAULTS.optimizer})")
+    p.add_argument("--weight-decay", type=float, default=DEFAULTS.weight_decay, help=f"(default {DEFAULTS.weight_decay:g})")
+    p.add_argument("--warmup", type=int, default=DEFAULTS.warmup_steps, help=f"warm-up steps (default {DEFAULTS.warmup_steps})")
     p.add_argument("--steps", type=int, help=f"budget in optimizer steps (default {DEFAULTS.max_steps} unless --minutes)")
-    p.add_argument("--minutes", type=float, help="budget in minutes")
-    p.add_argument("--seed", type=int, default=DEFAULTS.seed)
+    p.add_argument("--minutes", type=float, help="budget in minutes (with --steps: whichever comes first; the learning rate "
+                   "decays over the one further along)")
+    p.add_argument("--seed", type=int, default=DEFAULTS.seed, help=f"weights, batches and masks (default {DEFAULTS.seed})")
     p.add_argument("--chunk-start", choices=["document", "random"], default=DEFAULTS.chunk_start,
                    help="where each document's pairs start: its first segment (paper) or a random one")
-    p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default=DEFAULTS.precision)
-    p.add_argument("--threads", type=int)
-    p.add_argument("--eval-every", type=int, default=DEFAULTS.eval_every)
+    p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default=DEFAULTS.precision,
+                   help="auto: bf16 autocast where the machine runs it fast, else fp32")
+    p.add_argument("--threads", type=int, help="CPU threads (default: torch's choice)")
+    p.add_argument("--eval-every", type=int, default=DEFAULTS.eval_every,
+                   help=f"steps between held-out evaluations (default {DEFAULTS.eval_every})")
     p.add_argument("--eval-limit", type=int, default=DEFAULTS.eval_limit, help="held-out pairs per task in evaluations during training")
-    p.add_argument("--checkpoint-every", type=int, default=DEFAULTS.checkpoint_every)
-    p.add_argument("--gradflow-every", type=int, default=DEFAULTS.gradflow_every)
-    p.add_argument("--log-every", type=int, default=DEFAULTS.log_every)
-    p.add_argument("--name", default="")
+    p.add_argument("--checkpoint-every", type=int, default=DEFAULTS.checkpoint_every,
+                   help=f"steps between saved checkpoints, which a resume starts from (default {DEFAULTS.checkpoint_every})")
+    p.add_argument("--gradflow-every", type=int, default=DEFAULTS.gradflow_every,
+                   help=f"steps between gradient-flow records (default {DEFAULTS.gradflow_every})")
+    p.add_argument("--log-every", type=int, default=DEFAULTS.log_every, help=f"steps between log lines (default {DEFAULTS.log_every})")
+    p.add_argument("--name", default="", help="the run's name, in its folder name and card")
     p.add_argument("--runs-dir", type=Path, help="where run folders go (default runs/)")
     p.add_argument("--run-id", help="run folder name (default: time stamp + name)")
     p.add_argument("--foreground", action="store_true", help="train in this process (also: under torchrun)")
