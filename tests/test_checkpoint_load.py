@@ -199,6 +199,8 @@ def test_a_misspelt_name_offline_gets_the_name_it_resembles(shipped, monkeypatch
         load_checkpoint("albert-sopp")
     with pytest.raises(CheckpointError, match="one of: " + ", ".join(names[:3])):
         load_checkpoint("zzz-nothing-like-it")
+    with pytest.raises(CheckpointError, match="no checkpoint given: name a shipped one"):
+        load_checkpoint("  ")
 
 
 def test_save_is_atomic_and_replaces(tmp_path, tokenizer):

@@ -53,7 +53,7 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
     """Load a checkpoint folder (or a hub id, when online) into its pretraining class."""
     text = str(source).strip()
     if not text:
-        raise CheckpointError("no checkpoint given: pick one from the list, or give a folder or hub id")
+        raise CheckpointError("no checkpoint given: name a shipped one (`albert-lab checkpoints` lists them), a folder or a hub id")
     path = Path(text).expanduser()
     torch_device, torch_dtype = resolve_device(device), resolve_dtype(dtype)
     if is_local_source(text):
