@@ -60,12 +60,17 @@ def imports(path: Path) -> list[tuple[str, bool]]:
         if id(node) in skipped:
             continue
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("albert_lab"):
-            names = [f"{node.module}.{a.name}" if node.module == "albert_lab.data" or node.module == "albert_lab" else node.module
-                     for a in node.names]
+            names = [f"{node.module}.{a.name}" if node.module in ("albert_lab.data", "albert_lab") and is_module(node.module, a.name)
+                     else node.module for a in node.names]  # `from albert_lab import __version__` is the package itself
             found += [(n, id(node) in top) for n in names]
         elif isinstance(node, ast.Import):
             found += [(a.name, id(node) in top) for a in node.names if a.name.startswith("albert_lab")]
     return found
+
+
+def is_module(package: str, name: str) -> bool:
+    folder = ROOT.parent.joinpath(*package.split("."))
+    return (folder / f"{name}.py").is_file() or (folder / name / "__init__.py").is_file()
 
 
 MODULES = {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
@@ -74,7 +79,7 @@ MODULES = {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_no_upward_import(module):
     for imported, _ in imports(MODULES[module]):
-        if imported.removeprefix("albert_lab.") in ("", "__init__"):
+        if imported == "albert_lab" or imported.removeprefix("albert_lab.") in ("", "__init__"):
             continue
         assert layer_of(imported) <= layer_of(module), (
             f"{module} (layer {layer_of(module)}) imports {imported} (layer {layer_of(imported)}): layers point down only")
