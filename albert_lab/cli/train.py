@@ -77,7 +77,8 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"steps between gradient-flow records (default {DEFAULTS.gradflow_every})")
     p.add_argument("--log-every", type=int, default=DEFAULTS.log_every, help=f"steps between log lines (default {DEFAULTS.log_every})")
     p.add_argument("--name", default="", help="the run's name, in its folder name and card")
-    p.add_argument("--runs-dir", type=Path, help="where run folders go (default runs/)")
+    p.add_argument("--runs-dir", type=Path, help="where run folders go (default runs/, or $ALBERT_LAB_RUNS; other commands "
+                   "find a run's checkpoint, run:ID, only in that default)")
     p.add_argument("--run-id", help="run folder name (default: time stamp + name)")
     p.add_argument("--foreground", action="store_true", help="train in this process (also: under torchrun)")
     p.add_argument("--detach", action="store_true", help="start in the background and return at once")
