@@ -7,17 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from albert_lab.cli.common import (
-    MIN_SEQ_LEN,
-    add_checkpoint_arguments,
-    add_text_arguments,
-    check_at_least,
-    check_out,
-    command,
-    input_texts,
-    load_bundle,
-    print_frame,
-)
+from albert_lab.cli import common
+from albert_lab.cli.common import add_checkpoint_arguments, add_text_arguments, command, input_texts, load_bundle, print_frame
 from albert_lab.errors import AlbertLabError
 
 
@@ -51,7 +42,7 @@ def _extrapolate_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_extrapolate(args: argparse.Namespace) -> int:
     from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
 
-    check_at_least(args, seq_len=MIN_SEQ_LEN)
+    common.check_at_least(args, seq_len=common.MIN_SEQ_LEN)
     bundles = [load_bundle(args, c) for c in args.checkpoint]
     frame = extrapolate(bundles, input_texts(args), args.repeat, args.seq_len, args.mask_rate, args.seed)
     print_frame(args, frame, ["checkpoint", "application", "l2_step", "angle_step_deg", "l2_to_depth_L", "l2_return",
@@ -74,7 +65,7 @@ def _lens_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_logit_lens(args: argparse.Namespace) -> int:
     from albert_lab.analysis.lens import logit_lens
 
-    check_at_least(args, seq_len=MIN_SEQ_LEN)
+    common.check_at_least(args, seq_len=common.MIN_SEQ_LEN)
     bundles = [load_bundle(args, c) for c in args.checkpoint]
     frame = logit_lens(bundles, input_texts(args), args.repeat, args.seq_len, args.mask_rate, args.seed)
     print_frame(args, frame, ["checkpoint", "application", "mlm_accuracy", "nll", "agrees_with_last",
@@ -98,7 +89,7 @@ def cmd_lens_top(args: argparse.Namespace) -> int:
 
     if not 1 <= args.top_k <= 100:
         raise AlbertLabError(f"--top-k must be 1..100, got {args.top_k}")
-    check_at_least(args, seq_len=MIN_SEQ_LEN)
+    common.check_at_least(args, seq_len=common.MIN_SEQ_LEN)
     bundles = [load_bundle(args, c) for c in args.checkpoint]
     frame = lens_predictions(bundles, input_texts(args)[0], args.position, args.top_k, not args.no_mask, args.repeat,
                              args.seq_len)
@@ -119,8 +110,8 @@ def _attention_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_attention(args: argparse.Namespace) -> int:
     from albert_lab.analysis.attention import attention_entropy, attention_maps
 
-    check_at_least(args, seq_len=MIN_SEQ_LEN)
-    check_out(args.maps_out, flag="--maps-out")  # before the analysis, not after it
+    common.check_at_least(args, seq_len=common.MIN_SEQ_LEN)
+    common.check_out(args.maps_out, flag="--maps-out")  # before the analysis, not after it
     bundles = [load_bundle(args, c) for c in args.checkpoint]
     texts = input_texts(args)
     frame = attention_entropy(bundles, texts, args.repeat, args.seq_len)
@@ -147,7 +138,7 @@ def cmd_cka(args: argparse.Namespace) -> int:
 
     if len(args.checkpoint) > 2:
         raise AlbertLabError("cka compares one checkpoint with itself or two with each other; give --checkpoint once or twice")
-    check_at_least(args, seq_len=MIN_SEQ_LEN, max_tokens=2)
+    common.check_at_least(args, seq_len=common.MIN_SEQ_LEN, max_tokens=2)
     bundles = [load_bundle(args, c) for c in args.checkpoint]
     other = bundles[1] if len(bundles) == 2 else None
     frame = layer_cka(bundles[0], input_texts(args), other, args.repeat, args.seq_len, args.max_tokens)
