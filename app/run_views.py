@@ -10,7 +10,7 @@ from albert_lab.params import count
 from albert_lab.paths import runs_dir
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.jobs import cancel_run
-from albert_lab.training.runs import RunInfo, list_runs, read_run, single_user
+from albert_lab.training.runs import RunInfo, list_runs, read_run, running_run, single_user
 from app import owner, training_figures, ui
 from app.guard import guard
 from app.text import fmt_duration, fmt_tokens
@@ -51,8 +51,8 @@ def progress_panel(run_id: str) -> None:
               "failed": ":material/error:", "cancelled": ":material/cancel:"}[info.status]
     st.markdown(f"{status} **{info.name}**: {info.status}, step {info.step:,}" + (f" of {total:,}" if total else ""))
     if info.status == "queued":
-        ahead = [r.name for r in list_runs(info.path.parent) if r.status == "running"]
-        st.caption("One run trains at a time in this runs folder: " + (f"this one starts when **{ahead[0]}** ends."
+        ahead = running_run(info.path.parent)
+        st.caption("One run trains at a time in this runs folder: " + (f"this one starts when **{ahead.name}** ends."
                    if ahead else "this one starts as soon as it has loaded the corpus and the model."))
     if last is not None:
         done = min(1.0, info.step / total) if total else 0.0

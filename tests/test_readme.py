@@ -3,6 +3,7 @@
 A command gets only the flags that make it fast here, appended so that they override (tiny
 budgets, a small corpus)."""
 
+import functools
 import re
 import shlex
 import signal
@@ -118,6 +119,7 @@ def test_the_readme_is_short_and_its_links_lead_somewhere():
                 assert anchor in heading_ids(linked), f"{page.name} links to {target}#{anchor}: no such heading"
 
 
+@functools.cache
 def heading_ids(page) -> set[str]:
     """GitHub's ids of a Markdown page's headings: lower case, punctuation dropped, spaces to '-'."""
     headings = re.findall(r"^#+\s+(.+?)\s*$", page.read_text(), flags=re.MULTILINE)

@@ -214,7 +214,7 @@ def _runs_option(run_dir: Path) -> str:
 
 def _follow(run_dir: Path, detach: bool) -> int:
     """Show a progress bar until the run ends; Ctrl-C leaves it running."""
-    from albert_lab.training.runs import read_run
+    from albert_lab.training.runs import read_run, running_run
 
     if detach:
         print(f"started in the background; follow with: albert-lab runs --show {run_dir.name}{_runs_option(run_dir)}")
@@ -224,8 +224,8 @@ def _follow(run_dir: Path, detach: bool) -> int:
         while True:
             info = read_run(run_dir)
             rows = info.metrics("train")
-            if info.status == "queued" and not rows and not said_queued and info.log_tail(5).count("queued:"):
-                print(f"queued: one run trains at a time in {run_dir.parent}; this one starts when the run before it ends",
+            if info.status == "queued" and not said_queued and (ahead := running_run(run_dir.parent)) is not None:
+                print(f"queued: one run trains at a time in {run_dir.parent}; this one starts when {ahead.id} ends",
                       file=sys.stderr, flush=True)
                 said_queued = True
             if rows and rows[-1]["step"] != shown:  # a new line only for a new step (a log got a copy a second)
@@ -270,7 +270,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from albert_lab.paths import runs_dir
     from albert_lab.runfolder import RunFolder, check_run_id
     from albert_lab.training.jobs import cancel_run
-    from albert_lab.training.runs import list_runs, read_run
+    from albert_lab.training.runs import list_runs, read_run, running_run
 
     root = args.runs_dir or runs_dir()
     if args.cancel or args.show:
@@ -286,8 +286,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
         else:
             state = f"{info.id}: {info.status} at step {step:,}"
             if info.status == "queued":
-                ahead = [r.id for r in list_runs(root) if r.status == "running"]
-                state += f"\nwaiting: one run trains at a time in {root}" + (f"; {ahead[0]} is training" if ahead else "")
+                ahead = running_run(root)
+                state += f"\nwaiting: one run trains at a time in {root}" + (f"; {ahead.id} is training" if ahead else "")
         emit(args, {"id": info.id, "status": info.status, "step": step, "message": info.message,
                     "cancel_requested": bool(args.cancel), "last_metrics": metrics[-1] if metrics else None},
              state + (f"\n{info.message}" if info.message else "") + (f"\nlast: {metric_words(metrics[-1])}" if metrics else ""))

@@ -129,8 +129,9 @@ class Trainer:
         threading.Thread(target=self._heartbeat, args=(stop,), daemon=True, name="heartbeat").start()
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, lambda *_: self.cancel.set())
+        threads = torch.get_num_threads()
         self._say(f"training {self.prepared.spec.label} on {self.prepared.corpus.describe()}; device {self.device}, "
-             f"{'bf16 autocast' if self.dtype else 'fp32'}, {torch.get_num_threads()} thread{'s' if torch.get_num_threads() != 1 else ''}, "
+             f"{'bf16 autocast' if self.dtype else 'fp32'}, {threads} thread{'s' if threads != 1 else ''}, "
              f"world size {self.dist.world_size}" + (f"; resuming at step {self.progress.step}" if self.progress.step else ""))
         try:
             self._loop()

@@ -138,6 +138,12 @@ def list_runs(root: Path) -> list[RunInfo]:
     return sorted(runs, key=lambda r: r.raw.get("created", ""), reverse=True)
 
 
+def running_run(root: Path) -> RunInfo | None:
+    """The run that holds the runs folder's training slot, if one is training: the one a
+    queued run waits for."""
+    return next((r for r in list_runs(root) if r.status == "running"), None)
+
+
 def update_run(path: Path, **changes: Any) -> dict[str, Any]:
     return RunFolder(path).update(**changes)
 
