@@ -9,7 +9,7 @@ from typing import get_args
 import pandas as pd
 import streamlit as st
 
-from albert_lab.data.corpora import DEFAULT, default_installed, describe_corpora
+from albert_lab.data.corpora import DEFAULT, PLUS, default_installed, describe_corpora, mix_installed
 from albert_lab.data.corpus import save_corpus_upload
 from albert_lab.data.textfile import MAX_UPLOAD_MB
 from albert_lab.errors import AlbertLabError
@@ -48,7 +48,8 @@ def new_run_form() -> None:
         apply_preset()
     corpora = corpora_table()
     mix_ready = default_installed()
-    trainable = [DEFAULT] * mix_ready + [r.name for r in corpora.itertuples() if r.role == "train" and r.installed]
+    trainable = ([DEFAULT] * mix_ready + [PLUS] * mix_installed(PLUS)
+                 + [r.name for r in corpora.itertuples() if r.role == "train" and r.installed])
     cols = st.columns(3)
     preset = cols[0].selectbox("Model", TRAINABLE, key="tr_preset", on_change=apply_preset,
                                help="lab-tiny: seconds per step; lab-albert / lab-bert: the shipped sizes")
@@ -84,7 +85,8 @@ def new_run_form() -> None:
             sharing = st.selectbox("Cross-layer sharing", list(SHARING_LABELS), format_func=SHARING_LABELS.get, key="tr_sharing",
                                    disabled=bert, help="BERT shares nothing" if bert else None)
         corpus = st.selectbox("Corpus", [*trainable, UPLOAD], key="tr_corpus",
-                              help=f"{DEFAULT}: the built-in mix of long documents (see 'Corpora' below)")
+                              help=f"{DEFAULT}: the built-in mix of long documents; {PLUS}: it and four software manuals, "
+                                   "twice the text, when installed (see 'Corpora' below)")
         if not mix_ready:
             st.caption(f":material/info: {DEFAULT}, the default mix, needs its long-document sources, not installed here: "
                        "`albert-lab corpora --install` fetches them (pinned and checked; the README's commands do).")

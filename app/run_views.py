@@ -20,7 +20,7 @@ def corpora_expander(corpora: pd.DataFrame) -> None:
     """The corpora to train on (data.corpora.describe_corpora), with what each holds."""
     with st.expander("Corpora"):
         shown = corpora[["name", "role", "megabytes", "documents", "sentences_per_doc", "interior_pairs", "licence"]].assign(
-            installed=corpora.installed.map({True: "yes", False: "no: albert-lab corpora --install"}))
+            installed=[("yes" if ok else f"no: {how}") for ok, how in zip(corpora.installed, corpora.install)])
         st.dataframe(shown, hide_index=True, width="stretch",
                      column_config={"megabytes": st.column_config.NumberColumn("MB", format="%.1f"),
                                     "documents": st.column_config.NumberColumn(format="localized"),

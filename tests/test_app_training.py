@@ -64,10 +64,12 @@ def test_training_page_without_the_long_document_sources_offers_what_is_installe
     monkeypatch.setenv("ALBERT_LAB_DATA", str(tmp_path / "no-data"))
     st.cache_data.clear()
     at = goto(app, "training")
-    assert "long-mix" not in at.selectbox(key="tr_corpus").options  # it would fail at the start
+    options = at.selectbox(key="tr_corpus").options
+    assert "long-mix" not in options and "long-mix-plus" not in options  # they would fail at the start
     assert any("corpora --install" in c.value for c in at.caption)
     corpora = next(d.value for d in at.dataframe if "licence" in d.value)
-    assert set(corpora.installed) == {"yes", "no: albert-lab corpora --install"}
+    assert set(corpora.installed) == {"yes", "no: albert-lab corpora --install", *(
+        f"no: albert-lab corpora --install {name}" for name in ("debian-handbook", "django-docs", "postgres-docs", "linux-docs"))}
 
 
 def test_training_page_says_when_there_is_nothing_to_watch_or_compare(app):

