@@ -76,7 +76,7 @@ FIELD_LABELS = {  # a model card's spec and provenance keys, in words
     "num_layers": "layers (L)", "num_heads": "attention heads", "ffn_size": "FFN size", "sharing": "cross-layer sharing",
     "num_groups": "layer groups", "inner_group_num": "blocks per layer", "max_positions": "positions",
     "type_vocab_size": "token types", "objective": "pair objective", "run_id": "run", "corpus_credit": "corpus credit",
-    "corpus_fingerprint": "corpus fingerprint", "tokens": "tokens seen", "wall_time_s": "wall time",
+    "corpus_fingerprint": "corpus fingerprint", "eval_corpus": "evaluated on", "tokens": "tokens seen", "wall_time_s": "wall time",
     "code": "code (git commit)", "created": "saved",
 }
 

@@ -121,3 +121,31 @@ def test_training_on_a_corpus_with_a_surrogate_line_warns_and_trains(tmp_path, s
     assert "Traceback" not in result.stderr and "UnicodeEncodeError" not in result.stdout + result.stderr
     assert "warning: c.jsonl: line 201: not valid Unicode" in result.stderr, result.stderr[-1500:]
     assert result.returncode == 0, result.stdout + result.stderr[-1500:]
+
+
+def test_a_run_scored_on_another_corpus_never_trains_on_its_held_out_documents(tmp_path, small_corpus, tokenizer_dir):
+    """--eval-corpus: trained on a file, scored on the built-in corpus's held-out documents
+    (as a long-mix-plus run is scored on long-mix); refused when they are in the file."""
+    def corpus_file(docs) -> str:
+        path = tmp_path / f"c{len(docs)}.jsonl"
+        path.write_text("".join(json.dumps({"text": " ".join(d.segments)}) + "\n" for d in docs))
+        return str(path)
+
+    leaky = corpus_file(small_corpus.train[:300] + small_corpus.heldout[:3])
+    result = run_cli("train", *TINY[:5], "--corpus", leaky, "--eval-corpus", CORPUS, "--tokenizer", str(tokenizer_dir),
+                     *TINY[9:], "--runs-dir", str(tmp_path / "runs"))
+    one_line_error(result, f"eval_corpus: 3 of the {len(small_corpus.heldout)} held-out documents of {CORPUS}",
+                   "training documents of c303", "would measure memory")
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    clean = corpus_file(small_corpus.train[:300])
+    result = run_cli("train", *TINY[:5], "--corpus", clean, "--eval-corpus", CORPUS, "--tokenizer", str(tokenizer_dir),
+                     *TINY[9:], "--runs-dir", str(tmp_path / "runs"), "--run-id", "scored")
+    assert result.returncode == 0, result.stderr[-1500:]
+    card = json.loads((tmp_path / "runs" / "scored" / "checkpoint" / "albert_lab.json").read_text())
+    assert card["provenance"]["corpus"] == "c300.jsonl" and card["provenance"]["eval_corpus"] == CORPUS
+    result = run_cli("train", *TINY[:5], "--corpus", CORPUS, "--tokenizer", str(tokenizer_dir), *TINY[9:],
+                     "--runs-dir", str(tmp_path / "runs"), "--run-id", "own")  # scored on its own held-out documents
+    assert result.returncode == 0, result.stderr[-1500:]
+    own = json.loads((tmp_path / "runs" / "own" / "checkpoint" / "albert_lab.json").read_text())
+    assert {task: m["n"] for task, m in card["metrics"].items()} == {task: m["n"] for task, m in own["metrics"].items()}
+    assert card["metrics"]["sop"]["n"] > 20

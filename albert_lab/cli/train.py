@@ -29,6 +29,9 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     add_spec_arguments(p, default_preset="lab-tiny")
     p.add_argument("--corpus", default=DEFAULTS.corpus,
                    help=f"{DEFAULTS.corpus} (the default; `albert-lab corpora`), wiki-vital, a source, a .txt/.jsonl file, or hf:NAME")
+    p.add_argument("--eval-corpus", metavar="CORPUS",
+                   help="evaluate on this corpus's held-out documents (default: the training corpus's); none of them may be "
+                        "a training document (e.g. --corpus long-mix-plus --eval-corpus long-mix)")
     p.add_argument("--tokenizer", help="folder of a trained tokenizer to reuse (default: train one, cached)")
     p.add_argument("--init-from", metavar="CHECKPOINT",
                    help="start from this checkpoint's weights, spec and tokenizer (uptraining); only --objective and "
@@ -121,7 +124,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     spec = init_spec(args) if args.init_from else spec_from_args(args, default_preset="lab-tiny")
     steps = args.steps if args.steps is not None or args.minutes is not None else DEFAULTS.max_steps
     config = TrainConfig(
-        spec=spec.to_dict(), objective=args.objective or spec.objective, corpus=args.corpus, tokenizer=args.tokenizer,
+        spec=spec.to_dict(), objective=args.objective or spec.objective, corpus=args.corpus, eval_corpus=args.eval_corpus,
+        tokenizer=args.tokenizer,
         vocab_size=args.vocab_size, lowercase=not args.cased, max_seq_len=args.seq_len, batch_size=args.batch_size,
         lr=args.lr, optimizer=args.optimizer, weight_decay=args.weight_decay, warmup_steps=args.warmup, max_steps=steps,
         max_minutes=args.minutes, seed=args.seed, chunk_start=args.chunk_start, precision=args.precision, threads=args.threads,

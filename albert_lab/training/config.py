@@ -23,6 +23,7 @@ class TrainConfig:
     spec: dict[str, Any] = field(default_factory=lambda: ModelSpec.from_name("lab-tiny").to_dict())
     objective: Objective = "sop"  # inter-sentence loss (overrides spec.objective)
     corpus: str = "long-mix"  # a named corpus (data/corpora.py), a .txt/.jsonl path, or hf:<dataset>
+    eval_corpus: str | None = None  # evaluate on this corpus's held-out documents (default: the training corpus's)
     tokenizer: str | None = None  # folder with a trained tokenizer to reuse; None trains one
     init_from: str | None = None  # a checkpoint folder to start from (uptraining): its weights, spec and tokenizer
     distil_from: str | None = None  # a checkpoint of the same width and vocabulary to distil from (hidden states, MLM)
@@ -158,7 +159,8 @@ TRAIN_FLAGS = {"corpus": "--corpus", "vocab_size": "--vocab-size", "max_seq_len"
                "max_minutes": "--minutes", "seed": "--seed", "chunk_start": "--chunk-start", "eval_every": "--eval-every",
                "checkpoint_every": "--checkpoint-every", "gradflow_every": "--gradflow-every", "name": "--name",
                "distil_from": "--distil-from", "distil_weight": "--distil-weight", "pair_weight": "--pair-weight",
-               "pooler_init": "--pooler-init", "distil_pair": "--distil-pair"}
+               "pooler_init": "--pooler-init", "distil_pair": "--distil-pair",
+               "eval_corpus": "--eval-corpus"}
 
 
 def uptrain_config(init_from: str, objective: Objective, *, corpus: str, steps: int, minutes: float | None = None,

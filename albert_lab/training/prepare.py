@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from albert_lab.data.corpora import load_corpus
-from albert_lab.data.corpus import Corpus
+from albert_lab.data.corpus import Corpus, Document
 from albert_lab.data.heldout import build_eval_pairs
 from albert_lab.data.pairs import check_pairable, create_instances
 from albert_lab.data.tokenized import TokenizedDocs, tokenize_documents
@@ -42,8 +42,9 @@ def prepare(config: TrainConfig) -> Prepared:
     config.validate()
     corpus = load_corpus(config.corpus)
     check_pairable([len(d.segments) for d in corpus.train], config.objective, corpus.name)
+    heldout = eval_documents(config, corpus)
     if config.init_from:
-        return _prepared(config, corpus, *init_source(config))
+        return _prepared(config, corpus, heldout, *init_source(config))
     tokenizer_dir = Path(config.tokenizer) if config.tokenizer else cached_tokenizer_dir(corpus, config)
     if config.tokenizer:
         if not tokenizer_dir.is_dir():
@@ -64,10 +65,11 @@ def prepare(config: TrainConfig) -> Prepared:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         tokenizer = load_tokenizer(tokenizer_dir)
-    return _prepared(config, corpus, config.model_spec().replace(vocab_size=len(tokenizer)), tokenizer, tokenizer_dir)
+    return _prepared(config, corpus, heldout, config.model_spec().replace(vocab_size=len(tokenizer)), tokenizer, tokenizer_dir)
 
 
-def _prepared(config: TrainConfig, corpus: Corpus, spec: ModelSpec, tokenizer, tokenizer_dir: Path) -> Prepared:
+def _prepared(config: TrainConfig, corpus: Corpus, heldout: tuple[Document, ...], spec: ModelSpec, tokenizer,
+              tokenizer_dir: Path) -> Prepared:
     if config.distil_from:
         check_teacher(config.distil_from, spec, tokenizer, pair=config.distil_pair)
     docs = tokenize_documents(corpus.train, tokenizer, cache_key=f"{corpus.fingerprint}-train")
@@ -77,7 +79,24 @@ def _prepared(config: TrainConfig, corpus: Corpus, spec: ModelSpec, tokenizer, t
         raise DataError(f"{corpus.name}: yields {pairs} training pairs, fewer than one batch of {config.batch_size}; "
                         "use a bigger corpus or a smaller batch size")
     return Prepared(config=config, spec=spec, corpus=corpus, tokenizer=tokenizer, tokenizer_dir=tokenizer_dir,
-                    train_docs=docs, eval_pairs=build_eval_pairs(corpus.heldout))
+                    train_docs=docs, eval_pairs=build_eval_pairs(heldout))
+
+
+def eval_documents(config: TrainConfig, corpus: Corpus) -> tuple[Document, ...]:
+    """The documents a run is scored on: its corpus's held-out ones, or those of
+    `eval_corpus`, none of which may be one it trains on."""
+    if not config.eval_corpus:
+        return corpus.heldout
+    try:
+        heldout = load_corpus(config.eval_corpus).heldout
+    except AlbertLabError as err:
+        raise DataError(f"eval_corpus: {err}") from None
+    trained = {d.segments for d in corpus.train}
+    seen = sum(d.segments in trained for d in heldout)
+    if seen:
+        raise DataError(f"eval_corpus: {seen:,} of the {len(heldout):,} held-out documents of {config.eval_corpus} are training "
+                        f"documents of {corpus.name}; a score on them would measure memory")
+    return heldout
 
 
 ARCHITECTURE = ("family", "vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads", "ffn_size",

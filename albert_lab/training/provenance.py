@@ -29,7 +29,8 @@ def run_card(config: TrainConfig, run_id: str, prepared: Prepared, steps: int, t
         "metrics": metrics,
         "provenance": {
             "command": config.command, "run_id": run_id, "corpus": corpus.name, "corpus_credit": corpus.credit,
-            "corpus_fingerprint": corpus.fingerprint, "seed": config.seed, "steps": steps, "tokens": tokens,
+            "corpus_fingerprint": corpus.fingerprint,
+            **({"eval_corpus": config.eval_corpus} if config.eval_corpus else {}), "seed": config.seed, "steps": steps, "tokens": tokens,
             "wall_time_s": round(elapsed, 1), "machine": machine(device), "torch": torch.__version__,
             "transformers": transformers_version(), "code": code_version(),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "train_config": config.to_dict(),
