@@ -10,8 +10,9 @@ Two measurements, both on long-mix:
 
   .venv/bin/python scripts/order_limit.py --checkpoints checkpoints/bert-sop-minilm RUN ... --curves RUN ...
 
-writes docs/order-limit.json (with each run's command) and draws docs/order-limit.png from it;
-`--figure-only` redraws the figure from the JSON (the run folders are not committed).
+writes docs/order-limit.json (with each run's command) and draws docs/order-limit.png from it
+(`--out NAME`: docs/NAME.json and .png); `--figure-only` redraws the figure from the JSON (the
+run folders are not committed).
 """
 
 from __future__ import annotations
@@ -27,8 +28,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 PAIRS = 800
-JSON = ROOT / "docs" / "order-limit.json"
-FIGURE = ROOT / "docs" / "order-limit.png"
+DOCS = ROOT / "docs"
 
 
 def folder_of(path: Path) -> Path:
@@ -107,7 +107,7 @@ def start_tokens(card: dict) -> int:
     return int(provenance.get("tokens_total") or provenance.get("tokens") or 0)
 
 
-def draw(data: dict) -> None:
+def draw(data: dict, figure: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -147,8 +147,8 @@ def draw(data: dict) -> None:
         ax.legend(fontsize=7, loc="upper right")
         ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
-    fig.savefig(FIGURE, dpi=110)
-    print(f"wrote {FIGURE.relative_to(ROOT)}")
+    fig.savefig(figure, dpi=110)
+    print(f"wrote {figure.relative_to(ROOT)}")
 
 
 def main() -> None:
@@ -157,7 +157,9 @@ def main() -> None:
     parser.add_argument("--curves", nargs="*", type=Path, default=[])
     parser.add_argument("--labels", nargs="*", default=[], help="a title per --curves run")
     parser.add_argument("--figure-only", action="store_true")
+    parser.add_argument("--out", default="order-limit", help="docs/OUT.json and docs/OUT.png (default order-limit)")
     args = parser.parse_args()
+    JSON, FIGURE = DOCS / f"{args.out}.json", DOCS / f"{args.out}.png"
     data = json.loads(JSON.read_text()) if JSON.is_file() else {}
     if not args.figure_only:
         if args.checkpoints:
@@ -168,7 +170,7 @@ def main() -> None:
         JSON.write_text(json.dumps(data, indent=1) + "\n")
         print(f"wrote {JSON.relative_to(ROOT)}")
     if data.get("curves"):
-        draw(data)
+        draw(data, FIGURE)
 
 
 if __name__ == "__main__":

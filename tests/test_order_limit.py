@@ -36,7 +36,7 @@ def test_curve_averages_the_last_window_of_steps_and_places_evaluations_by_token
 
 
 def test_committed_numbers_hold_what_the_results_page_says(order_limit):
-    data = json.loads(order_limit.JSON.read_text())
+    data = json.loads((order_limit.DOCS / "order-limit.json").read_text())
     memo = {m["checkpoint"]: m for m in data["memorisation"]}
     shipped, continued = memo["bert-sop-minilm"], memo["teacher-pw10"]
     for m in memo.values():

@@ -143,6 +143,7 @@ def test_a_run_scored_on_another_corpus_never_trains_on_its_held_out_documents(t
     assert result.returncode == 0, result.stderr[-1500:]
     card = json.loads((tmp_path / "runs" / "scored" / "checkpoint" / "albert_lab.json").read_text())
     assert card["provenance"]["corpus"] == "c300.jsonl" and card["provenance"]["eval_corpus"] == CORPUS
+    assert f"(scored on {CORPUS}'s held-out documents)" in result.stdout + result.stderr
     result = run_cli("train", *TINY[:5], "--corpus", CORPUS, "--tokenizer", str(tokenizer_dir), *TINY[9:],
                      "--runs-dir", str(tmp_path / "runs"), "--run-id", "own")  # scored on its own held-out documents
     assert result.returncode == 0, result.stderr[-1500:]
