@@ -120,7 +120,7 @@ def draw(data: dict, figure: Path) -> None:
         million = lambda rows, base=base: [(base + r["tokens"]) / 1e6 for r in rows]
         ax.plot(million(run["train"]), [r["pair_acc"] for r in run["train"]], color="#c0392b",
                 label=f"training pairs ({run['train_window_steps']}-step mean)")
-        ev = [r for r in run["eval"] if not r["final"]]
+        ev = [r for r in run["eval"] if not r["final"]] or run["eval"]  # a short run has only its final evaluation
         ax.plot(million(ev), [r["sop"] for r in ev], "o-", color="#2471a3", ms=3, label="held-out SOP")
         ax.plot(million(ev), [r["sop_interior"] for r in ev], "s-", color="#7d3c98", ms=3,
                 label=f"held-out SOP, interior ({ev[0]['pairs']} pairs a point)")
