@@ -157,3 +157,16 @@ def test_a_row_with_more_fields_than_the_header_is_skipped_with_a_reason_never_s
                                "in double quotes); skipped" for n in (2, 5)]
     with pytest.raises(DataError, match=r"no row has both .* \(row 2: 3 fields where the header names 2 \(a tab inside"):
         read_pairs(b"sentence_a\tsentence_b\nA\tb\tc\n", "p.tsv")
+
+
+def test_an_unclosed_quote_is_named_not_a_silent_loss_of_the_rows_after_it():
+    """One stray quote made the csv reader take the rest of a 300-row file as one sentence:
+    '4 pairs scored' and a warning about a long sentence. Now the row says what happened."""
+    rows = [b"A %d.,B %d.\n" % (i, i) for i in range(300)]
+    parsed = read_pairs(HEADER + b"".join(rows[:4]) + b'"' + b"".join(rows[4:]), "p.csv")
+    assert len(parsed.pairs) == 4
+    assert parsed.problems == ["row 6: a double quote at line 6 is closed only at line 301 or never, so 295 lines that look "
+                               'like rows were read as one sentence; skipped (close the quote, or write a quote inside a '
+                               'quoted sentence as two: "")']
+    multiline = read_pairs(HEADER + b'"A sentence, quoted,\nover two lines.",B.\nC.,D.\n', "p.csv")  # a quote that closes
+    assert list(multiline.pairs.sentence_a) == ["A sentence, quoted, over two lines.", "C."] and not multiline.problems

@@ -69,8 +69,10 @@ def _delimited_records(text: str, name: str, delimiter: str, problems: list[str]
 
 def _csv_rows(reader: csv.DictReader, problems: list[str]) -> Iterator[dict]:
     number = 1  # row 1 is the header
+    delimiter = reader.reader.dialect.delimiter
     while True:
         number += 1
+        first_line = reader.line_num + 1
         try:
             record = next(reader)
         except StopIteration:
@@ -78,10 +80,19 @@ def _csv_rows(reader: csv.DictReader, problems: list[str]) -> Iterator[dict]:
         except csv.Error as err:  # the reader goes on at the next line
             problems.append(f"row {number}: cannot be read as CSV ({err}); skipped")
             continue
+        swallowed = [line for value in record.values() if isinstance(value, str) for line in value.split("\n")[1:]
+                     if delimiter in line]
+        if swallowed:  # a quote opened and not closed on its line: the lines after it became one field
+            problems.append(f"row {number}: a double quote at line {first_line} is closed only at line {reader.line_num} or "
+                            f"never, so {len(swallowed):,} "
+                            + ("lines that look like rows were" if len(swallowed) > 1 else "line that looks like a row was")
+                            + " read as one sentence; skipped (close the quote, or write a quote inside a quoted "
+                            'sentence as two: "")')
+            continue
         if None in record:  # more fields than the header names: the sentences would be split at the wrong comma
-            delimiter = "tab" if reader.reader.dialect.delimiter == "\t" else "comma"
+            name = "tab" if delimiter == "\t" else "comma"
             problems.append(f"row {number}: {len(reader.fieldnames) + len(record[None])} fields where the header names "
-                            f"{len(reader.fieldnames)} (a {delimiter} inside a sentence? put the sentence in double "
+                            f"{len(reader.fieldnames)} (a {name} inside a sentence? put the sentence in double "
                             "quotes); skipped")
             continue
         yield {**record, "_row": number}
