@@ -37,21 +37,23 @@ def each_checkpoint(kind: str, request: Any, names: Sequence[str], run_one: Call
         state.update(request=request, done=[], stopped=False)
     todo = [n for n in names if n in state["done"]] if state["stopped"] else list(names)
     bar, stop, results, shown = st.empty(), st.empty(), [], False
-    for i, name in enumerate(todo):
-        if name not in state["done"]:
-            left = ui.estimate(kind, len(todo) - i, guess_s)
-            bar.progress(i / len(todo), text=f"{name} ({i + 1} of {len(todo)}): about {fmt_duration(left)} left")
-            if not shown:
-                shown = stop.button("Stop", key=f"_stop_{kind}", icon=":material/stop:", on_click=_stop, args=(kind,),
-                                    help="Stops after the checkpoint being computed; those finished are drawn") or True
-        start = time.perf_counter()
-        results.append(run_one(name))
-        if name not in state["done"]:
-            state["done"].append(name)
-            if (seconds := time.perf_counter() - start) > 0.5:  # a cache hit teaches nothing
-                ui.learn(kind, seconds, 1)
-    bar.empty()
-    stop.empty()
+    try:
+        for i, name in enumerate(todo):
+            if name not in state["done"]:
+                left = ui.estimate(kind, len(todo) - i, guess_s)
+                bar.progress(i / len(todo), text=f"{name} ({i + 1} of {len(todo)}): about {fmt_duration(left)} left")
+                if not shown:
+                    shown = stop.button("Stop", key=f"_stop_{kind}", icon=":material/stop:", on_click=_stop, args=(kind,),
+                                        help="Stops after the checkpoint being computed; those finished are drawn") or True
+            start = time.perf_counter()
+            results.append(run_one(name))
+            if name not in state["done"]:
+                state["done"].append(name)
+                if (seconds := time.perf_counter() - start) > 0.5:  # a cache hit teaches nothing
+                    ui.learn(kind, seconds, 1)
+    finally:  # a checkpoint's error is shown without a bar or a Stop button that would do nothing
+        bar.empty()
+        stop.empty()
     if state["stopped"] and len(todo) < len(names):
         st.info(f"Stopped: {len(todo)} of {len(names)} checkpoints computed.", icon=":material/stop_circle:")
         st.button("Compute the others", key=f"_go_on_{kind}", on_click=_go_on, args=(kind,))

@@ -14,6 +14,8 @@ def test_oscillation(app):
     at.radio(key="osc_input").set_value("My text").run()
     at.text_area(key="osc_text").set_value("   ").run()
     assert not at.exception and any("no text" in e.value for e in at.error)
+    # the error is alone: no progress bar or Stop button left standing beside it (they stayed, stopping nothing)
+    assert not [b for b in at.button if b.key == "_stop_oscillation"] and not at.get("progress")
 
 
 def test_oscillation_page_names_the_smoother_model_from_its_own_numbers(app):
