@@ -59,6 +59,7 @@ def test_score_never_writes_over_its_own_pairs_file(shipped, pairs_file):
     (("lens-top", "--seq-len", "-1"), "--seq-len must be at least 8"),
     (("attention", "--seq-len", "0"), "--seq-len must be at least 8"),
     (("attention", "--maps-out", "/tmp"), "--maps-out /tmp is a folder"),
+    (("attention", "--maps-out", "/proc/nope.csv"), "--maps-out /proc/nope.csv cannot be written"),  # was a traceback
     (("cka", "--max-tokens", "0"), "--max-tokens must be at least 2, got 0"),
 ])
 def test_analysis_commands_refuse_bad_sizes_before_any_work(shipped, args, words):

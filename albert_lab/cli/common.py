@@ -177,6 +177,14 @@ def check_out(out: Path | None, *inputs: Path, flag: str = "--out") -> None:
         raise AlbertLabError(f"{flag} {out} is a folder; give a file name, e.g. {out / 'scores.csv'}")
     if not out.parent.is_dir():
         raise AlbertLabError(f"{flag} {out}: the folder {out.parent} does not exist; create it or give another file")
+    existed = out.exists()
+    try:  # opened to append, nothing written: a read-only file or folder (or /proc) fails here, not after the work
+        with open(out, "a"):
+            pass
+    except OSError as err:
+        raise AlbertLabError(f"{flag} {out} cannot be written ({err.strerror}); give another file") from None
+    if not existed:
+        out.unlink(missing_ok=True)
 
 
 def fail(message: str):
