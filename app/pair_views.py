@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -113,7 +114,7 @@ LABELS = {"head_status": "head is", "prediction": "predicts", "label": "your lab
           "sentence_b": "sentence B"}
 
 
-def show_scores(scores: pd.DataFrame, key: str) -> None:
+def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
     for name, note in checkpoint_notes(scores).items():
         st.warning(f"{name}: {note} (see its model card)", icon=":material/warning:")
     cut = truncated_rows(scores)
@@ -122,6 +123,9 @@ def show_scores(scores: pd.DataFrame, key: str) -> None:
         st.warning(f"{len(cut):,} pair(s) are longer than the {MAX_LEN} tokens the models read (row {rows}): they "
                    f"were scored on their first {MAX_LEN}, the longer sentence cut first. Sentence order is judged at "
                    "the boundary, so shorter pairs say more.", icon=":material/content_cut:")
+    if bundles:
+        pairs = scores.drop_duplicates("row")
+        ui.warn_special_tokens([*pairs.sentence_a, *pairs.sentence_b], [b.tokenizer for b in bundles])
     unknown = unreadable_rows(scores, ui.UNREADABLE)
     if len(unknown):
         rows = ", ".join(map(str, unknown.index[:10])) + (" ..." if len(unknown) > 10 else "")
@@ -192,7 +196,7 @@ def upload_tab(bundles: list) -> None:
                                     "prefers_ab": st.column_config.NumberColumn(
                                         "prefers A->B", format="%.3f",
                                         help="Share of pairs with P(label 0) higher as given than swapped")})
-        show_scores(scores, "uploaded")
+        show_scores(scores, "uploaded", bundles)
 
 
 def attribution_tab(bundles: list) -> None:

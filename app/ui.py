@@ -21,6 +21,7 @@ from albert_lab.paths import runs_dir
 from albert_lab.torch_build import known_devices
 from app import figures
 from app.serve import import_in_background
+from app.text import plural
 
 if TYPE_CHECKING:
     from albert_lab.checkpoint.load import ModelBundle
@@ -131,16 +132,36 @@ UNREADABLE = 0.2  # share of a text's pieces unknown to the vocabulary above whi
 
 
 def warn_unreadable(texts: Sequence[str]) -> None:
-    """Warn when much of a typed text is unknown to the first picked model's vocabulary
-    (Chinese or emoji for an English SentencePiece: each becomes one unknown piece)."""
+    """Warn about typed texts the first picked model will not read as typed: mostly pieces
+    unknown to its vocabulary (Chinese or emoji for an English SentencePiece: each becomes
+    one unknown piece), longer than the MAX_LEN tokens the analyses read (the rest was cut
+    without a word), or holding its special tokens ("[SEP]" typed is a separator)."""
     from albert_lab.analysis.pairs import unknown_shares
+    from albert_lab.data.corpus import MAX_LEN
 
     name, source = selected_sources()[0]
     tokenizer = load_bundle(source, name).tokenizer
-    (share,) = unknown_shares([[i for text in texts for i in tokenizer(text)["input_ids"]]], tokenizer)
+    ids = [tokenizer(text)["input_ids"] for text in texts]
+    (share,) = unknown_shares([[i for row in ids for i in row]], tokenizer)
     if share >= UNREADABLE:
         st.warning(f"{share:.0%} of this text's pieces are unknown to {name}'s vocabulary, learned from English text: "
                    "what the models do with it says little.", icon=":material/translate:")
+    long = [(i, len(row)) for i, row in enumerate(ids, 1) if len(row) > MAX_LEN]
+    if long:
+        which = "; ".join(f"text {i}: {n:,}" for i, n in long[:5]) + (" ..." if len(long) > 5 else "")
+        st.warning(f"The models read the first {MAX_LEN} tokens of each text, and {plural(len(long), 'text')} "
+                   f"{'is' if len(long) == 1 else 'are'} longer ({which} tokens for {name}): the rest is not looked at. "
+                   "Separate texts with a blank line to have all of it read.", icon=":material/content_cut:")
+    warn_special_tokens(texts, [tokenizer], name)
+
+
+def warn_special_tokens(texts: Sequence[str], tokenizers: Sequence, who: str = "the models") -> None:
+    """Say so when typed text holds a model's special tokens, which it reads as such."""
+    found = sorted({token for tokenizer in tokenizers for token in tokenizer.all_special_tokens
+                    for text in texts if token in text})
+    if found:
+        st.warning(f"{', '.join(found)}: typed in the text, read by {who} as special tokens, not as words "
+                   "(a [SEP] separates segments, [PAD] is padding, [MASK] a masked token).", icon=":material/code:")
 
 
 def need_checkpoints(minimum: int = 1) -> bool:

@@ -28,7 +28,7 @@ if ui.need_checkpoints():
         with guard("scoring"):
             scores = score_pairs(bundles, pairs_frame([st.session_state.pair_a], [st.session_state.pair_b]))
             ui.chart(pair_figures.pair_figure(scores), "pair-probabilities")
-            pair_views.show_scores(scores, "typed")
+            pair_views.show_scores(scores, "typed", bundles)
         pair_views.trust_caption()
 
     with tab_upload:

@@ -68,3 +68,16 @@ def test_oscillation_computes_checkpoint_by_checkpoint_and_a_stop_keeps_the_fini
     assert picked[0] in drawn and not set(picked[1:]) & drawn
     next(b for b in at.button if b.label == "Compute the others").click().run()
     assert not at.info and at.session_state["_each_oscillation"]["done"] == picked
+
+
+def test_typed_text_read_otherwise_than_typed_says_so(app):
+    """A 24,000-character text was cut to 128 tokens without a word; a typed [SEP] split it."""
+    for page, radio, area in (("oscillation", "osc_input", "osc_text"), ("shared_block", "sb_input", "sb_text")):
+        at = goto(app, page)
+        at.radio(key=radio).set_value("My text").run()
+        assert not any("first 128 tokens" in w.value or "special tokens" in w.value for w in at.warning)  # the example
+        at.text_area(key=area).set_value("The river flows through the town. " * 40 + "\n\nA short one [SEP] here.").run()
+        warnings = [w.value for w in at.warning]
+        cut = "first 128 tokens of each text, and 1 text is longer (text 1: 402 tokens for albert-sop)"
+        assert any(cut in w for w in warnings), (page, warnings)
+        assert any(w.startswith("[SEP]: typed in the text, read by albert-sop as special tokens") for w in warnings), page

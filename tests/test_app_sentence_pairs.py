@@ -161,3 +161,13 @@ def test_the_chance_line_reads_on_the_dark_theme(app, tmp_path, monkeypatch):
         lines = [shape for shape in json.loads(spec)["layout"].get("shapes", []) if shape.get("line", {}).get("dash") == "dot"]
         assert all(shape["line"]["color"] == "#8c8c8c" for shape in lines), lines
     assert sum("chance" in spec for spec in specs) >= 2
+
+
+def test_a_typed_special_token_is_named(app):
+    """'[SEP]' in sentence A made a third segment, '[PAD]' padding, with no word of it."""
+    at = goto(app, "sentence_pairs")
+    assert not any("special tokens" in w.value for w in at.warning)
+    at.text_area(key="pair_a").set_value("The cat sat [SEP] on the mat.")
+    at.text_area(key="pair_b").set_value("Then it slept.")
+    at.button[0].click().run()
+    assert any(w.value.startswith("[SEP]: typed in the text, read by the models as special tokens") for w in at.warning)
