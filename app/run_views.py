@@ -10,7 +10,7 @@ from albert_lab.params import count
 from albert_lab.paths import runs_dir
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.jobs import cancel_run
-from albert_lab.training.runs import RunInfo, list_runs, read_run, running_run, single_user
+from albert_lab.training.runs import FINAL_EVALUATION, RunInfo, list_runs, read_run, running_run, single_user
 from app import owner, training_figures, ui
 from app.guard import guard
 from app.text import fmt_duration, fmt_tokens
@@ -54,6 +54,8 @@ def progress_panel(run_id: str) -> None:
         ahead = running_run(info.path.parent)
         st.caption("One run trains at a time in this runs folder: " + (f"this one starts when **{ahead.name}** ends."
                    if ahead else "this one starts as soon as it has loaded the corpus and the model."))
+    if info.active and info.message.startswith(FINAL_EVALUATION):
+        st.caption(f"All steps done; now the {info.message} (with 95% intervals, as in the checkpoint's card).")
     if last is not None:
         done = min(1.0, info.step / total) if total else 0.0
         st.progress(done, text=f"{done:.0%}")
@@ -61,7 +63,9 @@ def progress_panel(run_id: str) -> None:
         m[0].metric("Loss", f"{last['loss']:.3f}")
         rate = last.get("run_tokens_per_s", last["tokens_per_s"])  # the run's rate, not the last interval's
         m[1].metric("Tokens / s (whole run)", f"{rate:,.0f}")
-        m[2].metric("Time left", fmt_duration(last["eta_s"]) if info.active else "-")
+        evaluating = info.active and info.message.startswith(FINAL_EVALUATION)
+        m[2].metric("Time left", "evaluating" if evaluating else fmt_duration(last["eta_s"]) if info.active else "-",
+                    help=f"Steps done; the {info.message}" if evaluating else None)
         m[3].metric("Tokens seen", fmt_tokens(last["tokens"]))
         left, right = st.columns(2)
         resumes = [r["step"] for r in info.metrics("resume")]

@@ -138,6 +138,10 @@ def test_a_queued_run_names_the_run_it_waits_for(app):
         create_run(make("behind"))
         at = goto(app, "training")
         assert any("this one starts when **ahead** ends" in c.value for c in at.caption), [c.value for c in at.caption]
+        # its steps done, the run scores its held-out pairs (77 s for 60 steps on a busy CPU: it showed '0 s left')
+        update_run(first, message="final evaluation: 2,481 held-out pairs and texts")
+        at.selectbox(key="watch_select").set_value(first.name).run()
+        assert any(c.value.startswith("All steps done; now the final evaluation: 2,481") for c in at.caption)
     finally:
         worker.kill()
         worker.wait()

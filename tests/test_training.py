@@ -49,9 +49,18 @@ def test_twenty_steps_write_the_run_folder_and_a_loadable_checkpoint(tmp_path):
     assert "CC BY-SA" in provenance["corpus_credit"]
 
 
-def test_the_last_steps_are_logged_when_not_a_multiple_of_log_every():
+def test_the_last_steps_are_logged_when_not_a_multiple_of_log_every(monkeypatch):
+    from albert_lab.training.loop import Trainer
+
     run_dir, _ = create_run(config(name="odd", max_steps=7, eval_every=100, checkpoint_every=100, gradflow_every=100))
+    seen, evaluate = [], Trainer._evaluate_table
+    def final_evaluation(self, limit=None):  # what run.json says while the last, whole evaluation runs
+        seen.append((limit, json.loads((run_dir / "run.json").read_text())["message"]))  # (this pytest is no worker)
+        return evaluate(self, limit=limit)
+    monkeypatch.setattr(Trainer, "_evaluate_table", final_evaluation)
     assert run_worker(run_dir) == "succeeded"
+    assert len(seen) == 1 and seen[0][0] is None and seen[0][1].startswith("final evaluation: ")
+    assert read_run(run_dir).message == ""
     train_rows = [m for m in read_run(run_dir).metrics() if m["kind"] == "train"]
     assert [m["step"] for m in train_rows] == [1, 5, 7]
     assert train_rows[-1]["tokens"] == load_checkpoint(run_dir / "checkpoint").card["provenance"]["tokens"]

@@ -40,7 +40,7 @@ from albert_lab.training.init import load_init_weights, standardize_pooler
 from albert_lab.training.optim import build_optimizer, lr_factor
 from albert_lab.training.prepare import Prepared, prepare
 from albert_lab.training.provenance import run_card
-from albert_lab.training.runs import HEARTBEAT_S, update_run
+from albert_lab.training.runs import FINAL_EVALUATION, HEARTBEAT_S, update_run
 from albert_lab.training.state import has_trainer_state, load_trainer_state, save_trainer_state
 
 STANDARDIZE_BATCHES = 8  # batches whose [CLS] states set a standardized pooler (512 pairs at batch 64)
@@ -144,6 +144,9 @@ class Trainer:
         if self.dist.is_main and self.progress.window.get("steps"):
             self._log_window(self.optimizer.param_groups[0]["lr"])  # the last steps, when not a multiple of log_every
         if self.dist.is_main:
+            if status == "succeeded" and not self.prepared.eval_pairs.empty:  # minutes on a CPU: the page says what it waits for
+                self.update_run(message=f"{FINAL_EVALUATION}: {len(self.prepared.eval_pairs):,} held-out pairs and texts")
+                self._say(f"{FINAL_EVALUATION} on {len(self.prepared.eval_pairs):,} held-out pairs and texts ...")
             table = self._evaluate_table(limit=None) if status == "succeeded" else None
             if table is not None:
                 self._metrics({"kind": "eval", "step": self.progress.step, "final": True,

@@ -43,6 +43,9 @@ def process_alive(pid: int | None) -> bool:
     return True
 
 
+FINAL_EVALUATION = "final evaluation"  # run.json's message while a finished run scores all its held-out pairs
+
+
 @dataclass
 class RunInfo:
     id: str
