@@ -8,7 +8,7 @@ import streamlit as st
 from albert_lab.analysis.depth import VGG_NETS
 from app import depth_cache, depth_runs, links, ui
 from app.depth_cache import DEFAULTS, VARIANTS, VGG_DEFAULTS
-from app.figures import depth_figures, divergence, flow_heatmap, vgg_figures
+from app.figures import cut_at_divergence, depth_figures, divergence, flow_heatmap, vgg_figures
 from app.guard import guard
 from app.text import fmt_duration
 
@@ -47,19 +47,24 @@ with tab_mlp:
             for model, step in diverged.items():
                 st.warning(f"{model} diverged at step {step} (loss not finite or above 1,000): its curves stop there. "
                            "Try a smaller Gaussian std or add normalisation.", icon=":material/trending_up:")
-            figs = depth_figures(history, flow)
-            left, right = st.columns(2)
-            ui.chart(figs["loss"], "depth-loss", container=left)
-            ui.chart(figs["accuracy"], "depth-accuracy", container=right)
-            ui.chart(figs["layers"], "depth-gradient-per-layer")
-            trained_first = sorted(history.model.unique(), key=lambda m: m in diverged)  # a diverged model has a column or two
-            if st.session_state.get("_dl_heat_for") != repr(configs):  # new results: leave a model that now diverged
-                st.session_state["_dl_heat_for"] = repr(configs)
-                if st.session_state.get("dl_heat") in diverged:
-                    st.session_state["dl_heat"] = trained_first[0]
-            model = st.selectbox("Gradient flow over time for", trained_first, key="dl_heat",
-                                 format_func=lambda m: f"{m} (diverged at step {diverged[m]})" if m in diverged else m)
-            ui.chart(flow_heatmap(flow, model), "depth-gradient-heatmap")
+            if cut_at_divergence(history, diverged).empty:  # every variant diverged at its first step: no curve to draw
+                st.error(f"Every variant diverged at its first step, so there is nothing to draw. With {depth} layers, a "
+                         f"Gaussian std of {std:g} makes the activations explode: try a smaller std (e.g. 0.1), the "
+                         "'he' initialisation, or normalisation.", icon=":material/error:")
+            else:
+                figs = depth_figures(history, flow)
+                left, right = st.columns(2)
+                ui.chart(figs["loss"], "depth-loss", container=left)
+                ui.chart(figs["accuracy"], "depth-accuracy", container=right)
+                ui.chart(figs["layers"], "depth-gradient-per-layer")
+                trained_first = sorted(history.model.unique(), key=lambda m: m in diverged)  # a diverged model has a column or two
+                if st.session_state.get("_dl_heat_for") != repr(configs):  # new results: leave a model that now diverged
+                    st.session_state["_dl_heat_for"] = repr(configs)
+                    if st.session_state.get("dl_heat") in diverged:
+                        st.session_state["dl_heat"] = trained_first[0]
+                model = st.selectbox("Gradient flow over time for", trained_first, key="dl_heat",
+                                     format_func=lambda m: f"{m} (diverged at step {diverged[m]})" if m in diverged else m)
+                ui.chart(flow_heatmap(flow, model), "depth-gradient-heatmap")
             ui.download(flow, "depth-gradflow.csv")
     ui.paper_note("The toy: a width-32 MLP of 16 hidden layers, naively initialised (Gaussian), does not train with "
                   "plain SGD; gradients vanish toward the input. BatchNorm (before or after the ReLU; after is "

@@ -149,3 +149,16 @@ def test_a_depth_lab_link_reproduces_its_settings(app):
     fresh.switch_page("../pages/depth_lab.py").run()  # the link opens the page itself
     assert not fresh.exception and not fresh.error
     assert fresh.slider(key="dl_depth").value == 4 and fresh.multiselect(key="dl_variants").value == ["none", "layernorm"]
+
+
+def test_when_every_variant_diverges_at_once_the_page_says_so_instead_of_empty_charts(app):
+    """48 layers of std 2.0: both variants diverged at step 1, and three empty charts were drawn
+    (one titled 'at the last step before any divergence', of which there was none)."""
+    at = goto(app, "depth_lab")
+    at.slider(key="dl_depth").set_value(48)
+    at.multiselect(key="dl_variants").set_value(["none"])
+    at.number_input(key="dl_std").set_value(2.0)
+    at.slider(key="dl_steps").set_value(50).run()
+    assert not at.exception
+    assert any(e.value.startswith("Every variant diverged at its first step") for e in at.error)
+    assert not _figure_names(at) and not [s for s in at.selectbox if s.key == "dl_heat"]
