@@ -210,8 +210,10 @@ def fit_problem(spec: ModelSpec, batch_size: int = 0, seq_len: int = 128) -> str
 
 
 def human(n: float) -> str:
-    """12,345,678 -> '12.3M' (the paper's style of rounding)."""
-    for unit, scale in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+    """12,345,678 -> '12.3M' (the paper's style of rounding); past trillions, 1.30e+21."""
+    if abs(n) >= 1e15:
+        return f"{n:.2e}"
+    for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
         if abs(n) >= scale:
             return f"{n / scale:.1f}{unit}"
     return f"{n:.0f}"

@@ -8,7 +8,7 @@ from typing import get_args
 
 import streamlit as st
 
-from app import picker
+from app import picker, ui
 from app.guard import guard
 
 
@@ -37,7 +37,8 @@ def albertize_section(name: str, source: str, spec: dict) -> None:
         if go:
             with guard("converting"), st.spinner("Converting ..."):
                 out = albertize_into_runs(name, source, int(e), sharing, None if sharing == "none" else int(groups), init)
-                st.session_state["albertize_done"] = (out.name, str(out))
+                ui.available_checkpoints.clear()  # listed from now on, as converted:NAME
+                st.session_state["albertize_done"] = (f"converted:{out.name}", str(out))
         if "albertize_done" in st.session_state:
             made, path = st.session_state["albertize_done"]
             from albert_lab.checkpoint.files import read_card

@@ -62,6 +62,7 @@ def test_attributions_satisfy_completeness(bundles):
     result = attribute_pair(bundles[0], "The river flows north.", "It reaches the sea.", n_steps=64)
     tokens = result.tokens
     assert tokens.token.iloc[0] == "[CLS]" and set(tokens.segment) == {"special", "A", "B"}
+    assert result.baseline.endswith(f"replaced by {bundles[0].tokenizer.pad_token}")  # the caption said <pad> for [PAD] too
     total = tokens.attribution.sum()
     assert abs(total - (result.probability - result.baseline_probability) - result.delta) < 1e-4
     assert abs(result.delta) < 0.05 * max(1e-3, abs(result.probability - result.baseline_probability)) + 1e-3

@@ -93,4 +93,6 @@ def test_the_model_card_albertizes_a_bert(app, tmp_path):
     warned = any("query-key forms keep" in w.value for w in at.warning)  # the averaged attention, said where it is weak
     assert warned == (card["conversion"]["attention_kept"] < 0.5)
     at.button(key="albertize_pick").click().run()
-    assert "bert-nsp-e8-all-average" in at.sidebar.multiselect(key="picked").value
+    assert "converted:bert-nsp-e8-all-average" in at.sidebar.multiselect(key="picked").value  # as `checkpoints` lists it
+    assert "converted:bert-nsp-e8-all-average" in at.sidebar.multiselect(key="picked").options  # once, not also as an extra
+    assert len([o for o in at.sidebar.multiselect(key="picked").options if "e8-all-average" in o]) == 1

@@ -199,3 +199,26 @@ def test_the_card_says_how_much_of_its_layers_query_key_form_a_shared_block_keep
     assert none["attention_kept"] == 1.0
     result = run_cli("albertize", "--checkpoint", str(folder), "--embedding", "8", "--sharing", "all", "--out", str(tmp_path / "cli"))
     assert result.returncode == 0 and ("query-key forms keep" in result.stdout) == (facts["average"]["attention_kept"] < 0.5)
+
+
+def test_a_conversion_saved_in_the_runs_folder_is_listed_and_loads_by_name(tiny_bert, tmp_path, monkeypatch):
+    """The README's `albertize ... --out runs/bert-nsp-albert` was not listed by `checkpoints`:
+    its path had to be typed everywhere. A trained run's folder is not taken for one."""
+    import json
+
+    from albert_lab.checkpoint.discover import discover_checkpoints, resolve_checkpoint
+
+    folder, _ = tiny_bert
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("ALBERT_LAB_RUNS", str(runs))
+    runs.mkdir()
+    result = run_cli("albertize", "--checkpoint", str(folder), "--embedding", "8", "--out", str(runs / "tiny-albert"))
+    assert result.returncode == 0, result.stderr
+    albertize(folder, runs / "albertized" / "from-the-app", embedding_size=8)
+    (runs / "plain").mkdir()
+    (runs / "plain" / "config.json").write_text(json.dumps({"model_type": "bert"}))  # no conversion card: not listed
+    converted = discover_checkpoints(shipped=tmp_path / "none", runs=runs)
+    assert [(c.name, c.origin) for c in converted] == [("converted:tiny-albert", "converted"),
+                                                       ("converted:from-the-app", "converted")]
+    assert resolve_checkpoint("converted:tiny-albert") == str(runs / "tiny-albert")
+    assert "converted:tiny-albert" in run_cli("checkpoints").stdout

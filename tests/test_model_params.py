@@ -76,3 +76,9 @@ def test_xxlarge_count_is_instant_and_allocates_nothing():
     report = count(PRESETS["albert-xxlarge"])
     assert time.perf_counter() - start < 0.05
     assert report.applied > report.total
+
+
+def test_human_counts_stay_readable_past_billions():
+    from albert_lab.params import human
+
+    assert [human(n) for n in (950, 12_345_678, 2.56e12, 1.3e21)] == ["950", "12.3M", "2.6T", "1.30e+21"]  # was 1300000001430.0B

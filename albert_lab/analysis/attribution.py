@@ -80,7 +80,7 @@ def attribute_pair(bundle: ModelBundle, a: str, b: str, target: int = 0, n_steps
     segment = ["special" if s else ("A" if t == 0 else "B") for s, t in zip(special[0].tolist(), types[0].tolist())]
     frame = pd.DataFrame(dict(position=range(len(tokens)), token=tokens, segment=segment, attribution=scores.numpy()))
     return Attribution(tokens=frame, probability=p_input, baseline_probability=p_base, delta=float(delta),
-                       baseline="[CLS]/[SEP] and segment ids kept, every other token replaced by <pad>",
+                       baseline=f"[CLS]/[SEP] and segment ids kept, every other token replaced by {bundle.tokenizer.pad_token}",
                        head=bundle.heads.pair_kind, target=target)
 
 

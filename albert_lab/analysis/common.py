@@ -17,11 +17,11 @@ Progress = Callable[[float, str], None]
 computation; it may raise to stop the computation there (the app's Stop button does)."""
 
 
-def check_segment(text: object, what: str) -> str:
+def check_segment(text: object, what: str, why: str = "a pair needs two non-blank segments") -> str:
     """A non-blank string, capped in length; `tokenizer('A', '')` would silently become a
     single-segment input, so blank segments are refused."""
     if not isinstance(text, str) or not text.strip():
-        raise DataError(f"{what} is empty; a pair needs two non-blank segments")
+        raise DataError(f"{what} is empty; {why}")
     return " ".join(text.split())[:MAX_SEGMENT_CHARS]
 
 

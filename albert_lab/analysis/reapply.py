@@ -102,7 +102,7 @@ def encode(bundle: ModelBundle, texts: Sequence[str], max_len: int = MAX_LEN, ma
         raise DataError("no text to analyse: type some sentences or pick the built-in sample")
     if not 0.0 <= mask_rate < 1.0:
         raise DataError(f"mask rate: {mask_rate} is not a fraction in [0, 1)")
-    texts = [check_segment(t, f"text {i + 1}") for i, t in enumerate(texts)]
+    texts = [check_segment(t, f"text {i + 1}", "give text with words in it") for i, t in enumerate(texts)]
     tok = bundle.tokenizer
     enc = tok(texts, truncation=True, max_length=min(max_len, bundle.spec.max_positions), padding=True,
               return_token_type_ids=True, return_tensors="pt")

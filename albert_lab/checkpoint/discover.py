@@ -139,7 +139,7 @@ def summarize_checkpoint(folder: str | Path, name: str | None = None) -> Checkpo
 class CheckpointInfo:
     name: str
     path: Path
-    origin: Literal["shipped", "run"]
+    origin: Literal["shipped", "run", "converted"]
     family: str
     objective: str
     label: str
@@ -157,7 +157,9 @@ class CheckpointInfo:
 
 
 def discover_checkpoints(shipped: Path | None = None, runs: Path | None = None) -> list[CheckpointInfo]:
-    """Shipped checkpoints (sub-folders of checkpoints/) and finished runs' checkpoints."""
+    """Shipped checkpoints (sub-folders of checkpoints/), finished runs' checkpoints, and
+    conversions saved in the runs folder (`albertize --out runs/NAME`, or runs/albertized/NAME
+    from the app), named 'converted:NAME'."""
     found = []
     shipped = shipped or checkpoints_dir()
     for folder in sorted(shipped.iterdir()) if shipped.is_dir() else []:
@@ -170,7 +172,24 @@ def discover_checkpoints(shipped: Path | None = None, runs: Path | None = None) 
             recover_interrupted_save(folder)
         if (folder / CONFIG).is_file() and _run_finished(run):
             found.append(_info(f"run:{run.name}", folder, "run"))
+    for folder in _conversions(runs):
+        found.append(_info(f"converted:{folder.name}", folder, "converted"))
     return [info for info in found if info is not None]
+
+
+def _conversions(runs: Path) -> list[Path]:
+    """Checkpoint folders in the runs folder itself or in runs/albertized/ whose card says
+    they were converted (albertize), not trained."""
+    folders = [p for parent in (runs, runs / "albertized") if parent.is_dir() for p in sorted(parent.iterdir())]
+    return [p for p in folders if (p / CONFIG).is_file() and "conversion" in _card_or_empty(p)]
+
+
+def _card_or_empty(folder: Path) -> dict:
+    try:
+        card = read_card(folder)
+    except (AlbertLabError, OSError, ValueError):
+        return {}
+    return card if isinstance(card, dict) else {}
 
 
 def _run_finished(run: Path) -> bool:

@@ -50,7 +50,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
     return 0
 
 
-@command("checkpoints", "checkpoints shipped in checkpoints/ and finished runs in runs/ (another runs folder: set "
+@command("checkpoints", "checkpoints shipped in checkpoints/, finished runs and conversions in runs/ (another runs folder: set "
          "ALBERT_LAB_RUNS, for every command)")(_json_only)
 def cmd_checkpoints(args: argparse.Namespace) -> int:
     from albert_lab.checkpoint.discover import discover_checkpoints  # file reads only: no torch, no transformers
