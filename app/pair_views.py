@@ -155,6 +155,15 @@ def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
     ui.chart(pair_figures.accuracy_figure(labelled) if len(labelled) else pair_figures.spread_figure(scores), "pairs-file")
 
 
+KEPT_UPLOAD = "_pairs_upload"  # session state: (file name, bytes) of the last pairs file uploaded
+
+
+def _upload_changed() -> None:
+    """The file removed from the uploader (its x) is forgotten; leaving the page is not a removal."""
+    if st.session_state.get("pairs_file") is None:
+        st.session_state.pop(KEPT_UPLOAD, None)
+
+
 def upload_tab(bundles: list) -> None:
     """A pairs file scored by every picked checkpoint, behind a progress bar with the time
     left and a Stop button (5,000 pairs take minutes with the larger models); the scores are
@@ -162,17 +171,26 @@ def upload_tab(bundles: list) -> None:
     st.markdown("A **.csv**, **.tsv** or **.jsonl** file with columns `sentence_a`, `sentence_b` and, optionally, "
                 f"`label` (0 = A then B is the original order / B follows A, 1 = not). Up to {MAX_UPLOAD_MB} MB "
                 f"and {MAX_PAIR_ROWS:,} rows.")
-    uploaded = st.file_uploader("Pairs file", type=["csv", "tsv", "jsonl"], key="pairs_file", max_upload_size=MAX_UPLOAD_MB)
-    if uploaded is None:
+    uploaded = st.file_uploader("Pairs file", type=["csv", "tsv", "jsonl"], key="pairs_file", max_upload_size=MAX_UPLOAD_MB,
+                                on_change=_upload_changed)
+    if uploaded is None and KEPT_UPLOAD not in st.session_state:
         return
     with guard("reading the upload"):  # the reader's messages name the file
-        data = ui.read_upload(uploaded)
-        parsed = read_pairs(data, uploaded.name)
+        if uploaded is not None:
+            name, data = uploaded.name, ui.read_upload(uploaded)
+            st.session_state[KEPT_UPLOAD] = (name, data)
+        else:  # the uploader empties when the user visits another page; the file is kept for the session
+            name, data = st.session_state[KEPT_UPLOAD]
+            left, right = st.columns([5, 1], vertical_alignment="center")
+            left.caption(f"{name} ({len(data) / 1024:,.0f} KB), uploaded earlier in this session, is scored below "
+                         "(its scores are kept); upload another file to replace it.")
+            right.button("Forget it", key="forget_upload", on_click=st.session_state.pop, args=(KEPT_UPLOAD, None))
+        parsed = read_pairs(data, name)
         for problem in parsed.problems[:20]:
             st.warning(problem, icon=":material/warning:")
         if len(parsed.problems) > 20:
             st.warning(f"... and {len(parsed.problems) - 20:,} more problems")
-        key = ("score_upload", tuple(bd.name for bd in bundles), Selection.read().key(), uploaded.name,
+        key = ("score_upload", tuple(bd.name for bd in bundles), Selection.read().key(), name,
                hashlib.sha256(data).hexdigest())
         scores = stoppable.computation(
             "score_upload", key, f"Scoring {plural(len(parsed.pairs), 'pair')} with {plural(len(bundles), 'checkpoint')}",
@@ -182,7 +200,7 @@ def upload_tab(bundles: list) -> None:
             return
         summary = summarize(scores)
         summary = summary[summary.pairs > 0]  # checkpoints not scored are named in the warnings above
-        st.subheader(f"{plural(len(parsed.pairs), 'pair')} scored from {uploaded.name}")
+        st.subheader(f"{plural(len(parsed.pairs), 'pair')} scored from {name}")
         upload_chart(summary, scores)
         st.dataframe(summary, hide_index=True, width="stretch",
                      column_config={"head_status": "head is", "pairs": "pairs",  # short names: all fit 1400 px

@@ -171,3 +171,24 @@ def test_a_typed_special_token_is_named(app):
     at.text_area(key="pair_b").set_value("Then it slept.")
     at.button[0].click().run()
     assert any(w.value.startswith("[SEP]: typed in the text, read by the models as special tokens") for w in at.warning)
+
+
+def test_an_uploaded_file_outlives_a_visit_to_another_page_until_removed(app):
+    """Sentence pairs -> Upload -> Oscillation -> Sentence pairs: the uploader was empty and
+    the scores gone, without a word. The file is kept for the session; its x forgets it."""
+    at = goto(app, "sentence_pairs")
+    at.file_uploader(key="pairs_file").set_value(("pairs.csv", PAIRS_CSV, "text/csv"))
+    at.run()
+    assert [h.value for h in at.subheader if "scored" in h.value] == ["2 pairs scored from pairs.csv"]
+    goto(at, "oscillation")
+    goto(at, "sentence_pairs")
+    assert at.file_uploader(key="pairs_file").value is None  # what the browser shows: an empty uploader
+    assert any(c.value.startswith("pairs.csv (") and "uploaded earlier in this session" in c.value for c in at.caption)
+    assert [h.value for h in at.subheader if "scored" in h.value] == ["2 pairs scored from pairs.csv"]
+    at.button(key="forget_upload").click().run()
+    assert not [h.value for h in at.subheader if "scored" in h.value]
+    at.file_uploader(key="pairs_file").set_value(("pairs.csv", PAIRS_CSV, "text/csv"))
+    at.run()
+    at.file_uploader(key="pairs_file").set_value(None)  # the uploader's x
+    at.run()
+    assert not [h.value for h in at.subheader if "scored" in h.value]
