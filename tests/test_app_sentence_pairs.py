@@ -192,3 +192,19 @@ def test_an_uploaded_file_outlives_a_visit_to_another_page_until_removed(app):
     at.file_uploader(key="pairs_file").set_value(None)  # the uploader's x
     at.run()
     assert not [h.value for h in at.subheader if "scored" in h.value]
+
+
+def test_a_typed_pair_says_which_order_each_head_prefers(app):
+    at = goto(app, "sentence_pairs")
+    (line,) = [m.value for m in at.markdown if m.value.startswith("Preferred order")]
+    scores = next(d.value for d in at.dataframe if "p_ab" in d.value)
+    from app.pair_views import order_words
+
+    for r in scores.dropna(subset=["p_ab"]).itertuples():  # every scored model, in the words below
+        assert order_words(r.checkpoint, r.p_ab, r.p_ba) in line, line
+    assert order_words("m", 0.61, 0.46) == "**m**: A → B (0.61 against 0.46)"  # the helper's pair 2
+    assert order_words("m", 0.49, 0.54) == "**m**: B → A (0.54 against 0.49)"
+    assert order_words("m", 0.501, 0.499) == "**m**: neither (0.50 both ways)"
+    at.text_area(key="pair_a").set_value("   ")
+    at.button[0].click().run()
+    assert not [m.value for m in at.markdown if m.value.startswith("Preferred order")]  # nothing scored, nothing said
