@@ -34,7 +34,8 @@ VIEWPORT = {"width": 1400, "height": 900}
 # Streamlit 1.67 with toolbarMode = "minimal" shows no running-status widget; a rerun marks
 # the elements it has not redrawn yet as stale, and cached work shows a spinner.
 BUSY = ("() => !!document.querySelector('[data-stale=\"true\"], [data-testid=\"stSpinner\"], "
-        "[data-testid=\"stSkeleton\"], [data-testid=\"stStatusWidget\"]')")
+        "[data-testid=\"stSkeleton\"], [data-testid=\"stStatusWidget\"]') "
+        "|| [...document.querySelectorAll('button')].some(b => b.innerText.trim() === 'Stop')")  # a computation's bar
 
 
 def wait_drawn(page, timeout_ms: int = 300_000) -> None:
