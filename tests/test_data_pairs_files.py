@@ -165,8 +165,20 @@ def test_an_unclosed_quote_is_named_not_a_silent_loss_of_the_rows_after_it():
     rows = [b"A %d.,B %d.\n" % (i, i) for i in range(300)]
     parsed = read_pairs(HEADER + b"".join(rows[:4]) + b'"' + b"".join(rows[4:]), "p.csv")
     assert len(parsed.pairs) == 4
-    assert parsed.problems == ["row 6: a double quote at line 6 is closed only at line 301 or never, so 295 lines that look "
-                               'like rows were read as one sentence; skipped (close the quote, or write a quote inside a '
-                               'quoted sentence as two: "")']
-    multiline = read_pairs(HEADER + b'"A sentence, quoted,\nover two lines.",B.\nC.,D.\n', "p.csv")  # a quote that closes
-    assert list(multiline.pairs.sentence_a) == ["A sentence, quoted, over two lines.", "C."] and not multiline.problems
+    fix = '; skipped (close the quote, or write a quote inside a quoted sentence as two: "")'
+    assert parsed.problems == ["row 6: a double quote at line 6 is never closed, so the 295 lines after it were read as "
+                               "one sentence" + fix]
+    last = read_pairs(b"sentence_a,sentence_b,label\nA1.,B1.,0\nA2.,\"B2.,1\n", "p.csv")  # the label went into B
+    assert list(last.pairs.row) == [2] and last.problems == [
+        "row 3: a double quote at line 3 is never closed, so the rest of its line was read as one sentence" + fix]
+    blank = read_pairs(HEADER + b"A1.,B1.\n\n\n\"A2.,B2.\nA3.,B3.\n", "p.csv")  # line numbers count blank lines
+    assert blank.problems[0].startswith("row 3: a double quote at line 5 is never closed")
+    closed = read_pairs(HEADER + b"A1.,B1.\n\"A2.,B2.\nA3.,B3.\nA4.,B4.\nA5.,B\"5.\nA6.,B6.\n", "p.csv")  # by a second stray
+    assert list(closed.pairs.sentence_a) == ["A1.", "A6."] and closed.problems == [
+        "row 3: a double quote at line 3 is closed only at line 6, so 3 lines that look like rows were read as one "
+        "sentence" + fix]
+    for data, name in ((HEADER + b'"A sentence, quoted,\nover two lines.",B.\nC.,D.\n', "p.csv"),  # quotes that close
+                       (b'sentence_a,sentence_b,label\n"First line,\nsecond part, with comma.","B here.",0\nC.,D.,1\n', "p.csv"),
+                       (b'sentence_a\tsentence_b\n"First\tline\nsecond\tpart."\tB.\nC.\tD.\n', "p.tsv")):
+        fine = read_pairs(data, name)
+        assert len(fine.pairs) == 2 and not fine.problems, (data, fine.problems)

@@ -64,15 +64,19 @@ def _delimited_records(text: str, name: str, delimiter: str, problems: list[str]
             where = " and ".join(str(i + 1) for i, h in enumerate(header) if h == column)
             raise DataError(f"{name}: the header names {column} twice (columns {where}); keep one column of that name")
     reader.fieldnames = header
-    return _csv_rows(reader, problems)
+    return _csv_rows(reader, io.StringIO(text).readlines(), problems)
 
 
-def _csv_rows(reader: csv.DictReader, problems: list[str]) -> Iterator[dict]:
+def _csv_rows(reader: csv.DictReader, lines: list[str], problems: list[str]) -> Iterator[dict]:
+    """The records of `reader` (over `lines`, the file's lines as the reader sees them), each
+    with its row number; rows it cannot use are named in `problems`."""
     number = 1  # row 1 is the header
     delimiter = reader.reader.dialect.delimiter
     while True:
         number += 1
         first_line = reader.line_num + 1
+        while first_line <= len(lines) and not lines[first_line - 1].strip():  # the reader skips blank lines
+            first_line += 1
         try:
             record = next(reader)
         except StopIteration:
@@ -80,13 +84,8 @@ def _csv_rows(reader: csv.DictReader, problems: list[str]) -> Iterator[dict]:
         except csv.Error as err:  # the reader goes on at the next line
             problems.append(f"row {number}: cannot be read as CSV ({err}); skipped")
             continue
-        swallowed = [line for value in record.values() if isinstance(value, str) for line in value.split("\n")[1:]
-                     if delimiter in line]
-        if swallowed:  # a quote opened and not closed on its line: the lines after it became one field
-            problems.append(f"row {number}: a double quote at line {first_line} is closed only at line {reader.line_num} or "
-                            f"never, so {len(swallowed):,} "
-                            + ("lines that look like rows were" if len(swallowed) > 1 else "line that looks like a row was")
-                            + " read as one sentence; skipped (close the quote, or write a quote inside a quoted "
+        if problem := _open_quote(lines[first_line - 1:reader.line_num], first_line, len(reader.fieldnames), delimiter):
+            problems.append(f"row {number}: {problem}; skipped (close the quote, or write a quote inside a quoted "
                             'sentence as two: "")')
             continue
         if None in record:  # more fields than the header names: the sentences would be split at the wrong comma
@@ -96,6 +95,27 @@ def _csv_rows(reader: csv.DictReader, problems: list[str]) -> Iterator[dict]:
                             "quotes); skipped")
             continue
         yield {**record, "_row": number}
+
+
+def _open_quote(raw: list[str], first_line: int, fields: int, delimiter: str) -> str | None:
+    """Why the record read from the `raw` lines (from `first_line` on) is a double quote left
+    open, or None. The csv reader takes everything after an opening quote as one field until
+    a closing one, to the end of the file if none comes: a stray quote made a 300-row file
+    '4 pairs scored'. Open at the end of the file: certain. Closed lines later: when two or
+    more of the lines it took read as whole rows (a quoted sentence over two lines is fine)."""
+    try:
+        list(csv.reader(raw, delimiter=delimiter, strict=True))
+    except csv.Error as err:
+        if "unexpected end of data" in str(err):
+            taken = len(raw) - 1
+            return (f"a double quote at line {first_line} is never closed, so "
+                    + (f"the {taken:,} lines after it were" if taken > 1 else "the line after it was" if taken else
+                       "the rest of its line was") + " read as one sentence")
+    rows = [line for line in raw[1:] if len(next(csv.reader([line], delimiter=delimiter), [])) >= fields]
+    if len(rows) >= 2:
+        return (f"a double quote at line {first_line} is closed only at line {first_line + len(raw) - 1}, so "
+                f"{len(rows):,} lines that look like rows were read as one sentence")
+    return None
 
 
 def _delimiter_hint(text: str, expected: str) -> str:
