@@ -38,6 +38,10 @@ def test_manuals_keep_prose_pages_and_skip_release_notes_indexes_and_translation
                                   "usr/share/doc/other/x.html": page("Other", PROSE)})
     assert [d.title for d in docs] == ["PostgreSQL: Planner"]
     assert docs[0].segments == tuple(PROSE)  # the <pre> block is not text
+    heading = "pg_amcheck \u2014 checks for corruption in one or more PostgreSQL databases"  # a paragraph without a full stop
+    (doc,) = extract.postgres_docs({f"{pg}app-pgamcheck.html": page("pg_amcheck", [heading, *PROSE]),
+                                    f"{pg}copy.html": page("Copy", [heading, *PROSE])})  # the same page twice: once
+    assert doc.segments == (heading, *PROSE)
     dj = "usr/share/doc/python-django-doc/html/"
     docs = extract.django_docs({f"{dj}topics/db.html": page("Models &#8212; Django 3.2.25 documentation", PROSE),
                                 f"{dj}releases/3.2.html": page("3.2", PROSE), f"{dj}_modules/x.html": page("x", PROSE)})

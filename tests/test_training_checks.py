@@ -143,10 +143,26 @@ def test_a_run_scored_on_another_corpus_never_trains_on_its_held_out_documents(t
     assert result.returncode == 0, result.stderr[-1500:]
     card = json.loads((tmp_path / "runs" / "scored" / "checkpoint" / "albert_lab.json").read_text())
     assert card["provenance"]["corpus"] == "c300.jsonl" and card["provenance"]["eval_corpus"] == CORPUS
-    assert f"(scored on {CORPUS}'s held-out documents)" in result.stdout + result.stderr
+    assert f"(scored on {len(small_corpus.heldout)} documents of {CORPUS})" in result.stdout + result.stderr
     result = run_cli("train", *TINY[:5], "--corpus", CORPUS, "--tokenizer", str(tokenizer_dir), *TINY[9:],
                      "--runs-dir", str(tmp_path / "runs"), "--run-id", "own")  # scored on its own held-out documents
     assert result.returncode == 0, result.stderr[-1500:]
     own = json.loads((tmp_path / "runs" / "own" / "checkpoint" / "albert_lab.json").read_text())
     assert {task: m["n"] for task, m in card["metrics"].items()} == {task: m["n"] for task, m in own["metrics"].items()}
     assert card["metrics"]["sop"]["n"] > 20
+
+
+def test_eval_corpus_scores_what_evaluate_scores_and_refuses_one_with_nothing_held_out(tmp_path, small_corpus):
+    from albert_lab.data.corpora import load_corpus
+    from albert_lab.data.sources import is_installed
+    from albert_lab.errors import DataError
+    from albert_lab.training.prepare import eval_documents
+
+    own = TrainConfig(corpus=CORPUS, eval_corpus=CORPUS)  # its own held-out set: nothing to check
+    assert eval_documents(own, small_corpus) == small_corpus.heldout
+    (one := tmp_path / "one.txt").write_text("A single document. Of two sentences.\n")
+    with pytest.raises(DataError, match=r"eval_corpus: .*one\.txt has no held-out documents to score on"):
+        eval_documents(TrainConfig(corpus=CORPUS, eval_corpus=str(one)), small_corpus)
+    if is_installed("cfi"):  # the out-of-domain book: all of it, as `albert-lab evaluate` scores it (was 1 of 17)
+        cfi = load_corpus("cfi")
+        assert len(eval_documents(TrainConfig(corpus=CORPUS, eval_corpus="cfi"), small_corpus)) == len(cfi.train + cfi.heldout)

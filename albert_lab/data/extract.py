@@ -92,8 +92,11 @@ def sqlite_docs(files: Members) -> list[Document]:
 def _manual(files: Members, root: str, label: str, skip: re.Pattern, para_class: str | None = None) -> list[Document]:
     """A software manual's HTML pages under `root` (all depths, minus the paths `skip`
     matches): one document per page of three or more prose paragraphs of eight words or
-    more, inline code kept (its sentences name functions and options in it)."""
-    docs = []
+    more, inline code kept (its sentences name functions and options in it). A paragraph
+    ends a sentence (a heading-like line without a full stop ran into the next one); a page
+    whose sentences another page already has is left out (Linux has 17 alike, and one copy
+    on each side of the held-out split would score a model on what it trained on)."""
+    docs, seen = [], set()
     for path, data in sorted(files.items()):
         name = path.removeprefix(root)
         if not path.startswith(root) or not name.endswith(".html") or skip.search(name):
@@ -101,8 +104,12 @@ def _manual(files: Members, root: str, label: str, skip: re.Pattern, para_class:
         paragraphs = [p for p in formats.html_paragraphs(data, inline_code=True, para_class=para_class)
                       if len(p.split()) >= 8]
         if len(paragraphs) >= 3:
+            segments = tuple(s for p in paragraphs for s in split_sentences(p))
+            if segments in seen:
+                continue
+            seen.add(segments)
             title = re.split(r" [\u2014|] ", html.unescape(formats.html_title(data)))[0].strip()  # "Page — Django 3.2 documentation"
-            docs.append(_doc(f"{label}: {title or name}", " ".join(paragraphs)))
+            docs.append(Document(title=f"{label}: {title or name}", segments=segments))
     return docs
 
 

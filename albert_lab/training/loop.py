@@ -130,7 +130,8 @@ class Trainer:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, lambda *_: self.cancel.set())
         threads = torch.get_num_threads()
-        scored = f" (scored on {self.config.eval_corpus}'s held-out documents)" if self.config.eval_corpus else ""
+        scored = (f" (scored on {self.prepared.eval_documents:,} documents of {self.config.eval_corpus})"
+                  if self.config.eval_corpus else "")
         self._say(f"training {self.prepared.spec.label} on {self.prepared.corpus.describe()}{scored}; device {self.device}, "
              f"{'bf16 autocast' if self.dtype else 'fp32'}, {threads} thread{'s' if threads != 1 else ''}, "
              f"world size {self.dist.world_size}" + (f"; resuming at step {self.progress.step}" if self.progress.step else ""))

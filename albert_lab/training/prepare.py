@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from albert_lab.data.corpora import load_corpus
+from albert_lab.data.corpora import evaluation_documents, load_corpus
 from albert_lab.data.corpus import Corpus, Document
 from albert_lab.data.heldout import build_eval_pairs
 from albert_lab.data.pairs import check_pairable, create_instances
@@ -36,6 +36,7 @@ class Prepared:
     tokenizer_dir: Path
     train_docs: TokenizedDocs
     eval_pairs: pd.DataFrame
+    eval_documents: int = 0  # how many documents eval_pairs come from
 
 
 def prepare(config: TrainConfig) -> Prepared:
@@ -79,18 +80,22 @@ def _prepared(config: TrainConfig, corpus: Corpus, heldout: tuple[Document, ...]
         raise DataError(f"{corpus.name}: yields {pairs} training pairs, fewer than one batch of {config.batch_size}; "
                         "use a bigger corpus or a smaller batch size")
     return Prepared(config=config, spec=spec, corpus=corpus, tokenizer=tokenizer, tokenizer_dir=tokenizer_dir,
-                    train_docs=docs, eval_pairs=build_eval_pairs(heldout))
+                    train_docs=docs, eval_pairs=build_eval_pairs(heldout), eval_documents=len(heldout))
 
 
 def eval_documents(config: TrainConfig, corpus: Corpus) -> tuple[Document, ...]:
-    """The documents a run is scored on: its corpus's held-out ones, or those of
-    `eval_corpus`, none of which may be one it trains on."""
-    if not config.eval_corpus:
+    """The documents a run is scored on: its corpus's held-out ones, or those `albert-lab
+    evaluate` scores of `eval_corpus` (its held-out documents; all of an out-of-domain
+    source's), none of which may be one the run trains on."""
+    if not config.eval_corpus or config.eval_corpus in (config.corpus, corpus.name):
         return corpus.heldout
     try:
-        heldout = load_corpus(config.eval_corpus).heldout
+        heldout = evaluation_documents(load_corpus(config.eval_corpus))
     except AlbertLabError as err:
         raise DataError(f"eval_corpus: {err}") from None
+    if not heldout:
+        raise DataError(f"eval_corpus: {config.eval_corpus} has no held-out documents to score on (a corpus of one "
+                        "document holds none out)")
     trained = {d.segments for d in corpus.train}
     seen = sum(d.segments in trained for d in heldout)
     if seen:
