@@ -48,9 +48,12 @@ with tab_mlp:
                 st.warning(f"{model} diverged at step {step} (loss not finite or above 1,000): its curves stop there. "
                            "Try a smaller Gaussian std or add normalisation.", icon=":material/trending_up:")
             if cut_at_divergence(history, diverged).empty:  # every variant diverged at its first step: no curve to draw
-                st.error(f"Every variant diverged at its first step, so there is nothing to draw. With {depth} layers, a "
-                         f"Gaussian std of {std:g} makes the activations explode: try a smaller std (e.g. 0.1), the "
-                         "'he' initialisation, or normalisation.", icon=":material/error:")
+                start = f"a Gaussian initialisation of std {std:g}" if init == "gaussian" else f"the {init} initialisation"
+                remedy = ("a smaller std (e.g. 0.1), the 'he' initialisation" if init == "gaussian" and std > 0.1
+                          else "fewer layers")
+                st.error(f"Every variant diverged at its first step, so there is nothing to draw: with {depth} layers "
+                         f"and {start}, the loss exploded at once. Try {remedy}, or a variant with batchnorm.",
+                         icon=":material/error:")
             else:
                 figs = depth_figures(history, flow)
                 left, right = st.columns(2)

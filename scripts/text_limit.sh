@@ -14,12 +14,13 @@
 #
 # BASE names the long-mix run to compare with (default runs/gpu-2026-11-26/teacher-pw10, when it
 # is there; its weights are not committed: its curve is in docs/order-limit.json). Writes
-# docs/text-limit.json and docs/text-limit.png; the run folder is $RUNS/teacher-plus.
+# docs/text-limit.json and docs/text-limit.png; the run folder is $RUNS/teacher-plus, RUNS by
+# default runs/text-limit-STEPS (a smoke test's short run is never taken for the full one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-RUNS=${RUNS:-runs/text-limit}
 STEPS=${STEPS:-4674}
+RUNS=${RUNS:-runs/text-limit-$STEPS}
 BASE=${BASE:-runs/gpu-2026-11-26/teacher-pw10}
 
 "$PY" -m albert_lab corpora --install long-mix-plus >/dev/null

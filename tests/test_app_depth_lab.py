@@ -160,5 +160,6 @@ def test_when_every_variant_diverges_at_once_the_page_says_so_instead_of_empty_c
     at.number_input(key="dl_std").set_value(2.0)
     at.slider(key="dl_steps").set_value(50).run()
     assert not at.exception
-    assert any(e.value.startswith("Every variant diverged at its first step") for e in at.error)
+    (error,) = [e.value for e in at.error if e.value.startswith("Every variant diverged at its first step")]
+    assert "48 layers and a Gaussian initialisation of std 2" in error and "Try a smaller std (e.g. 0.1)" in error
     assert not _figure_names(at) and not [s for s in at.selectbox if s.key == "dl_heat"]

@@ -222,3 +222,17 @@ def test_a_conversion_saved_in_the_runs_folder_is_listed_and_loads_by_name(tiny_
                                                        ("converted:from-the-app", "converted")]
     assert resolve_checkpoint("converted:tiny-albert") == str(runs / "tiny-albert")
     assert "converted:tiny-albert" in run_cli("checkpoints").stdout
+    import shutil
+    from pathlib import Path
+
+    shutil.copytree(runs / "tiny-albert", runs / "albertized" / "tiny-albert")  # one name in both places: both listed
+    names = [c.name for c in discover_checkpoints(shipped=tmp_path / "none", runs=runs)]
+    assert names == ["converted:tiny-albert", "converted:from-the-app", "converted:albertized/tiny-albert"]
+    assert resolve_checkpoint("converted:albertized/tiny-albert") == str(runs / "albertized" / "tiny-albert")
+    iterdir = Path.iterdir
+    def unreadable(self):
+        if self.name == "albertized":
+            raise PermissionError(13, "Permission denied")
+        return iterdir(self)
+    monkeypatch.setattr(Path, "iterdir", unreadable)  # a folder that cannot be read is skipped, not an error
+    assert [c.name for c in discover_checkpoints(shipped=tmp_path / "none", runs=runs)] == ["converted:tiny-albert"]

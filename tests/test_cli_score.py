@@ -108,3 +108,19 @@ def test_score_has_the_apps_size_limit_and_reports_surrogate_rows(shipped, tmp_p
     result = run_cli("score", str(surrogate), "--checkpoint", str(shipped / "albert-sop"), "--json")
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     assert "warning: row 1: not valid Unicode" in result.stderr and len(json.loads(result.stdout)) == 1
+
+
+def test_the_out_probe_never_follows_a_link_or_blocks_on_a_pipe(tmp_path):
+    """The write probe (open to append) created a dangling link's target and then deleted the
+    user's link, and waited forever on a named pipe without a reader."""
+    import os
+
+    from albert_lab.cli.common import check_out
+
+    (link := tmp_path / "out.csv").symlink_to(tmp_path / "target.csv")
+    os.mkfifo(pipe := tmp_path / "pipe")
+    check_out(link)
+    check_out(pipe)  # returns at once
+    assert link.is_symlink() and not (tmp_path / "target.csv").exists()
+    check_out(fresh := tmp_path / "fresh.csv")
+    assert not fresh.exists()  # the probe leaves nothing behind

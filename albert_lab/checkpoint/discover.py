@@ -172,16 +172,31 @@ def discover_checkpoints(shipped: Path | None = None, runs: Path | None = None) 
             recover_interrupted_save(folder)
         if (folder / CONFIG).is_file() and _run_finished(run):
             found.append(_info(f"run:{run.name}", folder, "run"))
-    for folder in _conversions(runs):
-        found.append(_info(f"converted:{folder.name}", folder, "converted"))
+    names = set()
+    for folder in _conversions(runs):  # runs/NAME first; runs/albertized/NAME, if that name is taken, by its path
+        name = f"converted:{folder.name}" if folder.name not in names else f"converted:albertized/{folder.name}"
+        names.add(folder.name)
+        found.append(_info(name, folder, "converted"))
     return [info for info in found if info is not None]
 
 
 def _conversions(runs: Path) -> list[Path]:
     """Checkpoint folders in the runs folder itself or in runs/albertized/ whose card says
-    they were converted (albertize), not trained."""
-    folders = [p for parent in (runs, runs / "albertized") if parent.is_dir() for p in sorted(parent.iterdir())]
-    return [p for p in folders if (p / CONFIG).is_file() and "conversion" in _card_or_empty(p)]
+    they were converted (albertize), not trained; a folder that cannot be read is skipped."""
+    folders = []
+    for parent in (runs, runs / "albertized"):
+        try:
+            folders += sorted(parent.iterdir()) if parent.is_dir() else []
+        except OSError:
+            continue
+    return [p for p in folders if _is_file(p / CONFIG) and "conversion" in _card_or_empty(p)]
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _card_or_empty(folder: Path) -> dict:

@@ -177,6 +177,8 @@ def check_out(out: Path | None, *inputs: Path, flag: str = "--out") -> None:
         raise AlbertLabError(f"{flag} {out} is a folder; give a file name, e.g. {out / 'scores.csv'}")
     if not out.parent.is_dir():
         raise AlbertLabError(f"{flag} {out}: the folder {out.parent} does not exist; create it or give another file")
+    if out.is_symlink() or (out.exists() and not out.is_file()):
+        return  # a link, a pipe, /dev/stdout: opening it to try would follow, create or block; written as it is
     existed = out.exists()
     try:  # opened to append, nothing written: a read-only file or folder (or /proc) fails here, not after the work
         with open(out, "a"):
