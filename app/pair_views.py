@@ -24,7 +24,7 @@ from albert_lab.paths import checkpoints_dir
 from app import pair_figures, stoppable, ui
 from app.guard import guard
 from app.selection import Selection
-from app.text import fmt_duration, plural
+from app.text import fmt_bytes, fmt_duration, plural
 
 EXAMPLE_A = "The Nile is a major north-flowing river in northeastern Africa."
 EXAMPLE_B = "It flows into the Mediterranean Sea and is among the longest rivers in the world."
@@ -114,9 +114,6 @@ LABELS = {"head_status": "head is", "prediction": "predicts", "label": "your lab
           "sentence_b": "sentence B"}
 
 
-TIE = 0.005  # |P(A->B) - P(B->A)| below which a head prefers neither order
-
-
 def preferred_order(scores: pd.DataFrame) -> None:
     """Which order each head rates higher, the pair read both ways: a sharper question than
     P > 0.5 (a head can call both orders 'in order' and still prefer one; on ten ordinary
@@ -132,9 +129,10 @@ def preferred_order(scores: pd.DataFrame) -> None:
 
 
 def order_words(name: str, p_ab: float, p_ba: float) -> str:
-    if abs(p_ab - p_ba) < TIE:
-        return f"**{name}**: neither ({p_ab:.2f} both ways)"
-    return f"**{name}**: {'A → B' if p_ab > p_ba else 'B → A'} ({max(p_ab, p_ba):.2f} against {min(p_ab, p_ba):.2f})"
+    """'**name**: A → B (0.588 against 0.577)', to the table's three decimals; 'neither' when they are equal there."""
+    if f"{p_ab:.3f}" == f"{p_ba:.3f}":
+        return f"**{name}**: neither ({p_ab:.3f} both ways)"
+    return f"**{name}**: {'A → B' if p_ab > p_ba else 'B → A'} ({max(p_ab, p_ba):.3f} against {min(p_ab, p_ba):.3f})"
 
 
 def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
@@ -148,7 +146,7 @@ def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
                    "the boundary, so shorter pairs say more.", icon=":material/content_cut:")
     if bundles:
         pairs = scores.drop_duplicates("row")
-        ui.warn_special_tokens([*pairs.sentence_a, *pairs.sentence_b], [b.tokenizer for b in bundles])
+        ui.warn_special_tokens([*pairs.sentence_a, *pairs.sentence_b], {b.name: b.tokenizer for b in bundles})
     unknown = unreadable_rows(scores, ui.UNREADABLE)
     if len(unknown):
         rows = ", ".join(map(str, unknown.index[:10])) + (" ..." if len(unknown) > 10 else "")
@@ -203,14 +201,15 @@ def upload_tab(bundles: list) -> None:
     with guard("reading the upload"):  # the reader's messages name the file
         if uploaded is not None:
             name, data = uploaded.name, ui.read_upload(uploaded)
-            st.session_state[KEPT_UPLOAD] = (name, data)
+            parsed = read_pairs(data, name)
+            st.session_state[KEPT_UPLOAD] = (name, data)  # once read: a file that fails is not kept
         else:  # the uploader empties when the user visits another page; the file is kept for the session
             name, data = st.session_state[KEPT_UPLOAD]
+            parsed = read_pairs(data, name)
             left, right = st.columns([5, 1], vertical_alignment="center")
-            left.caption(f"{name} ({len(data) / 1024:,.0f} KB), uploaded earlier in this session, is scored below "
+            left.caption(f"{name} ({fmt_bytes(len(data))}), uploaded earlier in this session, is scored below "
                          "(its scores are kept); upload another file to replace it.")
             right.button("Forget it", key="forget_upload", on_click=st.session_state.pop, args=(KEPT_UPLOAD, None))
-        parsed = read_pairs(data, name)
         for problem in parsed.problems[:20]:
             st.warning(problem, icon=":material/warning:")
         if len(parsed.problems) > 20:

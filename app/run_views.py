@@ -54,7 +54,8 @@ def progress_panel(run_id: str) -> None:
         ahead = running_run(info.path.parent)
         st.caption("One run trains at a time in this runs folder: " + (f"this one starts when **{ahead.name}** ends."
                    if ahead else "this one starts as soon as it has loaded the corpus and the model."))
-    if info.active and info.message.startswith(FINAL_EVALUATION):
+    evaluating = info.active and info.message.startswith(FINAL_EVALUATION)
+    if evaluating:
         st.caption(f"All steps done; now the {info.message} (with 95% intervals, as in the checkpoint's card).")
     if last is not None:
         done = min(1.0, info.step / total) if total else 0.0
@@ -63,7 +64,6 @@ def progress_panel(run_id: str) -> None:
         m[0].metric("Loss", f"{last['loss']:.3f}")
         rate = last.get("run_tokens_per_s", last["tokens_per_s"])  # the run's rate, not the last interval's
         m[1].metric("Tokens / s (whole run)", f"{rate:,.0f}")
-        evaluating = info.active and info.message.startswith(FINAL_EVALUATION)
         m[2].metric("Time left", "evaluating" if evaluating else fmt_duration(last["eta_s"]) if info.active else "-",
                     help=f"Steps done; the {info.message}" if evaluating else None)
         m[3].metric("Tokens seen", fmt_tokens(last["tokens"]))
@@ -77,7 +77,9 @@ def progress_panel(run_id: str) -> None:
     if info.active and not mine:
         st.caption("Started in another browser or from the command line: shown read-only here. Cancel it with "
                    f"`albert-lab runs --cancel {run_id}`, or serve the app with ALBERT_LAB_SINGLE_USER=1.")
-    if info.active and mine and st.button("Cancel this run", key=f"cancel-{run_id}"):
+    if info.active and mine and evaluating:
+        st.caption("Its steps are done and saved; the evaluation ends on its own (a cancel would not stop it).")
+    elif info.active and mine and st.button("Cancel this run", key=f"cancel-{run_id}"):
         with guard("cancelling"):
             cancel_run(info.path)
             st.toast("Cancel requested: the run saves its checkpoint and stops.")

@@ -33,6 +33,13 @@ def si(value: float) -> str:
     return f"{value:.3g}"
 
 
+def fmt_bytes(n: int) -> str:
+    """312 -> '312 bytes', 52_224 -> '51 KB', 3_500_000 -> '3.3 MB' (a small file was '0 KB')."""
+    if n < 1024:
+        return f"{n:,} byte{'' if n == 1 else 's'}"
+    return f"{n / 1024:,.0f} KB" if n < 1024**2 else f"{n / 1024**2:,.1f} MB"
+
+
 def fmt_duration(seconds: float) -> str:
     """3565.4 -> '59 min', 42 -> '42 s', 7300 -> '2 h 2 min'."""
     if not math.isfinite(seconds):

@@ -152,16 +152,21 @@ def warn_unreadable(texts: Sequence[str]) -> None:
         st.warning(f"The models read the first {MAX_LEN} tokens of each text, and {plural(len(long), 'text')} "
                    f"{'is' if len(long) == 1 else 'are'} longer ({which} tokens for {name}): the rest is not looked at. "
                    "Separate texts with a blank line to have all of it read.", icon=":material/content_cut:")
-    warn_special_tokens(texts, [tokenizer], name)
+    warn_special_tokens(texts, {name: tokenizer})
 
 
-def warn_special_tokens(texts: Sequence[str], tokenizers: Sequence, who: str = "the models") -> None:
-    """Say so when typed text holds a model's special tokens, which it reads as such."""
-    found = sorted({token for tokenizer in tokenizers for token in tokenizer.all_special_tokens
-                    for text in texts if token in text})
-    if found:
-        st.warning(f"{', '.join(found)}: typed in the text, read by {who} as special tokens, not as words "
-                   "(a [SEP] separates segments, [PAD] is padding, [MASK] a masked token).", icon=":material/code:")
+def warn_special_tokens(texts: Sequence[str], tokenizers: dict[str, Any]) -> None:
+    """Say so when typed text holds special tokens, and which models read them as such (a
+    typed [PAD] is padding to a WordPiece model, four ordinary pieces to a SentencePiece one)."""
+    readers: dict[str, list[str]] = {}
+    for name, tokenizer in tokenizers.items():
+        for token in tokenizer.all_special_tokens:
+            if any(token in text for text in texts):
+                readers.setdefault(token, []).append(name)
+    if readers:
+        said = "; ".join(f"{token} (by {', '.join(names)})" for token, names in sorted(readers.items()))
+        st.warning(f"Typed in the text and read as special tokens, not as words: {said}. A [SEP] separates segments, "
+                   "[PAD] is padding, [MASK] a masked token.", icon=":material/code:")
 
 
 def need_checkpoints(minimum: int = 1) -> bool:

@@ -170,7 +170,8 @@ def test_a_typed_special_token_is_named(app):
     at.text_area(key="pair_a").set_value("The cat sat [SEP] on the mat.")
     at.text_area(key="pair_b").set_value("Then it slept.")
     at.button[0].click().run()
-    assert any(w.value.startswith("[SEP]: typed in the text, read by the models as special tokens") for w in at.warning)
+    (warning,) = [w.value for w in at.warning if "special tokens" in w.value]
+    assert "read as special tokens, not as words: [SEP] (by albert-sop, hub-albert, bert-nsp)." in warning, warning
 
 
 def test_an_uploaded_file_outlives_a_visit_to_another_page_until_removed(app):
@@ -185,6 +186,11 @@ def test_an_uploaded_file_outlives_a_visit_to_another_page_until_removed(app):
     assert at.file_uploader(key="pairs_file").value is None  # what the browser shows: an empty uploader
     assert any(c.value.startswith("pairs.csv (") and "uploaded earlier in this session" in c.value for c in at.caption)
     assert [h.value for h in at.subheader if "scored" in h.value] == ["2 pairs scored from pairs.csv"]
+    at.file_uploader(key="pairs_file").set_value(("bad.csv", b"sentence_a;sentence_b\nx;y\n", "text/csv"))
+    at.run()  # a file that fails to read is not kept in place of the good one
+    goto(at, "oscillation")
+    goto(at, "sentence_pairs")
+    assert any(c.value.startswith("pairs.csv (") for c in at.caption) and not at.error
     at.button(key="forget_upload").click().run()
     assert not [h.value for h in at.subheader if "scored" in h.value]
     at.file_uploader(key="pairs_file").set_value(("pairs.csv", PAIRS_CSV, "text/csv"))
@@ -202,9 +208,10 @@ def test_a_typed_pair_says_which_order_each_head_prefers(app):
 
     for r in scores.dropna(subset=["p_ab"]).itertuples():  # every scored model, in the words below
         assert order_words(r.checkpoint, r.p_ab, r.p_ba) in line, line
-    assert order_words("m", 0.61, 0.46) == "**m**: A → B (0.61 against 0.46)"  # the helper's pair 2
-    assert order_words("m", 0.49, 0.54) == "**m**: B → A (0.54 against 0.49)"
-    assert order_words("m", 0.501, 0.499) == "**m**: neither (0.50 both ways)"
+    assert order_words("m", 0.61, 0.46) == "**m**: A → B (0.610 against 0.460)"  # the helper's pair 2
+    assert order_words("m", 0.49, 0.54) == "**m**: B → A (0.540 against 0.490)"
+    assert order_words("m", 0.503, 0.497) == "**m**: A → B (0.503 against 0.497)"  # was '0.50 against 0.50'
+    assert order_words("m", 0.5001, 0.4999) == "**m**: neither (0.500 both ways)"
     at.text_area(key="pair_a").set_value("   ")
     at.button[0].click().run()
     assert not [m.value for m in at.markdown if m.value.startswith("Preferred order")]  # nothing scored, nothing said

@@ -119,7 +119,7 @@ def test_runs_of_other_sessions_are_read_only_unless_single_user(app, monkeypatc
     assert any(b.label == "Cancel this run" for b in at.button)
 
 
-def test_a_queued_run_names_the_run_it_waits_for(app):
+def test_a_queued_run_names_the_run_it_waits_for(app, monkeypatch):
     import subprocess
     import sys
 
@@ -142,6 +142,10 @@ def test_a_queued_run_names_the_run_it_waits_for(app):
         update_run(first, message="final evaluation: 2,481 held-out pairs and texts")
         at.selectbox(key="watch_select").set_value(first.name).run()
         assert any(c.value.startswith("All steps done; now the final evaluation: 2,481") for c in at.caption)
+        monkeypatch.setenv("ALBERT_LAB_SINGLE_USER", "1")  # its owner: no Cancel button that would do nothing
+        at.run()
+        assert not any(b.label == "Cancel this run" for b in at.button)
+        assert any(c.value.startswith("Its steps are done and saved") for c in at.caption)
     finally:
         worker.kill()
         worker.wait()
