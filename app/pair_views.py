@@ -230,6 +230,11 @@ def upload_tab(bundles: list) -> None:
                      column_config={"head_status": "head is", "pairs": "pairs",  # short names: all fit 1400 px
                                     "accuracy": st.column_config.NumberColumn("accuracy", format="%.3f",
                                                                               help="on the labelled pairs"),
+                                    "order_accuracy": st.column_config.NumberColumn(
+                                        "by order", format="%.3f",
+                                        help="Accuracy on the labelled pairs judged by the order each head prefers "
+                                             "(label 0 right when P(A->B) > P(B->A), label 1 when the reverse): for files "
+                                             "whose label-1 pairs are swapped ones, as in SOP; not for random NSP pairs"),
                                     "labelled": "labelled",
                                     "mean_p_ab": st.column_config.NumberColumn("mean P(0 | A->B)", format="%.3f",
                                                                                help="mean P(label 0) of the pairs as given"),

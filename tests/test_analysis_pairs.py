@@ -30,6 +30,8 @@ def test_batched_scores_equal_one_by_one_and_swaps_are_consistent(bundles):
     for bundle in bundles:
         mine = scores[scores.checkpoint == bundle.name]
         assert summary.loc[bundle.name, "accuracy"] == ((mine.p_ab < 0.5).astype(int) == mine.label).mean()
+        by_order = [(ab > ba) if label == 0 else (ba > ab) for ab, ba, label in zip(mine.p_ab, mine.p_ba, mine.label)]
+        assert summary.loc[bundle.name, "order_accuracy"] == np.mean(by_order)
 
 
 def test_missing_pair_head_is_flagged_not_scored(tmp_path, tokenizer):

@@ -95,14 +95,18 @@ def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFram
 
 
 def summarize(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per checkpoint: pairs scored, accuracy on labelled pairs, mean P(label 0) for
-    A->B and B->A, and how often the head prefers A->B over B->A."""
+    """Per checkpoint: pairs scored, accuracy on labelled pairs (P(label 0) > 0.5), the same
+    judged by the order the head prefers (label 0: P(A->B) > P(B->A); label 1: the other way;
+    for files whose label-1 pairs are swapped ones, as in SOP), mean P(label 0) for A->B and
+    B->A, and how often the head prefers A->B over B->A."""
     rows = []
     for name, group in scores.groupby("checkpoint", sort=False):
         labelled = group[group.label.notna() & group.p_ab.notna()]
+        prefers = (labelled.p_ab > labelled.p_ba) & (labelled.label == 0) | (labelled.p_ba > labelled.p_ab) & (labelled.label == 1)
         rows.append(dict(checkpoint=name, head=group["head"].iloc[0], head_status=group.head_status.iloc[0],
                          pairs=int(group.p_ab.notna().sum()),
                          accuracy=float(labelled.correct.mean()) if len(labelled) else np.nan,
+                         order_accuracy=float(prefers.mean()) if len(labelled) else np.nan,
                          labelled=len(labelled), mean_p_ab=float(group.p_ab.mean()), mean_p_ba=float(group.p_ba.mean()),
                          prefers_ab=float((group.p_ab > group.p_ba).mean()) if group.p_ab.notna().any() else np.nan))
     return pd.DataFrame(rows)
