@@ -12,6 +12,7 @@
 #   scripts/text_limit.sh                # a GPU: about 7 minutes on an H200, 10 on an H100
 #   STEPS=20 scripts/text_limit.sh       # a smoke test of the pipeline (CPU: about 15 minutes)
 #   ALBERTS=1 scripts/text_limit.sh      # then the two ALBERTs' next stage from that teacher, below
+#   MINUTES=6.5 ...                      # a clock budget for the teacher as well (a slower GPU ends early)
 #
 # With ALBERTS=1, albert-sop-minilm and albert-nsp-minilm are each given one more stage from the
 # new teacher, side by side and with equal steps (ALBERT_STEPS, default 3,503: the SOP model's
@@ -35,7 +36,7 @@ BASE=${BASE:-runs/gpu-2026-11-26/teacher-pw10}
 "$PY" -m albert_lab corpora --install long-mix-plus >/dev/null
 if [ ! -f "$RUNS/teacher-plus/checkpoint/model.safetensors" ]; then
   "$PY" -m albert_lab train --init-from checkpoints/bert-sop-minilm --objective sop --corpus long-mix-plus \
-    --eval-corpus long-mix --batch-size 256 --lr 2e-4 --pair-weight 10 --steps "$STEPS" --eval-every 200 \
+    --eval-corpus long-mix --batch-size 256 --lr 2e-4 --pair-weight 10 --steps "$STEPS" ${MINUTES:+--minutes "$MINUTES"} --eval-every 200 \
     --checkpoint-every 500 --gradflow-every 100000 --name bert-sop-minilm-plus --optimizer adamw --dropout 0 \
     --seq-len 128 --weight-decay 0.01 --seed 1 --warmup 100 --eval-limit 600 --log-every 50 --foreground \
     --runs-dir "$RUNS" --run-id teacher-plus
