@@ -37,19 +37,22 @@ def started(info: RunInfo, config: TrainConfig) -> None:
     st.success(f"Run {info.id} started: {spec.label}, {count(spec).total:,} parameters, a vocabulary of "
                f"{config.vocab_size:,} pieces. Follow it under 'Runs'.")
     if config.max_steps is not None and config.warmup_steps >= config.max_steps:
+        top = config.lr * min(1.0, config.max_steps / config.warmup_steps) if config.warmup_steps else config.lr
         st.info(f"The warm-up ({config.warmup_steps:,} steps) is as long as the run ({config.max_steps:,}): the learning "
-                f"rate climbs all the way and never reaches {config.lr:g}. For a short run, lower the warm-up.",
+                f"rate climbs for the whole run and reaches only {top:.2g} of the {config.lr:g} asked for. For a short "
+                "run, lower the warm-up.",
                 icon=":material/trending_up:")
 
 
 def progress_panel(run_id: str) -> None:
     info = read_run(runs_dir() / run_id)
-    train, evals = pd.DataFrame(info.metrics("train")), pd.DataFrame(info.metrics("eval"))
-    total = info.total_steps or 0
+    rows = info.metrics()
+    train, evals = pd.DataFrame([r for r in rows if r.get("kind") == "train"]), pd.DataFrame([r for r in rows if r.get("kind") == "eval"])
+    total, step = info.total_steps or 0, info.latest_step(rows)
     last = train.iloc[-1] if len(train) else None
     status = {"queued": ":material/schedule:", "running": ":material/sync:", "succeeded": ":material/check_circle:",
               "failed": ":material/error:", "cancelled": ":material/cancel:"}[info.status]
-    st.markdown(f"{status} **{info.name}**: {info.status}, step {info.step:,}" + (f" of {total:,}" if total else ""))
+    st.markdown(f"{status} **{info.name}**: {info.status}, step {step:,}" + (f" of {total:,}" if total else ""))
     if info.status == "queued":
         ahead = running_run(info.path.parent)
         st.caption("One run trains at a time in this runs folder: " + (f"this one starts when **{ahead.name}** ends."
@@ -58,7 +61,7 @@ def progress_panel(run_id: str) -> None:
     if evaluating:
         st.caption(f"All steps done; now the {info.message} (with 95% intervals, as in the checkpoint's card).")
     if last is not None:
-        done = min(1.0, info.step / total) if total else 0.0
+        done = min(1.0, step / total) if total else 0.0
         st.progress(done, text=f"{done:.0%}")
         m = st.columns(4)
         m[0].metric("Loss", f"{last['loss']:.3f}")
@@ -90,7 +93,7 @@ def progress_panel(run_id: str) -> None:
 def runs_view() -> None:
     """The runs table and the watched run, refreshed together (every 2 s while a run is active)."""
     runs = list_runs(runs_dir())
-    table = pd.DataFrame([{"run": r.id, "name": r.name, "status": r.status, "step": r.step,
+    table = pd.DataFrame([{"run": r.id, "name": r.name, "status": r.status, "step": r.latest_step() if r.active else r.step,
                            "objective": r.config.get("objective"), "spec": r.raw.get("spec_label", "")} for r in runs])
     st.dataframe(table, hide_index=True, width="stretch", column_config={"step": st.column_config.NumberColumn(format="localized")})
     ids = [r.id for r in runs]

@@ -29,7 +29,8 @@ def test_training_form_and_live_run(app, small_corpus):
     next(b for b in at.button if b.label == "Start training").click().run()
     assert not at.error, [e.value for e in at.error]
     assert any("started" in s.value and "a vocabulary of 100 pieces" in s.value for s in at.success)
-    assert any("warm-up (50 steps) is as long as the run (6)" in i.value for i in at.info)  # its lr never peaks
+    (note,) = [i.value for i in at.info if "warm-up (50 steps) is as long as the run (6)" in i.value]  # its lr never peaks
+    assert "climbs for the whole run and reaches only 0.00036 of the 0.003 asked for" in note, note
     (run,) = list_runs(Path(__import__("os").environ["ALBERT_LAB_RUNS"]))
     spec = run.config["spec"]  # the run trains what the form showed
     assert (spec["hidden_size"], spec["num_layers"], spec["num_heads"], spec["embedding_size"]) == (32, 2, 2, 16)
@@ -139,9 +140,15 @@ def test_a_queued_run_names_the_run_it_waits_for(app, monkeypatch):
         at = goto(app, "training")
         assert any("this one starts when **ahead** ends" in c.value for c in at.caption), [c.value for c in at.caption]
         # its steps done, the run scores its held-out pairs (77 s for 60 steps on a busy CPU: it showed '0 s left')
-        update_run(first, message="final evaluation: 2,481 held-out pairs and texts")
+        update_run(first, message="final evaluation: 2,481 held-out pairs and texts", step=3, total_steps=5)
+        row = dict(kind="train", step=5, loss=6.0, mlm_loss=5.3, pair_loss=0.69, mlm_acc=0.1, pair_acc=0.5, lr=1e-3,
+                   tokens=5000, tokens_per_s=1000.0, eta_s=0.0)
+        (first / "metrics.jsonl").write_text(json.dumps(row) + "\n")  # run.json's step lags its metrics
         at.selectbox(key="watch_select").set_value(first.name).run()
         assert any(c.value.startswith("All steps done; now the final evaluation: 2,481") for c in at.caption)
+        assert any(m.value.endswith("**ahead**: running, step 5 of 5") for m in at.markdown)  # was 'step 3 of 5' beside it
+        runs = next(d.value for d in at.dataframe if "status" in d.value)
+        assert runs.set_index("name").loc["ahead", "step"] == 5
         monkeypatch.setenv("ALBERT_LAB_SINGLE_USER", "1")  # its owner: no Cancel button that would do nothing
         at.run()
         assert not any(b.label == "Cancel this run" for b in at.button)

@@ -283,7 +283,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             raise AlbertLabError(f"no run {path.name!r} in {root}")
         info = cancel_run(path) if args.cancel else read_run(path)
         metrics = info.metrics()
-        step = max([info.step, *(int(m.get("step", 0)) for m in metrics)])  # run.json is written less often
+        step = info.latest_step(metrics)
         if args.cancel:
             after = "it ends without training" if info.status == "queued" else "it saves its checkpoint and stops"
             state = f"{info.id}: cancel requested (it was {info.status} at step {step:,}); {after}"

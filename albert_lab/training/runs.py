@@ -74,6 +74,12 @@ class RunInfo:
         rows = self.folder.metric_rows()
         return rows if kind is None else [r for r in rows if r.get("kind") == kind]
 
+    def latest_step(self, metrics: list[dict[str, Any]] | None = None) -> int:
+        """The last step done: run.json's or its metrics' (run.json is written less often: a
+        run in its final evaluation read 'step 10 of 12'; a killed run's metrics go further)."""
+        rows = self.metrics() if metrics is None else metrics
+        return max([self.step, *(int(m.get("step", 0)) for m in rows)])
+
     def gradflow(self) -> list[dict[str, Any]]:
         return self.folder.gradflow_rows()
 
