@@ -91,7 +91,12 @@ with tab_now:
                               "healthy with residual connections and post-LN LayerNorm.")
 
 with tab_runs:
-    runs = [r for r in list_runs(runs_dir()) if r.folder.gradflow.is_file()]
+    every_run = list_runs(runs_dir())
+    runs = [r for r in every_run if r.folder.gradflow.is_file()]
+    if without := [r.name for r in every_run if r not in runs and r.status != "queued"]:
+        st.caption(f"Not listed, no snapshot recorded: {', '.join(without[:5])}{' ...' if len(without) > 5 else ''}. A run "
+                   "records one every `gradflow_every` steps (the Training page: a tenth of the run, at least 10), so "
+                   "runs shorter than that have none.")
     if not runs:
         st.info("No training run has recorded gradient-flow snapshots yet; start one on the Training page.")
     else:

@@ -125,3 +125,18 @@ def test_the_hidden_gradient_chart_draws_mean_and_max_in_their_own_colours_and_d
     assert set(traces) == {"mean", "max"}
     assert (traces["mean"].line.color, traces["mean"].line.dash) == (SERIES_COLOURS[0], "solid")
     assert (traces["max"].line.color, traces["max"].line.dash) == (SERIES_COLOURS[1], "dash")
+
+
+def test_runs_without_a_snapshot_are_named_not_silently_left_out(app):
+    """A 4-step run (snapshots every 10) was missing from 'Over a training run' without a word."""
+    from conftest import tiny_spec
+
+    from albert_lab.training.config import TrainConfig
+    from albert_lab.training.jobs import create_run
+    from albert_lab.training.runs import update_run
+
+    run_dir, _ = create_run(TrainConfig(spec=tiny_spec(1000).to_dict(), corpus="wiki-vital[:600]", vocab_size=1000,
+                                        max_steps=4, max_seq_len=64, name="short"))
+    update_run(run_dir, status="succeeded", step=4)
+    at = goto(app, "gradient_flow")
+    assert any(c.value.startswith("Not listed, no snapshot recorded: short.") for c in at.caption)
