@@ -33,6 +33,17 @@ def corpora_table() -> pd.DataFrame:
     return pd.DataFrame(describe_corpora())
 
 
+SCRATCH_LR, UPTRAIN_LR = 3e-3, 1e-3  # the form's learning rate from random weights, and from a checkpoint
+
+
+def _start_changed() -> None:
+    """A checkpoint to start from gets a gentler learning rate while the field holds the
+    from-scratch default (4 steps at 3e-3 undid part of what albert-sop knew), and back."""
+    uptraining = st.session_state.get("tr_start") != NEW
+    if st.session_state.get("tr_lr", SCRATCH_LR) == (SCRATCH_LR if uptraining else UPTRAIN_LR):
+        st.session_state["tr_lr"] = UPTRAIN_LR if uptraining else SCRATCH_LR
+
+
 def apply_preset() -> None:
     """The architecture fields follow the preset picked (before the form reads them)."""
     spec = PRESETS[st.session_state.tr_preset]
@@ -55,7 +66,7 @@ def new_run_form() -> None:
                                help="lab-tiny: seconds per step; lab-albert / lab-bert: the shipped sizes")
     links.share(tr_preset=preset)
     sources = dict(Selection.read().checkpoints)
-    start = cols[1].selectbox("Start from", [NEW, *sources], key="tr_start",
+    start = cols[1].selectbox("Start from", [NEW, *sources], key="tr_start", on_change=_start_changed,
                               help="random weights, or a checkpoint picked in the sidebar (uptraining: its weights, "
                                    "architecture and tokenizer; heads it lacks are added)")
     teacher = cols[2].selectbox("Distil from", [NO_TEACHER, *sources], key="tr_teacher", disabled=start == NEW,
@@ -95,7 +106,10 @@ def new_run_form() -> None:
         b = st.columns(5)
         steps = b[0].number_input("Steps", 1, 1_000_000, 200, key="tr_steps")
         minutes = b[1].number_input("or minutes (0: off)", 0.0, 600.0, 0.0, key="tr_minutes")
-        lr = b[2].number_input("Learning rate", 0.0, 1.0, 3e-3, format="%.4f", key="tr_lr")
+        lr = b[2].number_input("Learning rate", 0.0, 1.0, SCRATCH_LR, format="%.4f", key="tr_lr",
+                               help=f"{SCRATCH_LR:g} from random weights; {UPTRAIN_LR:g} when starting from a checkpoint "
+                                    "(set when you pick one): a from-scratch rate can undo what a checkpoint knows. The "
+                                    "shipped MiniLM models were uptrained with AdamW at 2e-4 (BERT) and 1.5e-3 (ALBERT).")
         batch = b[3].number_input("Batch size", 1, 512, 32, key="tr_batch")
         seed = b[4].number_input("Seed", 0, 1_000_000, 0, key="tr_seed")
         c = st.columns(5)

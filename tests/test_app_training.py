@@ -230,8 +230,10 @@ def test_the_training_page_starts_a_run_from_a_picked_checkpoint(shipped, monkey
     start = at.selectbox(key="tr_start")
     assert start.value == "random weights" and "bert-nsp" in start.options
     assert at.selectbox(key="tr_teacher").disabled  # a teacher only for a run that starts from a checkpoint
+    assert at.number_input(key="tr_lr").value == 3e-3
     start.set_value("bert-nsp").run()
     assert any("Starting from **bert-nsp**" in c.value for c in at.caption)
+    assert at.number_input(key="tr_lr").value == 1e-3  # a gentler default from a checkpoint (3e-3 undid what it knew)
     at.selectbox(key="tr_teacher").set_value("bert-nsp")
     at.selectbox(key="tr_corpus").set_value(at.selectbox(key="tr_corpus").options[0])
     at.number_input(key="tr_seq").set_value(64)  # the fixture's positions
@@ -239,7 +241,7 @@ def test_the_training_page_starts_a_run_from_a_picked_checkpoint(shipped, monkey
     at.button[[b.label for b in at.button].index("Start training")].click().run()
     assert len(started) == 1, [e.value for e in at.error]
     config = started[0]
-    assert config.pair_weight == 10.0 and "--pair-weight 10.0" in config.command
+    assert config.pair_weight == 10.0 and "--pair-weight 10.0" in config.command and config.lr == 1e-3
     assert config.init_from == str(shipped / "bert-nsp") and config.command.startswith("albert-lab train --init-from")
     assert config.distil_from == str(shipped / "bert-nsp") and f"--distil-from {shipped / 'bert-nsp'}" in config.command
     assert any("stop here" in e.value for e in at.error)  # the guard's one-line message, no traceback
