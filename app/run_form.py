@@ -106,7 +106,8 @@ def new_run_form() -> None:
         b = st.columns(5)
         steps = b[0].number_input("Steps", 1, 1_000_000, 200, key="tr_steps")
         minutes = b[1].number_input("or minutes (0: off)", 0.0, 600.0, 0.0, key="tr_minutes")
-        lr = b[2].number_input("Learning rate", 0.0, 1.0, SCRATCH_LR, format="%.4f", key="tr_lr",
+        st.session_state.setdefault("tr_lr", UPTRAIN_LR if start != NEW else SCRATCH_LR)  # _start_changed moves it
+        lr = b[2].number_input("Learning rate", 0.0, 1.0, format="%.4f", key="tr_lr",
                                help=f"{SCRATCH_LR:g} from random weights; {UPTRAIN_LR:g} when starting from a checkpoint "
                                     "(set when you pick one): a from-scratch rate can undo what a checkpoint knows. The "
                                     "shipped MiniLM models were uptrained with AdamW at 2e-4 (BERT) and 1.5e-3 (ALBERT).")
