@@ -49,7 +49,8 @@ def sidebar() -> None:
     st.session_state["picked"] = [n for n in st.session_state["picked"] if n in options]
     with st.sidebar:
         st.markdown("### Checkpoints")
-        picked = st.multiselect("Compare", options, key="picked",
+        titles = {n: f"{c['title']} · {n}" for n, c in by_name.items() if c.get("title") and c["title"] != n.removeprefix("run:")}
+        picked = st.multiselect("Compare", options, key="picked", format_func=lambda n: titles.get(n, n),
                                 help="Shipped checkpoints, finished training runs, and folders you add below. "
                                      "Pages that show one model use the first.")
         with st.expander("Add a folder or hub id"):

@@ -35,7 +35,8 @@ PAGE_ICON = "\U0001F9EA"  # test tube
 @st.cache_data(ttl=5, show_spinner=False)
 def available_checkpoints() -> list[dict[str, Any]]:
     return [{"name": c.name, "path": str(c.path), "origin": c.origin, "label": c.label, "objective": c.objective,
-             "uptrained": c.uptrained} for c in discover_checkpoints()]
+             "uptrained": c.uptrained, "title": c.card.get("name") if c.origin == "run" else None}
+            for c in discover_checkpoints()]
 
 
 @st.cache_resource(max_entries=8, show_spinner="Loading checkpoint ...")

@@ -26,6 +26,7 @@ def test_training_form_and_live_run(app, small_corpus):
         at.number_input(key=key).set_value(value)
     for key, value in (("tr_h", 32), ("tr_l", 2), ("tr_heads", 2), ("tr_e", 16)):
         at.number_input(key=key).set_value(value)
+    at.text_input(key="tr_name").set_value("tiny-form")
     next(b for b in at.button if b.label == "Start training").click().run()
     assert not at.error, [e.value for e in at.error]
     assert any("started" in s.value and "a vocabulary of 100 pieces" in s.value for s in at.success)
@@ -41,6 +42,9 @@ def test_training_form_and_live_run(app, small_corpus):
     at.run()
     assert any(":material/check_circle:" in m.value and "succeeded" in m.value for m in at.markdown)
     assert any("run:" in c.value for c in at.caption)  # now selectable in the sidebar
+    __import__("streamlit").cache_data.clear()  # the checkpoints list is cached for 5 s
+    at.run()  # the sidebar names it as the user did ('run:20261126-0818...' alone, cut off, looked like every other run)
+    assert f"tiny-form · run:{run.id}" in at.sidebar.multiselect(key="picked").options
     import json
 
     loss = next(json.loads(c.proto.spec) for c in charts(at) if "Training loss" in c.proto.spec)
