@@ -199,13 +199,12 @@ def upload_tab(bundles: list) -> None:
     if uploaded is None and KEPT_UPLOAD not in st.session_state:
         return
     with guard("reading the upload"):  # the reader's messages name the file
+        # the uploader empties when the user visits another page; the file is kept for the session
+        name, data = (uploaded.name, ui.read_upload(uploaded)) if uploaded is not None else st.session_state[KEPT_UPLOAD]
+        parsed = read_pairs(data, name)
         if uploaded is not None:
-            name, data = uploaded.name, ui.read_upload(uploaded)
-            parsed = read_pairs(data, name)
             st.session_state[KEPT_UPLOAD] = (name, data)  # once read: a file that fails is not kept
-        else:  # the uploader empties when the user visits another page; the file is kept for the session
-            name, data = st.session_state[KEPT_UPLOAD]
-            parsed = read_pairs(data, name)
+        else:
             left, right = st.columns([5, 1], vertical_alignment="center")
             left.caption(f"{name} ({fmt_bytes(len(data))}), uploaded earlier in this session, is scored below "
                          "(its scores are kept); upload another file to replace it.")

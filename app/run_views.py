@@ -10,7 +10,7 @@ from albert_lab.params import count
 from albert_lab.paths import runs_dir
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.jobs import cancel_run
-from albert_lab.training.runs import FINAL_EVALUATION, RunInfo, list_runs, read_run, running_run, single_user
+from albert_lab.training.runs import RunInfo, list_runs, read_run, running_run, single_user
 from app import owner, training_figures, ui
 from app.guard import guard
 from app.text import fmt_duration, fmt_tokens
@@ -37,7 +37,7 @@ def started(info: RunInfo, config: TrainConfig) -> None:
     st.success(f"Run {info.id} started: {spec.label}, {count(spec).total:,} parameters, a vocabulary of "
                f"{config.vocab_size:,} pieces. Follow it under 'Runs'.")
     if config.max_steps is not None and config.warmup_steps >= config.max_steps:
-        top = config.lr * min(1.0, config.max_steps / config.warmup_steps) if config.warmup_steps else config.lr
+        top = config.lr * config.max_steps / config.warmup_steps  # linear warm-up, cut off at the last step
         st.info(f"The warm-up ({config.warmup_steps:,} steps) is as long as the run ({config.max_steps:,}): the learning "
                 f"rate climbs for the whole run and reaches only {top:.2g} of the {config.lr:g} asked for. For a short "
                 "run, lower the warm-up.",
@@ -46,8 +46,9 @@ def started(info: RunInfo, config: TrainConfig) -> None:
 
 def progress_panel(run_id: str) -> None:
     info = read_run(runs_dir() / run_id)
-    rows = info.metrics()
-    train, evals = pd.DataFrame([r for r in rows if r.get("kind") == "train"]), pd.DataFrame([r for r in rows if r.get("kind") == "eval"])
+    rows = info.metrics()  # read once: the frames, the step and the resumes below
+    of_kind = lambda kind: [r for r in rows if r.get("kind") == kind]
+    train, evals = pd.DataFrame(of_kind("train")), pd.DataFrame(of_kind("eval"))
     total, step = info.total_steps or 0, info.latest_step(rows)
     last = train.iloc[-1] if len(train) else None
     status = {"queued": ":material/schedule:", "running": ":material/sync:", "succeeded": ":material/check_circle:",
@@ -57,8 +58,7 @@ def progress_panel(run_id: str) -> None:
         ahead = running_run(info.path.parent)
         st.caption("One run trains at a time in this runs folder: " + (f"this one starts when **{ahead.name}** ends."
                    if ahead else "this one starts as soon as it has loaded the corpus and the model."))
-    evaluating = info.active and info.message.startswith(FINAL_EVALUATION)
-    if evaluating:
+    if evaluating := info.evaluating:
         st.caption(f"All steps done; now the {info.message} (with 95% intervals, as in the checkpoint's card).")
     if last is not None:
         done = min(1.0, step / total) if total else 0.0
@@ -71,7 +71,7 @@ def progress_panel(run_id: str) -> None:
                     help=f"Steps done; the {info.message}" if evaluating else None)
         m[3].metric("Tokens seen", fmt_tokens(last["tokens"]))
         left, right = st.columns(2)
-        resumes = [r["step"] for r in info.metrics("resume")]
+        resumes = [r["step"] for r in of_kind("resume")]
         ui.chart(training_figures.loss_figure(train, resumes), f"loss-{run_id}", key=f"loss-{run_id}", container=left)
         ui.chart(training_figures.accuracy_figure(train, evals), f"accuracy-{run_id}", key=f"acc-{run_id}", container=right)
     if info.status == "failed":

@@ -174,37 +174,24 @@ def discover_checkpoints(shipped: Path | None = None, runs: Path | None = None) 
             found.append(_info(f"run:{run.name}", folder, "run"))
     names = set()
     for folder in _conversions(runs):  # runs/NAME first; runs/albertized/NAME, if that name is taken, by its path
-        name = f"converted:{folder.name}" if folder.name not in names else f"converted:albertized/{folder.name}"
-        names.add(folder.name)
-        found.append(_info(name, folder, "converted"))
+        info = _info(f"converted:{folder.name}" if folder.name not in names else f"converted:albertized/{folder.name}",
+                     folder, "converted")
+        if info is not None and "conversion" in info.card:  # converted (albertize), not trained
+            names.add(folder.name)
+            found.append(info)
     return [info for info in found if info is not None]
 
 
 def _conversions(runs: Path) -> list[Path]:
-    """Checkpoint folders in the runs folder itself or in runs/albertized/ whose card says
-    they were converted (albertize), not trained; a folder that cannot be read is skipped."""
+    """Checkpoint folders in the runs folder itself or in runs/albertized/; a folder that
+    cannot be read is skipped."""
     folders = []
     for parent in (runs, runs / "albertized"):
         try:
-            folders += sorted(parent.iterdir()) if parent.is_dir() else []
+            folders += [p for p in sorted(parent.iterdir()) if (p / CONFIG).is_file()] if parent.is_dir() else []
         except OSError:
             continue
-    return [p for p in folders if _is_file(p / CONFIG) and "conversion" in _card_or_empty(p)]
-
-
-def _is_file(path: Path) -> bool:
-    try:
-        return path.is_file()
-    except OSError:
-        return False
-
-
-def _card_or_empty(folder: Path) -> dict:
-    try:
-        card = read_card(folder)
-    except (AlbertLabError, OSError, ValueError):
-        return {}
-    return card if isinstance(card, dict) else {}
+    return folders
 
 
 def _run_finished(run: Path) -> bool:
@@ -214,7 +201,7 @@ def _run_finished(run: Path) -> bool:
         return False
 
 
-def _info(name: str, folder: Path, origin: Literal["shipped", "run"]) -> CheckpointInfo | None:
+def _info(name: str, folder: Path, origin: Literal["shipped", "run", "converted"]) -> CheckpointInfo | None:
     try:
         card = read_card(folder)
         spec = read_spec(folder, card)

@@ -146,8 +146,9 @@ class Trainer:
             self._log_window(self.optimizer.param_groups[0]["lr"])  # the last steps, when not a multiple of log_every
         if self.dist.is_main:
             if status == "succeeded" and not self.prepared.eval_pairs.empty:  # minutes on a CPU: the page says what it waits for
-                self.update_run(message=f"{FINAL_EVALUATION}: {len(self.prepared.eval_pairs):,} held-out pairs and texts")
-                self._say(f"{FINAL_EVALUATION} on {len(self.prepared.eval_pairs):,} held-out pairs and texts ...")
+                what = f"{len(self.prepared.eval_pairs):,} held-out pairs and texts"
+                self.update_run(message=f"{FINAL_EVALUATION}: {what}")
+                self._say(f"{FINAL_EVALUATION} on {what} ...")
             table = self._evaluate_table(limit=None) if status == "succeeded" else None
             if table is not None:
                 self._metrics({"kind": "eval", "step": self.progress.step, "final": True,

@@ -74,6 +74,11 @@ class RunInfo:
         rows = self.folder.metric_rows()
         return rows if kind is None else [r for r in rows if r.get("kind") == kind]
 
+    @property
+    def evaluating(self) -> bool:
+        """Its steps done, the run is scoring all its held-out pairs (the trainer's message says so)."""
+        return self.active and self.message.startswith(FINAL_EVALUATION)
+
     def latest_step(self, metrics: list[dict[str, Any]] | None = None) -> int:
         """The last step done: run.json's or its metrics' (run.json is written less often: a
         run in its final evaluation read 'step 10 of 12'; a killed run's metrics go further)."""
