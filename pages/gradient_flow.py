@@ -95,8 +95,8 @@ with tab_runs:
     runs = [r for r in every_run if r.folder.gradflow.is_file()]
     if without := [r.name for r in every_run if r not in runs and r.status != "queued"]:
         st.caption(f"Not listed, no snapshot recorded: {', '.join(without[:5])}{' ...' if len(without) > 5 else ''}. A run "
-                   "records one every `gradflow_every` steps (the Training page: a tenth of the run, at least 10), so "
-                   "runs shorter than that have none.")
+                   "records one every `gradflow_every` steps (the Training page: a tenth of the run, at least 10) and one "
+                   "at its last step, so a run has none until then, nor one cancelled before its first.")
     if not runs:
         st.info("No training run has recorded gradient-flow snapshots yet; start one on the Training page.")
     else:

@@ -63,6 +63,7 @@ def test_the_last_steps_are_logged_when_not_a_multiple_of_log_every(monkeypatch)
     assert read_run(run_dir).message == ""
     train_rows = [m for m in read_run(run_dir).metrics() if m["kind"] == "train"]
     assert [m["step"] for m in train_rows] == [1, 5, 7]
+    assert [s["step"] for s in read_run(run_dir).gradflow()] == [7]  # the last step's snapshot, not one at 100
     assert train_rows[-1]["tokens"] == load_checkpoint(run_dir / "checkpoint").card["provenance"]["tokens"]
 
 

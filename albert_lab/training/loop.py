@@ -4,7 +4,7 @@ foreground, or under torchrun with DDP).
 Each step: batch(step) -> MLM + pair loss under bf16 autocast where the hardware has
 it -> clip -> LAMB/AdamW step with warm-up and linear decay. Every `log_every` steps a
 metrics line; every `eval_every` held-out MLM/NSP/SOP accuracy; every
-`gradflow_every` a per-layer gradient-flow snapshot; every `checkpoint_every` an
+`gradflow_every` (and at the last step) a per-layer gradient-flow snapshot; every `checkpoint_every` an
 atomic checkpoint with the trainer state, so a killed run resumes where it was.
 """
 
@@ -216,7 +216,7 @@ class Trainer:
         step, config = self.progress.step, self.config
         if step % config.log_every == 0 or step == 1:
             self._log_window(lr)
-        if step % config.gradflow_every == 0:
+        if step % config.gradflow_every == 0 or self._fraction() >= 1.0:  # and the last step, whatever its number
             frame = gradient_flow_on_batch(self.model, self.prepared.spec, batch, config.objective, self.dtype)
             append_jsonl(self.folder.gradflow, {"step": step, "rows": frame.to_dict(orient="records")})
         if step % config.eval_every == 0:
