@@ -91,6 +91,15 @@ def test_a_folder_given_as_text_file_is_named_a_folder(shipped, tmp_path):
     one_line_error(run_cli("runs", "--runs-dir", str(tmp_path / "nowhere")), "no such folder")
 
 
+def test_a_file_of_thousands_of_texts_is_refused_before_any_work(shipped, tmp_path):
+    """4,000 paragraphs took 15 GB in oscillation (every state of every token kept), 200,000 more than the machine."""
+    many = tmp_path / "many.txt"
+    many.write_text("\n\n".join(f"The river {i} runs north. It is wide." for i in range(300)))
+    for command in ("oscillation", "attention"):
+        one_line_error(run_cli(command, "--file", str(many), "--checkpoint", str(shipped / "albert-sop")),
+                       "300 texts: an analysis reads at most 256 at once")
+
+
 def test_score_to_a_full_device_is_one_line(shipped, pairs_file):
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full")

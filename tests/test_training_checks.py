@@ -1,6 +1,7 @@
 """What train and --resume check before anything trains: run ids, an edited run.json, learning rates, specs."""
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ from conftest import CORPUS, one_line_error, run_cli
 from albert_lab.errors import RunError
 from albert_lab.runfolder import check_run_id
 from albert_lab.training.config import TrainConfig
-from albert_lab.training.jobs import resume_run
+from albert_lab.training.jobs import cancel_run, resume_run
 from albert_lab.training.runs import read_run
 
 TINY = ("--preset", "lab-tiny", "--steps", "3", "--foreground", "--corpus", CORPUS, "--vocab-size", "1000",
@@ -55,6 +56,8 @@ def failed_run(tmp_path: Path, **changes) -> Path:
     ({"step": "abc"}, "field 'step' holds 'abc', not int"),
     ({"created": "yesterday"}, "field 'created' holds 'yesterday'"),
     ({"step": -5}, "negative"),
+    ({"pid": -1}, "field 'pid' holds -1, not a process id"),  # os.kill(-1, ...) signals every process
+    ({"pid": 2 ** 70}, "field 'pid' holds 1180591620717411303424, not a process id"),  # was an OverflowError
     ({"config": "x"}, "field 'config' holds 'x', not dict"),
     ({"config": {"spec": "x"}}, "spec: 'x' is not an object"),
     ({"config": {**TrainConfig().to_dict(), "lr": "fast"}}, "lr: 'fast' is not a finite number"),
@@ -66,6 +69,25 @@ def test_resume_refuses_an_edited_run_json_in_one_line(tmp_path, changes, words)
         resume_run(run, foreground=True)
     one_line_error(run_cli("train", "--resume", str(run), "--foreground"), words)
     assert json.loads((run / "run.json").read_text())["status"] == "failed"  # untouched
+
+
+def test_cancel_sends_no_signal_to_the_pid_run_json_names(tmp_path):
+    """run.json is only a file: its pid may be anybody's. Cancelling touches the cancel file the worker
+    polls; the process it names lives on."""
+    import subprocess
+    import sys
+
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "albert_lab"])  # looks alive
+    try:
+        run = failed_run(tmp_path, status="running", pid=bystander.pid)
+        assert read_run(run).status == "running"
+        cancel_run(run)
+        assert (run / "cancel").exists()
+        time.sleep(0.3)
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
 
 
 def test_runs_list_skips_a_damaged_run_json(tmp_path):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -102,13 +101,9 @@ def cancel_run(run_dir: Path) -> RunInfo:
     info = read_run(run_dir)
     if not info.active:
         raise RunError(f"run {info.id} has ended ({info.status}); only queued or running runs can be cancelled")
+    # The cancel file is the whole request: the worker looks for it while queued and at every step. No signal
+    # is sent: run.json's pid is only what the file says, and a forged -1 would have signalled every process.
     RunFolder(run_dir).cancel.touch()
-    pid = info.raw.get("pid")
-    if pid:
-        try:
-            os.kill(int(pid), signal.SIGTERM)
-        except ProcessLookupError:
-            pass
     return read_run(run_dir)
 
 

@@ -22,12 +22,13 @@ from albert_lab.runfolder import RunFolder, check_run_id
 LOCK = ".train.lock"  # one run trains at a time per runs folder
 ACTIVE = ("queued", "running")
 HEARTBEAT_S = 5.0
+PID_MAX = 4_194_304  # Linux's PID_MAX_LIMIT: no process id is larger
 
 
 def process_alive(pid: int | None) -> bool:
     """True if `pid` is a live training worker (not a recycled pid, not a zombie)."""
-    if not pid:
-        return False
+    if not isinstance(pid, int) or isinstance(pid, bool) or not 0 < pid <= PID_MAX:
+        return False  # 0 and negative numbers name process groups to os.kill, not a process
     proc = Path(f"/proc/{pid}")
     if proc.exists():
         try:
@@ -137,6 +138,8 @@ def _run_json_problem(raw: dict[str, Any]) -> str | None:
             return f"field {key!r} holds {shown}, not {' or '.join(k.__name__ for k in kinds if k is not type(None))}"
         if key in ("step", "total_steps") and value < 0:
             return f"field {key!r} is negative ({value})"
+        if key == "pid" and not 0 < value <= PID_MAX:
+            return f"field 'pid' holds {value if len(str(value)) <= 40 else 'a number too large'}, not a process id"
     return None
 
 
