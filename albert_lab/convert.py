@@ -301,12 +301,10 @@ def albertize(source: str | Path, out: str | Path, embedding_size: int = 128, sh
     folder, a hub id when online), convert it, and save an ALBERT checkpoint at `out`
     whose card says 'converted, not trained'."""
     from albert_lab.checkpoint.load import load_checkpoint
-    from albert_lab.checkpoint.store import save_checkpoint
+    from albert_lab.checkpoint.store import check_new_folder, save_checkpoint
 
     started = time.time()
-    out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):  # before the work, and nothing of the user's replaced
-        raise CheckpointError(f"{out} exists; albertize writes a new folder: remove it or give another --out")
+    out = check_new_folder(out)  # before the work, and nothing of the user's replaced
     bundle = load_checkpoint(source, device="cpu")
     if bundle.spec.family != "bert":
         raise CheckpointError(f"{source}: albertize converts BERT models; this is an {bundle.spec.family.upper()} "
@@ -326,4 +324,4 @@ def albertize(source: str | Path, out: str | Path, embedding_size: int = 128, sh
                        "source": str(source), "seed": seed, "wall_time_s": round(time.time() - started, 1),
                        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
     }
-    return save_checkpoint(conv.model, bundle.tokenizer, conv.spec, out, card, omit=conv.omit)
+    return save_checkpoint(conv.model, bundle.tokenizer, conv.spec, out, card, omit=conv.omit, new=True)

@@ -112,11 +112,39 @@ def test_albertize_never_replaces_what_is_at_out(tiny_bert, tmp_path):
     a_file.write_text("a,b\n")
     for out in (taken, a_file):
         result = run_cli("albertize", "--checkpoint", str(folder), "--embedding", "8", "--out", str(out))
-        one_line_error(result, "exists; albertize writes a new folder")
+        one_line_error(result, "exists; --out names a new folder")
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no hidden .old/.tmp copies either
     assert (taken / "config.json").read_text() == "{}" and a_file.read_text() == "a,b\n"
     (empty := tmp_path / "empty").mkdir()
     assert (albertize(folder, empty, embedding_size=8) / "albert_lab.json").is_file()  # an empty folder is fine
+
+
+def test_albertize_to_a_folder_that_cannot_be_made_is_one_line_before_the_work(tiny_bert, tmp_path):
+    """--out /proc/x gave a FileNotFoundError traceback after the conversion."""
+    folder, _ = tiny_bert
+    (a_file := tmp_path / "a-file").write_text("mine")
+    for out in ("/proc/x", str(a_file / "sub")):
+        one_line_error(run_cli("albertize", "--checkpoint", str(folder), "--embedding", "8", "--out", out),
+                       f"--out {out} cannot be made")
+    assert a_file.read_text() == "mine"
+
+
+def test_a_new_folder_written_meanwhile_by_another_conversion_is_kept(tiny_bert, tmp_path, monkeypatch):
+    """Two conversions to one --out both said they had saved; the second silently replaced the first."""
+    import albert_lab.checkpoint.store as store
+    from albert_lab.errors import CheckpointError
+
+    folder, _ = tiny_bert
+    out, fsync = tmp_path / "out", store._fsync_tree
+    def the_other_lands_first(tmp):  # between albertize's check and its rename, another run fills `out`
+        fsync(tmp)
+        out.mkdir()
+        (out / "config.json").write_text("the other conversion")
+    monkeypatch.setattr(store, "_fsync_tree", the_other_lands_first)
+    with pytest.raises(CheckpointError, match="was written by someone else while this one was made; it is kept"):
+        albertize(folder, out, embedding_size=8)
+    assert (out / "config.json").read_text() == "the other conversion"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bert", "out"]  # no hidden .tmp copy left behind
 
 
 def test_albertize_refuses_what_is_not_a_bert(make_checkpoint, tmp_path):

@@ -168,6 +168,20 @@ def test_bad_input_ends_in_one_line_saying_what_to_do(shipped, tmp_path):
             check_folder(path)
 
 
+def test_a_tokenizer_of_another_model_with_more_pieces_is_refused(shipped, minilm, tmp_path):
+    """MiniLM's 30,522 pieces beside a 1,000-piece model's weights: attention and evaluate ended in an
+    IndexError, oscillation quietly read the text with another model's tokenizer."""
+    mixed = tmp_path / "mixed"
+    shutil.copytree(shipped / "albert-sop", mixed)
+    for name in ("spiece.model", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        (mixed / name).unlink(missing_ok=True)
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        shutil.copy(minilm / name, mixed / name)
+    for command in ("oscillation", "attention"):
+        one_line_error(run_cli(command, "--checkpoint", str(mixed), "--text", TEXTS[0]),
+                       "the tokenizer has 30,522 pieces but the model's word embeddings hold 1,000")
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_oscillation_on_cuda_matches_cpu(shipped):

@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from conftest import one_line_error, run_cli
 
 
@@ -43,6 +44,15 @@ def test_fit_head_probe_is_deterministic_and_used_by_scoring(shipped, tmp_path):
 def test_fit_head_refuses_a_trained_head_of_the_same_kind(shipped):
     line = one_line_error(run_cli("fit-head", "--checkpoint", str(shipped / "albert-sop"), "--corpus", "wiki-vital[:600]"), alone=True)
     assert "SOP head is trained" in line and "--replace" in line
+
+
+@pytest.mark.parametrize("flags, words", [
+    (("--seq-len", "3"), "--seq-len must be at least 8, got 3"),  # fitted a probe on [CLS][SEP][SEP] alone
+    (("--seq-len", "-5"), "--seq-len must be at least 8, got -5"),  # an IndexError traceback
+    (("--out", "/proc/fh"), "--out /proc/fh cannot be made"),  # a FileNotFoundError after the fit
+])
+def test_fit_head_refuses_bad_flags_before_the_work(minilm, flags, words):
+    one_line_error(run_cli("fit-head", "--checkpoint", str(minilm), "--task", "sop", *flags), words)
 
 
 def test_fit_head_on_minilm_keeps_the_mlm_head_missing(minilm, tmp_path):

@@ -13,26 +13,58 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from albert_lab.checkpoint.files import CARD
+from albert_lab.errors import CheckpointError
 from albert_lab.spec import ModelSpec
 
 if TYPE_CHECKING:
     from albert_lab.models import PretrainingModel
 
 
+def check_new_folder(out: str | Path, flag: str = "--out") -> Path:
+    """Refuse, before any work, a folder to be made that exists with something in it, or
+    whose parent cannot take a new folder (a file, /proc, no permission): one line each."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise CheckpointError(f"{out} exists; {flag} names a new folder: remove it or give another")
+    probe = out.parent / f".{out.name}.probe-{os.getpid()}"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        probe.mkdir()
+        probe.rmdir()
+    except OSError as err:
+        raise CheckpointError(f"{flag} {out} cannot be made ({err.strerror or err}); give a folder you can write to") from None
+    return out
+
+
 def save_checkpoint(model: PretrainingModel, tokenizer: Any, spec: ModelSpec, out_dir: str | Path,
                     card: dict[str, Any] | None = None, tokenizer_source: str | Path | None = None,
-                    extra: Callable[[Path], None] | None = None, omit: tuple[str, ...] = ()) -> Path:
+                    extra: Callable[[Path], None] | None = None, omit: tuple[str, ...] = (), new: bool = False) -> Path:
     """Write a checkpoint folder atomically: into a hidden sibling, then renamed into
     place, so a reader never sees a half-written checkpoint (even after kill -9).
     `extra(folder)` may add files (e.g. trainer state) before the swap. Weights whose
-    names start with an `omit` prefix are left out (a head that was missing on load)."""
+    names start with an `omit` prefix are left out (a head that was missing on load).
+    With `new`, a folder that appeared at `out` meanwhile (another conversion to the same
+    place) is kept and this save refused, not the other replaced. An OSError (disk full,
+    no permission) is one CheckpointError naming the folder."""
+    out = Path(out_dir)
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    try:
+        return _save(model, tokenizer, spec, out, tmp, card, tokenizer_source, extra, omit, new)
+    except OSError as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if new and out.is_dir() and any(out.iterdir()):
+            raise CheckpointError(f"{out} was written by someone else while this one was made; it is kept, and this "
+                                  "result was not saved: give another folder") from None
+        raise CheckpointError(f"cannot write the checkpoint {out} ({err.strerror or err})") from None
+
+
+def _save(model, tokenizer, spec, out: Path, tmp: Path, card, tokenizer_source, extra, omit, new: bool) -> Path:
     import torch
 
     from albert_lab.tokenizer import save_tokenizer
 
-    out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp, old = out.parent / f".{out.name}.tmp-{os.getpid()}", out.parent / f".{out.name}.old-{os.getpid()}"
+    old = out.parent / f".{out.name}.old-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     # Tied copies of partially shared modules are written in full, so plain transformers
@@ -48,9 +80,9 @@ def save_checkpoint(model: PretrainingModel, tokenizer: Any, spec: ModelSpec, ou
     if extra is not None:
         extra(tmp)
     _fsync_tree(tmp)
-    if out.exists():
+    if out.exists() and not new:
         os.replace(out, old)
-    os.replace(tmp, out)
+    os.replace(tmp, out)  # with `new`: onto nothing or an empty folder; onto a full one rename(2) refuses
     shutil.rmtree(old, ignore_errors=True)
     return out
 

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import get_args
 
 from albert_lab.cli.common import (
+    MIN_SEQ_LEN,
     add_checkpoint_arguments,
     add_spec_arguments,
+    check_at_least,
     command,
     emit,
     load_bundles,
@@ -320,18 +322,18 @@ def _fit_head_arguments(p: argparse.ArgumentParser) -> None:
 
 @command("fit-head", "fit a missing or untrained SOP / NSP head as a probe on the frozen encoder")(_fit_head_arguments)
 def cmd_fit_head(args: argparse.Namespace) -> int:
+    from albert_lab.checkpoint.store import check_new_folder
     from albert_lab.paths import checkpoints_dir
     from albert_lab.training.probe import PROBE, check_probe_allowed, fit_probe, save_probe
 
     for flag in ("train_pairs", "heldout_pairs", "steps"):
         if getattr(args, flag) <= 0:
             raise AlbertLabError(f"--{flag.replace('_', '-')} must be positive, got {getattr(args, flag)}")
+    check_at_least(args, seq_len=MIN_SEQ_LEN)  # --seq-len 3 fitted a probe on [CLS][SEP][SEP] alone
     bundle = load_bundles(args, [args.checkpoint])[0]
     task = args.task or bundle.heads.pair_kind
     check_probe_allowed(bundle, task, args.replace)
-    out = args.out or checkpoints_dir() / f"{bundle.name.replace('/', '-')}-{task}-probe"
-    if out.exists():
-        raise AlbertLabError(f"{out} exists; remove it or give another --out")
+    out = check_new_folder(args.out or checkpoints_dir() / f"{bundle.name.replace('/', '-')}-{task}-probe")
     log = lambda line: print(line, file=sys.stderr)
     result = fit_probe(bundle, task, args.corpus, args.train_pairs, args.heldout_pairs, args.steps, seed=args.seed,
                        max_len=args.seq_len, log=log)

@@ -149,4 +149,4 @@ def save_probe(bundle: ModelBundle, result: ProbeResult, out: str | Path) -> Pat
     }
     omit = (MLM_KEYS[bundle.spec.family],) if bundle.heads.mlm == "missing" else ()
     return save_checkpoint(bundle.model, bundle.tokenizer, bundle.spec.replace(objective=result.task), out, card,
-                           tokenizer_source=bundle.source, omit=omit)
+                           tokenizer_source=bundle.source, omit=omit, new=True)
