@@ -112,9 +112,14 @@ def entropy_figure(frame: pd.DataFrame) -> go.Figure:
     low, high = frame.entropy.min(), frame.entropy.max()
     for col, name in enumerate(names, start=1):
         grid = frame[(frame.checkpoint == name) & (frame.inner == 0)].pivot(index="head", columns="application", values="entropy")
-        fig.add_trace(go.Heatmap(z=grid.to_numpy(), x=grid.columns, y=[f"head {h}" for h in grid.index], zmin=low, zmax=high,
-                                 colorscale="Magma", showscale=col == 1, colorbar=dict(title="nats")), row=1, col=col)
+        # Numbered heads, not "head 3" categories: shared categorical y axes of unequal length (12 heads beside 4)
+        # made plotly.js fail ("reading 'length'") and draw an empty box.
+        fig.add_trace(go.Heatmap(z=grid.to_numpy(), x=grid.columns, y=list(grid.index), zmin=low, zmax=high,
+                                 colorscale="Magma", showscale=col == 1, colorbar=dict(title="nats"),
+                                 hovertemplate="application %{x}, head %{y}: %{z:.3f} nats<extra></extra>"), row=1, col=col)
     fig.update_xaxes(title_text="application", range=[0.5, frame.application.max() + 0.5])
+    fig.update_yaxes(title_text="head", col=1)
+    fig.update_yaxes(range=[frame["head"].max() + 0.5, -0.5], dtick=1 if frame["head"].max() < 16 else None)
     fig.update_layout(height=340, title="Attention entropy (nats) per application and head (low: focused, high: broad)")
     return fig
 

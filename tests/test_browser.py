@@ -88,3 +88,29 @@ def test_the_sidebar_note_of_a_training_run_goes_when_the_run_ends(server, tmp_p
             expect(page.get_by_text(note)).to_have_count(0, timeout=15_000)  # no click, no reload
         finally:
             browser.close()
+
+
+@pytest.mark.browser
+def test_attention_entropy_of_models_with_unequal_heads_draws_in_chromium(tmp_path):
+    """bert-sop-minilm (12 heads, 6 applications) beside albert-sop (4 heads, 12): plotly.js failed on the
+    shared categorical head axis ("reading 'length'") and the page showed an empty box."""
+    import numpy as np
+    import pandas as pd
+    from playwright.sync_api import sync_playwright
+
+    from app.reapply_figures import entropy_figure
+
+    rows = [dict(checkpoint=name, inner=0, application=a, head=h, entropy=float(np.sin(a + h)) + 1.5)
+            for name, heads, applications in (("bert-sop-minilm", 12, 6), ("albert-sop", 4, 12))
+            for a in range(1, applications + 1) for h in range(heads)]
+    page_file = tmp_path / "entropy.html"
+    entropy_figure(pd.DataFrame(rows)).write_html(page_file, include_plotlyjs=True)  # plotly.js from the package
+    with sync_playwright() as p:
+        browser = chromium(p)
+        page, errors = browser.new_page(), []
+        page.on("pageerror", lambda err: errors.append(str(err)))
+        page.goto(page_file.as_uri())
+        page.wait_for_selector(".main-svg")
+        drawn = page.locator(".heatmaplayer image").count()
+        browser.close()
+    assert errors == [] and drawn == 2, (errors, drawn)
