@@ -28,6 +28,15 @@ SHARING_LABELS: dict[str, str] = {
 }
 
 
+def derived_heads(hidden: int) -> int:
+    """Heads when not given: H/64 (the paper's models), or where 64 does not divide H, the divisor of H nearest
+    H/64 (4,092 has 62; H // 64 = 63 made every such H an error about 63 heads nobody asked for)."""
+    if hidden <= 0 or hidden % 64 == 0:
+        return max(1, hidden // 64)
+    divisors = {d for low in range(1, math.isqrt(hidden) + 1) if hidden % low == 0 for d in (low, hidden // low)}
+    return min(divisors, key=lambda d: (abs(d - hidden / 64), d))
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """An encoder plus its pretraining heads. `None` fields take the paper's defaults."""
@@ -58,7 +67,7 @@ class ModelSpec:
             _check_positive(name, getattr(self, name))
         defaults = {
             "embedding_size": 128 if self.family == "albert" else self.hidden_size,
-            "num_heads": max(1, self.hidden_size // 64),
+            "num_heads": derived_heads(self.hidden_size),
             "ffn_size": 4 * self.hidden_size,
             "num_groups": self.num_layers if self.sharing == "none" else 1,
             "activation": "gelu_new" if self.family == "albert" else "gelu",

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from albert_lab.params import count, sweep
-from albert_lab.spec import PRESETS, SHARING_LABELS, Family, ModelSpec
+from albert_lab.spec import PRESETS, SHARING_LABELS, Family, ModelSpec, derived_heads
 from app import links, parameter_views, ui
 from app.figures import parameter_bars, sweep_figure
 from app.guard import guard
@@ -17,6 +17,18 @@ from app.text import si
 CALCULATOR_LABELS = {"vocab_size": "V (vocabulary)", "hidden_size": "H (hidden)", "num_layers": "L (layers)",
                      "embedding_size": "E (embedding)", "num_heads": "Heads", "ffn_size": "FFN size",
                      "num_groups": "Groups (N)", "inner_group_num": "Inner blocks per layer"}
+
+def follow_hidden(hidden_key: str, heads_key: str, ffn_key: str, previous_key: str) -> None:
+    """Heads and FFN follow a new H while they hold what the previous H derives (H/64, 4H): the CLI's rule.
+    H = 4,096 from albert-base had kept 12 heads and FFN 3,072, and counted 524M against the CLI's 1.83B."""
+    old, new = st.session_state.get(previous_key), int(st.session_state[hidden_key])
+    if old is None:
+        return
+    if int(st.session_state[heads_key]) == derived_heads(old):
+        st.session_state[heads_key] = derived_heads(new)
+    if int(st.session_state[ffn_key]) == 4 * old:
+        st.session_state[ffn_key] = min(4 * new, 65536)
+
 
 st.title("Parameters and compute")
 TABS = ["Calculator", "Paper tables", "Curves", "On real weights"]
@@ -39,10 +51,15 @@ with tab_calc:
     bert = family == "bert"
     vocab = cols[1].number_input("V (vocabulary)", 100, 1_000_000, step=1000, key=linked("v", base.vocab_size, 100, 1_000_000))
     # H moves by the number of heads, so every step lands on a valid H (heads must divide H)
-    heads_key = linked("heads", base.num_heads, 1, 256)
+    heads_key, ffn_key = linked("heads", base.num_heads, 1, 256), linked("ffn", base.ffn_size, 16, 65536)
     heads_now = int(st.session_state[heads_key])
-    hidden = cols[2].number_input("H (hidden)", 16, 16384, step=heads_now, key=linked("h", base.hidden_size, 16, 16384),
-                                  help=f"Steps by the number of heads ({heads_now}): H must be a multiple of it")
+    hidden_key, previous_key = linked("h", base.hidden_size, 16, 16384), f"calc-previous-h-{preset}"
+    hidden = cols[2].number_input("H (hidden)", 16, 16384, step=heads_now, key=hidden_key,
+                                  on_change=follow_hidden, args=(hidden_key, heads_key, ffn_key, previous_key),
+                                  help=f"Steps by the number of heads ({heads_now}): H must be a multiple of it. Heads "
+                                       "and FFN follow H (H/64 and 4H, as `albert-lab params --hidden` does) until "
+                                       "you set them.")
+    st.session_state[previous_key] = int(hidden)
     layers = cols[3].number_input("L (layers)", 1, 96, key=linked("l", base.num_layers, 1, 96))
     cols = st.columns(4)
     if bert:  # one rule (E = H, no sharing, no groups): shown, not editable
@@ -51,7 +68,7 @@ with tab_calc:
     else:
         embedding = cols[0].number_input("E (embedding)", 8, 16384, step=32, key=linked("e", base.embedding_size, 8, 16384))
     heads = cols[1].number_input("Heads", 1, 256, key=heads_key)
-    ffn = cols[2].number_input("FFN size", 16, 65536, step=256, key=linked("ffn", base.ffn_size, 16, 65536))
+    ffn = cols[2].number_input("FFN size", 16, 65536, step=256, key=ffn_key)
     links.from_url("calc_seq", 512, links.parse_int(8, 8192))
     seq_len = cols[3].number_input("Sequence length (for FLOPs)", 8, 8192, step=64, key="calc_seq")
     cols = st.columns(4)
@@ -77,6 +94,9 @@ with tab_calc:
                          ffn_size=int(ffn), sharing=sharing,
                          num_groups=int(layers) if sharing == "none" else int(groups), inner_group_num=int(inner))
         report = count(spec, int(seq_len))
+        st.caption(f"Counted: {spec.label}, {spec.num_heads} head{'s' if spec.num_heads != 1 else ''}, FFN "
+                   f"{spec.ffn_size:,}, V = {spec.vocab_size:,}. A field outlined in red holds a value outside its "
+                   "range and is not counted.")
         m = st.columns(4)
         m[0].metric("Parameters (paper's count)", f"{report.total:,}")
         m[1].metric("With pretraining heads", f"{report.total_with_heads:,}")

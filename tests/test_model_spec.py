@@ -54,3 +54,11 @@ def test_round_trip_and_presets():
         ModelSpec.from_name("albert-huge")
     with pytest.raises(SpecError, match="unknown field"):
         ModelSpec.from_dict({"hidden": 3})
+
+
+def test_heads_derived_from_h_divide_it():
+    """H // 64 = 63 for H = 4,092 made `params --hidden 4092` an error about 63 heads nobody asked for."""
+    from albert_lab.spec import ModelSpec, derived_heads
+
+    assert [derived_heads(h) for h in (768, 4096, 4092, 100, 48, 32)] == [12, 64, 62, 2, 1, 1]
+    assert ModelSpec(hidden_size=4092).num_heads == 62 and ModelSpec(hidden_size=4092, num_heads=31).num_heads == 31

@@ -22,9 +22,15 @@ def cmd_params(args: argparse.Namespace) -> int:
     if args.seq_len <= 0:
         raise AlbertLabError(f"--seq-len must be positive, got {args.seq_len}")
     report = count(spec_from_args(args), seq_len=args.seq_len)
+    spec = report.spec
+    heads = f"{spec.num_heads} head{'s' if spec.num_heads != 1 else ''}"
+    rule = "H/64" if spec.hidden_size % 64 == 0 else "the divisor of H nearest H/64"
+    derived = [words for flag, words in (("heads", f"{heads} ({rule})"), ("ffn", f"FFN {spec.ffn_size:,} (4H)"))
+               if args.hidden is not None and getattr(args, flag) is None]  # --hidden alone moved them: say so
     rows = [(c.name, c.unique, c.applied, human(c.flops_per_token)) for c in report.components]
     text = "\n".join([
-        report.spec.label,
+        f"{spec.label}; {heads}, FFN {spec.ffn_size:,}"
+        + (f"\n{' and '.join(derived)}: derived from --hidden; give --heads or --ffn to set them" if derived else ""),
         table(rows, ["component", "unique", "applied", "FLOPs/token"]),
         f"total (encoder incl. pooler, the paper's count): {report.total:,} ({human(report.total)})",
         f"with pretraining heads: {report.total_with_heads:,}   applied: {report.applied:,}",
