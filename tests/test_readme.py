@@ -124,3 +124,18 @@ def heading_ids(page) -> set[str]:
     """GitHub's ids of a Markdown page's headings: lower case, punctuation dropped, spaces to '-'."""
     headings = re.findall(r"^#+\s+(.+?)\s*$", page.read_text(), flags=re.MULTILINE)
     return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+def test_the_readme_parameter_counts_are_the_shipped_models():
+    """The table said 22.9M for bert-sop-minilm, whose card counts 22.71M (22.9M is its count with the heads)."""
+    import json
+
+    from albert_lab.params import count
+    from albert_lab.spec import ModelSpec
+
+    rows = re.findall(r"^\| `([\w-]+)` \| [^|]+ \| ([\d.]+)M \|$", (ROOT / "README.md").read_text(), re.M)
+    assert len(rows) == 7, rows
+    for name, shown in rows:
+        spec = ModelSpec.from_dict(json.loads((ROOT / "checkpoints" / name / "albert_lab.json").read_text())["spec"])
+        decimals = len(shown.partition(".")[2])
+        assert abs(count(spec).total / 1e6 - float(shown)) <= 0.5 * 10 ** -decimals + 1e-9, (name, shown, count(spec).total)
