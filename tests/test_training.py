@@ -4,6 +4,7 @@ import itertools
 import json
 import math
 import os
+import shutil
 import signal
 import threading
 import time
@@ -17,7 +18,7 @@ from albert_lab.errors import AlbertLabError, DataError, RunError, SpecError
 from albert_lab.runfolder import read_jsonl, write_json_atomic
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.jobs import cancel_run, create_run, resume_run, start_run
-from albert_lab.training.runs import claim_run_dir, list_runs, read_run
+from albert_lab.training.runs import claim_run_dir, list_runs, read_run, update_run
 from albert_lab.training.worker import run_worker
 
 
@@ -118,6 +119,33 @@ def test_kill_9_then_resume_continues_from_the_checkpoint():
     assert after[-1] == 60 and after == sorted(set(after))
     assert "resumed from" in (run_dir / "log.txt").read_text()
     assert not [p for p in run_dir.iterdir() if p.name.startswith(".checkpoint")]  # resume cleaned up
+
+
+@pytest.mark.parametrize("damage, words", [
+    ("other-weights", "its weights have other shapes than this run's model"),  # was a RuntimeError traceback
+    ("empty-state", "KeyError"),  # trainer_state.json of {}
+    ("truncated-state", "cannot be resumed (SafetensorError"),
+])
+def test_resuming_a_damaged_checkpoint_fails_in_one_line(damage, words):
+    run_dir, _ = create_run(config(name=f"damaged-{damage}", max_steps=4, eval_every=1000, gradflow_every=1000,
+                                   checkpoint_every=1000))
+    assert run_worker(run_dir) == "succeeded"
+    folder = run_dir / "checkpoint"
+    if damage == "other-weights":
+        other, _ = create_run(config(name="wider", max_steps=1, spec=tiny_spec(1000, num_layers=2, hidden_size=64).to_dict(),
+                                     eval_every=1000, gradflow_every=1000, checkpoint_every=1000))
+        assert run_worker(other) == "succeeded"
+        shutil.copy(other / "checkpoint" / "model.safetensors", folder / "model.safetensors")
+    elif damage == "empty-state":
+        (folder / "trainer_state.json").write_text("{}")
+    else:
+        tensors = folder / "trainer_state.safetensors"
+        tensors.write_bytes(tensors.read_bytes()[:7])
+    update_run(run_dir, status="failed")
+    resume_run(run_dir, foreground=True)
+    info = read_run(run_dir)
+    assert info.status == "failed" and "cannot be resumed" in info.message and words in info.message, info.message
+    assert "Traceback" not in (run_dir / "log.txt").read_text()
 
 
 def test_resumed_run_matches_an_uninterrupted_one(monkeypatch):

@@ -273,13 +273,23 @@ class Trainer:
                         extra=lambda folder: save_trainer_state(folder, self.optimizer, scalars))
 
     def _resume(self, checkpoint: Path) -> None:
-        state = load_file(str(checkpoint / "model.safetensors"), device=str(self.device))
-        missing, unexpected = self.model.load_state_dict(state, strict=False)
-        self.model.tie_weights()
-        untied = [k for k in missing if "decoder" not in k]
-        if untied or unexpected:
-            raise RunError(f"{checkpoint} does not match this run's model (missing {untied[:3]}, unexpected {unexpected[:3]})")
-        scalars = load_trainer_state(checkpoint, self.optimizer)
+        try:
+            state = load_file(str(checkpoint / "model.safetensors"), device=str(self.device))
+            missing, unexpected = self.model.load_state_dict(state, strict=False)
+            self.model.tie_weights()
+            untied = [k for k in missing if "decoder" not in k]
+            if untied or unexpected:
+                raise RunError(f"{checkpoint} does not match this run's model (missing {untied[:3]}, unexpected {unexpected[:3]})")
+            scalars = load_trainer_state(checkpoint, self.optimizer)
+        except RunError:
+            raise
+        except Exception as err:  # a shape mismatch (RuntimeError), a truncated file (SafetensorError), an edited state
+            first = (str(err).strip().splitlines() or [""])[0][:200]
+            if "size mismatch" in str(err):
+                first = "its weights have other shapes than this run's model: " + next(
+                    (line.strip() for line in str(err).splitlines() if "size mismatch" in line), "")[:200]
+            raise RunError(f"{checkpoint} cannot be resumed ({type(err).__name__}: {first}); it was damaged or replaced: "
+                           "start a new run") from None
         self.progress.step, self.progress.tokens = int(scalars["step"]), int(scalars["tokens"])
         self.progress.elapsed = float(scalars["elapsed"])
         if self.dist.is_main:
