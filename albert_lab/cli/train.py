@@ -161,7 +161,11 @@ def _validate_in_flags(config: TrainConfig) -> None:
     try:
         config.validate()
     except AlbertLabError as err:
-        words = re.sub(r"\b(" + "|".join(map(re.escape, flags)) + r")\b", lambda m: flags[m.group(1)], str(err))
+        # A field with an underscore is a flag anywhere; a plain word ('optimizer', 'threads') only where it names the
+        # field ('threads: ...'): "the optimizer state" had read "the --optimizer state".
+        joined = [n for n in flags if "_" in n], [n for n in flags if "_" not in n]
+        pattern = r"\b(" + "|".join(map(re.escape, joined[0])) + r")\b|\b(" + "|".join(map(re.escape, joined[1])) + r")(?=:)"
+        words = re.sub(pattern, lambda m: flags[m.group(1) or m.group(2)], str(err))
         raise AlbertLabError(words) from None
 
 
@@ -299,7 +303,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
              state + (f"\n{info.message}" if info.message else "") + (f"\nlast: {metric_words(metrics[-1])}" if metrics else ""))
         return 0
     if args.runs_dir and not root.is_dir():  # the default folder may not exist yet: no runs
-        raise AlbertLabError(f"{root}: no such folder (runs are made there by `albert-lab train --runs-dir {root}`)")
+        raise AlbertLabError(f"{root}: a file, not a runs folder" if root.exists() else
+                             f"{root}: no such folder (runs are made there by `albert-lab train --runs-dir {root}`)")
     runs = list_runs(root)
     rows = [(r.id, r.status, r.step, r.raw.get("spec_label", ""), r.config.get("objective", "")) for r in runs]
     emit(args, [{"id": r.id, "status": r.status, "step": r.step, "message": r.message} for r in runs],

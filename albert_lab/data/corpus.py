@@ -171,7 +171,9 @@ def _jsonl_texts(text: str, name: str, text_field: str, problems: list[str]) -> 
 def load_file(path: str | Path, text_field: str = "text") -> Corpus:
     path = Path(path).expanduser()
     if not path.is_file():
-        raise DataError(f"{path}: no such corpus file")
+        raise DataError(f"{path}: " + ("no such corpus file" if not path.exists() else
+                                       "a folder, not a corpus file" if path.is_dir() else
+                                       "not a regular file (a device or a pipe); give a .txt or .jsonl file"))
     problems: list[str] = []
     docs = parse_documents(path.read_bytes(), path.name, text_field, problems)
     return make_corpus(path.name, docs, problems=tuple(f"{path.name}: {p}" for p in problems))
