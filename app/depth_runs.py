@@ -1,10 +1,11 @@
 """Training the Depth lab's networks behind progress bars: the MLPs on the disc (shipped,
-cached, or trained now) and the four VGG nets (with the time left at this machine's pace
+cached, or trained now) and the four VGG nets, each with the time left at this machine's pace
 and a Stop that keeps the nets already trained)."""
 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 
 import pandas as pd
 import streamlit as st
@@ -15,32 +16,69 @@ from app import depth_cache, ui
 from app.depth_cache import VGG_RECORD_EVERY
 from app.text import fmt_duration
 
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def run_disc(cfg: DepthConfig):
-    return depth_lib.train_disc(cfg)
+_DISC_TRAINED: OrderedDict[DepthConfig, tuple[pd.DataFrame, pd.DataFrame]] = OrderedDict()  # this process's, newest last
+DISC_SECONDS_PER_UNIT = 5e-4  # one SGD step of one layer of the width-32 MLP, idle 2-core CPU (a guess until measured)
 
 
-_TRAINED: set[DepthConfig] = set()  # trained in this process: in run_disc's cache, no progress bar needed
+def disc_units(cfg: DepthConfig) -> float:
+    """Work of one MLP run: steps x layers, wider layers costlier (narrow ones are mostly overhead)."""
+    return cfg.steps * (cfg.depth + 2) * max(1.0, cfg.width / 64)
 
 
-def train_all(configs: list[DepthConfig]) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
-    """Each configuration's (history, flow): shipped, cached, or trained now behind a
-    progress bar that says which network and about how long is left."""
-    results: dict[DepthConfig, tuple] = {cfg: depth_cache.precomputed(cfg) for cfg in configs}
-    todo = [cfg for cfg in configs if results[cfg] is None and cfg not in _TRAINED]
-    units = {cfg: cfg.steps * (cfg.depth + 2) for cfg in configs}  # work ~ steps x layers (narrow nets: overhead)
-    bar = st.progress(0.0) if todo else None
-    for i, cfg in enumerate(todo):
-        left = ui.estimate("depth", sum(units[c] for c in todo[i:]), 5e-4)
-        bar.progress(i / len(todo), text=f"Training {describe(cfg)} ({i + 1} of {len(todo)}): about {fmt_duration(left)} left")
-        start = time.perf_counter()
-        results[cfg] = run_disc(cfg)
-        ui.learn("depth", time.perf_counter() - start, units[cfg])
-        _TRAINED.add(cfg)
-    if bar is not None:
-        bar.empty()
-    return [results[cfg] if results[cfg] is not None else run_disc(cfg) for cfg in configs]
+def train_all(configs: list[DepthConfig]) -> tuple[list[tuple[pd.DataFrame, pd.DataFrame]], bool]:
+    """Each configuration's (history, flow): shipped, trained earlier in this process, or
+    trained now behind a progress bar (which network, its step, the time left at this
+    machine's measured pace) and a Stop button; returns (results, stopped). A Stop ends
+    training at the next bar update; the networks already trained are kept and drawn, and
+    nothing is trained again for these settings until the user asks."""
+    found = {cfg: depth_cache.precomputed(cfg) or _DISC_TRAINED.get(cfg) for cfg in configs}
+    state = st.session_state.setdefault("_dl_training", {"request": None, "stopped": False})
+    if state["request"] != repr(configs):
+        state.update(request=repr(configs), stopped=False)
+    todo = [] if state["stopped"] else [cfg for cfg in configs if found[cfg] is None]
+    if todo:
+        total = sum(disc_units(c) for c in todo)
+        pace = dict(shown=0.0, done=0.0, since=0.0, since_units=0.0)  # as vgg_nets: measured from step 5 on
+        bar, stop = st.progress(0.0), st.empty()
+        stop.button("Stop training", key="dl_stop", icon=":material/stop:", on_click=_stop_disc,
+                    help="Stops at the next step; the networks already trained are kept and drawn")
+        try:
+            for i, cfg in enumerate(todo):
+                per_step = disc_units(cfg) / cfg.steps
+
+                def progress(step: int, cfg: DepthConfig = cfg, i: int = i, per_step: float = per_step) -> None:
+                    now = time.perf_counter()
+                    if now - pace["shown"] < 0.5 and step != 1:
+                        return
+                    pace["shown"], units = now, pace["done"] + step * per_step
+                    if not pace["since"] and step >= 5:
+                        pace["since"], pace["since_units"] = now, units
+                    measured = pace["since"] and units > pace["since_units"]
+                    left = ((now - pace["since"]) / (units - pace["since_units"]) * (total - units) if measured
+                            else ui.estimate("depth", total - units, DISC_SECONDS_PER_UNIT))
+                    bar.progress(min(1.0, units / total), text=f"Training {describe(cfg)} ({i + 1} of {len(todo)}): step "
+                                 f"{step} of {cfg.steps}, about {fmt_duration(left)} left at this machine's pace")
+
+                started = time.perf_counter()
+                found[cfg] = depth_lib.train_disc(cfg, progress=progress)
+                ui.learn("depth", time.perf_counter() - started, disc_units(cfg))
+                pace["done"] += disc_units(cfg)
+                _DISC_TRAINED[cfg] = found[cfg]
+                while len(_DISC_TRAINED) > 64:  # the last settings tried, a few MB at most
+                    _DISC_TRAINED.popitem(last=False)
+        finally:  # an error is shown without a bar or a Stop that would do nothing
+            bar.empty()
+            stop.empty()
+    results = [(found[cfg][0].copy(), found[cfg][1].copy()) for cfg in configs if found[cfg] is not None]
+    return results, len(results) < len(configs)
+
+
+def _stop_disc() -> None:
+    st.session_state["_dl_training"]["stopped"] = True
+
+
+def go_on_disc() -> None:
+    st.session_state["_dl_training"]["stopped"] = False
 
 
 VGG_SECONDS_PER_UNIT = 5e-4  # one SGD step of one weight layer, idle 2-core CPU: the four nets' 300 steps in ~14 s

@@ -40,13 +40,19 @@ with tab_mlp:
                 dl_variants=variants)
     with guard("depth lab"):
         configs = [depth_cache.config(v, depth, width, init, std, steps, dropout) for v in variants]
-        results = depth_runs.train_all(configs)
+        results, stopped = depth_runs.train_all(configs)
+        if stopped:
+            st.info(f"Stopped: {len(results)} of {len(configs)} networks trained for these settings.",
+                    icon=":material/stop_circle:")
+            st.button("Train the others", key="dl_go_on", on_click=depth_runs.go_on_disc)
         if results:
             history, flow = pd.concat([h for h, _ in results]), pd.concat([f for _, f in results])
             diverged = divergence(history)
             for model, step in diverged.items():
                 st.warning(f"{model} diverged at step {step} (loss not finite or above 1,000): its curves stop there. "
-                           "Try a smaller Gaussian std or add normalisation.", icon=":material/trending_up:")
+                           + ("Try a smaller Gaussian std or add normalisation." if init == "gaussian" else
+                              "Try fewer layers" + (" or less dropout" if dropout else "") + ", or add normalisation."),
+                           icon=":material/trending_up:")
             if cut_at_divergence(history, diverged).empty:  # every variant diverged at its first step: no curve to draw
                 start = f"a Gaussian initialisation of std {std:g}" if init == "gaussian" else f"the {init} initialisation"
                 remedy = ("a smaller std (e.g. 0.1), the 'he' initialisation" if init == "gaussian" and std > 0.1

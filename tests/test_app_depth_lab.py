@@ -143,6 +143,47 @@ def test_vgg_comparison_says_how_long_and_keeps_what_a_stop_left(app, monkeypatc
     assert any("8x8 digits" in c.proto.spec for c in charts(at))
 
 
+def test_mlp_training_shows_its_step_and_keeps_what_a_stop_left(app, monkeypatch):
+    """Depth 48 and 2,000 steps read 'about 1 s left' for 160 s, then '5 min', and nothing could stop it."""
+    from app import depth_runs
+
+    trained, texts = [], []
+    real_progress = depth_runs.st.progress
+
+    def quick(cfg, label=None, progress=None):
+        trained.append(cfg)
+        for step in range(1, cfg.steps + 1):
+            progress(step)
+        frame = pd.DataFrame(dict(model=depth.describe(cfg), step=[1, cfg.steps], loss=[0.7, 0.3],
+                                  test_accuracy=[0.5, 0.9]))
+        flow = pd.DataFrame(dict(model=frame.model.iloc[0], step=cfg.steps, layer=[1, 2], mean_abs=[1e-3, 1e-3],
+                                 max_abs=[1e-2, 1e-2]))
+        return frame, flow
+
+    def spy_progress(value, text=None):
+        bar = real_progress(value, text=text)
+        original = bar.progress
+        bar.progress = lambda v, text=None: (texts.append(text), original(v, text=text))[1]
+        return bar
+
+    monkeypatch.setattr(depth, "train_disc", quick)
+    monkeypatch.setattr(depth_runs.st, "progress", spy_progress)
+    at = goto(app, "depth_lab")
+    at.multiselect(key="dl_variants").set_value(["none", "layernorm"])
+    at.slider(key="dl_steps").set_value(150).run()
+    assert len(trained) == 2 and not at.exception and not at.get("progress")
+    assert any(t.startswith("Training MLP depth 16 (plain) (1 of 2): step 1 of 150, about ") for t in texts), texts[:3]
+    assert any("(2 of 2): step" in t and "left at this machine's pace" in t for t in texts)
+    kept = trained[-1]
+    depth_runs._DISC_TRAINED.pop(kept)  # as if Stop came during the second network
+    at.session_state["_dl_training"]["stopped"] = True
+    at.run()
+    assert any("Stopped: 1 of 2 networks trained" in i.value for i in at.info)
+    assert len(trained) == 2 and len(charts(at)) == 4  # nothing trained until asked; the one kept is drawn
+    at.button(key="dl_go_on").click().run()
+    assert len(trained) == 3 and trained[-1] == kept and not at.info
+
+
 def test_a_depth_lab_link_reproduces_its_settings(app):
     fresh = AppTest.from_file(MAIN, default_timeout=120)
     fresh.query_params.update({"dl_depth": "4", "dl_steps": "50", "dl_variants": "none,layernorm,bogus"})

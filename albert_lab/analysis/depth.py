@@ -147,15 +147,17 @@ def _accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, f
     return {"test_accuracy": float((model(x).argmax(1) == y).float().mean())}
 
 
-def train_disc(cfg: DepthConfig, label: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Train the disc MLP; returns (history, gradient flow), both tidy."""
+def train_disc(cfg: DepthConfig, label: str | None = None,
+               progress: Callable[[int], None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Train the disc MLP; returns (history, gradient flow), both tidy. `progress(step)`
+    after each step, as in `_train`."""
     gen = torch.Generator().manual_seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     x, y = disc_data(cfg.train_size, gen)
     x_test, y_test = disc_data(1000, gen)
     model = build_mlp(cfg)
     return _train(model, x, y, x_test, y_test, cfg.steps, cfg.lr, cfg.batch_size, cfg.record_every, gen,
-                  label or describe(cfg))
+                  label or describe(cfg), progress)
 
 
 def describe(cfg: DepthConfig) -> str:
