@@ -1,6 +1,6 @@
 """Training the Depth lab's networks behind progress bars: the MLPs on the disc (shipped,
 cached, or trained now) and the four VGG nets, each with the time left at this machine's pace
-and a Stop that keeps the nets already trained)."""
+and a Stop that keeps the nets already trained."""
 
 from __future__ import annotations
 
