@@ -59,7 +59,9 @@ if ui.need_checkpoints():
         right.caption("Roughness measures how much the L2 curve goes back and forth: of all the change from one "
                       "layer to the next, the share that a later change in the other direction undoes. A curve that "
                       "only falls (steadily or in one big drop) scores 0; one that goes up and down scores up to 1. "
-                      "The first transition (embeddings to the first layer) is large in every model and is left out.")
+                      "As in the verdict, a run of changes under 5% of the distance is not counted (a bump no one "
+                      "sees), and the first transition (embeddings to the first layer), large in every model, is left "
+                      "out.")
         ui.download(frame, "oscillation.csv")
         ui.paper_note("Lan et al. plot these two curves for BERT-large and ALBERT-large (Figure 1): ALBERT's "
                       "transitions are much smoother than BERT's, and neither goes to 0, so the embeddings 'oscillate "

@@ -107,11 +107,13 @@ def verdict(frame: pd.DataFrame) -> pd.DataFrame:
         # Direction from the second transition on (the first, out of the embeddings, is large everywhere):
         # BERT's zig-zag is in its early layers as much as in its last ones.
         judged = l2[1:] if len(l2) > 2 else l2
-        steps = np.diff(judged)
-        tolerance = 0.05 * float(np.mean(judged))  # a bump under 5% of the distance (hard to see) is no change of direction
-        rises, falls = bool(np.any(steps > tolerance)), bool(np.any(steps < -tolerance))
+        # A run of changes of one sign counts as one (a fall of 7.0 -> 6.7 -> 6.45 is a fall, though neither step
+        # is); a run under 5% of the distance (hard to see) is no change of direction, here and in the roughness.
+        tolerance = 0.05 * float(np.mean(judged))
+        runs = _runs(judged)
+        rises, falls = bool(np.any(runs > tolerance)), bool(np.any(runs < -tolerance))
         converging = l2[-1] < 0.1 * reference and not rises
-        roughness = _roughness(l2)
+        roughness = _roughness(judged, tolerance)
         numbers = (f"last layer {l2[-1]:.2f}, smallest {l2.min():.2f}, largest {l2.max():.2f}; "
                    f"angles {angle.min():.1f}-{angle.max():.1f} degrees")
         if converging:
@@ -129,14 +131,33 @@ def verdict(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _roughness(l2: np.ndarray) -> float:
-    """How much of the L2 curve's layer-to-layer change is undone later, from the second
-    layer on: (sum |steps| - |net change|) / sum |steps|, in [0, 1].
+def _runs(values: np.ndarray) -> np.ndarray:
+    """The curve's runs: consecutive layer-to-layer changes of one sign, each run summed."""
+    runs: list[float] = []
+    for step in np.diff(values):
+        if runs and (step == 0 or np.sign(step) == np.sign(runs[-1])):
+            runs[-1] += float(step)
+        else:
+            runs.append(float(step))
+    return np.array(runs)
 
-    0 for any curve that only falls (or only rises), steadily or in one big drop; high for
-    one that goes up and down (BERT's in the paper's Figure 1). The mean |second
-    difference| used before called a plateau-then-drop rougher than a zig-zag. The first
-    transition is left out: it is large in every model (embeddings -> first layer)."""
-    tail = l2[1:] if len(l2) > 3 else l2
-    path = float(np.abs(np.diff(tail)).sum())
-    return 0.0 if path == 0 else (path - abs(float(tail[-1] - tail[0]))) / path
+
+def _roughness(curve: np.ndarray, tolerance: float = 0.0) -> float:
+    """How much of the L2 curve's layer-to-layer change is undone later, in [0, 1]: twice
+    the runs against its net direction over the whole path, sum |steps|. Without a
+    tolerance that is (sum |steps| - |net change|) / sum |steps|.
+
+    0 for any curve that only falls (or only rises), steadily or in one big drop, and for
+    one whose runs against it are each under `tolerance` (the verdict's 5%: a bump no one
+    sees and the verdict does not count); high for one that goes up and down (BERT's in
+    the paper's Figure 1). The mean |second difference| used before called a
+    plateau-then-drop rougher than a zig-zag. The verdict passes the curve from the second
+    layer on: the first transition is large in every model (embeddings -> first layer)."""
+    path = float(np.abs(np.diff(curve)).sum())
+    if path == 0:
+        return 0.0
+    runs = _runs(curve)
+    net = float(curve[-1] - curve[0])
+    direction = np.sign(net) if net else np.sign(runs[np.argmax(np.abs(runs))])
+    against = float(sum(abs(r) for r in runs if np.sign(r) == -direction and abs(r) > tolerance))
+    return min(1.0, 2 * against / path)
