@@ -84,8 +84,38 @@ FIELD_LABELS = {  # a model card's spec and provenance keys, in words
     "num_groups": "layer groups", "inner_group_num": "blocks per layer", "max_positions": "positions",
     "type_vocab_size": "token types", "objective": "pair objective", "run_id": "run", "corpus_credit": "corpus credit",
     "corpus_fingerprint": "corpus fingerprint", "eval_corpus": "evaluated on", "tokens": "tokens seen", "wall_time_s": "wall time",
-    "code": "code (git commit)", "created": "saved",
+    "code": "code (git commit)", "created": "saved", "command": "command (reproduces it)",
+    "command_as_run": "command as run (the paths of that day)", "init_from": "started from", "tokens_total": "tokens, all stages",
 }
+SUMMARY_FIELDS = ("folder", "name", "origin")  # what names a record inside a card in one cell
+
+
+def provenance_view(card: dict) -> tuple[list[dict[str, str]], dict[str, dict]]:
+    """A card's provenance as (rows of the main table, records shown on their own): a record
+    (where the run started, its teacher, its first stage) is named in one short cell and
+    shown whole beside it (it was one cell of 2,000 characters). Adds what a reader would
+    otherwise work out: that a time budget stopped the run short of its steps, and that a
+    run started from an earlier stage of this same model."""
+    provenance = {k: v for k, v in card.get("provenance", {}).items() if k != "train_config"}
+    config = card.get("provenance", {}).get("train_config") or {}
+    steps, planned, minutes = provenance.get("steps"), config.get("max_steps"), config.get("max_minutes")
+    if "stopped" not in provenance and isinstance(steps, int) and isinstance(planned, int) and steps < planned and minutes:
+        provenance["stopped"] = f"the {minutes:g}-minute budget ended the run at step {steps:,} of {planned:,}"
+    rows, records = [], {}
+    for key, value in provenance.items():
+        if isinstance(value, dict) and not all(isinstance(v, dict) and "accuracy" in v for v in value.values()):
+            named = next((str(value[k]) for k in SUMMARY_FIELDS if value.get(k)), "")
+            if not named and isinstance(value.get("steps"), int):  # a stage: how long it was
+                named = f"{value['steps']:,} steps" + (f", {value['tokens']:,} tokens" if isinstance(value.get("tokens"), int)
+                                                       else "")
+            if key == "init_from" and value.get("name") == card.get("name"):
+                named += " (this model as it was before this stage" + (", its first stage below)" if "first_stage" in
+                                                                       provenance else ")")
+            records[field_label(key)] = value
+            rows.append({"field": field_label(key), "value": f"{named}; in full below" if named else "in full below"})
+        else:
+            rows.append({"field": field_label(key), "value": fmt_value(key, value)})
+    return rows, records
 
 
 def field_label(key: str) -> str:

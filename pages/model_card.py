@@ -9,7 +9,7 @@ from app.albertize_form import albertize_section
 from app.guard import guard
 from app.selection import Selection
 from app.svg import parameters_by_component
-from app.text import field_label, fmt_value, metric_label, si
+from app.text import field_label, fmt_value, metric_label, provenance_view, si
 
 st.title("Model card")
 def probe_section(chosen: Selection, name: str, heads: dict) -> None:
@@ -84,8 +84,12 @@ if ui.need_checkpoints():
             st.markdown("**Spec**")
             st.table(pd.DataFrame([{"field": field_label(k), "value": fmt_value(k, v)} for k, v in card["spec"].items()]))
             st.markdown("**Provenance**")
-            provenance = {k: v for k, v in card["provenance"].items() if k != "train_config"}
-            st.table(pd.DataFrame([{"field": field_label(k), "value": fmt_value(k, v)} for k, v in provenance.items()]))
+            rows, records = provenance_view(card)
+            st.table(pd.DataFrame(rows))
+            for title, record in records.items():
+                with st.expander(title):
+                    st.table(pd.DataFrame([{"field": field_label(k), "value": fmt_value(k, v)} for k, v in record.items()
+                                           if v not in (None, "", [], {})]))
             if card["metrics"]:
                 st.markdown("**Held-out metrics**")
                 st.table(pd.DataFrame([(metric_label(k), text) for k, text in metric_lines(card["metrics"])],

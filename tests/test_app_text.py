@@ -44,3 +44,25 @@ def test_a_record_in_the_card_reads_as_fields_not_as_python():
     assert fmt_value("init_from", start) == "name: x; pooler standardized: (pairs: 512; gain: 0.5); saved: 2026-11-23 12:38 UTC"
     metrics = {"mlm": {"accuracy": 0.29312, "low": 0.29, "high": 0.3, "n": 43099}, "ood_sop_interior": {"accuracy": 0.476}}
     assert fmt_value("metrics", metrics) == "MLM (held-out) 0.293, SOP, interior pairs (out of domain) 0.476"
+
+
+def test_a_card_s_records_are_named_in_one_cell_and_its_early_stop_said():
+    """albert-sop-minilm's card: 'first stage' was one cell of 2,000 characters, 'started from' named the model
+    itself without a word, and '--steps 4000' stood beside 2,058 steps with no 'stopped' row."""
+    import json
+
+    from conftest import ROOT
+
+    from app.text import provenance_view
+
+    card = json.loads((ROOT / "checkpoints" / "albert-sop-minilm" / "albert_lab.json").read_text())
+    rows, records = provenance_view(card)
+    table = {r["field"]: r["value"] for r in rows}
+    assert table["stopped"] == "the 110-minute budget ended the run at step 2,058 of 4,000"
+    assert table["started from"].startswith("checkpoints/albert-sop-minilm (this model as it was before this stage, "
+                                            "its first stage below)")
+    assert {"started from", "distilled from", "first stage"} <= set(records)
+    assert table["first stage"] == "1,800 steps, 13,230,076 tokens; in full below"
+    assert "command (reproduces it)" in table and "command as run (the paths of that day)" in table
+    bert = json.loads((ROOT / "checkpoints" / "bert-sop-minilm" / "albert_lab.json").read_text())
+    assert dict((r["field"], r["value"]) for r in provenance_view(bert)[0])["stopped"].startswith("the 6-minute budget")
