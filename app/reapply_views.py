@@ -19,8 +19,7 @@ from app.stoppable import each_checkpoint
 
 MASKED_ACCURACY = ("Accuracy here counts tokens replaced by [MASK], all of them. The model card's MLM accuracy follows "
                    "the training recipe instead: of the tokens to predict, 10% are left as they are (easy to get right) "
-                   "and 10% replaced by a random token, so it reads higher (0.16 for the shipped ALBERT). The two are "
-                   "not comparable.")
+                   "and 10% replaced by a random token, so the card's number reads higher. The two are not comparable.")
 
 
 def lens_and_top_k(bundles: list, texts: list[str], watched: str, repeat: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -103,7 +103,7 @@ def accuracy_words(at_depth: float, last: float, masked: int, applications: int)
     overlap (3.1% -> 1.5% of a few hundred tokens was read as a fall)."""
     (lo_l, hi_l), (lo_e, hi_e) = (wilson_interval(round(a * masked), masked) for a in (at_depth, last))
     text = (f"masked-token accuracy {at_depth:.1%} [{lo_l:.1%}, {hi_l:.1%}] at depth L and {last:.1%} [{lo_e:.1%}, "
-            f"{hi_e:.1%}] after {applications} applications, of {masked:,} masked tokens")
+            f"{hi_e:.1%}] after {applications} applications, of {masked:,} masked token{'s' if masked != 1 else ''}")
     if hi_e < lo_l:
         return text + ": a fall beyond the 95% intervals"
     if lo_e > hi_l:
