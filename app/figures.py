@@ -120,12 +120,16 @@ def oscillation_figure(frame: pd.DataFrame) -> go.Figure:
 
 def roughness_figure(verdicts: pd.DataFrame) -> go.Figure:
     """Roughness of each checkpoint's L2 curve (lower: smoother), one bar per checkpoint."""
-    fig = px.bar(verdicts, x="checkpoint", y="roughness", color="checkpoint", color_discrete_map=colour_map(verdicts.checkpoint),
-                 text_auto=".2f", range_y=[0, 1.1], title="Roughness of the L2 curve: lower is smoother")
-    # values above their bars, so a roughness of 0.00 (no bar at all) still reads; the scale is the measure's own, 0-1
+    # Bars across, names on the left: upright bars cut a long name ('converted:bert-sop-minilm-e64-all-ave...') and
+    # squeezed the plot to 60 px. Values beyond their bars, so a roughness of 0.00 (no bar at all) still reads; the
+    # scale is the measure's own, 0-1.
+    fig = px.bar(verdicts, y="checkpoint", x="roughness", color="checkpoint", color_discrete_map=colour_map(verdicts.checkpoint),
+                 orientation="h", text_auto=".2f", range_x=[0, 1.1], title="Roughness of the L2 curve: lower is smoother")
     fig.update_traces(textposition="outside", cliponaxis=False)
     fig.update_layout(showlegend=False)
-    return style(fig, x="checkpoint", y="roughness (share of the change undone)", height=360)
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    fig = style(fig, x="roughness (share of the change undone)", y="", height=160 + 44 * len(verdicts))
+    return fig.update_layout(margin_t=60)
 
 
 def gradflow_figure(frame: pd.DataFrame, name: str) -> go.Figure:
@@ -212,6 +216,9 @@ def depth_figures(history: pd.DataFrame, flow: pd.DataFrame) -> dict[str, go.Fig
     layers = px.line(last, x="layer", y="mean_abs", color="model", markers=True, color_discrete_map=colours,
                      title="Mean |dL/dW| per layer at the last step before any divergence (input -> output)")
     layers = style(layers, x="weight layer (1 = input)", y=GRAD_AXIS, layers=True, log_y=True, legend_title="")
+    for half in (loss, accuracy):  # half the page wide: five names in rows above the plot covered its title
+        half.update_layout(legend=dict(yanchor="top", y=-0.22), margin_t=60, margin_b=40 + 22 * len(names),
+                           height=420 + 22 * len(names))
     return {"loss": loss, "accuracy": accuracy, "layers": layers}
 
 

@@ -48,7 +48,8 @@ def test_a_roughness_of_zero_still_shows_its_value():
 
     fig = roughness_figure(pd.DataFrame(dict(checkpoint=["albert-sop", "bert-nsp"], roughness=[0.0, 0.31])))
     assert all(t.textposition == "outside" and t.cliponaxis is False for t in fig.data)
-    assert list(fig.layout.yaxis.range) == [0, 1.1]  # the measure's own scale
+    assert list(fig.layout.xaxis.range) == [0, 1.1]  # the measure's own scale
+    assert all(t.orientation == "h" for t in fig.data)  # names on the left: a long one was cut below upright bars
 
 
 def test_oscillation_computes_checkpoint_by_checkpoint_and_a_stop_keeps_the_finished(app):
