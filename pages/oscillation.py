@@ -11,20 +11,12 @@ from app.figures import oscillation_figure, roughness_figure, similarity_figure
 from app.guard import guard
 from app.selection import Selection, run
 from app.stoppable import each_checkpoint
+from app.text import smoother_sentence
 
 st.title("Layer-wise oscillation")
 
 INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
 EXAMPLE = "The river flows through the old town. Its bridges date from the middle ages."
-
-
-def smoother_sentence(verdicts) -> str:
-    """What the data say, in the words of the paper's claim (lower roughness: smoother)."""
-    ranked = verdicts.sort_values("roughness")
-    names = [f"{r.checkpoint} ({r.roughness:.2f})" for r in ranked.itertuples()]
-    if len(ranked) < 2:
-        return f"Roughness of {names[0]}."
-    return f"Smoothest to roughest on these texts: {' < '.join(names)}."
 
 
 if ui.need_checkpoints():

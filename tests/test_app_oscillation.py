@@ -82,3 +82,11 @@ def test_typed_text_read_otherwise_than_typed_says_so(app):
         cut = "first 128 tokens of each text, and 1 text is longer (text 1: 402 tokens for albert-sop)"
         assert any(cut in w for w in warnings), (page, warnings)
         assert any("read as special tokens, not as words: [SEP] (by albert-sop)." in w for w in warnings), page
+
+
+def test_equal_roughness_reads_as_equal_not_as_a_ranking():
+    """'bert-sop-minilm (0.00) < albert-sop (0.00)' ranked two equal numbers."""
+    from app.text import smoother_sentence
+
+    frame = pd.DataFrame(dict(checkpoint=["a", "b", "c"], roughness=[0.51, 0.0, 0.001]))
+    assert smoother_sentence(frame) == "Smoothest to roughest on these texts: b (0.00) = c (0.00) < a (0.51)."
