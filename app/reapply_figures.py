@@ -69,12 +69,16 @@ def top_k_figure(frame: pd.DataFrame, name: str) -> go.Figure:
     every = 1 if columns <= 2 * READABLE else -(-columns // (2 * READABLE))
     ticks = dict(application_ticks(part), dtick=every)
     text = tokens.to_numpy().astype(object)  # all of them on hover
+    cut = columns > READABLE  # narrow cells: a long word ran into its neighbours ('knownestablish...')
     for j, application in enumerate(probs.columns):
-        if application % every and application != probs.columns[-1]:
-            text[:, j] = ""
+        for i, word in enumerate(text[:, j]):
+            word = str(word).removeprefix("\u2581")  # SentencePiece's word-start mark, not part of the word
+            text[i, j] = "" if application % every and application != probs.columns[-1] else (
+                word[:5] + "\u2026" if cut and len(word) > 6 else word)
+    # one colour scale for every checkpoint's figure (each had its own maximum): p from 0 to the largest shown
     fig = go.Figure(go.Heatmap(z=probs.to_numpy(), x=probs.columns, y=probs.index, text=text, customdata=tokens.to_numpy(),
                                texttemplate="%{text}", textfont=dict(size=12 if columns <= READABLE else 9),
-                               colorscale="Blues", colorbar=dict(title="p"),
+                               colorscale="Blues", colorbar=dict(title="p"), zmin=0, zmax=float(frame.probability.max()),
                                hovertemplate="application %{x}, rank %{y}: %{customdata} (p = %{z:.3f})<extra></extra>"))
     watched = part.watched.iloc[0]
     fig.update_layout(height=300, title=f"{name}: top predictions for {watched!r} after every application",

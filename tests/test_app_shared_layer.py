@@ -79,6 +79,12 @@ def test_figures_of_a_block_applied_24_times_stay_readable():
     worded = [a for a in apps if fig.data[0].text[0][a]]
     # every application worded (every sixth was too few to follow a word; issue 26), in smaller type
     assert worded == list(apps) and list(fig.layout.xaxis.range) == [-0.5, 24.5] and fig.data[0].textfont.size == 9
+    long = top.assign(token=lambda f: "\u2581established", checkpoint="n", probability=0.9)  # an ALBERT's piece
+    shown = top_k_figure(pd.concat([top, long]), "n")
+    assert shown.data[0].text[0][3] == "estab\u2026"  # the run-in 'knownestablish...': cut, its mark gone
+    assert shown.data[0].customdata[0][3] == "\u2581established"  # whole on hover
+    both = top_k_figure(pd.concat([top, long]), "m")
+    assert both.data[0].zmin == 0 and both.data[0].zmax == shown.data[0].zmax == 0.9  # one colour scale for all
     lens = pd.DataFrame([dict(checkpoint="m", family="albert", application=a, depth_L=6, mlm_accuracy=0.1, nll=5.0)
                          for a in apps])
     fig = lens_figure(lens)
