@@ -133,27 +133,34 @@ UNREADABLE = 0.2  # share of a text's pieces unknown to the vocabulary above whi
 
 
 def warn_unreadable(texts: Sequence[str]) -> None:
-    """Warn about typed texts the first picked model will not read as typed: mostly pieces
-    unknown to its vocabulary (Chinese or emoji for an English SentencePiece: each becomes
-    one unknown piece), longer than the MAX_LEN tokens the analyses read (the rest was cut
-    without a word), or holding its special tokens ("[SEP]" typed is a separator)."""
+    """Warn about typed texts the picked models will not read as typed: mostly pieces
+    unknown to a vocabulary (Chinese or emoji for an English SentencePiece: each becomes
+    one unknown piece; each picked model's vocabulary is asked, not only the first's),
+    longer than the MAX_LEN tokens the analyses read (the rest was cut without a word;
+    counted by the first model's pieces), or holding special tokens ("[SEP]" typed is a
+    separator)."""
     from albert_lab.analysis.pairs import unknown_shares
     from albert_lab.data.corpus import MAX_LEN
 
-    name, source = selected_sources()[0]
-    tokenizer = load_bundle(source, name).tokenizer
+    tokenizers = {name: load_bundle(source, name).tokenizer for name, source in selected_sources()}
+    unreadable = []
+    for name, tokenizer in tokenizers.items():
+        (share,) = unknown_shares([[i for text in texts for i in tokenizer(text)["input_ids"]]], tokenizer)
+        if share >= UNREADABLE:
+            unreadable.append(f"{name} ({share:.0%} of them)")
+    if unreadable:
+        st.warning(f"Many of this text's pieces are unknown to the vocabulary, learned from English text, of "
+                   f"{', '.join(unreadable)}: what {'that model does' if len(unreadable) == 1 else 'those models do'} "
+                   "with it says little.", icon=":material/translate:")
+    name, tokenizer = next(iter(tokenizers.items()))
     ids = [tokenizer(text)["input_ids"] for text in texts]
-    (share,) = unknown_shares([[i for row in ids for i in row]], tokenizer)
-    if share >= UNREADABLE:
-        st.warning(f"{share:.0%} of this text's pieces are unknown to {name}'s vocabulary, learned from English text: "
-                   "what the models do with it says little.", icon=":material/translate:")
     long = [(i, len(row)) for i, row in enumerate(ids, 1) if len(row) > MAX_LEN]
     if long:
         which = "; ".join(f"text {i}: {n:,}" for i, n in long[:5]) + (" ..." if len(long) > 5 else "")
         st.warning(f"The models read the first {MAX_LEN} tokens of each text, and {plural(len(long), 'text')} "
                    f"{'is' if len(long) == 1 else 'are'} longer ({which} tokens for {name}): the rest is not looked at. "
                    "Separate texts with a blank line to have all of it read.", icon=":material/content_cut:")
-    warn_special_tokens(texts, {name: tokenizer})
+    warn_special_tokens(texts, tokenizers)
 
 
 def warn_special_tokens(texts: Sequence[str], tokenizers: dict[str, Any]) -> None:
