@@ -29,10 +29,11 @@ SHARING_LABELS: dict[str, str] = {
 
 
 def derived_heads(hidden: int) -> int:
-    """Heads when not given: H/64 (the paper's models), or where 64 does not divide H, the divisor of H nearest
-    H/64 (4,092 has 62; H // 64 = 63 made every such H an error about 63 heads nobody asked for)."""
-    if hidden <= 0 or hidden % 64 == 0:
-        return max(1, hidden // 64)
+    """Heads when not given: H // 64 (the paper's models: H/64), or where that does not divide H, the divisor of
+    H nearest H/64 (4,092 has 62; H // 64 = 63 made every such H an error about 63 heads nobody asked for)."""
+    heads = max(1, hidden // 64)
+    if hidden <= 0 or hidden % heads == 0:  # every H that had heads before keeps them (a run's command stays its run)
+        return heads
     divisors = {d for low in range(1, math.isqrt(hidden) + 1) if hidden % low == 0 for d in (low, hidden // low)}
     return min(divisors, key=lambda d: (abs(d - hidden / 64), d))
 

@@ -100,7 +100,9 @@ def provenance_view(card: dict) -> tuple[list[dict[str, str]], dict[str, dict]]:
     provenance = {k: v for k, v in card.get("provenance", {}).items() if k != "train_config"}
     config = card.get("provenance", {}).get("train_config") or {}
     steps, planned, minutes = provenance.get("steps"), config.get("max_steps"), config.get("max_minutes")
-    if "stopped" not in provenance and isinstance(steps, int) and isinstance(planned, int) and steps < planned and minutes:
+    spent = provenance.get("wall_time_s")
+    if ("stopped" not in provenance and isinstance(steps, int) and isinstance(planned, int) and steps < planned and minutes
+            and isinstance(spent, (int, float)) and spent >= 0.98 * 60 * minutes):  # not a cancel: the budget was spent
         provenance["stopped"] = f"the {minutes:g}-minute budget ended the run at step {steps:,} of {planned:,}"
     rows, records = [], {}
     for key, value in provenance.items():

@@ -66,3 +66,5 @@ def test_a_card_s_records_are_named_in_one_cell_and_its_early_stop_said():
     assert "command (reproduces it)" in table and "command as run (the paths of that day)" in table
     bert = json.loads((ROOT / "checkpoints" / "bert-sop-minilm" / "albert_lab.json").read_text())
     assert dict((r["field"], r["value"]) for r in provenance_view(bert)[0])["stopped"].startswith("the 6-minute budget")
+    cancelled = {"provenance": {"steps": 50, "wall_time_s": 12.0, "train_config": {"max_steps": 100, "max_minutes": 5}}}
+    assert "stopped" not in {r["field"] for r in provenance_view(cancelled)[0]}  # 12 s of 5 minutes: not the budget

@@ -95,6 +95,7 @@ def test_a_file_or_a_device_where_a_folder_or_corpus_belongs_is_named_what_it_is
     """'no such folder' and 'no such corpus file' were said of a file and of a link to /dev/zero that exist."""
     (a_file := tmp_path / "runs.txt").write_text("x")
     one_line_error(run_cli("runs", "--runs-dir", str(a_file)), "a file, not a runs folder")
+    one_line_error(run_cli("oscillation", "--checkpoint", "albert-sop", "--file", "/dev/null"), "not a regular file")
     (device := tmp_path / "corpus.txt").symlink_to("/dev/zero")
     one_line_error(run_cli("train", "--corpus", str(device), "--steps", "1", "--runs-dir", str(tmp_path / "runs")),
                    "not a regular file (a device or a pipe)")

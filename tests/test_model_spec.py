@@ -60,5 +60,7 @@ def test_heads_derived_from_h_divide_it():
     """H // 64 = 63 for H = 4,092 made `params --hidden 4092` an error about 63 heads nobody asked for."""
     from albert_lab.spec import ModelSpec, derived_heads
 
-    assert [derived_heads(h) for h in (768, 4096, 4092, 100, 48, 32)] == [12, 64, 62, 2, 1, 1]
+    assert [derived_heads(h) for h in (768, 4096, 4092, 100, 240, 48, 32)] == [12, 64, 62, 1, 3, 1, 1]
+    old = {h: max(1, h // 64) for h in range(16, 16385) if h % max(1, h // 64) == 0}  # every H that worked before
+    assert all(derived_heads(h) == heads for h, heads in old.items())  # keeps its heads: a run's command stays its run
     assert ModelSpec(hidden_size=4092).num_heads == 62 and ModelSpec(hidden_size=4092, num_heads=31).num_heads == 31

@@ -125,6 +125,7 @@ def test_kill_9_then_resume_continues_from_the_checkpoint():
     ("other-weights", "its weights have other shapes than this run's model"),  # was a RuntimeError traceback
     ("empty-state", "KeyError"),  # trainer_state.json of {}
     ("truncated-state", "cannot be resumed (SafetensorError"),
+    ("no-step", "cannot be resumed (KeyError: 'step'"),
 ])
 def test_resuming_a_damaged_checkpoint_fails_in_one_line(damage, words):
     run_dir, _ = create_run(config(name=f"damaged-{damage}", max_steps=4, eval_every=1000, gradflow_every=1000,
@@ -138,6 +139,10 @@ def test_resuming_a_damaged_checkpoint_fails_in_one_line(damage, words):
         shutil.copy(other / "checkpoint" / "model.safetensors", folder / "model.safetensors")
     elif damage == "empty-state":
         (folder / "trainer_state.json").write_text("{}")
+    elif damage == "no-step":
+        state = json.loads((folder / "trainer_state.json").read_text())
+        state.pop("step")
+        (folder / "trainer_state.json").write_text(json.dumps(state))
     else:
         tensors = folder / "trainer_state.safetensors"
         tensors.write_bytes(tensors.read_bytes()[:7])

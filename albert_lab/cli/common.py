@@ -149,7 +149,9 @@ def input_texts(args: argparse.Namespace) -> list[str]:
 
     if args.file:
         if not args.file.is_file():
-            raise AlbertLabError(f"{args.file}: " + ("a folder; give a .txt file" if args.file.is_dir() else "no such file"))
+            raise AlbertLabError(f"{args.file}: " + ("a folder; give a .txt file" if args.file.is_dir() else
+                                                     "not a regular file (a device or a pipe); give a .txt file"
+                                                     if args.file.exists() else "no such file"))
         blocks = decode_utf8(args.file.read_bytes(), str(args.file)).split("\n\n")
         return [b for b in blocks if b.strip()] or fail(f"{args.file}: no text")
     return args.text or sample_texts()

@@ -281,6 +281,7 @@ class Trainer:
             if untied or unexpected:
                 raise RunError(f"{checkpoint} does not match this run's model (missing {untied[:3]}, unexpected {unexpected[:3]})")
             scalars = load_trainer_state(checkpoint, self.optimizer)
+            step, tokens, elapsed = int(scalars["step"]), int(scalars["tokens"]), float(scalars["elapsed"])
         except RunError:
             raise
         except Exception as err:  # a shape mismatch (RuntimeError), a truncated file (SafetensorError), an edited state
@@ -290,8 +291,7 @@ class Trainer:
                     (line.strip() for line in str(err).splitlines() if "size mismatch" in line), "")[:200]
             raise RunError(f"{checkpoint} cannot be resumed ({type(err).__name__}: {first}); it was damaged or replaced: "
                            "start a new run") from None
-        self.progress.step, self.progress.tokens = int(scalars["step"]), int(scalars["tokens"])
-        self.progress.elapsed = float(scalars["elapsed"])
+        self.progress.step, self.progress.tokens, self.progress.elapsed = step, tokens, elapsed
         if self.dist.is_main:
             self._metrics({"kind": "resume", "step": self.progress.step})
         self._say(f"resumed from {checkpoint} at step {self.progress.step}")
