@@ -91,11 +91,12 @@ def test_a_folder_given_as_text_file_is_named_a_folder(shipped, tmp_path):
     one_line_error(run_cli("runs", "--runs-dir", str(tmp_path / "nowhere")), "no such folder")
 
 
-def test_a_file_or_a_device_where_a_folder_or_corpus_belongs_is_named_what_it_is(tmp_path):
+def test_a_file_or_a_device_where_a_folder_or_corpus_belongs_is_named_what_it_is(shipped, tmp_path):
     """'no such folder' and 'no such corpus file' were said of a file and of a link to /dev/zero that exist."""
     (a_file := tmp_path / "runs.txt").write_text("x")
     one_line_error(run_cli("runs", "--runs-dir", str(a_file)), "a file, not a runs folder")
-    one_line_error(run_cli("oscillation", "--checkpoint", "albert-sop", "--file", "/dev/null"), "not a regular file")
+    one_line_error(run_cli("oscillation", "--checkpoint", str(shipped / "albert-sop"), "--file", "/dev/null"),
+                   "not a regular file")
     (device := tmp_path / "corpus.txt").symlink_to("/dev/zero")
     one_line_error(run_cli("train", "--corpus", str(device), "--steps", "1", "--runs-dir", str(tmp_path / "runs")),
                    "not a regular file (a device or a pipe)")
