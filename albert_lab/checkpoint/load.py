@@ -68,9 +68,11 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
         card, (config, model, (missing, unused), tokenizer) = {}, _load_from_hub(text)
         spec = spec_from_config(config, card)
         label = name or text
-    if len(tokenizer) > spec.vocab_size:  # ids past the embedding table: an IndexError, or another model's reading
-        raise CheckpointError(f"{source}: the tokenizer has {len(tokenizer):,} pieces but the model's word embeddings "
-                              f"hold {spec.vocab_size:,}; the tokenizer files belong to another model")
+    # Ids past the embedding table: an IndexError, or another model's reading. The base vocabulary only: tokens
+    # added on top of it (and never resized into the table) are tolerated, as transformers tolerates them.
+    if tokenizer.vocab_size > spec.vocab_size:
+        raise CheckpointError(f"{source}: the tokenizer has {tokenizer.vocab_size:,} pieces but the model's word "
+                              f"embeddings hold {spec.vocab_size:,}; the tokenizer files belong to another model")
     tie_shared_modules(model, spec, check_equal=True)
     tune_for_inference(model)  # same math, faster CPU kernels (see analysis/common.py)
     model.to(device=torch_device, dtype=torch_dtype).eval()

@@ -289,8 +289,8 @@ class Trainer:
             if "size mismatch" in str(err):
                 first = "its weights have other shapes than this run's model: " + next(
                     (line.strip() for line in str(err).splitlines() if "size mismatch" in line), "")[:200]
-            raise RunError(f"{checkpoint} cannot be resumed ({type(err).__name__}: {first}); it was damaged or replaced: "
-                           "start a new run") from None
+            raise RunError(f"{checkpoint} cannot be resumed ({type(err).__name__}: {first}); if it was damaged or "
+                           "replaced, start a new run") from None
         self.progress.step, self.progress.tokens, self.progress.elapsed = step, tokens, elapsed
         if self.dist.is_main:
             self._metrics({"kind": "resume", "step": self.progress.step})
