@@ -38,6 +38,11 @@ def derived_heads(hidden: int) -> int:
     return min(divisors, key=lambda d: (abs(d - hidden / 64), d))
 
 
+def derived_ffn(hidden: int) -> int:
+    """FFN size when not given: 4H, as in every model of the paper."""
+    return 4 * hidden
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """An encoder plus its pretraining heads. `None` fields take the paper's defaults."""
@@ -69,7 +74,7 @@ class ModelSpec:
         defaults = {
             "embedding_size": 128 if self.family == "albert" else self.hidden_size,
             "num_heads": derived_heads(self.hidden_size),
-            "ffn_size": 4 * self.hidden_size,
+            "ffn_size": derived_ffn(self.hidden_size),
             "num_groups": self.num_layers if self.sharing == "none" else 1,
             "activation": "gelu_new" if self.family == "albert" else "gelu",
         }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from functools import partial
 
 import pandas as pd
 import streamlit as st
@@ -18,6 +19,31 @@ from app.text import fmt_duration
 
 _DISC_TRAINED: OrderedDict[DepthConfig, tuple[pd.DataFrame, pd.DataFrame]] = OrderedDict()  # this process's, newest last
 DISC_SECONDS_PER_UNIT = 5e-4  # one SGD step of one layer of the width-32 MLP, idle 2-core CPU (a guess until measured)
+
+
+class _Pace:
+    """The bar of a training of `total` units (steps x layers) and the time it has left, at
+    this machine's pace measured from step 5 on (loading data and the first steps are
+    slower), before that at `kind`'s learned or guessed seconds per unit. The bar moves at
+    most twice a second: a bar update is where a Stop interrupts the script."""
+
+    def __init__(self, bar, total: float, kind: str, guess_per_unit: float) -> None:
+        self.bar, self.total, self.kind, self.guess = bar, total, kind, guess_per_unit
+        self.shown = self.since = 0.0
+        self.done = self.since_units = 0.0  # units of the networks finished; units when the pace was first measured
+
+    def report(self, step: int, per_step: float, label: str, steps: int) -> None:
+        now = time.perf_counter()
+        if now - self.shown < 0.5 and step != 1:
+            return
+        self.shown, units = now, self.done + step * per_step
+        if not self.since and step >= 5:
+            self.since, self.since_units = now, units
+        measured = self.since and units > self.since_units
+        left = ((now - self.since) / (units - self.since_units) * (self.total - units) if measured
+                else ui.estimate(self.kind, self.total - units, self.guess))
+        self.bar.progress(min(1.0, units / self.total), text=f"Training {label}: step {step} of {steps}, about "
+                          f"{fmt_duration(left)} left at this machine's pace")
 
 
 def disc_units(cfg: DepthConfig) -> float:
@@ -37,32 +63,18 @@ def train_all(configs: list[DepthConfig]) -> tuple[list[tuple[pd.DataFrame, pd.D
         state.update(request=repr(configs), stopped=False)
     todo = [] if state["stopped"] else [cfg for cfg in configs if found[cfg] is None]
     if todo:
-        total = sum(disc_units(c) for c in todo)
-        pace = dict(shown=0.0, done=0.0, since=0.0, since_units=0.0)  # as vgg_nets: measured from step 5 on
         bar, stop = st.progress(0.0), st.empty()
+        pace = _Pace(bar, sum(disc_units(c) for c in todo), "depth", DISC_SECONDS_PER_UNIT)
         stop.button("Stop training", key="dl_stop", icon=":material/stop:", on_click=_stop_disc,
                     help="Stops at the next step; the networks already trained are kept and drawn")
         try:
             for i, cfg in enumerate(todo):
-                per_step = disc_units(cfg) / cfg.steps
-
-                def progress(step: int, cfg: DepthConfig = cfg, i: int = i, per_step: float = per_step) -> None:
-                    now = time.perf_counter()
-                    if now - pace["shown"] < 0.5 and step != 1:
-                        return
-                    pace["shown"], units = now, pace["done"] + step * per_step
-                    if not pace["since"] and step >= 5:
-                        pace["since"], pace["since_units"] = now, units
-                    measured = pace["since"] and units > pace["since_units"]
-                    left = ((now - pace["since"]) / (units - pace["since_units"]) * (total - units) if measured
-                            else ui.estimate("depth", total - units, DISC_SECONDS_PER_UNIT))
-                    bar.progress(min(1.0, units / total), text=f"Training {describe(cfg)} ({i + 1} of {len(todo)}): step "
-                                 f"{step} of {cfg.steps}, about {fmt_duration(left)} left at this machine's pace")
-
+                progress = partial(pace.report, per_step=disc_units(cfg) / cfg.steps, steps=cfg.steps,
+                                   label=f"{describe(cfg)} ({i + 1} of {len(todo)})")
                 started = time.perf_counter()
                 found[cfg] = depth_lib.train_disc(cfg, progress=progress)
                 ui.learn("depth", time.perf_counter() - started, disc_units(cfg))
-                pace["done"] += disc_units(cfg)
+                pace.done += disc_units(cfg)
                 _DISC_TRAINED[cfg] = found[cfg]
                 while len(_DISC_TRAINED) > 64:  # the last settings tried, a few MB at most
                     _DISC_TRAINED.popitem(last=False)
@@ -90,30 +102,16 @@ def vgg_nets(steps: int, lr: float) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
     interrupts the run at the next update; the nets already trained are kept)."""
     todo = [(d, bn) for d, bn in VGG_NETS if depth_cache.vgg_result(d, bn, steps, lr) is None]
     total, start = sum(steps * d for d, _ in todo), time.perf_counter()
-    # when the bar last moved; units (steps x layers) of the nets finished; the clock and units when
-    # the pace is first measured (step 5: loading the digits and the first steps are slower)
-    pace = dict(shown=0.0, done=0, since=0.0, since_units=0)
     bar, stop = (st.progress(0.0), st.empty()) if todo else (None, None)
+    pace = _Pace(bar, total, "vgg", VGG_SECONDS_PER_UNIT)
     if todo:
         stop.button("Stop training", key="vgg_stop", icon=":material/stop:", on_click=stop_vgg,
                   help="Stops at the next step; the nets already trained are kept and drawn")
     for i, (depth, batchnorm) in enumerate(todo):
-        def progress(step: int, depth: int = depth, label: str = f"{vgg_label(depth, batchnorm)} ({i + 1} of {len(todo)})"
-                     ) -> None:
-            now = time.perf_counter()
-            if now - pace["shown"] >= 0.5 or step == 1:  # a bar update is where Stop can interrupt
-                pace["shown"], units = now, pace["done"] + step * depth
-                if not pace["since"] and step >= 5:
-                    pace["since"], pace["since_units"] = now, units
-                measured = pace["since"] and units > pace["since_units"]  # this machine's own pace, now
-                left = ((now - pace["since"]) / (units - pace["since_units"]) * (total - units) if measured
-                        else ui.estimate("vgg", total - units, VGG_SECONDS_PER_UNIT))
-                bar.progress(units / total, text=f"Training {label}: step {step} of {steps}, "
-                             f"about {fmt_duration(left)} left at this machine's pace")
-
+        progress = partial(pace.report, per_step=depth, steps=steps, label=f"{vgg_label(depth, batchnorm)} ({i + 1} of {len(todo)})")
         result = depth_lib.train_vgg(depth, batchnorm, steps, lr, record_every=VGG_RECORD_EVERY, progress=progress)
         depth_cache.keep_vgg(depth, batchnorm, steps, lr, result)
-        pace["done"] += steps * depth
+        pace.done += steps * depth
     if todo:
         ui.learn("vgg", time.perf_counter() - start, total)
         bar.empty()

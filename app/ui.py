@@ -143,17 +143,17 @@ def warn_unreadable(texts: Sequence[str]) -> None:
     from albert_lab.data.corpus import MAX_LEN
 
     tokenizers = {name: load_bundle(source, name).tokenizer for name, source in selected_sources()}
+    pieces = {name: [tokenizer(text)["input_ids"] for text in texts] for name, tokenizer in tokenizers.items()}
     unreadable = []
     for name, tokenizer in tokenizers.items():
-        (share,) = unknown_shares([[i for text in texts for i in tokenizer(text)["input_ids"]]], tokenizer)
+        (share,) = unknown_shares([[i for row in pieces[name] for i in row]], tokenizer)
         if share >= UNREADABLE:
             unreadable.append(f"{name} ({share:.0%} of them)")
     if unreadable:
         st.warning(f"Many of this text's pieces are unknown to the vocabulary, learned from English text, of "
                    f"{', '.join(unreadable)}: what {'that model does' if len(unreadable) == 1 else 'those models do'} "
                    "with it says little.", icon=":material/translate:")
-    name, tokenizer = next(iter(tokenizers.items()))
-    ids = [tokenizer(text)["input_ids"] for text in texts]
+    name, ids = next(iter(pieces.items()))
     long = [(i, len(row)) for i, row in enumerate(ids, 1) if len(row) > MAX_LEN]
     if long:
         which = "; ".join(f"text {i}: {n:,}" for i, n in long[:5]) + (" ..." if len(long) > 5 else "")

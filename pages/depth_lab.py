@@ -8,7 +8,7 @@ import streamlit as st
 from albert_lab.analysis.depth import VGG_NETS
 from app import depth_cache, depth_runs, links, ui
 from app.depth_cache import DEFAULTS, VARIANTS, VGG_DEFAULTS
-from app.figures import cut_at_divergence, depth_figures, divergence, flow_heatmap, vgg_figures
+from app.depth_lab_figures import cut_at_divergence, depth_figures, divergence, flow_heatmap, vgg_figures
 from app.guard import guard
 from app.text import fmt_duration
 

@@ -7,16 +7,17 @@ import pandas as pd
 import streamlit as st
 
 from albert_lab.params import count, sweep
-from albert_lab.spec import PRESETS, SHARING_LABELS, Family, ModelSpec, derived_heads
+from albert_lab.spec import PRESETS, SHARING_LABELS, Family, ModelSpec, derived_ffn, derived_heads
 from app import links, parameter_views, ui
 from app.figures import parameter_bars, sweep_figure
 from app.guard import guard
 from app.parameter_views import COUNTS
-from app.text import si
+from app.text import plural, si
 
 CALCULATOR_LABELS = {"vocab_size": "V (vocabulary)", "hidden_size": "H (hidden)", "num_layers": "L (layers)",
                      "embedding_size": "E (embedding)", "num_heads": "Heads", "ffn_size": "FFN size",
                      "num_groups": "Groups (N)", "inner_group_num": "Inner blocks per layer"}
+
 
 def follow_hidden(hidden_key: str, heads_key: str, ffn_key: str, previous_key: str) -> None:
     """Heads and FFN follow a new H while they hold what the previous H derives (H/64, 4H): the CLI's rule.
@@ -26,8 +27,8 @@ def follow_hidden(hidden_key: str, heads_key: str, ffn_key: str, previous_key: s
         return
     if int(st.session_state[heads_key]) == derived_heads(old):
         st.session_state[heads_key] = derived_heads(new)
-    if int(st.session_state[ffn_key]) == 4 * old:
-        st.session_state[ffn_key] = min(4 * new, 65536)
+    if int(st.session_state[ffn_key]) == derived_ffn(old):
+        st.session_state[ffn_key] = min(derived_ffn(new), 65536)
 
 
 st.title("Parameters and compute")
@@ -94,7 +95,7 @@ with tab_calc:
                          ffn_size=int(ffn), sharing=sharing,
                          num_groups=int(layers) if sharing == "none" else int(groups), inner_group_num=int(inner))
         report = count(spec, int(seq_len))
-        st.caption(f"Counted: {spec.label}, {spec.num_heads} head{'s' if spec.num_heads != 1 else ''}, FFN "
+        st.caption(f"Counted: {spec.label}, {plural(spec.num_heads, 'head')}, FFN "
                    f"{spec.ffn_size:,}, V = {spec.vocab_size:,}. A field outlined in red holds a value outside its "
                    "range and is not counted.")
         m = st.columns(4)

@@ -54,7 +54,7 @@ def test_depth_lab_marks_a_diverged_model_instead_of_dropping_it(app):
 def test_divergence_cuts_the_trace_at_the_first_bad_step():
     import pandas as pd
 
-    from app.figures import cut_at_divergence, divergence, legend_names
+    from app.depth_lab_figures import cut_at_divergence, divergence, legend_names
 
     history = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 2, "step": [1, 10, 20, 23, 1, 10],
                             "loss": [0.7, 5e4, float("nan"), float("nan"), 0.7, 0.6]})
@@ -69,7 +69,8 @@ def test_layer_axes_tick_every_layer_only_while_that_reads():
     import pandas as pd
     import plotly.express as px
 
-    from app.figures import flow_heatmap, style
+    from app.depth_lab_figures import flow_heatmap
+    from app.figures import style
 
     def axis(layers: int):
         frame = pd.DataFrame({"layer": range(1, layers + 1), "mean_abs": [1e-3] * layers})
@@ -85,7 +86,7 @@ def test_layer_axes_tick_every_layer_only_while_that_reads():
 def test_a_diverged_net_does_not_stretch_the_depth_labs_loss_axis():
     """At 32 layers the residual net's one loss before it diverged (24.5) stretched the axis
     to 25 and flattened the curves of the nets that trained."""
-    from app.figures import depth_figures
+    from app.depth_lab_figures import depth_figures
 
     steps = [1, 10, 20]
     history = pd.DataFrame(dict(model=["plain"] * 3 + ["residual"] * 3, step=steps * 2,

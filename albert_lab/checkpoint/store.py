@@ -20,11 +20,16 @@ if TYPE_CHECKING:
     from albert_lab.models import PretrainingModel
 
 
+def _taken(out: Path) -> bool:
+    """Something is at `out` that a new folder must not replace: a file, or a folder with something in it."""
+    return out.exists() and (not out.is_dir() or any(out.iterdir()))
+
+
 def check_new_folder(out: str | Path, flag: str = "--out") -> Path:
     """Refuse, before any work, a folder to be made that exists with something in it, or
     whose parent cannot take a new folder (a file, /proc, no permission): one line each."""
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    if _taken(out):
         raise CheckpointError(f"{out} exists; {flag} names a new folder: remove it or give another")
     probe = out.parent / f".{out.name}.probe-{os.getpid()}"
     try:
@@ -52,7 +57,7 @@ def save_checkpoint(model: PretrainingModel, tokenizer: Any, spec: ModelSpec, ou
         return _save(model, tokenizer, spec, out, tmp, card, tokenizer_source, extra, omit, new)
     except OSError as err:
         shutil.rmtree(tmp, ignore_errors=True)
-        if new and out.is_dir() and any(out.iterdir()):
+        if new and _taken(out):
             raise CheckpointError(f"{out} was written by someone else while this one was made; it is kept, and this "
                                   "result was not saved: give another folder") from None
         raise CheckpointError(f"cannot write the checkpoint {out} ({err.strerror or err})") from None

@@ -144,15 +144,11 @@ def distinct_labels(names: Sequence[str], sources: Sequence[str]) -> list[str]:
 
 
 def input_texts(args: argparse.Namespace) -> list[str]:
-    from albert_lab.data.corpus import decode_utf8
     from albert_lab.data.samples import sample_texts
+    from albert_lab.data.textfile import decode_utf8, read_user_file
 
     if args.file:
-        if not args.file.is_file():
-            raise AlbertLabError(f"{args.file}: " + ("a folder; give a .txt file" if args.file.is_dir() else
-                                                     "not a regular file (a device or a pipe); give a .txt file"
-                                                     if args.file.exists() else "no such file"))
-        blocks = decode_utf8(args.file.read_bytes(), str(args.file)).split("\n\n")
+        blocks = decode_utf8(read_user_file(args.file, limit=None, give="a .txt file"), str(args.file)).split("\n\n")
         return [b for b in blocks if b.strip()] or fail(f"{args.file}: no text")
     return args.text or sample_texts()
 

@@ -18,7 +18,7 @@ def _params_arguments(p: argparse.ArgumentParser) -> None:
 @command("params", "exact parameter and FLOP counts of a spec (no weights allocated)")(_params_arguments)
 def cmd_params(args: argparse.Namespace) -> int:
     from albert_lab.params import count, human
-    from albert_lab.spec import derived_heads
+    from albert_lab.spec import derived_ffn, derived_heads
 
     if args.seq_len <= 0:
         raise AlbertLabError(f"--seq-len must be positive, got {args.seq_len}")
@@ -26,7 +26,7 @@ def cmd_params(args: argparse.Namespace) -> int:
     spec = report.spec
     heads = f"{spec.num_heads} head{'s' if spec.num_heads != 1 else ''}"
     rule = "H // 64" if spec.num_heads == max(1, spec.hidden_size // 64) else "the divisor of H nearest H/64"
-    moved = {"heads": spec.num_heads == derived_heads(spec.hidden_size), "ffn": spec.ffn_size == 4 * spec.hidden_size}
+    moved = {"heads": spec.num_heads == derived_heads(spec.hidden_size), "ffn": spec.ffn_size == derived_ffn(spec.hidden_size)}
     derived = [words for flag, words in (("heads", f"{heads} ({rule})"), ("ffn", f"FFN {spec.ffn_size:,} (4H)"))
                if args.hidden is not None and getattr(args, flag) is None and moved[flag]]  # --hidden moved them: say so
     rows = [(c.name, c.unique, c.applied, human(c.flops_per_token)) for c in report.components]

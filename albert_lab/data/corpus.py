@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from albert_lab.data.textfile import decode_utf8, jsonl_records
+from albert_lab.data.textfile import decode_utf8, jsonl_records, read_user_file
 from albert_lab.errors import DataError
 
 BUILTIN = "wiki-vital"
@@ -170,12 +170,9 @@ def _jsonl_texts(text: str, name: str, text_field: str, problems: list[str]) -> 
 
 def load_file(path: str | Path, text_field: str = "text") -> Corpus:
     path = Path(path).expanduser()
-    if not path.is_file():
-        raise DataError(f"{path}: " + ("no such corpus file" if not path.exists() else
-                                       "a folder, not a corpus file" if path.is_dir() else
-                                       "not a regular file (a device or a pipe); give a .txt or .jsonl file"))
+    data = read_user_file(path, limit=None, give="a .txt or .jsonl file")  # a folder or a device named as such
     problems: list[str] = []
-    docs = parse_documents(path.read_bytes(), path.name, text_field, problems)
+    docs = parse_documents(data, path.name, text_field, problems)
     return make_corpus(path.name, docs, problems=tuple(f"{path.name}: {p}" for p in problems))
 
 

@@ -45,10 +45,10 @@ def check_size(size: int, name: str, limit: int = MAX_UPLOAD_BYTES) -> None:
         raise DataError(f"{name} is {size / 1e6:,.1f} MB; the limit is {limit / 1e6:g} MB: split the file or keep its first rows")
 
 
-def read_user_file(path: Path, limit: int = MAX_UPLOAD_BYTES) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes; DataError for a folder, a FIFO
-    or device (whose read could block for ever or never end), a missing or unreadable file,
-    or one too big."""
+def read_user_file(path: Path, limit: int | None = MAX_UPLOAD_BYTES, give: str = "a file") -> bytes:
+    """The bytes of a regular file of at most `limit` bytes (None: any size); DataError for a
+    folder, a FIFO or device (whose read could block for ever or never end), a missing or
+    unreadable file, or one too big, each saying what to `give` instead."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # O_NONBLOCK: opening a FIFO never waits for a writer
     except FileNotFoundError:
@@ -58,16 +58,18 @@ def read_user_file(path: Path, limit: int = MAX_UPLOAD_BYTES) -> bytes:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
-            raise DataError(f"{path}: {kind}; give a file")
-        check_size(info.st_size, str(path), limit)
+            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file (a device or a pipe)"
+            raise DataError(f"{path}: {kind}; give {give}")
+        if limit is not None:
+            check_size(info.st_size, str(path), limit)
         with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read(limit + 1)
+            data = handle.read() if limit is None else handle.read(limit + 1)
     except OSError as err:
         raise DataError(f"{path}: cannot be read ({err.strerror or err})") from None
     finally:
         os.close(fd)
-    check_size(len(data), str(path), limit)  # it grew while read
+    if limit is not None:
+        check_size(len(data), str(path), limit)  # it grew while read
     return data
 
 

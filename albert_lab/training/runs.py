@@ -25,10 +25,15 @@ HEARTBEAT_S = 5.0
 PID_MAX = 4_194_304  # Linux's PID_MAX_LIMIT: no process id is larger
 
 
+def is_pid(value: object) -> bool:
+    """A process id: 0 and negative numbers name process groups to os.kill, not a process."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= PID_MAX
+
+
 def process_alive(pid: int | None) -> bool:
     """True if `pid` is a live training worker (not a recycled pid, not a zombie)."""
-    if not isinstance(pid, int) or isinstance(pid, bool) or not 0 < pid <= PID_MAX:
-        return False  # 0 and negative numbers name process groups to os.kill, not a process
+    if not is_pid(pid):
+        return False
     proc = Path(f"/proc/{pid}")
     if proc.exists():
         try:
@@ -138,7 +143,7 @@ def _run_json_problem(raw: dict[str, Any]) -> str | None:
             return f"field {key!r} holds {shown}, not {' or '.join(k.__name__ for k in kinds if k is not type(None))}"
         if key in ("step", "total_steps") and value < 0:
             return f"field {key!r} is negative ({value})"
-        if key == "pid" and not 0 < value <= PID_MAX:
+        if key == "pid" and not is_pid(value):
             return f"field 'pid' holds {value if len(str(value)) <= 40 else 'a number too large'}, not a process id"
     return None
 
