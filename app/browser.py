@@ -1,6 +1,6 @@
 """What the app asks of the browser beyond Streamlit's own elements.
 
-The landing page draws no plotly chart (app/svg.py), so the browser has not loaded plotly.js
+The landing page draws no plotly chart (app/rooms/model_card/svg.py), so the browser has not loaded plotly.js
 (4.7 MB, about a second on two cores) when the first page with one opens. `prefetch_plotly`
 has it imported once the first page is drawn and the browser is idle.
 """

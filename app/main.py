@@ -1,7 +1,8 @@
 """ALBERT Lab in the browser: `streamlit run app/main.py` (or `albert-lab app`).
 
 The entry point owns what all pages share (page config, the sidebar model picker);
-each page is a thin script in pages/ loaded with st.Page.
+each page is a folder of its own, app/rooms/<stem>/ (app/registry.py lists them), whose
+page.py is loaded with st.Page.
 """
 
 import sys
@@ -13,25 +14,13 @@ if str(ROOT) not in sys.path:  # pages import `app.ui`
 
 import streamlit as st  # noqa: E402
 
-from app import browser, links, owner, picker, presets, ui  # noqa: E402
+from app import browser, links, owner, picker, presets, registry, ui  # noqa: E402
 
 st.set_page_config(page_title="ALBERT Lab", page_icon=ui.PAGE_ICON, layout="wide")
 
-BY_STEM = {stem: st.Page(ROOT / "pages" / f"{stem}.py", title=title, icon=icon, default=stem == "model_card")
-           for stem, title, icon in (
-               ("model_card", "Model card", ":material/badge:"),
-               ("parameters", "Parameters", ":material/calculate:"),
-               ("oscillation", "Oscillation", ":material/ssid_chart:"),
-               ("gradient_flow", "Gradient flow", ":material/waterfall_chart:"),
-               ("shared_block", "Shared layer, applied again", ":material/repeat:"),
-               ("sentence_pairs", "Sentence pairs", ":material/compare_arrows:"),
-               ("training", "Training", ":material/model_training:"),
-               ("depth_lab", "Depth lab", ":material/stacked_line_chart:"))}
-PAGES = {
-    "Models": [BY_STEM["model_card"], BY_STEM["parameters"]],
-    "Inside the network": [BY_STEM["oscillation"], BY_STEM["gradient_flow"], BY_STEM["shared_block"]],
-    "Tasks": [BY_STEM["sentence_pairs"], BY_STEM["training"], BY_STEM["depth_lab"]],
-}
+BY_STEM = {room.stem: st.Page(room.script, title=room.title, icon=room.icon, url_path=room.url_path,
+                              default=room.stem == registry.DEFAULT) for room in registry.PAGES}
+PAGES = {section: [BY_STEM[room.stem] for room in rooms] for section, rooms in registry.sections().items()}
 
 page = st.navigation(PAGES)
 ui.use_threads(wait=False)  # one thread while a training run uses the cores

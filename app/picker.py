@@ -10,7 +10,7 @@ import streamlit as st
 from albert_lab.checkpoint.files import is_local_source
 from albert_lab.errors import AlbertLabError
 from albert_lab.paths import allowed_roots, check_typed_path, is_within
-from app import figures
+from app import look
 from app.guard import guard
 from app.links import from_url
 from app.ui import active_run, available_checkpoints, device_options
@@ -35,8 +35,8 @@ def sidebar() -> None:
     by_name = {c["name"]: c for c in found}
     extra: dict[str, str] = st.session_state.setdefault("extra_sources", {})
     options = list(by_name) + [n for n in extra if n not in by_name]
-    shipped = figures.shipped_first(found)  # the model card opens on a model whose heads all work
-    figures.register_checkpoints([c["name"] for c in shipped] + [c["name"] for c in found] + list(extra))
+    shipped = look.shipped_first(found)  # the model card opens on a model whose heads all work
+    look.register_checkpoints([c["name"] for c in shipped] + [c["name"] for c in found] + list(extra))
     default = [c["name"] for c in shipped][:4] or options[:1]
     if "_pending_picked" in st.session_state:  # set by "Add" on the previous run
         st.session_state["picked"] = st.session_state.pop("_pending_picked")

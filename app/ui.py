@@ -19,7 +19,7 @@ from albert_lab.checkpoint.files import is_local_source, stamp
 from albert_lab.data.textfile import check_size
 from albert_lab.paths import runs_dir
 from albert_lab.torch_build import known_devices
-from app import figures
+from app import look
 from app.serve import import_in_background
 from app.text import plural
 
@@ -210,7 +210,7 @@ def read_upload(uploaded) -> bytes:
 
 def chart(fig, name: str, key: str | None = None, container=None) -> None:
     """A plotly figure, full width, whose camera icon saves PNG or SVG as `name`."""
-    config = figures.chart_config(name, st.session_state.get("image_format", "png"))
+    config = look.chart_config(name, st.session_state.get("image_format", "png"))
     (container or st).plotly_chart(fig, width="stretch", config=config, key=key)
 
 

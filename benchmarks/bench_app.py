@@ -35,22 +35,18 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from app import registry  # noqa: E402
+
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 FIRST_VISIT_TARGET, SWITCH_TARGET = 3.0, 1.0
 CHART = "[data-testid='stPlotlyChart'] .main-svg"
-SVG = "[data-testid='stMarkdown'] svg[role=img]"  # a chart drawn on the server (app/svg.py)
-# navigation link, page title, the page's main element (CSS)
-PAGES = [
-    ("Model card", "Model card", SVG),
-    ("Parameters", "Parameters and compute", CHART),
-    ("Oscillation", "Layer-wise oscillation", CHART),
-    ("Gradient flow", "Gradient flow", CHART),
-    ("Shared layer, applied again", "A shared layer, applied again", CHART),
-    ("Sentence pairs", "Sentence pairs: SOP vs NSP", CHART),
-    ("Training", "Training", "[data-testid='stFormSubmitButton'] button"),
-    ("Depth lab", "Depth lab", CHART),
-]
+SVG = "[data-testid='stMarkdown'] svg[role=img]"  # a chart drawn on the server (app/rooms/model_card/svg.py)
+# The page's main element (CSS), by page; navigation links and titles come from the registry.
+MAIN_ELEMENT = {"model_card": SVG, "training": "[data-testid='stFormSubmitButton'] button"}
+PAGES = [(room.title, room.heading, MAIN_ELEMENT.get(room.stem, CHART)) for room in registry.PAGES]
 STATE = """([title, main]) => {
   const h1 = document.querySelector('h1');
   if (!h1 || h1.innerText.trim() !== title) return 'title';

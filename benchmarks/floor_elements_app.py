@@ -1,5 +1,5 @@
 """The model card's elements with none of its work: the same navigation, sidebar, widgets,
-metrics, chart (SVG, app/svg.py) and tables, filled with constants; no torch, no albert_lab,
+metrics, chart (SVG, app/rooms/model_card/svg.py) and tables, filled with constants; no torch, no albert_lab,
 no checkpoint.
 
 bench_app.py opens it on freshly started servers beside the workbench and the bare floor
@@ -10,7 +10,7 @@ page minus the floor is what the browser needs to draw the card's kinds of eleme
 import pandas as pd
 import streamlit as st
 
-from app.svg import parameters_by_component  # pure Python, the card's own chart
+from app.rooms.model_card.svg import parameters_by_component  # pure Python, the card's own chart
 
 st.set_page_config(page_title="ALBERT Lab", page_icon="\U0001F9EA", layout="wide")
 

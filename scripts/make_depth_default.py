@@ -1,8 +1,8 @@
 """Precompute the depth lab's default view and its VGG comparison at the default settings
-into app/depth_default.json (about 30 s on one idle core): the page's first visit and
+into app/rooms/depth_lab/default.json (about 30 s on one idle core): the page's first visit and
 the VGG button then draw at once instead of training three networks and four conv nets
 (the four nets take half an hour on a busy 2-core machine). Run again after changing albert_lab/analysis/depth.py or the page's
-defaults (app/depth_cache.py); a test checks the file against a fresh run.
+defaults (app/rooms/depth_lab/cache.py); a test checks the file against a fresh run.
 
 Run: .venv/bin/python scripts/make_depth_default.py
 """
@@ -20,7 +20,7 @@ def main() -> None:
     import torch
 
     from albert_lab.analysis.depth import VGG_NETS, train_disc, train_vgg
-    from app.depth_cache import DEFAULT_FILE, VGG_DEFAULTS, VGG_RECORD_EVERY, default_configs, write_default
+    from app.rooms.depth_lab.cache import DEFAULT_FILE, VGG_DEFAULTS, VGG_RECORD_EVERY, default_configs, write_default
 
     torch.set_num_threads(1)  # bit-for-bit what the app computes on one thread
     runs = [(cfg, *train_disc(cfg)) for cfg in default_configs()]

@@ -6,7 +6,7 @@
 - docs/app-*-{light,dark}.png  screenshots of every page of the running app (scripts/screenshots.py;
                                `--no-screenshots` skips them).
 
-Figures are the app's own plotly figures (app/figures.py), rendered to PNG in Debian's
+Figures are the app's own plotly figures (app/rooms/<page>/figures.py), rendered to PNG in Debian's
 Chromium through Playwright (plotly.js is inlined: nothing is fetched).
 
 Run: .venv/bin/python scripts/make_figures.py [--no-screenshots | --learning-curve-only]
@@ -33,7 +33,8 @@ def figures() -> dict[str, object]:
     from albert_lab.analysis.oscillation import oscillation, verdict
     from albert_lab.checkpoint.load import load_checkpoint
     from albert_lab.data.samples import sample_texts
-    from app.figures import gradflow_figure, oscillation_figure
+    from app.rooms.gradient_flow.figures import gradflow_figure
+    from app.rooms.oscillation.figures import oscillation_figure
 
     albert = load_checkpoint(ROOT / "checkpoints" / "albert-sop", device="cpu")
     bert = load_checkpoint(ROOT / "checkpoints" / "bert-nsp", device="cpu")
@@ -60,7 +61,7 @@ def learning_curve() -> dict[str, object]:
         return {}
     import pandas as pd
 
-    from app.training_figures import learning_curve_figure
+    from app.rooms.training.figures import learning_curve_figure
 
     # The probe reported in issue #9 (lab-albert on a 25 MB long-document mix, on a machine with AMX):
     # interior SOP after about 13.5M and 27M tokens, 1,584 held-out interior pairs.
@@ -85,7 +86,7 @@ def shared_block_figures(albert, bert, texts) -> dict[str, object]:
     from albert_lab.analysis.cka import layer_cka
     from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
     from albert_lab.analysis.lens import logit_lens
-    from app.reapply_figures import cka_figure, entropy_figure, extrapolation_figure, lens_figure
+    from app.rooms.shared_block.figures import cka_figure, entropy_figure, extrapolation_figure, lens_figure
 
     extrapolation = extrapolate([albert, bert], texts, repeat=4, seed=0)
     print(extrapolation_verdict(extrapolation).to_string(index=False))
@@ -112,7 +113,7 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     from albert_lab.checkpoint.discover import discover_checkpoints
-    from app.figures import register_checkpoints, shipped_first
+    from app.look import register_checkpoints, shipped_first
 
     DOCS.mkdir(exist_ok=True)
     entries = [c.to_dict() for c in discover_checkpoints()]

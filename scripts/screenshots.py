@@ -24,12 +24,13 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from app.registry import BY_STEM, address  # noqa: E402
+
 DOCS = ROOT / "docs"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-PAGES = {"model_card": "model-card", "parameters": "parameters", "oscillation": "oscillation",
-         "gradient_flow": "gradient-flow", "shared_block": "shared-layer", "sentence_pairs": "sentence-pairs",
-         "training": "training", "depth_lab": "depth-lab"}
 VIEWPORT = {"width": 1400, "height": 900}
 # Streamlit 1.67 with toolbarMode = "minimal" shows no running-status widget; a rerun marks
 # the elements it has not redrawn yet as stale, and cached work shows a spinner.
@@ -91,12 +92,12 @@ def shoot(browser, url: str, stems: list[str], scheme: str) -> list[Path]:
         page.goto(url)  # the first visit loads the models; later pages reuse them
         wait_drawn(page)
         for stem in stems:
-            page.goto(url if stem == "model_card" else f"{url}/{stem}")  # the default page lives at /
+            page.goto(address(url, stem))  # the default page lives at /
             wait_drawn(page)
             errors = page.locator("[data-testid='stException']")
             if errors.count():
                 print(f"warning: {stem} ({scheme}) shows an exception: {errors.first.inner_text()[:300]}")
-            path = DOCS / f"app-{PAGES[stem]}-{scheme}.png"
+            path = DOCS / f"app-{BY_STEM[stem].image}-{scheme}.png"
             save_png(page.screenshot(), path)
             written.append(path)
             print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size / 1024:.0f} KB)", flush=True)
@@ -108,13 +109,13 @@ def shoot(browser, url: str, stems: list[str], scheme: str) -> list[Path]:
 def main(argv: list[str] | None = None) -> list[Path]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", help="a running app (default: start one)")
-    parser.add_argument("--pages", default=",".join(PAGES), help="comma-separated page stems")
+    parser.add_argument("--pages", default=",".join(BY_STEM), help="comma-separated page stems")
     parser.add_argument("--themes", default="light,dark")
     args = parser.parse_args(argv)
     stems = [s for s in args.pages.split(",") if s]
-    unknown = sorted(set(stems) - set(PAGES))
+    unknown = sorted(set(stems) - set(BY_STEM))
     if unknown:
-        parser.error(f"unknown pages {unknown}; choose from {list(PAGES)}")
+        parser.error(f"unknown pages {unknown}; choose from {list(BY_STEM)}")
     from playwright.sync_api import sync_playwright
 
     DOCS.mkdir(exist_ok=True)

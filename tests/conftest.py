@@ -268,8 +268,23 @@ def app(shipped, monkeypatch) -> AppTest:
     return at
 
 
+def opened_by_link(link: dict[str, str], page: str) -> AppTest:
+    """A fresh browser opening `link` at the page's own address, run once. Before its first
+    run AppTest knows a page only by its file name, and every room's script is page.py: the
+    page is named by the hash Streamlit gives its address (st.Page hashes url_path)."""
+    from streamlit.testing.v1 import AppTest
+    from streamlit.util import calc_hash
+
+    from app.registry import room
+
+    fresh = AppTest.from_file(MAIN, default_timeout=120)
+    fresh.query_params.update(link)
+    fresh._page_hash = calc_hash(room(page).url_path)
+    return fresh.run()
+
+
 def goto(at: AppTest, page: str) -> AppTest:
-    at.switch_page(f"../pages/{page}.py").run()
+    at.switch_page(f"rooms/{page}/page.py").run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
@@ -284,7 +299,7 @@ def start(page: str) -> AppTest:
     st.cache_resource.clear()
     at = AppTest.from_file(MAIN, default_timeout=120)
     at.run()
-    at.switch_page(f"../pages/{page}.py").run()
+    at.switch_page(f"rooms/{page}/page.py").run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 

@@ -5,7 +5,7 @@ import torch
 
 from albert_lab.analysis.depth import DepthConfig, compare_vgg, train_disc, train_vgg
 from albert_lab.errors import AlbertLabError
-from app import depth_cache
+from app.rooms.depth_lab import cache as depth_cache
 
 
 def test_depth_lab_builds_the_hidden_layers_it_is_asked_for():
@@ -53,7 +53,7 @@ def test_shipped_depth_default_matches_a_fresh_run():
     import torch
 
     from albert_lab.analysis.depth import train_disc
-    from app.depth_cache import default_configs, precomputed
+    from app.rooms.depth_lab.cache import default_configs, precomputed
 
     cfg = next(c for c in default_configs() if c.residual)  # the fastest of the three
     threads = torch.get_num_threads()

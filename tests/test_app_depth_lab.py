@@ -4,11 +4,11 @@ import json
 import time
 
 import pandas as pd
-from conftest import MAIN, charts, goto
+from conftest import charts, goto, opened_by_link
 from streamlit.testing.v1 import AppTest
 
 import albert_lab.analysis.depth as depth
-from app import depth_cache
+from app.rooms.depth_lab import cache as depth_cache
 
 
 def test_depth_lab(app):
@@ -28,7 +28,7 @@ def test_depth_lab_first_view_trains_nothing(app, monkeypatch):
     import albert_lab.analysis.depth as depth
 
     def refuse(*args, **kwargs):
-        raise AssertionError("the default view should come from app/depth_default.json")
+        raise AssertionError("the default view should come from app/rooms/depth_lab/default.json")
 
     monkeypatch.setattr(depth, "train_disc", refuse)
     start = time.perf_counter()
@@ -54,7 +54,7 @@ def test_depth_lab_marks_a_diverged_model_instead_of_dropping_it(app):
 def test_divergence_cuts_the_trace_at_the_first_bad_step():
     import pandas as pd
 
-    from app.depth_lab_figures import cut_at_divergence, divergence, legend_names
+    from app.rooms.depth_lab.figures import cut_at_divergence, divergence, legend_names
 
     history = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 2, "step": [1, 10, 20, 23, 1, 10],
                             "loss": [0.7, 5e4, float("nan"), float("nan"), 0.7, 0.6]})
@@ -69,8 +69,8 @@ def test_layer_axes_tick_every_layer_only_while_that_reads():
     import pandas as pd
     import plotly.express as px
 
-    from app.depth_lab_figures import flow_heatmap
-    from app.figures import style
+    from app.look import style
+    from app.rooms.depth_lab.figures import flow_heatmap
 
     def axis(layers: int):
         frame = pd.DataFrame({"layer": range(1, layers + 1), "mean_abs": [1e-3] * layers})
@@ -86,7 +86,7 @@ def test_layer_axes_tick_every_layer_only_while_that_reads():
 def test_a_diverged_net_does_not_stretch_the_depth_labs_loss_axis():
     """At 32 layers the residual net's one loss before it diverged (24.5) stretched the axis
     to 25 and flattened the curves of the nets that trained."""
-    from app.depth_lab_figures import depth_figures
+    from app.rooms.depth_lab.figures import depth_figures
 
     steps = [1, 10, 20]
     history = pd.DataFrame(dict(model=["plain"] * 3 + ["residual"] * 3, step=steps * 2,
@@ -102,7 +102,7 @@ def test_vgg_comparison_at_its_default_settings_trains_nothing(app, monkeypatch)
     """The button promised half a minute and took half an hour on a busy machine: the
     default settings' four nets ship with the app and draw at once."""
     def refuse(*args, **kwargs):
-        raise AssertionError("the default VGG comparison should come from app/depth_default.json")
+        raise AssertionError("the default VGG comparison should come from app/rooms/depth_lab/default.json")
 
     monkeypatch.setattr(depth, "_train", refuse)
     at = goto(app, "depth_lab")
@@ -146,7 +146,7 @@ def test_vgg_comparison_says_how_long_and_keeps_what_a_stop_left(app, monkeypatc
 
 def test_mlp_training_shows_its_step_and_keeps_what_a_stop_left(app, monkeypatch):
     """Depth 48 and 2,000 steps read 'about 1 s left' for 160 s, then '5 min', and nothing could stop it."""
-    from app import depth_runs
+    from app.rooms.depth_lab import runs as depth_runs
 
     trained, texts = [], []
     real_progress = depth_runs.st.progress
@@ -186,9 +186,7 @@ def test_mlp_training_shows_its_step_and_keeps_what_a_stop_left(app, monkeypatch
 
 
 def test_a_depth_lab_link_reproduces_its_settings(app):
-    fresh = AppTest.from_file(MAIN, default_timeout=120)
-    fresh.query_params.update({"dl_depth": "4", "dl_steps": "50", "dl_variants": "none,layernorm,bogus"})
-    fresh.switch_page("../pages/depth_lab.py").run()  # the link opens the page itself
+    fresh = opened_by_link({"dl_depth": "4", "dl_steps": "50", "dl_variants": "none,layernorm,bogus"}, "depth_lab")
     assert not fresh.exception and not fresh.error
     assert fresh.slider(key="dl_depth").value == 4 and fresh.multiselect(key="dl_variants").value == ["none", "layernorm"]
 

@@ -25,7 +25,7 @@ def test_model_card(app):
     assert app.sidebar.multiselect(key="picked").value == ["albert-sop", "hub-albert", "bert-nsp"]  # SOP first
     expected = count(tiny_spec(1000, num_layers=3)).total
     assert app.metric[0].value == f"{expected / 1e6:.2f}M"
-    assert not charts(app) and not app.warning  # no plotly.js on the landing page: the chart is SVG (app/svg.py)
+    assert not charts(app) and not app.warning  # no plotly.js on the landing page: the chart is SVG (app/rooms/model_card/svg.py)
     svg = next(m.value for m in app.markdown if m.value.startswith("<svg"))
     report = count(tiny_spec(1000, num_layers=3))
     for name, part in report.by_component().items():  # every component, held and applied, named on hover

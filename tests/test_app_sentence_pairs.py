@@ -204,7 +204,7 @@ def test_a_typed_pair_says_which_order_each_head_prefers(app):
     at = goto(app, "sentence_pairs")
     (line,) = [m.value for m in at.markdown if m.value.startswith("Preferred order")]
     scores = next(d.value for d in at.dataframe if "p_ab" in d.value)
-    from app.pair_views import order_words
+    from app.rooms.sentence_pairs.views import order_words
 
     for r in scores.dropna(subset=["p_ab"]).itertuples():  # every scored model, in the words below
         assert order_words(r.checkpoint, r.p_ab, r.p_ba) in line, line

@@ -1,9 +1,9 @@
 """The Shared layer page (AppTest): its four sections, their figures, its link, a model shared by two sessions."""
 
 import pandas as pd
-from conftest import goto
+from conftest import goto, opened_by_link
 
-from app.reapply_figures import attention_figure
+from app.rooms.shared_block.figures import attention_figure
 
 
 def test_page(app):
@@ -34,8 +34,6 @@ def test_page(app):
 
 def test_shared_layer_cka_compare_with_travels_in_the_link(app):
     """'Compare with' was not in the link: a shared CKA view opened on a model against itself."""
-    from conftest import MAIN
-    from streamlit.testing.v1 import AppTest
 
     at = goto(app, "shared_block")
     at.radio(key="sb_section").set_value("4. Layer similarity (linear CKA)").run()
@@ -43,16 +41,14 @@ def test_shared_layer_cka_compare_with_travels_in_the_link(app):
     at.run()
     link = {k: v if isinstance(v, str) else v[0] for k, v in at.query_params.items()}
     assert link.get("sb_cka_y") == "bert-nsp" and link.get("sb_cka_x") == "albert-sop", link
-    fresh = AppTest.from_file(MAIN, default_timeout=120)
-    fresh.query_params.update(link)
-    fresh.switch_page("../pages/shared_block.py").run()  # the link opens the page itself
+    fresh = opened_by_link(link, "shared_block")  # the link opens the page itself
     assert not fresh.exception and fresh.selectbox(key="sb_cka_y").value == "bert-nsp"
 
 
 def test_shared_layer_figures_can_be_read():
     """Top-k heatmaps labelled every sixth application, attention maps had no colour scale,
     and ALBERT vs BERT's CKA heatmap was a small square."""
-    from app.reapply_figures import attention_figure, cka_figure, top_k_figure
+    from app.rooms.shared_block.figures import attention_figure, cka_figure, top_k_figure
 
     top = pd.DataFrame([dict(checkpoint="m", application=a, depth_L=6, rank=r, token=f"w{a}{r}", probability=0.1,
                              watched="x [MASK]") for a in range(25) for r in range(1, 4)])
@@ -70,7 +66,7 @@ def test_shared_layer_figures_can_be_read():
 
 def test_figures_of_a_block_applied_24_times_stay_readable():
     """At k = 4 the top-k heatmap had 25 columns of words and the axes ticks at -1 and 25."""
-    from app.reapply_figures import cka_figure, lens_figure, top_k_figure
+    from app.rooms.shared_block.figures import cka_figure, lens_figure, top_k_figure
 
     apps = range(25)
     top = pd.DataFrame([dict(checkpoint="m", application=a, depth_L=6, rank=r, token=f"t{a}{r}", probability=0.5 / r,

@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import MAIN, goto, link_of
+from conftest import MAIN, goto, link_of, opened_by_link
 from streamlit.testing.v1 import AppTest
 
 
@@ -112,16 +112,14 @@ def test_the_link_carries_the_view_and_a_preset_opens_figure_1(app):
         fresh.query_params[key] = value
     fresh.run()
     assert fresh.sidebar.multiselect(key="picked").value == ["albert-sop", "bert-nsp"]
-    fresh.switch_page("../pages/oscillation.py").run()
+    fresh.switch_page("rooms/oscillation/page.py").run()
     assert not fresh.exception
     verdicts = [m.value for m in fresh.markdown if m.value.startswith("**") and "roughness" in m.value]
     assert [v.split("**")[1] for v in verdicts] == ["albert-sop", "bert-nsp"]
 
 
 def _open_link(link: dict[str, str], page: str) -> AppTest:
-    fresh = AppTest.from_file(MAIN, default_timeout=120)
-    fresh.query_params.update(link)
-    fresh.switch_page(f"../pages/{page}.py").run()  # the link opens the page itself
+    fresh = opened_by_link(link, page)  # the link opens the page itself
     assert not fresh.exception, [e.value for e in fresh.exception]
     return fresh
 
@@ -163,12 +161,10 @@ def test_links_reproduce_the_calculator_the_shared_layer_view_a_typed_pair_and_t
 
 def test_a_link_with_values_its_widgets_refuse_opens_on_the_defaults(app):
     """A hand-edited link (?dl_depth=500) made the slider raise instead of drawing the page."""
-    fresh = AppTest.from_file(MAIN, default_timeout=120)
-    fresh.query_params.update({"dl_depth": "500", "dl_steps": "75", "dl_std": "9", "dl_width": "7", "gf_seed": "-3"})
-    fresh.switch_page("../pages/depth_lab.py").run()
+    fresh = opened_by_link({"dl_depth": "500", "dl_steps": "75", "dl_std": "9", "dl_width": "7", "gf_seed": "-3"}, "depth_lab")
     assert not fresh.exception, [e.value for e in fresh.exception]
     assert fresh.slider(key="dl_depth").value == 16 and fresh.slider(key="dl_steps").value == 300
-    fresh.switch_page("../pages/gradient_flow.py").run()
+    fresh.switch_page("rooms/gradient_flow/page.py").run()
     assert not fresh.exception and fresh.number_input(key="gf_seed").value == 0
 
 
@@ -183,8 +179,9 @@ def test_classroom_preset_labels_fit_the_sidebar():
 def test_a_checkpoint_keeps_its_colour_whatever_else_is_selected():
     import pandas as pd
 
-    from app.figures import colour_for, oscillation_figure
-    from app.reapply_figures import extrapolation_figure, lens_figure
+    from app.look import colour_for
+    from app.rooms.oscillation.figures import oscillation_figure
+    from app.rooms.shared_block.figures import extrapolation_figure, lens_figure
 
     def frame(names):
         return pd.DataFrame([dict(checkpoint=n, family="bert" if "bert-" in n else "albert", layer=layer, l2=1.0,
@@ -211,10 +208,10 @@ def test_the_shipped_checkpoints_each_have_their_own_colour(monkeypatch):
     from conftest import ROOT
 
     from albert_lab.checkpoint.discover import discover_checkpoints
-    from app import figures
-    from app.figures import colour_for, register_checkpoints, shipped_first
+    from app import look
+    from app.look import colour_for, register_checkpoints, shipped_first
 
-    monkeypatch.setattr(figures, "_ORDER", [])  # as in a fresh app: no checkpoint seen before the picker's
+    monkeypatch.setattr(look, "_ORDER", [])  # as in a fresh app: no checkpoint seen before the picker's
     shipped = discover_checkpoints(ROOT / "checkpoints", ROOT / "no-runs")
     names = [c["name"] for c in shipped_first(c.to_dict() for c in shipped)]
     assert names == ["albert-sop-minilm", "bert-sop-minilm", "albert-nsp-minilm",  # uptrained from MiniLM first
@@ -228,8 +225,8 @@ def test_the_shipped_checkpoints_each_have_their_own_colour(monkeypatch):
 def test_a_class_worth_of_checkpoints_in_one_server_keeps_distinct_colours(monkeypatch):
     """Shipped checkpoints, finished runs and added folders all take a colour slot in the
     server process: with 8 colours the ninth looked like the first."""
-    from app import figures
+    from app import look
 
-    monkeypatch.setattr(figures, "_ORDER", [])
+    monkeypatch.setattr(look, "_ORDER", [])
     names = ["albert-sop", "bert-sop-minilm", "albert-nsp", "bert-nsp", "albert-none"] + [f"run:{i}" for i in range(10)]
-    assert len({figures.colour_for(name) for name in names}) == len(names)
+    assert len({look.colour_for(name) for name in names}) == len(names)

@@ -1,10 +1,10 @@
-"""The landing page's server-drawn chart (app/svg.py): values, scale, hover text, escaping."""
+"""The landing page's server-drawn chart (app/rooms/model_card/svg.py): values, scale, hover text, escaping."""
 
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from app.svg import grouped_bars, nice_ticks
+from app.rooms.model_card.svg import grouped_bars, nice_ticks
 from app.text import si
 
 NS = "{http://www.w3.org/2000/svg}"

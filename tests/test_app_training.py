@@ -229,7 +229,7 @@ def test_the_training_page_starts_a_run_from_a_picked_checkpoint(shipped, monkey
     started = []
     monkeypatch.setattr(jobs, "start_run", lambda cfg, *a, **k: started.append(cfg) or (_ for _ in ()).throw(RunError("stop here")))
     at = AppTest.from_file(MAIN, default_timeout=120).run()
-    at.switch_page("../pages/training.py").run()
+    at.switch_page("rooms/training/page.py").run()
     assert not at.exception
     start = at.selectbox(key="tr_start")
     assert start.value == "random weights" and "bert-nsp" in start.options

@@ -8,7 +8,8 @@ from urllib.parse import urlparse
 import pytest
 from conftest import chromium
 
-PAGES = ["model_card", "parameters", "oscillation", "gradient_flow", "shared_block", "sentence_pairs", "training", "depth_lab"]
+from app.registry import PAGES, address
+
 # Streamlit shows no running widget with toolbarMode = "minimal": a rerun marks what it has not
 # redrawn yet as stale, and cached work shows a spinner.
 BUSY = "[data-stale='true'], [data-testid='stSpinner'], [data-testid='stSkeleton']"
@@ -42,8 +43,9 @@ def test_every_page_opens_cleanly_in_chromium(server):
 
             page.on("request", request)
             page.on("response", lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400 and not _probe(r.url) else None)
-            for stem in PAGES:
-                page.goto(f"{server}/{stem}" if stem != "model_card" else server)
+            for room in PAGES:
+                stem = room.stem
+                page.goto(address(server, stem))
                 page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
                 page.wait_for_timeout(500)  # the script starts
                 page.wait_for_function(f"() => !document.querySelector(\"{BUSY}\")", timeout=60_000)

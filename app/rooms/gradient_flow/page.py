@@ -11,11 +11,12 @@ from albert_lab.paths import runs_dir
 from albert_lab.spec import Objective
 from albert_lab.training.runs import list_runs
 from app import links, stoppable, ui
-from app.figures import gradflow_figure, gradflow_steps_figure, hidden_grad_figure, shared_sum_figure
 from app.guard import guard
+from app.registry import room
+from app.rooms.gradient_flow.figures import gradflow_figure, gradflow_steps_figure, hidden_grad_figure, shared_sum_figure
 from app.selection import Selection
 
-st.title("Gradient flow")
+st.title(room("gradient_flow").heading)
 
 
 def own_objective(name: str) -> str:

@@ -8,10 +8,12 @@ import streamlit as st
 
 from albert_lab.params import count, sweep
 from albert_lab.spec import PRESETS, SHARING_LABELS, Family, ModelSpec, derived_ffn, derived_heads
-from app import links, parameter_views, ui
-from app.figures import parameter_bars, sweep_figure
+from app import links, ui
 from app.guard import guard
-from app.parameter_views import COUNTS
+from app.registry import room
+from app.rooms.parameters import views as parameter_views
+from app.rooms.parameters.figures import parameter_bars, sweep_figure
+from app.rooms.parameters.views import COUNTS
 from app.text import plural, si
 
 CALCULATOR_LABELS = {"vocab_size": "V (vocabulary)", "hidden_size": "H (hidden)", "num_layers": "L (layers)",
@@ -31,7 +33,7 @@ def follow_hidden(hidden_key: str, heads_key: str, ffn_key: str, previous_key: s
         st.session_state[ffn_key] = min(derived_ffn(new), 65536)
 
 
-st.title("Parameters and compute")
+st.title(room("parameters").heading)
 TABS = ["Calculator", "Paper tables", "Curves", "On real weights"]
 links.from_url("params_tab", TABS[0], options=TABS)  # tabs that track state: a link can open one, hidden ones can wait
 tab_calc, tab_tables, tab_curves, tab_real = st.tabs(TABS, key="params_tab", on_change="rerun")

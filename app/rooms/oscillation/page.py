@@ -7,13 +7,14 @@ import streamlit as st
 from albert_lab.analysis.oscillation import oscillation, similarity_matrix, verdict
 from albert_lab.data.samples import sample_texts
 from app import links, ui
-from app.figures import oscillation_figure, roughness_figure, similarity_figure
 from app.guard import guard
+from app.registry import room
+from app.rooms.oscillation.figures import oscillation_figure, roughness_figure, similarity_figure
 from app.selection import Selection, run
 from app.stoppable import each_checkpoint
 from app.text import smoother_sentence
 
-st.title("Layer-wise oscillation")
+st.title(room("oscillation").heading)
 
 INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
 EXAMPLE = "The river flows through the old town. Its bridges date from the middle ages."

@@ -13,7 +13,7 @@ from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
 from albert_lab.analysis.lens import lens_predictions, logit_lens
 from app import ui
 from app.guard import guard
-from app.reapply_figures import attention_figure, cka_figure, entropy_figure, extrapolation_figure, lens_figure, top_k_figure
+from app.rooms.shared_block.figures import attention_figure, cka_figure, entropy_figure, extrapolation_figure, lens_figure, top_k_figure
 from app.selection import Selection, run
 from app.stoppable import each_checkpoint
 

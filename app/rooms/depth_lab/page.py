@@ -6,13 +6,16 @@ import pandas as pd
 import streamlit as st
 
 from albert_lab.analysis.depth import VGG_NETS
-from app import depth_cache, depth_runs, links, ui
-from app.depth_cache import DEFAULTS, VARIANTS, VGG_DEFAULTS
-from app.depth_lab_figures import cut_at_divergence, depth_figures, divergence, flow_heatmap, vgg_figures
+from app import links, ui
 from app.guard import guard
+from app.registry import room
+from app.rooms.depth_lab import cache as depth_cache
+from app.rooms.depth_lab import runs as depth_runs
+from app.rooms.depth_lab.cache import DEFAULTS, VARIANTS, VGG_DEFAULTS
+from app.rooms.depth_lab.figures import cut_at_divergence, depth_figures, divergence, flow_heatmap, vgg_figures
 from app.text import fmt_duration
 
-st.title("Depth lab")
+st.title(room("depth_lab").heading)
 
 
 WIDTHS, INITS = [8, 16, 32, 64, 128], ["gaussian", "pytorch", "he"]

@@ -5,13 +5,14 @@ import streamlit as st
 
 from albert_lab.card import count_notes, metric_counts, metric_lines
 from app import links, picker, ui
-from app.albertize_form import albertize_section
 from app.guard import guard
+from app.registry import room
+from app.rooms.model_card.albertize_form import albertize_section
+from app.rooms.model_card.svg import parameters_by_component
 from app.selection import Selection
-from app.svg import parameters_by_component
 from app.text import field_label, fmt_value, metric_label, provenance_view, si
 
-st.title("Model card")
+st.title(room("model_card").heading)
 def probe_section(chosen: Selection, name: str, heads: dict) -> None:
     """Fit the missing or untrained pair head of `name` on its frozen encoder (albert-lab fit-head)."""
     from albert_lab.paths import runs_dir, unique_folder
@@ -70,7 +71,7 @@ if ui.need_checkpoints():
             metric[2].metric("FLOPs / token", si(params["flops_per_token"]),
                              help=f"forward, at sequence length {params['seq_len']}")
             rows = pd.DataFrame([{"component": k, **v} for k, v in params["by_component"].items()])
-            # Drawn on the server (app/svg.py): plotly.js would cost the landing page a second.
+            # Drawn on the server (app/rooms/model_card/svg.py): plotly.js would cost the landing page a second.
             figure = parameters_by_component(rows)
             st.markdown(figure, unsafe_allow_html=True)
             ui.download(rows, f"{name}-parameters.csv")

@@ -21,8 +21,9 @@ from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS
 from albert_lab.data.pairs_file import read_pairs
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from albert_lab.paths import checkpoints_dir
-from app import pair_figures, stoppable, ui
+from app import stoppable, ui
 from app.guard import guard
+from app.rooms.sentence_pairs import figures as pair_figures
 from app.selection import Selection
 from app.text import fmt_bytes, fmt_duration, plural
 

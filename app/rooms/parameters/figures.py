@@ -1,14 +1,16 @@
-"""The figure of the Parameters page's "On real weights" tab: what E and sharing cost
-all-MiniLM-L6-v2 (analysis.ablation.read_ablation's rows), the paper's numbers beside."""
+"""The Parameters page's figures: parameters by component, cost against E, H or L, and
+the "On real weights" tab's figure, what E and sharing cost all-MiniLM-L6-v2
+(analysis.ablation.read_ablation's rows), the paper's numbers beside."""
 
 from __future__ import annotations
 
 import pandas as pd
+import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from albert_lab.spec import SHARING_LABELS
-from app.figures import NEUTRAL, SERIES_COLOURS, style
+from app.look import NEUTRAL, SERIES_COLOURS, style
 
 # One colour per strategy, fixed (the themes' colorways differ); points of one E side by side.
 SHARING_COLOURS = dict(zip(SHARING_LABELS, SERIES_COLOURS))
@@ -65,3 +67,31 @@ def ablation_figure(rows: pd.DataFrame, tokens: int) -> go.Figure:
     fig.update_layout(title="What E and sharing cost: a real pretrained BERT against the paper")
     fig = style(fig, height=470, legend_title="sharing")
     return fig.update_layout(legend_y=1.1, margin_t=140)  # above the subplot titles, not on them
+
+
+def parameter_bars(rows: pd.DataFrame, title: str) -> go.Figure:
+    long = rows.melt(id_vars="component", value_vars=["unique", "applied"], var_name="count", value_name="parameters")
+    long["count"] = long["count"].map({"unique": "held in memory", "applied": "applied per forward pass"})
+    fig = px.bar(long, x="component", y="parameters", color="count", barmode="group", title=title)
+    fig.update_traces(hovertemplate="%{x}: %{y:,} parameters")
+    return style(fig, x="component", y="parameters (count, log scale)", log_y=True, legend_title="")
+
+
+def sweep_figure(frame: pd.DataFrame, field: str, axis: str, y: str) -> go.Figure:
+    """Cost against one of E, H, L, a line per sharing strategy. Log y only where the values
+    span a factor of 10 or more; else linear from 0, so a nearly flat cost looks flat.
+    Lines that coincide (every strategy applies the same L blocks: same FLOPs) are said to."""
+    values = frame[y].astype(float)
+    log = values.max() / max(values.min(), 1e-12) >= 10
+    name = "parameters" if y == "params" else "forward FLOPs per token"
+    label = name + (" (log scale)" if log else "")
+    same = frame.groupby(field)[y].nunique().max() == 1
+    subtitle = "ALBERT-base otherwise" + ("; all sharing strategies coincide" if same else "")
+    fig = px.line(frame, x=field, y=y, color="sharing", markers=True,
+                  title=f"{'Parameters' if y == 'params' else 'Forward FLOPs per token'} vs {axis.split(' ')[0]}"
+                        f"<br><sup>{subtitle}</sup>")
+    fig.update_traces(hovertemplate="%{x:,}: %{y:,}")
+    fig = style(fig, x=axis, y=label, log_y=log, legend_title="")
+    if not log:
+        fig.update_yaxes(rangemode="tozero", tickformat="~s")
+    return fig

@@ -17,8 +17,9 @@ from albert_lab.paths import runs_dir
 from albert_lab.spec import PRESETS, SHARING_LABELS, Objective
 from albert_lab.training import jobs
 from albert_lab.training.config import browser_config, uptrain_config
-from app import links, run_views, ui
+from app import links, ui
 from app.guard import guard
+from app.rooms.training import views as run_views
 from app.selection import Selection
 
 TRAINABLE = ["lab-tiny", "lab-albert", "lab-bert"]

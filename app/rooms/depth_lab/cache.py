@@ -1,4 +1,4 @@
-"""The depth lab's settings, and its default views precomputed (app/depth_default.json,
+"""The depth lab's settings, and its default views precomputed (app/rooms/depth_lab/default.json,
 written by scripts/make_depth_default.py): the page's first view and the VGG comparison
 at its default settings draw without training anything; other settings train once and
 are kept for the process (the VGG nets one by one, so a stopped comparison keeps the
@@ -17,7 +17,7 @@ import pandas as pd
 
 from albert_lab.analysis.depth import VGG_NETS, DepthConfig
 
-DEFAULT_FILE = Path(__file__).with_name("depth_default.json")
+DEFAULT_FILE = Path(__file__).with_name("default.json")
 VARIANTS = ["none", "batchnorm_before", "batchnorm_after", "layernorm", "residual"]
 # The page's widgets start here (also the "vanishing gradients" preset): the lecture notes' toy
 DEFAULTS: dict[str, Any] = dict(depth=16, width=32, init="gaussian", init_std=0.1, steps=300, dropout=0.0,

@@ -13,8 +13,9 @@ import streamlit as st
 
 from albert_lab.analysis import depth as depth_lib  # called through the module: tests stand in for its trainers
 from albert_lab.analysis.depth import VGG_NETS, DepthConfig, describe, vgg_label
-from app import depth_cache, ui
-from app.depth_cache import VGG_RECORD_EVERY
+from app import ui
+from app.rooms.depth_lab import cache as depth_cache
+from app.rooms.depth_lab.cache import VGG_RECORD_EVERY
 from app.text import fmt_duration
 
 _DISC_TRAINED: OrderedDict[DepthConfig, tuple[pd.DataFrame, pd.DataFrame]] = OrderedDict()  # this process's, newest last

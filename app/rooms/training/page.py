@@ -5,9 +5,12 @@ import streamlit as st
 
 from albert_lab.paths import runs_dir
 from albert_lab.training.runs import list_runs
-from app import run_form, run_views, ui
+from app import ui
+from app.registry import room
+from app.rooms.training import form as run_form
+from app.rooms.training import views as run_views
 
-st.title("Training")
+st.title(room("training").heading)
 
 tab_new, tab_runs, tab_compare = st.tabs(["New run", "Runs", "Compare runs"])
 with tab_new:

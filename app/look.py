@@ -1,0 +1,95 @@
+"""The look every page's plotly figures share (each page's figures live in its room,
+app/rooms/<page>/figures.py, and are drawn by scripts/make_figures.py too, so the docs show
+what the app shows).
+
+One style for all of them (`style`): axis titles with units, integer layer ticks,
+readable log ticks, the legend above the plot (never on it), no hard-coded
+backgrounds (Streamlit's light and dark themes both apply), and one colour per
+checkpoint on every page (`colour_for`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import plotly.graph_objects as go
+
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",  # then mid-tones
+           "#bcbd22", "#e15f99", "#b68100", "#00a08b", "#a777f1", "#eb663b", "#6c7c32", "#778aae", "#da60ca",
+           "#b2828d"]  # 18: the shipped ones, runs and added folders in one process rarely wrap around (8 did)
+COMPONENT_COLORS = {"attention": "#d62728", "FFN": "#1f77b4", "LayerNorm": "#2ca02c"}
+GRAD_AXIS = "mean |dL/dW| (log scale)"
+LAYER_TICKS = 16  # up to this many layers, one tick each
+# Series that are not checkpoints (losses, tasks, orders), in a fixed order: the theme's
+# colorway differs between light and dark, so plotly's defaults swapped them with the theme.
+SERIES_COLOURS = ["#4c78a8", "#f58518", "#54a24b", "#b279a2"]
+NEUTRAL = "#8c8c8c"  # reference lines (chance, depth L, resumed): mid grey, legible on light and dark
+
+# Checkpoint -> palette slot, in the order checkpoints were first discovered (not the
+# order of the current selection), so a model keeps its colour on every page.
+_ORDER: list[str] = []
+
+
+def register_checkpoints(names: Iterable[str]) -> None:
+    """Remember discovered checkpoints in first-seen order; never reorders."""
+    for name in names:
+        if name not in _ORDER:
+            _ORDER.append(name)
+
+
+def shipped_first(entries: Iterable[dict]) -> list[dict]:
+    """Shipped checkpoints: those uptrained from a real pretrained encoder first (they know
+    English), then SOP-trained first (ALBERT's own objective), no pair objective last: the
+    picker's default order (its first four), and the order that gives them their colours."""
+    return sorted((c for c in entries if c["origin"] == "shipped"),
+                  key=lambda c: (c["objective"] == "none", not c.get("uptrained", False), c["objective"] != "sop", c["name"]))
+
+
+def colour_for(name: str) -> str:
+    """A stable colour for a checkpoint: its discovery slot; a name not seen before takes
+    the next free slot (a hash of the name let two checkpoints share a colour)."""
+    register_checkpoints([name])
+    return PALETTE[_ORDER.index(name) % len(PALETTE)]
+
+
+def colour_map(names: Iterable[str]) -> dict[str, str]:
+    return {name: colour_for(name) for name in names}
+
+
+# ---- shared style -----------------------------------------------------------------------
+def style(fig: go.Figure, *, x: str | None = None, y: str | None = None, layers: bool = False, log_y: bool = False,
+          height: int | None = None, legend_title: str | None = None) -> go.Figure:
+    """The look every figure shares. `layers`: integer ticks on x (no 1.5)."""
+    if x is not None:
+        fig.update_xaxes(title_text=x)
+    if y is not None:
+        fig.update_yaxes(title_text=y)
+    if layers:  # a tick per layer while that reads; integer ticks chosen by plotly beyond (VGG-38, a 48-layer MLP)
+        count = max((len(set(t.x)) for t in fig.data if getattr(t, "x", None) is not None), default=0)
+        fig.update_xaxes(tickformat="d", **(dict(dtick=1, tick0=0) if count <= LAYER_TICKS else {}))
+    if log_y:
+        fig.update_yaxes(type="log", exponentformat="power", showexponent="all")
+    fig.update_layout(
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0, title_text=legend_title),
+        margin=dict(t=110, l=10, r=10, b=10),
+        title=dict(y=0.97, yanchor="top", yref="container"),
+        hoverlabel=dict(namelength=-1),
+    )
+    if height:
+        fig.update_layout(height=height)
+    return fig
+
+
+def chance_line(fig: go.Figure, y: float = 0.5, label: str = "chance", position: str = "right") -> go.Figure:
+    """A dotted line at chance, its label in the right margin (inside the plot it sat on the
+    bars), in a grey that reads on both themes (plotly's default, near black, vanished on dark)."""
+    fig.add_hline(y=y, line_dash="dot", line_color=NEUTRAL, line_width=1.5, annotation_text=label,
+                  annotation_position=position, annotation_font_color=NEUTRAL)
+    if position == "right":
+        fig.update_layout(margin_r=64)
+    return fig
+
+
+def chart_config(filename: str, image_format: str = "png") -> dict:
+    """st.plotly_chart(config=...): the modebar's camera saves PNG or SVG under a useful name."""
+    return {"displaylogo": False,
+            "toImageButtonOptions": {"format": image_format, "filename": filename, "scale": 2 if image_format == "png" else 1}}

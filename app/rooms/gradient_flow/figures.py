@@ -1,0 +1,55 @@
+"""The Gradient flow page's figures (also drawn by scripts/make_figures.py for docs/results.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+
+from app.look import COMPONENT_COLORS, GRAD_AXIS, SERIES_COLOURS, style
+
+
+def gradflow_figure(frame: pd.DataFrame, name: str) -> go.Figure:
+    """Mean (solid) and max (dashed) |dL/dW| per layer application, by component."""
+    per_app = frame[frame.view == "per_application"]
+    long = per_app.melt(id_vars=["layer", "component"], value_vars=["mean_abs", "max_abs"], var_name="statistic")
+    long["statistic"] = long.statistic.map({"mean_abs": "mean", "max_abs": "max"})
+    fig = px.line(long, x="layer", y="value", color="component", line_dash="statistic", markers=True,
+                  color_discrete_map=COMPONENT_COLORS,
+                  title=f"{name}: |dL/dW| per layer application (solid: mean, dashed: max)")
+    return style(fig, x="layer application", y="|dL/dW| (log scale)", layers=True, log_y=True)
+
+
+def shared_sum_figure(frame: pd.DataFrame) -> go.Figure:
+    """The summed gradient of each shared block (what the optimizer sees), by component."""
+    shared = frame[frame.view == "shared_sum"].assign(group=lambda f: "shared block, applications " + f.applications,
+                                                      value=lambda f: f.mean_abs.map(lambda v: f"{v:.2g}"))
+    # Points with their values, not bars: on a log axis a bar's length is measured from an arbitrary floor, so
+    # 0.0018 beside 0.013 looked like nothing; a point's height on the log scale reads as a ratio.
+    fig = px.scatter(shared, x="component", y="mean_abs", color="component", symbol="group", text="value",
+                     color_discrete_map=COMPONENT_COLORS, title="Shared parameters: mean |.grad|, summed over applications")
+    fig.update_traces(marker_size=14, textposition="top center", cliponaxis=False)
+    fig = style(fig, x="component", y="mean |.grad| (log scale)", log_y=True, legend_title="")
+    low, high = np.log10(shared.mean_abs[shared.mean_abs > 0].agg(["min", "max"]).to_numpy()) if len(shared) else (0, 0)
+    return fig.update_yaxes(range=[low - 0.3, high + 0.3])  # room for the top point and its value
+
+
+def hidden_grad_figure(frame: pd.DataFrame) -> go.Figure:
+    """|dL/dh| of the hidden state leaving each layer: mean (solid) and max (dashed), in colours
+    of their own (the theme's colourway swapped them between light and dark)."""
+    hidden = frame[frame.view == "hidden"].rename(columns={"mean_abs": "mean", "max_abs": "max"})
+    fig = px.line(hidden, x="layer", y=["mean", "max"], markers=True, line_dash="variable",
+                  color_discrete_map={"mean": SERIES_COLOURS[0], "max": SERIES_COLOURS[1]},
+                  line_dash_map={"mean": "solid", "max": "dash"},
+                  title="|dL/dh| of the hidden state leaving each layer (0: entering layer 1)")
+    return style(fig, x="hidden state after layer (0 = embeddings)", y="|dL/dh| (log scale)", layers=True, log_y=True,
+                 legend_title="statistic")
+
+
+def gradflow_steps_figure(frame: pd.DataFrame, component: str, title: str) -> go.Figure:
+    """One component's mean |dL/dW| per layer application, a line per training step
+    (`frame`: analysis.gradflow.snapshot_frame)."""
+    chosen = frame[(frame.view == "per_application") & (frame.component == component)]
+    fig = px.line(chosen, x="layer", y="mean_abs", color="step", markers=True, title=title)
+    return style(fig, x="layer application", y=GRAD_AXIS, layers=True, log_y=True, legend_title="training step")

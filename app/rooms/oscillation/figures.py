@@ -1,0 +1,53 @@
+"""The Oscillation page's figures (also drawn by scripts/make_figures.py for docs/results.md)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from app.look import colour_for, colour_map, style
+
+
+def oscillation_figure(frame: pd.DataFrame) -> go.Figure:
+    """L2 distance and angle per layer, one line per checkpoint (BERT dashed)."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("L2 distance ||h_l - h_(l-1)||", "Angle between h_l and h_(l-1)"))
+    for name, group in frame.groupby("checkpoint", sort=False):
+        color, dash = colour_for(str(name)), "dash" if group.family.iloc[0] == "bert" else "solid"
+        for col, (y, spread) in enumerate((("l2", "l2_spread"), ("angle_deg", "angle_spread")), start=1):
+            fig.add_trace(go.Scatter(x=group.layer, y=group[y], name=name, legendgroup=name, showlegend=col == 1,
+                                     mode="lines+markers", line=dict(color=color, dash=dash),
+                                     error_y=dict(type="data", array=group[spread], visible=True, thickness=1)),
+                          row=1, col=col)
+    fig.update_xaxes(title_text="layer l")
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_yaxes(title_text="L2 distance (hidden-state units)", row=1, col=1)
+    fig.update_yaxes(title_text="angle (degrees)", row=1, col=2)
+    fig.update_layout(title="Input vs output of each layer (error bars: spread across texts)")
+    fig = style(fig, layers=True, height=480)
+    return fig.update_layout(legend_y=1.12, margin_t=140)  # above the subplot titles, not on them
+
+
+def roughness_figure(verdicts: pd.DataFrame) -> go.Figure:
+    """Roughness of each checkpoint's L2 curve (lower: smoother), one bar per checkpoint."""
+    # Bars across, names on the left: upright bars cut a long name ('converted:bert-sop-minilm-e64-all-ave...') and
+    # squeezed the plot to 60 px. Values beyond their bars, so a roughness of 0.00 (no bar at all) still reads; the
+    # scale is the measure's own, 0-1.
+    fig = px.bar(verdicts, y="checkpoint", x="roughness", color="checkpoint", color_discrete_map=colour_map(verdicts.checkpoint),
+                 orientation="h", text_auto=".2f", range_x=[0, 1.1], title="Roughness of the L2 curve: lower is smoother")
+    fig.update_traces(textposition="outside", cliponaxis=False)
+    fig.update_layout(showlegend=False)
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    fig = style(fig, x="roughness (share of the change undone)", y="", height=160 + 44 * len(verdicts))
+    return fig.update_layout(margin_t=60)
+
+
+def similarity_figure(sim: pd.DataFrame, name: str) -> go.Figure:
+    """Mean cosine similarity of the token states after layer i and layer j (a square pivot)."""
+    fig = px.imshow(sim, zmin=0, zmax=1, color_continuous_scale="Blues", text_auto=".2f",
+                    labels=dict(x="hidden state after layer j", y="hidden state after layer i", color="cosine"),
+                    title=f"{name}: mean cosine similarity of token states (0 = input to layer 1)")
+    fig.update_xaxes(dtick=1)
+    fig.update_yaxes(dtick=1)
+    return style(fig)
