@@ -214,11 +214,11 @@ def attention_kept(source: dict[str, torch.Tensor], state: dict[str, torch.Tenso
     mean of those of the layers it replaces. A copied layer keeps 1; an average can cancel:
     all-MiniLM-L6-v2's six layers averaged keep 0.16, their logits shrink about six-fold and
     every token attends almost uniformly, a saddle the shared block is slow to leave."""
-    if spec.sharing not in ("all", "attention"):
+    if "attention" not in spec.sharing_rule.shares:
         return 1.0
     kept = []
     for group, layers in _members(spec).items():
-        slot = group if spec.sharing == "all" else layers[0]
+        slot = group if spec.sharing_rule.whole_block else layers[0]
         block = f"albert.encoder.albert_layer_groups.{slot}.albert_layers.0.attention"
         shared = query_key_norm(state[f"{block}.query.weight"], state[f"{block}.key.weight"], spec.num_heads)
         own = [query_key_norm(_source_layer(source, i, "attention.query", "weight"),
@@ -252,13 +252,12 @@ def _members(spec: ModelSpec) -> dict[int, list[int]]:
 def _blocks(source: dict[str, torch.Tensor], spec: ModelSpec, init: Init) -> dict[str, torch.Tensor]:
     """ALBERT's layer groups. 'all': one block per sharing group; 'none', 'attention',
     'ffn': one group per layer, the shared half initialised from its sharing group."""
-    members = _members(spec)
-    shared = {"all": set(LAYER_MAP), "none": set(), "attention": {n for n in LAYER_MAP if n.startswith("attention")},
-              "ffn": {n for n in LAYER_MAP if not n.startswith("attention")}}[spec.sharing]
+    members, rule = _members(spec), spec.sharing_rule
+    shared = {name for name in LAYER_MAP if ("attention" if name.startswith("attention") else "FFN") in rule.shares}
     state = {}
-    slots = range(spec.num_groups) if spec.sharing == "all" else range(spec.num_layers)
+    slots = range(spec.num_groups) if rule.whole_block else range(spec.num_layers)
     for slot in slots:
-        group = slot if spec.sharing == "all" else layer_group(slot, spec.num_layers, spec.num_groups)
+        group = slot if rule.whole_block else layer_group(slot, spec.num_layers, spec.num_groups)
         for name in LAYER_MAP:
             for suffix in ("weight", "bias"):
                 key = f"albert.encoder.albert_layer_groups.{slot}.albert_layers.0.{name}.{suffix}"

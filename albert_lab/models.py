@@ -21,10 +21,11 @@ from torch import nn
 from transformers import AlbertConfig, AlbertForPreTraining, BertConfig, BertForPreTraining, PreTrainedModel
 
 from albert_lab.errors import CheckpointError
-from albert_lab.spec import ModelSpec, layer_group, transformers_fields
+from albert_lab.spec import Half, ModelSpec, layer_group, transformers_fields
 
 PretrainingModel = AlbertForPreTraining | BertForPreTraining
 FFN_MODULES = ("ffn", "ffn_output", "full_layer_layer_norm")  # AlbertLayer's FFN and its closing LayerNorm
+HALF_MODULES: dict[Half, tuple[str, ...]] = {"attention": ("attention",), "FFN": FFN_MODULES}  # AlbertLayer's modules of each half
 
 
 def hf_config(spec: ModelSpec) -> AlbertConfig | BertConfig:
@@ -51,10 +52,10 @@ def tie_shared_modules(model: nn.Module, spec: ModelSpec, check_equal: bool = Fa
     With `check_equal`, refuse to tie copies that differ (a checkpoint whose copies
     were edited is not the shared model its card claims).
     """
-    if spec.family != "albert" or spec.sharing not in ("attention", "ffn"):
+    if spec.family != "albert" or not spec.sharing_rule.tied:
         return
     groups = model.albert.encoder.albert_layer_groups if hasattr(model, "albert") else model.encoder.albert_layer_groups
-    names = ("attention",) if spec.sharing == "attention" else FFN_MODULES
+    names = tuple(name for half in spec.sharing_rule.shares for name in HALF_MODULES[half])
     first_of_group: dict[int, int] = {}
     for layer, group in enumerate(spec.group_of_layer):
         source = first_of_group.setdefault(group, layer)

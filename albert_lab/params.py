@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
-from albert_lab.spec import ModelSpec, Sharing
+from albert_lab.spec import HALVES, ModelSpec, Sharing
 
 # Components in forward order. The paper's "params" column is the encoder model
 # with pooler (transformers' AlbertModel / BertModel): every component but the heads.
@@ -121,12 +121,8 @@ def unique_blocks(spec: ModelSpec) -> tuple[int, int]:
     """
     per_group = spec.num_groups * spec.inner_group_num
     per_layer = spec.num_layers * spec.inner_group_num
-    return {
-        "all": (per_group, per_group),
-        "attention": (per_group, per_layer),
-        "ffn": (per_layer, per_group),
-        "none": (per_layer, per_layer),
-    }[spec.sharing]
+    attention, ffn = (per_group if half in spec.sharing_rule.shares else per_layer for half in HALVES)
+    return attention, ffn
 
 
 def count(spec: ModelSpec, seq_len: int = 512) -> ParamReport:

@@ -19,13 +19,38 @@ from albert_lab.errors import SpecError
 Family = Literal["albert", "bert"]
 Sharing = Literal["all", "attention", "ffn", "none"]
 Objective = Literal["sop", "nsp", "none"]
+Half = Literal["attention", "FFN"]  # a block's two halves, each with its closing LayerNorm
+HALVES: tuple[Half, ...] = ("attention", "FFN")
 
-SHARING_LABELS: dict[str, str] = {
-    "all": "all-shared",
-    "attention": "shared-attention",
-    "ffn": "shared-FFN",
-    "none": "not-shared",
+
+@dataclass(frozen=True)
+class SharingRule:
+    """What the layers of one sharing group share (the paper's Table 4)."""
+
+    label: str  # the paper's name
+    shares: tuple[Half, ...]  # the halves of a block the group's layers share, in forward order
+
+    @property
+    def whole_block(self) -> bool:
+        """The whole block is shared: transformers' own layer groups (num_hidden_groups = N)
+        hold it. Otherwise each layer has a module of its own, and the shared half is tied."""
+        return self.shares == HALVES
+
+    @property
+    def tied(self) -> bool:
+        """One module per layer with the shared half tied across the group (models.tie_shared_modules)."""
+        return bool(self.shares) and not self.whole_block
+
+
+# The one home of the sharing strategies: models, params, convert, reapply and gradflow read it;
+# a new strategy is a row here (and its name in `Sharing`, which tests keep equal to these keys).
+SHARING: dict[str, SharingRule] = {
+    "all": SharingRule("all-shared", HALVES),
+    "attention": SharingRule("shared-attention", ("attention",)),
+    "ffn": SharingRule("shared-FFN", ("FFN",)),
+    "none": SharingRule("not-shared", ()),
 }
+SHARING_LABELS: dict[str, str] = {name: rule.label for name, rule in SHARING.items()}
 
 
 def derived_heads(hidden: int) -> int:
@@ -112,6 +137,10 @@ class ModelSpec:
         return self.family == "albert"
 
     @property
+    def sharing_rule(self) -> SharingRule:
+        return SHARING[self.sharing]
+
+    @property
     def group_of_layer(self) -> list[int]:
         """Sharing group of each layer application (see `layer_group`)."""
         return [layer_group(i, self.num_layers, self.num_groups) for i in range(self.num_layers)]
@@ -163,7 +192,8 @@ def transformers_fields(spec: ModelSpec) -> dict[str, Any]:
         hidden_dropout_prob=spec.dropout, attention_probs_dropout_prob=spec.dropout, max_position_embeddings=spec.max_positions,
         type_vocab_size=spec.type_vocab_size)
     if spec.family == "albert":  # partial sharing needs a module per layer, tied afterwards
-        fields.update(embedding_size=spec.embedding_size, num_hidden_groups=spec.num_groups if spec.sharing == "all" else spec.num_layers,
+        groups = spec.num_groups if spec.sharing_rule.whole_block else spec.num_layers
+        fields.update(embedding_size=spec.embedding_size, num_hidden_groups=groups,
                       inner_group_num=spec.inner_group_num, classifier_dropout_prob=spec.dropout)
     return fields
 

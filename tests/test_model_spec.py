@@ -64,3 +64,21 @@ def test_heads_derived_from_h_divide_it():
     old = {h: max(1, h // 64) for h in range(16, 16385) if h % max(1, h // 64) == 0}  # every H that worked before
     assert all(derived_heads(h) == heads for h, heads in old.items())  # keeps its heads: a run's command stays its run
     assert ModelSpec(hidden_size=4092).num_heads == 62 and ModelSpec(hidden_size=4092, num_heads=31).num_heads == 31
+
+
+def test_the_sharing_table_is_the_one_list_of_strategies():
+    """spec.SHARING is the sharing rule's one home: its rows are the Literal's choices, and each
+    rule's halves give what models tie, params count, convert averages and gradflow sums."""
+    from typing import get_args
+
+    from albert_lab.params import unique_blocks
+    from albert_lab.spec import HALVES, SHARING, Sharing
+
+    assert tuple(SHARING) == get_args(Sharing)
+    assert [r.whole_block for r in SHARING.values()] == [True, False, False, False]
+    assert [r.tied for r in SHARING.values()] == [False, True, True, False]
+    spec = PRESETS["albert-base"]
+    for name, rule in SHARING.items():  # attention and FFN blocks held: one per group where shared, else per layer
+        groups = 2 if rule.shares else 12  # not shared: a group per layer
+        held = unique_blocks(spec.replace(sharing=name, num_groups=groups))
+        assert held == tuple(2 if half in rule.shares else 12 for half in HALVES), name

@@ -51,7 +51,7 @@ def unshared_view(model: PretrainingModel, spec: ModelSpec) -> PretrainingModel:
     with torch.device("meta"):
         clone = type(model)(config)
     source = model.state_dict()
-    groups = spec.group_of_layer if spec.family == "albert" and spec.sharing == "all" else list(range(spec.num_layers))
+    groups = spec.group_of_layer if spec.family == "albert" and spec.sharing_rule.whole_block else list(range(spec.num_layers))
     state = {}
     for key in clone.state_dict():
         match = _ALBERT_LAYER.match(key)
@@ -162,9 +162,10 @@ def _weight_rows(view: nn.Module, spec: ModelSpec) -> list[dict]:
 def _shared_sum_rows(per_app: dict[tuple[int, str], list[torch.Tensor]], spec: ModelSpec) -> list[dict]:
     """Sum per-application gradients over the layers of each sharing group, per
     component; layer = the group's first application, applications = all of them ('1-6')."""
-    if spec.sharing == "none":
+    rule = spec.sharing_rule
+    if not rule.shares:
         return []
-    shared = {"all": ("attention", "FFN", "LayerNorm"), "attention": ("attention",), "ffn": ("FFN",)}[spec.sharing]
+    shared = rule.shares + (("LayerNorm",) if rule.whole_block else ())  # a whole block shares its LayerNorms too
     rows = []
     for group in sorted(set(spec.group_of_layer)):
         layers = [i for i, g in enumerate(spec.group_of_layer) if g == group]

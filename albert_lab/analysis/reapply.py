@@ -39,7 +39,7 @@ from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.errors import AlbertLabError, DataError
 from albert_lab.models import Parts
-from albert_lab.spec import ModelSpec, layer_group
+from albert_lab.spec import HALVES, ModelSpec, layer_group
 
 MAX_REPEAT = 4
 MLM_MISSING = "no MLM head in this checkpoint (transformers would fill it with random weights): no accuracy"
@@ -50,8 +50,8 @@ def reapply_note(spec: ModelSpec) -> str | None:
     """Why the model's block cannot be applied beyond depth L, or None when it can."""
     if spec.family == "bert":
         return "BERT's layers each have their own weights: there is no shared block to apply again (shown to depth L)"
-    if spec.sharing in ("attention", "ffn"):
-        shared, own = ("attention", "FFN") if spec.sharing == "attention" else ("FFN", "attention")
+    if spec.sharing_rule.tied:
+        shared, own = (" and ".join(h for h in HALVES if (h in spec.sharing_rule.shares) == mine) for mine in (True, False))
         return (f"only the {shared} is shared; the {own} of each layer has its own weights, so no whole block "
                 "can be applied again (shown to depth L)")
     if spec.sharing == "none" or spec.num_groups == spec.num_layers > 1:
