@@ -1,10 +1,12 @@
 """The page's state in its link: `from_url` gives a widget the link's value before it is
 drawn, `share` writes the page's inputs (and the picked checkpoints) back, so an
-address reproduces the view."""
+address reproduces the view. A page declares its controls once (`Control`: widget key,
+default, name in the link, how a link's text is read) and gets all three from `Controls`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
@@ -36,8 +38,9 @@ def from_url(key: str, default: Any, parse: Callable[[str], Any] = str, param: s
 def share(**params: Any) -> None:
     """Write this page's inputs into the link (replacing other pages' ones), checkpoints
     included, so the address reproduces the view."""
-    extra = st.session_state.get("extra_sources", {})  # a folder added in the sidebar travels as its path
-    values = {"ckpt": ",".join(extra.get(name, name) for name in st.session_state.get("picked", []))}
+    from app.selection import Selection
+
+    values = {"ckpt": Selection.read().link()}
     for name, value in params.items():
         if value is None:
             continue
@@ -65,3 +68,53 @@ def parse_float(low: float, high: float) -> Callable[[str], float | None]:
 
 def parse_list(options: Sequence[str]) -> Callable[[str], list[str]]:
     return lambda raw: [v for v in raw.split(",") if v in options]
+
+
+@dataclass(frozen=True)
+class Control:
+    """One control of a page, declared once: the widget's key, its default, its name in
+    the link (the key unless given) and how the link's text becomes a value (with the
+    values allowed; a value the widget would refuse is ignored)."""
+
+    key: str
+    default: Any
+    parse: Callable[[str], Any] = str
+    options: Sequence[Any] | None = None
+    param: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.param or self.key
+
+    def restore(self) -> None:
+        """The value before the widget is drawn: the link's, else this session's, else the default.
+        A session's value no longer among the options (a checkpoint unpicked) goes back to the default."""
+        from_url(self.key, self.default, self.parse, self.name, self.options)
+        if self.options is not None and not isinstance(self.value, list) and self.value not in self.options:
+            st.session_state[self.key] = self.default
+
+    @property
+    def value(self) -> Any:
+        return st.session_state.get(self.key, self.default)
+
+
+class Controls:
+    """A page's controls: restored from the link before the widgets are drawn, read by key,
+    and written back into the link after them."""
+
+    def __init__(self, *controls: Control) -> None:
+        self._controls = {c.key: c for c in controls}
+
+    def __getitem__(self, key: str) -> Any:
+        """The control's value."""
+        return self._controls[key].value
+
+    def restore(self) -> None:
+        for control in self._controls.values():
+            control.restore()
+
+    def share(self, **overrides: Any) -> None:
+        """Every control's value into the link; `overrides` (by link name) replace a value
+        in the link's form, and None leaves it out (an input the view does not use)."""
+        values = {c.name: c.value for c in self._controls.values()}
+        share(**{**values, **overrides})

@@ -25,12 +25,20 @@ class Selection:
     checkpoints: tuple[tuple[str, str], ...]  # (name, source) in the sidebar's order
     device: str = "auto"  # the sidebar's choice: 'auto', 'cpu', 'cuda', 'mps'
     dtype: str = "float32"
+    added: tuple[str, ...] = ()  # the names of folders added in the sidebar (a link carries their path)
 
     @classmethod
     def read(cls) -> Selection:
+        """The sidebar's pick (app.picker writes these keys; everything else reads them here)."""
         state = st.session_state
-        return cls(tuple(tuple(c) for c in state.get("selected", [])), state.get("device", "auto"),
-                   state.get("dtype", "float32"))
+        checkpoints = tuple(tuple(c) for c in state.get("selected", []))
+        extra = state.get("extra_sources", {})
+        return cls(checkpoints, state.get("device", "auto"), state.get("dtype", "float32"),
+                   tuple(name for name, _ in checkpoints if name in extra))
+
+    def link(self) -> str:
+        """The checkpoints as the link's ?ckpt= carries them: names, and added folders by their path."""
+        return ",".join(source if name in self.added else name for name, source in self.checkpoints)
 
     @property
     def names(self) -> list[str]:

@@ -51,13 +51,12 @@ def _summary(source: str, name: str | None, stamp: float) -> CheckpointSummary |
     return summarize_checkpoint(source, name)
 
 
-def checkpoint_card(source: str, name: str | None = None, device: str | None = None, dtype: str | None = None) -> dict[str, Any]:
+def checkpoint_card(source: str, name: str | None, device: str, dtype: str) -> dict[str, Any]:
     """The model card, from the folder's files when they say enough (no model loaded:
     the first page paints before torch and transformers are imported), else loaded.
-    Device and dtype default to the sidebar's (app.selection.Selection passes its own)."""
+    Device and dtype are the sidebar's (app.selection.Selection.card passes them)."""
     from albert_lab.card import model_card
 
-    device, dtype = device or st.session_state.get("device", "auto"), dtype or st.session_state.get("dtype", "float32")
     summary = _summary(source, name, stamp(source)) if is_local_source(source) else None
     if summary is None:
         return model_card(load_bundle(source, name, device, dtype))
@@ -116,17 +115,11 @@ def warm_up() -> None:
 _WARMING: threading.Timer | None = None
 
 
-def load_bundle(source: str, name: str | None = None, device: str | None = None, dtype: str | None = None) -> ModelBundle:
-    """Cached per (checkpoint, its file stamp, device, dtype); device and dtype default to
-    the sidebar's (app.selection.Selection passes its own)."""
+def load_bundle(source: str, name: str | None, device: str, dtype: str) -> ModelBundle:
+    """Cached per (checkpoint, its file stamp, device, dtype); app.selection.Selection passes
+    the sidebar's device and dtype."""
     use_threads()
-    return _load(source, device or st.session_state.get("device", "auto"), dtype or st.session_state.get("dtype", "float32"),
-                 name, stamp(source))
-
-
-def selected_sources() -> list[tuple[str, str]]:
-    """(name, source) of the checkpoints picked in the sidebar."""
-    return list(st.session_state.get("selected", []))
+    return _load(source, device, dtype, name, stamp(source))
 
 
 UNREADABLE = 0.2  # share of a text's pieces unknown to the vocabulary above which what a model does with it says little
@@ -141,8 +134,9 @@ def warn_unreadable(texts: Sequence[str]) -> None:
     separator)."""
     from albert_lab.analysis.pairs import unknown_shares
     from albert_lab.data.corpus import MAX_LEN
+    from app.selection import Selection
 
-    tokenizers = {name: load_bundle(source, name).tokenizer for name, source in selected_sources()}
+    tokenizers = {bundle.name: bundle.tokenizer for bundle in Selection.read().bundles()}
     pieces = {name: [tokenizer(text)["input_ids"] for text in texts] for name, tokenizer in tokenizers.items()}
     unreadable = []
     for name, tokenizer in tokenizers.items():
@@ -178,7 +172,9 @@ def warn_special_tokens(texts: Sequence[str], tokenizers: dict[str, Any]) -> Non
 
 
 def need_checkpoints(minimum: int = 1) -> bool:
-    if len(selected_sources()) < minimum:
+    from app.selection import Selection
+
+    if len(Selection.read().checkpoints) < minimum:
         st.info("Pick a checkpoint in the sidebar (shipped ones are listed under 'Compare').", icon=":material/info:")
         return False
     return True

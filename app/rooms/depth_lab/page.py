@@ -19,16 +19,17 @@ st.title(room("depth_lab").heading)
 
 
 WIDTHS, INITS = [8, 16, 32, 64, 128], ["gaussian", "pytorch", "he"]
+# each value from a link checked against its widget's range (a slider refuses 500 of at most 48)
+CONTROLS = links.Controls(
+    links.Control("dl_depth", DEFAULTS["depth"], links.parse_int(1, 48)),
+    links.Control("dl_width", DEFAULTS["width"], int, options=WIDTHS), links.Control("dl_init", DEFAULTS["init"], options=INITS),
+    links.Control("dl_std", DEFAULTS["init_std"], links.parse_float(0.001, 2.0)),
+    links.Control("dl_steps", DEFAULTS["steps"], links.parse_int(50, 2000, step=50)),
+    links.Control("dl_dropout", DEFAULTS["dropout"], links.parse_float(0.0, 0.8)),
+    links.Control("dl_variants", DEFAULTS["variants"], links.parse_list(VARIANTS)))
 tab_mlp, tab_vgg = st.tabs(["Deep MLP on the disc", "VGG-8 vs VGG-38"])
 with tab_mlp:
-    # each value from a link checked against its widget's range (a slider refuses 500 of at most 48)
-    for key, field, parse, options in (("dl_depth", "depth", links.parse_int(1, 48), None),
-                                       ("dl_width", "width", int, WIDTHS), ("dl_init", "init", str, INITS),
-                                       ("dl_std", "init_std", links.parse_float(0.001, 2.0), None),
-                                       ("dl_steps", "steps", links.parse_int(50, 2000, step=50), None),
-                                       ("dl_dropout", "dropout", links.parse_float(0.0, 0.8), None)):
-        links.from_url(key, DEFAULTS[field], parse, options=options)
-    links.from_url("dl_variants", DEFAULTS["variants"], links.parse_list(VARIANTS))
+    CONTROLS.restore()
     cols = st.columns(4)
     depth = cols[0].slider("Hidden layers", 1, 48, key="dl_depth")
     width = cols[1].select_slider("Width", WIDTHS, key="dl_width")
@@ -39,8 +40,7 @@ with tab_mlp:
     steps = cols[0].slider("SGD steps (lr 0.1)", 50, 2000, step=50, key="dl_steps")
     dropout = cols[1].slider("Dropout", 0.0, 0.8, step=0.1, key="dl_dropout")
     variants = cols[2].multiselect("Compare", VARIANTS, key="dl_variants", format_func=lambda v: v.replace("_", " "))
-    links.share(dl_depth=depth, dl_width=width, dl_init=init, dl_std=std, dl_steps=steps, dl_dropout=dropout,
-                dl_variants=variants)
+    CONTROLS.share()
     with guard("depth lab"):
         configs = [depth_cache.config(v, depth, width, init, std, steps, dropout) for v in variants]
         results, stopped = depth_runs.train_all(configs)

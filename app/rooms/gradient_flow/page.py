@@ -38,18 +38,19 @@ tab_now, tab_runs = st.tabs(["A checkpoint, now", "Over a training run"])
 with tab_now:
     if ui.need_checkpoints():
         names = Selection.read().names
-        links.from_url("gf_checkpoint", names[0], options=names)
-        if st.session_state["gf_checkpoint"] not in names:
-            st.session_state["gf_checkpoint"] = names[0]
-        links.from_url("gf_objective", own_objective(st.session_state["gf_checkpoint"]), options=list(get_args(Objective)))
-        links.from_url("gf_seed", 0, links.parse_int(0, 10_000))
+        checkpoint = links.Control("gf_checkpoint", names[0], options=names)
+        checkpoint.restore()
+        controls = links.Controls(checkpoint, links.Control("gf_objective", own_objective(checkpoint.value),
+                                                            options=list(get_args(Objective))),
+                                  links.Control("gf_seed", 0, links.parse_int(0, 10_000)))
+        controls.restore()
         cols = st.columns(3)
         name = cols[0].selectbox("Checkpoint", names, key="gf_checkpoint", on_change=follow_checkpoint)
         objective = cols[1].selectbox("Pair loss", get_args(Objective), key="gf_objective",
                                       help="MLM + this inter-sentence loss, as in pretraining; it starts at the "
                                            "checkpoint's own (as `albert-lab gradflow` does)")
         seed = cols[2].number_input("Seed (pairs and masks)", 0, 10_000, key="gf_seed")
-        links.share(gf_checkpoint=name, gf_objective=objective, gf_seed=int(seed))
+        controls.share(gf_seed=int(seed))
         texts = sample_texts(16)
         with guard("gradient flow"):
             selection = Selection.read().only([name])

@@ -50,11 +50,10 @@ def probe_section(chosen: Selection, name: str, heads: dict) -> None:
 if ui.need_checkpoints():
     chosen = Selection.read()
     names = chosen.names
-    links.from_url("card_checkpoint", names[0], options=names)
-    if st.session_state["card_checkpoint"] not in names:
-        st.session_state["card_checkpoint"] = names[0]
+    controls = links.Controls(links.Control("card_checkpoint", names[0], options=names))
+    controls.restore()
     name = st.selectbox("Checkpoint", names, key="card_checkpoint")
-    links.share(card_checkpoint=name)
+    controls.share()
     with guard(f"reading {name}"):
         card = chosen.card(name)
         if card["warning"]:

@@ -17,13 +17,14 @@ from app.text import smoother_sentence
 st.title(room("oscillation").heading)
 
 INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
+AGGREGATES = ["mean", "median"]
 EXAMPLE = "The river flows through the old town. Its bridges date from the middle ages."
+CONTROLS = links.Controls(links.Control("osc_input", INPUTS[0], options=INPUTS),
+                          links.Control("osc_agg", "mean", options=AGGREGATES), links.Control("osc_text", EXAMPLE))
 
 
 if ui.need_checkpoints():
-    links.from_url("osc_input", INPUTS[0], options=INPUTS)
-    links.from_url("osc_agg", "mean", options=["mean", "median"])
-    links.from_url("osc_text", EXAMPLE)
+    CONTROLS.restore()
     source = st.radio("Input", INPUTS, horizontal=True, key="osc_input")
     if source.startswith("My"):
         text = st.text_area("Texts, separated by blank lines", height=150, key="osc_text")
@@ -33,10 +34,9 @@ if ui.need_checkpoints():
         text = None
         texts = sample_texts(16)
         st.caption(f"{len(texts)} held-out lead sections, e.g. \u201c{texts[0][:140]}...\u201d")
-    aggregate = st.selectbox("Aggregate over tokens", ["mean", "median"], key="osc_agg",
+    aggregate = st.selectbox("Aggregate over tokens", AGGREGATES, key="osc_agg",
                              help="Per-token distances and angles, then the mean (or median) over all non-padding tokens")
-    links.share(osc_input=source, osc_agg=aggregate,
-                osc_text=text)
+    CONTROLS.share(osc_text=text)  # a typed text travels; the built-in sample needs none
     with guard("oscillation"):
         chosen = Selection.read()
         frames, _ = each_checkpoint("oscillation", (chosen, tuple(texts), aggregate), chosen.names,

@@ -21,15 +21,15 @@ if ui.need_checkpoints():
     tab_type, tab_upload, tab_attr, tab_table5 = st.tabs(["Type a pair", "Upload pairs", "Token attributions", "Table 5"])
     with tab_type:
         # A form: typing does not rerun the models; the pair is scored (and explained) when submitted.
-        links.from_url("pair_a", EXAMPLE_A)
-        links.from_url("pair_b", EXAMPLE_B)
+        typed = links.Controls(links.Control("pair_a", EXAMPLE_A), links.Control("pair_b", EXAMPLE_B))
+        typed.restore()
         with st.form("pair_form"):
             st.text_area("Sentence A", key="pair_a")
             st.text_area("Sentence B", key="pair_b")
             st.form_submit_button("Score this pair", type="primary")
-        links.share(pair_a=st.session_state.pair_a, pair_b=st.session_state.pair_b)
+        typed.share()
         with guard("scoring"):
-            scores = score_pairs(bundles, pairs_frame([st.session_state.pair_a], [st.session_state.pair_b]))
+            scores = score_pairs(bundles, pairs_frame([typed["pair_a"]], [typed["pair_b"]]))
             ui.chart(pair_figures.pair_figure(scores), "pair-probabilities")
             pair_views.show_scores(scores, "typed", bundles)
         pair_views.trust_caption()

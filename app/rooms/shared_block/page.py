@@ -17,15 +17,14 @@ SECTIONS = ["1. Depth extrapolation", "2. Logit lens through the model's own MLM
 EXAMPLE = "The river flows through the old town. Its bridges date from the middle ages."
 
 if ui.need_checkpoints():
-    links.from_url("sb_input", INPUTS[0], options=INPUTS)
-    links.from_url("sb_text", EXAMPLE)
-    links.from_url("sb_repeat", 2, links.parse_int(1, 4))
-    links.from_url("sb_seed", 0, links.parse_int(0, 10_000))
-    links.from_url("sb_section", SECTIONS[0], lambda raw: next((s for s in SECTIONS if s.startswith(raw)), None))
     chosen = Selection.read()
     picked = chosen.names
-    links.from_url("sb_cka_x", picked[0], options=picked)
-    links.from_url("sb_cka_y", "(itself)", options=["(itself)", *picked])
+    controls = links.Controls(
+        links.Control("sb_input", INPUTS[0], options=INPUTS), links.Control("sb_text", EXAMPLE),
+        links.Control("sb_repeat", 2, links.parse_int(1, 4)), links.Control("sb_seed", 0, links.parse_int(0, 10_000)),
+        links.Control("sb_section", SECTIONS[0], lambda raw: next((s for s in SECTIONS if s.startswith(raw)), None)),
+        links.Control("sb_cka_x", picked[0], options=picked), links.Control("sb_cka_y", "(itself)", options=["(itself)", *picked]))
+    controls.restore()
     source = st.radio("Input", INPUTS, horizontal=True, key="sb_input")
     if source.startswith("My"):
         text = st.text_area("Texts, separated by blank lines", height=120, key="sb_text")
@@ -40,10 +39,9 @@ if ui.need_checkpoints():
     seed = right.number_input("Seed of the masked tokens (15% of each text)", 0, 10_000, key="sb_seed")
     # One section at a time: the first visit computes one analysis, not four for every model.
     section = st.radio("Analysis", SECTIONS, horizontal=True, key="sb_section")
-    cka_pair = (dict(sb_cka_x=st.session_state.get("sb_cka_x"), sb_cka_y=st.session_state.get("sb_cka_y"))
-                if section.startswith("4.") else {})  # 'Compare with' travels in the link
-    links.share(sb_input=source, sb_text=text if source.startswith("My") else None, sb_repeat=int(repeat), sb_seed=int(seed),
-                sb_section=section.split(" ")[0], **cka_pair)
+    cka = section.startswith("4.")  # 'Compare with' travels in the link of the CKA section only
+    controls.share(sb_text=text if source.startswith("My") else None, sb_repeat=int(repeat), sb_seed=int(seed),
+                   sb_section=section.split(" ")[0], **({} if cka else dict(sb_cka_x=None, sb_cka_y=None)))
 
     views = dict(zip(SECTIONS, [reapply_views.extrapolation_section, reapply_views.lens_section,
                                 reapply_views.attention_section, reapply_views.cka_section]))
