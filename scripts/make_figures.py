@@ -63,9 +63,9 @@ def learning_curve() -> dict[str, object]:
 
     from app.rooms.training.figures import learning_curve_figure
 
-    # The probe reported in issue #9 (lab-albert on a 25 MB long-document mix, on a machine with AMX):
+    # An earlier probe (lab-albert on a 25 MB long-document mix, on a machine with AMX):
     # interior SOP after about 13.5M and 27M tokens, 1,584 held-out interior pairs.
-    probe = {"SOP interior, probe reported in issue #9 (another machine)": [(13.5e6, 0.514), (27e6, 0.573)]}
+    probe = {"SOP interior, an earlier probe (lab-albert, 25 MB of long documents)": [(13.5e6, 0.514), (27e6, 0.573)]}
     frame = pd.read_json(curves)  # the two the README discusses (all four: checkpoints/learning_curves.json)
     figs = {"learning-curve": learning_curve_figure(frame[frame.checkpoint.isin(["albert-sop", "albert-nsp"])], probe)}
     minilm = frame[frame.checkpoint.isin(["albert-sop-minilm", "albert-nsp-minilm"])]
@@ -81,7 +81,7 @@ def learning_curve() -> dict[str, object]:
 
 
 def shared_block_figures(albert, bert, texts) -> dict[str, object]:
-    """One figure of each shared-block analysis (issue #11), from the shipped checkpoints."""
+    """One figure of each shared-block analysis, from the shipped checkpoints."""
     from albert_lab.analysis.attention import attention_entropy
     from albert_lab.analysis.cka import layer_cka
     from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from albert_lab.checkpoint.load import load_checkpoint  # noqa: E402
-from albert_lab.convert import minilm_folder  # noqa: E402
+from albert_lab.checkpoint.sources import packaged_folder  # noqa: E402
 from albert_lab.training.probe import fit_probe  # noqa: E402
 
 ENCODERS = ["all-MiniLM-L6-v2", "albert-sop", "albert-nsp", "albert-none", "bert-nsp", "bert-sop-minilm", "albert-sop-minilm",
@@ -32,7 +32,7 @@ START, END = "<!-- probes:start -->", "<!-- probes:end -->"
 def measure(encoders: list[str], train_pairs: int, heldout_pairs: int, steps: int, seed: int) -> list[dict]:
     rows = []
     for name in encoders:
-        source = minilm_folder() if name == "all-MiniLM-L6-v2" else ROOT / "checkpoints" / name
+        source = packaged_folder("minilm") if name == "all-MiniLM-L6-v2" else ROOT / "checkpoints" / name
         for task in ("sop", "nsp"):
             start = time.perf_counter()
             bundle = load_checkpoint(source, device="cpu")  # fresh: a probe writes its head into the model

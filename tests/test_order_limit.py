@@ -1,4 +1,4 @@
-"""scripts/order_limit.py: the curves it keeps of a run, and the committed docs/order-limit.json."""
+"""experiments/order_limit.py: the curves it keeps of a run, and the committed experiments/order-limit.json."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from conftest import ROOT
 
 @pytest.fixture(scope="module")
 def order_limit():
-    spec = importlib.util.spec_from_file_location("order_limit", ROOT / "scripts" / "order_limit.py")
+    spec = importlib.util.spec_from_file_location("order_limit", ROOT / "experiments" / "order_limit.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -109,7 +109,7 @@ def test_the_readme_is_short_and_its_links_lead_somewhere():
     picture and page it or docs/ links to exists."""
     readme = ROOT / "README.md"
     assert len(readme.read_text().splitlines()) <= 150
-    for page in [readme, *sorted((ROOT / "docs").glob("*.md"))]:
+    for page in [readme, *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "experiments").glob("*.md"))]:
         for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]+))?\)", page.read_text()):
             if target.startswith(("http://", "https://")):
                 continue

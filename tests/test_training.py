@@ -50,6 +50,24 @@ def test_twenty_steps_write_the_run_folder_and_a_loadable_checkpoint(tmp_path):
     assert "CC BY-SA" in provenance["corpus_credit"]
 
 
+def test_a_foreground_run_prepares_its_corpus_once_and_a_worker_from_the_checked_caches(monkeypatch):
+    from albert_lab.data import pairs
+    from albert_lab.training import jobs, loop, prepare
+
+    calls, instances = [], []
+    counting = lambda config, checked=False: calls.append(checked) or prepare.prepare(config, checked)
+    monkeypatch.setattr(jobs, "prepare", counting)
+    monkeypatch.setattr(loop, "prepare", counting)
+    monkeypatch.setattr(prepare, "create_instances", lambda *a, **k: instances.append(1) or pairs.create_instances(*a, **k))
+    info = start_run(config(name="once", max_steps=2, eval_every=100, checkpoint_every=100, gradflow_every=100),
+                     foreground=True)
+    assert info.status == "succeeded" and calls == [False] and instances == [1]  # the launch's check, handed over
+    checked = prepare.prepare(config(), checked=True)  # what a background worker does: no pair count, same data
+    full = prepare.prepare(config())
+    assert instances == [1, 1] and checked.spec == full.spec and checked.eval_pairs.equals(full.eval_pairs)
+    assert (checked.train_docs.ids == full.train_docs.ids).all()
+
+
 def test_the_last_steps_are_logged_when_not_a_multiple_of_log_every(monkeypatch):
     from albert_lab.training.loop import Trainer
 

@@ -9,6 +9,7 @@ import pytest
 from conftest import ROOT
 
 from albert_lab.checkpoint.load import load_checkpoint
+from albert_lab.checkpoint.sources import describe_source
 from albert_lab.training.runs import read_run
 
 ARGS = ["train", "--preset", "lab-tiny", "--hidden", "32", "--layers", "2", "--heads", "2", "--embedding", "16",
@@ -60,4 +61,4 @@ def test_torchrun_with_a_teacher(tmp_path):
     assert ddp.returncode == 0, ddp.stdout[-3000:] + ddp.stderr[-3000:]
     rows = [m for m in read_run(tmp_path / "runs" / "taught").metrics() if m["kind"] == "train"]
     assert [m["step"] for m in rows] == [1, 2, 4] and rows[0]["distil_loss"] < 1e-5  # its own start: nothing to learn yet
-    assert load_checkpoint(tmp_path / "runs" / "taught" / "checkpoint").card["provenance"]["distilled_from"]["folder"] == start
+    assert load_checkpoint(tmp_path / "runs" / "taught" / "checkpoint").card["provenance"]["distilled_from"]["folder"] == describe_source(start)

@@ -6,6 +6,7 @@ from conftest import one_line_error, run_cli
 
 from albert_lab.checkpoint.files import read_card
 from albert_lab.checkpoint.load import load_checkpoint
+from albert_lab.checkpoint.sources import sha256
 from albert_lab.convert import albertize
 from albert_lab.errors import RunError
 from albert_lab.training.config import TrainConfig
@@ -37,7 +38,8 @@ def test_uptraining_starts_from_the_checkpoint_and_adds_only_missing_heads(tiny_
     assert trainer.init_card["heads_added"] == ["predictions"]
     assert trainer.run() == "succeeded"
     card = read_card(tmp_path / "runs" / "up" / "checkpoint")
-    assert card["provenance"]["init_from"]["folder"] == str(converted)
+    assert card["provenance"]["init_from"]["folder"] == f"{converted.name} (a folder outside the project; model.safetensors " \
+        f"sha256 {sha256(converted / 'model.safetensors')})"  # no path of this machine
     assert card["provenance"]["init_from"]["conversion"]["embedding_size"] == 8
 
 

@@ -212,9 +212,14 @@ def _info(name: str, folder: Path, origin: Literal["shipped", "run", "converted"
 
 
 def resolve_checkpoint(name_or_path: str) -> str:
-    """A name listed by discover_checkpoints (e.g. 'albert-sop', 'run:ID') -> its folder;
-    anything else is returned unchanged (a path or hub id)."""
+    """A name listed by discover_checkpoints (e.g. 'albert-sop', 'run:ID') or a packaged
+    model's name ('minilm', sources.PACKAGED) -> its folder; anything else is returned
+    unchanged (a path or hub id)."""
+    from albert_lab.checkpoint.sources import PACKAGED, resolve_packaged
+
     for info in discover_checkpoints():
         if info.name == name_or_path:
             return str(info.path)
+    if name_or_path in PACKAGED and not Path(name_or_path).exists():
+        return str(resolve_packaged(name_or_path))
     return name_or_path

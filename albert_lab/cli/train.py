@@ -202,10 +202,9 @@ def _train_distributed(config, args: argparse.Namespace, dist) -> int:
 
     root = (args.runs_dir or _default_runs()).resolve()
     run_dir = root / check_run_id(args.run_id)
-    if dist.is_main:
-        create_run(config, root, args.run_id)
+    prepared = create_run(config, root, args.run_id)[1] if dist.is_main else None
     dist.barrier()
-    status = train(run_dir, config)
+    status = train(run_dir, config, prepared)
     return _report(read_run(run_dir), status) if dist.is_main else 0
 
 

@@ -36,6 +36,7 @@ def load_init_weights(model: torch.nn.Module, folder: Path) -> dict[str, Any]:
     """Copy a checkpoint's weights into `model` (same architecture); returns what the
     run's card records about its start: the folder, its name and origin, the heads added."""
     from albert_lab.checkpoint.load import load_checkpoint
+    from albert_lab.checkpoint.sources import describe_source
 
     bundle = load_checkpoint(folder, device="cpu")
     source = {k: v for k, v in bundle.model.state_dict().items() if k not in bundle.missing_keys}
@@ -53,7 +54,7 @@ def load_init_weights(model: torch.nn.Module, folder: Path) -> dict[str, Any]:
                     if k.startswith(prefix) and k not in source and k not in tied})
     card = read_card(folder)
     files = {p.name for p in folder.glob("*.safetensors")}
-    return {"folder": str(folder), "name": bundle.name, "spec": bundle.spec.label,
+    return {"folder": describe_source(folder), "name": bundle.name, "spec": bundle.spec.label,
             "origin": card.get("provenance", {}).get("origin") or card.get("name") or "no albert_lab.json",
             "conversion": card.get("conversion"), "weights_files": sorted(files),
             "weights_count": sum(len(safetensors_keys(folder / f)) for f in files), "heads_added": added}

@@ -2,7 +2,8 @@
 
 start_run validates and prepares everything first (corpus, tokenizer, pairs, an
 out dir that can be written); only then does a run folder appear, renamed into
-place complete, and a worker process start. Workers take a lock so that one run
+place complete, and a worker process start. In the foreground the worker trains on
+that preparation; a background worker prepares from the caches it filled. Workers take a lock so that one run
 trains at a time; others wait as 'queued'.
 """
 
@@ -70,13 +71,13 @@ def start_run(config: TrainConfig, root: Path | None = None, run_id: str | None 
     """The one way to launch a run (browser and command line): validate and prepare,
     create the run folder, then train in a background worker process, or in this
     process with `foreground`. `announce(run)` is called once the folder exists."""
-    run_dir, _ = create_run(config, root, run_id)
+    run_dir, prepared = create_run(config, root, run_id)
     if announce is not None:
         announce(read_run(run_dir))
     if foreground:
         from albert_lab.training.worker import run_worker
 
-        run_worker(run_dir)
+        run_worker(run_dir, prepared=prepared)
     else:
         spawn_worker(run_dir)
     return read_run(run_dir)

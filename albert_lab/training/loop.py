@@ -69,7 +69,7 @@ class Trainer:
         self.dist = DistContext.from_env()
         if config.threads:
             torch.set_num_threads(config.threads)
-        self.prepared = prepared or prepare(config)
+        self.prepared = prepared or prepare(config, checked=True)  # a run folder exists only for a checked config
         self.device = self.dist.device(resolve_device("auto"))
         use_bf16 = config.precision == "bf16" or (config.precision == "auto" and fast_bf16(self.device))
         self.dtype = torch.bfloat16 if use_bf16 else None

@@ -1,7 +1,9 @@
 """Everything a run needs before its first step, checked up front: the corpus, the
 tokenizer (trained once per corpus and vocab size, then cached), the tokenised
 documents, the held-out pairs. Errors here reach the user before any process or
-run folder exists."""
+run folder exists. A run prepares once: the foreground hands this preparation to the
+trainer; a background worker prepares again from the caches the check filled (the
+tokenizer and the tokenised corpus), skipping the checks (`checked`) its run passed."""
 
 from __future__ import annotations
 
@@ -39,13 +41,17 @@ class Prepared:
     eval_documents: int = 0  # how many documents eval_pairs come from
 
 
-def prepare(config: TrainConfig) -> Prepared:
+def prepare(config: TrainConfig, checked: bool = False) -> Prepared:
+    """What a run of `config` trains and is scored on. `checked`: the config passed this
+    check before its run folder was made, so what only refuses (a corpus that makes no
+    pairs or too few for a batch, a teacher that cannot teach) is not done again."""
     config.validate()
     corpus = load_corpus(config.corpus)
-    check_pairable([len(d.segments) for d in corpus.train], config.objective, corpus.name)
+    if not checked:
+        check_pairable([len(d.segments) for d in corpus.train], config.objective, corpus.name)
     heldout = eval_documents(config, corpus)
     if config.init_from:
-        return _prepared(config, corpus, heldout, *init_source(config))
+        return _prepared(config, corpus, heldout, *init_source(config), checked=checked)
     tokenizer_dir = Path(config.tokenizer) if config.tokenizer else cached_tokenizer_dir(corpus, config)
     if config.tokenizer:
         if not tokenizer_dir.is_dir():
@@ -66,21 +72,27 @@ def prepare(config: TrainConfig) -> Prepared:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         tokenizer = load_tokenizer(tokenizer_dir)
-    return _prepared(config, corpus, heldout, config.model_spec().replace(vocab_size=len(tokenizer)), tokenizer, tokenizer_dir)
+    return _prepared(config, corpus, heldout, config.model_spec().replace(vocab_size=len(tokenizer)), tokenizer, tokenizer_dir,
+                     checked=checked)
 
 
 def _prepared(config: TrainConfig, corpus: Corpus, heldout: tuple[Document, ...], spec: ModelSpec, tokenizer,
-              tokenizer_dir: Path) -> Prepared:
-    if config.distil_from:
+              tokenizer_dir: Path, checked: bool) -> Prepared:
+    if config.distil_from and not checked:  # the trainer's load_teacher refuses as this does
         check_teacher(config.distil_from, spec, tokenizer, pair=config.distil_pair)
     docs = tokenize_documents(corpus.train, tokenizer, cache_key=f"{corpus.fingerprint}-train")
+    if not checked:
+        _check_one_batch(config, corpus, docs)
+    return Prepared(config=config, spec=spec, corpus=corpus, tokenizer=tokenizer, tokenizer_dir=tokenizer_dir,
+                    train_docs=docs, eval_pairs=build_eval_pairs(heldout), eval_documents=len(heldout))
+
+
+def _check_one_batch(config: TrainConfig, corpus: Corpus, docs: TokenizedDocs) -> None:
     pairs = len(create_instances(docs, config.objective, config.max_seq_len, np.random.default_rng([config.seed, 0]),
                                  config.short_seq_prob))
     if pairs < config.batch_size:
         raise DataError(f"{corpus.name}: yields {pairs} training pairs, fewer than one batch of {config.batch_size}; "
                         "use a bigger corpus or a smaller batch size")
-    return Prepared(config=config, spec=spec, corpus=corpus, tokenizer=tokenizer, tokenizer_dir=tokenizer_dir,
-                    train_docs=docs, eval_pairs=build_eval_pairs(heldout), eval_documents=len(heldout))
 
 
 def eval_documents(config: TrainConfig, corpus: Corpus) -> tuple[Document, ...]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from albert_lab.checkpoint.sources import describe_source, portable_command, portable_name
 from albert_lab.paths import PROJECT_ROOT
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.prepare import Prepared
@@ -28,16 +29,27 @@ def run_card(config: TrainConfig, run_id: str, prepared: Prepared, steps: int, t
                   "pair": "untrained" if config.objective == "none" else "probe" if config.heads_only else "trained"},
         "metrics": metrics,
         "provenance": {
-            "command": config.command, "run_id": run_id, "corpus": corpus.name, "corpus_credit": corpus.credit,
+            "command": portable_command(config.command), "run_id": run_id, "corpus": corpus.name, "corpus_credit": corpus.credit,
             "corpus_fingerprint": corpus.fingerprint,
             **({"eval_corpus": config.eval_corpus} if config.eval_corpus else {}), "seed": config.seed, "steps": steps, "tokens": tokens,
             "wall_time_s": round(elapsed, 1), "machine": machine(device), "torch": torch.__version__,
             "transformers": transformers_version(), "code": code_version(),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "train_config": config.to_dict(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "train_config": portable_config(config),
             **({"init_from": init_card} if init_card else {}),
-            **({"distilled_from": {"folder": config.distil_from, "weight": config.distil_weight, **teacher}} if teacher else {}),
+            **({"distilled_from": {"folder": describe_source(config.distil_from), "weight": config.distil_weight,
+                                   **teacher}} if teacher else {}),
         },
     }
+
+
+PATH_FIELDS = ("init_from", "distil_from", "tokenizer", "corpus", "eval_corpus")  # fields that may name a folder or file
+
+
+def portable_config(config: TrainConfig) -> dict[str, Any]:
+    """The run's config as its card records it: a folder or file named as on every machine
+    (sources.portable_name), never the path it had on the one that trained."""
+    fields = config.to_dict()
+    return {**fields, **{name: portable_name(fields[name]) for name in PATH_FIELDS if fields.get(name)}}
 
 
 def machine(device: torch.device | None = None) -> str:

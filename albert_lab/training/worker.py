@@ -14,13 +14,19 @@ import threading
 import time
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from albert_lab.errors import AlbertLabError
 from albert_lab.runfolder import RunFolder
 from albert_lab.training.runs import update_run
 
+if TYPE_CHECKING:
+    from albert_lab.training.prepare import Prepared
 
-def run_worker(run_dir: Path, use_slot: bool = True) -> str:
+
+def run_worker(run_dir: Path, use_slot: bool = True, prepared: Prepared | None = None) -> str:
+    """Train the run in `run_dir` in this process; `prepared`: what its launch prepared
+    (in the foreground), else the worker prepares it here."""
     run_dir = run_dir.resolve()
     cancel_file = RunFolder(run_dir).cancel
     if threading.current_thread() is threading.main_thread():
@@ -38,8 +44,8 @@ def run_worker(run_dir: Path, use_slot: bool = True) -> str:
                        "give --runs-dir another folder to train side by side)")
             say_waiting = lambda: print(waiting, flush=True)
             with training_slot(run_dir.parent, should_stop=cancel_file.exists, on_wait=say_waiting):
-                return train(run_dir, config)
-        return train(run_dir, config)
+                return train(run_dir, config, prepared)
+        return train(run_dir, config, prepared)
     except AlbertLabError as err:
         status = "cancelled" if "cancelled while queued" in str(err) else "failed"
         update_run(run_dir, status=status, finished=time.time(), message=str(err))

@@ -8,10 +8,10 @@ Two measurements, both on long-mix:
 2. for each run folder given (`--curves`), its training pair accuracy (a 500-step mean) and its
    held-out SOP and interior SOP (600 pairs per evaluation) against the tokens it has seen.
 
-  .venv/bin/python scripts/order_limit.py --checkpoints checkpoints/bert-sop-minilm RUN ... --curves RUN ...
+  .venv/bin/python experiments/order_limit.py --checkpoints checkpoints/bert-sop-minilm RUN ... --curves RUN ...
 
-writes docs/order-limit.json (with each run's command) and draws docs/order-limit.png from it
-(`--out NAME`: docs/NAME.json and .png); `--figure-only` redraws the figure from the JSON (the
+writes experiments/order-limit.json (with each run's command) and draws experiments/order-limit.png from it
+(`--out NAME`: experiments/NAME.json and .png); `--figure-only` redraws the figure from the JSON (the
 run folders are not committed).
 """
 
@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 PAIRS = 800
-DOCS = ROOT / "docs"
+DOCS = ROOT / "experiments"  # the answers beside the question
 
 
 def folder_of(path: Path) -> Path:
@@ -157,7 +157,7 @@ def main() -> None:
     parser.add_argument("--curves", nargs="*", type=Path, default=[])
     parser.add_argument("--labels", nargs="*", default=[], help="a title per --curves run")
     parser.add_argument("--figure-only", action="store_true")
-    parser.add_argument("--out", default="order-limit", help="docs/OUT.json and docs/OUT.png (default order-limit)")
+    parser.add_argument("--out", default="order-limit", help="experiments/OUT.json and experiments/OUT.png (default order-limit)")
     args = parser.parse_args()
     JSON, FIGURE = DOCS / f"{args.out}.json", DOCS / f"{args.out}.png"
     data = json.loads(JSON.read_text()) if JSON.is_file() else {}

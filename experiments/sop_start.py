@@ -9,9 +9,9 @@ pairs of long-mix (seed 0):
 - for runs: the training pair loss and pair accuracy per logged window, and the checkpoint's
   pooled vector against its teacher's (correlation of the centred vectors).
 
-  .venv/bin/python scripts/sop_start.py --starts runs/minilm-e128-all ... --runs RUN_DIR ...
+  .venv/bin/python experiments/sop_start.py --starts runs/minilm-e128-all ... --runs RUN_DIR ...
 
-writes docs/sop-start.json and prints a table. The run folders' commands are in the JSON.
+writes experiments/sop-start.json and prints a table. The run folders' commands are in the JSON.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--starts", nargs="*", default=[])
     parser.add_argument("--runs", nargs="*", default=[], type=Path)
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "sop-start.json")
+    parser.add_argument("--out", type=Path, default=ROOT / "experiments" / "sop-start.json")
     args = parser.parse_args()
     torch.manual_seed(0)
     pairs = evaluation_pairs()
@@ -100,11 +100,11 @@ def main() -> None:
         last = r["train"][-1]
         print(f"| {r['run']} | step {r['checkpoint_step']} | pair loss {last['pair_loss']:.3f} | pooled spread "
               f"{r['pooled_spread']} | corr with teacher {r.get('pooled_corr_with_teacher')} |")
-    from albert_lab.convert import minilm_folder
+    from albert_lab.checkpoint.sources import packaged_folder
 
     text = json.dumps({"pairs": PAIRS, "starts": starts, "runs": runs}, indent=1) + "\n"
-    if minilm_folder():  # the machine's paths out of the record
-        text = text.replace(str(minilm_folder()), "$MINILM")
+    if packaged_folder("minilm"):  # the machine's paths out of the record
+        text = text.replace(str(packaged_folder("minilm")), "$MINILM")
     args.out.write_text(text.replace(f"{ROOT}/", ""))
     print(f"wrote {args.out}")
 
