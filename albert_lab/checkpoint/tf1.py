@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -146,7 +147,7 @@ def _table_records(raw: bytes) -> list[tuple[bytes, bytes]]:
     for _, value in _block(raw, index_handle, len(raw) - FOOTER):
         handle, _ = _handle(value, 0, len(value))
         records += _block(raw, handle, len(raw) - FOOTER)
-    for (a, _), (b, _) in zip(records, records[1:]):
+    for (a, _), (b, _) in pairwise(records):
         if not a < b:
             raise _Bad(f"its keys are out of order at {b[:80]!r}")
     return records
