@@ -53,6 +53,9 @@ def unpacked_release(archive: Path) -> Path:
                         raise CheckpointError(f"{archive} unpacks to more than {MAX_BYTES / 2**30:,.0f} GiB; not a release archive")
                     _unpack_member(archive, tmp, name, kind, size, read)
             os.replace(tmp, out)
+        except CheckpointError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         except OSError as err:
             shutil.rmtree(tmp, ignore_errors=True)
             if not out.is_dir():
@@ -76,12 +79,16 @@ def _members(archive: Path) -> Iterator[Iterator[Member]]:
         try:
             with zipfile.ZipFile(archive) as handle:
                 yield _zip_members(archive, handle)
+        except CheckpointError:
+            raise
         except (zipfile.BadZipFile, EOFError, ValueError) as err:
             raise CheckpointError(f"{archive} is not a readable zip archive ({str(err)[:80]}); download it again") from None
     else:
         try:
             with tarfile.open(archive, "r:*") as handle:
                 yield _tar_members(archive, handle)
+        except CheckpointError:
+            raise
         except (tarfile.TarError, EOFError, ValueError) as err:
             raise CheckpointError(f"{archive} is not a readable tar archive ({str(err)[:80]}); download it again") from None
 

@@ -95,7 +95,7 @@ def open_release(folder: Path) -> Release:
     bundle = read_bundle(_checkpoint_prefix(folder))
     names = expected_names(spec)
     skipped = tuple(n for n in bundle.entries if n.endswith(SKIPPED) or n in SKIPPED_NAMES)
-    _check_names(bundle, names, set(skipped))
+    _check_names(bundle, names, set(skipped), config_file.name)
     # BERT's release names say the casing (uncased_L-12_..., cased_L-12_..., multi_cased_...); ALBERT is lower-cased
     lowercase = family == "albert" or "uncased" in folder.name.lower() or "cased" not in folder.name.lower()
     return Release(folder=folder, family=family, spec=spec, bundle=bundle, names=names, skipped=skipped, lowercase=lowercase)
@@ -194,7 +194,7 @@ def expected_names(spec: ModelSpec) -> Names:
     return names
 
 
-def _check_names(bundle: Bundle, names: Names, skipped: set[str]) -> None:
+def _check_names(bundle: Bundle, names: Names, skipped: set[str], config: str) -> None:
     """Every weight present with the shape and a dtype the config implies; no variable left over."""
     index = bundle.index
     wanted = {tf for tf, _, _ in names.values()}
@@ -213,7 +213,7 @@ def _check_names(bundle: Bundle, names: Names, skipped: set[str]) -> None:
             raise CheckpointError(f"{index}: entry {tf!r} is {'partitioned' if entry.sliced else entry.dtype}, "
                                   f"expected one of {', '.join(WEIGHT_DTYPES)}; re-copy the release")
         if entry.shape != stored:
-            raise CheckpointError(f"{index}: entry {tf!r} has shape {list(entry.shape)}, but the config describes "
+            raise CheckpointError(f"{index}: entry {tf!r} has shape {list(entry.shape)}, but {config} describes "
                                   f"{list(stored)}; the config file belongs to another model")
 
 
@@ -304,10 +304,12 @@ def sha256_file(file: Path) -> str:
 
 def release_cache_key(release: Release) -> str:
     """The cache folder's name: the index's SHA-256 (it records every tensor's CRC-32C, offset
-    and size) and the data files' sizes; hashing gigabytes of data on every load would cost seconds."""
+    and size) and the data files' sizes and modification times (hashing gigabytes of data on
+    every load would cost seconds; a data file rewritten since is converted, and checked, again)."""
     digest = hashlib.sha256(release.bundle.index.read_bytes())
     for shard in release.bundle.shards:
-        digest.update(str(shard.stat().st_size).encode())
+        info = shard.stat()
+        digest.update(f"{info.st_size}|{info.st_mtime_ns}".encode())
     digest.update(json.dumps(release.spec.to_dict(), sort_keys=True).encode() + str(release.lowercase).encode())
     return f"{release.family}-{digest.hexdigest()[:24]}"
 
