@@ -230,3 +230,23 @@ def test_a_class_worth_of_checkpoints_in_one_server_keeps_distinct_colours(monke
     monkeypatch.setattr(look, "_ORDER", [])
     names = ["albert-sop", "bert-sop-minilm", "albert-nsp", "bert-nsp", "albert-none"] + [f"run:{i}" for i in range(10)]
     assert len({look.colour_for(name) for name in names}) == len(names)
+
+
+def test_a_google_release_folder_added_in_the_sidebar(app, monkeypatch, tmp_path):
+    """The folder an original ALBERT release unpacks to (the committed tiny one), typed into the
+    sidebar: converted through the library's loader, its SOP head trained from the release."""
+    import shutil
+    from pathlib import Path
+
+    release = tmp_path / "albert_base"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "tf_releases" / "albert_tiny", release)
+    monkeypatch.setenv("ALBERT_LAB_ALLOWED_DIRS", str(tmp_path))
+    app.text_input(key="add_source").set_value(str(release))
+    next(b for b in app.button if b.label == "Add").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    assert "albert_base" in app.session_state["picked"]
+    app.session_state["picked"] = ["albert_base"]
+    at = goto(app, "model_card")
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    heads = next(t.value for t in at.table if "head" in t.value.columns)
+    assert set(heads.status) == {"trained"}

@@ -26,9 +26,9 @@ FAST = {
 COVERED_ELSEWHERE = {"torchrun": "tests/test_training_ddp.py runs the same entry point under torchrun"}
 
 
-def readme_commands() -> list[list[str]]:
+def readme_commands(heading: str = "Command line") -> list[list[str]]:
     text = (ROOT / "README.md").read_text()
-    section = re.search(r"\n## Command line\n(.*?)\n## ", text, re.S).group(1)
+    section = re.search(rf"\n## {re.escape(heading)}\n(.*?)\n## ", text, re.S).group(1)
     block = "".join(re.findall(r"```bash\n(.*?)```", section, re.S))  # every bash block of the section
     commands = []
     for line in block.splitlines():
@@ -78,6 +78,28 @@ def test_readme_command_runs(command, readme_checkpoints, tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() or args[0] == "score"
     assert "Traceback" not in result.stderr
+
+
+RELEASES = ROOT / "tests" / "fixtures" / "tf_releases"  # tiny stand-ins written by TensorFlow (make_tf_releases.py)
+
+
+@pytest.mark.parametrize("command", readme_commands("The paper's own models"), ids=lambda c: " ".join(c)[:60])
+def test_readme_release_command_runs(command, tmp_path):
+    """The README's release commands, with the committed tiny releases in the places of Google's:
+    albert_base (a folder as the tarball unpacks), uncased_L-12_H-768_A-12, albert_base_v2.tar.gz."""
+    import shutil
+    import tarfile
+
+    shutil.copytree(RELEASES / "albert_tiny", tmp_path / "albert_base")
+    shutil.copytree(RELEASES / "uncased_L-2_H-16_A-2", tmp_path / "uncased_L-12_H-768_A-12")
+    with tarfile.open(tmp_path / "albert_base_v2.tar.gz", "w:gz") as archive:
+        archive.add(RELEASES / "albert_tiny", "albert_base")
+    (tmp_path / "pairs.csv").write_text("sentence_a,sentence_b,label\nthe city of paris is the capital of france.,it is known "
+                                        "for its museums and its river.,0\n")
+    assert command[0] == "albert-lab"
+    result = run_cli(*command[1:], cwd=tmp_path)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert "albert_base" in result.stdout
 
 
 def assert_app_serves(env: dict) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from albert_lab.checkpoint.archive import MAX_MEMBERS, is_archive, unpacked_release
 from albert_lab.checkpoint.files import (
     CONFIG,
     PICKLE_SUFFIXES,
@@ -21,6 +22,7 @@ from albert_lab.checkpoint.files import (
     safetensors_keys,
 )
 from albert_lab.checkpoint.heads import MLM_KEYS, PAIR_KEYS, HeadStatus, head_status
+from albert_lab.checkpoint.release import CONFIGS, converted_release, release_family
 from albert_lab.checkpoint.store import recover_interrupted_save
 from albert_lab.errors import AlbertLabError, CheckpointError
 from albert_lab.paths import checkpoints_dir, runs_dir
@@ -29,10 +31,14 @@ from albert_lab.spec import ModelSpec
 
 
 def check_folder(path: Path, allow_pickle: bool = False) -> Path:
-    """A loadable checkpoint folder, or a CheckpointError that says what is wrong."""
+    """A loadable checkpoint folder, or a CheckpointError that says what is wrong. One of
+    Google's original releases (its folder, or its .tar.gz / .zip) is converted once into
+    the cache, and that folder is returned."""
     recover_interrupted_save(path)
     if not path.exists():
         raise CheckpointError(f"{path}: no such folder")
+    if release := _release_folder(path):
+        return converted_release(release)
     if path.is_file():
         raise CheckpointError(_file_hint(path))
     check_file_kinds(path)
@@ -56,6 +62,31 @@ def check_folder(path: Path, allow_pickle: bool = False) -> Path:
         raise CheckpointError(f"{path} holds only pickled weights ({', '.join(pickles)}), and a pickle can run code "
                               "when loaded; convert it to safetensors, or allow pickles (--allow-pickle) if you trust it")
     return path
+
+
+def _release_folder(path: Path) -> Path | None:
+    """The release folder `path` is, or unpacks to (an archive holding a release config); else None."""
+    if path.is_file() and is_archive(path) and _lists_release_config(path):
+        return unpacked_release(path)
+    return path if release_family(path) else None
+
+
+def _lists_release_config(archive: Path) -> bool:
+    """Whether an archive's member list names albert_config.json or bert_config.json (read, not unpacked)."""
+    import tarfile
+    import zipfile
+
+    wanted = tuple(f"/{name}" for name in CONFIGS.values())
+    try:
+        if archive.name.lower().endswith(".zip"):
+            with zipfile.ZipFile(archive) as handle:
+                names = handle.namelist()[:MAX_MEMBERS]
+        else:
+            with tarfile.open(archive, "r:*") as handle:
+                names = [m.name for _, m in zip(range(MAX_MEMBERS), handle)]
+    except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError, ValueError):
+        return False
+    return any(f"/{n}".endswith(wanted) for n in names)
 
 
 def sentence_transformers_module(path: Path) -> Path:
@@ -83,7 +114,8 @@ def _file_hint(path: Path) -> str:
     if zipfile.is_zipfile(path) or path.suffix.lower() in (".zip", ".tar", ".gz", ".tgz"):
         return f"{path} is an archive; unpack it (e.g. `unzip {path.name} -d {path.stem}`) and give the folder that holds config.json"
     if path.name.startswith("model.ckpt") or ".data-0" in path.name or path.suffix == ".index":
-        return f"{path} is part of a TensorFlow checkpoint; convert it first (docs/checkpoints.md: 'Checkpoints you did not train')"
+        return (f"{path} is part of a TensorFlow checkpoint; give the release folder that holds it (with its "
+                f"albert_config.json or bert_config.json and tokenizer), e.g. {path.parent}")
     return f"{path} is a file; give the checkpoint folder that holds it and config.json"
 
 
@@ -92,7 +124,8 @@ def _folder_hint(path: Path) -> str:
     if RunFolder(path).is_run():
         return f"; this looks like a run folder, its checkpoint is {RunFolder(path).checkpoint}"
     if any(path.glob("*.index")) or any(path.glob("*.data-0*")):
-        return "; it holds a TensorFlow checkpoint: convert it first (docs/checkpoints.md: 'Checkpoints you did not train')"
+        return ("; it holds a TensorFlow checkpoint but no albert_config.json or bert_config.json: ALBERT Lab reads "
+                "Google's original releases as they unpack (README: 'The paper's own models')")
     inner = sorted(p.parent for p in path.glob(f"*/{CONFIG}"))
     if inner:
         return f"; give the folder that holds config.json, e.g. {inner[0]}"

@@ -39,8 +39,10 @@ def is_local_source(text: str) -> bool:
 
 
 def stamp(source: str | Path) -> float:
-    """Changes when a folder's weights or card are rewritten (a cache key); 0 for a hub id."""
-    files = [Path(source) / WEIGHTS, Path(source) / CARD]
+    """Changes when a folder's weights or card are rewritten (a cache key), or a release's
+    checkpoint index or archive; 0 for a hub id."""
+    path = Path(source)
+    files = [path / WEIGHTS, path / CARD, path, *(path.glob("*.index") if path.is_dir() else ())]
     return max((f.stat().st_mtime for f in files if f.is_file()), default=0.0)
 
 

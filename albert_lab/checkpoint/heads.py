@@ -50,7 +50,8 @@ class HeadStatus:
                          f"transformers would initialise {'it' if one else 'them'} randomly, so {uses} would be noise; "
                          "none are computed.")
             if self.pair == "missing":
-                hub = " (the model hub's ALBERT checkpoints ship without it)" if self.family == "albert" else ""
+                hub = (" (the model hub's ALBERT checkpoints ship without it; Google's original release, e.g. "
+                       "albert_base_v2.tar.gz, carries the trained one: give its folder to --checkpoint)") if self.family == "albert" else ""
                 notes.append(f"An {kind} probe can be fitted on the frozen encoder with `albert-lab fit-head`{hub}.")
         if self.pair == "untrained":
             notes.append(f"This model was trained without an inter-sentence loss: its {kind} head was never trained.")

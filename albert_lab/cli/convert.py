@@ -43,3 +43,30 @@ def cmd_albertize(args: argparse.Namespace) -> int:
         print(f"  attention: {warning}")
     print(f"  heads: MLM {facts['heads']['mlm']}; pair {facts['heads']['pair']}")
     return 0
+
+
+def _import_tf_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", type=Path, help="a release folder as its tarball unpacks (albert_base, uncased_L-12_H-768_A-12, ...) "
+                   "or the .tar.gz / .zip itself")
+    p.add_argument("--out", type=Path, required=True, help="the new checkpoint folder")
+
+
+@command("import-tf", "keep one of Google's original ALBERT or BERT releases (TF1 checkpoint) as a checkpoint folder")(_import_tf_arguments)
+def cmd_import_tf(args: argparse.Namespace) -> int:
+    from albert_lab.checkpoint.archive import is_archive, unpacked_release
+    from albert_lab.checkpoint.release import convert_release, open_release
+    from albert_lab.checkpoint.store import check_new_folder
+
+    out = check_new_folder(args.out)
+    source = args.source.expanduser()
+    release = open_release(unpacked_release(source) if source.is_file() and is_archive(source) else source)
+    print(release.describe())
+    if out.is_dir():
+        out.rmdir()  # the empty folder check_new_folder allows; the conversion renames its own into place
+    convert_release(release, out)
+    kind = "SOP" if release.family == "albert" else "NSP"
+    print(f"{out}: {ORIGIN_WORDS}; MLM and {kind} heads from the release (trained); load it with --checkpoint {out}")
+    return 0
+
+
+ORIGIN_WORDS = "Google's original release, converted"

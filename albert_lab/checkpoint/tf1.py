@@ -1,0 +1,270 @@
+"""TensorFlow 1 name-based checkpoints (TensorBundle), read without TensorFlow.
+
+A checkpoint `PREFIX` is `PREFIX.index` and `PREFIX.data-SSSSS-of-NNNNN`. The index is an
+SSTable in LevelDB's table format: data blocks of prefix-compressed (key, value) entries
+with restart points, an index block of (separator key, block handle), a 48-byte footer
+ending in a magic number; each block is followed by a type byte (0: stored as is) and the
+masked CRC-32C of block and type. Keys are variable names; the empty key holds a
+BundleHeaderProto, every other value a BundleEntryProto (dtype, shape, shard, offset, size,
+masked CRC-32C of the tensor's bytes). The data files hold the raw little-endian bytes.
+
+Everything is bounded and checked: a damaged or lying file is one CheckpointError naming
+the file and the entry, and a tensor is read (seek + read of its recorded size, then its
+CRC checked) only when asked for, so the optimizer slots are never read at all.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+
+import numpy as np
+
+from albert_lab.checkpoint.crc32c import crc32c, unmask
+from albert_lab.checkpoint.files import check_regular
+from albert_lab.errors import CheckpointError
+
+MAGIC = 0xDB4775248B80FB57
+FOOTER = 48
+TRAILER = 5  # type byte + masked CRC-32C
+MAX_INDEX_BYTES = 64 << 20  # an xxlarge release's index with its slots is ~40 KB
+MAX_SHARDS = 10_000
+MAX_RANK = 8
+# tf.DataType numbers: (numpy dtype, bytes); the releases hold float32 weights and an int64 step
+DTYPES = {1: ("float32", 4), 2: ("float64", 8), 3: ("int32", 4), 9: ("int64", 8), 14: ("bfloat16", 2), 19: ("float16", 2)}
+WEIGHT_DTYPES = ("float32", "float16", "bfloat16")
+ADVICE = "re-copy the release (the file is damaged, or not a TensorFlow checkpoint)"
+
+
+class _Bad(Exception):
+    """Raised while parsing; turned into one CheckpointError that names the file."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One tensor as the index records it."""
+
+    name: str
+    dtype: str  # numpy name, or 'dtype N' for a type no release holds
+    shape: tuple[int, ...]
+    shard: int
+    offset: int
+    size: int  # bytes
+    crc: int | None  # the CRC-32C of its bytes (unmasked), where recorded
+    sliced: bool  # a partitioned variable (never in the releases)
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A checkpoint's index, read and checked against its data files' sizes."""
+
+    prefix: Path
+    entries: dict[str, Entry]
+    shards: tuple[Path, ...]
+
+    @property
+    def index(self) -> Path:
+        return Path(f"{self.prefix}.index")
+
+    def bytes_of(self, names: list[str]) -> int:
+        return sum(self.entries[n].size for n in names)
+
+    def read(self, name: str, verify: bool = True) -> np.ndarray:
+        """The tensor `name` as float32 (weights) or its own dtype; its CRC checked with `verify`."""
+        entry = self.entries[name]
+        file = self.shards[entry.shard]
+        if entry.sliced or entry.dtype not in DTYPES_BY_NAME:
+            raise CheckpointError(f"{self.index}: entry {name!r} is {'a partitioned variable' if entry.sliced else entry.dtype}, "
+                                  f"which ALBERT Lab does not read; {ADVICE}")
+        check_regular(file)
+        try:
+            with open(file, "rb") as handle:
+                handle.seek(entry.offset)
+                data = handle.read(entry.size)
+        except OSError as err:
+            raise CheckpointError(f"{file} cannot be read ({err.strerror or err}); {ADVICE}") from None
+        if len(data) != entry.size:
+            raise CheckpointError(f"{file} is truncated: entry {name!r} needs bytes {entry.offset:,}-{entry.offset + entry.size:,}, "
+                                  f"the file ends at {entry.offset + len(data):,}; {ADVICE}")
+        if verify and entry.crc is not None and crc32c(data) != entry.crc:
+            raise CheckpointError(f"{file}: the bytes of entry {name!r} do not match their recorded CRC-32C; {ADVICE}")
+        array = np.frombuffer(data, dtype="<u2" if entry.dtype == "bfloat16" else f"<{np.dtype(entry.dtype).str[1:]}")
+        if entry.dtype == "bfloat16":
+            array = (array.astype(np.uint32) << 16).view(np.float32)
+        return array.reshape(entry.shape)
+
+
+DTYPES_BY_NAME = {name for name, _ in DTYPES.values()}
+
+
+def read_bundle(prefix: Path) -> Bundle:
+    """The index of checkpoint `prefix`, every entry checked: a known dtype whose size matches
+    its shape, a shard that exists, and bytes inside that shard's data file."""
+    index = Path(f"{prefix}.index")
+    check_regular(index)
+    size = index.stat().st_size
+    if size > MAX_INDEX_BYTES:
+        raise CheckpointError(f"{index} is {size:,} bytes, more than any release's index ({MAX_INDEX_BYTES:,}); {ADVICE}")
+    with open(index, "rb") as handle:
+        raw = handle.read(MAX_INDEX_BYTES + 1)
+    entry_name = ""
+    try:
+        records = _table_records(raw)
+        if not records or records[0][0] != b"":
+            raise _Bad("it has no header entry (the empty key)")
+        shards = _header(records[0][1])
+        entries = {}
+        for key, value in records[1:]:
+            entry_name = key.decode("utf-8", errors="replace")[:200]
+            entries[entry_name] = _entry(entry_name, value, shards)
+    except _Bad as err:
+        where = f" (entry {entry_name!r})" if entry_name else ""
+        raise CheckpointError(f"{index} is damaged{where}: {err}; {ADVICE}") from None
+    files = tuple(Path(f"{prefix}.data-{s:05d}-of-{shards:05d}") for s in range(shards))
+    for file in files:
+        check_regular(file)
+    ends = [os.stat(f).st_size for f in files]
+    for entry in entries.values():
+        if entry.offset + entry.size > ends[entry.shard]:
+            raise CheckpointError(f"{files[entry.shard]} is truncated or the index lies: entry {entry.name!r} needs bytes "
+                                  f"{entry.offset:,}-{entry.offset + entry.size:,}, the file has {ends[entry.shard]:,}; {ADVICE}")
+    return Bundle(prefix=Path(prefix), entries=entries, shards=files)
+
+
+# ---- the SSTable ---------------------------------------------------------------------------
+def _table_records(raw: bytes) -> list[tuple[bytes, bytes]]:
+    """Every (key, value) of the table, in order; keys strictly increasing."""
+    if len(raw) < FOOTER:
+        raise _Bad(f"{len(raw)} bytes, shorter than the 48-byte footer")
+    footer = raw[-FOOTER:]
+    if int.from_bytes(footer[-8:], "little") != MAGIC:
+        raise _Bad("the footer's magic number is wrong (not an SSTable)")
+    _, pos = _handle(footer, 0, FOOTER - 8)  # the metaindex block: unused
+    index_handle, _ = _handle(footer, pos, FOOTER - 8)
+    records: list[tuple[bytes, bytes]] = []
+    for _, value in _block(raw, index_handle, len(raw) - FOOTER):
+        handle, _ = _handle(value, 0, len(value))
+        records += _block(raw, handle, len(raw) - FOOTER)
+    for (a, _), (b, _) in pairwise(records):
+        if not a < b:
+            raise _Bad(f"its keys are out of order at {b[:80]!r}")
+    return records
+
+
+def _handle(buf: bytes, pos: int, end: int) -> tuple[tuple[int, int], int]:
+    offset, pos = _varint(buf, pos, end)
+    size, pos = _varint(buf, pos, end)
+    return (offset, size), pos
+
+
+def _block(raw: bytes, handle: tuple[int, int], limit: int) -> list[tuple[bytes, bytes]]:
+    offset, size = handle
+    if offset + size + TRAILER > limit or size < 4:
+        raise _Bad(f"a block handle ({offset}, {size}) points past the end of the file")
+    contents, kind = raw[offset:offset + size], raw[offset + size]
+    if crc32c(raw[offset:offset + size + 1]) != unmask(int.from_bytes(raw[offset + size + 1:offset + size + 5], "little")):
+        raise _Bad(f"the block at byte {offset:,} does not match its CRC-32C")
+    if kind != 0:
+        raise _Bad(f"the block at byte {offset:,} is compressed (type {kind}); TensorFlow's Saver writes them "
+                   "uncompressed, and ALBERT Lab reads only those")
+    restarts = int.from_bytes(contents[-4:], "little")
+    end = size - 4 - 4 * restarts
+    if restarts < 1 or end < 0:
+        raise _Bad(f"the block at byte {offset:,} has {restarts:,} restart points, more than fit")
+    records, key, pos = [], b"", 0
+    while pos < end:  # each entry consumes at least 3 bytes: bounded by the block's size
+        shared, pos = _varint(contents, pos, end)
+        unshared, pos = _varint(contents, pos, end)
+        length, pos = _varint(contents, pos, end)
+        if shared > len(key) or pos + unshared + length > end:
+            raise _Bad(f"an entry in the block at byte {offset:,} runs past the block")
+        key = key[:shared] + contents[pos:pos + unshared]
+        records.append((key, contents[pos + unshared:pos + unshared + length]))
+        pos += unshared + length
+    return records
+
+
+def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    value = 0
+    for shift in range(0, 70, 7):
+        if pos >= end:
+            raise _Bad("a number runs past the end of its record")
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+    raise _Bad("a number is longer than 10 bytes")
+
+
+# ---- the protocol buffers --------------------------------------------------------------------
+def _fields(buf: bytes) -> list[tuple[int, int | bytes]]:
+    """(field number, value) of a protobuf message: ints for varints and fixed, bytes for the rest."""
+    out, pos = [], 0
+    while pos < len(buf):  # every field consumes at least one byte
+        tag, pos = _varint(buf, pos, len(buf))
+        number, wire = tag >> 3, tag & 7
+        if wire == 0:
+            value, pos = _varint(buf, pos, len(buf))
+        elif wire in (1, 5):
+            width = 8 if wire == 1 else 4
+            if pos + width > len(buf):
+                raise _Bad("a fixed-size field runs past its record")
+            value, pos = int.from_bytes(buf[pos:pos + width], "little"), pos + width
+        elif wire == 2:
+            length, pos = _varint(buf, pos, len(buf))
+            if pos + length > len(buf):
+                raise _Bad("a field runs past its record")
+            value, pos = buf[pos:pos + length], pos + length
+        else:
+            raise _Bad(f"a field of wire type {wire}, which these records never hold")
+        out.append((number, value))
+    return out
+
+
+def _header(value: bytes) -> int:
+    """The number of shards, from the BundleHeaderProto (little-endian checkpoints only)."""
+    fields = dict(_fields(value))
+    shards, endianness = fields.get(1, 1), fields.get(2, 0)
+    if not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
+        raise _Bad(f"the header says {shards} shards")
+    if endianness != 0:
+        raise _Bad("the checkpoint was written big-endian")
+    return shards
+
+
+def _entry(name: str, value: bytes, shards: int) -> Entry:
+    """A BundleEntryProto: dtype 1, shape 2, shard_id 3, offset 4, size 5, crc32c 6, slices 7."""
+    fields = _fields(value)
+    get = {number: v for number, v in fields}
+    ints = {k: get.get(k, 0) for k in (1, 3, 4, 5)}
+    if any(not isinstance(v, int) for v in ints.values()) or not isinstance(get.get(2, b""), bytes):
+        raise _Bad("a field has the wrong type")
+    dtype = DTYPES.get(ints[1], (f"dtype {ints[1]}", 0))
+    shape = _shape(get.get(2, b""))
+    if ints[3] >= shards:
+        raise _Bad(f"shard {ints[3]}, but the header says {shards}")
+    sliced = any(number == 7 for number, _ in fields)
+    if dtype[1] and not sliced and int(np.prod(shape, dtype=object)) * dtype[1] != ints[5]:
+        raise _Bad(f"{ints[5]:,} bytes, but a {dtype[0]} tensor of shape {list(shape)} takes "
+                   f"{int(np.prod(shape, dtype=object)) * dtype[1]:,}")
+    crc = get.get(6)
+    return Entry(name=name, dtype=dtype[0], shape=shape, shard=ints[3], offset=ints[4], size=ints[5],
+                 crc=unmask(crc) if isinstance(crc, int) else None, sliced=sliced)
+
+
+def _shape(value: bytes) -> tuple[int, ...]:
+    dims = []
+    for number, dim in _fields(value):
+        if number == 3 and dim:
+            raise _Bad("its shape is of unknown rank")
+        if number == 2:
+            size = dict(_fields(dim)).get(1, 0) if isinstance(dim, bytes) else -1
+            if not isinstance(size, int) or size >= 1 << 40:  # a negative size is a huge varint
+                raise _Bad("its shape holds an unknown or impossible size")
+            dims.append(size)
+    if len(dims) > MAX_RANK:
+        raise _Bad(f"its shape has rank {len(dims)}")
+    return tuple(dims)
