@@ -4,7 +4,7 @@ file, and the Parameters page's "On real weights" tab showing the file's own num
 import json
 
 import pytest
-from conftest import MAIN, charts, goto, link_of
+from conftest import charts, goto, link_of, opened_by_link
 from streamlit.testing.v1 import AppTest
 
 from albert_lab.analysis import ablation
@@ -115,9 +115,8 @@ def test_the_tab_shows_the_numbers_of_the_json_and_says_which_rows_failed(app, r
 
 def test_a_link_opens_the_tab(shipped, monkeypatch):
     monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(shipped))
-    fresh = AppTest.from_file(MAIN, default_timeout=120)
-    fresh.query_params.update({"params_tab": TAB})
-    goto(fresh, "parameters")  # the link opens the page itself
+    fresh = opened_by_link({"params_tab": TAB}, "parameters")  # the link opens the page itself
+    assert not fresh.exception, [e.value for e in fresh.exception]
     assert [d for d in fresh.dataframe if "uptrained MLM" in d.value] and link_of(fresh)["params_tab"] == TAB
 
 
