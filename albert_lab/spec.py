@@ -198,6 +198,12 @@ def transformers_fields(spec: ModelSpec) -> dict[str, Any]:
     return fields
 
 
+def forward_cost(spec: ModelSpec) -> int:
+    """A forward pass's cost per token, up to a constant: H^2 per layer application (what
+    the progress of a scoring, and the app's time estimates, are weighted by)."""
+    return spec.hidden_size ** 2 * spec.num_layers * spec.inner_group_num
+
+
 def layer_group(layer: int, num_layers: int, num_groups: int) -> int:
     """The sharing group that layer application `layer` (0-based) runs, exactly as
     transformers' AlbertTransformer computes it: int(layer / (L / N)). The reference

@@ -10,7 +10,7 @@ import streamlit as st
 from albert_lab.checkpoint.files import is_local_source
 from albert_lab.errors import AlbertLabError
 from albert_lab.paths import allowed_roots, check_typed_path, is_within
-from app import look
+from app import look, ui
 from app.guard import guard
 from app.links import from_url
 from app.ui import active_run, available_checkpoints, device_options
@@ -59,7 +59,8 @@ def sidebar() -> None:
                 with guard("adding"):
                     _add_source(text, extra)
         st.session_state["selected"] = [(n, by_name[n]["path"] if n in by_name else extra[n]) for n in picked]
-        st.selectbox("Device", device_options(), key="device", help="CUDA, then MPS, then CPU when 'auto'")
+        device = st.selectbox("Device", device_options(), key="device", help="CUDA, then MPS, then CPU when 'auto'")
+        _big_models_note(st.session_state["selected"], device)
         st.selectbox("Precision", ["float32", "bfloat16"], key="dtype",
                      help="bfloat16 is faster on CPUs with AVX512-BF16/AMX; attributions always run in float32")
         st.radio("Save figures as", ["png", "svg"], key="image_format", horizontal=True, format_func=str.upper,
@@ -67,6 +68,30 @@ def sidebar() -> None:
         # redrawn every 5 s while a run is active, so the note goes when the run ends (it stayed until the next click)
         st.fragment(run_every=5 if active_run() else None)(_run_note)()
         st.caption("Wikipedia text: CC BY-SA 4.0 (Wikipedia contributors).")
+
+
+BIG = 50  # times albert-sop's work per token past which an analysis on a CPU takes minutes (ALBERT-large: 64, xxlarge: 512)
+
+
+def _big_models_note(selected: list[tuple[str, str]], device: str) -> None:
+    """Say under the device when a picked model is one whose analyses take minutes on this CPU
+    (Google's ALBERT-large to -xxlarge): each page still runs, with its progress and Stop."""
+    if ui.device_name(device) != "cpu":
+        return
+    from albert_lab.spec import forward_cost  # the cost the pages' estimates are weighted by
+
+    big = []
+    for name, source in selected:
+        try:
+            described = ui.summary(source, name)
+        except AlbertLabError:  # a folder that cannot load says so on the page that loads it
+            continue
+        if described is not None and (times := forward_cost(described.spec) / (256 ** 2 * 6)) >= BIG:
+            spec = described.spec
+            big.append(f"{name} (H = {spec.hidden_size:,}, L = {spec.num_layers}: about {times:,.3g} times albert-sop's work)")
+    if big:
+        st.caption(f":material/hourglass_top: On this CPU every analysis of {', '.join(big)} takes minutes; each page shows "
+                   "its progress and a Stop. A CUDA GPU takes seconds.")
 
 
 def _run_note() -> None:

@@ -51,16 +51,22 @@ def _summary(source: str, name: str | None, stamp: float) -> CheckpointSummary |
     return summarize_checkpoint(source, name)
 
 
+def summary(source: str, name: str | None) -> CheckpointSummary | None:
+    """What a local checkpoint's files say (no model loaded); None for hub ids and folders
+    only loading can tell. Raises CheckpointError for a folder that cannot load."""
+    return _summary(source, name, stamp(source)) if is_local_source(source) else None
+
+
 def checkpoint_card(source: str, name: str | None, device: str, dtype: str) -> dict[str, Any]:
     """The model card, from the folder's files when they say enough (no model loaded:
     the first page paints before torch and transformers are imported), else loaded.
     Device and dtype are the sidebar's (app.selection.Selection.card passes them)."""
     from albert_lab.card import model_card
 
-    summary = _summary(source, name, stamp(source)) if is_local_source(source) else None
-    if summary is None:
+    described = summary(source, name)
+    if described is None:
         return model_card(load_bundle(source, name, device, dtype))
-    return model_card(summary, device=device_name(device), dtype=dtype)
+    return model_card(described, device=device_name(device), dtype=dtype)
 
 
 # ---- devices and threads (torch is imported only when a page computes) -------------------------

@@ -250,3 +250,18 @@ def test_a_google_release_folder_added_in_the_sidebar(app, monkeypatch, tmp_path
     assert not at.exception and not at.error, [e.value for e in at.error]
     heads = next(t.value for t in at.table if "head" in t.value.columns)
     assert set(heads.status) == {"trained"}
+
+
+def test_a_model_whose_analyses_take_minutes_on_this_cpu_is_named(app, monkeypatch):
+    """ALBERT-xxlarge on a CPU: the sidebar says, under the device, that its analyses take minutes."""
+    from app import picker
+
+    note = "takes minutes"
+    app.sidebar.selectbox(key="device").set_value("cpu").run()
+    assert not [c for c in app.sidebar.caption if note in c.value]  # the shipped models are small
+    monkeypatch.setattr(picker, "BIG", 0.006)  # tiny test models: L = 3 does 0.0078 times the shipped albert-sop's work, L = 2 0.0052
+    app.run()
+    (caption,) = [c.value for c in app.sidebar.caption if note in c.value]
+    assert "albert-sop (H = 32, L = 3: about 0.00781 times albert-sop's work)" in caption and "hub-albert" not in caption
+    app.sidebar.selectbox(key="device").set_value("auto").run()  # no GPU here: auto is the CPU, still named
+    assert [c for c in app.sidebar.caption if note in c.value]

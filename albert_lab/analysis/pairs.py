@@ -21,7 +21,7 @@ from albert_lab.analysis.common import Progress, check_segment
 from albert_lab.analysis.intrinsic import pair_probabilities, wilson_interval
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpus import MAX_LEN
-from albert_lab.spec import ModelSpec
+from albert_lab.spec import forward_cost
 
 
 def pairs_frame(first: Sequence[str], second: Sequence[str], labels: Sequence[int | None] | None = None) -> pd.DataFrame:
@@ -47,11 +47,6 @@ def unknown_shares(id_lists: Sequence[Sequence[int]], tokenizer) -> list[float]:
         shares.append(sum(i == unk for i in pieces) / len(pieces) if pieces else 0.0)
     return shares
 
-
-def forward_cost(spec: ModelSpec) -> int:
-    """A forward pass's cost per token, up to a constant: H^2 per layer application (what
-    the progress of a scoring, and the app's time estimates, are weighted by)."""
-    return spec.hidden_size ** 2 * spec.num_layers * spec.inner_group_num
 
 def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFrame, max_len: int = MAX_LEN,
                 progress: Progress | None = None) -> pd.DataFrame:

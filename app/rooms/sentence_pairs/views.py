@@ -295,6 +295,10 @@ def table5_tab(bundles: list) -> None:
     st.markdown("**The paper** (ALBERT-base, 125k steps; accuracy as a fraction)")
     st.dataframe(paper_table5(), hide_index=True, column_config={c: st.column_config.NumberColumn(format="%.3f")
                                                                  for c in ("MLM", "NSP", "SOP", "downstream avg")})
+    st.caption("The paper's own models load here with their trained heads: Google's original ALBERT releases (SOP) and "
+               "BERT's (NSP), as their archives unpack. Add the folder in the sidebar and evaluate it below, or run "
+               "`albert-lab evaluate --checkpoint albert_base --checkpoint uncased_L-12_H-768_A-12` (README: "
+               "\"The paper's own models\"); nothing is downloaded.")
     path = results_path()
     results = read_results(path)
     if results is not None:
