@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from albert_lab.data.batching import Batch
 from albert_lab.errors import AlbertLabError, RunError
 from albert_lab.models import Parts, PretrainingModel
+from albert_lab.paths import user_path
 from albert_lab.spec import ModelSpec
 
 
@@ -56,7 +57,7 @@ def check_teacher(folder: str | Path, student: ModelSpec, tokenizer, pair: bool 
     from albert_lab.tokenizer import load_tokenizer
 
     try:
-        path = check_folder(Path(folder).expanduser())
+        path = check_folder(user_path(folder))
         card = read_card(path)
         spec, own = read_spec(path, card), load_tokenizer(path)
     except AlbertLabError as err:

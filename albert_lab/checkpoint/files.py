@@ -15,6 +15,7 @@ from albert_lab.checkpoint.heads import HeadState
 from albert_lab.data.textfile import read_json, read_user_file
 from albert_lab.errors import AlbertLabError, CheckpointError, DataError
 from albert_lab.params import fit_problem
+from albert_lab.paths import user_path
 from albert_lab.spec import ModelSpec, transformers_fields
 
 HEAD_STATES = get_args(HeadState)
@@ -34,8 +35,12 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 def is_local_source(text: str) -> bool:
     """A hub id is `name` or `org/name`; anything else, an existing path, or a path whose
     first part exists here (`checkpoints/typo`) is a local folder."""
-    return (Path(text).expanduser().exists() or text.startswith((".", "/", "~")) or not HUB_ID.match(text)
-            or Path(text.split("/")[0]).is_dir())
+    if text.startswith((".", "/", "~")) or not HUB_ID.match(text):
+        return True
+    try:
+        return user_path(text).exists() or Path(text.split("/")[0]).is_dir()
+    except AlbertLabError:  # the loader refuses it with the same words
+        return True
 
 
 def stamp(source: str | Path) -> float:

@@ -24,6 +24,7 @@ from albert_lab.errors import AlbertLabError, CheckpointError
 from albert_lab.kernels import tune_for_inference
 from albert_lab.models import PretrainingModel, spec_from_config, tie_shared_modules
 from albert_lab.params import fit_problem
+from albert_lab.paths import user_path
 from albert_lab.spec import ModelSpec
 from albert_lab.tokenizer import load_tokenizer
 
@@ -54,7 +55,7 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
     text = str(source).strip()
     if not text:
         raise CheckpointError("no checkpoint given: name a shipped one (`albert-lab checkpoints` lists them), a folder or a hub id")
-    path = Path(text).expanduser()
+    path = user_path(text, "checkpoint")
     torch_device, torch_dtype = resolve_device(device), resolve_dtype(dtype)
     if is_local_source(text):
         folder = check_folder(path, allow_pickle)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from pathlib import Path
 from typing import get_args
 
-from albert_lab.cli.common import command
+from albert_lab.cli.common import check_outputs, command, path_option, seed_option
 from albert_lab.spec import Sharing
 
 
@@ -20,8 +19,8 @@ def _albertize_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sharing", choices=get_args(Sharing), default="all")
     p.add_argument("--groups", type=int, metavar="N", help="sharing groups (default 1; L when not shared)")
     p.add_argument("--init", choices=get_args(Init), default="average", help="how each shared block starts")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, required=True, help="the new checkpoint folder")
+    p.add_argument("--seed", type=seed_option(), default=0)
+    p.add_argument("--out", type=path_option, required=True, help="the new checkpoint folder")
 
 
 @command("albertize", "turn a pretrained BERT into an ALBERT checkpoint (factorised embedding, shared layers)")(_albertize_arguments)
@@ -31,6 +30,7 @@ def cmd_albertize(args: argparse.Namespace) -> int:
     from albert_lab.convert import albertize, attention_warning
     from albert_lab.params import count, human
 
+    check_outputs(args, files=(), folders=("out",))  # never into the BERT it reads
     out = albertize(resolve_checkpoint(args.checkpoint), args.out, args.embedding, args.sharing, args.groups, args.init,
                     args.seed, command="albert-lab " + shlex.join(sys.argv[1:]))
     card = read_card(out)
