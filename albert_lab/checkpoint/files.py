@@ -109,6 +109,7 @@ def check_file_kinds(folder: Path) -> None:
 # safetensors dtypes and their sizes in bytes (the format's own list)
 SAFETENSORS_DTYPES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
                       "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
+FLOAT_DTYPES = ("F8_E5M2", "F8_E4M3", "F16", "BF16", "F32", "F64")
 
 
 def safetensors_keys(file: Path) -> set[str]:
@@ -151,6 +152,9 @@ def _tensor_span(file: Path, name: str, entry: object) -> tuple[int, int, str]:
     dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
     if not isinstance(dtype, str) or dtype not in SAFETENSORS_DTYPES:
         raise bad(f"has an unknown dtype {str(dtype)[:20]!r}; known: {', '.join(SAFETENSORS_DTYPES)}")
+    if dtype not in FLOAT_DTYPES and name.endswith((".weight", ".bias")):  # every parameter of ALBERT and BERT is a float
+        raise bad(f"is stored as {dtype}, an integer type, but it is a float parameter (its values would be read as "
+                  "whole numbers)")
     is_count = lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0
     if not isinstance(shape, list) or not all(is_count(d) for d in shape):
         raise bad("has a shape that is not a list of sizes")
@@ -219,10 +223,15 @@ def read_transformers_config(folder: Path) -> Any:
 
     try:
         config = AutoConfig.from_pretrained(str(folder))
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"):
+        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                     "type_vocab_size", "max_position_embeddings"):
             value = getattr(config, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {str(value)[:40]!r}")
+        eps = getattr(config, "layer_norm_eps", 1e-12)
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:  # NaN fails both
+            raise ValueError(f"layer_norm_eps must be a small positive number (BERT: 1e-12), got {str(eps)[:40]!r}; "
+                             "at 0 or below every LayerNorm can divide by zero and every score is NaN")
     except Exception as err:  # transformers raises many types for bad values (KeyError, TypeError, ...)
         raise CheckpointError(f"{folder / CONFIG}: transformers cannot read it ({type(err).__name__}: "
                               f"{str(err).splitlines()[0][:160] if str(err) else ''}); fix it or re-save the checkpoint") from None
