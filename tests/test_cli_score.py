@@ -153,3 +153,22 @@ def test_the_out_probe_never_follows_a_link_or_blocks_on_a_pipe(tmp_path):
     assert link.is_symlink() and not (tmp_path / "target.csv").exists()
     check_out(fresh := tmp_path / "fresh.csv")
     assert not fresh.exists()  # the probe leaves nothing behind
+
+
+def test_a_message_quoting_a_huge_line_is_capped(shipped, tmp_path):
+    """A pairs file whose only line is a 5 MB header printed a 4,999,096-character error (the app showed it too)."""
+    from albert_lab.errors import MAX_MESSAGE_CHARS, AlbertLabError
+
+    huge = tmp_path / "huge.csv"
+    huge.write_bytes(b"x" * (MAX_UPLOAD_BYTES - 10) + b"\n")
+    line = one_line_error(run_cli("score", str(huge), "--checkpoint", str(shipped / "albert-sop")), alone=True)
+    assert len(line) < MAX_MESSAGE_CHARS + 100 and "characters left out" in line
+    assert len(str(AlbertLabError("y" * 10**6))) <= MAX_MESSAGE_CHARS + 40
+
+
+def test_evaluate_with_nothing_to_evaluate_says_so(shipped, tmp_path):
+    """A corpus of one document holds none out: evaluate printed nothing and exit 0."""
+    one = tmp_path / "t.txt"
+    one.write_text("The river flows through the old town. Its bridges are old. The town is quiet.\n")
+    one_line_error(run_cli("evaluate", "--checkpoint", str(shipped / "albert-sop"), "--corpus", str(one), "--no-ood"),
+                   "no held-out pairs")
