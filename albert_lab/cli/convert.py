@@ -7,7 +7,7 @@ import shlex
 import sys
 from typing import get_args
 
-from albert_lab.cli.common import check_outputs, command, path_option, seed_option
+from albert_lab.cli.common import check_not_input, check_outputs, command, path_option, seed_option
 from albert_lab.spec import Sharing
 
 
@@ -46,9 +46,9 @@ def cmd_albertize(args: argparse.Namespace) -> int:
 
 
 def _import_tf_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("source", type=Path, help="a release folder as its tarball unpacks (albert_base, uncased_L-12_H-768_A-12, ...) "
+    p.add_argument("source", type=path_option, help="a release folder as its tarball unpacks (albert_base, uncased_L-12_H-768_A-12, ...) "
                    "or the .tar.gz / .zip itself")
-    p.add_argument("--out", type=Path, required=True, help="the new checkpoint folder")
+    p.add_argument("--out", type=path_option, required=True, help="the new checkpoint folder")
 
 
 @command("import-tf", "keep one of Google's original ALBERT or BERT releases (TF1 checkpoint) as a checkpoint folder")(_import_tf_arguments)
@@ -57,8 +57,9 @@ def cmd_import_tf(args: argparse.Namespace) -> int:
     from albert_lab.checkpoint.release import convert_release, open_release
     from albert_lab.checkpoint.store import check_new_folder
 
+    check_not_input(args.out, [("the release", args.source)], "--out")  # never into the release it reads
     out = check_new_folder(args.out)
-    source = args.source.expanduser()
+    source = args.source
     release = open_release(unpacked_release(source) if source.is_file() and is_archive(source) else source)
     print(release.describe())
     if out.is_dir():
