@@ -75,7 +75,8 @@ def factorise(weight: torch.Tensor, embedding_size: int) -> Factorised:
     if not 1 <= embedding_size <= hidden:
         raise SpecError("embedding_size", f"E must be between 1 and H ({hidden}), got {embedding_size}")
     u, s, vh = torch.linalg.svd(weight.double(), full_matrices=False)
-    energy = float(s[:embedding_size].square().sum() / s.square().sum())
+    total = float(s.square().sum())
+    energy = float(s[:embedding_size].square().sum()) / total if total > 0 else 1.0  # an all-zero table loses nothing
     if embedding_size == hidden:
         return Factorised(weight.float().clone(), torch.eye(hidden), s.float(), 1.0)
     return Factorised((u[:, :embedding_size] * s[:embedding_size]).float(), vh[:embedding_size].float(), s.float(), energy)
@@ -107,7 +108,8 @@ def albertize_state(source: dict[str, torch.Tensor], source_spec: ModelSpec, emb
     if source_spec.family != "bert":
         raise CheckpointError(f"albertize converts BERT models; this one is {source_spec.family.upper()}")
     has_mlm = "cls.predictions.transform.dense.weight" in source
-    has_nsp = "cls.seq_relationship.weight" in source
+    has_pooler = "bert.pooler.dense.weight" in source  # BertModel / BertForMaskedLM exports often lack it
+    has_nsp = "cls.seq_relationship.weight" in source and has_pooler  # the pair head reads the pooler: none without it
     carry_mlm = has_mlm and embedding_size == source_spec.hidden_size
     # BERT keeps its pair head in the NSP slot whatever trained it; the spec says which objective did
     objective = ("sop" if source_spec.objective == "sop" else "nsp") if has_nsp else "none"
@@ -127,8 +129,9 @@ def albertize_state(source: dict[str, torch.Tensor], source_spec: ModelSpec, emb
     fit_r2 = state.pop("_fit_r2", 1.0)
     state.update(_blocks(source, spec, init))
     kept_attention = attention_kept(source, state, spec)
-    state["albert.pooler.weight"] = source["bert.pooler.dense.weight"]
-    state["albert.pooler.bias"] = source["bert.pooler.dense.bias"]
+    if has_pooler:
+        state["albert.pooler.weight"] = source["bert.pooler.dense.weight"]
+        state["albert.pooler.bias"] = source["bert.pooler.dense.bias"]
     if carry_mlm:
         for name in ("dense.weight", "dense.bias", "LayerNorm.weight", "LayerNorm.bias"):
             state[f"predictions.{name}"] = source[f"cls.predictions.transform.{name}"]
@@ -137,12 +140,13 @@ def albertize_state(source: dict[str, torch.Tensor], source_spec: ModelSpec, emb
         state["sop_classifier.classifier.weight"] = source["cls.seq_relationship.weight"]
         state["sop_classifier.classifier.bias"] = source["cls.seq_relationship.bias"]
     _load_into(model, state, spec)
-    omit = tuple(p for p, keep in (("predictions.", carry_mlm), ("sop_classifier.", has_nsp)) if not keep)
+    omit = tuple(p for p, keep in (("predictions.", carry_mlm), ("sop_classifier.", has_nsp), ("albert.pooler.", has_pooler))
+                 if not keep)
     facts = {"embedding_size": embedding_size, "sharing": sharing, "groups": spec.num_groups, "init": init,
              "init_note": INIT_NOTES[init], "embedding_energy_kept": round(factor.energy_kept, 6),
              "embedding_fit_r2": fit_r2, "attention_kept": round(kept_attention, 4),
              "heads": {"mlm": "carried over" if carry_mlm else ("left out: no counterpart at E < H" if has_mlm else "absent in the source"),
-                       "pair": PAIR_NOTES[objective]}}
+                       "pair": PAIR_NOTES[objective] if has_pooler else "absent in the source (no pooler weights)"}}
     return Conversion(model=model, spec=spec, omit=omit, facts=facts)
 
 

@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from albert_lab.data.batching import Batch
 from albert_lab.errors import AlbertLabError, RunError
 from albert_lab.models import Parts, PretrainingModel
+from albert_lab.paths import user_path
 from albert_lab.spec import ModelSpec
 
 
@@ -48,27 +49,38 @@ class Teacher:
                 "pair_distribution_matched": self.pair}
 
 
-def check_teacher(folder: str | Path, student: ModelSpec, tokenizer, pair: bool = False) -> None:
-    """RunError when a checkpoint cannot teach a run whose model is `student` and whose
-    tokenizer is `tokenizer` (see _refuse). Reads only the spec and the tokenizer."""
+def check_teacher(folder: str | Path, student: ModelSpec, tokenizer, pair: bool = False, seq_len: int | None = None) -> None:
+    """RunError when a checkpoint cannot teach a run whose model is `student`, whose tokenizer
+    is `tokenizer` and whose pairs are `seq_len` tokens (see _refuse), before the run's folder
+    exists: loaded as the run will load it, so NaN weights or outputs are refused here too."""
     from albert_lab.checkpoint.discover import check_folder
     from albert_lab.checkpoint.files import read_card, read_spec
+    from albert_lab.checkpoint.load import load_checkpoint
     from albert_lab.tokenizer import load_tokenizer
 
-    try:
-        path = check_folder(Path(folder).expanduser())
+    try:  # the files first (what the teacher is), then the model (what it computes)
+        path = check_folder(user_path(folder, "distil_from"))
         card = read_card(path)
         spec, own = read_spec(path, card), load_tokenizer(path)
     except AlbertLabError as err:
         raise RunError(f"distil_from: {err}") from None
-    _refuse(str(path), spec, own, student, tokenizer)
+    _refuse(str(path), spec, own, student, tokenizer, seq_len)
     if pair:
         _refuse_pair(str(path), spec, (card.get("heads") or {}).get("pair"), student)
+    try:
+        load_checkpoint(path, device="cpu")
+    except AlbertLabError as err:
+        raise RunError(f"distil_from: {err}") from None
 
 
-def _refuse(where: str, spec: ModelSpec, own, student: ModelSpec, tokenizer) -> None:
-    """RunError for another width (hidden states of different sizes) or another vocabulary
-    (distributions over other pieces)."""
+def _refuse(where: str, spec: ModelSpec, own, student: ModelSpec, tokenizer, seq_len: int | None = None) -> None:
+    """RunError for another width (hidden states of different sizes), another vocabulary
+    (distributions over other pieces) or fewer positions than the run's pairs have tokens
+    (a teacher of one position broadcast: it saw position 0 only)."""
+    if seq_len is not None and spec.max_positions < seq_len:
+        raise RunError(f"distil_from: the teacher has {spec.max_positions} position{'s' * (spec.max_positions != 1)}, "
+                       f"the run's pairs are {seq_len} tokens; give a teacher of at least {seq_len} positions or a "
+                       f"--seq-len of at most {spec.max_positions}")
     if spec.hidden_size != student.hidden_size:
         raise RunError(f"distil_from: the teacher's hidden size is {spec.hidden_size}, the model's {student.hidden_size}; "
                        "hidden states are compared one to one, so they must be equal")
@@ -85,7 +97,8 @@ def _refuse_pair(where: str, spec: ModelSpec, head: str | None, student: ModelSp
                        "a pair head is distilled only from a teacher trained for the same task")
 
 
-def load_teacher(folder: str | Path, student: ModelSpec, tokenizer, device: torch.device, pair: bool = False) -> Teacher:
+def load_teacher(folder: str | Path, student: ModelSpec, tokenizer, device: torch.device, pair: bool = False,
+                 seq_len: int | None = None) -> Teacher:
     """The checkpoint in `folder` as the frozen teacher of a run, refused as check_teacher
     refuses (on the loaded spec and tokenizer: the files are read once)."""
     from albert_lab.checkpoint.load import load_checkpoint
@@ -94,7 +107,7 @@ def load_teacher(folder: str | Path, student: ModelSpec, tokenizer, device: torc
         bundle = load_checkpoint(folder, device="cpu")
     except AlbertLabError as err:
         raise RunError(f"distil_from: {err}") from None
-    _refuse(str(folder), bundle.spec, bundle.tokenizer, student, tokenizer)
+    _refuse(str(folder), bundle.spec, bundle.tokenizer, student, tokenizer, seq_len)
     if pair:
         _refuse_pair(str(folder), bundle.spec, bundle.heads.pair, student)
     model = bundle.model.to(device).eval().requires_grad_(False)

@@ -1,8 +1,19 @@
 """Errors a user can cause. Each message says what was wrong and what to do."""
 
 
+MAX_MESSAGE_CHARS = 1000  # a message quoting a user's 5 MB line shows its start and says how much is left out
+
+
 class AlbertLabError(ValueError):
-    """Base class: the CLI prints these as one line, the app as a message box."""
+    """Base class: the CLI prints these as one line, the app as a message box. A message over
+    MAX_MESSAGE_CHARS keeps its start and its end (where the advice is), the middle counted."""
+
+    def __init__(self, message: object = "", *args: object):
+        text = str(message)
+        if len(text) > MAX_MESSAGE_CHARS:
+            keep = MAX_MESSAGE_CHARS // 2
+            text = f"{text[:keep]} ... ({len(text) - 2 * keep:,} characters left out) ... {text[-keep:]}"
+        super().__init__(text, *args)
 
 
 class SpecError(AlbertLabError):

@@ -42,7 +42,23 @@ def build_model(spec: ModelSpec, seed: int | None = None) -> PretrainingModel:
     config = hf_config(spec)
     model = AlbertForPreTraining(config) if spec.family == "albert" else BertForPreTraining(config)
     tie_shared_modules(model, spec)
+    one_token_type(model, spec)
     return model
+
+
+def one_token_type(model: nn.Module, spec: ModelSpec) -> None:
+    """A model of one token type (type_vocab_size 1: valid in BERT configs) reads every token as
+    type 0: tokenizers give segment B type 1, which its table has no row for (an IndexError)."""
+    if spec.type_vocab_size != 1:
+        return
+    base = model.albert if hasattr(model, "albert") else model.bert if hasattr(model, "bert") else model
+
+    def as_type_zero(_module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        if kwargs.get("token_type_ids") is not None:
+            kwargs["token_type_ids"] = torch.zeros_like(kwargs["token_type_ids"])
+        return args, kwargs
+
+    base.embeddings.register_forward_pre_hook(as_type_zero, with_kwargs=True)
 
 
 def tie_shared_modules(model: nn.Module, spec: ModelSpec, check_equal: bool = False) -> None:

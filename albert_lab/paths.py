@@ -3,6 +3,7 @@ variable, which is how tests keep their files in temporary folders."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -59,6 +60,43 @@ def check_typed_path(text: str) -> str:
         raise AlbertLabError(f"{shown} is too long for a path ({len(text):,} characters; at most {MAX_PATH_CHARS:,}, "
                              "and 255 bytes a name); type a folder path or hub id")
     return text
+
+
+def user_path(text: str | os.PathLike[str], what: str = "") -> Path:
+    """The one check of a path a user gives (a command-line flag, a folder typed in the app, a
+    link's value): check_typed_path (control characters, length), then `~` and `~user` expanded,
+    a user that does not exist refused (never a literal './~user' folder made), and a symlink
+    loop on the way named. AlbertLabError in one line, starting with `what` (a flag) if given."""
+    lead = f"{what} " if what else ""
+    raw = str(text)
+    try:
+        checked = check_typed_path(raw) if raw.strip() else raw
+    except AlbertLabError as err:
+        raise AlbertLabError(f"{lead}{err}".replace("type a folder path or hub id", "give another path")) from None
+    shown = repr(checked if len(checked) <= 60 else checked[:60] + "...")
+    if checked.startswith("~"):
+        user = checked[1:].split("/", 1)[0]
+        try:
+            if user:
+                import pwd
+
+                pwd.getpwnam(user)
+            checked = os.path.expanduser(checked)
+        except (KeyError, RuntimeError, ImportError):
+            who = f"no user {user!r} on this machine" if user else "no home folder is known"
+            raise AlbertLabError(f"{lead}{shown}: {who}; give the path without ~ (or ./{checked[:60]} for a folder "
+                                 "named so)") from None
+    path = Path(checked)
+    try:
+        os.stat(path)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise AlbertLabError(f"{lead}{shown} is or passes through a symlink loop; give another path") from None
+        if err.errno == errno.ENAMETOOLONG:
+            raise AlbertLabError(f"{lead}{shown} is too long for a path; give another path") from None
+    except ValueError:  # embedded NUL: check_typed_path refuses it first
+        raise AlbertLabError(f"{lead}{shown} is not a path; give another path") from None
+    return path
 
 
 def is_within(path: Path, roots: list[Path]) -> bool:

@@ -26,6 +26,8 @@ def test_truncated_svd_error_equals_the_discarded_singular_values():
         assert f.energy_kept == pytest.approx(float(s[:e].square().sum() / s.square().sum()), abs=1e-9)
     full = factorise(weight, 16)
     assert full.energy_kept == 1.0 and full.discarded_error < 1e-4 and torch.equal(full.table, weight)
+    zero = factorise(torch.zeros(50, 16), 4)  # an all-zero table kept NaN% of its energy ("SVD kept nan%")
+    assert zero.energy_kept == 1.0 and zero.discarded_error == 0
 
 
 def _inputs(tokenizer):
@@ -264,3 +266,20 @@ def test_a_conversion_saved_in_the_runs_folder_is_listed_and_loads_by_name(tiny_
         return iterdir(self)
     monkeypatch.setattr(Path, "iterdir", unreadable)  # a folder that cannot be read is skipped, not an error
     assert [c.name for c in discover_checkpoints(shipped=tmp_path / "none", runs=runs)] == ["converted:tiny-albert"]
+
+
+def test_a_bert_without_pooler_weights_converts_as_it_loads(tiny_bert, tmp_path):
+    """BertModel / BertForMaskedLM exports often lack the pooler: albertize was a KeyError
+    'bert.pooler.dense.weight'. The loader reports the pair head missing; the conversion does too."""
+    from safetensors.torch import load_file, save_file
+
+    folder, _ = tiny_bert
+    tensors = {k: v for k, v in load_file(str(folder / "model.safetensors")).items() if not k.startswith("bert.pooler.")}
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    assert load_checkpoint(folder, device="cpu").heads.pair == "missing"
+    out = albertize(folder, tmp_path / "albert", embedding_size=16)
+    facts = read_card(out)["conversion"]
+    assert facts["heads"]["pair"] == "absent in the source (no pooler weights)"
+    bundle = load_checkpoint(out, device="cpu")
+    assert bundle.heads.pair == "missing" and bundle.heads.mlm == "missing"  # E < H: the MLM head is left out too
+    assert all(not k.startswith("albert.pooler.") for k in load_file(str(out / "model.safetensors")))

@@ -142,3 +142,57 @@ def test_a_tokenizer_config_of_an_unknown_class_without_special_tokens_is_one_li
 def test_a_lone_surrogate_in_the_card_is_one_line(folder, pairs_file):
     (folder / "albert_lab.json").write_text((folder / "albert_lab.json").read_text().replace('"name": "', '"name": "\\ud800', 1))
     card_and_score(folder, pairs_file, "albert_lab.json", "lone surrogate")
+
+
+# ---- a model that computes NaN is refused, never scored ------------------------------------------------
+@pytest.mark.parametrize("changes, words", [
+    ({"layer_norm_eps": float("nan")}, "layer_norm_eps"),  # every score NaN: 'prediction 0', exit 0
+    ({"layer_norm_eps": -1}, "layer_norm_eps"),
+    ({"layer_norm_eps": 0}, "layer_norm_eps"),
+    ({"type_vocab_size": 0}, "type_vocab_size"),
+])
+def test_config_values_that_make_every_output_nan_are_refused(folder, pairs_file, changes, words):
+    edit_json(folder / "config.json", **changes)
+    card_and_score(folder, pairs_file, words, "config.json")
+
+
+def test_weights_whose_forward_pass_overflows_are_refused(folder, pairs_file):
+    """Weights x 1e30 are finite, so the finite-weights check passed; every logit was NaN and scored."""
+    from safetensors.torch import load_file, save_file
+
+    tensors = {k: v * 1e30 if v.is_floating_point() else v for k, v in load_file(str(folder / "model.safetensors")).items()}
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    card_and_score(folder, pairs_file, "NaN or infinite outputs on a probe input")
+
+
+def test_an_integer_dtype_for_a_float_weight_is_refused(folder):
+    """An F32 LayerNorm weight declared I32 (same size) was read as about 1.07e9."""
+    import struct
+
+    data = (folder / "model.safetensors").read_bytes()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = data[8:8 + length].decode()
+    at = header.index('"albert.embeddings.LayerNorm.weight"')
+    at = header.index('"F32"', at)
+    raw = (header[:at] + '"I32"' + header[at + 5:]).encode()  # same length: the offsets still tile the file
+    (folder / "model.safetensors").write_bytes(data[:8] + raw + data[8 + length:])
+    with pytest.raises(CheckpointError, match=r"LayerNorm\.weight' is stored as I32, an integer type"):
+        summarize_checkpoint(folder)
+
+
+def test_a_model_of_one_token_type_scores_pairs(folder, pairs_file):
+    """type_vocab_size 1 (valid BERT configs have it) was an IndexError in score, evaluate, fit-head and training."""
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(folder / "model.safetensors"))
+    name = "albert.embeddings.token_type_embeddings.weight"
+    tensors[name] = tensors[name][:1].clone()
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    edit_json(folder / "config.json", type_vocab_size=1)
+    card = json.loads((folder / "albert_lab.json").read_text())
+    card["spec"]["type_vocab_size"] = 1
+    (folder / "albert_lab.json").write_text(json.dumps(card))
+    result = run_cli("score", str(pairs_file), "--checkpoint", str(folder), "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    row = json.loads(result.stdout)[0]
+    assert 0 < row["p_ab"] < 1 and row["prediction"] in (0, 1)

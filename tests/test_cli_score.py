@@ -46,7 +46,7 @@ def test_score_refuses_bad_options_in_one_line(shipped, pairs_file, flags, words
 def test_score_never_writes_over_its_own_pairs_file(shipped, pairs_file):
     before = pairs_file.read_bytes()
     one_line_error(run_cli("score", str(pairs_file), "--checkpoint", str(shipped / "albert-sop"), "--out", str(pairs_file)),
-                   "is also the input file")
+                   "is an input of this command (the pairs file)")
     assert pairs_file.read_bytes() == before
 
 
@@ -60,7 +60,7 @@ def test_score_never_writes_over_its_own_pairs_file(shipped, pairs_file):
     (("attention", "--seq-len", "0"), "--seq-len must be at least 8"),
     (("attention", "--maps-out", "/tmp"), "--maps-out /tmp is a folder"),
     (("attention", "--maps-out", "/proc/nope.csv"), "--maps-out /proc/nope.csv cannot be written"),  # was a traceback
-    (("cka", "--max-tokens", "0"), "--max-tokens must be at least 2, got 0"),
+    (("cka", "--max-tokens", "0"), "--max-tokens: must be 2..8,192, got 0"),
 ])
 def test_analysis_commands_refuse_bad_sizes_before_any_work(shipped, args, words):
     """--limit 0 ran the whole evaluation (0 read as 'no limit'), --limit -3 ended in a pandas
@@ -117,7 +117,7 @@ def test_score_to_a_full_device_is_one_line(shipped, pairs_file):
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full")
     one_line_error(run_cli("score", str(pairs_file), "--checkpoint", str(shipped / "albert-sop"), "--out", "/dev/full"),
-                   "--out /dev/full: cannot be written (No space left on device)")
+                   "--out /dev/full cannot be written (No space left on device)")
 
 
 def test_score_has_the_apps_size_limit_and_reports_surrogate_rows(shipped, tmp_path):
@@ -134,15 +134,41 @@ def test_score_has_the_apps_size_limit_and_reports_surrogate_rows(shipped, tmp_p
 
 def test_the_out_probe_never_follows_a_link_or_blocks_on_a_pipe(tmp_path):
     """The write probe (open to append) created a dangling link's target and then deleted the
-    user's link, and waited forever on a named pipe without a reader."""
+    user's link, and waited forever on a named pipe without a reader (now refused at once)."""
     import os
 
     from albert_lab.cli.common import check_out
+    from albert_lab.errors import AlbertLabError
 
     (link := tmp_path / "out.csv").symlink_to(tmp_path / "target.csv")
     os.mkfifo(pipe := tmp_path / "pipe")
     check_out(link)
-    check_out(pipe)  # returns at once
+    with pytest.raises(AlbertLabError, match="a FIFO with no reader"):
+        check_out(pipe)  # at once, never waiting
+    reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        check_out(pipe)  # a reader is there: written as it is
+    finally:
+        os.close(reader)
     assert link.is_symlink() and not (tmp_path / "target.csv").exists()
     check_out(fresh := tmp_path / "fresh.csv")
     assert not fresh.exists()  # the probe leaves nothing behind
+
+
+def test_a_message_quoting_a_huge_line_is_capped(shipped, tmp_path):
+    """A pairs file whose only line is a 5 MB header printed a 4,999,096-character error (the app showed it too)."""
+    from albert_lab.errors import MAX_MESSAGE_CHARS, AlbertLabError
+
+    huge = tmp_path / "huge.csv"
+    huge.write_bytes(b"x" * (MAX_UPLOAD_BYTES - 10) + b"\n")
+    line = one_line_error(run_cli("score", str(huge), "--checkpoint", str(shipped / "albert-sop")), alone=True)
+    assert len(line) < MAX_MESSAGE_CHARS + 100 and "characters left out" in line
+    assert len(str(AlbertLabError("y" * 10**6))) <= MAX_MESSAGE_CHARS + 40
+
+
+def test_evaluate_with_nothing_to_evaluate_says_so(shipped, tmp_path):
+    """A corpus of one document holds none out: evaluate printed nothing and exit 0."""
+    one = tmp_path / "t.txt"
+    one.write_text("The river flows through the old town. Its bridges are old. The town is quiet.\n")
+    one_line_error(run_cli("evaluate", "--checkpoint", str(shipped / "albert-sop"), "--corpus", str(one), "--no-ood"),
+                   "no held-out pairs")

@@ -3,7 +3,10 @@
 Property-based (issue #15): pairs files, training corpora, checkpoint folders (config.json,
 albert_lab.json, safetensors headers, tokenizer files). Invariant: a result or the project's
 own error (an AlbertLabError with a message), never another exception; the valid rows of a
-partly bad file all survive.
+partly bad file all survive. Widened to the command line's option values at their limits
+(seeds, threads, steps, tokens, corpus slices, paths no file system takes), outputs that are
+inputs (a command's inputs are the same bytes afterwards) and valid-but-odd configs (loaded
+with finite outputs, or refused): a result or one line, never a traceback, a hang or a NaN scored.
 
 Deterministic (derandomize) and bounded: ~2,400 cases by default, in well under a
 minute on one core; ALBERT_LAB_FUZZ_EXAMPLES=20000 scales every test up in proportion
@@ -16,6 +19,7 @@ import csv
 import io
 import json
 import math
+import os
 import struct
 from pathlib import Path
 
@@ -216,3 +220,99 @@ def test_tokenizer_files_reader(shipped_tokenizer, data):
         else:
             files[name] = _write_json(data.draw(JSON))
     outcome(load_tokenizer, scratch_folder(files))
+
+
+# ---- options at their limits, outputs that are inputs, valid-but-odd configs ----------------------------
+LIMITS = {"--seed": ["-1", "0", str(2**32 - 1), str(2**32), str(2**70), "1e21"], "--threads": ["0", "1", "1000000000", "-3"],
+          "--steps": ["0", "1", "100000", "100001", "1" + "0" * 21], "--train-pairs": ["0", str(10**12)],
+          "--max-tokens": ["1", "2", "8192", "8193", "1000000000"], "--top-k": ["0", "101"],
+          "--corpus": ["wiki-vital[:abc]", "wiki-vital[:]", "wiki-vital[:-5]", "wiki-vital[:0]", "wiki-vital[:99999999999999]",
+                       "~nouser-albert-lab/c.txt", "a\x00b", "x" * 300]}
+TAKES = {"train": ["--seed", "--threads", "--steps", "--corpus"], "fit-head": ["--seed", "--steps", "--train-pairs", "--corpus"],
+         "cka": ["--max-tokens"], "extrapolate": ["--seed"], "logit-lens": ["--seed"], "gradflow": ["--seed"],
+         "lens-top": ["--top-k"], "albertize": ["--seed"]}
+
+
+@fuzz(0.01)
+@given(data=st.data(), command=st.sampled_from(sorted(TAKES)))
+def test_option_values_at_their_limits(data, command):
+    """Each value at, just inside or past its bound: a result or one line (exit 2), never a traceback or a hang.
+    The checkpoint named does not exist and train's learning rate is refused: no case does any work."""
+    from conftest import run_cli
+
+    root = scratch_folder({})
+    flags = data.draw(st.lists(st.sampled_from(TAKES[command]), min_size=1, max_size=3, unique=True))
+    args = [command, *[part for flag in flags for part in (flag, data.draw(st.sampled_from(LIMITS[flag])))]]
+    if command == "train":
+        args += ["--lr", "inf", "--runs-dir", str(root / "runs"), "--foreground"]
+    else:
+        args += ["--checkpoint", str(root / "none")] + (["--out", str(root / "out")] if command == "albertize" else [])
+    result = run_cli(*args, cwd=root)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, (args, result.stderr[-1500:])
+    assert len(result.stderr) < 5000
+    assert not (root / "runs").exists() or not any((root / "runs").iterdir())
+
+
+@pytest.fixture(scope="module")
+def shipped_files(shipped) -> dict[str, bytes]:
+    class Files(dict):  # a failing case's report names the files, not their megabytes
+        def __repr__(self) -> str:
+            return f"Files({sorted(self)})"
+
+    return Files({p.name: p.read_bytes() for p in (shipped / "albert-sop").iterdir() if p.is_file()})
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@fuzz(0.005)
+@given(out=st.sampled_from(["pairs", "config.json", "model.safetensors", "folder", "folder/new.csv", "loop", "fifo",
+                            "/dev/full", "new.csv", "text"]), command=st.sampled_from(["score", "attention"]))
+def test_an_output_that_is_an_input_never_changes_it(shipped_files, out, command):
+    """Whatever the output names, the command's inputs are the same bytes afterwards; a result or one line."""
+    from conftest import run_cli
+
+    root = scratch_folder({"p.csv": b"sentence_a,sentence_b\nThe sky is blue.,It rains.\n", "t.txt": b"The river runs.\n"})
+    folder = root / "ckpt"
+    folder.mkdir()
+    for name, blob in shipped_files.items():
+        (folder / name).write_bytes(blob)
+    os.symlink("loop", root / "loop")
+    os.mkfifo(root / "fifo")
+    target = {"pairs": root / "p.csv", "text": root / "t.txt", "folder": folder, "loop": root / "loop", "fifo": root / "fifo",
+              "new.csv": root / "new.csv", "/dev/full": Path("/dev/full")}.get(out, folder / out)
+    inputs = [root / "p.csv"] if command == "score" else [root / "t.txt"]  # score reads no text file: t.txt is an output
+    before = {p: p.read_bytes() for p in [*inputs, *folder.iterdir()]}
+    if command == "score":
+        args = ["score", str(root / "p.csv"), "--checkpoint", str(folder), "--out", str(target)]
+    else:
+        args = ["attention", "--checkpoint", str(folder), "--file", str(root / "t.txt"), "--maps-out", str(target)]
+    result = run_cli(*args, cwd=root)
+    assert result.returncode in (0, 2) and "Traceback" not in result.stderr, (args, result.stderr[-1500:])
+    assert {p: p.read_bytes() for p in before} == before, "an input was changed"
+    other = "text" if command == "score" else "pairs"  # the other command's input: a plain file here
+    written = out in ("new.csv", other)  # only a file outside every input is written
+    assert (result.returncode == 0) == written, result.stderr
+
+
+ODD_CONFIG = st.fixed_dictionaries({}, optional={
+    "layer_norm_eps": st.sampled_from([float("nan"), float("inf"), -1.0, 0.0, 1e-300, 1e-12, 0.5, 2.0, True, "x"]),
+    "type_vocab_size": st.sampled_from([0, 1, 2, 3, -1]), "max_position_embeddings": st.sampled_from([0, 1, 8, 64, 10**6]),
+    "hidden_act": st.sampled_from(["gelu", "relu", "gelu_new", "tanh", "nope"]), "hidden_dropout_prob": st.sampled_from([0.0, 0.5, 1.0])})
+
+
+@fuzz(0.005)
+@given(changes=ODD_CONFIG)
+def test_valid_but_odd_configs_load_with_finite_outputs_or_are_refused(shipped_files, changes):
+    """A config a reader accepts may still compute NaN (layer_norm_eps -1) or index past a table (type_vocab_size 1):
+    loaded, the model's outputs on a probe are finite; else refused in one line. Never a NaN scored."""
+    import torch
+
+    from albert_lab.checkpoint.load import load_checkpoint
+
+    config = json.loads(shipped_files["config.json"])
+    folder = scratch_folder({**shipped_files, "config.json": json.dumps({**config, **changes}).encode()})
+    bundle = outcome(load_checkpoint, folder, device="cpu")
+    if bundle is not None:
+        ids = torch.tensor([[2, 40, 41, 3, 50, 51, 3]])
+        with torch.no_grad():
+            out = bundle.model(input_ids=ids, token_type_ids=torch.tensor([[0, 0, 0, 0, 1, 1, 1]]))
+        assert all(bool(torch.isfinite(t).all()) for t in (out.prediction_logits, out.sop_logits))

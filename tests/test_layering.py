@@ -23,7 +23,7 @@ from albert_lab.spec import ModelSpec, layer_group
 
 ROOT = Path(__file__).resolve().parent.parent / "albert_lab"
 LAYERS = {
-    0: ("errors", "paths", "spec", "runfolder", "__init__"),
+    0: ("errors", "paths", "spec", "runfolder", "limits", "__init__"),
     1: ("devices", "params", "models", "tokenizer"),
     2: ("paper", "data"),
     3: ("kernels", "objective", "distil", "checkpoint", "card"),

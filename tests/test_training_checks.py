@@ -188,3 +188,35 @@ def test_eval_corpus_scores_what_evaluate_scores_and_refuses_one_with_nothing_he
     if is_installed("cfi"):  # the out-of-domain book: all of it, as `albert-lab evaluate` scores it (was 1 of 17)
         cfi = load_corpus("cfi")
         assert len(eval_documents(TrainConfig(corpus=CORPUS, eval_corpus="cfi"), small_corpus)) == len(cfi.train + cfi.heldout)
+
+
+def test_two_resumes_at_the_same_instant_start_one_worker(tmp_path):
+    """Check-then-set without a lock: both resumes started a worker (duplicate rows, the pid overwritten)."""
+    import threading
+    from unittest import mock
+
+    run = failed_run(tmp_path)
+    started, barrier, errors = [], threading.Barrier(2), []
+    def read_together(path):  # both read run.json before either writes it: the race, made certain
+        info = read_run(path)
+        try:
+            barrier.wait(timeout=2)
+        except threading.BrokenBarrierError:
+            pass  # the other request was already told: nothing to wait for
+        return info
+
+    def resume():
+        try:
+            resume_run(run)
+        except RunError as err:
+            errors.append(str(err))
+
+    with mock.patch("albert_lab.training.jobs.spawn_worker", lambda run_dir: started.append(run_dir) or 1), \
+            mock.patch("albert_lab.training.jobs.read_run", read_together):
+        threads = [threading.Thread(target=resume) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+    assert len(started) == 1, f"{len(started)} workers started"
+    assert len(errors) == 1 and ("being resumed" in errors[0] or "still queued" in errors[0]), errors

@@ -166,3 +166,42 @@ def test_a_pair_head_is_distilled_only_from_a_teacher_trained_for_the_same_task(
         prepare(_config(student, distil_from=str(folder), distil_pair=True))
     with pytest.raises(RunError, match="distil_pair: matches a teacher's pair head"):
         _config(student, distil_pair=True).validate()
+
+
+def _edited_weights(folder, change, **config_changes):
+    import json
+
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(folder / "model.safetensors"))
+    change(tensors)
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **config_changes}))
+    return folder
+
+
+def test_bad_starting_checkpoints_and_teachers_are_refused_before_a_run_folder_exists(tiny_bert, tmp_path, tokenizer):
+    """A teacher of 1 position broadcast silently (of 32 against --seq-len 64: a shape traceback); NaN weights in
+    --init-from or --distil-from were refused in the worker after the run folder existed (exit 1, a failed run)."""
+    import shutil
+
+    folder, _ = tiny_bert
+    student = albertize(folder, tmp_path / "conv", embedding_size=8, sharing="all")
+    position = "bert.embeddings.position_embeddings.weight"
+    for n in (1, 32):
+        short = _edited_weights(save_bert(tmp_path / f"short{n}", tokenizer)[0],
+                                lambda t, n=n: t.update({position: t[position][:n].clone()}), max_position_embeddings=n)
+        with pytest.raises(RunError, match=f"the teacher has {n} positions?, the run's pairs are 64 tokens"):
+            from albert_lab.training.prepare import prepare
+
+            prepare(_config(student, distil_from=str(short)))
+    nan = tmp_path / "nan"
+    shutil.copytree(student, nan)
+    _edited_weights(nan, lambda t: t.update({k: v * float("nan") for k, v in t.items() if k.endswith("LayerNorm.weight")}))
+    runs = tmp_path / "runs"
+    for flags in (("--init-from", str(nan)), ("--init-from", str(student), "--distil-from", str(nan))):
+        result = run_cli("train", *flags, "--steps", "1", "--runs-dir", str(runs), "--corpus", "wiki-vital[:600]",
+                         "--seq-len", "64", "--foreground")
+        one_line_error(result, "NaN or infinite values")
+        assert not runs.exists() or not any(runs.iterdir()), "a run folder was made for a refused start"

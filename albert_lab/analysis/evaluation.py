@@ -23,6 +23,7 @@ from albert_lab.data.corpora import OOD, evaluation_documents, load_corpus
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.data.heldout import build_eval_pairs
 from albert_lab.data.sources import is_installed
+from albert_lab.errors import DataError
 
 COLUMNS = ["checkpoint", "trained_with", "mlm_head", "pair_head", "domain", "metric", "source", "hits", "n", "accuracy",
            "low", "high", "note"]
@@ -31,7 +32,11 @@ COLUMNS = ["checkpoint", "trained_with", "mlm_head", "pair_head", "domain", "met
 def evaluation_pairs(corpus: str = "long-mix", out_of_domain: bool = True) -> pd.DataFrame:
     """Held-out pairs of `corpus` (domain 'in') and, when installed, pairs from every
     document of the out-of-domain sources, never trained on (domain 'out')."""
-    frames = [build_eval_pairs(evaluation_documents(load_corpus(corpus))).assign(domain="in")]
+    documents = evaluation_documents(load_corpus(corpus))
+    frames = [build_eval_pairs(documents).assign(domain="in")]
+    if frames[0].empty:
+        raise DataError(f"{corpus}: no held-out pairs to evaluate ({len(documents)} held-out document"
+                        f"{'s' * (len(documents) != 1)} of two or more sentences); give a corpus of more documents")
     if out_of_domain:
         for name in OOD:
             if is_installed(name) and name != corpus:

@@ -78,8 +78,8 @@ def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFram
             both = pair_probabilities(bundle.model, bundle.tokenizer, a + b, b + a, length, device=bundle.device,
                                       dtype=bundle.dtype, progress=told if progress is not None else None)
             frame["p_ab"], frame["p_ba"] = both[: len(a)], both[len(a):]
-            frame["prediction"] = (frame["p_ab"] < 0.5).astype("Int64")
-            frame["note"] = ""
+            frame["prediction"] = (frame["p_ab"] < 0.5).astype("Int64").mask(frame["p_ab"].isna())  # NaN predicts nothing
+            frame["note"] = np.where(frame["p_ab"].isna(), "not scored: the head's output is NaN", "")
         else:
             frame["p_ab"] = frame["p_ba"] = np.nan
             frame["prediction"] = pd.array([pd.NA] * len(frame), dtype="Int64")

@@ -25,7 +25,7 @@ from albert_lab.checkpoint.heads import MLM_KEYS, PAIR_KEYS, HeadStatus, head_st
 from albert_lab.checkpoint.release import CONFIGS, converted_release, release_family
 from albert_lab.checkpoint.store import recover_interrupted_save
 from albert_lab.errors import AlbertLabError, CheckpointError
-from albert_lab.paths import checkpoints_dir, runs_dir
+from albert_lab.paths import checkpoints_dir, runs_dir, user_path
 from albert_lab.runfolder import RunFolder
 from albert_lab.spec import ModelSpec
 
@@ -150,7 +150,7 @@ class CheckpointSummary:
 def summarize_checkpoint(folder: str | Path, name: str | None = None) -> CheckpointSummary | None:
     """The summary of a local safetensors checkpoint; None where only loading can tell
     (pickled or sharded weights). Raises CheckpointError for folders that cannot load."""
-    given = Path(str(folder).strip()).expanduser()
+    given = user_path(str(folder).strip(), "checkpoint")
     path = check_folder(given)
     files = sorted(path.glob("*.safetensors"))
     if [f.name for f in files] != [WEIGHTS]:

@@ -15,6 +15,7 @@ from albert_lab.checkpoint.heads import HeadState
 from albert_lab.data.textfile import read_json, read_user_file
 from albert_lab.errors import AlbertLabError, CheckpointError, DataError
 from albert_lab.params import fit_problem
+from albert_lab.paths import user_path
 from albert_lab.spec import ModelSpec, transformers_fields
 
 HEAD_STATES = get_args(HeadState)
@@ -34,8 +35,12 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 def is_local_source(text: str) -> bool:
     """A hub id is `name` or `org/name`; anything else, an existing path, or a path whose
     first part exists here (`checkpoints/typo`) is a local folder."""
-    return (Path(text).expanduser().exists() or text.startswith((".", "/", "~")) or not HUB_ID.match(text)
-            or Path(text.split("/")[0]).is_dir())
+    if text.startswith((".", "/", "~")) or not HUB_ID.match(text):
+        return True
+    try:
+        return user_path(text).exists() or Path(text.split("/")[0]).is_dir()
+    except AlbertLabError:  # the loader refuses it with the same words
+        return True
 
 
 def stamp(source: str | Path) -> float:
@@ -104,6 +109,7 @@ def check_file_kinds(folder: Path) -> None:
 # safetensors dtypes and their sizes in bytes (the format's own list)
 SAFETENSORS_DTYPES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
                       "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
+FLOAT_DTYPES = ("F8_E5M2", "F8_E4M3", "F16", "BF16", "F32", "F64")
 
 
 def safetensors_keys(file: Path) -> set[str]:
@@ -146,6 +152,9 @@ def _tensor_span(file: Path, name: str, entry: object) -> tuple[int, int, str]:
     dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
     if not isinstance(dtype, str) or dtype not in SAFETENSORS_DTYPES:
         raise bad(f"has an unknown dtype {str(dtype)[:20]!r}; known: {', '.join(SAFETENSORS_DTYPES)}")
+    if dtype not in FLOAT_DTYPES and name.endswith((".weight", ".bias")):  # every parameter of ALBERT and BERT is a float
+        raise bad(f"is stored as {dtype}, an integer type, but it is a float parameter (its values would be read as "
+                  "whole numbers)")
     is_count = lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0
     if not isinstance(shape, list) or not all(is_count(d) for d in shape):
         raise bad("has a shape that is not a list of sizes")
@@ -214,10 +223,15 @@ def read_transformers_config(folder: Path) -> Any:
 
     try:
         config = AutoConfig.from_pretrained(str(folder))
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"):
+        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                     "type_vocab_size", "max_position_embeddings"):
             value = getattr(config, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {str(value)[:40]!r}")
+        eps = getattr(config, "layer_norm_eps", 1e-12)
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:  # NaN fails both
+            raise ValueError(f"layer_norm_eps must be a small positive number (BERT: 1e-12), got {str(eps)[:40]!r}; "
+                             "at 0 or below every LayerNorm can divide by zero and every score is NaN")
     except Exception as err:  # transformers raises many types for bad values (KeyError, TypeError, ...)
         raise CheckpointError(f"{folder / CONFIG}: transformers cannot read it ({type(err).__name__}: "
                               f"{str(err).splitlines()[0][:160] if str(err) else ''}); fix it or re-save the checkpoint") from None

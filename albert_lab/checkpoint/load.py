@@ -22,8 +22,9 @@ from albert_lab.checkpoint.heads import HeadStatus, encoder_keys, head_status
 from albert_lab.devices import resolve_device, resolve_dtype
 from albert_lab.errors import AlbertLabError, CheckpointError
 from albert_lab.kernels import tune_for_inference
-from albert_lab.models import PretrainingModel, spec_from_config, tie_shared_modules
+from albert_lab.models import PretrainingModel, one_token_type, spec_from_config, tie_shared_modules
 from albert_lab.params import fit_problem
+from albert_lab.paths import user_path
 from albert_lab.spec import ModelSpec
 from albert_lab.tokenizer import load_tokenizer
 
@@ -54,7 +55,7 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
     text = str(source).strip()
     if not text:
         raise CheckpointError("no checkpoint given: name a shipped one (`albert-lab checkpoints` lists them), a folder or a hub id")
-    path = Path(text).expanduser()
+    path = user_path(text, "checkpoint")
     torch_device, torch_dtype = resolve_device(device), resolve_dtype(dtype)
     if is_local_source(text):
         folder = check_folder(path, allow_pickle)
@@ -74,8 +75,10 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
         raise CheckpointError(f"{source}: the tokenizer has {tokenizer.vocab_size:,} pieces but the model's word "
                               f"embeddings hold {spec.vocab_size:,}; the tokenizer files belong to another model")
     tie_shared_modules(model, spec, check_equal=True)
+    one_token_type(model, spec)
     tune_for_inference(model)  # same math, faster CPU kernels (see analysis/common.py)
     model.to(device=torch_device, dtype=torch_dtype).eval()
+    check_finite_outputs(model, spec, text)
     return ModelBundle(name=label, source=text, model=model, tokenizer=tokenizer, spec=spec,
                        heads=head_status(spec, missing, card, unused), card=card, device=torch_device, dtype=torch_dtype,
                        missing_keys=frozenset(missing))
@@ -111,10 +114,25 @@ def checked_keys(source: str | Path, model: PretrainingModel, info: dict[str, An
                               "restore it, or re-copy the checkpoint")
     bad = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
     if bad:
-        raise CheckpointError(f"{source}: {len(bad):,} weight tensor{'s' * (len(bad) != 1)} hold NaN or infinite values "
+        tensors = f"{len(bad):,} weight tensor{'s hold' if len(bad) != 1 else ' holds'}"
+        raise CheckpointError(f"{source}: {tensors} NaN or infinite values "
                               f"({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''}); every score would be NaN. "
                               "Was it saved from a run that diverged? Use an earlier checkpoint")
     return missing, unused
+
+
+def check_finite_outputs(model: PretrainingModel, spec: ModelSpec, source: str) -> None:
+    """Refuse a model whose forward pass on a short probe input is NaN or infinite somewhere
+    (finite weights x 1e30, an edited LayerNorm): every score it gave would be NaN, read as a prediction."""
+    device = next(model.parameters()).device
+    ids = torch.tensor([[(7 * i + 5) % spec.vocab_size for i in range(min(8, spec.max_positions))]], device=device)
+    with torch.no_grad():
+        out = model(input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=torch.zeros_like(ids))
+    logits = [t for t in (getattr(out, "prediction_logits", None), getattr(out, "sop_logits", None),
+                          getattr(out, "seq_relationship_logits", None)) if t is not None]
+    if not all(bool(torch.isfinite(t).all()) for t in logits):
+        raise CheckpointError(f"{source}: the model computes NaN or infinite outputs on a probe input (its weights are finite); "
+                              "every score would be NaN. Were its weights or config.json edited? Re-copy it or use another")
 
 
 def hub_reachable(timeout: float = 2.0) -> bool:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from albert_lab.checkpoint.files import CARD
 from albert_lab.errors import CheckpointError
+from albert_lab.paths import user_path
 from albert_lab.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -28,7 +29,9 @@ def _taken(out: Path) -> bool:
 def check_new_folder(out: str | Path, flag: str = "--out") -> Path:
     """Refuse, before any work, a folder to be made that exists with something in it, or
     whose parent cannot take a new folder (a file, /proc, no permission): one line each."""
-    out = Path(out)
+    out = user_path(out, flag)
+    if out.is_symlink():
+        raise CheckpointError(f"{flag} {out} is a link; {flag} names a new folder: give its own path")
     if _taken(out):
         raise CheckpointError(f"{out} exists; {flag} names a new folder: remove it or give another")
     probe = out.parent / f".{out.name}.probe-{os.getpid()}"

@@ -12,19 +12,21 @@ from albert_lab.cli.common import (
     add_checkpoint_arguments,
     add_text_arguments,
     check_at_least,
-    check_out,
+    check_outputs,
     command,
     emit,
     input_texts,
     load_bundle,
     load_bundles,
+    path_option,
     print_frame,
     progress_line,
+    seed_option,
     table,
+    write_csv,
 )
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
-from albert_lab.errors import AlbertLabError
 from albert_lab.spec import Objective
 
 
@@ -85,7 +87,7 @@ def _gradflow_arguments(p: argparse.ArgumentParser) -> None:
     add_checkpoint_arguments(p, many=False)
     add_text_arguments(p)
     p.add_argument("--objective", choices=get_args(Objective), help="pair loss to add (default: the checkpoint's)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the pairs and masks")
+    p.add_argument("--seed", type=seed_option(), default=0, help="seed of the pairs and masks")
 
 
 @command("gradflow", "mean and max |grad| per layer, per application of shared layers")(_gradflow_arguments)
@@ -100,10 +102,10 @@ def cmd_gradflow(args: argparse.Namespace) -> int:
 
 
 def _score_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("pairs", type=Path, help=".csv (or .txt)/.tsv/.jsonl with sentence_a, sentence_b[, label]; "
+    p.add_argument("pairs", type=path_option, help=".csv (or .txt)/.tsv/.jsonl with sentence_a, sentence_b[, label]; "
                    "- reads them from standard input")
     add_checkpoint_arguments(p)
-    p.add_argument("--out", type=Path, help="write the scores as CSV")
+    p.add_argument("--out", type=path_option, help="write the scores as CSV")
     p.add_argument("--seq-len", type=int, default=MAX_LEN)
     p.add_argument("--max-rows", type=int, default=MAX_PAIR_ROWS,
                    help=f"score at most this many rows (default {MAX_PAIR_ROWS:,}); "
@@ -129,7 +131,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from albert_lab.data.pairs_file import read_pairs
 
     check_at_least(args, seq_len=MIN_SEQ_LEN, max_rows=1)
-    check_out(args.out, args.pairs)
+    check_outputs(args)
     parsed = read_pairs(*_pairs_input(args.pairs), args.max_rows)
     for problem in parsed.problems:
         print(f"warning: {problem}", file=sys.stderr)
@@ -139,10 +141,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             print(f"warning: {bundle.name}: {bundle.heads.warning}", file=sys.stderr)
     scores = score_pairs(bundles, parsed.pairs, args.seq_len)
     if args.out:
-        try:
-            scores.to_csv(args.out, index=False)
-        except OSError as err:
-            raise AlbertLabError(f"--out {args.out}: cannot be written ({err.strerror or err}); give another file") from None
+        write_csv(scores, args.out)
         print(f"wrote {len(scores)} rows to {args.out}", file=sys.stderr)
     if args.json:
         emit(args, scores.to_dict(orient="records"), "")

@@ -6,8 +6,11 @@ imports them."""
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
+import os
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -105,7 +108,7 @@ def add_checkpoint_arguments(p: argparse.ArgumentParser, many: bool = True) -> N
 
 def add_text_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--text", action="append", help="an input text (repeatable); default: built-in held-out sample")
-    p.add_argument("--file", type=Path, help="a .txt file: texts separated by blank lines")
+    p.add_argument("--file", type=path_option, help="a .txt file: texts separated by blank lines")
     p.add_argument("--seq-len", type=int, default=MAX_LEN)
 
 
@@ -164,27 +167,153 @@ def check_at_least(args: argparse.Namespace, **minimums: int) -> None:
             raise AlbertLabError(f"--{name.replace('_', '-')} must be at least {low}, got {value}")
 
 
+def path_option(text: str) -> Path:
+    """The argparse type of every path flag: paths.user_path (length, NUL, `~user`, symlink
+    loops), its refusal argparse's one line naming the flag (exit 2)."""
+    from albert_lab.paths import user_path
+
+    if text == "-":
+        return Path(text)
+    try:
+        return user_path(text)
+    except AlbertLabError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number in low..high (a seed, threads, steps), else one line naming the flag."""
+    def parse(text: str) -> int:
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        try:
+            value = int(text)
+        except ValueError:  # '1e21', 'abc', or more digits than Python reads
+            raise argparse.ArgumentTypeError(f"{shown!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be {low:,}..{high:,}, got {shown}")
+        return value
+
+    parse.__name__ = "int"
+    return parse
+
+
+def seed_option() -> Callable[[str], int]:
+    from albert_lab.limits import MAX_SEED
+
+    return int_in(0, MAX_SEED)
+
+
+INPUT_FLAGS = {"pairs": "the pairs file", "checkpoint": "--checkpoint", "file": "--file", "corpus": "--corpus",
+               "eval_corpus": "--eval-corpus", "init_from": "--init-from", "distil_from": "--distil-from",
+               "tokenizer": "--tokenizer"}  # attribute -> how the message names it
+CHECKPOINT_FLAGS = ("checkpoint", "init_from", "distil_from")
+
+
+def command_inputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """Every local file or folder a command reads (pairs, texts, checkpoint folders by name or path,
+    corpora, tokenizers), with the flag that names it; hub ids and named corpora read nothing here."""
+    from albert_lab.checkpoint.discover import resolve_checkpoint
+    from albert_lab.paths import user_path
+
+    found = []
+    for name, flag in INPUT_FLAGS.items():
+        values = getattr(args, name, None)
+        for value in values if isinstance(values, list) else [values]:
+            if value is None or str(value) in ("", "-"):
+                continue
+            path = user_path(resolve_checkpoint(str(value)) if name in CHECKPOINT_FLAGS else value, flag)
+            if os.path.lexists(path):
+                found.append((flag, path))
+    return found
+
+
+def check_not_input(out: Path, inputs: Sequence[tuple[str, Path]], flag: str) -> None:
+    """Refuse an output that is one of the command's inputs or lies inside one (a checkpoint folder)."""
+    real = Path(os.path.realpath(out))
+    for what, path in inputs:
+        source = Path(os.path.realpath(path))
+        if real == source:
+            raise AlbertLabError(f"{flag} {out} is an input of this command ({what}), which writing would replace; "
+                                 "give another name")
+        if source in real.parents:
+            raise AlbertLabError(f"{flag} {out} lies inside an input of this command ({what} {path}), which writing "
+                                 "would change; give a path outside it")
+
+
+def check_outputs(args: argparse.Namespace, files: Sequence[str] = ("out", "maps_out"), folders: Sequence[str] = ()) -> None:
+    """The one check of a command's outputs, before any work: none is or lies inside an input
+    (command_inputs), and each file output can take the result (check_out); a folder output
+    gets its other checks where it is made (checkpoint.store.check_new_folder)."""
+    inputs = command_inputs(args)
+    for name in (*files, *folders):
+        out = getattr(args, name, None)
+        if out is None:
+            continue
+        flag = "--" + name.replace("_", "-")
+        check_not_input(out, inputs, flag)
+        if name in files:
+            check_out(out, flag=flag)
+
+
 def check_out(out: Path | None, *inputs: Path, flag: str = "--out") -> None:
-    """Refuse an --out file that cannot be written, before any work: a folder, a missing folder,
-    one of the command's own input files (which it would overwrite)."""
+    """Refuse an --out file that cannot take the result, before any work: one of `inputs`, a folder,
+    a missing folder, a symlink loop, a FIFO without a reader, a full device or disk, no permission."""
     if out is None:
         return
-    if any(out.resolve() == Path(i).resolve() for i in inputs):
-        raise AlbertLabError(f"{flag} {out} is also the input file, which writing would replace: give another file name")
-    if out.is_dir():
+    check_not_input(out, [("the input file", Path(i)) for i in inputs], flag)
+    try:
+        info = os.stat(out)
+    except FileNotFoundError:
+        info = None  # a new file, or a link to one (written through the link)
+    except OSError as err:
+        words = "is a symlink loop" if err.errno == errno.ELOOP else f"cannot be written ({err.strerror or err})"
+        raise AlbertLabError(f"{flag} {out} {words}; give another file") from None
+    if info is not None and stat.S_ISDIR(info.st_mode):
         raise AlbertLabError(f"{flag} {out} is a folder; give a file name, e.g. {out / 'scores.csv'}")
-    if not out.parent.is_dir():
+    if not Path(os.path.realpath(out)).parent.is_dir():
         raise AlbertLabError(f"{flag} {out}: the folder {out.parent} does not exist; create it or give another file")
-    if out.is_symlink() or (out.exists() and not out.is_file()):
-        return  # a link, a pipe, /dev/stdout: opening it to try would follow, create or block; written as it is
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        _check_special(out, info, flag)  # a pipe, /dev/stdout, /dev/full: opened without blocking, written nothing
+        return
+    if out.is_symlink():
+        return  # a link to a file: opening it to try would follow and create; written as it is
     existed = out.exists()
     try:  # opened to append, nothing written: a read-only file or folder (or /proc) fails here, not after the work
         with open(out, "a"):
             pass
+        free = os.statvfs(out.parent).f_bavail if hasattr(os, "statvfs") else 1
     except OSError as err:
         raise AlbertLabError(f"{flag} {out} cannot be written ({err.strerror}); give another file") from None
-    if not existed:
-        out.unlink(missing_ok=True)
+    finally:
+        if not existed:
+            out.unlink(missing_ok=True)
+    if free == 0:
+        raise AlbertLabError(f"{flag} {out} cannot be written (the disk that holds it is full); free space or give another file")
+
+
+def _check_special(out: Path, info: os.stat_result, flag: str) -> None:
+    """A FIFO needs a reader (else the write waits for ever); a device must take a write (/dev/full never does)."""
+    try:
+        fd = os.open(out, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as err:
+        if err.errno == errno.ENXIO and stat.S_ISFIFO(info.st_mode):
+            raise AlbertLabError(f"{flag} {out} is a FIFO with no reader, so writing would wait for ever; start its "
+                                 "reader first or give a file") from None
+        raise AlbertLabError(f"{flag} {out} cannot be written ({err.strerror or err}); give another file") from None
+    try:
+        if not stat.S_ISFIFO(info.st_mode):
+            os.write(fd, b"")  # nothing written; a full device says so here
+    except OSError as err:
+        raise AlbertLabError(f"{flag} {out} cannot be written ({err.strerror or err}); give another file") from None
+    finally:
+        os.close(fd)
+
+
+def write_csv(frame: Any, out: Path, flag: str = "--out") -> None:
+    """`frame` as CSV at `out`; an OSError (disk filled meanwhile) is one line naming the flag."""
+    try:
+        frame.to_csv(out, index=False)
+    except OSError as err:
+        raise AlbertLabError(f"{flag} {out} cannot be written ({err.strerror or err}); give another file") from None
 
 
 def fail(message: str):

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from pathlib import Path
 from typing import get_args
 
-from albert_lab.cli.common import command
+from albert_lab.cli.common import check_not_input, check_outputs, command, path_option, seed_option
 from albert_lab.spec import Sharing
 
 
@@ -20,8 +19,8 @@ def _albertize_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sharing", choices=get_args(Sharing), default="all")
     p.add_argument("--groups", type=int, metavar="N", help="sharing groups (default 1; L when not shared)")
     p.add_argument("--init", choices=get_args(Init), default="average", help="how each shared block starts")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, required=True, help="the new checkpoint folder")
+    p.add_argument("--seed", type=seed_option(), default=0)
+    p.add_argument("--out", type=path_option, required=True, help="the new checkpoint folder")
 
 
 @command("albertize", "turn a pretrained BERT into an ALBERT checkpoint (factorised embedding, shared layers)")(_albertize_arguments)
@@ -31,6 +30,7 @@ def cmd_albertize(args: argparse.Namespace) -> int:
     from albert_lab.convert import albertize, attention_warning
     from albert_lab.params import count, human
 
+    check_outputs(args, files=(), folders=("out",))  # never into the BERT it reads
     out = albertize(resolve_checkpoint(args.checkpoint), args.out, args.embedding, args.sharing, args.groups, args.init,
                     args.seed, command="albert-lab " + shlex.join(sys.argv[1:]))
     card = read_card(out)
@@ -46,9 +46,9 @@ def cmd_albertize(args: argparse.Namespace) -> int:
 
 
 def _import_tf_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("source", type=Path, help="a release folder as its tarball unpacks (albert_base, uncased_L-12_H-768_A-12, ...) "
+    p.add_argument("source", type=path_option, help="a release folder as its tarball unpacks (albert_base, uncased_L-12_H-768_A-12, ...) "
                    "or the .tar.gz / .zip itself")
-    p.add_argument("--out", type=Path, required=True, help="the new checkpoint folder")
+    p.add_argument("--out", type=path_option, required=True, help="the new checkpoint folder")
 
 
 @command("import-tf", "keep one of Google's original ALBERT or BERT releases (TF1 checkpoint) as a checkpoint folder")(_import_tf_arguments)
@@ -57,8 +57,9 @@ def cmd_import_tf(args: argparse.Namespace) -> int:
     from albert_lab.checkpoint.release import convert_release, open_release
     from albert_lab.checkpoint.store import check_new_folder
 
+    check_not_input(args.out, [("the release", args.source)], "--out")  # never into the release it reads
     out = check_new_folder(args.out)
-    source = args.source.expanduser()
+    source = args.source
     release = open_release(unpacked_release(source) if source.is_file() and is_archive(source) else source)
     print(release.describe())
     if out.is_dir():

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from albert_lab.cli import common
 from albert_lab.cli.common import add_checkpoint_arguments, add_text_arguments, command, input_texts, load_bundle, print_frame
 from albert_lab.errors import AlbertLabError
+from albert_lab.limits import MAX_CKA_TOKENS
 
 
 def _repeat(p: argparse.ArgumentParser, default: int = 1) -> None:
@@ -19,7 +19,7 @@ def _repeat(p: argparse.ArgumentParser, default: int = 1) -> None:
 
 def _masking(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mask-rate", type=float, default=0.15, help="share of each text's tokens masked (default 0.15)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the masked positions")
+    p.add_argument("--seed", type=common.seed_option(), default=0, help="seed of the masked positions")
 
 
 def _print_notes(frame, name_column: str = "checkpoint") -> None:
@@ -102,7 +102,7 @@ def _attention_arguments(p: argparse.ArgumentParser) -> None:
     add_checkpoint_arguments(p)
     add_text_arguments(p)
     _repeat(p)
-    p.add_argument("--maps-out", type=Path, help="write the maps of the first text (raw and norm-weighted) as CSV")
+    p.add_argument("--maps-out", type=common.path_option, help="write the maps of the first text (raw and norm-weighted) as CSV")
 
 
 @command("attention", "attention entropy per layer application and head; maps (raw, norm-weighted) as CSV")(
@@ -111,7 +111,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
     from albert_lab.analysis.attention import attention_entropy, attention_maps
 
     common.check_at_least(args, seq_len=common.MIN_SEQ_LEN)
-    common.check_out(args.maps_out, flag="--maps-out")  # before the analysis, not after it
+    common.check_outputs(args)  # before the analysis, not after it
     bundles = [load_bundle(args, c) for c in args.checkpoint]
     texts = input_texts(args)
     frame = attention_entropy(bundles, texts, args.repeat, args.seq_len)
@@ -120,7 +120,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
     _print_notes(frame)
     if args.maps_out:
         maps = attention_maps(bundles, texts[0], args.repeat, args.seq_len)
-        maps.to_csv(args.maps_out, index=False)
+        common.write_csv(maps, args.maps_out, "--maps-out")
         print(f"wrote {len(maps):,} rows to {args.maps_out}", file=sys.stderr)
     return 0
 
@@ -129,7 +129,8 @@ def _cka_arguments(p: argparse.ArgumentParser) -> None:
     add_checkpoint_arguments(p)
     add_text_arguments(p)
     _repeat(p)
-    p.add_argument("--max-tokens", type=int, default=1024, help="tokens drawn for the Gram matrices (default 1024)")
+    p.add_argument("--max-tokens", type=common.int_in(2, MAX_CKA_TOKENS), default=1024,
+                   help=f"tokens drawn for the Gram matrices, 2..{MAX_CKA_TOKENS:,} (default 1024)")
 
 
 @command("cka", "linear CKA between layer applications: one checkpoint, or two (across models)")(_cka_arguments)
@@ -138,7 +139,7 @@ def cmd_cka(args: argparse.Namespace) -> int:
 
     if len(args.checkpoint) > 2:
         raise AlbertLabError("cka compares one checkpoint with itself or two with each other; give --checkpoint once or twice")
-    common.check_at_least(args, seq_len=common.MIN_SEQ_LEN, max_tokens=2)
+    common.check_at_least(args, seq_len=common.MIN_SEQ_LEN)
     bundles = [load_bundle(args, c) for c in args.checkpoint]
     other = bundles[1] if len(bundles) == 2 else None
     frame = layer_cka(bundles[0], input_texts(args), other, args.repeat, args.seq_len, args.max_tokens)

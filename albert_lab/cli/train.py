@@ -14,14 +14,20 @@ from albert_lab.cli.common import (
     add_checkpoint_arguments,
     add_spec_arguments,
     check_at_least,
+    check_outputs,
     command,
+    command_inputs,
     emit,
+    int_in,
     load_bundles,
     metric_words,
+    path_option,
+    seed_option,
     spec_from_args,
     table,
 )
 from albert_lab.errors import AlbertLabError
+from albert_lab.limits import MAX_PROBE_PAIRS, MAX_PROBE_STEPS, max_threads
 from albert_lab.training.config import PoolerInit, TrainConfig
 
 DEFAULTS = TrainConfig()  # the CLI's defaults are the config's, written once
@@ -67,12 +73,12 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, help=f"budget in optimizer steps (default {DEFAULTS.max_steps} unless --minutes)")
     p.add_argument("--minutes", type=float, help="budget in minutes (with --steps: whichever comes first; the learning rate "
                    "decays over the one further along)")
-    p.add_argument("--seed", type=int, default=DEFAULTS.seed, help=f"weights, batches and masks (default {DEFAULTS.seed})")
+    p.add_argument("--seed", type=seed_option(), default=DEFAULTS.seed, help=f"weights, batches and masks (default {DEFAULTS.seed})")
     p.add_argument("--chunk-start", choices=["document", "random"], default=DEFAULTS.chunk_start,
                    help="where each document's pairs start: its first segment (paper) or a random one")
     p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default=DEFAULTS.precision,
                    help="auto: bf16 autocast where the machine runs it fast, else fp32")
-    p.add_argument("--threads", type=int, help="CPU threads (default: torch's choice)")
+    p.add_argument("--threads", type=int_in(1, max_threads()), help=f"CPU threads, 1..{max_threads()} (default: torch's choice)")
     p.add_argument("--eval-every", type=int, default=DEFAULTS.eval_every,
                    help=f"steps between held-out evaluations (default {DEFAULTS.eval_every})")
     p.add_argument("--eval-limit", type=int, default=DEFAULTS.eval_limit, help="held-out pairs per task in evaluations during training")
@@ -82,12 +88,12 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"steps between gradient-flow records (default {DEFAULTS.gradflow_every})")
     p.add_argument("--log-every", type=int, default=DEFAULTS.log_every, help=f"steps between log lines (default {DEFAULTS.log_every})")
     p.add_argument("--name", default="", help="the run's name, in its folder name and card")
-    p.add_argument("--runs-dir", type=Path, help="where run folders go (default runs/, or $ALBERT_LAB_RUNS; other commands "
+    p.add_argument("--runs-dir", type=path_option, help="where run folders go (default runs/, or $ALBERT_LAB_RUNS; other commands "
                    "find a run's checkpoint, run:ID, only in that default)")
     p.add_argument("--run-id", help="run folder name (default: time stamp + name)")
     p.add_argument("--foreground", action="store_true", help="train in this process (also: under torchrun)")
     p.add_argument("--detach", action="store_true", help="start in the background and return at once")
-    p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a failed or cancelled run")
+    p.add_argument("--resume", type=path_option, metavar="RUN_DIR", help="continue a failed or cancelled run")
 
 
 def _resume_folder(args: argparse.Namespace) -> Path:
@@ -123,6 +129,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             return _follow(args.resume, args.detach)
         info = read_run(args.resume)
         return _report(info, info.status)
+    command_inputs(args)  # every path it reads checked (`~nouser`, loops, NUL) before a folder is made
     spec = init_spec(args) if args.init_from else spec_from_args(args, default_preset="lab-tiny")
     steps = args.steps if args.steps is not None or args.minutes is not None else DEFAULTS.max_steps
     config = TrainConfig(
@@ -270,7 +277,7 @@ def _report(info, status: str) -> int:
 def _runs_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cancel", metavar="RUN_ID")
     p.add_argument("--show", metavar="RUN_ID", help="status and the last metrics of one run")
-    p.add_argument("--runs-dir", type=Path)
+    p.add_argument("--runs-dir", type=path_option)
     p.add_argument("--json", action="store_true")
 
 
@@ -314,12 +321,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
 def _fit_head_arguments(p: argparse.ArgumentParser) -> None:
     add_checkpoint_arguments(p, many=False)
     p.add_argument("--task", choices=["sop", "nsp"], help="the head to fit (default: the checkpoint's pair head kind)")
-    p.add_argument("--out", type=Path, help="new checkpoint folder (default: checkpoints/NAME-TASK-probe)")
+    p.add_argument("--out", type=path_option, help="new checkpoint folder (default: checkpoints/NAME-TASK-probe)")
     p.add_argument("--corpus", default="long-mix", help="training pairs from its training documents, scored on its held-out ones")
-    p.add_argument("--train-pairs", type=int, default=2000)
-    p.add_argument("--heldout-pairs", type=int, default=1000)
-    p.add_argument("--steps", type=int, default=300, help="full-batch optimizer steps on the cached features")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--train-pairs", type=int_in(1, MAX_PROBE_PAIRS), default=2000, help=f"1..{MAX_PROBE_PAIRS:,}")
+    p.add_argument("--heldout-pairs", type=int_in(1, MAX_PROBE_PAIRS), default=1000, help=f"1..{MAX_PROBE_PAIRS:,}")
+    p.add_argument("--steps", type=int_in(1, MAX_PROBE_STEPS), default=300,
+                   help=f"full-batch optimizer steps on the cached features, 1..{MAX_PROBE_STEPS:,}")
+    p.add_argument("--seed", type=seed_option(), default=0)
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--replace", action="store_true", help="also fit in place of a trained head of the same kind")
 
@@ -330,10 +338,8 @@ def cmd_fit_head(args: argparse.Namespace) -> int:
     from albert_lab.paths import checkpoints_dir
     from albert_lab.training.probe import PROBE, check_probe_allowed, fit_probe, save_probe
 
-    for flag in ("train_pairs", "heldout_pairs", "steps"):
-        if getattr(args, flag) <= 0:
-            raise AlbertLabError(f"--{flag.replace('_', '-')} must be positive, got {getattr(args, flag)}")
     check_at_least(args, seq_len=MIN_SEQ_LEN)  # --seq-len 3 fitted a probe on [CLS][SEP][SEP] alone
+    check_outputs(args, files=(), folders=("out",))  # never inside the checkpoint it reads
     bundle = load_bundles(args, [args.checkpoint])[0]
     task = args.task or bundle.heads.pair_kind
     check_probe_allowed(bundle, task, args.replace)

@@ -30,6 +30,7 @@ from albert_lab.data.corpus import (
     make_corpus,
 )
 from albert_lab.data.sources import EXTRA, SOURCES, install_command, is_installed, load_source, manifest, source_stats
+from albert_lab.errors import DataError
 
 DEFAULT = "long-mix"
 MIX = (BUILTIN, "sotu", "austen", "moby-dick", "web-bible", "sqlite-docs")
@@ -47,13 +48,24 @@ def load_corpus(source: str = DEFAULT, text_field: str = "text") -> Corpus:
         return mix(NAMED[PLUS], PLUS)
     if source in (BUILTIN, "builtin"):
         return _tagged(load_builtin(), BUILTIN)
-    if source.startswith(f"{BUILTIN}[:") and source.endswith("]"):
-        return _tagged(load_builtin(limit=int(source[len(BUILTIN) + 2:-1])), BUILTIN)
+    if source.startswith(f"{BUILTIN}["):
+        return _tagged(load_builtin(limit=builtin_limit(source)), BUILTIN)
     if source in SOURCES:
         return make_corpus(source, load_source(source), SOURCES[source].credit)
     if source.startswith("hf:"):
         return load_hf_dataset(source[3:], text_field=text_field)
     return load_file(source, text_field)
+
+
+def builtin_limit(source: str) -> int:
+    """N of `wiki-vital[:N]`, the first N documents (N >= 1); DataError for any other slice
+    (`[:abc]`, `[:]`, `[:-5]`, which Python would read as all but 5)."""
+    digits = source[len(BUILTIN) + 2:-1]
+    if not (source.startswith(f"{BUILTIN}[:") and source.endswith("]") and digits.isascii() and digits.isdigit()
+            and int(digits[:12]) > 0 and len(digits) <= 12):
+        raise DataError(f"corpus {source[:60]!r}: write {BUILTIN}[:N] with N a whole number of documents, at least 1 "
+                        f"(e.g. {BUILTIN}[:600])")
+    return int(digits)
 
 
 def default_installed() -> bool:

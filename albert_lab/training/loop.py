@@ -87,7 +87,7 @@ class Trainer:
             self.init_card = {**(self.init_card or {}), "pooler_standardized": standardize_pooler(
                 self.model, [self._data(rank=0, world_size=1).batch(i).to(self.device) for i in range(STANDARDIZE_BATCHES)])}
         self.teacher = (load_teacher(config.distil_from, self.prepared.spec, self.prepared.tokenizer, self.device,
-                                     pair=config.distil_pair) if config.distil_from else None)
+                                     pair=config.distil_pair, seq_len=config.max_seq_len) if config.distil_from else None)
         self.loss_fn = self.dist.wrap(PretrainingLoss(self.model, config.objective, self.teacher, config.distil_weight,
                                                        config.pair_weight))
         self.optimizer = build_optimizer(self.model, config.optimizer, config.lr, config.weight_decay)

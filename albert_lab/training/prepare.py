@@ -51,7 +51,7 @@ def prepare(config: TrainConfig, checked: bool = False) -> Prepared:
         check_pairable([len(d.segments) for d in corpus.train], config.objective, corpus.name)
     heldout = eval_documents(config, corpus)
     if config.init_from:
-        return _prepared(config, corpus, heldout, *init_source(config), checked=checked)
+        return _prepared(config, corpus, heldout, *init_source(config, checked), checked=checked)
     tokenizer_dir = Path(config.tokenizer) if config.tokenizer else cached_tokenizer_dir(corpus, config)
     if config.tokenizer:
         if not tokenizer_dir.is_dir():
@@ -79,7 +79,7 @@ def prepare(config: TrainConfig, checked: bool = False) -> Prepared:
 def _prepared(config: TrainConfig, corpus: Corpus, heldout: tuple[Document, ...], spec: ModelSpec, tokenizer,
               tokenizer_dir: Path, checked: bool) -> Prepared:
     if config.distil_from and not checked:  # the trainer's load_teacher refuses as this does
-        check_teacher(config.distil_from, spec, tokenizer, pair=config.distil_pair)
+        check_teacher(config.distil_from, spec, tokenizer, pair=config.distil_pair, seq_len=config.max_seq_len)
     docs = tokenize_documents(corpus.train, tokenizer, cache_key=f"{corpus.fingerprint}-train")
     if not checked:
         _check_one_batch(config, corpus, docs)
@@ -120,14 +120,16 @@ ARCHITECTURE = ("family", "vocab_size", "embedding_size", "hidden_size", "num_la
                 "sharing", "num_groups", "inner_group_num", "max_positions", "type_vocab_size", "activation")
 
 
-def init_source(config: TrainConfig) -> tuple[ModelSpec, object, Path]:
+def init_source(config: TrainConfig, checked: bool = False) -> tuple[ModelSpec, object, Path]:
     """The spec, tokenizer and folder of the checkpoint a run starts from. The run's spec
-    must be the checkpoint's architecture (objective and dropout may differ)."""
+    must be the checkpoint's architecture (objective and dropout may differ). Unless `checked`,
+    loaded as the run will load it: NaN weights or outputs are refused before the run's folder exists."""
+    from albert_lab.checkpoint.load import load_checkpoint
     from albert_lab.training.init import uptrain_spec
 
     try:
         folder, spec = uptrain_spec(Path(str(config.init_from)))
-        tokenizer = load_tokenizer(folder)
+        tokenizer = load_tokenizer(folder) if checked else load_checkpoint(folder, device="cpu").tokenizer
     except AlbertLabError as err:
         raise RunError(f"init_from: {err}") from None
     wanted = config.model_spec()

@@ -214,6 +214,28 @@ def training_slot(root: Path, poll_s: float = 1.0, should_stop=lambda: False, on
         handle.close()
 
 
+CLAIM = ".claim.lock"  # a run folder's own lock: its state checked and changed by one request at a time
+
+
+@contextmanager
+def run_claim(run_dir: Path):
+    """Hold a run folder's own lock while its state is checked and changed (a resume): a second
+    request at the same instant is told so, never let through to start a second worker."""
+    try:
+        handle = open(Path(run_dir) / CLAIM, "a+")  # noqa: SIM115 - held across the yield, closed in finally
+    except OSError as err:
+        raise RunError(f"run {Path(run_dir).name} cannot be locked ({err.strerror or err})") from None
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunError(f"run {Path(run_dir).name} is being resumed by another request; it starts once, "
+                           "follow it instead") from None
+        yield
+    finally:
+        handle.close()
+
+
 def single_user() -> bool:
     """Whether the app serves one person (ALBERT_LAB_SINGLE_USER=1): then every browser
     session may cancel any run. Otherwise a session cancels only the runs it started and
