@@ -13,9 +13,11 @@ from app.rooms.depth_lab import cache as depth_cache
 from app.rooms.depth_lab import runs as depth_runs
 from app.rooms.depth_lab.cache import DEFAULTS, VARIANTS, VGG_DEFAULTS
 from app.rooms.depth_lab.figures import cut_at_divergence, depth_figures, divergence, flow_heatmap, vgg_figures
+from app.state import kept
 from app.text import fmt_duration
 
 st.title(room("depth_lab").heading)
+state = kept(depth_runs.DepthLabState)
 
 
 WIDTHS, INITS = [8, 16, 32, 64, 128], ["gaussian", "pytorch", "he"]
@@ -70,8 +72,8 @@ with tab_mlp:
                 ui.chart(figs["accuracy"], "depth-accuracy", container=right)
                 ui.chart(figs["layers"], "depth-gradient-per-layer")
                 trained_first = sorted(history.model.unique(), key=lambda m: m in diverged)  # a diverged model has a column or two
-                if st.session_state.get("_dl_heat_for") != repr(configs):  # new results: leave a model that now diverged
-                    st.session_state["_dl_heat_for"] = repr(configs)
+                if state.heat_for != repr(configs):  # new results: leave a model that now diverged
+                    state.heat_for = repr(configs)
                     if st.session_state.get("dl_heat") in diverged:
                         st.session_state["dl_heat"] = trained_first[0]
                 model = st.selectbox("Gradient flow over time for", trained_first, key="dl_heat",
@@ -99,12 +101,12 @@ with tab_vgg:
         st.caption(f"Training {len(missing)} conv nets of {steps} steps takes {pace}; a progress bar gives the time "
                    "left as it goes, and Stop keeps the nets already trained.")
     if st.button("Train VGG-8 and VGG-38, with and without BatchNorm", key="vgg_run"):
-        st.session_state["vgg_done"], st.session_state["vgg_stopped"] = True, False
-    if st.session_state.get("vgg_done") or st.session_state.get("vgg_stopped"):
+        state.vgg_done, state.vgg_stopped = True, False
+    if state.vgg_done or state.vgg_stopped:
         with guard("VGG comparison"):
-            results = depth_runs.vgg_nets(steps, lr) if st.session_state.get("vgg_done") else [
+            results = depth_runs.vgg_nets(steps, lr) if state.vgg_done else [
                 r for r in (depth_cache.vgg_result(d, bn, steps, lr) for d, bn in VGG_NETS) if r is not None]
-            if st.session_state.get("vgg_stopped"):
+            if state.vgg_stopped:
                 st.info(f"Stopped: {len(results)} of {len(VGG_NETS)} nets trained for these settings. "
                         "Press Train to finish the others.", icon=":material/stop_circle:")
             if results:

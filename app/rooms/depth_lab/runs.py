@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 from functools import partial
 
 import pandas as pd
@@ -16,7 +17,19 @@ from albert_lab.analysis.depth import VGG_NETS, DepthConfig, describe, vgg_label
 from app import ui
 from app.rooms.depth_lab import cache as depth_cache
 from app.rooms.depth_lab.cache import VGG_RECORD_EVERY
+from app.state import kept
 from app.text import fmt_duration
+
+
+@dataclass
+class DepthLabState:
+    """What the Depth lab keeps between runs (app.state.kept)."""
+
+    request: str | None = None  # the MLP settings last trained for
+    stopped: bool = False  # their training was stopped: nothing more is trained until asked
+    vgg_done: bool = False  # the VGG comparison was asked for
+    vgg_stopped: bool = False  # and stopped: the nets trained so far are shown
+    heat_for: str | None = None  # the results the gradient-heatmap choice was made for
 
 _DISC_TRAINED: OrderedDict[DepthConfig, tuple[pd.DataFrame, pd.DataFrame]] = OrderedDict()  # this process's, newest last
 DISC_SECONDS_PER_UNIT = 5e-4  # one SGD step of one layer of the width-32 MLP, idle 2-core CPU (a guess until measured)
@@ -59,10 +72,10 @@ def train_all(configs: list[DepthConfig]) -> tuple[list[tuple[pd.DataFrame, pd.D
     training at the next bar update; the networks already trained are kept and drawn, and
     nothing is trained again for these settings until the user asks."""
     found = {cfg: depth_cache.precomputed(cfg) or _DISC_TRAINED.get(cfg) for cfg in configs}
-    state = st.session_state.setdefault("_dl_training", {"request": None, "stopped": False})
-    if state["request"] != repr(configs):
-        state.update(request=repr(configs), stopped=False)
-    todo = [] if state["stopped"] else [cfg for cfg in configs if found[cfg] is None]
+    state = kept(DepthLabState)
+    if state.request != repr(configs):
+        state.request, state.stopped = repr(configs), False
+    todo = [] if state.stopped else [cfg for cfg in configs if found[cfg] is None]
     if todo:
         bar, stop = st.progress(0.0), st.empty()
         pace = _Pace(bar, sum(disc_units(c) for c in todo), "depth", DISC_SECONDS_PER_UNIT)
@@ -87,11 +100,11 @@ def train_all(configs: list[DepthConfig]) -> tuple[list[tuple[pd.DataFrame, pd.D
 
 
 def _stop_disc() -> None:
-    st.session_state["_dl_training"]["stopped"] = True
+    kept(DepthLabState).stopped = True
 
 
 def go_on_disc() -> None:
-    st.session_state["_dl_training"]["stopped"] = False
+    kept(DepthLabState).stopped = False
 
 
 VGG_SECONDS_PER_UNIT = 5e-4  # one SGD step of one weight layer, idle 2-core CPU: the four nets' 300 steps in ~14 s
@@ -121,4 +134,5 @@ def vgg_nets(steps: int, lr: float) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
 
 
 def stop_vgg() -> None:
-    st.session_state["vgg_done"], st.session_state["vgg_stopped"] = False, True
+    state = kept(DepthLabState)
+    state.vgg_done, state.vgg_stopped = False, True

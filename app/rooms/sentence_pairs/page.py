@@ -40,7 +40,7 @@ if ui.need_checkpoints():
                       "does NSP well (0.789). NSP mostly learns topic shift; SOP forces a model to learn coherence.")
 
     with tab_attr:
-        pair_views.attribution_tab(bundles)
+        pair_views.attribution_tab(bundles, typed["pair_a"], typed["pair_b"])
 
     with tab_table5:
         pair_views.table5_tab(bundles)

@@ -7,7 +7,9 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -25,6 +27,7 @@ from app import stoppable, ui
 from app.guard import guard
 from app.rooms.sentence_pairs import figures as pair_figures
 from app.selection import Selection
+from app.state import kept
 from app.text import fmt_bytes, fmt_duration, plural
 
 EXAMPLE_A = "The Nile is a major north-flowing river in northeastern Africa."
@@ -56,8 +59,21 @@ def trust_caption() -> None:
                    + "; ".join(f"**{name}** {text}" for name, text in known.items()) + " (chance is 0.50).")
 
 
+@dataclass
+class PairsState:
+    """What the Sentence pairs page keeps between runs (app.state.kept)."""
+
+    t5_live: dict[str, pd.DataFrame] | None = None  # Table 5 measured now, by checkpoint
+    t5_stopped: bool = False  # that measurement was stopped (the checkpoints finished are kept)
+    upload: tuple[str, bytes] | None = None  # the last pairs file uploaded: name and bytes, kept for the session
+    attribution: tuple[tuple, Any] | None = None  # the last attribution: its request and result
+
+    def forget_upload(self) -> None:
+        self.upload = None
+
+
 def _stop_t5() -> None:
-    st.session_state["t5_stopped"] = True
+    kept(PairsState).t5_stopped = True
 
 
 def live_table5(bundles: list) -> None:
@@ -71,7 +87,8 @@ def live_table5(bundles: list) -> None:
     eta = ui.estimate("table5", limit * size, T5_SECONDS_PER_PAIR)
     pace = "at this machine's pace last time" if ui.measured("table5") else "on two cores, longer when others use them"
     if cols[1].button(f"Evaluate the picked checkpoints now (about {fmt_duration(eta)} {pace})", key="t5_run"):
-        st.session_state["t5_live"], st.session_state["t5_stopped"] = {}, False
+        state = kept(PairsState)
+        state.t5_live, state.t5_stopped = {}, False
         bar, stop = st.progress(0.0, text="Building held-out pairs ..."), st.empty()
         stop.button("Stop", key="t5_stop", icon=":material/stop:", on_click=_stop_t5,
                     help="Stops after the task being scored; the checkpoints finished are kept")
@@ -81,13 +98,13 @@ def live_table5(bundles: list) -> None:
                 def progress(f: float, what: str, i: int = i) -> None:
                     bar.progress((i + f) / len(bundles), text=f"Scoring {what} ({i + 1} of {len(bundles)}) ...")
 
-                st.session_state["t5_live"][bundle.name] = evaluate([bundle], pairs, limit=limit, progress=progress)
+                state.t5_live[bundle.name] = evaluate([bundle], pairs, limit=limit, progress=progress)
             ui.learn("table5", time.perf_counter() - start, limit * size)
         bar.empty()
         stop.empty()
-    done = st.session_state.get("t5_live")
-    if done:
-        if st.session_state.get("t5_stopped"):
+    state = kept(PairsState)
+    if done := state.t5_live:
+        if state.t5_stopped:
             st.info(f"Stopped: {len(done)} of {len(bundles)} checkpoints scored.", icon=":material/stop_circle:")
         live = pd.concat(done.values(), ignore_index=True)
         cells, notes = table5_cells(live)
@@ -179,13 +196,12 @@ def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
     ui.chart(pair_figures.accuracy_figure(labelled) if len(labelled) else pair_figures.spread_figure(scores), "pairs-file")
 
 
-KEPT_UPLOAD = "_pairs_upload"  # session state: (file name, bytes) of the last pairs file uploaded
 
 
 def _upload_changed() -> None:
     """The file removed from the uploader (its x) is forgotten; leaving the page is not a removal."""
     if st.session_state.get("pairs_file") is None:
-        st.session_state.pop(KEPT_UPLOAD, None)
+        kept(PairsState).forget_upload()
 
 
 def upload_tab(bundles: list) -> None:
@@ -197,19 +213,20 @@ def upload_tab(bundles: list) -> None:
                 f"and {MAX_PAIR_ROWS:,} rows.")
     uploaded = st.file_uploader("Pairs file", type=["csv", "tsv", "jsonl"], key="pairs_file", max_upload_size=MAX_UPLOAD_MB,
                                 on_change=_upload_changed)
-    if uploaded is None and KEPT_UPLOAD not in st.session_state:
+    state = kept(PairsState)
+    if uploaded is None and state.upload is None:
         return
     with guard("reading the upload"):  # the reader's messages name the file
         # the uploader empties when the user visits another page; the file is kept for the session
-        name, data = (uploaded.name, ui.read_upload(uploaded)) if uploaded is not None else st.session_state[KEPT_UPLOAD]
+        name, data = (uploaded.name, ui.read_upload(uploaded)) if uploaded is not None else state.upload
         parsed = read_pairs(data, name)
         if uploaded is not None:
-            st.session_state[KEPT_UPLOAD] = (name, data)  # once read: a file that fails is not kept
+            state.upload = (name, data)  # once read: a file that fails is not kept
         else:
             left, right = st.columns([5, 1], vertical_alignment="center")
             left.caption(f"{name} ({fmt_bytes(len(data))}), uploaded earlier in this session, is scored below "
                          "(its scores are kept); upload another file to replace it.")
-            right.button("Forget it", key="forget_upload", on_click=st.session_state.pop, args=(KEPT_UPLOAD, None))
+            right.button("Forget it", key="forget_upload", on_click=state.forget_upload)
         for problem in parsed.problems[:20]:
             st.warning(problem, icon=":material/warning:")
         if len(parsed.problems) > 20:
@@ -246,13 +263,12 @@ def upload_tab(bundles: list) -> None:
         show_scores(scores, "uploaded", bundles)
 
 
-def attribution_tab(bundles: list) -> None:
-    """Integrated gradients for the pair typed under 'Type a pair', on request."""
+def attribution_tab(bundles: list, a: str, b: str) -> None:
+    """Integrated gradients for the pair typed under 'Type a pair' (`a`, `b`), on request."""
     usable = [bd for bd in bundles if bd.heads.pair_usable]
     if not usable:
         st.warning("None of the picked checkpoints has a usable pair head.")
     else:
-        a, b = st.session_state.get("pair_a", EXAMPLE_A), st.session_state.get("pair_b", EXAMPLE_B)
         st.markdown(f"Explaining the pair from **Type a pair**: A = *{a[:200]}*, B = *{b[:200]}*")
         with st.form("attr_form"):
             cols = st.columns([2, 1, 1])
@@ -271,8 +287,8 @@ def attribution_tab(bundles: list) -> None:
                     lambda progress: attribute_pair(bundle, a, b, target, steps, progress=progress),
                     steps * _size(bundle), IG_SECONDS_PER_STEP, keep=False)
                 if result is not None:
-                    st.session_state["attr_result"] = (request, result)
-        stored = st.session_state.get("attr_result")
+                    kept(PairsState).attribution = (request, result)
+        stored = kept(PairsState).attribution
         stopped = stoppable.was_stopped("attribution", request)
         if stopped:
             st.info("Stopped before it finished: press Explain to run it again.", icon=":material/stop_circle:")
