@@ -15,6 +15,7 @@ if str(ROOT) not in sys.path:  # pages import `app.ui`
 import streamlit as st  # noqa: E402
 
 from app import browser, links, owner, picker, presets, registry, ui  # noqa: E402
+from app.guard import guard  # noqa: E402
 
 st.set_page_config(page_title="ALBERT Lab", page_icon=ui.PAGE_ICON, layout="wide")
 
@@ -24,10 +25,12 @@ PAGES = {section: [BY_STEM[room.stem] for room in rooms] for section, rooms in r
 
 page = st.navigation(PAGES)
 ui.use_threads(wait=False)  # one thread while a training run uses the cores
-picker.sidebar()
+with guard("reading the sidebar"):  # a link's odd value is a message above the page, never a traceback
+    picker.sidebar()
 presets.presets(BY_STEM)
 st.session_state["_shared"] = False
-page.run()
+with guard():  # what a page's own guards leave: a message, the sidebar and the session kept
+    page.run()
 if not st.session_state["_shared"]:  # a page without inputs of its own still links the checkpoints picked
     links.share()
 owner.remember()  # the browser keeps its owner token: a reload still owns the runs it started

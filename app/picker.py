@@ -4,26 +4,38 @@ and folders or hub ids a user adds, in the link (?ckpt=a,b); device and precisio
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import unquote
 
 import streamlit as st
 
 from albert_lab.checkpoint.files import is_local_source
 from albert_lab.errors import AlbertLabError
-from albert_lab.paths import allowed_roots, check_typed_path, is_within
+from albert_lab.paths import allowed_roots, is_within, user_path
 from app import look, ui
 from app.guard import guard
 from app.links import from_url
 from app.ui import active_run, available_checkpoints, device_options
 
+MAX_LINK_CHECKPOINTS = 16  # checkpoints a link may name; each is checked (and maybe loaded) on opening it
+
+
+def checked_text(text: str, what: str = "") -> str:
+    """A folder or hub id typed or carried by a link, through the one path check (paths.user_path:
+    control characters, length, ~user, symlink loops): the text stripped, `~` expanded."""
+    text = text.strip()
+    path = user_path(text, what)
+    return str(path) if text.startswith("~") else text
+
 
 def check_local_folder(text: str) -> str:
     """A folder typed into the browser must lie inside the allowed roots."""
-    path = Path(text.strip()).expanduser()
+    path = user_path(text.strip())
     if not path.is_absolute():
         path = (Path.cwd() / path).resolve()
     roots = allowed_roots()
     if not is_within(path, roots):
-        raise AlbertLabError(f"{text!r} is outside the folders the app may read ({', '.join(str(r) for r in roots)}); "
+        shown = repr(text if len(text) <= 60 else text[:60] + "...")
+        raise AlbertLabError(f"{shown} is outside the folders the app may read ({', '.join(str(r) for r in roots)}); "
                              "copy the checkpoint into checkpoints/, or list its folder in ALBERT_LAB_ALLOWED_DIRS")
     return str(path)
 
@@ -45,7 +57,7 @@ def sidebar() -> None:
         options += new
     names = {source: name for name, source in extra.items()}  # a link names an added folder by its path
     from_url("picked", [n for n in default if n in options], param="ckpt",
-             parse=lambda raw: [n for n in (names.get(e, e) for e in raw.split(",")) if n in options])
+             parse=lambda raw: [n for n in (names.get(e, e) for e in link_entries(raw)) if n in options][:MAX_LINK_CHECKPOINTS])
     st.session_state["picked"] = [n for n in st.session_state["picked"] if n in options]
     with st.sidebar:
         st.markdown("### Checkpoints")
@@ -106,22 +118,35 @@ def _link_sources(options: list[str], extra: dict[str, str]) -> list[str]:
     raw = st.query_params.get("ckpt")
     if raw is None or st.session_state.get("_url_applied", {}).get("ckpt") == raw:
         return []
-    added = []
-    for entry in dict.fromkeys(e.strip() for e in raw.split(",")):
-        if not entry or entry in options or entry in extra.values():
+    added: list[str] = []
+    entries = [e for e in dict.fromkeys(e.strip() for e in link_entries(raw)) if e]
+    if len(entries) > MAX_LINK_CHECKPOINTS:
+        st.warning(f"This link names {len(entries):,} checkpoints; the first {MAX_LINK_CHECKPOINTS} are opened, the "
+                   "others left out.", icon=":material/link_off:")
+        entries = entries[:MAX_LINK_CHECKPOINTS]
+    for entry in entries:
+        if entry in options or entry in extra.values():
             continue
         try:
             added.append(_offer_from_link(entry, extra))
         except AlbertLabError as err:
-            st.warning(f"This link names the checkpoint {entry!r}, which is left out: {err}", icon=":material/link_off:")
+            shown = repr(entry if len(entry) <= 60 else entry[:60] + "...")
+            st.warning(f"This link names the checkpoint {shown}, which is left out: {err}", icon=":material/link_off:")
     return [name for name in added if name not in options]
 
 
+def link_entries(raw: str) -> list[str]:
+    """The names and folders a link's ?ckpt= carries (Selection.link escapes a comma or '%' in a folder's path)."""
+    return [unquote(entry) for entry in raw.split(",")]
+
+
 def _offer_from_link(entry: str, extra: dict[str, str]) -> str:
+    from albert_lab.checkpoint.archive import is_archive, is_unpacked
     from albert_lab.checkpoint.discover import summarize_checkpoint
 
     if entry.startswith("run:"):
         raise AlbertLabError("no training run of that name has a checkpoint on this machine")
+    entry = checked_text(entry)
     local = (folder := typed_folder(entry)) or is_local_source(entry)
     if not local:
         from albert_lab.checkpoint.load import hub_reachable
@@ -133,6 +158,9 @@ def _offer_from_link(entry: str, extra: dict[str, str]) -> str:
         source = check_local_folder(folder or entry)
         if (known := listed_as(source)) is not None:
             return known
+        if is_archive(Path(source)) and not is_unpacked(Path(source)):  # gigabytes unpacked by opening a link: no
+            raise AlbertLabError("it is a release archive not unpacked on this machine yet; add it with 'Add a folder "
+                                 "or hub id' in the sidebar (unpacking it takes a while), or give the unpacked folder")
         summary = summarize_checkpoint(source)  # the folder checked from its files, no model loaded
         if summary is None:
             from albert_lab.checkpoint.load import load_checkpoint
@@ -153,13 +181,16 @@ def typed_folder(text: str) -> str | None:
     roots = allowed_roots()
     for root in roots:
         for candidate in (root.parent / text, root / text):
-            if candidate.is_dir() and is_within(candidate.resolve(), roots):
-                return str(candidate)
+            try:
+                if candidate.is_dir() and is_within(candidate.resolve(), roots):
+                    return str(candidate)
+            except (OSError, RuntimeError):  # too long with the root before it, a symlink loop: not a folder here
+                continue
     return None
 
 
 def _add_source(text: str, extra: dict[str, str]) -> None:
-    text = check_typed_path(text)  # a NUL byte or 5,000 characters: a message, not a traceback
+    text = checked_text(text)  # a NUL byte, 5,000 characters or ~nouser: a message, not a traceback
     from albert_lab.checkpoint.load import hub_reachable, load_checkpoint
 
     local = (folder := typed_folder(text)) or is_local_source(text)

@@ -38,7 +38,8 @@ class Selection:
 
     def link(self) -> str:
         """The checkpoints as the link's ?ckpt= carries them: names, and added folders by their path."""
-        return ",".join(source if name in self.added else name for name, source in self.checkpoints)
+        escape = lambda text: text.replace("%", "%25").replace(",", "%2C")  # a folder may hold a comma
+        return ",".join(escape(source if name in self.added else name) for name, source in self.checkpoints)
 
     @property
     def names(self) -> list[str]:

@@ -265,3 +265,85 @@ def test_a_model_whose_analyses_take_minutes_on_this_cpu_is_named(app, monkeypat
     assert "albert-sop (H = 32, L = 3: about 0.00781 times albert-sop's work)" in caption and "hub-albert" not in caption
     app.sidebar.selectbox(key="device").set_value("auto").run()  # no GPU here: auto is the CPU, still named
     assert [c for c in app.sidebar.caption if note in c.value]
+
+
+@pytest.mark.parametrize("entry, words", [
+    ("a" * 300, "too long for a path"),  # OSError: File name too long, above every page
+    ("a\x00b", "control character"),  # ValueError: embedded null byte
+    ("~nouser/x", "no user 'nouser' on this machine"),  # RuntimeError: could not determine home directory
+    ("/".join(["d" * 200] * 20), "outside the folders the app may read"),  # under PATH_MAX, over it after the roots
+])
+def test_a_link_with_a_malformed_folder_opens_the_page_and_says_what_it_left_out(app, entry, words):
+    at = opened_by_link({"ckpt": f"albert-sop,{entry}"}, "model_card")
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.sidebar.multiselect(key="picked").value == ["albert-sop"]
+    (warning,) = [w.value for w in at.warning if "left out" in w.value]
+    assert words in warning and len(warning) < 600, warning
+    assert at.selectbox(key="card_checkpoint").value == "albert-sop"  # the page is drawn
+
+
+def test_a_link_naming_hundreds_of_checkpoints_opens_a_bounded_number(app, monkeypatch):
+    """500 names: each was checked (and a folder loaded) on opening the link, each left-out one its own warning."""
+    from app import picker
+
+    looked = []
+    real = picker._offer_from_link
+    monkeypatch.setattr(picker, "_offer_from_link", lambda entry, extra: looked.append(entry) or real(entry, extra))
+    names = ["albert-sop", "bert-nsp", *(f"model-{i}" for i in range(498))]
+    at = opened_by_link({"ckpt": ",".join(names)}, "model_card")
+    assert not at.exception
+    assert len(looked) == picker.MAX_LINK_CHECKPOINTS - 2  # the two listed ones need no look
+    warnings = [w.value for w in at.warning]
+    assert warnings[0] == f"This link names 500 checkpoints; the first {picker.MAX_LINK_CHECKPOINTS} are opened, the others left out."
+    assert len(warnings) == picker.MAX_LINK_CHECKPOINTS - 1
+    assert at.sidebar.multiselect(key="picked").value == ["albert-sop", "bert-nsp"]
+
+
+def test_a_link_does_not_unpack_a_release_archive(app, monkeypatch, tmp_path):
+    """Opening a link unpacked and converted a release archive (up to 16 GiB) for whoever opened it."""
+    import tarfile
+
+    from albert_lab.checkpoint.archive import is_unpacked
+
+    archive = tmp_path / "albert_base.tar.gz"
+    with tarfile.open(archive, "w:gz") as handle:
+        handle.add(Path(__file__).parent / "fixtures" / "tf_releases" / "albert_tiny", arcname="albert_base")
+    monkeypatch.setenv("ALBERT_LAB_ALLOWED_DIRS", str(tmp_path))
+    at = opened_by_link({"ckpt": f"albert-sop,{archive}"}, "model_card")
+    assert not at.exception and not is_unpacked(archive)
+    (warning,) = [w.value for w in at.warning if "left out" in w.value]
+    assert "release archive not unpacked on this machine yet" in warning
+
+
+def test_a_folder_with_a_comma_in_its_name_travels_in_the_link(app, monkeypatch, tmp_path, shipped):
+    """The link joins checkpoints with commas: 'my,model' came back as 'my' and 'model', both left out."""
+    import shutil
+
+    folder = tmp_path / "my,model"
+    shutil.copytree(shipped / "bert-nsp", folder)
+    monkeypatch.setenv("ALBERT_LAB_ALLOWED_DIRS", str(tmp_path))
+    app.sidebar.text_input(key="add_source").set_value(str(folder))
+    app.sidebar.button(key="add_button").click().run()
+    assert not app.error, [e.value for e in app.error]
+    at = goto(app, "model_card")
+    link = link_of(at)
+    fresh = opened_by_link(link, "model_card")
+    assert not fresh.exception and not [w.value for w in fresh.warning if "left out" in w.value]
+    assert fresh.sidebar.multiselect(key="picked").value == app.sidebar.multiselect(key="picked").value
+
+
+def test_an_error_in_the_sidebar_or_a_page_is_a_message_not_a_traceback(app, monkeypatch):
+    from albert_lab.errors import AlbertLabError
+    from app import picker, ui
+
+    def unreadable(*args, **kwargs):
+        raise AlbertLabError("runs/: cannot be read (Permission denied)")
+
+    monkeypatch.setattr(picker, "available_checkpoints", unreadable)
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert any("reading the sidebar: runs/: cannot be read" in e.value for e in app.error)
+    monkeypatch.undo()
+    monkeypatch.setattr(ui, "need_checkpoints", unreadable)
+    at = goto(app, "model_card")
+    assert any(e.value == "runs/: cannot be read (Permission denied)" for e in at.error), [e.value for e in at.error]

@@ -32,12 +32,25 @@ def is_archive(path: Path) -> bool:
     return path.name.lower().endswith(SUFFIXES)
 
 
+def _unpacked_folder(archive: Path) -> Path:
+    """Where the archive's copy is unpacked in the cache: keyed on its path, size and time."""
+    info = archive.stat()
+    key = hashlib.sha256(f"{archive.resolve()}|{info.st_size}|{info.st_mtime_ns}".encode()).hexdigest()[:24]
+    return cache_dir() / "releases" / "unpacked" / key
+
+
+def is_unpacked(archive: Path) -> bool:
+    """Whether the archive has been unpacked into the cache already (opening it again costs nothing)."""
+    try:
+        return archive.is_file() and _unpacked_folder(archive).is_dir()
+    except OSError:
+        return False
+
+
 def unpacked_release(archive: Path) -> Path:
     """The release folder inside the archive's unpacked copy in the cache (unpacked now, once)."""
     check_regular(archive)
-    info = archive.stat()
-    key = hashlib.sha256(f"{archive.resolve()}|{info.st_size}|{info.st_mtime_ns}".encode()).hexdigest()[:24]
-    out = cache_dir() / "releases" / "unpacked" / key
+    out = _unpacked_folder(archive)
     if not out.is_dir():
         tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
