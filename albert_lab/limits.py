@@ -1,10 +1,13 @@
 """The bounds of the numeric options every front end shares, and their one check: a seed
 (numpy's and SentencePiece's range), CPU threads, a probe's steps and pairs, CKA's tokens.
-A value outside is an AlbertLabError naming the option, before any work."""
+A value outside is an AlbertLabError naming the option, before any work. Beside them the
+budgets of a shared server: runs queued per browser and overall, and the disk its visitors
+may fill under runs/ (check_disk_quota)."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from albert_lab.errors import AlbertLabError
 
@@ -12,6 +15,10 @@ MAX_SEED = 2**32 - 1  # numpy.random.seed and SentencePiece take 0..2**32-1
 MAX_PROBE_STEPS = 100_000  # full-batch steps on cached features (the default is 300)
 MAX_PROBE_PAIRS = 200_000  # pairs whose features a probe caches (one H-vector each)
 MAX_CKA_TOKENS = 8192  # an N x N float64 Gram matrix per application: 8192 tokens are 0.5 GB each
+
+MAX_RUNS_PER_VISITOR = 2  # queued or running runs one browser may have (each a worker process, about 440 MB)
+MAX_ACTIVE_RUNS = 8  # queued or running runs in one runs folder started from the app: 8 workers, about 3.5 GB
+APP_DISK_QUOTA = 4 << 30  # bytes the app's visitors may fill under runs/ (runs, conversions, probes, uploads)
 
 
 def max_threads() -> int:
@@ -24,3 +31,28 @@ def check_range(value: int | None, low: int, high: int, name: str) -> None:
     if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
         shown = str(value)[:40] + ("..." if len(str(value)) > 40 else "")
         raise AlbertLabError(f"{name}: must be {low:,}..{high:,}, got {shown}")
+
+
+def folder_bytes(folder: Path) -> int:
+    """The bytes the files under `folder` hold (symlinks not followed; 0 where there is no folder)."""
+    total, stack = 0, [folder]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(Path(entry.path))
+                    elif entry.is_file(follow_symlinks=False):
+                        total += entry.stat(follow_symlinks=False).st_blocks * 512
+        except OSError:  # gone meanwhile, or unreadable: nothing to count
+            continue
+    return total
+
+
+def check_disk_quota(folder: Path, adding: int = 0, quota: int = APP_DISK_QUOTA, what: str = "this") -> None:
+    """Refuse work that would take the files under `folder` past `quota` bytes, naming what to delete."""
+    used = folder_bytes(folder)
+    if used + adding > quota:
+        raise AlbertLabError(f"disk quota: {folder} holds {used / 2**30:.2f} GiB of the {quota / 2**30:.2f} GiB the app "
+                             f"may write, and {what} needs {max(adding, 1) / 2**20:,.0f} MB more; delete old runs, "
+                             "conversions or probes there (`albert-lab runs` lists runs)")

@@ -12,11 +12,11 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from pathlib import Path
 
 import streamlit as st
 
 from albert_lab.paths import runs_dir
+from albert_lab.training.runs import owner_of, record_owner
 
 COOKIE = "albert_lab_owner"
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{22,64}")  # what secrets.token_urlsafe writes; anything else is ignored
@@ -36,29 +36,22 @@ def token() -> str:
     return st.session_state.setdefault("_owner_token", secrets.token_urlsafe(24))
 
 
-def _record(run_id: str) -> Path:
-    return runs_dir() / ".owners" / run_id
-
-
-def _digest(value: str) -> str:
-    return hashlib.sha256(value.encode()).hexdigest()
+def digest() -> str:
+    """What the server keeps of this browser's token (the owner tag of the runs it starts):
+    its hash, so that the records under <runs>/.owners/ never hold a token."""
+    return hashlib.sha256(token().encode()).hexdigest()
 
 
 def claim(run_id: str) -> None:
-    """This browser started `run_id`."""
+    """This browser started `run_id` (jobs.start_run recorded its owner tag already; this
+    also keeps it in the session)."""
     st.session_state.setdefault("my_runs", set()).add(run_id)
-    record = _record(run_id)
-    record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(_digest(token()) + "\n")
+    if owner_of(runs_dir(), run_id) is None:
+        record_owner(runs_dir(), run_id, digest())
 
 
 def owns(run_id: str) -> bool:
-    if run_id in st.session_state.get("my_runs", set()):
-        return True
-    try:
-        return _record(run_id).read_text().strip() == _digest(token())
-    except OSError:
-        return False
+    return run_id in st.session_state.get("my_runs", set()) or owner_of(runs_dir(), run_id) == digest()
 
 
 def remember() -> None:

@@ -174,7 +174,8 @@ def test_a_reload_keeps_the_cancel_button_of_ones_own_run(app, monkeypatch):
 
     config = TrainConfig(spec=tiny_spec(1000).to_dict(), corpus="wiki-vital[:600]", vocab_size=1000, max_steps=5,
                          max_seq_len=64, name="mine")
-    monkeypatch.setattr(jobs, "start_run", lambda cfg: jobs.read_run(jobs.create_run(config)[0]))  # queued, not run
+    monkeypatch.setattr(jobs, "start_run", lambda cfg, owner=None, budget=None: jobs.read_run(
+        jobs.create_run(config, owner=owner, budget=budget)[0]))  # queued, not run
     cookie = {"value": None}
     monkeypatch.setattr(owner, "_cookie", lambda: cookie["value"])
     at = goto(app, "training")
@@ -249,3 +250,43 @@ def test_the_training_page_starts_a_run_from_a_picked_checkpoint(shipped, monkey
     assert config.init_from == str(shipped / "bert-nsp") and config.command.startswith("albert-lab train --init-from")
     assert config.distil_from == str(shipped / "bert-nsp") and f"--distil-from {shipped / 'bert-nsp'}" in config.command
     assert any("stop here" in e.value for e in at.error)  # the guard's one-line message, no traceback
+
+
+def test_start_clicks_past_the_browsers_budget_say_the_queue_is_full_and_keep_no_upload(app, monkeypatch):
+    """Four 'Start training' clicks 3 s apart started four worker processes (about 440 MB each);
+    the uploads of refused runs stayed in runs/uploads/."""
+    import os
+
+    from conftest import tiny_spec
+
+    import albert_lab.training.jobs as jobs
+    from albert_lab.training.config import TrainConfig
+    from app import owner
+
+    spawned = []
+    monkeypatch.setattr(jobs, "spawn_worker", lambda run_dir: spawned.append(run_dir) or 0)
+    prepared = jobs.prepare(TrainConfig(spec=tiny_spec(1000).to_dict(), corpus="wiki-vital[:600]", vocab_size=1000,
+                                        max_steps=5, max_seq_len=64))
+    monkeypatch.setattr(jobs, "prepare", lambda config: prepared)
+    monkeypatch.setattr(owner, "_cookie", lambda: "one-browser-token-0123456789")
+    at = goto(app, "training")
+    at.selectbox(key="tr_corpus").set_value("upload a .txt / .jsonl file")
+    messages = []
+    for click in range(6):
+        at.file_uploader(key="tr_upload").set_value((f"corpus-{click}.txt", f"Text {click}. More.\n".encode() * 50,
+                                                     "text/plain"))
+        next(b for b in at.button if b.label == "Start training").click().run()
+        assert not at.exception
+        messages.append([e.value for e in at.error])
+    assert len(spawned) == 2 and len(list_runs(Path(os.environ["ALBERT_LAB_RUNS"]))) == 2
+    assert messages[:2] == [[], []]
+    assert all(m == ["starting the run: queue full: you have 2 runs queued or running (at most 2 per browser); start "
+                     "this one when one of them ends, or cancel one under 'Runs'"] for m in messages[2:]), messages
+    uploads = sorted(p.name.split("-", 1)[1] for p in (Path(os.environ["ALBERT_LAB_RUNS"]) / "uploads").iterdir())
+    assert uploads == ["corpus-0.txt", "corpus-1.txt"]  # the refused runs' uploads were never kept
+    monkeypatch.setattr(owner, "_cookie", lambda: "another-browser-token-0123456789")
+    at.number_input(key="tr_lr").set_value(0.0)  # refused after the upload was kept: then it goes
+    at.file_uploader(key="tr_upload").set_value(("corpus-x.txt", b"Text x. More.\n" * 50, "text/plain"))
+    next(b for b in at.button if b.label == "Start training").click().run()
+    assert any("learning rate must be positive" in e.value for e in at.error), [e.value for e in at.error]
+    assert len(list((Path(os.environ["ALBERT_LAB_RUNS"]) / "uploads").iterdir())) == 2

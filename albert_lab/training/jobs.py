@@ -24,19 +24,43 @@ from albert_lab.paths import PROJECT_ROOT, runs_dir
 from albert_lab.runfolder import RunFolder, check_run_id, write_json_atomic
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.prepare import Prepared, prepare
-from albert_lab.training.runs import RunInfo, claim_run_dir, read_run, run_claim, update_run
+from albert_lab.training.runs import (
+    QueueBudget,
+    RunInfo,
+    check_queue_room,
+    claim_run_dir,
+    queue_lock,
+    read_run,
+    record_owner,
+    run_claim,
+    update_run,
+)
 
 MAX_WARNINGS = 20  # corpus lines skipped, as run.json lists them (the rest are counted in the log)
 
 
-def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None = None) -> tuple[Path, Prepared]:
+def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None = None, owner: str | None = None,
+               budget: QueueBudget | None = None) -> tuple[Path, Prepared]:
     """Validate, prepare and create the run folder (status queued). Nothing is written
-    if anything is wrong."""
+    if anything is wrong. With a `budget`, a run past it (the queue full, in all or for
+    `owner`) is refused before the work and again, under the queue's lock, before its folder."""
     root = (root or runs_dir()).resolve()
     if run_id is not None:
         check_run_id(run_id)  # before the corpus and tokenizer work, which takes a while
     _check_writable(root)
+    if budget is not None:
+        check_queue_room(root, budget, owner)
     prepared = prepare(config)
+    with queue_lock(root):  # counted and added at once: two launches never both take the last place
+        if budget is not None:
+            check_queue_room(root, budget, owner)
+        final = _create_folder(config, root, run_id, prepared)
+        if owner is not None:
+            record_owner(root, final.name, owner)
+    return final, prepared
+
+
+def _create_folder(config: TrainConfig, root: Path, run_id: str | None, prepared: Prepared) -> Path:
     final = claim_run_dir(root, config.name, run_id)
     run_id = final.name
     tmp = root / f".{run_id}.tmp-{uuid.uuid4().hex[:12]}"  # unique: concurrent launches never share a temp name
@@ -53,7 +77,7 @@ def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None
         if not RunFolder(final).is_run():
             shutil.rmtree(final, ignore_errors=True)
         raise RunError(f"could not create the run folder in {root}: {err}") from None
-    return final, prepared
+    return final
 
 
 def _check_writable(root: Path) -> None:
@@ -67,11 +91,13 @@ def _check_writable(root: Path) -> None:
 
 
 def start_run(config: TrainConfig, root: Path | None = None, run_id: str | None = None,
-              foreground: bool = False, announce: Callable[[RunInfo], None] | None = None) -> RunInfo:
+              foreground: bool = False, announce: Callable[[RunInfo], None] | None = None,
+              owner: str | None = None, budget: QueueBudget | None = None) -> RunInfo:
     """The one way to launch a run (browser and command line): validate and prepare,
     create the run folder, then train in a background worker process, or in this
-    process with `foreground`. `announce(run)` is called once the folder exists."""
-    run_dir, prepared = create_run(config, root, run_id)
+    process with `foreground`. `announce(run)` is called once the folder exists. `owner`
+    and `budget`: who starts it, and how many runs may be queued (create_run)."""
+    run_dir, prepared = create_run(config, root, run_id, owner, budget)
     if announce is not None:
         announce(read_run(run_dir))
     if foreground:

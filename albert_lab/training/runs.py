@@ -20,6 +20,8 @@ from albert_lab.errors import RunError
 from albert_lab.runfolder import RunFolder, check_run_id
 
 LOCK = ".train.lock"  # one run trains at a time per runs folder
+QUEUE_LOCK = ".queue.lock"  # held while the runs queued are counted and a new one is added
+OWNERS = ".owners"  # <runs>/.owners/<run id>: an opaque owner tag (the app: a hash of the browser's token)
 ACTIVE = ("queued", "running")
 HEARTBEAT_S = 5.0
 PID_MAX = 4_194_304  # Linux's PID_MAX_LIMIT: no process id is larger
@@ -241,3 +243,59 @@ def single_user() -> bool:
     session may cancel any run. Otherwise a session cancels only the runs it started and
     sees the others read-only (a class sharing one server)."""
     return os.environ.get("ALBERT_LAB_SINGLE_USER", "").strip().lower() in ("1", "true", "yes")
+
+
+def record_owner(root: Path, run_id: str, owner: str) -> None:
+    """Note who started `run_id` (an opaque tag: the app writes a hash of the browser's token)."""
+    record = root / OWNERS / check_run_id(run_id)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(owner + "\n")
+
+
+def owner_of(root: Path, run_id: str) -> str | None:
+    """The owner tag of `run_id`, or None (started from the command line, or the record is gone)."""
+    try:
+        return (root / OWNERS / check_run_id(run_id)).read_text().strip() or None
+    except (OSError, RunError, UnicodeDecodeError):
+        return None
+
+
+@dataclass(frozen=True)
+class QueueBudget:
+    """How many runs may be queued or running at once in one runs folder, in all and per owner
+    (the app's browsers; limits.MAX_ACTIVE_RUNS and MAX_RUNS_PER_VISITOR)."""
+
+    overall: int
+    per_owner: int
+
+
+def check_queue_room(root: Path, budget: QueueBudget, owner: str | None = None) -> None:
+    """RunError ('queue full') when a new run of `owner` would pass the budget; each queued or
+    running run is a worker process."""
+    active = [r for r in list_runs(root) if r.active]
+    if owner is not None and (mine := sum(owner_of(root, r.id) == owner for r in active)) >= budget.per_owner:
+        raise RunError(f"queue full: you have {mine} runs queued or running (at most {budget.per_owner} per browser); "
+                       "start this one when one of them ends, or cancel one under 'Runs'")
+    if len(active) >= budget.overall:
+        raise RunError(f"queue full: {len(active)} runs are queued or running on this server (at most {budget.overall}); "
+                       "start yours when one ends")
+
+
+@contextmanager
+def queue_lock(root: Path):
+    """The runs folder's queue, counted and added to by one launch at a time (seconds at most)."""
+    handle = open(root / QUEUE_LOCK, "a+")  # noqa: SIM115 - held across the yield, closed in finally
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        handle.close()
+
+
+def discard_upload(root: Path, upload: Path) -> bool:
+    """Delete an uploaded corpus that no run in `root` trains on (its run was refused); True if deleted.
+    Uploads are named by their content, so one that a run uses stays."""
+    if any(Path(str(r.config.get("corpus", ""))).name == upload.name for r in list_runs(root)):
+        return False
+    upload.unlink(missing_ok=True)
+    return True

@@ -13,11 +13,13 @@ from albert_lab.data.corpora import DEFAULT, PLUS, default_installed, describe_c
 from albert_lab.data.corpus import save_corpus_upload
 from albert_lab.data.textfile import MAX_UPLOAD_MB
 from albert_lab.errors import AlbertLabError
+from albert_lab.limits import MAX_ACTIVE_RUNS, MAX_RUNS_PER_VISITOR, check_disk_quota
 from albert_lab.paths import runs_dir
 from albert_lab.spec import PRESETS, SHARING_LABELS, Objective
 from albert_lab.training import jobs
 from albert_lab.training.config import browser_config, uptrain_config
-from app import links, ui
+from albert_lab.training.runs import QueueBudget, check_queue_room, discard_upload
+from app import links, owner, ui
 from app.guard import guard
 from app.rooms.training import views as run_views
 from app.selection import Selection
@@ -26,6 +28,7 @@ TRAINABLE = ["lab-tiny", "lab-albert", "lab-bert"]
 UPLOAD = "upload a .txt / .jsonl file"
 NEW = "random weights"
 NO_TEACHER = "no teacher"
+BUDGET = QueueBudget(overall=MAX_ACTIVE_RUNS, per_owner=MAX_RUNS_PER_VISITOR)  # runs queued or running at once
 ARCHITECTURE = {"tr_h": "hidden_size", "tr_l": "num_layers", "tr_e": "embedding_size", "tr_heads": "num_heads", "tr_sharing": "sharing"}
 
 
@@ -127,23 +130,35 @@ def new_run_form() -> None:
     if not submitted:
         return
     with guard("starting the run"):
+        saved = None
+        check_queue_room(runs_dir(), BUDGET, owner.digest())  # a full queue refuses before the upload is kept
         if corpus == UPLOAD:
             if upload is None:
                 raise AlbertLabError("choose a corpus file to upload, or pick a built-in corpus")
-            corpus = str(save_corpus_upload(upload.name, ui.read_upload(upload), runs_dir() / "uploads"))
-        options = dict(max_seq_len=int(seq_len), batch_size=int(batch), lr=float(lr), optimizer=optimizer,
-                       warmup_steps=int(warmup), seed=int(seed), name=name, chunk_start=chunk_start,
-                       pair_weight=float(pair_weight))
-        if start != NEW:
-            teacher_folder = sources.get(teacher) if teacher != NO_TEACHER else None
-            config = uptrain_config(sources[start], objective, corpus=corpus, steps=int(steps), minutes=float(minutes),
-                                    distil_from=str(teacher_folder) if teacher_folder else None, **options)
+            data = ui.read_upload(upload)
+            check_disk_quota(runs_dir(), len(data), what="this upload")
+            corpus = str(saved := save_corpus_upload(upload.name, data, runs_dir() / "uploads"))
         else:
-            config = browser_config(preset, objective, hidden=int(hidden), layers=int(layers), embedding=int(embedding),
-                                    heads=int(heads), sharing=sharing, corpus=corpus, steps=int(steps), minutes=float(minutes),
-                                    vocab=int(vocab), **options)
-        with st.spinner("Checking the settings, preparing corpus and tokenizer: the first start with a corpus and "
-                        "vocabulary size trains a tokenizer (about 40 s on two cores), later ones take seconds",
-                        show_time=True):
-            info = jobs.start_run(config)  # looked up in its module at each start, where a test stands in for it
+            check_disk_quota(runs_dir(), what="a new run")
+        try:
+            options = dict(max_seq_len=int(seq_len), batch_size=int(batch), lr=float(lr), optimizer=optimizer,
+                           warmup_steps=int(warmup), seed=int(seed), name=name, chunk_start=chunk_start,
+                           pair_weight=float(pair_weight))
+            if start != NEW:
+                teacher_folder = sources.get(teacher) if teacher != NO_TEACHER else None
+                config = uptrain_config(sources[start], objective, corpus=corpus, steps=int(steps), minutes=float(minutes),
+                                        distil_from=str(teacher_folder) if teacher_folder else None, **options)
+            else:
+                config = browser_config(preset, objective, hidden=int(hidden), layers=int(layers), embedding=int(embedding),
+                                        heads=int(heads), sharing=sharing, corpus=corpus, steps=int(steps),
+                                        minutes=float(minutes), vocab=int(vocab), **options)
+            with st.spinner("Checking the settings, preparing corpus and tokenizer: the first start with a corpus and "
+                            "vocabulary size trains a tokenizer (about 40 s on two cores), later ones take seconds",
+                            show_time=True):
+                # looked up in its module at each start, where a test stands in for it
+                info = jobs.start_run(config, owner=owner.digest(), budget=BUDGET)
+        except BaseException:
+            if saved is not None:
+                discard_upload(runs_dir(), saved)  # a refused run keeps nothing of the visitor's
+            raise
         run_views.started(info, config)

@@ -1,0 +1,121 @@
+"""The run queue's budget (per browser and overall) and the disk quota of a shared server:
+a visitor clicking 'Start' 60 times starts two worker processes, not sixty."""
+
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import tiny_spec
+
+import albert_lab.training.jobs as jobs
+from albert_lab.errors import AlbertLabError, RunError
+from albert_lab.limits import MAX_ACTIVE_RUNS, MAX_RUNS_PER_VISITOR, check_disk_quota, folder_bytes
+from albert_lab.training.config import TrainConfig
+from albert_lab.training.runs import QueueBudget, discard_upload, list_runs, owner_of
+
+BUDGET = QueueBudget(overall=MAX_ACTIVE_RUNS, per_owner=MAX_RUNS_PER_VISITOR)
+
+
+def _config(name: str = "click", corpus: str = "wiki-vital[:600]") -> TrainConfig:
+    return TrainConfig(spec=tiny_spec(1000).to_dict(), corpus=corpus, vocab_size=1000, max_steps=5, max_seq_len=64,
+                       name=name)
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """Worker launches counted, not made; the corpus and tokenizer prepared once for all clicks."""
+    spawned: list[Path] = []
+    monkeypatch.setattr(jobs, "spawn_worker", lambda run_dir: spawned.append(run_dir) or 0)
+    prepared = jobs.prepare(_config())
+    prepares = []
+    monkeypatch.setattr(jobs, "prepare", lambda config: prepares.append(config) or prepared)
+    return spawned, prepares
+
+
+def test_sixty_start_clicks_from_one_browser_start_two_workers(tmp_path, launches):
+    spawned, prepares = launches
+    refused = []
+    for _ in range(60):
+        try:
+            jobs.start_run(_config(), tmp_path, owner="browser-a", budget=BUDGET)
+        except RunError as err:
+            refused.append(str(err))
+    assert len(spawned) == MAX_RUNS_PER_VISITOR == 2 and len(list_runs(tmp_path)) == 2
+    assert len(prepares) == 2  # a refused click does no corpus or tokenizer work
+    assert len(refused) == 58 and set(refused) == {
+        "queue full: you have 2 runs queued or running (at most 2 per browser); start this one when one of them ends, "
+        "or cancel one under 'Runs'"}
+    assert {owner_of(tmp_path, r.id) for r in list_runs(tmp_path)} == {"browser-a"}
+
+
+def test_many_browsers_fill_the_server_queue_and_no_more(tmp_path, launches):
+    spawned, _ = launches
+    refused = []
+    for visitor in range(12):  # a forged cookie is a new browser: the overall budget still holds
+        try:
+            jobs.start_run(_config(), tmp_path, owner=f"browser-{visitor}", budget=BUDGET)
+        except RunError as err:
+            refused.append(str(err))
+    assert len(spawned) == MAX_ACTIVE_RUNS == 8 and len(list_runs(tmp_path)) == 8
+    assert refused == ["queue full: 8 runs are queued or running on this server (at most 8); start yours when one ends"] * 4
+
+
+def test_clicks_at_the_same_instant_never_pass_the_budget(tmp_path, launches):
+    """Counted and added under the queue's lock: 16 simultaneous starts of one browser (16 tabs) make 2 runs."""
+    spawned, _ = launches
+    barrier = threading.Barrier(16)
+
+    def click():
+        barrier.wait()
+        try:
+            jobs.start_run(_config(), tmp_path, owner="browser-a", budget=BUDGET)
+        except RunError:
+            pass
+
+    threads = [threading.Thread(target=click) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(spawned) == 2 and len(list_runs(tmp_path)) == 2
+
+
+def test_a_run_that_ended_frees_its_place(tmp_path, launches):
+    from albert_lab.training.runs import update_run
+
+    first = jobs.start_run(_config(), tmp_path, owner="browser-a", budget=BUDGET)
+    jobs.start_run(_config(), tmp_path, owner="browser-a", budget=BUDGET)
+    with pytest.raises(RunError, match="queue full"):
+        jobs.start_run(_config(), tmp_path, owner="browser-a", budget=BUDGET)
+    update_run(first.path, status="cancelled")
+    jobs.start_run(_config(), tmp_path, owner="browser-a", budget=BUDGET)
+    assert len([r for r in list_runs(tmp_path) if r.active]) == 2
+
+
+def test_the_command_line_has_no_budget_unless_asked(tmp_path, launches):
+    spawned, _ = launches
+    for _ in range(3):
+        jobs.start_run(_config(), tmp_path)
+    assert len(spawned) == 3
+
+
+def test_an_upload_is_discarded_only_when_no_run_trains_on_it(tmp_path, launches):
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    used, refused = uploads / "abc-used.txt", uploads / "def-refused.txt"
+    used.write_text("text"), refused.write_text("text")
+    jobs.start_run(_config(corpus=str(used)), tmp_path, owner="browser-a", budget=BUDGET)
+    assert not discard_upload(tmp_path, used) and used.is_file()
+    assert discard_upload(tmp_path, refused) and not refused.exists()
+
+
+def test_the_disk_quota_counts_what_visitors_wrote(tmp_path):
+    (tmp_path / "albertized" / "x").mkdir(parents=True)
+    (tmp_path / "albertized" / "x" / "model.safetensors").write_bytes(b"\1" * 200_000)
+    (tmp_path / "uploads").mkdir()
+    (tmp_path / "uploads" / "a.txt").write_bytes(b"\1" * 100_000)
+    assert 300_000 <= folder_bytes(tmp_path) < 320_000
+    check_disk_quota(tmp_path, 10_000, quota=400_000)
+    with pytest.raises(AlbertLabError, match=r"^disk quota: .* holds 0\.00 GiB of the 0\.00 GiB the app may write, and "
+                                             r"this conversion needs 1 MB more; delete old runs"):
+        check_disk_quota(tmp_path, 1 << 20, quota=400_000, what="this conversion")
