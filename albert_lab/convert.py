@@ -29,7 +29,7 @@ from typing import Any, Literal, get_args
 
 import torch
 
-from albert_lab.errors import CheckpointError, SpecError
+from albert_lab.errors import AlbertLabError, CheckpointError, SpecError
 from albert_lab.models import build_model
 from albert_lab.spec import ModelSpec, Sharing, layer_group
 
@@ -287,11 +287,67 @@ def _load_into(model: torch.nn.Module, state: dict[str, torch.Tensor], spec: Mod
 
 
 # ---- from a folder or hub id to a checkpoint folder ------------------------------------------
+def conversion_options(source: str | Path, embedding_size: int, sharing: str, groups: int | None, init: str,
+                       seed: int = 0) -> dict[str, Any]:
+    """What makes two conversions the same: the source (its resolved folder and its files'
+    stamp, so a rewritten source converts afresh; a hub id by name) and every choice. The
+    card of each conversion records them (`conversion.options`); find_conversion looks for them."""
+    from albert_lab.checkpoint.files import is_local_source, stamp
+
+    local = is_local_source(str(source))
+    return {"source": str(Path(source).resolve()) if local else str(source), "source_stamp": stamp(source) if local else 0.0,
+            "embedding_size": int(embedding_size), "sharing": sharing,
+            "groups": None if sharing == "none" else int(groups or 1), "init": init, "seed": int(seed)}
+
+
+def find_conversion(root: Path, options: dict[str, Any]) -> Path | None:
+    """A finished conversion under `root` made with exactly `options` (conversion_options), if there is one."""
+    from albert_lab.checkpoint.files import CARD, WEIGHTS, read_card
+
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        if folder.name.startswith(".") or not (folder / CARD).is_file() or not (folder / WEIGHTS).is_file():
+            continue
+        try:
+            if read_card(folder).get("conversion", {}).get("options") == options:
+                return folder
+        except (AlbertLabError, OSError):  # a damaged card is no match
+            continue
+    return None
+
+
+def albertize_into(root: Path, stem: str, source: str | Path, embedding_size: int, sharing: Sharing,
+                   groups: int | None, init: Init, seed: int = 0, quota: int | None = None) -> tuple[Path, bool]:
+    """albertize into a new folder `root/stem` (`stem-2`, ... when taken), or give the folder of an
+    identical conversion already under `root`: (folder, reused). One conversion at a time per
+    `root` (a lock), so clicks at once neither convert twice nor hold two models in memory; with
+    `quota` (bytes), refused before the work when `root`'s parent would hold more."""
+    import fcntl
+    import shlex
+
+    from albert_lab.limits import check_disk_quota, folder_bytes
+    from albert_lab.paths import unique_folder
+
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".convert.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        options = conversion_options(source, embedding_size, sharing, groups, init, seed)
+        if (found := find_conversion(root, options)) is not None:
+            return found, True
+        if quota is not None:
+            local = Path(options["source"])
+            check_disk_quota(root.parent, folder_bytes(local) if local.is_dir() else 0, quota, what="this conversion")
+        out = unique_folder(root / stem)
+        args = ["--checkpoint", str(source), "--embedding", str(embedding_size), "--sharing", sharing, "--init", init,
+                "--out", str(out)] + (["--groups", str(groups)] if groups else [])
+        return albertize(source, out, embedding_size, sharing, groups, init, seed,
+                         command="albert-lab albertize " + shlex.join(args)), False
+
+
 def albertize(source: str | Path, out: str | Path, embedding_size: int = 128, sharing: Sharing = "all",
               groups: int | None = None, init: Init = "average", seed: int = 0, command: str = "") -> Path:
     """Load a BERT-family checkpoint (a transformers BERT folder, a sentence-transformers
     folder, a hub id when online), convert it, and save an ALBERT checkpoint at `out`
-    whose card says 'converted, not trained'."""
+    whose card says 'converted, not trained' and records its options (conversion_options)."""
     from albert_lab.checkpoint.load import load_checkpoint
     from albert_lab.checkpoint.sources import describe_source, portable_command
     from albert_lab.checkpoint.store import check_new_folder, save_checkpoint
@@ -312,7 +368,8 @@ def albertize(source: str | Path, out: str | Path, embedding_size: int = 128, sh
                   "pair": "present" if "sop_classifier." not in conv.omit else "missing"},
         "metrics": {},
         "conversion": {**facts, "source": named, "source_name": bundle.name, "source_spec": bundle.spec.label,
-                       "status": "converted, not trained"},
+                       "status": "converted, not trained",
+                       "options": conversion_options(source, embedding_size, sharing, groups, init, seed)},
         "provenance": {"origin": f"converted from {bundle.name} by albertize, not trained", "command": portable_command(command),
                        "source": named, "seed": seed, "wall_time_s": round(time.time() - started, 1),
                        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")},

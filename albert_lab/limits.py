@@ -49,8 +49,10 @@ def folder_bytes(folder: Path) -> int:
     return total
 
 
-def check_disk_quota(folder: Path, adding: int = 0, quota: int = APP_DISK_QUOTA, what: str = "this") -> None:
-    """Refuse work that would take the files under `folder` past `quota` bytes, naming what to delete."""
+def check_disk_quota(folder: Path, adding: int = 0, quota: int | None = None, what: str = "this") -> None:
+    """Refuse work that would take the files under `folder` past `quota` bytes (APP_DISK_QUOTA
+    unless given), naming what to delete."""
+    quota = APP_DISK_QUOTA if quota is None else quota
     used = folder_bytes(folder)
     if used + adding > quota:
         raise AlbertLabError(f"disk quota: {folder} holds {used / 2**30:.2f} GiB of the {quota / 2**30:.2f} GiB the app "

@@ -92,7 +92,29 @@ def test_the_model_card_albertizes_a_bert(app, tmp_path):
     assert card["conversion"]["status"] == "converted, not trained" and card["provenance"]["command"].startswith("albert-lab albertize")
     warned = any("query-key forms keep" in w.value for w in at.warning)  # the averaged attention, said where it is weak
     assert warned == (card["conversion"]["attention_kept"] < 0.5)
+    for _ in range(3):  # each click wrote a new bert-nsp-e8-all-average-N (26 MB for 3 clicks)
+        at.button[[b.label for b in at.button].index("Convert (seconds)")].click().run()
+        assert [t.value for t in at.toast] == ["The same conversion was made before: bert-nsp-e8-all-average is reused."]
+    assert [p.name for p in out.parent.iterdir() if not p.name.startswith(".")] == [out.name]
     at.button(key="albertize_pick").click().run()
     assert "converted:bert-nsp-e8-all-average" in at.sidebar.multiselect(key="picked").value  # as `checkpoints` lists it
     assert "converted:bert-nsp-e8-all-average" in at.sidebar.multiselect(key="picked").options  # once, not also as an extra
     assert len([o for o in at.sidebar.multiselect(key="picked").options if "e8-all-average" in o]) == 1
+
+
+def test_probes_and_conversions_stop_at_the_disk_quota(app, tmp_path, monkeypatch):
+    """'Fit the probe' and 'Convert' each wrote a new folder under runs/ without a bound."""
+    from albert_lab import limits
+
+    monkeypatch.setattr(limits, "APP_DISK_QUOTA", 1 << 20)
+    (tmp_path / "runs").mkdir(exist_ok=True)
+    (tmp_path / "runs" / "old.bin").write_bytes(b"\1" * (1 << 20))  # the runs folder already at its quota
+    at = goto(app, "model_card")
+    at.selectbox(key="card_checkpoint").set_value("hub-albert").run()
+    next(b for b in at.button if b.label.startswith("Fit the probe")).click().run()
+    assert any(e.value.startswith("fitting the probe: disk quota: ") and "this probe needs" in e.value for e in at.error)
+    at.selectbox(key="card_checkpoint").set_value("bert-nsp").run()
+    at.button[[b.label for b in at.button].index("Convert (seconds)")].click().run()
+    assert any(e.value.startswith("converting: disk quota: ") for e in at.error), [e.value for e in at.error]
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["albertized", "old.bin"]
+    assert not [p for p in (tmp_path / "runs" / "albertized").iterdir() if not p.name.startswith(".")]

@@ -283,3 +283,47 @@ def test_a_bert_without_pooler_weights_converts_as_it_loads(tiny_bert, tmp_path)
     bundle = load_checkpoint(out, device="cpu")
     assert bundle.heads.pair == "missing" and bundle.heads.mlm == "missing"  # E < H: the MLM head is left out too
     assert all(not k.startswith("albert.pooler.") for k in load_file(str(out / "model.safetensors")))
+
+
+def test_sixty_identical_conversions_make_one_folder(tiny_bert, tmp_path):
+    """Each Model card 'Convert' wrote a new runs/albertized/<stem>-N (3 clicks: 26 MB)."""
+    import os
+    import threading
+
+    from albert_lab.convert import albertize_into
+
+    folder, _ = tiny_bert
+    root = tmp_path / "runs" / "albertized"
+    results = [albertize_into(root, "bert-e8-all-average", folder, 8, "all", 1, "average") for _ in range(58)]
+    both = []
+    threads = [threading.Thread(target=lambda: both.append(albertize_into(root, "x", folder, 8, "all", None, "average")))
+               for _ in range(2)]  # two clicks at the same instant; groups None is one group
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [p.name for p in root.iterdir() if not p.name.startswith(".")] == ["bert-e8-all-average"]
+    assert results[0] == (root / "bert-e8-all-average", False)
+    assert all(r == (root / "bert-e8-all-average", True) for r in results[1:] + both)
+    options = read_card(root / "bert-e8-all-average")["conversion"]["options"]
+    assert options == {"source": str(folder.resolve()), "source_stamp": options["source_stamp"], "embedding_size": 8,
+                       "sharing": "all", "groups": 1, "init": "average", "seed": 0} and options["source_stamp"] > 0
+    other, reused = albertize_into(root, "bert-e8-none-average", folder, 8, "none", None, "average")  # another choice
+    assert not reused and other.name == "bert-e8-none-average"
+    weights = folder / "model.safetensors"
+    os.utime(weights, (weights.stat().st_atime, weights.stat().st_mtime + 10))  # the source rewritten: converted afresh
+    again, reused = albertize_into(root, "bert-e8-all-average", folder, 8, "all", 1, "average")
+    assert not reused and again.name == "bert-e8-all-average-2"
+
+
+def test_a_conversion_past_the_disk_quota_is_refused_before_the_work(tiny_bert, tmp_path):
+    from albert_lab.convert import albertize_into
+    from albert_lab.errors import AlbertLabError
+
+    folder, _ = tiny_bert
+    root = tmp_path / "runs" / "albertized"
+    first, _ = albertize_into(root, "a", folder, 8, "all", 1, "average", quota=50 << 20)
+    assert albertize_into(root, "a", folder, 8, "all", 1, "average", quota=1) == (first, True)  # reused: no new bytes
+    with pytest.raises(AlbertLabError, match=r"^disk quota: .* this conversion needs"):
+        albertize_into(root, "b", folder, 16, "all", 1, "average", quota=1)
+    assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == ["a"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import get_args
 
@@ -54,13 +53,15 @@ def albertize_section(name: str, source: str, spec: dict) -> None:
                 picker.add_checkpoint(made, path)
 
 
-def albertize_into_runs(name: str, source: str, e: int, sharing: str, groups: int | None, init: str):
-    """albertize into a fresh folder under runs/albertized/ (named after the source and the choices)."""
-    from albert_lab.convert import albertize
-    from albert_lab.paths import runs_dir, unique_folder
+def albertize_into_runs(name: str, source: str, e: int, sharing: str, groups: int | None, init: str) -> Path:
+    """albertize into a fresh folder under runs/albertized/ (named after the source and the choices),
+    or the folder of the same conversion made before; within the app's disk quota."""
+    from albert_lab import limits
+    from albert_lab.convert import albertize_into
+    from albert_lab.paths import runs_dir
 
     stem = f"{name.replace('/', '-')}-e{e}-{sharing}" + (f"-g{groups}" if groups and groups > 1 else "") + f"-{init}"
-    out = unique_folder(runs_dir() / "albertized" / stem)
-    args = ["--checkpoint", source, "--embedding", str(e), "--sharing", sharing, "--init", init, "--out", str(out)]
-    command = "albert-lab albertize " + shlex.join(args + (["--groups", str(groups)] if groups else []))
-    return albertize(source, out, e, sharing, groups, init, command=command)
+    out, reused = albertize_into(runs_dir() / "albertized", stem, source, e, sharing, groups, init, quota=limits.APP_DISK_QUOTA)
+    if reused:
+        st.toast(f"The same conversion was made before: {out.name} is reused.", icon=":material/recycling:")
+    return out

@@ -1,5 +1,7 @@
 """Model card: what a checkpoint is, where it came from, what it costs, what its heads can do."""
 
+from pathlib import Path
+
 import pandas as pd
 import streamlit as st
 
@@ -15,6 +17,7 @@ from app.text import field_label, fmt_value, metric_label, provenance_view, si
 st.title(room("model_card").heading)
 def probe_section(chosen: Selection, name: str, heads: dict) -> None:
     """Fit the missing or untrained pair head of `name` on its frozen encoder (albert-lab fit-head)."""
+    from albert_lab.limits import check_disk_quota, folder_bytes
     from albert_lab.paths import runs_dir, unique_folder
     from albert_lab.training.probe import fit_probe, save_probe
 
@@ -32,6 +35,8 @@ def probe_section(chosen: Selection, name: str, heads: dict) -> None:
             go = st.form_submit_button("Fit the probe (about a minute)", type="primary")
         if go:
             with guard("fitting the probe"), st.status("Fitting the probe ...", expanded=True) as status:
+                source = Path(dict(chosen.checkpoints)[name])  # the probe saves a copy of it: within the quota
+                check_disk_quota(runs_dir(), folder_bytes(source) if source.is_dir() else 0, what="this probe")
                 (bundle,) = chosen.only([name]).bundles()
                 result = fit_probe(bundle, task, train_pairs=int(train_pairs), heldout_pairs=int(held_pairs), steps=int(steps),
                                    log=status.write)
