@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import streamlit as st
 from conftest import MAIN, charts, goto, start
+from streamlit.testing.v1 import AppTest
 
 from albert_lab.errors import RunError
 from albert_lab.spec import PRESETS
@@ -290,3 +291,33 @@ def test_start_clicks_past_the_browsers_budget_say_the_queue_is_full_and_keep_no
     next(b for b in at.button if b.label == "Start training").click().run()
     assert any("learning rate must be positive" in e.value for e in at.error), [e.value for e in at.error]
     assert len(list((Path(os.environ["ALBERT_LAB_RUNS"]) / "uploads").iterdir())) == 2
+
+
+@pytest.mark.parametrize("forged", ["stored-hash", "token-one-character-off", "../../.owners/x", "A" * 5000])
+def test_a_copied_record_or_a_forged_owner_cookie_cannot_cancel_anothers_run(app, monkeypatch, forged):
+    """The runs panel's owner cookie: another browser that sends the server's stored record as its
+    cookie, the token one character off, or a malformed cookie sees the run read-only."""
+    import os
+
+    import albert_lab.training.jobs as jobs
+    from conftest import tiny_spec
+
+    from albert_lab.training.config import TrainConfig
+    from app import owner
+
+    config = TrainConfig(spec=tiny_spec(1000).to_dict(), corpus="wiki-vital[:600]", vocab_size=1000, max_steps=5,
+                         max_seq_len=64, name="theirs")
+    monkeypatch.setattr(jobs, "spawn_worker", lambda run_dir: 0)  # queued, never trained
+    token = "their-browser-token-0123456789abcdef"
+    cookie = {"value": token}
+    monkeypatch.setattr(owner, "_cookie", lambda: owner._TOKEN.fullmatch(v) and v if (v := cookie["value"]) else None)
+    run = jobs.start_run(config, owner=__import__("hashlib").sha256(token.encode()).hexdigest())
+    record = (Path(os.environ["ALBERT_LAB_RUNS"]) / ".owners" / run.id).read_text().strip()
+    assert token not in record  # the server keeps a hash, never the token
+    at = goto(app, "training")
+    assert any(b.label == "Cancel this run" for b in at.button)  # its owner's browser
+    cookie["value"] = {"stored-hash": record, "token-one-character-off": token[:-1] + "g"}.get(forged, forged)
+    fresh = AppTest.from_file(MAIN, default_timeout=120).run()
+    other = goto(fresh, "training")
+    assert not any(b.label == "Cancel this run" for b in other.button)
+    assert any("Started in another browser" in c.value for c in other.caption)
