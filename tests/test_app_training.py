@@ -299,9 +299,9 @@ def test_a_copied_record_or_a_forged_owner_cookie_cannot_cancel_anothers_run(app
     cookie, the token one character off, or a malformed cookie sees the run read-only."""
     import os
 
-    import albert_lab.training.jobs as jobs
     from conftest import tiny_spec
 
+    import albert_lab.training.jobs as jobs
     from albert_lab.training.config import TrainConfig
     from app import owner
 
