@@ -131,3 +131,12 @@ def test_a_generic_folder_is_named_from_its_own_files(tmp_path):
     snapshot.mkdir(parents=True)
     assert checkpoint_label(snapshot) == "org/tiny-bert"  # a hub cache: its repository
     assert checkpoint_label(tmp_path / "albert-sop") == "albert-sop" and checkpoint_label(card, "given") == "given"
+
+
+@pytest.mark.parametrize("name, how", [("x.tar.gz", "mkdir x && tar -xf x.tar.gz -C x"), ("x.tgz", "mkdir x && tar -xf x.tgz -C x"),
+                                       ("x.zip", "unzip x.zip -d x")])
+def test_an_archive_that_is_no_release_names_the_command_that_unpacks_it(tmp_path, name, how):
+    """'x.tar.gz' said `unzip x.tar.gz -d x.tar`: the wrong tool and a folder named '.tar'."""
+    (tmp_path / name).write_bytes(b"not an archive")
+    with pytest.raises(CheckpointError, match=f"unpack it \\(e.g. `{re.escape(how)}`\\)"):
+        check_folder(tmp_path / name)

@@ -112,7 +112,12 @@ def _file_hint(path: Path) -> str:
     import zipfile
 
     if zipfile.is_zipfile(path) or path.suffix.lower() in (".zip", ".tar", ".gz", ".tgz"):
-        return f"{path} is an archive; unpack it (e.g. `unzip {path.name} -d {path.stem}`) and give the folder that holds config.json"
+        name = path.name
+        suffix = next((x for x in (".tar.gz", ".tgz", ".tar", ".gz", ".zip") if name.lower().endswith(x)), path.suffix)
+        stem = name[: len(name) - len(suffix)] or path.stem
+        zipped = zipfile.is_zipfile(path) or suffix == ".zip"
+        how = f"unzip {name} -d {stem}" if zipped else f"mkdir {stem} && tar -xf {name} -C {stem}"
+        return f"{path} is an archive; unpack it (e.g. `{how}`) and give the folder that holds config.json"
     if path.name.startswith("model.ckpt") or ".data-0" in path.name or path.suffix == ".index":
         return (f"{path} is part of a TensorFlow checkpoint; give the release folder that holds it (with its "
                 f"albert_config.json or bert_config.json and tokenizer), e.g. {path.parent}")
