@@ -1,8 +1,13 @@
 """The error guard: what a user can cause ends as a message in the page, anything else as
-a message with the traceback folded away for a bug report; never a bare traceback."""
+a message with the traceback folded away for a bug report; never a bare traceback.
+
+Under ALBERT_LAB_STRICT=1 (the test suite sets it) anything else is raised again after its
+message: the page and the sidebar run inside a guard, so without it a bug would be only a
+message and a test that looks for exceptions would not see it."""
 
 from __future__ import annotations
 
+import os
 import re
 import traceback
 from collections.abc import Iterator
@@ -31,3 +36,5 @@ def guard(what: str = "", labels: dict[str, str] | None = None) -> Iterator[None
                  icon=":material/bug_report:")
         with st.expander("Details for a bug report"):
             st.code(traceback.format_exc())
+        if os.environ.get("ALBERT_LAB_STRICT") == "1":
+            raise

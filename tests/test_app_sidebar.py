@@ -347,3 +347,19 @@ def test_an_error_in_the_sidebar_or_a_page_is_a_message_not_a_traceback(app, mon
     monkeypatch.setattr(ui, "need_checkpoints", unreadable)
     at = goto(app, "model_card")
     assert any(e.value == "runs/: cannot be read (Permission denied)" for e in at.error), [e.value for e in at.error]
+
+
+def test_a_bug_is_a_message_for_users_and_an_exception_under_tests(monkeypatch):
+    """The page runs inside the guard: a user sees a bug as a message with its details folded away;
+    the suite (ALBERT_LAB_STRICT=1, set in conftest) sees it raised, so no test misses it."""
+    def page():
+        from app.guard import guard
+
+        with guard("drawing"):
+            raise ZeroDivisionError("a bug")
+
+    strict = AppTest.from_function(page).run()
+    assert strict.exception and strict.exception[0].value == "a bug"
+    monkeypatch.setenv("ALBERT_LAB_STRICT", "0")
+    shown = AppTest.from_function(page).run()
+    assert not shown.exception and "Something went wrong while drawing: ZeroDivisionError: a bug" in shown.error[0].value
