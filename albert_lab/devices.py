@@ -51,12 +51,33 @@ def fast_bf16(device: torch.device) -> bool:
     return matmul_rate(torch.bfloat16) > 1.2 * matmul_rate(torch.float32)
 
 
-def _cpu_has_bf16() -> bool:
+# The CPU flags that change which kernels PyTorch, oneDNN and MKL run (and so their rounding and speed)
+KERNEL_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+
+
+@functools.cache
+def _cpuinfo() -> tuple[str, frozenset[str]]:
+    """(model name, flags) of the first CPU in /proc/cpuinfo; ("", {}) where there is none (macOS, Windows)."""
     try:
         with open("/proc/cpuinfo") as handle:
-            flags = next((line for line in handle if line.startswith("flags")), "")
+            lines = handle.read().splitlines()
     except OSError:
-        return False
+        return "", frozenset()
+    def field(name: str) -> str:
+        return next((line.split(":", 1)[1].strip() for line in lines if line.split(":", 1)[0].strip() == name), "")
+    return field("model name"), frozenset(field("flags").split())
+
+
+def cpu_kind() -> dict[str, object]:
+    """What decides this CPU's kernels: its model name, the flags among KERNEL_FLAGS it has,
+    and the vector level PyTorch runs at (lower than the flags allow under ATEN_CPU_CAPABILITY)."""
+    model, flags = _cpuinfo()
+    return {"model": model or "unknown CPU", "flags": [f for f in KERNEL_FLAGS if f in flags],
+            "torch_capability": torch.backends.cpu.get_cpu_capability(), "torch": torch.__version__}
+
+
+def _cpu_has_bf16() -> bool:
+    flags = _cpuinfo()[1]
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
