@@ -21,12 +21,15 @@ st.set_page_config(page_title="ALBERT Lab", page_icon=ui.PAGE_ICON, layout="wide
 BY_STEM = {room.stem: st.Page(room.script, title=room.title, icon=room.icon, url_path=room.url_path,
                               default=room.stem == registry.DEFAULT) for room in registry.PAGES}
 PAGES = {section: [BY_STEM[room.stem] for room in rooms] for section, rooms in registry.sections().items()}
+LIGHT = {BY_STEM[stem] for stem in registry.LIGHT}
 
 page = st.navigation(PAGES)
 ui.use_threads(wait=False)  # one thread while a training run uses the cores
 picker.sidebar()
 presets.presets(BY_STEM)
 st.session_state["_shared"] = False
+if page not in LIGHT:  # the model code, imported here or by the warm-up (waited for): never by two threads at once
+    ui.import_model_code()
 page.run()
 if not st.session_state["_shared"]:  # a page without inputs of its own still links the checkpoints picked
     links.share()

@@ -339,12 +339,16 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90) -> No
 
 
 @contextmanager
-def serve(checkpoints: Path, runs: Path):
+def serve(checkpoints: Path, runs: Path, streamlit_run: bool = False):
     """The app on these checkpoint and runs folders, started as the README starts it
-    (`albert-lab app`, which execs `streamlit run app/main.py`); yields its URL."""
+    (`albert-lab app`, which imports the model code and execs `streamlit run app/main.py`),
+    or with streamlit_run=True as Streamlit starts an app (the model code then imports in
+    the background after the first page); yields its URL."""
     port = free_port()
     env = {**os.environ, "ALBERT_LAB_CHECKPOINTS": str(checkpoints), "ALBERT_LAB_RUNS": str(runs), "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen([sys.executable, "-m", "albert_lab", "app", "--port", str(port), "--server.headless", "true"],
+    command = (["-m", "streamlit", "run", "app/main.py", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
+               if streamlit_run else ["-m", "albert_lab", "app", "--port", str(port)])
+    process = subprocess.Popen([sys.executable, *command, "--server.headless", "true"],
                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:

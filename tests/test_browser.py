@@ -114,3 +114,4 @@ def test_attention_entropy_of_models_with_unequal_heads_draws_in_chromium(tmp_pa
         drawn = page.locator(".heatmaplayer image").count()
         browser.close()
     assert errors == [] and drawn == 2, (errors, drawn)
+
