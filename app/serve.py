@@ -50,11 +50,12 @@ def import_model_code() -> None:
         return
     with _MODEL_CODE:
         if not _model_code_imported.is_set():
-            import albert_lab.analysis.reapply  # noqa: F401  transformers.masking_utils
-            import albert_lab.checkpoint.load  # noqa: F401
-            import albert_lab.models  # noqa: F401
-            import albert_lab.tokenizer  # noqa: F401
             import transformers.activations  # noqa: F401  albert_lab.kernels'
+
+            import albert_lab.analysis.reapply
+            import albert_lab.checkpoint.load
+            import albert_lab.models
+            import albert_lab.tokenizer  # noqa: F401
             _model_code_imported.set()
 
 

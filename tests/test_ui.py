@@ -31,9 +31,8 @@ def test_every_page_opens_cleanly_in_chromium(shipped, tmp_path):
     exception (Sentence pairs showed "cannot import name 'AlbertConfig' from 'transformers'"
     when its script imported transformers beside the warm-up thread), no console error and
     no request to another host."""
-    from playwright.sync_api import sync_playwright
-
     from conftest import serve
+    from playwright.sync_api import sync_playwright
 
     errors, remote = [], []
     with serve(shipped, tmp_path / "runs", streamlit_run=True) as server, sync_playwright() as p:
