@@ -14,6 +14,7 @@ from albert_lab.cli.common import (
     add_checkpoint_arguments,
     add_spec_arguments,
     check_at_least,
+    check_bf16,
     check_outputs,
     command,
     command_inputs,
@@ -145,6 +146,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         distil_from=resolve_checkpoint(args.distil_from) if args.distil_from else None,
     )
     _validate_in_flags(config)
+    check_bf16(config.precision == "bf16", "auto", "--precision bf16")
     from albert_lab.training.distributed import DistContext
 
     dist = DistContext.from_env()
