@@ -359,11 +359,30 @@ def serve(checkpoints: Path, runs: Path, streamlit_run: bool = False):
         process.wait(timeout=20)
 
 
+class Served(str):
+    """A served app's URL, with the runs folder it watches."""
+    runs: Path
+
+
+@pytest.fixture(scope="session")
+def _shared_server(shipped, tmp_path_factory):
+    runs = tmp_path_factory.mktemp("served") / "runs"
+    with serve(shipped, runs) as url:
+        served = Served(url)
+        served.runs = runs
+        yield served
+
+
 @pytest.fixture
-def server(shipped, tmp_path):
-    """The app on the `shipped` checkpoints; yields its URL."""
-    with serve(shipped, tmp_path / "runs") as url:
-        yield url
+def server(_shared_server):
+    """The app on the `shipped` checkpoints, started once per test session (half a minute
+    each on two cores); yields its URL (.runs: the runs folder it watches, emptied after
+    each test)."""
+    _shared_server.runs.mkdir(parents=True, exist_ok=True)
+    yield _shared_server
+    for entry in list(_shared_server.runs.iterdir()) + list(_shared_server.runs.glob(".*")):
+        if entry.exists():
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
 
 
 def chromium(playwright):
@@ -486,3 +505,11 @@ def cancel_then_resume(run_dir, step: int, monkeypatch) -> None:
     assert run_worker(run_dir) == "cancelled"
     monkeypatch.undo()
     resume_run(run_dir, foreground=True)
+
+
+def pytest_collection_modifyitems(items):
+    """Under pytest-xdist (scripts/test.sh runs two workers), the tests of the served app
+    share one worker, and so the one server it starts per session."""
+    for item in items:
+        if "server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("served"))
