@@ -136,11 +136,15 @@ def test_a_page_importing_beside_the_warm_up_gets_whole_modules():
 
 @pytest.mark.slow
 def test_the_light_pages_import_neither_torch_nor_transformers():
-    """app/main.py lets its LIGHT pages draw without waiting for the model code: they must not import it."""
+    """app/main.py lets registry.LIGHT's pages draw without waiting for the model code's
+    import: they must not import it (every other page waits for it)."""
+    from app.registry import DEFAULT, LIGHT
+
     code = ("import sys\nfrom streamlit.testing.v1 import AppTest\n"
             "at = AppTest.from_file(sys.argv[1], default_timeout=60)\nat.run()\nassert not at.exception\n"
-            "at.switch_page('../pages/parameters.py').run()\nassert not at.exception\n"
+            "for stem in sys.argv[2:]:\n    at.switch_page(f'rooms/{stem}/page.py').run()\n    assert not at.exception\n"
             "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", code, str(ROOT / "app" / "main.py")], cwd=ROOT, capture_output=True,
-                            text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert DEFAULT in LIGHT  # the first page: drawn while the warm-up has not begun
+    result = subprocess.run([sys.executable, "-c", code, str(ROOT / "app" / "main.py"), *LIGHT], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 0 and result.stdout.strip().splitlines()[-1] == "[]", (result.stdout, result.stderr[-2000:])
