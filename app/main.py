@@ -30,6 +30,8 @@ presets.presets(BY_STEM)
 st.session_state["_shared"] = False
 if page not in LIGHT:  # the model code, imported here or by the warm-up (waited for): never by two threads at once
     ui.import_model_code()
+else:  # a light page does not import it, but may read a config with transformers: not beside the warm-up's import
+    ui.wait_for_model_code()
 page.run()
 if not st.session_state["_shared"]:  # a page without inputs of its own still links the checkpoints picked
     links.share()

@@ -59,6 +59,13 @@ def import_model_code() -> None:
             _model_code_imported.set()
 
 
+def wait_for_model_code() -> None:
+    """Wait while another thread imports the model code: a page that does not need it may
+    still read a config with a little of transformers, which must not run beside that import."""
+    with _MODEL_CODE:
+        pass
+
+
 def import_in_background() -> None:
     """import_model_code from a thread of its own, yielding the CPU to everything else."""
     lower_priority()
