@@ -14,7 +14,7 @@ if str(ROOT) not in sys.path:  # pages import `app.ui`
 
 import streamlit as st  # noqa: E402
 
-from app import browser, links, owner, picker, presets, registry, ui  # noqa: E402
+from app import browser, links, owner, picker, presets, registry, serve, ui  # noqa: E402
 
 st.set_page_config(page_title="ALBERT Lab", page_icon=ui.PAGE_ICON, layout="wide")
 
@@ -29,9 +29,9 @@ picker.sidebar()
 presets.presets(BY_STEM)
 st.session_state["_shared"] = False
 if page not in LIGHT:  # the model code, imported here or by the warm-up (waited for): never by two threads at once
-    ui.import_model_code()
+    serve.import_model_code()
 else:  # a light page does not import it, but may read a config with transformers: not beside the warm-up's import
-    ui.wait_for_model_code()
+    serve.wait_for_model_code()
 page.run()
 if not st.session_state["_shared"]:  # a page without inputs of its own still links the checkpoints picked
     links.share()
