@@ -14,7 +14,7 @@ if str(ROOT) not in sys.path:  # pages import `app.ui`
 
 import streamlit as st  # noqa: E402
 
-from app import browser, links, owner, picker, presets, registry, ui  # noqa: E402
+from app import browser, links, owner, picker, presets, registry, serve, ui  # noqa: E402
 from app.guard import guard  # noqa: E402
 
 st.set_page_config(page_title="ALBERT Lab", page_icon=ui.PAGE_ICON, layout="wide")
@@ -22,6 +22,7 @@ st.set_page_config(page_title="ALBERT Lab", page_icon=ui.PAGE_ICON, layout="wide
 BY_STEM = {room.stem: st.Page(room.script, title=room.title, icon=room.icon, url_path=room.url_path,
                               default=room.stem == registry.DEFAULT) for room in registry.PAGES}
 PAGES = {section: [BY_STEM[room.stem] for room in rooms] for section, rooms in registry.sections().items()}
+LIGHT = {BY_STEM[stem] for stem in registry.LIGHT}
 
 page = st.navigation(PAGES)
 ui.use_threads(wait=False)  # one thread while a training run uses the cores
@@ -29,6 +30,10 @@ with guard("reading the sidebar"):  # a link's odd value is a message above the 
     picker.sidebar()
 presets.presets(BY_STEM)
 st.session_state["_shared"] = False
+if page not in LIGHT:  # the model code, imported here or by the warm-up (waited for): never by two threads at once
+    serve.import_model_code()
+else:  # a light page does not import it, but may read a config with transformers: not beside the warm-up's import
+    serve.wait_for_model_code()
 with guard():  # what a page's own guards leave: a message, the sidebar and the session kept
     page.run()
 if not st.session_state["_shared"]:  # a page without inputs of its own still links the checkpoints picked

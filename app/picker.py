@@ -73,8 +73,13 @@ def sidebar() -> None:
         st.session_state["selected"] = [(n, by_name[n]["path"] if n in by_name else extra[n]) for n in picked]
         device = st.selectbox("Device", device_options(), key="device", help="CUDA, then MPS, then CPU when 'auto'")
         _big_models_note(st.session_state["selected"], device)
-        st.selectbox("Precision", ["float32", "bfloat16"], key="dtype",
-                     help="bfloat16 is faster on CPUs with AVX512-BF16/AMX; attributions always run in float32")
+        st.selectbox("Precision", ["float32", "bfloat16"], key="dtype", on_change=_bf16_checked,
+                     help="bfloat16 is faster only where the CPU runs it natively (AVX512-BF16/AMX), as measured once "
+                          "on this machine; attributions always run in float32")
+        if refused := st.session_state.pop("_bf16_refused", None):
+            st.warning(f"{refused}: float32 it is.", icon=":material/speed:")
+        elif st.session_state.get("dtype") == "bfloat16" and (note := _bf16_verdict(device)[1]):
+            st.caption(note)
         st.radio("Save figures as", ["png", "svg"], key="image_format", horizontal=True, format_func=str.upper,
                  help="The camera icon above each figure saves it in this format")
         # redrawn every 5 s while a run is active, so the note goes when the run ends (it stayed until the next click)
@@ -235,3 +240,21 @@ def add_checkpoint(name: str, source: str) -> None:
     st.session_state["_pending_picked"] = picked if name in picked else [*picked, name]
     st.session_state["_added_note"] = note
     st.rerun()
+
+
+def _bf16_verdict(device: str) -> tuple[bool, str | None]:
+    """devices.bf16_verdict for the sidebar's device (measured once per machine); torch is
+    imported only once bfloat16 is picked, never beside the warm-up's import."""
+    ui.import_model_code()
+    from albert_lab.devices import bf16_verdict, resolve_device
+
+    return bf16_verdict(resolve_device(ui.device_name(device)))
+
+
+def _bf16_checked() -> None:
+    """Precision's on_change: bfloat16 where it is too slow to use here goes back to float32, saying why."""
+    if st.session_state.get("dtype") == "bfloat16":
+        usable, note = _bf16_verdict(st.session_state.get("device", "auto"))
+        if not usable:
+            st.session_state["dtype"] = "float32"
+            st.session_state["_bf16_refused"] = note

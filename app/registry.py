@@ -46,6 +46,9 @@ PAGES: tuple[Room, ...] = (
     Room("depth_lab", "Depth lab", "Depth lab", ":material/stacked_line_chart:", "Tasks", "depth-lab"),
 )
 BY_STEM = {room.stem: room for room in PAGES}
+# Pages that do not import torch (a test checks): they draw without the model code's import
+# (app/serve.py), which every other page does or waits for; they wait only while it runs.
+LIGHT = ("model_card", "parameters")
 
 
 def room(stem: str) -> Room:

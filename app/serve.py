@@ -12,6 +12,11 @@ before the server listens, each page's first visit is only its own work
 (benchmarks/bench_app.py). The app's `ui.warm_up` imports the model code in the
 background after the first page for `streamlit run app/main.py` users, at low priority
 (a no-op when this module already did it).
+
+Two threads importing torch and transformers at once can each wait on a module the other
+is importing; Python then hands one of them a module half-imported ("cannot import name
+'AlbertConfig' from 'transformers'"), so the model code is imported by one thread at a
+time (import_model_code), and a page that needs it waits for the warm-up's import.
 """
 
 import os
@@ -32,9 +37,33 @@ def import_first_page() -> None:
     px.bar(x=[1], y=["a"], orientation="h")  # plotly's first figure imports its validators
 
 
+_MODEL_CODE = threading.Lock()
+_model_code_imported = threading.Event()
+
+
 def import_model_code() -> None:
-    """torch and transformers' ALBERT and BERT."""
-    import albert_lab.checkpoint.load  # noqa: F401
+    """torch and transformers' ALBERT and BERT (and the modules of theirs the analyses use),
+    by one thread at a time; a thread that comes while another imports them waits for it.
+    Call it holding no import lock (from a thread's start, or before a page's script runs),
+    never from a module being imported: the thread importing might need that module."""
+    if _model_code_imported.is_set():
+        return
+    with _MODEL_CODE:
+        if not _model_code_imported.is_set():
+            import transformers.activations  # noqa: F401  albert_lab.kernels'
+
+            import albert_lab.analysis.reapply
+            import albert_lab.checkpoint.load
+            import albert_lab.models
+            import albert_lab.tokenizer  # noqa: F401
+            _model_code_imported.set()
+
+
+def wait_for_model_code() -> None:
+    """Wait while another thread imports the model code: a page that does not need it may
+    still read a config with a little of transformers, which must not run beside that import."""
+    with _MODEL_CODE:
+        pass
 
 
 def import_in_background() -> None:

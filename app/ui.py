@@ -20,7 +20,7 @@ from albert_lab.data.textfile import check_size
 from albert_lab.paths import runs_dir
 from albert_lab.torch_build import known_devices
 from app import look
-from app.serve import import_in_background
+from app.serve import import_in_background, import_model_code
 from app.text import plural
 
 if TYPE_CHECKING:
@@ -101,6 +101,8 @@ def use_threads(wait: bool = True) -> None:
     # A module another thread is still importing is in sys.modules, its spec marked _initializing.
     if not wait and (torch is None or getattr(getattr(torch, "__spec__", None), "_initializing", False)):
         return
+    if wait:
+        import_model_code()  # never beside the warm-up's import
     import torch
 
     if torch.get_num_threads() != threads:

@@ -343,12 +343,16 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90) -> No
 
 
 @contextmanager
-def serve(checkpoints: Path, runs: Path):
+def serve(checkpoints: Path, runs: Path, streamlit_run: bool = False):
     """The app on these checkpoint and runs folders, started as the README starts it
-    (`albert-lab app`, which execs `streamlit run app/main.py`); yields its URL."""
+    (`albert-lab app`, which imports the model code and execs `streamlit run app/main.py`),
+    or with streamlit_run=True as Streamlit starts an app (the model code then imports in
+    the background after the first page); yields its URL."""
     port = free_port()
     env = {**os.environ, "ALBERT_LAB_CHECKPOINTS": str(checkpoints), "ALBERT_LAB_RUNS": str(runs), "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen([sys.executable, "-m", "albert_lab", "app", "--port", str(port), "--server.headless", "true"],
+    command = (["-m", "streamlit", "run", "app/main.py", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
+               if streamlit_run else ["-m", "albert_lab", "app", "--port", str(port)])
+    process = subprocess.Popen([sys.executable, *command, "--server.headless", "true"],
                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -359,11 +363,30 @@ def serve(checkpoints: Path, runs: Path):
         process.wait(timeout=20)
 
 
+class Served(str):
+    """A served app's URL, with the runs folder it watches."""
+    runs: Path
+
+
+@pytest.fixture(scope="session")
+def _shared_server(shipped, tmp_path_factory):
+    runs = tmp_path_factory.mktemp("served") / "runs"
+    with serve(shipped, runs) as url:
+        served = Served(url)
+        served.runs = runs
+        yield served
+
+
 @pytest.fixture
-def server(shipped, tmp_path):
-    """The app on the `shipped` checkpoints; yields its URL."""
-    with serve(shipped, tmp_path / "runs") as url:
-        yield url
+def server(_shared_server):
+    """The app on the `shipped` checkpoints, started once per test session (half a minute
+    each on two cores); yields its URL (.runs: the runs folder it watches, emptied after
+    each test)."""
+    _shared_server.runs.mkdir(parents=True, exist_ok=True)
+    yield _shared_server
+    for entry in list(_shared_server.runs.iterdir()) + list(_shared_server.runs.glob(".*")):
+        if entry.exists():
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
 
 
 def chromium(playwright):
@@ -486,3 +509,11 @@ def cancel_then_resume(run_dir, step: int, monkeypatch) -> None:
     assert run_worker(run_dir) == "cancelled"
     monkeypatch.undo()
     resume_run(run_dir, foreground=True)
+
+
+def pytest_collection_modifyitems(items):
+    """Under pytest-xdist (scripts/test.sh runs two workers), the tests of the served app
+    share one worker, and so the one server it starts per session."""
+    for item in items:
+        if "server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("served"))

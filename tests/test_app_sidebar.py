@@ -363,3 +363,25 @@ def test_a_bug_is_a_message_for_users_and_an_exception_under_tests(monkeypatch):
     monkeypatch.setenv("ALBERT_LAB_STRICT", "0")
     shown = AppTest.from_function(page).run()
     assert not shown.exception and "Something went wrong while drawing: ZeroDivisionError: a bug" in shown.error[0].value
+
+
+def test_bfloat16_says_beside_it_what_it_costs_here_and_goes_back_where_too_slow(app, monkeypatch):
+    """The sidebar offered bfloat16 as 'faster on CPUs with AVX512-BF16/AMX' on a CPU where a
+    2048^3 bf16 product did not finish in two minutes: picked, it now says what it measured
+    here (devices.bf16_verdict), and where it is too slow to use, float32 stays."""
+    from albert_lab import devices
+
+    slower = "bfloat16 is 2.0x slower than float32 on this CPU"
+    monkeypatch.setattr(devices, "bf16_verdict", lambda device: (True, slower))
+    app.sidebar.selectbox(key="dtype").set_value("bfloat16").run()
+    assert not app.exception and app.sidebar.selectbox(key="dtype").value == "bfloat16"
+    assert slower in [c.value for c in app.sidebar.caption]
+    monkeypatch.setattr(devices, "bf16_verdict", lambda device: (True, None))  # faster here: nothing to say
+    app.run()
+    assert not [c.value for c in app.sidebar.caption if "bfloat16" in c.value]
+    too_slow = "bfloat16 is 200x slower than float32 on this CPU (no AVX512-BF16 or AMX): too slow to use here"
+    monkeypatch.setattr(devices, "bf16_verdict", lambda device: (False, too_slow))
+    app.sidebar.selectbox(key="dtype").set_value("float32").run()
+    app.sidebar.selectbox(key="dtype").set_value("bfloat16").run()
+    assert not app.exception and app.sidebar.selectbox(key="dtype").value == "float32"
+    assert [w.value for w in app.sidebar.warning] == [f"{too_slow}: float32 it is."]

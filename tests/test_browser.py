@@ -78,7 +78,7 @@ def test_the_sidebar_note_of_a_training_run_goes_when_the_run_ends(server, tmp_p
     from playwright.sync_api import expect, sync_playwright
 
     note = "A training run is using the CPU"
-    with live_run(tmp_path / "runs", "busy", seconds=120) as (run, state), sync_playwright() as p:
+    with live_run(server.runs, "busy", seconds=120) as (run, state), sync_playwright() as p:
         browser = chromium(p)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
@@ -114,3 +114,4 @@ def test_attention_entropy_of_models_with_unequal_heads_draws_in_chromium(tmp_pa
         drawn = page.locator(".heatmaplayer image").count()
         browser.close()
     assert errors == [] and drawn == 2, (errors, drawn)
+

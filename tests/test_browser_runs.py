@@ -14,7 +14,7 @@ def test_a_reload_keeps_the_cancel_button_of_ones_own_run_and_another_browser_se
     from playwright.sync_api import expect, sync_playwright
 
     cancel, read_only = "Cancel this run", "Started in another browser or from the command line"
-    with live_run(tmp_path / "runs", "mine") as (run, _), sync_playwright() as p:
+    with live_run(server.runs, "mine") as (run, _), sync_playwright() as p:
         browser = chromium(p)
         try:
             mine = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -25,8 +25,8 @@ def test_a_reload_keeps_the_cancel_button_of_ones_own_run_and_another_browser_se
             page.wait_for_function("document.cookie.includes('albert_lab_owner=')", timeout=30_000)
             token = next(c["value"] for c in mine.cookies() if c["name"] == "albert_lab_owner")
             # what owner.claim writes when this browser starts a run from the page
-            (tmp_path / "runs" / ".owners").mkdir()
-            (tmp_path / "runs" / ".owners" / run.name).write_text(hashlib.sha256(token.encode()).hexdigest() + "\n")
+            (server.runs / ".owners").mkdir()
+            (server.runs / ".owners" / run.name).write_text(hashlib.sha256(token.encode()).hexdigest() + "\n")
             page.reload()
             page.get_by_role("tab", name="Runs", exact=True).click()
             expect(page.get_by_role("button", name=cancel)).to_be_visible(timeout=60_000)

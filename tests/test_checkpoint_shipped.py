@@ -80,6 +80,8 @@ def test_published_numbers_are_the_evaluate_output():
             assert card["metrics"][key] == pytest.approx(published, abs=1e-9)  # JSON keeps 10 digits
             assert row.low <= row.accuracy <= row.high and row.n > 0
     (command,) = commands
+    # the full evaluation (a run's own final evaluation may score a sample): every held-out pair, no --limit
+    assert command.startswith("albert-lab evaluate ") and "--limit" not in command
     assert command.startswith("albert-lab evaluate")
     page = (ROOT / "docs" / "results.md").read_text()
     published = page.split(export.START, 1)[1].split(export.END, 1)[0].strip()

@@ -100,3 +100,51 @@ def test_favicon_is_drawn_locally():
     from app import ui
 
     assert len(ui.PAGE_ICON) == 1 and unicodedata.category(ui.PAGE_ICON) == "So"
+
+
+IMPORTS_AT_ONCE = """
+import sys, threading
+from app import serve
+serve.import_first_page()  # what a server has imported before the first page draws
+errors = []
+def page():  # a page's script: the model code first, then its own imports
+    try:
+        {wait}
+        from albert_lab.analysis.pairs import score_pairs  # noqa: F401
+        import albert_lab.models  # noqa: F401
+    except ImportError as err:
+        errors.append(str(err))
+threads = [threading.Thread(target=serve.import_in_background), threading.Thread(target=page)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(errors)
+"""
+
+
+@pytest.mark.slow
+def test_a_page_importing_beside_the_warm_up_gets_whole_modules():
+    """`streamlit run app/main.py` opened on Sentence pairs showed "cannot import name
+    'AlbertConfig' from 'transformers'" in 2 of 3 starts: the warm-up thread and the page's
+    script imported torch and transformers at once, each waited on a module the other was
+    importing, and Python handed the page a module half-imported. Without the wait below
+    this fails every time here."""
+    code = IMPORTS_AT_ONCE.replace("{wait}", "serve.import_model_code()")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0 and result.stdout.strip() == "[]", (result.stdout, result.stderr[-2000:])
+
+
+@pytest.mark.slow
+def test_the_light_pages_do_not_import_torch():
+    """app/main.py lets registry.LIGHT's pages draw without the model code's import (torch
+    and transformers' models; every other page does it or waits for it): they must not need it."""
+    from app.registry import DEFAULT, LIGHT
+
+    code = ("import sys\nfrom streamlit.testing.v1 import AppTest\n"
+            "at = AppTest.from_file(sys.argv[1], default_timeout=60)\nat.run()\nassert not at.exception\n"
+            "for stem in sys.argv[2:]:\n    at.switch_page(f'rooms/{stem}/page.py').run()\n    assert not at.exception\n"
+            "print(sorted(m for m in ('torch', 'transformers.models.albert.modeling_albert') if m in sys.modules))")
+    assert DEFAULT in LIGHT  # the first page: drawn while the warm-up has not begun
+    result = subprocess.run([sys.executable, "-c", code, str(ROOT / "app" / "main.py"), *LIGHT], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0 and result.stdout.strip().splitlines()[-1] == "[]", (result.stdout, result.stderr[-2000:])

@@ -17,7 +17,7 @@ from albert_lab.checkpoint.load import load_checkpoint
 from albert_lab.errors import AlbertLabError, DataError, RunError, SpecError
 from albert_lab.runfolder import read_jsonl, write_json_atomic
 from albert_lab.training.config import TrainConfig
-from albert_lab.training.jobs import cancel_run, create_run, resume_run, start_run
+from albert_lab.training.jobs import cancel_run, create_run, evaluate_run, resume_run, start_run
 from albert_lab.training.runs import claim_run_dir, list_runs, read_run, update_run
 from albert_lab.training.worker import run_worker
 
@@ -68,22 +68,50 @@ def test_a_foreground_run_prepares_its_corpus_once_and_a_worker_from_the_checked
     assert (checked.train_docs.ids == full.train_docs.ids).all()
 
 
-def test_the_last_steps_are_logged_when_not_a_multiple_of_log_every(monkeypatch):
+def test_the_last_steps_are_logged_when_not_a_multiple_of_log_every(monkeypatch, capfd):
+    from albert_lab.training import loop
     from albert_lab.training.loop import Trainer
 
     run_dir, _ = create_run(config(name="odd", max_steps=7, eval_every=100, checkpoint_every=100, gradflow_every=100))
-    seen, evaluate = [], Trainer._evaluate_table
-    def final_evaluation(self, limit=None):  # what run.json says while the last, whole evaluation runs
-        seen.append((limit, json.loads((run_dir / "run.json").read_text())["message"]))  # (this pytest is no worker)
-        return evaluate(self, limit=limit)
-    monkeypatch.setattr(Trainer, "_evaluate_table", final_evaluation)
+    seen, score = [], Trainer._score
+    def final_evaluation(self, pairs, limit, tasks):  # what run.json says while the last evaluation runs
+        seen.append((limit, tuple(tasks), json.loads((run_dir / "run.json").read_text())["message"]))  # (no worker here)
+        return score(self, pairs, limit, tasks)
+    monkeypatch.setattr(Trainer, "_score", final_evaluation)
+    monkeypatch.setattr(loop, "FINAL_EVAL_SHARE", 0.0)  # the smallest sample: the calibration's size
     assert run_worker(run_dir) == "succeeded"
-    assert len(seen) == 1 and seen[0][0] is None and seen[0][1].startswith("final evaluation: ")
+    assert seen[0][:2] == (loop.CALIBRATION_ROWS, loop.TASKS)  # timed first, to size the sample
+    assert [s[:2] for s in seen[1:]] == [(loop.CALIBRATION_ROWS, (task,)) for task in loop.TASKS]
+    assert all(message.startswith("final evaluation: ") for *_, message in seen[1:]), seen
+    assert "a sample sized to the run" in seen[1][2] and "about" in seen[1][2] and "scored, about" in seen[2][2]
     assert read_run(run_dir).message == ""
+    card = load_checkpoint(run_dir / "checkpoint").card
+    evaluated = card["evaluation"]
+    assert not evaluated["full"] and evaluated["evaluated_rows"] <= 3 * loop.CALIBRATION_ROWS < evaluated["held_out_rows"]
+    evaluated_sop_n = card["metrics"]["sop"]["n"]
+    assert card["metrics"]["sop"]["n"] <= loop.CALIBRATION_ROWS and card["metrics"]["sop"]["low"] < card["metrics"]["sop"]["high"]
+    log = capfd.readouterr().out  # a worker's output is its log.txt
+    assert f"final evaluation on {evaluated['evaluated_rows']:,} of {evaluated['held_out_rows']:,} held-out" in log
+    assert "(95% intervals)" in log and "sop_interior" in log
     train_rows = [m for m in read_run(run_dir).metrics() if m["kind"] == "train"]
     assert [m["step"] for m in train_rows] == [1, 5, 7]
     assert [s["step"] for s in read_run(run_dir).gradflow()] == [7]  # the last step's snapshot, not one at 100
-    assert train_rows[-1]["tokens"] == load_checkpoint(run_dir / "checkpoint").card["provenance"]["tokens"]
+    assert train_rows[-1]["tokens"] == card["provenance"]["tokens"]
+    heard = []  # then every held-out pair, as a card's button asks: its figures replace the sample's
+    metrics = evaluate_run(run_dir, progress=lambda fraction, words: heard.append((fraction, words)))
+    card = load_checkpoint(run_dir / "checkpoint").card
+    assert card["metrics"] == metrics and card["evaluation"]["full"]
+    assert card["evaluation"]["evaluated_rows"] == evaluated["held_out_rows"]
+    assert metrics["sop"]["n"] > evaluated_sop_n and heard[-1][0] == 1.0 and "left" in heard[0][1]
+
+
+def test_full_eval_scores_every_held_out_pair(capfd):
+    run_dir, _ = create_run(config(name="full", max_steps=2, eval_every=100, checkpoint_every=100, gradflow_every=100,
+                                   full_eval=True))
+    assert run_worker(run_dir) == "succeeded"
+    evaluated = load_checkpoint(run_dir / "checkpoint").card["evaluation"]
+    assert evaluated["full"] and evaluated["evaluated_rows"] == evaluated["held_out_rows"] > 100
+    assert f"final evaluation on all {evaluated['held_out_rows']:,} held-out" in capfd.readouterr().out
 
 
 def test_loss_decreases_with_a_fixed_seed():

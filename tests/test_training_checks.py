@@ -161,17 +161,17 @@ def test_a_run_scored_on_another_corpus_never_trains_on_its_held_out_documents(t
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
     clean = corpus_file(small_corpus.train[:300])
     result = run_cli("train", *TINY[:5], "--corpus", clean, "--eval-corpus", CORPUS, "--tokenizer", str(tokenizer_dir),
-                     *TINY[9:], "--runs-dir", str(tmp_path / "runs"), "--run-id", "scored")
+                     *TINY[9:], "--runs-dir", str(tmp_path / "runs"), "--run-id", "scored", "--full-eval")
     assert result.returncode == 0, result.stderr[-1500:]
     card = json.loads((tmp_path / "runs" / "scored" / "checkpoint" / "albert_lab.json").read_text())
     assert card["provenance"]["corpus"] == "c300.jsonl" and card["provenance"]["eval_corpus"] == CORPUS
     assert f"(scored on {len(small_corpus.heldout)} documents of {CORPUS})" in result.stdout + result.stderr
     result = run_cli("train", *TINY[:5], "--corpus", CORPUS, "--tokenizer", str(tokenizer_dir), *TINY[9:],
-                     "--runs-dir", str(tmp_path / "runs"), "--run-id", "own")  # scored on its own held-out documents
+                     "--runs-dir", str(tmp_path / "runs"), "--run-id", "own", "--full-eval")  # on its own held-out documents
     assert result.returncode == 0, result.stderr[-1500:]
     own = json.loads((tmp_path / "runs" / "own" / "checkpoint" / "albert_lab.json").read_text())
     assert {task: m["n"] for task, m in card["metrics"].items()} == {task: m["n"] for task, m in own["metrics"].items()}
-    assert card["metrics"]["sop"]["n"] > 20
+    assert card["metrics"]["sop"]["n"] > 20 and card["evaluation"]["full"]  # every pair of the same held-out set
 
 
 def test_eval_corpus_scores_what_evaluate_scores_and_refuses_one_with_nothing_held_out(tmp_path, small_corpus):

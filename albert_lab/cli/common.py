@@ -112,9 +112,25 @@ def add_text_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seq-len", type=int, default=MAX_LEN)
 
 
+def check_bf16(asked: bool, device: str, flag: str) -> None:
+    """Where bf16 was asked for: a one-line warning on stderr if it measures slower here than
+    fp32, AlbertLabError (exit 2) if it is too slow to use (devices.bf16_verdict)."""
+    if asked:
+        from albert_lab.devices import check_bf16 as verdict
+        from albert_lab.devices import resolve_device
+
+        warning = verdict(resolve_device(device), flag)
+        if warning:
+            print(warning, file=sys.stderr)
+
+
 def load_bundle(args: argparse.Namespace, source: str):
     from albert_lab.checkpoint.discover import resolve_checkpoint
     from albert_lab.checkpoint.load import load_checkpoint
+
+    if not getattr(args, "_bf16_checked", False):  # once per command, before its first model
+        check_bf16(args.dtype == "bfloat16", args.device, "--dtype bfloat16")
+        args._bf16_checked = True
 
     return load_checkpoint(resolve_checkpoint(source), device=args.device, dtype=args.dtype,
                            allow_pickle=args.allow_pickle, name=source if "/" not in source else None)

@@ -33,6 +33,7 @@ class TrainConfig:
     distil_pair: bool = False  # also match the teacher's pair distribution (its head trained for the same task)
     pair_weight: float = 1.0  # the pair (SOP/NSP) loss's weight: the paper's loss is MLM + pair, 1
     pooler_init: PoolerInit = "keep"  # uptraining: keep the pooler, or standardise [CLS] (training/init.py)
+    full_eval: bool = False  # the final evaluation on every held-out pair, not a sample sized to the run
     heads_only: bool = False  # train the MLM and pair heads (and pooler) on a frozen encoder: a probe of what it knows
     vocab_size: int = 8000  # SentencePiece pieces when training a tokenizer
     lowercase: bool = True

@@ -158,3 +158,44 @@ def resume_run(run_dir: Path, foreground: bool = False) -> RunInfo:
     else:
         spawn_worker(run_dir)
     return read_run(run_dir)
+
+
+def evaluate_run(run_dir: Path, progress: Callable[[float, str], None] | None = None) -> dict:
+    """Score a finished run's checkpoint on every one of its held-out pairs and texts and put
+    those figures (with their 95% intervals and n) in its card, marked full: what a run
+    card's "evaluate on all held-out pairs" asks for after a run that ended with a sample
+    (`train --full-eval` does it at the end of the run). `progress(fraction, words)` after
+    each task, with the time left. Returns the card's new metrics."""
+    import json
+
+    import pandas as pd
+
+    from albert_lab.analysis.intrinsic import TASKS, accuracy_table, card_metrics, score_eval_pairs
+    from albert_lab.checkpoint.files import CARD
+    from albert_lab.checkpoint.load import load_checkpoint
+    from albert_lab.data.corpora import load_corpus
+    from albert_lab.data.heldout import build_eval_pairs
+    from albert_lab.training.prepare import eval_documents
+
+    info = read_run(run_dir)
+    checkpoint = Path(run_dir) / "checkpoint"
+    if info.status != "succeeded" or not (checkpoint / CARD).is_file():
+        raise RunError(f"{run_dir}: only a finished run's checkpoint can be evaluated (this run is {info.status})")
+    config = TrainConfig.from_dict(info.config)
+    pairs = build_eval_pairs(eval_documents(config, load_corpus(config.corpus)))
+    bundle = load_checkpoint(checkpoint)
+    tasks = [t for t in TASKS if (pairs.task == t).any()]
+    started, frames = time.perf_counter(), []
+    for task in tasks:
+        frames.append(score_eval_pairs(bundle.model, bundle.tokenizer, pairs, config.max_seq_len, None, None, [task]))
+        done = sum(len(f) for f in frames)
+        left = (time.perf_counter() - started) / done * (len(pairs) - done)
+        if progress:
+            progress(done / len(pairs), f"{task} scored ({done:,} of {len(pairs):,}), about {left:.0f} s left")
+    table = accuracy_table(pd.concat(frames, ignore_index=True))
+    card = json.loads((checkpoint / CARD).read_text())
+    card["metrics"] = card_metrics(table)
+    card["evaluation"] = {"evaluated_rows": len(pairs), "held_out_rows": len(pairs), "full": True,
+                          "seconds": round(time.perf_counter() - started, 1)}
+    write_json_atomic(checkpoint / CARD, card)
+    return card["metrics"]

@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import torch
 from safetensors.torch import load_file
 
 from albert_lab.analysis.gradflow import gradient_flow_on_batch
-from albert_lab.analysis.intrinsic import accuracy_table, card_metrics, flat_metrics, score_eval_pairs
+from albert_lab.analysis.intrinsic import TASKS, accuracy_table, card_metrics, flat_metrics, score_eval_pairs
 from albert_lab.checkpoint.store import recover_checkpoint_dir, save_checkpoint
 from albert_lab.data.batching import Batch, PretrainingData
 from albert_lab.data.masking import masking_config
@@ -42,6 +43,13 @@ from albert_lab.training.prepare import Prepared, prepare
 from albert_lab.training.provenance import run_card
 from albert_lab.training.runs import FINAL_EVALUATION, HEARTBEAT_S, update_run
 from albert_lab.training.state import has_trainer_state, load_trainer_state, save_trainer_state
+
+FINAL_EVAL_SHARE = 0.25  # a run's final evaluation costs at most about this share of its training time (unless full_eval)
+CALIBRATION_ROWS = 32  # per task: timed first, to size the sample
+
+
+def _seconds(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 STANDARDIZE_BATCHES = 8  # batches whose [CLS] states set a standardized pooler (512 pairs at batch 64)
 
@@ -145,15 +153,12 @@ class Trainer:
         if self.dist.is_main and self.progress.window.get("steps"):
             self._log_window(self.optimizer.param_groups[0]["lr"])  # the last steps, when not a multiple of log_every
         if self.dist.is_main:
-            if status == "succeeded" and not self.prepared.eval_pairs.empty:  # minutes on a CPU: the page says what it waits for
-                what = f"{len(self.prepared.eval_pairs):,} held-out pairs and texts"
-                self.update_run(message=f"{FINAL_EVALUATION}: {what}")
-                self._say(f"{FINAL_EVALUATION} on {what} ...")
-            table = self._evaluate_table(limit=None) if status == "succeeded" else None
+            table, evaluated = self._final_evaluation() if status == "succeeded" else (None, None)
             if table is not None:
-                self._metrics({"kind": "eval", "step": self.progress.step, "final": True,
+                self._metrics({"kind": "eval", "step": self.progress.step, "final": True, **evaluated,
                                **{f"eval_{k}": v for k, v in flat_metrics(table).items()}})
-            self._save(card_metrics(table) if table is not None else {})  # with intervals and n, as the shipped cards
+            # with intervals and n, as the shipped cards; and how many of the held-out pairs
+            self._save(card_metrics(table) if table is not None else {}, evaluated)
             self.update_run(status=status, finished=time.time(), step=self.progress.step, heartbeat=time.time(),
                             message="" if status == "succeeded" else "cancelled; the checkpoint holds the last step")
         # Every rank waits here for rank 0's evaluation and save: a rank that tore down its gloo
@@ -250,6 +255,56 @@ class Trainer:
         table = self._evaluate_table(limit)
         return {} if table is None else flat_metrics(table)
 
+    def _final_evaluation(self) -> tuple[Any, dict[str, Any] | None]:
+        """(accuracy_table, what was scored) at the end of a run: every held-out pair with
+        config.full_eval, else a fixed sample sized so that scoring takes about
+        FINAL_EVAL_SHARE of the training time (timed on a first small sample), its 95%
+        intervals in the log and the card. Progress and the time left go to the log and
+        run.json's message, task by task."""
+        pairs = self.prepared.eval_pairs
+        if pairs.empty:
+            return None, None
+        tasks = [t for t in TASKS if (pairs.task == t).any()]
+        sizes = pairs.task.value_counts()
+        self.model.eval()
+        try:
+            started = time.perf_counter()
+            probe = self._score(pairs, CALIBRATION_ROWS, tasks)  # for the time estimate, and the sample's size
+            per_row, limit = (time.perf_counter() - started) / max(1, len(probe)), None
+            if not self.config.full_eval:
+                budget = FINAL_EVAL_SHARE * max(self.progress.elapsed, 1.0)
+                limit = max(CALIBRATION_ROWS, int(budget / per_row / len(tasks)))
+                if limit >= sizes.max():
+                    limit = None
+            rows = sum(int(min(sizes[t], limit or sizes[t])) for t in tasks)
+            what = (f"all {rows:,} held-out pairs and texts" if limit is None else
+                    f"{rows:,} of {len(pairs):,} held-out pairs and texts, a sample sized to the run "
+                    f"(train --full-eval, or albert-lab evaluate, scores all)")
+            eta = f", about {_seconds(rows * per_row)}"
+            self.update_run(message=f"{FINAL_EVALUATION}: {what}{eta}")
+            self._say(f"{FINAL_EVALUATION} on {what}{eta} ...")
+            frames = []
+            for i, task in enumerate(tasks):
+                frames.append(self._score(pairs, limit, [task]))
+                done = sum(len(f) for f in frames)
+                spent = time.perf_counter() - started
+                left = spent / done * (rows - done) if done < rows else 0.0
+                self._say(f"{FINAL_EVALUATION}: {task} scored ({i + 1} of {len(tasks)} tasks, {done:,} of {rows:,} rows), "
+                          f"about {_seconds(left)} left")
+                self.update_run(message=f"{FINAL_EVALUATION}: {done:,} of {rows:,} scored, about {_seconds(left)} left")
+            table = accuracy_table(pd.concat(frames, ignore_index=True))
+        finally:
+            self.model.train()
+        lines = [f"{r.metric} {r.accuracy:.3f} [{r.low:.3f}, {r.high:.3f}] n={r.n:,}" for r in table.itertuples()]
+        self._say(f"{FINAL_EVALUATION} done in {_seconds(time.perf_counter() - started)}: " + "; ".join(lines)
+                  + " (95% intervals)")
+        return table, {"evaluated_rows": rows, "held_out_rows": len(pairs), "full": limit is None,
+                       "seconds": round(time.perf_counter() - started, 1)}
+
+    def _score(self, pairs, limit: int | None, tasks: list[str]):
+        return score_eval_pairs(self.model, self.prepared.tokenizer, pairs, self.config.max_seq_len, self.dtype, limit,
+                                tasks)
+
     def _evaluate_table(self, limit: int | None):
         """`accuracy_table` of the held-out pairs, or None without any."""
         if self.prepared.eval_pairs.empty:
@@ -262,11 +317,13 @@ class Trainer:
             self.model.train()
 
     # ---- checkpoints -------------------------------------------------------------------
-    def _save(self, metrics: dict[str, dict[str, float]]) -> None:
+    def _save(self, metrics: dict[str, dict[str, float]], evaluated: dict[str, Any] | None = None) -> None:
         """Weights, tokenizer, card and trainer state in one atomic checkpoint folder."""
         p, prep = self.progress, self.prepared
         card = run_card(self.config, self.run_dir.name, prep, p.step, p.tokens, p.elapsed, metrics, self.init_card,
                         self.teacher.describe() if self.teacher else None, self.device)
+        if evaluated:
+            card["evaluation"] = evaluated
         scalars = {"step": p.step, "tokens": p.tokens, "elapsed": p.elapsed}
         save_checkpoint(self.model, prep.tokenizer, prep.spec, self.folder.checkpoint, card,
                         tokenizer_source=prep.tokenizer_dir,

@@ -80,6 +80,8 @@ with tab_mlp:
                                      format_func=lambda m: f"{m} (diverged at step {diverged[m]})" if m in diverged else m)
                 ui.chart(flow_heatmap(flow, model), "depth-gradient-heatmap")
             ui.download(flow, "depth-gradflow.csv")
+            if any(depth_cache.is_shipped(c) for c in configs):
+                st.caption(depth_cache.shipped_note())
     ui.paper_note("The toy: a width-32 MLP of 16 hidden layers, naively initialised (Gaussian), does not train with "
                   "plain SGD; gradients vanish toward the input. BatchNorm (before or after the ReLU; after is "
                   "'the current default' in the notes) and residual connections restore them. Transformers, ALBERT "
@@ -92,7 +94,8 @@ with tab_vgg:
     lr = cols[1].select_slider("SGD learning rate", [0.01, 0.02, 0.05, 0.1, 0.2], VGG_DEFAULTS["lr"], key="vgg_lr")
     missing = [(d, bn) for d, bn in VGG_NETS if depth_cache.vgg_result(d, bn, steps, lr) is None]
     if not missing:
-        st.caption("Ready for these settings (shipped with the app, or trained here earlier): it draws at once.")
+        st.caption("Ready for these settings (shipped with the app, or trained here earlier): it draws at once. "
+                   + (depth_cache.shipped_note() if depth_cache.is_shipped(steps=steps, lr=lr) else ""))
     else:
         eta = fmt_duration(ui.estimate("vgg", sum(steps * d for d, _ in missing), depth_runs.VGG_SECONDS_PER_UNIT))
         pace = (f"about {eta} at this machine's pace last time" if ui.measured("vgg") else
