@@ -289,13 +289,15 @@ def _load_into(model: torch.nn.Module, state: dict[str, torch.Tensor], spec: Mod
 # ---- from a folder or hub id to a checkpoint folder ------------------------------------------
 def conversion_options(source: str | Path, embedding_size: int, sharing: str, groups: int | None, init: str,
                        seed: int = 0) -> dict[str, Any]:
-    """What makes two conversions the same: the source (its resolved folder and its files'
-    stamp, so a rewritten source converts afresh; a hub id by name) and every choice. The
-    card of each conversion records them (`conversion.options`); find_conversion looks for them."""
+    """What makes two conversions the same: the source (named as every machine can, a folder
+    outside the project by its weights' SHA-256, and its files' stamp, so a rewritten source
+    converts afresh; a hub id by name) and every choice. The card of each conversion records
+    them (`conversion.options`); find_conversion looks for them."""
     from albert_lab.checkpoint.files import is_local_source, stamp
+    from albert_lab.checkpoint.sources import describe_source
 
     local = is_local_source(str(source))
-    return {"source": str(Path(source).resolve()) if local else str(source), "source_stamp": stamp(source) if local else 0.0,
+    return {"source": describe_source(source) if local else str(source), "source_stamp": stamp(source) if local else 0.0,
             "embedding_size": int(embedding_size), "sharing": sharing,
             "groups": None if sharing == "none" else int(groups or 1), "init": init, "seed": int(seed)}
 
@@ -334,7 +336,7 @@ def albertize_into(root: Path, stem: str, source: str | Path, embedding_size: in
         if (found := find_conversion(root, options)) is not None:
             return found, True
         if quota is not None:
-            local = Path(options["source"])
+            local = Path(str(source)).expanduser()
             check_disk_quota(root.parent, folder_bytes(local) if local.is_dir() else 0, quota, what="this conversion")
         out = unique_folder(root / stem)
         args = ["--checkpoint", str(source), "--embedding", str(embedding_size), "--sharing", sharing, "--init", init,

@@ -306,7 +306,10 @@ def test_sixty_identical_conversions_make_one_folder(tiny_bert, tmp_path):
     assert results[0] == (root / "bert-e8-all-average", False)
     assert all(r == (root / "bert-e8-all-average", True) for r in results[1:] + both)
     options = read_card(root / "bert-e8-all-average")["conversion"]["options"]
-    assert options == {"source": str(folder.resolve()), "source_stamp": options["source_stamp"], "embedding_size": 8,
+    from albert_lab.checkpoint.sources import describe_source
+
+    assert options["source"] == describe_source(folder) and "sha256" in options["source"]  # portable, as the card's source
+    assert options == {"source": options["source"], "source_stamp": options["source_stamp"], "embedding_size": 8,
                        "sharing": "all", "groups": 1, "init": "average", "seed": 0} and options["source_stamp"] > 0
     other, reused = albertize_into(root, "bert-e8-none-average", folder, 8, "none", None, "average")  # another choice
     assert not reused and other.name == "bert-e8-none-average"
