@@ -16,6 +16,9 @@ from app.guard import guard
 from app.links import from_url
 from app.ui import active_run, available_checkpoints, device_options
 
+# As albert_lab.devices.fast_bf16 finds (training's auto precision times it): AVX512-BF16 alone is no speed-up.
+PRECISION_HELP = ("bfloat16 is faster only where bf16 matmuls are: CUDA GPUs with bf16 and CPUs with AMX; a CPU with "
+                  "AVX512-BF16 but no AMX runs them at about half the float32 rate. Attributions always run in float32.")
 MAX_LINK_CHECKPOINTS = 16  # checkpoints a link may name; each is checked (and maybe loaded) on opening it
 
 
@@ -74,7 +77,7 @@ def sidebar() -> None:
         device = st.selectbox("Device", device_options(), key="device", help="CUDA, then MPS, then CPU when 'auto'")
         _big_models_note(st.session_state["selected"], device)
         st.selectbox("Precision", ["float32", "bfloat16"], key="dtype",
-                     help="bfloat16 is faster on CPUs with AVX512-BF16/AMX; attributions always run in float32")
+                     help=PRECISION_HELP)
         st.radio("Save figures as", ["png", "svg"], key="image_format", horizontal=True, format_func=str.upper,
                  help="The camera icon above each figure saves it in this format")
         # redrawn every 5 s while a run is active, so the note goes when the run ends (it stayed until the next click)

@@ -363,3 +363,11 @@ def test_a_bug_is_a_message_for_users_and_an_exception_under_tests(monkeypatch):
     monkeypatch.setenv("ALBERT_LAB_STRICT", "0")
     shown = AppTest.from_function(page).run()
     assert not shown.exception and "Something went wrong while drawing: ZeroDivisionError: a bug" in shown.error[0].value
+
+
+def test_the_precision_help_does_not_promise_bf16_speed_on_avx512_bf16_alone(app):
+    """It said 'bfloat16 is faster on CPUs with AVX512-BF16/AMX'; devices.fast_bf16 measures such a
+    CPU without AMX at about half the float32 rate, and training's auto precision keeps float32 there."""
+    text = app.sidebar.selectbox(key="dtype").help
+    assert "AVX512-BF16 but no AMX runs them at about half the float32 rate" in text
+    assert "faster on CPUs with AVX512-BF16" not in text
