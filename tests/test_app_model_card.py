@@ -23,8 +23,9 @@ def emoji_codes(at: AppTest) -> list[str]:
 def test_model_card(app):
     assert app.title[0].value == "Model card"
     assert app.sidebar.multiselect(key="picked").value == ["albert-sop", "hub-albert", "bert-nsp"]  # SOP first
-    expected = count(tiny_spec(1000, num_layers=3)).total
-    assert app.metric[0].value == f"{expected / 1e6:.2f}M"
+    assert count(tiny_spec(1000, num_layers=3)).total == 26_192
+    assert app.metric[0].value == "26.2k"  # SI as the FLOPs beside it: a small model's count read '0.03M'
+    assert app.metric[1].value == "41.2k"
     assert not charts(app) and not app.warning  # no plotly.js on the landing page: the chart is SVG (app/rooms/model_card/svg.py)
     svg = next(m.value for m in app.markdown if m.value.startswith("<svg"))
     report = count(tiny_spec(1000, num_layers=3))

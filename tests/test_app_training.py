@@ -11,7 +11,9 @@ from streamlit.testing.v1 import AppTest
 
 from albert_lab.errors import RunError
 from albert_lab.spec import PRESETS
+from albert_lab.training.optim import lr_factor
 from albert_lab.training.runs import list_runs
+from app.rooms.training.views import warmup_note
 
 
 def test_training_form_and_live_run(app, small_corpus):
@@ -31,8 +33,8 @@ def test_training_form_and_live_run(app, small_corpus):
     next(b for b in at.button if b.label == "Start training").click().run()
     assert not at.error, [e.value for e in at.error]
     assert any("started" in s.value and "a vocabulary of 100 pieces" in s.value for s in at.success)
-    (note,) = [i.value for i in at.info if "warm-up (50 steps) is as long as the run (6)" in i.value]  # its lr never peaks
-    assert "climbs for the whole run and reaches only 0.00036 of the 0.003 asked for" in note, note
+    (note,) = [i.value for i in at.info if "warm-up (50 steps) is longer than the run (6)" in i.value]  # its lr never peaks
+    assert "climbs for the whole run and reaches only 0.00036, not the 0.003 asked for" in note, note
     (run,) = list_runs(Path(__import__("os").environ["ALBERT_LAB_RUNS"]))
     spec = run.config["spec"]  # the run trains what the form showed
     assert (spec["hidden_size"], spec["num_layers"], spec["num_heads"], spec["embedding_size"]) == (32, 2, 2, 16)
@@ -321,3 +323,14 @@ def test_a_copied_record_or_a_forged_owner_cookie_cannot_cancel_anothers_run(app
     other = goto(fresh, "training")
     assert not any(b.label == "Cancel this run" for b in other.button)
     assert any("Started in another browser" in c.value for c in other.caption)
+
+
+def test_the_warmup_note_says_the_rate_the_last_step_reaches():
+    """A warm-up as long as the run reaches the rate asked for at its last step (it said
+    'reaches only 0.003 of the 0.003'); a longer one stops short of it; a shorter one says nothing."""
+    assert lr_factor(5, 5 / 6, 6) == 1.0 and lr_factor(5, 5 / 6, 50) == 6 / 50  # the last of 6 steps
+    equal = warmup_note(6, 6, 0.003)
+    assert "is as long as the run" in equal and "reaches the 0.003 asked for only at its last step" in equal
+    assert "only" in equal and "reaches only" not in equal
+    assert "reaches only 0.00036, not the 0.003 asked for" in warmup_note(50, 6, 0.003)
+    assert warmup_note(5, 6, 0.003) is None

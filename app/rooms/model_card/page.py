@@ -69,8 +69,8 @@ if ui.need_checkpoints():
             st.caption(f"{card['source']} · {card['device']} · {card['dtype']}")
             params = card["params"]
             metric = st.columns(3)
-            metric[0].metric("Parameters (paper's count)", f"{params['total'] / 1e6:.2f}M")
-            metric[1].metric("Applied per forward pass", f"{params['applied'] / 1e6:.2f}M",
+            metric[0].metric("Parameters (paper's count)", si(params["total"]))
+            metric[1].metric("Applied per forward pass", si(params["applied"]),
                              help="A shared block counts once per layer that applies it")
             metric[2].metric("FLOPs / token", si(params["flops_per_token"]),
                              help=f"forward, at sequence length {params['seq_len']}")

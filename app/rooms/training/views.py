@@ -31,18 +31,26 @@ def corpora_expander(corpora: pd.DataFrame) -> None:
 
 
 def started(info: RunInfo, config: TrainConfig) -> None:
-    """What a run just started is, and a word when its warm-up is as long as the run."""
+    """What a run just started is, and a word when its warm-up fills the whole run."""
     st.session_state["watch_select"] = info.id  # the Runs tab follows the new run
     owner.claim(info.id)  # this browser may cancel it, after a reload too
     spec = config.model_spec()
     st.success(f"Run {info.id} started: {spec.label}, {count(spec).total:,} parameters, a vocabulary of "
                f"{config.vocab_size:,} pieces. Follow it under 'Runs'.")
-    if config.max_steps is not None and config.warmup_steps >= config.max_steps:
-        top = config.lr * config.max_steps / config.warmup_steps  # linear warm-up, cut off at the last step
-        st.info(f"The warm-up ({config.warmup_steps:,} steps) is as long as the run ({config.max_steps:,}): the learning "
-                f"rate climbs for the whole run and reaches only {top:.2g} of the {config.lr:g} asked for. For a short "
-                "run, lower the warm-up.",
-                icon=":material/trending_up:")
+    if config.max_steps is not None and (note := warmup_note(config.warmup_steps, config.max_steps, config.lr)):
+        st.info(note, icon=":material/trending_up:")
+
+
+def warmup_note(warmup: int, steps: int, lr: float) -> str | None:
+    """A word when the linear warm-up fills the whole run (step s of 0..steps-1 runs at
+    lr * (s + 1) / warmup, optim.lr_factor): its last step is the highest rate it reaches."""
+    if warmup < steps:
+        return None
+    if warmup == steps:
+        return (f"The warm-up ({warmup:,} steps) is as long as the run: the learning rate climbs for the whole run "
+                f"and reaches the {lr:g} asked for only at its last step, with no decay. For a short run, lower the warm-up.")
+    return (f"The warm-up ({warmup:,} steps) is longer than the run ({steps:,}): the learning rate climbs for the whole "
+            f"run and reaches only {lr * steps / warmup:.2g}, not the {lr:g} asked for. For a short run, lower the warm-up.")
 
 
 def progress_panel(run_id: str) -> None:
