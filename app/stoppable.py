@@ -131,17 +131,22 @@ def computation(kind: str, key: Hashable, what: str, work: Callable[[Progress], 
 
     try:
         with TURNS.turn(waiting):
-            began[0] = time.perf_counter()
-            result = work(progress)
+            with lock:  # computed meanwhile by a visitor ahead in the queue (twenty first visits, one computation)
+                kept = results.get(key, MISSING) if keep else MISSING
+            if kept is MISSING:
+                began[0] = time.perf_counter()
+                result = work(progress)
     except Exception:  # the page's guard shows it; a Stop (a BaseException) leaves the page to the rerun
         bar.empty()
         stop.empty()
         raise
+    bar.empty()
+    stop.empty()
+    if kept is not MISSING:
+        return copy.deepcopy(kept)
     seconds = time.perf_counter() - began[0]
     if seconds > 0.5:
         ui.learn(kind, seconds, units)
-    bar.empty()
-    stop.empty()
     if keep:
         with lock:
             results[key] = result
@@ -150,6 +155,7 @@ def computation(kind: str, key: Hashable, what: str, work: Callable[[Progress], 
     return copy.deepcopy(result) if keep else result
 
 
+MISSING = object()
 KEPT = 32  # finished computations kept in this server process, least recently used first out
 
 
