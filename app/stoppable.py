@@ -130,12 +130,17 @@ def computation(kind: str, key: Hashable, what: str, work: Callable[[Progress], 
         bar.progress(min(max(fraction, 0.0), 1.0), text=f"{what}: {doing}; {when}")
 
     try:
-        with TURNS.turn(waiting):
-            with lock:  # computed meanwhile by a visitor ahead in the queue (twenty first visits, one computation)
-                kept = results.get(key, MISSING) if keep else MISSING
-            if kept is MISSING:
-                began[0] = time.perf_counter()
-                result = work(progress)
+        kept = _join_or_claim(key, results, lock, lambda: bar.progress(
+            0.0, text=f"{what}: being computed for another visitor; it is shown here when done")) if keep else MISSING
+        result: Any = MISSING
+        if kept is MISSING:
+            try:
+                with TURNS.turn(waiting):
+                    began[0] = time.perf_counter()
+                    result = work(progress)
+            finally:
+                if keep:
+                    _release(key, result, results, lock)
     except Exception:  # the page's guard shows it; a Stop (a BaseException) leaves the page to the rerun
         bar.empty()
         stop.empty()
@@ -147,12 +152,38 @@ def computation(kind: str, key: Hashable, what: str, work: Callable[[Progress], 
     seconds = time.perf_counter() - began[0]
     if seconds > 0.5:
         ui.learn(kind, seconds, units)
-    if keep:
+    return copy.deepcopy(result) if keep else result
+
+
+_COMPUTING: dict[Hashable, threading.Event] = {}  # keys being computed now, with lock; set when done or given up
+
+
+def _join_or_claim(key: Hashable, results: OrderedDict, lock: threading.Lock, tell: Callable[[], None]) -> Any:
+    """The kept result of `key`, waiting while another visitor computes it (twenty first
+    visits of a page, one computation), or MISSING: then this visitor computes it and
+    `_release`s it after. `tell` draws the wait every half second (where a visitor who
+    leaves is interrupted)."""
+    while True:
         with lock:
+            if key in results:
+                results.move_to_end(key)
+                return results[key]
+            running = _COMPUTING.get(key)
+            if running is None:
+                _COMPUTING[key] = threading.Event()
+                return MISSING
+        tell()
+        running.wait(0.5)
+
+
+def _release(key: Hashable, result: Any, results: OrderedDict, lock: threading.Lock) -> None:
+    """Keep a finished result (MISSING: stopped or failed, a waiting visitor computes it) and wake who waits."""
+    with lock:
+        if result is not MISSING:
             results[key] = result
             while len(results) > KEPT:
                 results.popitem(last=False)
-    return copy.deepcopy(result) if keep else result
+        _COMPUTING.pop(key).set()
 
 
 MISSING = object()
