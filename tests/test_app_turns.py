@@ -131,3 +131,27 @@ def test_slots_are_counted():
     for thread in threads:
         thread.join(WAIT)
     assert len(inside) == 3 and turns.busy() == 0
+
+
+@pytest.mark.parametrize("finished", [True, False])
+def test_many_visitors_asking_for_one_computation_wait_for_the_first(finished):
+    """Twenty first visits of a page compute its kept result once (app.stoppable): the
+    others wait, told so, and take it; when the first stops, the next one computes it."""
+    from collections import OrderedDict
+
+    from app.stoppable import _COMPUTING, MISSING, _join_or_claim, _release
+
+    results, lock, told, got = OrderedDict(), threading.Lock(), [], []
+    key = ("gradflow", "test", finished)
+    assert _join_or_claim(key, results, lock, lambda: None) is MISSING  # the first claims it
+    waiter = started(lambda: got.append(_join_or_claim(key, results, lock, lambda: told.append(1))))
+    until(lambda: told, "the second visitor told it waits")
+    assert not got
+    _release(key, "frame" if finished else MISSING, results, lock)
+    waiter.join(WAIT)
+    assert got == (["frame"] if finished else [MISSING])  # stopped: the second computes it now
+    assert (key in _COMPUTING) is (not finished)
+    assert dict(results) == ({key: "frame"} if finished else {})
+    if not finished:
+        _release(key, "frame", results, lock)
+        assert _join_or_claim(key, results, lock, lambda: None) == "frame" and key not in _COMPUTING
