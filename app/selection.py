@@ -13,6 +13,7 @@ import streamlit as st
 from albert_lab.checkpoint.files import stamp
 from app import ui
 from app.guard import guard
+from app.stoppable import TURNS, queue_words
 
 if TYPE_CHECKING:
     from albert_lab.checkpoint.load import ModelBundle
@@ -81,12 +82,22 @@ def run(analysis: Callable[..., T], selection: Selection, *args: Any, **kwargs: 
     """`analysis(bundles, *args, **kwargs)`, cached on the analysis, the selection
     (checkpoints, device, dtype), the checkpoint files' stamps and the arguments."""
     code = analysis.__code__  # pages all run as __main__: the file tells two pages' helpers apart
-    return _run(analysis, (code.co_filename, analysis.__qualname__), selection.checkpoints, selection.device,
-                selection.dtype, selection.stamps(), args, tuple(sorted(kwargs.items())))
+    # A computation takes its turn inside the cache (a cached result never queues); the
+    # note, drawn outside it (what a cached function draws is replayed), says why it may wait.
+    note = st.empty() if TURNS.busy() and not TURNS.holds() else None
+    if note is not None:
+        note.info(queue_words(TURNS.busy()), icon=":material/hourglass_top:")
+    try:
+        return _run(analysis, (code.co_filename, analysis.__qualname__), selection.checkpoints, selection.device,
+                    selection.dtype, selection.stamps(), args, tuple(sorted(kwargs.items())))
+    finally:
+        if note is not None:
+            note.empty()
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _run(_analysis: Callable[..., Any], name: tuple[str, str], checkpoints: tuple, device: str, dtype: str,
          stamps: tuple[float, ...], args: tuple, kwargs: tuple) -> Any:
     selection = Selection(checkpoints, device, dtype)
-    return _analysis(selection.bundles(), *args, **dict(kwargs))
+    with TURNS.turn():
+        return _analysis(selection.bundles(), *args, **dict(kwargs))

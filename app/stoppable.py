@@ -5,7 +5,10 @@ first visit on a busy machine took 10-30 s with nothing to stop it):
 - `computation`: one computation that tells its progress (the library's `progress`
   callbacks: layer by layer, pass by pass, batch by batch). A Stop ends it at the next
   report (the callback's Streamlit call is where a rerun interrupts the script); the page
-  then says so and offers to compute it after all. Finished results are kept per key."""
+  then says so and offers to compute it after all. Finished results are kept per key.
+Both take turns with every other visitor's heavy work (`TURNS`, app/turns.py): one at a time
+on this server, first come first served, a long one passing its turn between steps; `queued`
+is the same for a short computation, and whoever waits is told how many are ahead."""
 
 from __future__ import annotations
 
@@ -13,18 +16,39 @@ import copy
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import streamlit as st
 
 from app import ui
-from app.text import fmt_duration
+from app.text import fmt_duration, plural
+from app.turns import Turns
 
 if TYPE_CHECKING:
     from albert_lab.analysis.common import Progress
 
 T = TypeVar("T")
+TURNS = Turns(slots=1)  # this server process's heavy computations, one at a time: each uses every core
+
+
+def queue_words(ahead: int) -> str:
+    return (f"Waiting for {plural(ahead, 'computation')} of other visitors to finish: this server computes one "
+            "thing at a time, in the order asked")
+
+
+@contextmanager
+def queued() -> Iterator[None]:
+    """Run the block in this visitor's turn (app/turns.py), saying while it waits how many
+    computations are ahead; a short computation, such as one typed pair."""
+    note = st.empty()
+    try:
+        with TURNS.turn(lambda ahead: note.info(queue_words(ahead), icon=":material/hourglass_top:")):
+            note.empty()
+            yield
+    finally:
+        note.empty()
 
 
 def each_checkpoint(kind: str, request: Any, names: Sequence[str], run_one: Callable[[str], Any],
@@ -90,35 +114,79 @@ def computation(kind: str, key: Hashable, what: str, work: Callable[[Progress], 
     bar.progress(0.0, text=f"{what}: about {fmt_duration(guess)} left")
     stop.button("Stop", key=f"_stop_{kind}", icon=":material/stop:", on_click=_stop_key, args=(kind, key),
                 help="Stops the computation at its next step; nothing is lost but the time spent")
-    start, script_thread = time.perf_counter(), threading.get_ident()
+    began, script_thread = [time.perf_counter()], threading.get_ident()  # restarted when its turn comes
+
+    def waiting(ahead: int) -> None:
+        bar.progress(0.0, text=f"{what}: {queue_words(ahead)[:1].lower()}{queue_words(ahead)[1:]}")
 
     def progress(fraction: float, doing: str) -> None:
         if threading.get_ident() != script_thread:  # e.g. a GPU backward's own thread: no page to draw on
             return
-        elapsed = time.perf_counter() - start
+        TURNS.pass_turn(lambda ahead: bar.progress(min(max(fraction, 0.0), 1.0), text=f"{what}: {doing}; paused, "
+                                                   f"{queue_words(ahead)[:1].lower()}{queue_words(ahead)[1:]}"))
+        elapsed = time.perf_counter() - began[0]
         left = elapsed * (1 - fraction) / fraction if fraction >= 0.1 else max(guess - elapsed, 0.0)
         when = "under a second left" if left < 1 else f"about {fmt_duration(left)} left"
         bar.progress(min(max(fraction, 0.0), 1.0), text=f"{what}: {doing}; {when}")
 
     try:
-        result = work(progress)
+        kept = _join_or_claim(key, results, lock, lambda: bar.progress(
+            0.0, text=f"{what}: being computed for another visitor; it is shown here when done")) if keep else MISSING
+        result: Any = MISSING
+        if kept is MISSING:
+            try:
+                with TURNS.turn(waiting):
+                    began[0] = time.perf_counter()
+                    result = work(progress)
+            finally:
+                if keep:
+                    _release(key, result, results, lock)
     except Exception:  # the page's guard shows it; a Stop (a BaseException) leaves the page to the rerun
         bar.empty()
         stop.empty()
         raise
-    seconds = time.perf_counter() - start
-    if seconds > 0.5:
-        ui.learn(kind, seconds, units)
     bar.empty()
     stop.empty()
-    if keep:
-        with lock:
-            results[key] = result
-            while len(results) > KEPT:
-                results.popitem(last=False)
+    if kept is not MISSING:
+        return copy.deepcopy(kept)
+    seconds = time.perf_counter() - began[0]
+    if seconds > 0.5:
+        ui.learn(kind, seconds, units)
     return copy.deepcopy(result) if keep else result
 
 
+_COMPUTING: dict[Hashable, threading.Event] = {}  # keys being computed now, with lock; set when done or given up
+
+
+def _join_or_claim(key: Hashable, results: OrderedDict, lock: threading.Lock, tell: Callable[[], None]) -> Any:
+    """The kept result of `key`, waiting while another visitor computes it (twenty first
+    visits of a page, one computation), or MISSING: then this visitor computes it and
+    `_release`s it after. `tell` draws the wait every half second (where a visitor who
+    leaves is interrupted)."""
+    while True:
+        with lock:
+            if key in results:
+                results.move_to_end(key)
+                return results[key]
+            running = _COMPUTING.get(key)
+            if running is None:
+                _COMPUTING[key] = threading.Event()
+                return MISSING
+        tell()
+        running.wait(0.5)
+
+
+def _release(key: Hashable, result: Any, results: OrderedDict, lock: threading.Lock) -> None:
+    """Keep a finished result (MISSING: stopped or failed, a waiting visitor computes it) and wake who waits."""
+    with lock:
+        if result is not MISSING:
+            results[key] = result
+            while len(results) > KEPT:
+                results.popitem(last=False)
+        _COMPUTING.pop(key).set()
+
+
+MISSING = object()
 KEPT = 32  # finished computations kept in this server process, least recently used first out
 
 

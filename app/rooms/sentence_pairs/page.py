@@ -4,7 +4,7 @@ attributions for one decision, and the paper's Table 5 beside ours."""
 import streamlit as st
 
 from albert_lab.analysis.pairs import pairs_frame, score_pairs
-from app import links, ui
+from app import links, stoppable, ui
 from app.guard import guard
 from app.registry import room
 from app.rooms.sentence_pairs import figures as pair_figures
@@ -29,7 +29,8 @@ if ui.need_checkpoints():
             st.form_submit_button("Score this pair", type="primary")
         typed.share()
         with guard("scoring"):
-            scores = score_pairs(bundles, pairs_frame([typed["pair_a"]], [typed["pair_b"]]))
+            with stoppable.queued():  # one pair: a moment of the cores, in turn with others' uploads
+                scores = score_pairs(bundles, pairs_frame([typed["pair_a"]], [typed["pair_b"]]))
             ui.chart(pair_figures.pair_figure(scores), "pair-probabilities")
             pair_views.show_scores(scores, "typed", bundles)
         pair_views.trust_caption()

@@ -1,0 +1,343 @@
+"""A class on one server: N visitors at once in real Chromium sessions against one app.
+
+For each N in --visitors (default 1,5,20) a fresh server is started as `albert-lab app`
+starts it (loopback, headless, a free port), and N browser contexts of one Chromium open it
+at the same moment. Each visitor walks every page of app/registry.py from the model card on
+and, on Sentence pairs, scores a pair of its own typed into the form. Visitor 1 instead goes
+from the model card straight to Sentence pairs and uploads a 5,000-pair CSV there, so the
+others' typed pairs are scored while the upload is being scored; then it walks the rest. The
+uploader opens the app's link with --upload-checkpoints picked (default: one, as a teacher
+scoring a file would; an empty value keeps the sidebar's default four, about four times
+the work).
+
+Printed per page: the median and worst seconds to a drawn result ("drawn" as in
+benchmarks/bench_app.py: title, main element, no stale element, spinner or undrawn chart,
+held for --settle seconds), for the typed pair the median and worst from the submit to
+its scores, those scored while the upload ran apart; the upload's own time; the errors seen
+(Streamlit exception boxes, "Something went wrong" boxes, page errors, console errors) and
+the server's peak memory (RSS of the server process and its children, sampled every
+0.25 s with psutil when installed, else from /proc).
+
+Bounded: every wait has a timeout and the whole run --timeout seconds; the server and the
+browser are stopped whatever happens. Loopback only.
+
+Run: .venv/bin/python benchmarks/bench_class.py [--visitors 1,5,20] [--timeout 2400]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from app import registry  # noqa: E402
+from benchmarks.bench_app import CHART, FLAGS, MAIN_ELEMENT, free_port, wait_healthy  # noqa: E402
+
+UPLOAD_PAIRS = 5000
+PAGE_TIMEOUT, UPLOAD_TIMEOUT = 600.0, 1500.0  # seconds one wait may take before the visitor gives up
+ERRORS = """() => [
+  ...[...document.querySelectorAll('[data-testid="stException"]')].map(e => 'exception: ' + e.innerText.slice(0, 200)),
+  ...[...document.querySelectorAll('[data-testid="stAlertContentError"]')]
+     .filter(e => e.innerText.includes('Something went wrong')).map(e => 'error box: ' + e.innerText.slice(0, 200)),
+]"""
+STATE = """([title, main, text]) => {
+  const h1 = document.querySelector('h1');
+  if (!h1 || h1.innerText.trim() !== title) return 'title';
+  if (document.querySelector('[data-stale="true"], [data-testid="stSpinner"], [data-testid="stSkeleton"]')) return 'busy';
+  if (document.querySelector('[data-testid="stProgress"]')) return 'busy';
+  const el = document.querySelector(main);
+  if (!el || !el.getClientRects().length) return 'main';
+  if ([...document.querySelectorAll('[data-testid="stPlotlyChart"]')].some(c => !c.querySelector('.main-svg'))) return 'charts';
+  if (text && !document.body.innerText.includes(text)) return 'text';
+  return 'drawn';
+}"""
+WORDS_TEXT = ("the river city people water north town school year history music world game light family war church "
+         "village king station film road team book island power group century language field market song art "
+         "mountain bridge house army forest coast park club library night system ship garden valley street")
+WORDS = WORDS_TEXT.split()
+
+
+@dataclass
+class Visitor:
+    number: int
+    times: dict[str, float] = field(default_factory=dict)  # what -> seconds
+    spans: dict[str, tuple[float, float]] = field(default_factory=dict)  # what -> (start, end), perf_counter
+    errors: list[str] = field(default_factory=list)
+    doing: str = "starting"  # what the visitor waits for now (said when the --timeout stops it)
+
+
+def pairs_csv(path: Path, n: int = UPLOAD_PAIRS, seed: int = 0) -> Path:
+    """n labelled pairs of made-up sentences of 8-24 words (about 0.8 MB for 5,000)."""
+    rng = random.Random(seed)
+
+    def sentence() -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 24))).capitalize() + "."
+
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["sentence_a", "sentence_b", "label"])
+        for _ in range(n):
+            writer.writerow([sentence(), sentence(), rng.randint(0, 1)])
+    return path
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of process `pid` and all its descendants."""
+    try:
+        import psutil
+    except ImportError:
+        return _proc_tree_rss(pid)
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0
+    total = 0
+    for proc in procs:
+        try:
+            total += proc.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def _proc_tree_rss(pid: int) -> int:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                parents[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+            except (OSError, ValueError):
+                pass
+    tree, grew = {pid}, True
+    while grew:
+        more = {child for child, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grew = bool(more)
+    page = os.sysconf("SC_PAGE_SIZE")
+    total = 0
+    for member in tree:
+        try:
+            total += int(Path(f"/proc/{member}/statm").read_text().split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+class MemorySampler(threading.Thread):
+    """The peak of tree_rss(pid), sampled every `every` seconds until stop()."""
+
+    def __init__(self, pid: int, every: float = 0.25) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.every, self.peak, self._done = pid, every, 0, threading.Event()
+
+    def run(self) -> None:
+        while not self._done.is_set():
+            self.peak = max(self.peak, tree_rss(self.pid))
+            self._done.wait(self.every)
+
+    def stop(self) -> int:
+        self._done.set()
+        self.join()
+        return self.peak
+
+
+async def drawn(page, visitor: Visitor, title: str, main: str, settle: float, timeout: float, text: str = "") -> float:
+    """perf_counter() time at which the page became drawn (and `text` shown) and stayed so for `settle` s.
+    Error boxes seen meanwhile are recorded on the visitor (once each)."""
+    calm_since, deadline, state = None, time.perf_counter() + timeout, "?"
+    while time.perf_counter() < deadline:
+        state = await page.evaluate(STATE, [title, main, text])
+        for error in await page.evaluate(ERRORS):
+            if error not in visitor.errors:
+                visitor.errors.append(error)
+        now = time.perf_counter()
+        if state == "drawn":
+            calm_since = calm_since or now
+            if now - calm_since >= settle:
+                return calm_since
+        else:
+            calm_since = None
+        await page.wait_for_timeout(50)
+    raise TimeoutError(f"{title}: not drawn within {timeout:.0f} s (last state: {state})")
+
+
+async def visit_page(page, url: str, visitor: Visitor, room: registry.Room, settle: float) -> None:
+    visitor.doing, start = room.stem, time.perf_counter()
+    if room.stem == registry.DEFAULT:
+        await page.goto(url, timeout=PAGE_TIMEOUT * 1000)
+    else:
+        await page.get_by_role("link", name=room.title, exact=True).click(timeout=PAGE_TIMEOUT * 1000)
+    end = await drawn(page, visitor, room.heading, MAIN_ELEMENT.get(room.stem, CHART), settle, PAGE_TIMEOUT)
+    visitor.times[room.stem], visitor.spans[room.stem] = end - start, (start, end)
+
+
+async def score_typed(page, visitor: Visitor, settle: float) -> None:
+    """Type a pair of this visitor's own into the form and wait for its scores."""
+    a = f"Visitor {visitor.number} walked along the river to the old stone bridge."
+    b = f"From there visitor {visitor.number} could see the whole town and the hills beyond it."
+    await page.get_by_label("Sentence A").fill(a)
+    await page.get_by_label("Sentence B").fill(b)
+    visitor.doing, start = "typed pair", time.perf_counter()
+    await page.get_by_role("button", name="Score this pair").click()
+    # the link carries the typed pair once the script has read it; the scores follow in the same run
+    deadline = time.perf_counter() + PAGE_TIMEOUT
+    while f"Visitor+{visitor.number}+walked" not in page.url and f"Visitor%20{visitor.number}%20walked" not in page.url:
+        if time.perf_counter() > deadline:
+            raise TimeoutError("the typed pair never reached the page's link")
+        await page.wait_for_timeout(50)
+    room = registry.room("sentence_pairs")
+    end = await drawn(page, visitor, room.heading, CHART, settle, PAGE_TIMEOUT, "Preferred order")
+    visitor.times["typed pair"], visitor.spans["typed pair"] = end - start, (start, end)
+
+
+async def upload(page, visitor: Visitor, path: Path, settle: float) -> None:
+    await page.get_by_role("tab", name="Upload pairs").click()
+    visitor.doing, start = "upload", time.perf_counter()
+    visitor.spans["upload"] = (start, float("inf"))  # until it is drawn (a --timeout may come first)
+    await page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(path))
+    room = registry.room("sentence_pairs")
+    end = await drawn(page, visitor, room.heading, CHART, settle, UPLOAD_TIMEOUT, f"{UPLOAD_PAIRS:,} pairs scored from")
+    visitor.times["upload"], visitor.spans["upload"] = end - start, (start, end)
+
+
+async def walk(browser, url: str, visitor: Visitor, csv_path: Path | None, settle: float, pick: str) -> None:
+    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = await context.new_page()
+    page.on("pageerror", lambda err: visitor.errors.append(f"page error: {err}"))
+    page.on("console", lambda msg: visitor.errors.append(f"console error: {msg.text[:200]}") if msg.type == "error" else None)
+    rooms = list(registry.PAGES)
+    if csv_path is not None:  # the uploader: Sentence pairs right after the model card
+        pairs = registry.room("sentence_pairs")
+        rooms.remove(pairs)
+        rooms.insert(1, pairs)
+    try:
+        for room in rooms:
+            await visit_page(page, f"{url}/?ckpt={pick}" if csv_path is not None and pick else url, visitor, room, settle)
+            if room.stem == "sentence_pairs":
+                if csv_path is not None:
+                    await upload(page, visitor, csv_path, settle)
+                else:
+                    await score_typed(page, visitor, settle)
+        visitor.doing = "done"
+    except Exception as err:  # a visitor that gives up says why; the others go on
+        visitor.errors.append(f"gave up: {type(err).__name__}: {str(err)[:300]}")
+    finally:
+        await context.close()
+
+
+async def class_of(visitors: list[Visitor], url: str, csv_path: Path, settle: float, pick: str) -> None:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium", args=FLAGS)
+        try:
+            await asyncio.gather(*(walk(browser, url, v, csv_path if v.number == 1 else None, settle, pick) for v in visitors))
+        finally:
+            await browser.close()
+
+
+def start_server(runs: Path) -> tuple[subprocess.Popen, str]:
+    """`albert-lab app` on a free loopback port, headless, with a runs folder of its own."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ALBERT_LAB_RUNS": str(runs)}
+    server = subprocess.Popen([sys.executable, "-m", "albert_lab", "app", "--port", str(port), "--server.headless", "true",
+                               "--server.address", "127.0.0.1"],
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return server, f"http://127.0.0.1:{port}"
+
+
+def run_class(n: int, csv_path: Path, settle: float, timeout: float, scratch: Path, pick: str) -> tuple[list[Visitor], int, float]:
+    """N visitors on a fresh server: (visitors, peak server memory in bytes, wall seconds)."""
+    server, url = start_server(scratch / f"runs-{n}")
+    sampler = MemorySampler(server.pid)
+    sampler.start()
+    start, visitors = time.perf_counter(), [Visitor(i + 1) for i in range(n)]
+    try:
+        wait_healthy(url)
+        asyncio.run(asyncio.wait_for(class_of(visitors, url, csv_path, settle, pick), timeout))
+    except TimeoutError:
+        for v in visitors:
+            if v.doing != "done":
+                v.errors.append(f"stopped by the --timeout while waiting for: {v.doing}")
+    finally:
+        peak = sampler.stop()
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    return visitors, peak, time.perf_counter() - start
+
+
+def report(n: int, visitors: list[Visitor], peak: int, wall: float) -> None:
+    upload_span = visitors[0].spans.get("upload")
+    rows: dict[str, list[float]] = {room.stem: [] for room in registry.PAGES}
+    rows.update({"typed pair": [], "typed pair during the upload": [], "upload": []})
+    for v in visitors:
+        for what, seconds in v.times.items():
+            rows[what].append(seconds)
+        typed = v.spans.get("typed pair")
+        if upload_span and typed and typed[0] < upload_span[1] and typed[1] > upload_span[0]:
+            rows["typed pair during the upload"].append(v.times["typed pair"])
+    if "upload" not in visitors[0].times and upload_span:
+        print(f"  (the upload was still being scored after {time.perf_counter() - upload_span[0]:.0f} s)")
+    print(f"\n{n} visitor(s): {wall:.0f} s in all, server peak memory {peak / 2**30:.2f} GiB")
+    print(f"  {'what':32s} {'n':>3s} {'median s':>9s} {'worst s':>8s}")
+    for what, values in rows.items():
+        if values:
+            print(f"  {what:32s} {len(values):3d} {statistics.median(values):9.2f} {max(values):8.2f}")
+    errors = [(v.number, e) for v in visitors for e in v.errors]
+    print(f"  errors: {len(errors)}")
+    for number, error in errors[:30]:
+        print(f"    visitor {number}: {error}")
+
+
+def machine() -> str:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        name = next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), "?")
+    except OSError:
+        name = "?"
+    return f"{name}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--visitors", default="1,5,20", help="comma-separated class sizes, each on a fresh server")
+    parser.add_argument("--settle", type=float, default=0.4, help="seconds a page must stay drawn")
+    parser.add_argument("--upload-checkpoints", default="albert-sop-minilm",
+                        help="what the uploader picks (the link's ?ckpt=); empty: the sidebar's default")
+    parser.add_argument("--timeout", type=float, default=2400.0, help="seconds the whole benchmark may take")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.visitors.split(",") if s.strip()]
+    print(f"machine: {machine()}")
+    end = time.perf_counter() + args.timeout
+    with tempfile.TemporaryDirectory(prefix="bench-class-") as scratch:
+        csv_path = pairs_csv(Path(scratch) / "pairs.csv")
+        for n in sizes:
+            left = end - time.perf_counter()
+            if left <= 0:
+                print(f"\n{n} visitor(s): not run, the --timeout of {args.timeout:.0f} s was spent")
+                continue
+            visitors, peak, wall = run_class(n, csv_path, args.settle, left, Path(scratch), args.upload_checkpoints)
+            report(n, visitors, peak, wall)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""The server's heavy computations take turns (app/turns.py): one at a time, in the order
+asked, a long one passing its turn between steps, whoever waits told how many are ahead,
+a visitor who leaves the queue leaving no hole in it. Plain threads, no Streamlit."""
+
+import threading
+import time
+
+import pytest
+
+from app.turns import Turns
+
+WAIT = 5.0  # seconds a test waits for a thread before it fails
+
+
+def until(condition, what: str) -> None:
+    end = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < end, f"timed out waiting for {what}"
+        time.sleep(0.002)
+
+
+def started(target, *args) -> threading.Thread:
+    thread = threading.Thread(target=target, args=args, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_one_at_a_time_in_the_order_asked_each_told_how_many_are_ahead():
+    turns, order, told, release = Turns(slots=1, poll=0.01), [], {}, threading.Event()
+
+    def holder() -> None:
+        with turns.turn():
+            order.append("holder")
+            release.wait(WAIT)
+
+    def visitor(name: str) -> None:
+        with turns.turn(lambda ahead: told.setdefault(name, ahead)):
+            order.append(name)
+
+    threads = [started(holder)]
+    until(lambda: order == ["holder"], "the holder's turn")
+    for i, name in enumerate(["a", "b", "c"]):
+        threads.append(started(visitor, name))
+        until(lambda i=i, name=name: turns.waiting() == i + 1 and name in told, f"{name} queued")
+    assert told == {"a": 1, "b": 2, "c": 3}  # the running one and those queued before
+    assert turns.busy() == 4
+    release.set()
+    for thread in threads:
+        thread.join(WAIT)
+    assert order == ["holder", "a", "b", "c"]
+    assert turns.busy() == 0
+
+
+def test_a_long_computation_passes_its_turn_between_steps_only_when_someone_waits():
+    turns, events, step_gate, short_queued = Turns(slots=1, poll=0.01), [], threading.Event(), threading.Event()
+
+    def long() -> None:
+        with turns.turn():
+            for step in range(3):
+                if step == 1:
+                    step_gate.set()  # the short one asks now, during step 1
+                    until(short_queued.is_set, "the short one in the queue")
+                events.append(("passed" if turns.pass_turn() else "kept", step))
+                events.append(("long step", step))
+
+    def short() -> None:
+        with turns.turn(lambda ahead: short_queued.set()):
+            events.append(("short", 0))
+
+    first = started(long)
+    step_gate.wait(WAIT)
+    second = started(short)
+    first.join(WAIT)
+    second.join(WAIT)
+    # alone, step 0 keeps its turn; the short pair runs before step 1, and step 2 keeps it again
+    assert events == [("kept", 0), ("long step", 0), ("short", 0), ("passed", 1), ("long step", 1),
+                      ("kept", 2), ("long step", 2)]
+
+
+def test_a_visitor_who_leaves_the_queue_leaves_no_hole_and_nested_turns_do_not_wait():
+    turns, order, release = Turns(slots=1, poll=0.01), [], threading.Event()
+
+    class Left(BaseException):
+        """What Streamlit raises in a script whose visitor moved on (a BaseException)."""
+
+    def holder() -> None:
+        with turns.turn():
+            with turns.turn():  # nested: an analysis that loads its checkpoint within its turn
+                order.append("holder")
+            release.wait(WAIT)
+
+    def leaver() -> None:
+        def waiting(ahead: int) -> None:
+            raise Left
+
+        with pytest.raises(Left), turns.turn(waiting):
+            order.append("leaver")  # never runs
+
+    threads = [started(holder)]
+    until(lambda: order == ["holder"], "the holder's turn")
+    threads.append(started(leaver))
+    threads[-1].join(WAIT)
+    assert turns.waiting() == 0  # its ticket went with it
+    def after() -> None:
+        with turns.turn():
+            order.append("after")
+
+    threads.append(started(after))
+    until(lambda: turns.waiting() == 1, "the next visitor queued")
+    release.set()
+    for thread in threads:
+        thread.join(WAIT)
+    assert order == ["holder", "after"]  # the one who left never ran; the next one did
+    assert turns.busy() == 0 and not turns.holds()
+
+
+def test_slots_are_counted():
+    with pytest.raises(ValueError, match="slots must be at least 1"):
+        Turns(slots=0)
+    turns = Turns(slots=2, poll=0.01)
+    inside, release = [], threading.Event()
+
+    def visitor() -> None:
+        with turns.turn():
+            inside.append(1)
+            release.wait(WAIT)
+
+    threads = [started(visitor) for _ in range(3)]
+    until(lambda: len(inside) == 2 and turns.waiting() == 1, "two running, one queued")
+    release.set()
+    for thread in threads:
+        thread.join(WAIT)
+    assert len(inside) == 3 and turns.busy() == 0
+
+
+@pytest.mark.parametrize("finished", [True, False])
+def test_many_visitors_asking_for_one_computation_wait_for_the_first(finished):
+    """Twenty first visits of a page compute its kept result once (app.stoppable): the
+    others wait, told so, and take it; when the first stops, the next one computes it."""
+    from collections import OrderedDict
+
+    from app.stoppable import _COMPUTING, MISSING, _join_or_claim, _release
+
+    results, lock, told, got = OrderedDict(), threading.Lock(), [], []
+    key = ("gradflow", "test", finished)
+    assert _join_or_claim(key, results, lock, lambda: None) is MISSING  # the first claims it
+    waiter = started(lambda: got.append(_join_or_claim(key, results, lock, lambda: told.append(1))))
+    until(lambda: told, "the second visitor told it waits")
+    assert not got
+    _release(key, "frame" if finished else MISSING, results, lock)
+    waiter.join(WAIT)
+    assert got == (["frame"] if finished else [MISSING])  # stopped: the second computes it now
+    assert (key in _COMPUTING) is (not finished)
+    assert dict(results) == ({key: "frame"} if finished else {})
+    if not finished:
+        _release(key, "frame", results, lock)
+        assert _join_or_claim(key, results, lock, lambda: None) == "frame" and key not in _COMPUTING
