@@ -256,3 +256,15 @@ def test_xxlarge_index_reads_no_optimizer_slot(tmp_path, monkeypatch):
     assert 222_000_000 < weights / 4 < 224_000_000  # the paper's 223M parameters (with the heads)
     assert len(release.skipped) == 2 * len(release.names) + 1
     assert "reads 851.3 MiB of weights of the 2,553.8 MiB data file" in release.describe()
+
+
+def test_a_copy_under_another_name_is_carded_under_its_own_name(tmp_path):
+    """The conversion cache is keyed by the files' content: a copy named albert_base (mtimes kept)
+    found albert_tiny's conversion and was carded as albert_tiny (or the other way round)."""
+    copy = tmp_path / "albert_base"
+    shutil.copytree(ALBERT, copy)
+    for folder, name in ((ALBERT, "albert_tiny"), (copy, "albert_base"), (ALBERT, "albert_tiny")):
+        result = run_cli("card", str(folder), "--json", "--device", "cpu")
+        assert result.returncode == 0, result.stderr
+        card = json.loads(result.stdout)
+        assert card["name"] == name and card["provenance"]["release"] == name

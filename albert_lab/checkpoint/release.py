@@ -305,8 +305,10 @@ def sha256_file(file: Path) -> str:
 def release_cache_key(release: Release) -> str:
     """The cache folder's name: the index's SHA-256 (it records every tensor's CRC-32C, offset
     and size) and the data files' sizes and modification times (hashing gigabytes of data on
-    every load would cost seconds; a data file rewritten since is converted, and checked, again)."""
+    every load would cost seconds; a data file rewritten since is converted, and checked, again),
+    and the release folder's name, which its card carries (a copy under another name is its own)."""
     digest = hashlib.sha256(release.bundle.index.read_bytes())
+    digest.update(release.folder.name.encode())
     for shard in release.bundle.shards:
         info = shard.stat()
         digest.update(f"{info.st_size}|{info.st_mtime_ns}".encode())

@@ -23,7 +23,7 @@ if ui.need_checkpoints():
         links.Control("sb_input", INPUTS[0], options=INPUTS), links.Control("sb_text", EXAMPLE),
         links.Control("sb_repeat", 2, links.parse_int(1, 4)), links.Control("sb_seed", 0, links.parse_int(0, 10_000)),
         links.Control("sb_section", SECTIONS[0], lambda raw: next((s for s in SECTIONS if s.startswith(raw)), None)),
-        links.Control("sb_cka_x", picked[0], options=picked), links.Control("sb_cka_y", "(itself)", options=["(itself)", *picked]))
+        *reapply_views.cka_controls(picked))
     controls.restore()
     source = st.radio("Input", INPUTS, horizontal=True, key="sb_input")
     if source.startswith("My"):

@@ -11,7 +11,7 @@ from albert_lab.analysis.cka import layer_cka
 from albert_lab.analysis.common import checkpoint_notes
 from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
 from albert_lab.analysis.lens import lens_predictions, logit_lens
-from app import ui
+from app import links, ui
 from app.guard import guard
 from app.rooms.shared_block.figures import attention_figure, cka_figure, entropy_figure, extrapolation_figure, lens_figure, top_k_figure
 from app.selection import Selection, run
@@ -106,18 +106,23 @@ def attention_section(chosen: Selection, texts: tuple[str, ...], repeat: int, se
                       "(Clark et al. 2019) often move little. Entropy: low = focused, high = broad (log(tokens) at most).")
 
 
+def cka_controls(picked: list[str]) -> tuple[links.Control, links.Control]:
+    """The CKA section's two pickers, declared once: the page restores them and puts them in its link."""
+    return (links.Control("sb_cka_x", picked[0], options=picked),
+            links.Control("sb_cka_y", "(itself)", options=["(itself)", *picked]))
+
+
 def cka_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: int) -> None:
     """Linear CKA between the layers of one model, or of two."""
     st.header("4. Layer similarity (linear CKA)")
     with guard("CKA"):
         names = chosen.names
-        if st.session_state["sb_cka_x"] not in names:
-            st.session_state["sb_cka_x"] = names[0]
-        first = st.selectbox("Model", names, key="sb_cka_x")
+        model, other = cka_controls(names)
+        first = st.selectbox("Model", names, key=model.key)
         others = ["(itself)", *[n for n in names if n != first]]
-        if st.session_state["sb_cka_y"] not in others:
-            st.session_state["sb_cka_y"] = others[0]
-        second = st.selectbox("Compare with", others, key="sb_cka_y")
+        if other.value not in others:  # the model picked first cannot be compared with itself twice
+            st.session_state[other.key] = others[0]
+        second = st.selectbox("Compare with", others, key=other.key)
         with st.spinner("Computing CKA ..."):
             cka = run(cka_of, chosen.only([first] + ([second] if second != "(itself)" else [])), list(texts), repeat)
         ui.chart(cka_figure(cka), "cka")
