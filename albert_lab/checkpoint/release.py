@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from albert_lab.checkpoint.files import CARD, CONFIG, WEIGHTS, check_regular
+from albert_lab.checkpoint.sources import sha256
 from albert_lab.checkpoint.tf1 import WEIGHT_DTYPES, Bundle, read_bundle
 from albert_lab.data.textfile import read_json, read_user_file
 from albert_lab.errors import AlbertLabError, CheckpointError, DataError
@@ -283,8 +284,8 @@ def release_card(release: Release) -> dict[str, Any]:
         "heads": {"mlm": "trained", "pair": "trained"},
         "provenance": {
             "origin": ORIGIN, "release": release.folder.name,
-            "index_sha256": f"{files[0].name} {sha256_file(files[0])}",
-            "data_sha256": "; ".join(f"{f.name} {sha256_file(f)}" for f in files[1:]),
+            "index_sha256": f"{files[0].name} {sha256(files[0])}",
+            "data_sha256": "; ".join(f"{f.name} {sha256(f)}" for f in files[1:]),
             "config": CONFIGS[release.family], "tokenizer": f"{TOKENIZERS[release.family]} "
                                                             f"({'lower-cased' if release.lowercase else 'cased'})",
             "heads": f"MLM (cls/predictions) and {kind} (cls/seq_relationship) from the release: trained",
@@ -293,13 +294,6 @@ def release_card(release: Release) -> dict[str, Any]:
         },
     }
 
-
-def sha256_file(file: Path) -> str:
-    digest = hashlib.sha256()
-    with open(file, "rb") as handle:
-        while chunk := handle.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def release_cache_key(release: Release) -> str:
