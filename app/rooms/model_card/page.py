@@ -90,8 +90,6 @@ if ui.need_checkpoints():
             st.table(pd.DataFrame([{"field": field_label(k), "value": fmt_value(k, v)} for k, v in card["spec"].items()]))
             st.markdown("**Provenance**")
             rows, records = provenance_view(card)
-            # a SHA-256 is one 64-character word: break it inside the cell rather than cut it off at the right
-            st.html("<style>[data-testid='stTable'] td { overflow-wrap: anywhere; }</style>")
             st.table(pd.DataFrame(rows))
             for title, record in records.items():
                 with st.expander(title):
