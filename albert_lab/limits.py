@@ -1,5 +1,6 @@
 """The bounds of the numeric options every front end shares, and their one check: a seed
-(numpy's and SentencePiece's range), CPU threads, a probe's steps and pairs, CKA's tokens.
+(numpy's and SentencePiece's range), CPU threads, a probe's steps and pairs, CKA's tokens, an
+analysis's texts.
 A value outside is an AlbertLabError naming the option, before any work. Beside them the
 budgets of a shared server: runs queued per browser and overall, and the disk its visitors
 may fill under runs/ (check_disk_quota)."""
@@ -15,6 +16,8 @@ MAX_SEED = 2**32 - 1  # numpy.random.seed and SentencePiece take 0..2**32-1
 MAX_PROBE_STEPS = 100_000  # full-batch steps on cached features (the default is 300)
 MAX_PROBE_PAIRS = 200_000  # pairs whose features a probe caches (one H-vector each)
 MAX_CKA_TOKENS = 8192  # an N x N float64 Gram matrix per application: 8192 tokens are 0.5 GB each
+MAX_TEXTS = 256  # texts one analysis reads (paragraphs of a file, or of the text box): it keeps every layer's
+# state of every token (4,000 texts took 15 GB on the 1.9M albert-sop)
 
 MAX_RUNS_PER_VISITOR = 2  # queued or running runs one browser may have (each a worker process, about 440 MB)
 MAX_ACTIVE_RUNS = 8  # queued or running runs in one runs folder started from the app: 8 workers, about 3.5 GB

@@ -38,6 +38,7 @@ from albert_lab.analysis.common import check_segment
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.errors import AlbertLabError, DataError
+from albert_lab.limits import MAX_TEXTS
 from albert_lab.models import Parts
 from albert_lab.spec import HALVES, ModelSpec, layer_group
 
@@ -94,16 +95,13 @@ class Inputs:
         return dict(input_ids=self.input_ids, token_type_ids=self.token_type_ids, attention_mask=self.attention_mask)
 
 
-MAX_TEXTS = 256  # per analysis (texts are paragraphs of a file, or of the text box): memory grows with each
-
-
 def encode(bundle: ModelBundle, texts: Sequence[str], max_len: int = MAX_LEN, mask_rate: float = 0.15,
            seed: int = 0) -> Inputs:
     """Tokenise `texts` (one segment each) and mask `mask_rate` of each text's non-special
     tokens with [MASK], drawn with `seed` (at least one per text when mask_rate > 0)."""
     if not texts:
         raise DataError("no text to analyse: type some sentences or pick the built-in sample")
-    if len(texts) > MAX_TEXTS:  # every state of every token is kept: 4,000 texts took 15 GB on the 1.9M albert-sop
+    if len(texts) > MAX_TEXTS:
         raise DataError(f"{len(texts):,} texts: an analysis reads at most {MAX_TEXTS} at once (it keeps every layer's "
                         f"state of every token); give fewer, a sample of them for instance")
     if not 0.0 <= mask_rate < 1.0:

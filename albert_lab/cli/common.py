@@ -163,13 +163,25 @@ def distinct_labels(names: Sequence[str], sources: Sequence[str]) -> list[str]:
 
 
 def input_texts(args: argparse.Namespace) -> list[str]:
+    """The texts a command analyses: --file's paragraphs (separated by blank lines), read a
+    line at a time and only as far as an analysis reads (MAX_TEXTS, each cut to
+    MAX_DOC_CHARS), so memory is bounded by the work, not by the file; else --text, else
+    the built-in sample."""
+    from albert_lab.data.corpus import MAX_DOC_CHARS
     from albert_lab.data.samples import sample_texts
-    from albert_lab.data.textfile import decode_utf8, read_user_file
+    from albert_lab.data.textfile import open_user_file, text_blocks, text_lines
+    from albert_lab.limits import MAX_TEXTS
 
-    if args.file:
-        blocks = decode_utf8(read_user_file(args.file, limit=None, give="a .txt file"), str(args.file)).split("\n\n")
-        return [b for b in blocks if b.strip()] or fail(f"{args.file}: no text")
-    return args.text or sample_texts()
+    if not args.file:
+        return args.text or sample_texts()
+    texts: list[str] = []
+    with open_user_file(args.file, limit=None, give="a .txt file") as raw:
+        for _, block in text_blocks(text_lines(raw, str(args.file), MAX_DOC_CHARS), MAX_DOC_CHARS):
+            if len(texts) == MAX_TEXTS:
+                fail(f"{args.file}: more than {MAX_TEXTS} texts (paragraphs separated by blank lines); an analysis "
+                     f"reads at most {MAX_TEXTS} at once: give a file of fewer")
+            texts.append(block)
+    return texts or fail(f"{args.file}: no text")
 
 
 MIN_SEQ_LEN = 8  # [CLS] A [SEP] B [SEP] and a few pieces of each

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import io
 import json
 import os
 import re
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-from albert_lab.data.textfile import decode_utf8, jsonl_records, read_user_file
+from albert_lab.data.textfile import json_problem, open_user_file, text_blocks, text_lines
 from albert_lab.errors import DataError
 from albert_lab.paths import user_path
 
@@ -29,6 +32,10 @@ MAX_LEN = 128  # tokens of a text or pair ([CLS] and [SEP] included) that the an
 MAX_SEGMENT_CHARS = 2000  # one sentence (or one side of a pair) at most; the tokenizers' pair truncation grows
 # badly with huge segments, and 128 tokens are about 500 characters anyway
 MAX_DOC_CHARS = 200_000  # longer documents are cut: one runaway file must not stall tokenising
+MAX_JSONL_LINE_CHARS = 8_000_000  # a longer JSONL line is skipped (a document's text, escaped, is far shorter)
+MAX_PROBLEMS = 1000  # skipped lines listed in words; the rest are counted
+MAX_CORPUS_CHARS = 500_000_000  # the text a corpus file may give (about 100 M tokens), so memory is bounded by
+# what is trained on: a file is read a line at a time, its documents cut as they are read
 CHARS_PER_TOKEN = 8  # a side of a pair is cut to max_len * this many characters before tokenising: the
 # tokenizers' longest-first truncation costs time and memory quadratic in the tokens it removes (a 4,000-character
 # word took ~0.3 s and hundreds of MB per pair), and real text has 4-5 characters per token, so the cut never
@@ -63,14 +70,16 @@ class Corpus:
     heldout: tuple[Document, ...]
     fingerprint: str  # hash of the content, part of cache keys
     credit: str = ""
-    problems: tuple[str, ...] = ()  # lines of its files that were skipped, and why
+    problems: tuple[str, ...] = ()  # lines of its files that were skipped, and why (the first MAX_PROBLEMS)
+    skipped: int = 0  # lines skipped in all (more than the problems listed in a file of many bad lines)
 
     @property
     def num_segments(self) -> int:
         return sum(len(d.segments) for d in self.train + self.heldout)
 
     def describe(self) -> str:
-        skipped = f"; {len(self.problems):,} lines skipped ({self.problems[0]})" if self.problems else ""
+        count = max(self.skipped, len(self.problems))
+        skipped = f"; {count:,} line{'s' * (count != 1)} skipped ({self.problems[0]})" if self.problems else ""
         return (f"{self.name}: {len(self.train):,} training and {len(self.heldout):,} held-out documents, "
                 f"{self.num_segments:,} segments{skipped}")
 
@@ -96,7 +105,7 @@ def split_sentences(text: str) -> list[str]:
 
 
 def make_corpus(name: str, docs: list[Document], credit: str = "", fraction: float = HELDOUT_FRACTION,
-                problems: tuple[str, ...] = ()) -> Corpus:
+                problems: tuple[str, ...] = (), skipped: int = 0) -> Corpus:
     """Split documents into train / held-out by a hash of their title and text, so the
     held-out set is fixed whatever the order or the rest of the corpus."""
     docs = [d for d in docs if d.segments]
@@ -105,14 +114,24 @@ def make_corpus(name: str, docs: list[Document], credit: str = "", fraction: flo
     keyed = sorted(docs, key=lambda d: content_hash(d.title + "\n" + d.segments[0]))
     n_held = max(1, round(fraction * len(docs))) if len(docs) >= 2 else 0
     heldout = {id(d) for d in keyed[:n_held]}
-    fingerprint = content_hash(json.dumps([(d.title, d.segments) for d in docs]))
+    fingerprint = _documents_hash(docs)
     return Corpus(name=name, train=tuple(d for d in docs if id(d) not in heldout),
                   heldout=tuple(d for d in docs if id(d) in heldout), fingerprint=fingerprint, credit=credit,
-                  problems=problems)
+                  problems=problems, skipped=skipped)
 
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _documents_hash(docs: list[Document]) -> str:
+    """content_hash(json.dumps([(title, segments), ...])) a document at a time: the JSON of a
+    whole corpus would be a second copy of it."""
+    digest = hashlib.sha256(b"[")
+    for i, doc in enumerate(docs):
+        digest.update(((", " if i else "") + json.dumps((doc.title, doc.segments))).encode())
+    digest.update(b"]")
+    return digest.hexdigest()[:16]
 
 
 def builtin_path() -> Path:
@@ -136,45 +155,71 @@ def clip_for_tokens(text: str, max_len: int) -> str:
 
 
 def parse_documents(data: bytes, name: str, text_field: str = "text", problems: list[str] | None = None) -> list[Document]:
-    """Documents from a .txt (separated by blank lines) or .jsonl (one object per line
-    with a `text_field`) file's bytes. A JSONL line that is not such an object is skipped
-    and reported in `problems` ('line 3: ...; skipped'); DataError when no document is left."""
+    """Documents from a .txt or .jsonl file's bytes (an upload): see read_documents."""
+    return read_documents(io.BytesIO(data), name, text_field, problems)[0]
+
+
+def read_documents(raw: BinaryIO, name: str, text_field: str = "text",
+                   problems: list[str] | None = None) -> tuple[list[Document], int]:
+    """Documents from a .txt (separated by blank lines) or .jsonl (one object per line with a
+    `text_field`) file, read a line at a time, each document cut to MAX_DOC_CHARS as it is
+    read, and the number of lines skipped. A JSONL line that is not such an object is
+    skipped; the first MAX_PROBLEMS are reported in `problems` ('line 3: ...; skipped').
+    DataError when no document is left, or when the file gives more than MAX_CORPUS_CHARS
+    of text."""
     problems = [] if problems is None else problems
-    text = decode_utf8(data, name)
+    skipped = [0]
     if name.lower().endswith((".jsonl", ".json")):
-        raw = _jsonl_texts(text, name, text_field, problems)
+        raw_docs = _jsonl_texts(text_lines(raw, name, MAX_JSONL_LINE_CHARS), name, text_field, problems, skipped)
     elif name.lower().endswith((".txt", ".text", ".md")):
-        raw = [(f"{name} #{i + 1}", block) for i, block in enumerate(re.split(r"\n\s*\n", text))]
+        raw_docs = ((f"{name} #{i + 1}", block) for i, (_, block) in
+                    enumerate(text_blocks(text_lines(raw, name, MAX_DOC_CHARS), MAX_DOC_CHARS)))
     else:
         raise DataError(f"{name}: unsupported corpus file type; use .txt (documents separated by blank lines) or .jsonl")
-    docs = [Document(title=title, segments=tuple(split_sentences(body[:MAX_DOC_CHARS]))) for title, body in raw]
-    docs = [d for d in docs if d.segments]
+    docs, kept = [], 0
+    for title, body in raw_docs:
+        kept += len(body)
+        if kept > MAX_CORPUS_CHARS:
+            raise DataError(f"{name}: more than {MAX_CORPUS_CHARS / 1e6:,.0f} M characters of text, the most a corpus "
+                            "file may give (about 100 M tokens); split it and train on a part")
+        if segments := tuple(split_sentences(body)):
+            docs.append(Document(title=title, segments=segments))
     if not docs:
-        skipped = f"{len(problems):,} line{'s' * (len(problems) != 1)} skipped"
-        raise DataError(f"{name}: no document could be read; {skipped}, the first {problems[0]}" if problems
+        said = f"{skipped[0]:,} line{'s' * (skipped[0] != 1)} skipped"
+        raise DataError(f"{name}: no document could be read; {said}, the first {problems[0]}" if problems
                         else f"{name}: no text found; the corpus is empty")
-    return docs
+    return docs, skipped[0]
 
 
-def _jsonl_texts(text: str, name: str, text_field: str, problems: list[str]) -> list[tuple[str, str]]:
-    out = []
-    for number, record, problem in jsonl_records(text):
-        if not problem and not isinstance(record.get(text_field), str):
+def _jsonl_texts(lines: Iterator[tuple[int, str, bool]], name: str, text_field: str, problems: list[str],
+                 skipped: list[int]) -> Iterator[tuple[str, str]]:
+    """(title, text cut to MAX_DOC_CHARS) of each JSONL line that is an object with a string
+    `text_field`; the other non-blank lines are counted in skipped[0], the first
+    MAX_PROBLEMS of them reported in `problems`."""
+    for number, line, cut in lines:
+        if not line.strip() and not cut:
+            continue
+        record, problem = (None, f"longer than {MAX_JSONL_LINE_CHARS / 1e6:g} M characters") if cut else json_problem(line)
+        if not problem and not isinstance(record, dict):
+            problem = "not a JSON object"
+        elif not problem and not isinstance(record.get(text_field), str):
             problem = f"has no string field {text_field!r}"
         if problem:
-            problems.append(f"line {number}: {problem}; skipped")
+            skipped[0] += 1
+            if len(problems) < MAX_PROBLEMS:
+                problems.append(f"line {number}: {problem}; skipped")
             continue
         title = record.get("title")
-        out.append((title if isinstance(title, str) else f"{name} #{number}", record[text_field]))
-    return out
+        yield title if isinstance(title, str) else f"{name} #{number}", record[text_field][:MAX_DOC_CHARS]
 
 
 def load_file(path: str | Path, text_field: str = "text") -> Corpus:
+    """A .txt or .jsonl corpus file, read a line at a time (see read_documents)."""
     path = user_path(path, "corpus")
-    data = read_user_file(path, limit=None, give="a .txt or .jsonl file")  # a folder or a device named as such
     problems: list[str] = []
-    docs = parse_documents(data, path.name, text_field, problems)
-    return make_corpus(path.name, docs, problems=tuple(f"{path.name}: {p}" for p in problems))
+    with open_user_file(path, limit=None, give="a .txt or .jsonl file") as raw:  # a folder or a device named as such
+        docs, skipped = read_documents(raw, path.name, text_field, problems)
+    return make_corpus(path.name, docs, problems=tuple(f"{path.name}: {p}" for p in problems), skipped=skipped)
 
 
 def load_hf_dataset(name: str, split: str = "train", text_field: str = "text", limit: int = 20000) -> Corpus:

@@ -10,19 +10,23 @@ fails far from the file (UnicodeEncodeError); here it is the file's problem."""
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from albert_lab.errors import DataError
 
 MAX_UPLOAD_MB = 5  # one limit for a user's file, browser and command line alike, in decimal megabytes as
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1_000_000  # the browser's uploader counts them (it refuses 5,000,001 bytes)
 MAX_PAIR_ROWS = 5000  # rows of a pairs file that are scored; reading stops after them
+READ_BYTES = 1 << 20  # what a streaming reader takes from a file at once
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # \ud800-\udfff; a valid pair also matches, then is checked
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -45,10 +49,11 @@ def check_size(size: int, name: str, limit: int = MAX_UPLOAD_BYTES) -> None:
         raise DataError(f"{name} is {size / 1e6:,.1f} MB; the limit is {limit / 1e6:g} MB: split the file or keep its first rows")
 
 
-def read_user_file(path: Path, limit: int | None = MAX_UPLOAD_BYTES, give: str = "a file") -> bytes:
-    """The bytes of a regular file of at most `limit` bytes (None: any size); DataError for a
-    folder, a FIFO or device (whose read could block for ever or never end), a missing or
-    unreadable file, or one too big, each saying what to `give` instead."""
+@contextmanager
+def open_user_file(path: Path, limit: int | None = MAX_UPLOAD_BYTES, give: str = "a file") -> Iterator[BinaryIO]:
+    """A regular file of at most `limit` bytes (None: any size), open for reading; DataError
+    for a folder, a FIFO or device (whose read could block for ever or never end), a missing
+    or unreadable file, or one too big, each saying what to `give` instead."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # O_NONBLOCK: opening a FIFO never waits for a writer
     except FileNotFoundError:
@@ -62,15 +67,89 @@ def read_user_file(path: Path, limit: int | None = MAX_UPLOAD_BYTES, give: str =
             raise DataError(f"{path}: {kind}; give {give}")
         if limit is not None:
             check_size(info.st_size, str(path), limit)
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read() if limit is None else handle.read(limit + 1)
+        handle = os.fdopen(os.dup(fd), "rb")
     except OSError as err:
         raise DataError(f"{path}: cannot be read ({err.strerror or err})") from None
     finally:
         os.close(fd)
+    with handle:
+        try:
+            yield handle
+        except OSError as err:  # an I/O error while the caller reads
+            raise DataError(f"{path}: cannot be read ({err.strerror or err})") from None
+
+
+def read_user_file(path: Path, limit: int | None = MAX_UPLOAD_BYTES, give: str = "a file") -> bytes:
+    """The bytes of a regular file of at most `limit` bytes (see open_user_file)."""
+    with open_user_file(path, limit, give) as handle:
+        data = handle.read() if limit is None else handle.read(limit + 1)
     if limit is not None:
         check_size(len(data), str(path), limit)  # it grew while read
     return data
+
+
+def text_lines(raw: BinaryIO, name: str, max_chars: int) -> Iterator[tuple[int, str, bool]]:
+    """(line number, line, cut) of each line of a UTF-8 file (a BOM dropped, any line ending),
+    read a piece at a time: a line is at most `max_chars` characters, the rest of a longer one
+    is read past and dropped (cut is True), so memory is bounded by `max_chars`, never by the
+    file (a 4 GB file with no line break is one cut line). DataError as decode_utf8's where
+    the file is not UTF-8. Lines end at \n, \r\n or \r only: U+2028, U+2029 and U+0085 are
+    legal inside a JSON string."""
+    stream = io.TextIOWrapper(raw, encoding="utf-8-sig", newline=None)
+    number = 0
+    try:
+        while line := stream.readline(max_chars + 1):
+            number += 1
+            cut = not line.endswith("\n") and len(line) > max_chars
+            if cut:
+                line = line[:max_chars]
+                while (rest := stream.readline(READ_BYTES)) and not rest.endswith("\n"):
+                    pass
+            yield number, line.removesuffix("\n"), cut
+    except UnicodeDecodeError:
+        raise _utf8_error(raw, name) from None
+    finally:
+        if not raw.closed:  # the caller closes the file (first, where it stopped reading early)
+            stream.detach()
+
+
+def _utf8_error(raw: BinaryIO, name: str) -> DataError:
+    """decode_utf8's message for the first byte of `raw` that is not UTF-8 (found again from
+    the start, a piece at a time: the text decoder does not say where)."""
+    raw.seek(0)
+    decoder, offset, lines = codecs.getincrementaldecoder("utf-8")(), 0, 0
+    while True:
+        chunk = raw.read(READ_BYTES)
+        pending = decoder.getstate()[0]
+        try:
+            decoder.decode(chunk, final=not chunk)
+        except UnicodeDecodeError as err:
+            data = pending + chunk
+            line = lines + data[: err.start].count(b"\n") + 1
+            return DataError(f"{name}: not UTF-8 text (byte 0x{data[err.start]:02x} at line {line}, offset "
+                             f"{offset - len(pending) + err.start}); save the file as UTF-8")
+        if not chunk:
+            return DataError(f"{name}: not UTF-8 text; save the file as UTF-8")
+        offset, lines = offset + len(chunk), lines + chunk.count(b"\n")
+
+
+def text_blocks(lines: Iterable[tuple[int, str, bool]], max_chars: int) -> Iterator[tuple[int, str]]:
+    """(first line number, text) of each block of lines between blank (whitespace-only)
+    lines, cut to `max_chars` characters: the rest of a longer block is read past, not kept."""
+    start, parts, size = 0, [], 0
+    for number, line, cut in lines:
+        if not line.strip() and not cut:
+            if parts:
+                yield start, "\n".join(parts)
+            parts, size = [], 0
+            continue
+        if not parts:
+            start = number
+        if size < max_chars:
+            parts.append(line[: max_chars - size])
+            size += len(parts[-1]) + 1
+    if parts:
+        yield start, "\n".join(parts)
 
 
 def lone_surrogate(value: object) -> str | None:
