@@ -7,9 +7,8 @@ import pytest
 from conftest import HEADER, ROOT
 
 from albert_lab.data.corpus import MAX_SEGMENT_CHARS
-from albert_lab.data.textfile import jsonl_records
 from albert_lab.data.pairs_file import read_pairs
-from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_BYTES, MAX_UPLOAD_MB
+from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, jsonl_records
 from albert_lab.errors import DataError
 
 

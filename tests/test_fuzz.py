@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import math
 import os
@@ -32,9 +33,11 @@ from albert_lab.checkpoint.discover import check_folder, summarize_checkpoint
 from albert_lab.checkpoint.files import CARD, SAFETENSORS_DTYPES, read_card, read_config, safetensors_keys
 from albert_lab.data.corpus import parse_documents, split_sentences
 from albert_lab.data.pairs_file import read_pairs
+from albert_lab.data.textfile import decode_utf8, text_blocks, text_lines
+from albert_lab.errors import DataError
 
-SHARES = {"pairs_bytes": 0.2, "pairs_mixed": 0.3, "corpus_bytes": 0.1, "corpus_docs": 0.1, "card": 0.1,
-          "safetensors": 0.15, "config": 0.05}  # of TOTAL; the tokenizer test is a fixed small share (slow loads)
+SHARES = {"pairs_bytes": 0.2, "pairs_mixed": 0.3, "corpus_bytes": 0.1, "corpus_docs": 0.1, "corpus_lines": 0.05,
+          "card": 0.1, "safetensors": 0.15, "config": 0.05}  # of TOTAL; the tokenizer test is a fixed small share (slow loads)
 
 
 # ---- pairs files -------------------------------------------------------------------------------
@@ -132,6 +135,29 @@ def test_corpus_reader_keeps_every_document(docs, gaps, kind, ascii_only):
         data = "".join(json.dumps({"text": text}, ensure_ascii=ascii_only) + "\n" for text in texts)
     parsed = parse_documents(data.encode(), f"c.{kind}")
     assert [" ".join(d.segments) for d in parsed] == [" ".join(split_sentences(t)) for t in texts]
+
+
+@fuzz(SHARES["corpus_lines"])
+@given(data=st.binary(max_size=120) | st.text(alphabet=" ab\n\r\u2028é", max_size=120).map(str.encode),
+       width=st.integers(1, 12))
+def test_reading_a_line_at_a_time_equals_reading_whole_then_cutting(data, width):
+    """Lines and blocks read a piece at a time, cut at `width`, are those of the whole text cut
+    at `width`; a file that is not UTF-8 is the same one-line error."""
+    try:
+        whole = decode_utf8(data, "c.txt")
+    except DataError as err:
+        with pytest.raises(DataError, match=r"not UTF-8 text"):
+            list(text_lines(io.BytesIO(data), "c.txt", width))
+        assert str(err).split(" (")[0] in str(err)
+        return
+    lines = whole.split("\n")[: -1 if whole.endswith("\n") else None] if whole else []
+    assert list(text_lines(io.BytesIO(data), "c.txt", width)) == [
+        (i + 1, line[:width], len(line) > width) for i, line in enumerate(lines)]
+    whole_lines = list(text_lines(io.BytesIO(data), "c.txt", 10 ** 6))
+    blocks = ["\n".join(line for _, line, _ in group) for blank, group in
+              itertools.groupby(whole_lines, key=lambda item: not item[1].strip()) if not blank]
+    assert [text for _, text in text_blocks(whole_lines, 10 ** 6)] == blocks
+    assert [text for _, text in text_blocks(whole_lines, width)] == [block[:width] for block in blocks]
 
 
 # ---- checkpoint folders ------------------------------------------------------------------------

@@ -36,7 +36,7 @@ def decode_utf8(data: bytes, name: str) -> str:
     """UTF-8 text (a BOM is dropped) with every line ending as \\n: files saved with CR-only
     (classic Mac) or mixed line endings read like any other."""
     try:
-        text = data.decode("utf-8-sig")
+        text = data.decode("utf-8").removeprefix("\ufeff")  # not utf-8-sig: its error offsets skip the BOM
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
         raise DataError(f"{name}: not UTF-8 text (byte 0x{data[err.start]:02x} at line {line}, offset {err.start}); "
@@ -95,7 +95,9 @@ def text_lines(raw: BinaryIO, name: str, max_chars: int) -> Iterator[tuple[int, 
     file (a 4 GB file with no line break is one cut line). DataError as decode_utf8's where
     the file is not UTF-8. Lines end at \n, \r\n or \r only: U+2028, U+2029 and U+0085 are
     legal inside a JSON string."""
-    stream = io.TextIOWrapper(raw, encoding="utf-8-sig", newline=None)
+    if raw.read(3) != codecs.BOM_UTF8:  # skipped here: the utf-8-sig decoder reads a file of b"\xef" as ""
+        raw.seek(0)
+    stream = io.TextIOWrapper(raw, encoding="utf-8", newline=None)
     number = 0
     try:
         while line := stream.readline(max_chars + 1):
@@ -140,16 +142,16 @@ def text_blocks(lines: Iterable[tuple[int, str, bool]], max_chars: int) -> Itera
     for number, line, cut in lines:
         if not line.strip() and not cut:
             if parts:
-                yield start, "\n".join(parts)
+                yield start, "".join(parts)
             parts, size = [], 0
             continue
         if not parts:
             start = number
         if size < max_chars:
-            parts.append(line[: max_chars - size])
-            size += len(parts[-1]) + 1
+            parts.append(("\n" + line if parts else line)[: max_chars - size])
+            size += len(parts[-1])
     if parts:
-        yield start, "\n".join(parts)
+        yield start, "".join(parts)
 
 
 def lone_surrogate(value: object) -> str | None:
