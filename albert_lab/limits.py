@@ -15,7 +15,7 @@ from albert_lab.errors import AlbertLabError
 MAX_SEED = 2**32 - 1  # numpy.random.seed and SentencePiece take 0..2**32-1
 MAX_PROBE_STEPS = 100_000  # full-batch steps on cached features (the default is 300)
 MAX_PROBE_PAIRS = 200_000  # pairs whose features a probe caches (one H-vector each)
-MAX_CKA_TOKENS = 8192  # an N x N float64 Gram matrix per application: 8192 tokens are 0.5 GB each
+MAX_CKA_TOKENS = 8192  # tokens CKA draws: each application's state is N x H in float64 (25 MB at H = 384)
 MAX_TEXTS = 256  # texts one analysis reads (paragraphs of a file, or of the text box): it keeps every layer's
 # state of every token (4,000 texts took 15 GB on the 1.9M albert-sop)
 

@@ -33,23 +33,25 @@ from albert_lab.errors import DataError
 
 CAUTION = ("CKA can mislead: a few high-variance directions dominate it, it is biased upward for few tokens, and "
            "function-preserving changes can move it (Davari et al. 2022); compare with other measures")
-MAX_TOKENS = 1024  # N x N Gram matrices per state: 4 MB each at 1024 tokens
+MAX_TOKENS = 1024  # tokens drawn by default (the command line takes up to limits.MAX_CKA_TOKENS)
 
 
-def centred_grams(states: Sequence[torch.Tensor]) -> torch.Tensor:
-    """(S, N, N) Gram matrices K = X X^T of column-centred states X (N, D)."""
-    out = []
-    for x in states:
-        x = x.float() - x.float().mean(0, keepdim=True)
-        out.append(x @ x.T)
-    return torch.stack(out)
+def linear_cka(xs: Sequence[torch.Tensor], ys: Sequence[torch.Tensor]) -> np.ndarray:
+    """(Sx, Sy) linear CKA between states xs[i] (N, Dx) and ys[j] (N, Dy) of the same N
+    tokens, in feature space: with X, Y column-centred in float64,
+        CKA = ||Y^T X||_F^2 / (||X^T X||_F ||Y^T Y||_F),
+    equal to the Gram (HSIC) form <X X^T, Y Y^T> / (||X X^T|| ||Y Y^T||) but holding D x D
+    matrices, not N x N ones: memory grows with the tokens, not with their square (8,192
+    tokens were seven 0.5 GB Grams; here each state is N x D)."""
+    def centred(states: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        return [(x := s.double().cpu()) - x.mean(0, keepdim=True) for s in states]
 
-
-def cka_from_grams(kx: torch.Tensor, ky: torch.Tensor) -> np.ndarray:
-    """(Sx, Sy) linear CKA from centred Grams (Sx, N, N) and (Sy, N, N)."""
-    fx, fy = kx.flatten(1).double(), ky.flatten(1).double()
-    cross = fx @ fy.T
-    return (cross / torch.outer(fx.norm(dim=1), fy.norm(dim=1)).clamp_min(1e-300)).numpy()
+    cx = centred(xs)
+    cy = cx if ys is xs else centred(ys)
+    norm_x = torch.stack([torch.linalg.matrix_norm(x.T @ x) for x in cx])
+    norm_y = norm_x if cy is cx else torch.stack([torch.linalg.matrix_norm(y.T @ y) for y in cy])
+    cross = torch.tensor([[float((y.T @ x).square().sum()) for y in cy] for x in cx], dtype=torch.float64)
+    return (cross / torch.outer(norm_x, norm_y).clamp_min(1e-300)).numpy()
 
 
 def _states(bundle: ModelBundle, inputs: Inputs, repeat: int, unit: str, max_tokens: int, seed: int) -> list[torch.Tensor]:
@@ -72,7 +74,7 @@ def layer_cka(bundle: ModelBundle, texts: Sequence[str], other: ModelBundle | No
     """Linear CKA between every pair of states (0 = entering layer 1, a = after
     application a) of `bundle`, or between `bundle`'s and `other`'s. One row per
     (application_x, application_y) with cka, the unit (token or text), N and a note.
-    At most `max_tokens` tokens, drawn with `seed`, enter the Grams."""
+    At most `max_tokens` tokens, drawn with `seed`, enter CKA."""
     if not texts:
         raise DataError("no text to analyse: type some sentences or pick the built-in sample")
     notes = [CAUTION]
@@ -89,9 +91,7 @@ def layer_cka(bundle: ModelBundle, texts: Sequence[str], other: ModelBundle | No
     xs = _states(bundle, inputs_x, repeat, unit, max_tokens, seed)
     ys = xs if other is None else _states(other, inputs_y, repeat, unit, max_tokens, seed)
     note = "; ".join(notes)
-    kx = centred_grams(xs)
-    ky = kx if other is None else centred_grams(ys)
-    cka = cka_from_grams(kx, ky)
+    cka = linear_cka(xs, ys)
     name_y = bundle.name if other is None else other.name
     rows = [dict(checkpoint_x=bundle.name, checkpoint_y=name_y, application_x=i, application_y=j, cka=float(cka[i, j]),
                  unit=unit, n=xs[0].shape[0], note=note) for i in range(len(xs)) for j in range(len(ys))]

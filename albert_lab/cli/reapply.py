@@ -130,7 +130,7 @@ def _cka_arguments(p: argparse.ArgumentParser) -> None:
     add_text_arguments(p)
     _repeat(p)
     p.add_argument("--max-tokens", type=common.int_in(2, MAX_CKA_TOKENS), default=1024,
-                   help=f"tokens drawn for the Gram matrices, 2..{MAX_CKA_TOKENS:,} (default 1024)")
+                   help=f"tokens drawn for CKA, 2..{MAX_CKA_TOKENS:,} (default 1024)")
 
 
 @command("cka", "linear CKA between layer applications: one checkpoint, or two (across models)")(_cka_arguments)
