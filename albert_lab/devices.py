@@ -116,11 +116,6 @@ def bf16_verdict(device: torch.device) -> tuple[bool, str | None]:
     return True, f"bfloat16 is {1 / speed:.1f}x slower than float32 on this CPU{flags}"
 
 
-def bf16_note(device: torch.device) -> str | None:
-    """What the sidebar says beside bfloat16 (None: it is faster here); see bf16_verdict."""
-    return bf16_verdict(device)[1]
-
-
 def check_bf16(device: torch.device, flag: str) -> str | None:
     """For a command asked for bf16 with `flag`: the one-line warning to print where it is
     slower here, None where it is fast; AlbertLabError where it is too slow to use."""

@@ -23,7 +23,7 @@ def test_sentence_pairs_upload_and_bad_files(app):
     layout = json.loads(charts(at)[0].proto.spec)["layout"]  # 'chance' in the right margin, not on the first bar
     (label,) = [a for a in layout["annotations"] if a["text"] == "chance"]
     assert label["x"] >= 1 and label["xanchor"] == "left" and layout["margin"]["r"] >= 60
-    assert {b["name"]: b["marker"]["color"] for b in bars} == {"A -> B (as typed)": "#4c78a8", "B -> A (swapped)": "#f58518"}
+    assert {b["name"]: b["marker"]["color"] for b in bars} == {"A → B (as typed)": "#4c78a8", "B → A (swapped)": "#f58518"}
     at.file_uploader(key="pairs_file").set_value(("pairs.csv", PAIRS_CSV, "text/csv"))
     at.run()
     assert any("row 4: sentence_a is empty; skipped" in w.value for w in at.warning)

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from app.look import SERIES_COLOURS, chance_line, colour_map, style
 
-ORDERS = {"p_ab": "A -> B (as typed)", "p_ba": "B -> A (swapped)"}
+ORDERS = {"p_ab": "A → B (as typed)", "p_ba": "B → A (swapped)"}
 ORDER_COLOURS = dict(zip(ORDERS.values(), SERIES_COLOURS))  # the same in light and dark themes
 
 
@@ -35,9 +35,9 @@ def accuracy_figure(labelled: pd.DataFrame) -> go.Figure:
 
 
 def spread_figure(scores: pd.DataFrame) -> go.Figure:
-    """How P(A->B) is spread over a file without labels."""
+    """How P(A → B) is spread over a file without labels."""
     fig = px.histogram(scores.dropna(subset=["p_ab"]), x="p_ab", color="checkpoint", nbins=20, barmode="overlay",
-                       range_x=[0, 1], title="P(label 0 | A->B) over the file (no labels given)",
-                       color_discrete_map=colour_map(scores.checkpoint), labels={"p_ab": "P(label 0 | A->B)"})
+                       range_x=[0, 1], title="P(label 0 | A → B) over the file (no labels given)",
+                       color_discrete_map=colour_map(scores.checkpoint), labels={"p_ab": "P(label 0 | A → B)"})
     fig.update_yaxes(title_text="pairs")
     return style(fig)

@@ -14,7 +14,7 @@ from app.selection import Selection
 
 st.title(room("sentence_pairs").heading)
 st.caption("P(label 0) from each checkpoint's pair head: for an SOP head, P(A then B is the original order); "
-           "for an NSP head, P(B is the next segment after A). Each pair is also scored swapped (B -> A).")
+           "for an NSP head, P(B is the next segment after A). Each pair is also scored swapped (B → A).")
 
 if ui.need_checkpoints():
     bundles = Selection.read().usable_bundles()

@@ -181,8 +181,8 @@ def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
              for name in ("row", "head", "head_status", "label", "correct")}  # the table fits 1400 px up to 'predicts'
     st.dataframe(shown, hide_index=True, width="stretch",
                  column_config={**LABELS, **small,
-                                "p_ab": st.column_config.ProgressColumn("P(label 0 | A->B)", min_value=0, max_value=1, format="%.3f"),
-                                "p_ba": st.column_config.ProgressColumn("P(label 0 | B->A)", min_value=0, max_value=1, format="%.3f"),
+                                "p_ab": st.column_config.ProgressColumn("P(label 0 | A → B)", min_value=0, max_value=1, format="%.3f"),
+                                "p_ba": st.column_config.ProgressColumn("P(label 0 | B → A)", min_value=0, max_value=1, format="%.3f"),
                                 "tokens": st.column_config.NumberColumn(
                                     "tokens", format="localized",
                                     help=f"The pair's length in tokens, [CLS] and [SEP] included, of each side's first "
@@ -191,7 +191,7 @@ def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
 
 
 def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
-    """Accuracy with 95% intervals when the file has labels, else how P(A->B) is spread."""
+    """Accuracy with 95% intervals when the file has labels, else how P(A → B) is spread."""
     labelled = labelled_accuracy(summary)
     ui.chart(pair_figures.accuracy_figure(labelled) if len(labelled) else pair_figures.spread_figure(scores), "pairs-file")
 
@@ -250,15 +250,15 @@ def upload_tab(bundles: list) -> None:
                                     "order_accuracy": st.column_config.NumberColumn(
                                         "by order", format="%.3f",
                                         help="Accuracy on the labelled pairs judged by the order each head prefers "
-                                             "(label 0 right when P(A->B) > P(B->A), label 1 when the reverse): for files "
+                                             "(label 0 right when P(A → B) > P(B → A), label 1 when the reverse): for files "
                                              "whose label-1 pairs are swapped ones, as in SOP; not for random NSP pairs"),
                                     "labelled": "labelled",
-                                    "mean_p_ab": st.column_config.NumberColumn("mean P(0 | A->B)", format="%.3f",
+                                    "mean_p_ab": st.column_config.NumberColumn("mean P(0 | A → B)", format="%.3f",
                                                                                help="mean P(label 0) of the pairs as given"),
-                                    "mean_p_ba": st.column_config.NumberColumn("mean P(0 | B->A)", format="%.3f",
+                                    "mean_p_ba": st.column_config.NumberColumn("mean P(0 | B → A)", format="%.3f",
                                                                                help="mean P(label 0) of the pairs swapped"),
                                     "prefers_ab": st.column_config.NumberColumn(
-                                        "prefers A->B", format="%.3f",
+                                        "prefers A → B", format="%.3f",
                                         help="Share of pairs with P(label 0) higher as given than swapped")})
         show_scores(scores, "uploaded", bundles)
 
