@@ -37,7 +37,7 @@ def accuracy_figure(labelled: pd.DataFrame) -> go.Figure:
 def spread_figure(scores: pd.DataFrame) -> go.Figure:
     """How P(A → B) is spread over a file without labels."""
     fig = px.histogram(scores.dropna(subset=["p_ab"]), x="p_ab", color="checkpoint", nbins=20, barmode="overlay",
-                       range_x=[0, 1], title="P(label 0 | A → B) over the file (no labels given)",
+                       range_x=[0, 1], title="P(label 0 | A → B) over the file (no usable labels)",
                        color_discrete_map=colour_map(scores.checkpoint), labels={"p_ab": "P(label 0 | A → B)"})
     fig.update_yaxes(title_text="pairs")
     return style(fig)
