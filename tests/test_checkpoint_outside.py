@@ -7,7 +7,7 @@ import zipfile
 import pandas as pd
 import pytest
 import torch
-from conftest import one_line_error, run_cli
+from conftest import CORPUS, one_line_error, run_cli, save_bert
 
 from albert_lab.checkpoint.heads import HeadStatus
 from albert_lab.cli.common import distinct_labels
@@ -180,6 +180,38 @@ def test_a_tokenizer_of_another_model_with_more_pieces_is_refused(shipped, minil
     for command in ("oscillation", "attention"):
         one_line_error(run_cli(command, "--checkpoint", str(mixed), "--text", TEXTS[0]),
                        "the tokenizer has 30,522 pieces but the model's word embeddings hold 1,000")
+
+
+def _times_1e30(folder) -> None:
+    from safetensors.torch import load_file, save_file
+
+    tensors = {k: v * 1e30 for k, v in load_file(str(folder / "model.safetensors")).items()}
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+
+
+def _config(**changes):
+    def edit(folder) -> None:
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps({**config, **changes}))
+    return edit
+
+
+@pytest.mark.parametrize("edit, words", [(_config(layer_norm_eps=float("nan")), "layer_norm_eps"),
+                                         (_config(layer_norm_eps=-1), "'layer_norm_eps' expected float, got int (value: -1)"),
+                                         (_times_1e30, "NaN or infinite outputs on a probe input")])
+def test_a_bert_that_computes_nan_is_refused_by_every_command(tiny_bert, tokenizer, tmp_path, pairs_file, edit, words):
+    """Its scores were NaN: score printed p_ab null (exit 0), evaluate reported accuracies of NaN logits,
+    albertize ended in an lstsq traceback, and as --distil-from the run failed blaming the learning rate."""
+    good, _ = tiny_bert
+    bad, _ = save_bert(tmp_path / "bad", tokenizer)
+    edit(bad)
+    one_line_error(run_cli("score", str(pairs_file), "--checkpoint", str(bad)), words)
+    one_line_error(run_cli("evaluate", "--checkpoint", str(bad), "--corpus", CORPUS, "--limit", "8", "--no-ood"), words)
+    one_line_error(run_cli("albertize", "--checkpoint", str(bad), "--embedding", "8", "--out", str(tmp_path / "albert")), words)
+    runs = tmp_path / "runs"
+    one_line_error(run_cli("train", "--init-from", str(good), "--distil-from", str(bad), "--steps", "2", "--foreground",
+                           "--corpus", CORPUS, "--seq-len", "64", "--runs-dir", str(runs)), "distil_from", words)
+    assert not (tmp_path / "albert").exists() and (not runs.exists() or not any(runs.iterdir()))
 
 
 @pytest.mark.gpu
