@@ -7,7 +7,7 @@ import zipfile
 import pandas as pd
 import pytest
 import torch
-from conftest import CORPUS, one_line_error, run_cli, save_bert
+from conftest import CORPUS, HEADER, one_line_error, run_cli, save_bert
 
 from albert_lab.checkpoint.heads import HeadStatus
 from albert_lab.cli.common import distinct_labels
@@ -180,6 +180,29 @@ def test_a_tokenizer_of_another_model_with_more_pieces_is_refused(shipped, minil
     for command in ("oscillation", "attention"):
         one_line_error(run_cli(command, "--checkpoint", str(mixed), "--text", TEXTS[0]),
                        "the tokenizer has 30,522 pieces but the model's word embeddings hold 1,000")
+
+
+def test_a_bert_of_one_token_type_is_scored_evaluated_probed_and_trained(tokenizer, tmp_path):
+    """type_vocab_size 1 (valid in BERT configs) was an IndexError in score, evaluate, fit-head,
+    gradflow, and training with it as --init-from or --distil-from (at the first gradient-flow record)."""
+    bert, _ = save_bert(tmp_path / "one-type", tokenizer, layers=2, type_vocab_size=1)
+    (pairs := tmp_path / "p.csv").write_bytes(HEADER + b"The sky is blue.,It rains often.\n")
+    result = run_cli("score", str(pairs), "--checkpoint", str(bert), "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert 0 < json.loads(result.stdout)[0]["p_ab"] < 1
+    result = run_cli("evaluate", "--checkpoint", str(bert), "--corpus", CORPUS, "--limit", "8", "--no-ood", "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = json.loads(result.stdout)
+    assert {row["metric"] for row in rows} >= {"mlm", "nsp", "sop"} and all(0 <= row["accuracy"] <= 1 for row in rows)
+    result = run_cli("gradflow", "--checkpoint", str(bert), "--text", TEXTS[0], "--text", TEXTS[1], "--objective", "nsp", "--json")
+    assert result.returncode == 0 and json.loads(result.stdout), result.stderr[-2000:]
+    result = run_cli("fit-head", "--checkpoint", str(bert), "--corpus", CORPUS, "--train-pairs", "24", "--heldout-pairs",
+                     "16", "--steps", "3", "--replace", "--out", str(tmp_path / "probe"))
+    assert result.returncode == 0 and (tmp_path / "probe" / "model.safetensors").is_file(), result.stderr[-2000:]
+    result = run_cli("train", "--init-from", str(bert), "--distil-from", str(bert), "--steps", "2", "--foreground",
+                     "--corpus", CORPUS, "--batch-size", "4", "--seq-len", "64", "--threads", "1",
+                     "--runs-dir", str(tmp_path / "runs"), "--run-id", "one-type")
+    assert result.returncode == 0 and "run one-type: succeeded" in result.stdout, result.stderr[-2000:]
 
 
 def _times_1e30(folder) -> None:
