@@ -355,3 +355,17 @@ def test_a_conversion_past_the_disk_quota_is_refused_before_the_work(tiny_bert, 
     with pytest.raises(AlbertLabError, match=r"^disk quota: .* this conversion needs"):
         albertize_into(root, "b", folder, 16, "all", 1, "average", quota=1)
     assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == ["a"]
+
+
+def test_an_all_zero_word_embedding_keeps_all_its_energy(tiny_bert, tmp_path):
+    """The card held "embedding_energy_kept": NaN and the command printed 'SVD kept nan%'."""
+    from safetensors.torch import load_file, save_file
+
+    folder, _ = tiny_bert
+    tensors = load_file(str(folder / "model.safetensors"))
+    tensors["bert.embeddings.word_embeddings.weight"].zero_()
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    result = run_cli("albertize", "--checkpoint", str(folder), "--embedding", "8", "--out", str(tmp_path / "albert"))
+    assert result.returncode == 0 and "SVD kept 100.0% of the word embeddings' energy" in result.stdout, result.stderr[-2000:]
+    assert read_card(tmp_path / "albert")["conversion"]["embedding_energy_kept"] == 1.0
+    assert "NaN" not in (tmp_path / "albert" / "albert_lab.json").read_text()
