@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from albert_lab.errors import AlbertLabError
@@ -103,6 +105,33 @@ def is_within(path: Path, roots: list[Path]) -> bool:
     """True if `path` (symlinks resolved) lies inside one of `roots`."""
     real = Path(os.path.realpath(path))
     return any(real == r or r in real.parents for r in (Path(os.path.realpath(x)) for x in roots))
+
+
+def nearest_existing(path: Path) -> Path:
+    """`path` or the nearest folder above it that is there (a link counts, dangling or not)."""
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+@contextmanager
+def parents_made_for(path: Path) -> Iterator[None]:
+    """Make the folders `path` needs above it; if the body fails, remove again those it made
+    (while empty), so a failed conversion or save leaves no trace of its --out."""
+    made, folder = [], path.parent
+    while folder != nearest_existing(folder):
+        made.append(folder)  # deepest first
+        folder = folder.parent
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
+    except BaseException:
+        for folder in made:
+            try:
+                folder.rmdir()
+            except OSError:  # someone put something in it meanwhile: theirs now
+                break
+        raise
 
 
 def unique_folder(folder: Path) -> Path:

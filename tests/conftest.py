@@ -225,13 +225,14 @@ def bundles(make_checkpoint):
     return load_checkpoint(albert), load_checkpoint(bert)
 
 
-def save_bert(folder, tokenizer, layers: int = 3):
-    """A tiny random BertForPreTraining with both heads, saved the way transformers saves."""
+def save_bert(folder, tokenizer, layers: int = 3, **config_changes):
+    """A tiny random BertForPreTraining with both heads, saved the way transformers saves;
+    `config_changes` go to its BertConfig (type_vocab_size=1, vocab_size=...)."""
     from transformers import BertConfig, BertForPreTraining
 
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=layers, num_attention_heads=2,
-                        intermediate_size=48, max_position_embeddings=64, hidden_act="gelu")
+    config = BertConfig(**{"vocab_size": len(tokenizer), "hidden_size": 32, "num_hidden_layers": layers, "num_attention_heads": 2,
+                           "intermediate_size": 48, "max_position_embeddings": 64, "hidden_act": "gelu", **config_changes})
     model = BertForPreTraining(config).eval()
     with torch.no_grad():  # LayerNorms away from their init, so that copying them is tested
         for module in model.modules():

@@ -119,3 +119,22 @@ def test_probes_and_conversions_stop_at_the_disk_quota(app, tmp_path, monkeypatc
     assert any(e.value.startswith("converting: disk quota: ") for e in at.error), [e.value for e in at.error]
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["albertized", "old.bin"]
     assert not [p for p in (tmp_path / "runs" / "albertized").iterdir() if not p.name.startswith(".")]
+
+
+def test_convert_takes_a_bert_without_pooler_weights(tmp_path, tokenizer, monkeypatch):
+    """BertModel exports often lack the pooler: Convert was a KeyError 'bert.pooler.dense.weight'."""
+    from conftest import save_bert, start
+    from safetensors.torch import load_file, save_file
+
+    folder, _ = save_bert(tmp_path / "ckpts" / "no-pooler", tokenizer, layers=2)
+    weights = str(folder / "model.safetensors")
+    save_file({k: v for k, v in load_file(weights).items() if not k.startswith("bert.pooler.")}, weights,
+              metadata={"format": "pt"})
+    monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(tmp_path / "ckpts"))
+    at = start("model_card")
+    at.number_input(key="alb_e").set_value(8)
+    at.button[[b.label for b in at.button].index("Convert (seconds)")].click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("Saved" in s.value for s in at.success)
+    card = read_card(tmp_path / "runs" / "albertized" / "no-pooler-e8-all-average")
+    assert card["conversion"]["heads"]["pair"] == "absent in the source (no pooler weights)"

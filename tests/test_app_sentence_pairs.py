@@ -215,3 +215,20 @@ def test_a_typed_pair_says_which_order_each_head_prefers(app):
     at.text_area(key="pair_a").set_value("   ")
     at.button[0].click().run()
     assert not [m.value for m in at.markdown if m.value.startswith("Preferred order")]  # nothing scored, nothing said
+
+
+def test_a_bert_of_one_token_type_is_scored(tmp_path, tokenizer, monkeypatch):
+    """type_vocab_size 1 (valid in BERT configs) was an IndexError on this page."""
+    from conftest import save_bert
+
+    save_bert(tmp_path / "ckpts" / "one-type", tokenizer, layers=2, type_vocab_size=1)
+    monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(tmp_path / "ckpts"))
+    at = start("sentence_pairs")
+    assert not at.error, [e.value for e in at.error]
+    typed = at.dataframe[0].value
+    assert list(typed.checkpoint) == ["one-type"] and typed.p_ab.between(0, 1).all() and typed.p_ba.between(0, 1).all()
+    at.file_uploader(key="pairs_file").set_value(("pairs.csv", PAIRS_CSV, "text/csv"))
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    scores = next(d.value for d in at.dataframe if "p_ab" in d.value and len(d.value) == 2)
+    assert scores.p_ab.between(0, 1).all()

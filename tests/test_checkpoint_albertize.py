@@ -1,6 +1,7 @@
 """albertize: a BERT made into an ALBERT, against transformers' BERT and the truncated SVD."""
 
 import json
+import os
 
 import pytest
 import torch
@@ -129,6 +130,30 @@ def test_albertize_to_a_folder_that_cannot_be_made_is_one_line_before_the_work(t
         one_line_error(run_cli("albertize", "--checkpoint", str(folder), "--embedding", "8", "--out", out),
                        f"--out {out} cannot be made")
     assert a_file.read_text() == "mine"
+
+
+def test_albertize_refuses_a_link_at_out_before_the_work_and_a_failure_leaves_no_folder(tiny_bert, tmp_path, monkeypatch):
+    """--out at a link to an empty folder, a dangling link or a loop failed only after the 17 s
+    conversion; a conversion that failed left the folders above --out that it had made."""
+    from albert_lab.checkpoint import load
+
+    folder, _ = tiny_bert
+    (empty := tmp_path / "empty").mkdir()
+    os.symlink(empty, tmp_path / "to-empty")
+    os.symlink("nowhere", tmp_path / "dangling")
+    os.symlink("loop", tmp_path / "loop")
+    monkeypatch.setattr(load, "load_checkpoint", lambda *a, **k: pytest.fail("the BERT was read before --out was checked"))
+    for name, words in (("to-empty", "is a link"), ("dangling", "is a link"), ("loop", "symlink loop")):
+        one_line_error(run_cli("albertize", "--checkpoint", str(folder), "--embedding", "8", "--out", str(tmp_path / name)),
+                       "--out", words)
+    monkeypatch.undo()
+    assert not list(empty.iterdir()) and not (tmp_path / "nowhere").exists()
+    deep = tmp_path / "a" / "b" / "albert"
+    one_line_error(run_cli("albertize", "--checkpoint", str(tmp_path / "no-bert"), "--out", str(deep)), "no such folder")
+    albert = albertize(folder, tmp_path / "albert", embedding_size=8)
+    one_line_error(run_cli("albertize", "--checkpoint", str(albert), "--out", str(deep)), "albertize converts BERT models")
+    assert not (tmp_path / "a").exists()  # neither failure left a/ or a/b/
+    assert (albertize(folder, deep, embedding_size=8) / "albert_lab.json").is_file()  # made when the result is saved
 
 
 def test_a_new_folder_written_meanwhile_by_another_conversion_is_kept(tiny_bert, tmp_path, monkeypatch):
@@ -330,3 +355,17 @@ def test_a_conversion_past_the_disk_quota_is_refused_before_the_work(tiny_bert, 
     with pytest.raises(AlbertLabError, match=r"^disk quota: .* this conversion needs"):
         albertize_into(root, "b", folder, 16, "all", 1, "average", quota=1)
     assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == ["a"]
+
+
+def test_an_all_zero_word_embedding_keeps_all_its_energy(tiny_bert, tmp_path):
+    """The card held "embedding_energy_kept": NaN and the command printed 'SVD kept nan%'."""
+    from safetensors.torch import load_file, save_file
+
+    folder, _ = tiny_bert
+    tensors = load_file(str(folder / "model.safetensors"))
+    tensors["bert.embeddings.word_embeddings.weight"].zero_()
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    result = run_cli("albertize", "--checkpoint", str(folder), "--embedding", "8", "--out", str(tmp_path / "albert"))
+    assert result.returncode == 0 and "SVD kept 100.0% of the word embeddings' energy" in result.stdout, result.stderr[-2000:]
+    assert read_card(tmp_path / "albert")["conversion"]["embedding_energy_kept"] == 1.0
+    assert "NaN" not in (tmp_path / "albert" / "albert_lab.json").read_text()

@@ -120,9 +120,14 @@ def test_nan_weights_are_refused(folder, pairs_file):
     import torch
     from safetensors.torch import load_file, save_file
 
-    tensors = {k: torch.full_like(v, float("nan")) for k, v in load_file(str(folder / "model.safetensors")).items()}
+    clean = load_file(str(folder / "model.safetensors"))
+    tensors = {k: torch.full_like(v, float("nan")) for k, v in clean.items()}
     save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    card_and_score(folder, pairs_file, "hold NaN or infinite values")
+    card_and_score(folder, pairs_file, "weight tensors hold NaN or infinite values")
+    name = "albert.embeddings.LayerNorm.weight"
+    save_file({**clean, name: torch.full_like(clean[name], float("inf"))}, str(folder / "model.safetensors"),
+              metadata={"format": "pt"})
+    card_and_score(folder, pairs_file, f"1 weight tensor holds NaN or infinite values ({name})")  # was '1 weight tensor hold'
 
 
 def test_malformed_heads_in_the_card_are_one_line(folder, pairs_file):

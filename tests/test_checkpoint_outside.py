@@ -7,7 +7,7 @@ import zipfile
 import pandas as pd
 import pytest
 import torch
-from conftest import one_line_error, run_cli
+from conftest import CORPUS, HEADER, one_line_error, run_cli, save_bert
 
 from albert_lab.checkpoint.heads import HeadStatus
 from albert_lab.cli.common import distinct_labels
@@ -180,6 +180,61 @@ def test_a_tokenizer_of_another_model_with_more_pieces_is_refused(shipped, minil
     for command in ("oscillation", "attention"):
         one_line_error(run_cli(command, "--checkpoint", str(mixed), "--text", TEXTS[0]),
                        "the tokenizer has 30,522 pieces but the model's word embeddings hold 1,000")
+
+
+def test_a_bert_of_one_token_type_is_scored_evaluated_probed_and_trained(tokenizer, tmp_path):
+    """type_vocab_size 1 (valid in BERT configs) was an IndexError in score, evaluate, fit-head,
+    gradflow, and training with it as --init-from or --distil-from (at the first gradient-flow record)."""
+    bert, _ = save_bert(tmp_path / "one-type", tokenizer, layers=2, type_vocab_size=1)
+    (pairs := tmp_path / "p.csv").write_bytes(HEADER + b"The sky is blue.,It rains often.\n")
+    result = run_cli("score", str(pairs), "--checkpoint", str(bert), "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert 0 < json.loads(result.stdout)[0]["p_ab"] < 1
+    result = run_cli("evaluate", "--checkpoint", str(bert), "--corpus", CORPUS, "--limit", "8", "--no-ood", "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = json.loads(result.stdout)
+    assert {row["metric"] for row in rows} >= {"mlm", "nsp", "sop"} and all(0 <= row["accuracy"] <= 1 for row in rows)
+    result = run_cli("gradflow", "--checkpoint", str(bert), "--text", TEXTS[0], "--text", TEXTS[1], "--objective", "nsp", "--json")
+    assert result.returncode == 0 and json.loads(result.stdout), result.stderr[-2000:]
+    result = run_cli("fit-head", "--checkpoint", str(bert), "--corpus", CORPUS, "--train-pairs", "24", "--heldout-pairs",
+                     "16", "--steps", "3", "--replace", "--out", str(tmp_path / "probe"))
+    assert result.returncode == 0 and (tmp_path / "probe" / "model.safetensors").is_file(), result.stderr[-2000:]
+    result = run_cli("train", "--init-from", str(bert), "--distil-from", str(bert), "--steps", "2", "--foreground",
+                     "--corpus", CORPUS, "--batch-size", "4", "--seq-len", "64", "--threads", "1",
+                     "--runs-dir", str(tmp_path / "runs"), "--run-id", "one-type")
+    assert result.returncode == 0 and "run one-type: succeeded" in result.stdout, result.stderr[-2000:]
+
+
+def _times_1e30(folder) -> None:
+    from safetensors.torch import load_file, save_file
+
+    tensors = {k: v * 1e30 for k, v in load_file(str(folder / "model.safetensors")).items()}
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+
+
+def _config(**changes):
+    def edit(folder) -> None:
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps({**config, **changes}))
+    return edit
+
+
+@pytest.mark.parametrize("edit, words", [(_config(layer_norm_eps=float("nan")), "layer_norm_eps"),
+                                         (_config(layer_norm_eps=-1), "'layer_norm_eps' expected float, got int (value: -1)"),
+                                         (_times_1e30, "NaN or infinite outputs on a probe input")])
+def test_a_bert_that_computes_nan_is_refused_by_every_command(tiny_bert, tokenizer, tmp_path, pairs_file, edit, words):
+    """Its scores were NaN: score printed p_ab null (exit 0), evaluate reported accuracies of NaN logits,
+    albertize ended in an lstsq traceback, and as --distil-from the run failed blaming the learning rate."""
+    good, _ = tiny_bert
+    bad, _ = save_bert(tmp_path / "bad", tokenizer)
+    edit(bad)
+    one_line_error(run_cli("score", str(pairs_file), "--checkpoint", str(bad)), words)
+    one_line_error(run_cli("evaluate", "--checkpoint", str(bad), "--corpus", CORPUS, "--limit", "8", "--no-ood"), words)
+    one_line_error(run_cli("albertize", "--checkpoint", str(bad), "--embedding", "8", "--out", str(tmp_path / "albert")), words)
+    runs = tmp_path / "runs"
+    one_line_error(run_cli("train", "--init-from", str(good), "--distil-from", str(bad), "--steps", "2", "--foreground",
+                           "--corpus", CORPUS, "--seq-len", "64", "--runs-dir", str(runs)), "distil_from", words)
+    assert not (tmp_path / "albert").exists() and (not runs.exists() or not any(runs.iterdir()))
 
 
 @pytest.mark.gpu

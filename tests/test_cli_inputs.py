@@ -41,6 +41,11 @@ def test_an_output_that_is_one_of_the_commands_inputs_is_refused_before_the_work
     one_line_error(run_cli("score", str(pairs_file), "--checkpoint", str(sop), "--checkpoint", str(nsp),
                            "--out", str(nsp / "config.json")), "--out", "inside an input")
     one_line_error(run_cli("fit-head", "--checkpoint", str(sop), "--out", str(sop / "probe")), "--out", "inside an input")
+    by_name = {"ALBERT_LAB_CHECKPOINTS": str(ckpts)}  # as the issue ran them: checkpoints named, outputs inside them
+    one_line_error(run_cli("attention", "--checkpoint", "albert-sop", "--maps-out", str(sop / "model.safetensors"),
+                           env=by_name), "--maps-out", "lies inside an input of this command (--checkpoint")
+    one_line_error(run_cli("score", str(pairs_file), "--checkpoint", "albert-sop", "--checkpoint", "bert-nsp",
+                           "--out", str(nsp / "config.json"), env=by_name), "--out", "inside an input")
     assert text_file.read_bytes() == text and _unchanged(sop) == before["sop"] and _unchanged(nsp) == before["nsp"]
     assert not (sop / "probe").exists()
 

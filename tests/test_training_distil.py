@@ -183,7 +183,8 @@ def _edited_weights(folder, change, **config_changes):
 
 def test_bad_starting_checkpoints_and_teachers_are_refused_before_a_run_folder_exists(tiny_bert, tmp_path, tokenizer):
     """A teacher of 1 position broadcast silently (of 32 against --seq-len 64: a shape traceback); NaN weights in
-    --init-from or --distil-from were refused in the worker after the run folder existed (exit 1, a failed run)."""
+    --init-from or --distil-from, or a tokenizer larger than the embeddings, were refused in the worker after the run
+    folder existed (exit 1, a failed run)."""
     import shutil
 
     folder, _ = tiny_bert
@@ -199,9 +200,13 @@ def test_bad_starting_checkpoints_and_teachers_are_refused_before_a_run_folder_e
     nan = tmp_path / "nan"
     shutil.copytree(student, nan)
     _edited_weights(nan, lambda t: t.update({k: v * float("nan") for k, v in t.items() if k.endswith("LayerNorm.weight")}))
-    runs = tmp_path / "runs"
-    for flags in (("--init-from", str(nan)), ("--init-from", str(student), "--distil-from", str(nan))):
+    wide = save_bert(tmp_path / "wide", tokenizer, vocab_size=len(tokenizer) // 2)[0]  # more pieces than embeddings
+    runs, pieces = tmp_path / "runs", f"the tokenizer has {len(tokenizer):,} pieces but the model's word embeddings hold"
+    for flags, words in ((("--init-from", str(nan)), "NaN or infinite values"),
+                         (("--init-from", str(student), "--distil-from", str(nan)), "NaN or infinite values"),
+                         (("--init-from", str(wide)), pieces), (("--init-from", str(student), "--distil-from", str(wide)), pieces),
+                         (("--init-from", str(student), "--distil-from", str(tmp_path / "short32")), "the teacher has 32 positions")):
         result = run_cli("train", *flags, "--steps", "1", "--runs-dir", str(runs), "--corpus", "wiki-vital[:600]",
                          "--seq-len", "64", "--foreground")
-        one_line_error(result, "NaN or infinite values")
+        one_line_error(result, words)
         assert not runs.exists() or not any(runs.iterdir()), "a run folder was made for a refused start"

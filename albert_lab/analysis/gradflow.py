@@ -33,7 +33,7 @@ from albert_lab.data.batching import Batch, batch_from_documents
 from albert_lab.data.corpus import MAX_LEN, Document, split_sentences
 from albert_lab.errors import CheckpointError
 from albert_lab.kernels import autocast, tune_for_training
-from albert_lab.models import PretrainingModel
+from albert_lab.models import PretrainingModel, one_token_type
 from albert_lab.objective import PretrainingLoss
 from albert_lab.spec import ModelSpec
 
@@ -63,6 +63,7 @@ def unshared_view(model: PretrainingModel, spec: ModelSpec) -> PretrainingModel:
         owner, _, attr = name.rpartition(".")
         clone.get_submodule(owner).register_buffer(attr, buffer.clone(), persistent=False)
     clone.tie_weights()  # the MLM decoder and the word embeddings are one tensor again
+    one_token_type(clone, spec)  # the model's hook is not copied: type_vocab_size 1 was an IndexError mid-run
     for p in clone.parameters():
         p.requires_grad_(True)
     return tune_for_training(clone).train(model.training)

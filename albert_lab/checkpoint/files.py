@@ -233,8 +233,9 @@ def read_transformers_config(folder: Path) -> Any:
             raise ValueError(f"layer_norm_eps must be a small positive number (BERT: 1e-12), got {str(eps)[:40]!r}; "
                              "at 0 or below every LayerNorm can divide by zero and every score is NaN")
     except Exception as err:  # transformers raises many types for bad values (KeyError, TypeError, ...)
+        said = " ".join(str(err).split())  # its strict validation says why on the second line
         raise CheckpointError(f"{folder / CONFIG}: transformers cannot read it ({type(err).__name__}: "
-                              f"{str(err).splitlines()[0][:160] if str(err) else ''}); fix it or re-save the checkpoint") from None
+                              f"{said[:200]}); fix it or re-save the checkpoint") from None
     return config
 
 

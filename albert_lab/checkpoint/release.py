@@ -30,7 +30,7 @@ from albert_lab.checkpoint.tf1 import WEIGHT_DTYPES, Bundle, read_bundle
 from albert_lab.data.textfile import read_json, read_user_file
 from albert_lab.errors import AlbertLabError, CheckpointError, DataError
 from albert_lab.params import fit_problem
-from albert_lab.paths import cache_dir
+from albert_lab.paths import cache_dir, parents_made_for
 from albert_lab.spec import ModelSpec, transformers_fields
 
 CONFIGS = {"albert": "albert_config.json", "bert": "bert_config.json"}
@@ -225,7 +225,15 @@ def convert_release(release: Release, out: Path, verify: bool = True) -> Path:
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        tmp.mkdir(parents=True)
+        with parents_made_for(out):  # removed again if the conversion fails
+            return _convert_into(release, out, tmp, verify)
+    except OSError as err:  # the folders above `out` could not be made
+        raise CheckpointError(f"cannot write the converted release to {out} ({err.strerror or err})") from None
+
+
+def _convert_into(release: Release, out: Path, tmp: Path, verify: bool) -> Path:
+    try:
+        tmp.mkdir()
         _write_weights(release, tmp / WEIGHTS, verify)
         config = {**transformers_fields(release.spec), "pad_token_id": 0,
                   "architectures": ["AlbertForPreTraining" if release.family == "albert" else "BertForPreTraining"]}

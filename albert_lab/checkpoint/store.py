@@ -5,6 +5,7 @@ only: readers recover without it."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from albert_lab.checkpoint.files import CARD
 from albert_lab.errors import CheckpointError
-from albert_lab.paths import user_path
+from albert_lab.paths import nearest_existing, parents_made_for, user_path
 from albert_lab.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -28,15 +29,19 @@ def _taken(out: Path) -> bool:
 
 def check_new_folder(out: str | Path, flag: str = "--out") -> Path:
     """Refuse, before any work, a folder to be made that exists with something in it, or
-    whose parent cannot take a new folder (a file, /proc, no permission): one line each."""
+    whose parent cannot take a new folder (a file, /proc, no permission): one line each.
+    Nothing is made here: the folders above `out` are made when the result is saved
+    (a conversion that fails leaves none behind)."""
     out = user_path(out, flag)
     if out.is_symlink():
         raise CheckpointError(f"{flag} {out} is a link; {flag} names a new folder: give its own path")
     if _taken(out):
         raise CheckpointError(f"{out} exists; {flag} names a new folder: remove it or give another")
-    probe = out.parent / f".{out.name}.probe-{os.getpid()}"
+    base = nearest_existing(out.parent)  # where the first new folder would be made
+    probe = base / f".{out.name}.probe-{os.getpid()}"
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
+        if not base.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, f"{base} is not a folder")
         probe.mkdir()
         probe.rmdir()
     except OSError as err:
@@ -57,9 +62,13 @@ def save_checkpoint(model: PretrainingModel, tokenizer: Any, spec: ModelSpec, ou
     out = Path(out_dir)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
     try:
-        return _save(model, tokenizer, spec, out, tmp, card, tokenizer_source, extra, omit, new)
+        with parents_made_for(out):
+            try:
+                return _save(model, tokenizer, spec, out, tmp, card, tokenizer_source, extra, omit, new)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)  # before the folders made for it are removed
+                raise
     except OSError as err:
-        shutil.rmtree(tmp, ignore_errors=True)
         if new and _taken(out):
             raise CheckpointError(f"{out} was written by someone else while this one was made; it is kept, and this "
                                   "result was not saved: give another folder") from None
@@ -71,7 +80,6 @@ def _save(model, tokenizer, spec, out: Path, tmp: Path, card, tokenizer_source, 
 
     from albert_lab.tokenizer import save_tokenizer
 
-    out.parent.mkdir(parents=True, exist_ok=True)
     old = out.parent / f".{out.name}.old-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
