@@ -10,7 +10,6 @@ from argparse import Namespace
 from pathlib import Path
 
 import pytest
-from conftest import one_line_error, run_cli
 
 from albert_lab.data import corpus as corpus_module
 from albert_lab.data.corpus import MAX_DOC_CHARS, content_hash, load_builtin, load_file, make_corpus
@@ -126,9 +125,3 @@ def test_file_texts_are_read_only_as_far_as_an_analysis_reads(tmp_path):
     many.write_text("One.\n \nTwo.\n\n\nThree\nlines.\n")
     assert _texts(many) == ["One.", "Two.", "Three\nlines."]
 
-
-def test_a_command_given_too_many_texts_says_so_in_one_line(tmp_path, shipped):
-    many = tmp_path / "many.txt"
-    many.write_text("\n\n".join(f"Paragraph {i}." for i in range(300)))
-    one_line_error(run_cli("oscillation", "--checkpoint", str(shipped / "albert-sop"), "--file", str(many)),
-                   "more than 256 texts")
