@@ -2,6 +2,7 @@
 a visitor clicking 'Start' 60 times starts two worker processes, not sixty."""
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import albert_lab.training.jobs as jobs
 from albert_lab.errors import AlbertLabError, RunError
 from albert_lab.limits import MAX_ACTIVE_RUNS, MAX_RUNS_PER_VISITOR, check_disk_quota, folder_bytes
 from albert_lab.training.config import TrainConfig
-from albert_lab.training.runs import QueueBudget, discard_upload, list_runs, owner_of
+from albert_lab.training.runs import QueueBudget, discard_upload, list_runs, owner_of, read_run, training_slot
 
 BUDGET = QueueBudget(overall=MAX_ACTIVE_RUNS, per_owner=MAX_RUNS_PER_VISITOR)
 
@@ -119,3 +120,22 @@ def test_the_disk_quota_counts_what_visitors_wrote(tmp_path):
     with pytest.raises(AlbertLabError, match=r"^disk quota: .* holds 0\.00 GiB of the 0\.00 GiB the app may write, and "
                                              r"this conversion needs 1 MB more; delete old runs"):
         check_disk_quota(tmp_path, 1 << 20, quota=400_000, what="this conversion")
+
+
+def test_a_queued_worker_waits_without_the_training_code(tmp_path):
+    """A queued run's worker imported torch and the training loop before it waited for its turn:
+    about 440 MB held by each run in the queue, while only one trains at a time."""
+    run_dir, _ = jobs.create_run(_config(), tmp_path)
+    with training_slot(tmp_path):  # another run is training
+        pid = jobs.spawn_worker(run_dir)
+        end = time.time() + 60
+        while "queued: another run in" not in read_run(run_dir).log_tail() and time.time() < end:
+            time.sleep(0.1)
+        assert read_run(run_dir).status == "queued" and "queued: another run in" in read_run(run_dir).log_tail()
+        maps = Path(f"/proc/{pid}/maps").read_text()
+        resident = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * 4096
+        jobs.cancel_run(run_dir)
+        while read_run(run_dir).status != "cancelled" and time.time() < end + 30:
+            time.sleep(0.1)
+    assert "libtorch" not in maps and resident < 150 << 20, f"{resident >> 20} MB"
+    assert read_run(run_dir).status == "cancelled"
