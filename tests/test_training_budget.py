@@ -81,6 +81,41 @@ def test_clicks_at_the_same_instant_never_pass_the_budget(tmp_path, launches):
     assert len(spawned) == 2 and len(list_runs(tmp_path)) == 2
 
 
+def test_clicks_at_the_same_instant_prepare_one_at_a_time(tmp_path, launches, monkeypatch):
+    """Streamlit leaves a click's script thread running when the next click starts another, so rapid
+    clicks launch side by side: each passed the first count and prepared (a tokenizer trained per
+    click, 1.3 GB each) before the second count refused all but two."""
+    spawned, prepares = launches
+    counted, at_once, most = threading.Lock(), [0], [0]
+    fake = jobs.prepare  # the fixture's: counted, and prepared once for all
+
+    def slow_prepare(config):
+        with counted:
+            at_once[0] += 1
+            most[0] = max(most[0], at_once[0])
+        time.sleep(0.2)
+        with counted:
+            at_once[0] -= 1
+        return fake(config)
+
+    monkeypatch.setattr(jobs, "prepare", slow_prepare)
+    barrier = threading.Barrier(16)
+
+    def click():
+        barrier.wait()
+        try:
+            jobs.start_run(_config(), tmp_path, owner="browser-a", budget=BUDGET)
+        except RunError:
+            pass
+
+    threads = [threading.Thread(target=click) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most[0] == 1 and len(prepares) == 2 and len(spawned) == 2  # those that waited found the queue full
+
+
 def test_a_run_that_ended_frees_its_place(tmp_path, launches):
     from albert_lab.training.runs import update_run
 
