@@ -16,8 +16,11 @@ MAX_PROBE_STEPS = 100_000  # full-batch steps on cached features (the default is
 MAX_PROBE_PAIRS = 200_000  # pairs whose features a probe caches (one H-vector each)
 MAX_CKA_TOKENS = 8192  # an N x N float64 Gram matrix per application: 8192 tokens are 0.5 GB each
 
-MAX_RUNS_PER_VISITOR = 2  # queued or running runs one browser may have (each a worker process, about 440 MB)
-MAX_ACTIVE_RUNS = 8  # queued or running runs in one runs folder started from the app: 8 workers, about 3.5 GB
+# Queued or running runs one browser may have, each a worker process. One run trains at a time per
+# runs folder: its worker holds torch, corpus, model and batches (on long-mix at the form's defaults
+# lab-tiny 0.8 GB, lab-albert 1.2 GB, lab-bert 1.4 GB); a queued one waits without them in some 20 MB.
+MAX_RUNS_PER_VISITOR = 2
+MAX_ACTIVE_RUNS = 8  # queued or running runs in one runs folder started from the app: one training, seven waiting
 APP_DISK_QUOTA = 4 << 30  # bytes the app's visitors may fill under runs/ (runs, conversions, probes, uploads)
 
 
