@@ -174,3 +174,32 @@ def test_a_queued_worker_waits_without_the_training_code(tmp_path):
             time.sleep(0.1)
     assert "libtorch" not in maps and resident < 150 << 20, f"{resident >> 20} MB"
     assert read_run(run_dir).status == "cancelled"
+
+
+def test_a_worker_is_gone_when_the_next_run_may_train(tmp_path):
+    """The worker released the one-run-at-a-time slot, then took seconds to tear down torch: the
+    next run's worker was importing torch and loading its corpus beside it (two training workers'
+    memory at once in bench_clicks.py)."""
+    import fcntl
+    import subprocess
+    import sys
+
+    from albert_lab.training.runs import LOCK
+
+    run_dir, _ = jobs.create_run(_config(), tmp_path)
+    worker = subprocess.Popen([sys.executable, "-m", "albert_lab.training.worker", str(run_dir)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while "pid" not in read_run(run_dir).raw or read_run(run_dir).status == "queued":  # it holds the slot
+        time.sleep(0.05)
+    with open(tmp_path / LOCK, "a+") as slot:
+        while True:
+            try:
+                fcntl.flock(slot, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                time.sleep(0.01)
+        freed = time.perf_counter()
+        worker.wait(timeout=60)
+        gone = time.perf_counter()
+    assert worker.returncode == 0 and read_run(run_dir).status == "succeeded"
+    assert gone - freed < 0.5, f"{gone - freed:.2f} s"
