@@ -29,7 +29,7 @@ from typing import Any, Literal, get_args
 
 import torch
 
-from albert_lab.errors import AlbertLabError, CheckpointError, SpecError
+from albert_lab.errors import CheckpointError, SpecError
 from albert_lab.models import build_model
 from albert_lab.spec import ModelSpec, Sharing, layer_group
 
@@ -292,7 +292,7 @@ def conversion_options(source: str | Path, embedding_size: int, sharing: str, gr
     """What makes two conversions the same: the source (named as every machine can, a folder
     outside the project by its weights' SHA-256, and its files' stamp, so a rewritten source
     converts afresh; a hub id by name) and every choice. The card of each conversion records
-    them (`conversion.options`); find_conversion looks for them."""
+    them (`conversion.options`); albertize_into looks for them."""
     from albert_lab.checkpoint.files import is_local_source, stamp
     from albert_lab.checkpoint.sources import describe_source
 
@@ -302,38 +302,21 @@ def conversion_options(source: str | Path, embedding_size: int, sharing: str, gr
             "groups": None if sharing == "none" else int(groups or 1), "init": init, "seed": int(seed)}
 
 
-def find_conversion(root: Path, options: dict[str, Any]) -> Path | None:
-    """A finished conversion under `root` made with exactly `options` (conversion_options), if there is one."""
-    from albert_lab.checkpoint.files import CARD, WEIGHTS, read_card
-
-    for folder in sorted(root.iterdir()) if root.is_dir() else []:
-        if folder.name.startswith(".") or not (folder / CARD).is_file() or not (folder / WEIGHTS).is_file():
-            continue
-        try:
-            if read_card(folder).get("conversion", {}).get("options") == options:
-                return folder
-        except (AlbertLabError, OSError):  # a damaged card is no match
-            continue
-    return None
-
-
 def albertize_into(root: Path, stem: str, source: str | Path, embedding_size: int, sharing: Sharing,
                    groups: int | None, init: Init, seed: int = 0, quota: int | None = None) -> tuple[Path, bool]:
     """albertize into a new folder `root/stem` (`stem-2`, ... when taken), or give the folder of an
     identical conversion already under `root`: (folder, reused). One conversion at a time per
     `root` (a lock), so clicks at once neither convert twice nor hold two models in memory; with
     `quota` (bytes), refused before the work when `root`'s parent would hold more."""
-    import fcntl
     import shlex
 
+    from albert_lab.checkpoint.store import find_made, one_maker
     from albert_lab.limits import check_disk_quota, folder_bytes
     from albert_lab.paths import unique_folder
 
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".convert.lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with one_maker(root, "convert"):
         options = conversion_options(source, embedding_size, sharing, groups, init, seed)
-        if (found := find_conversion(root, options)) is not None:
+        if (found := find_made(root, "conversion", options)) is not None:
             return found, True
         if quota is not None:
             local = Path(str(source)).expanduser()

@@ -19,8 +19,11 @@ MAX_CKA_TOKENS = 8192  # tokens CKA draws: each application's state is N x H in 
 MAX_TEXTS = 256  # texts one analysis reads (paragraphs of a file, or of the text box): it keeps every layer's
 # state of every token (4,000 texts took 15 GB on the 1.9M albert-sop)
 
-MAX_RUNS_PER_VISITOR = 2  # queued or running runs one browser may have (each a worker process, about 440 MB)
-MAX_ACTIVE_RUNS = 8  # queued or running runs in one runs folder started from the app: 8 workers, about 3.5 GB
+# Queued or running runs one browser may have, each a worker process. One run trains at a time per
+# runs folder: its worker holds torch, corpus, model and batches (on long-mix at the form's defaults
+# lab-tiny 0.8 GB, lab-albert 1.2 GB, lab-bert 1.4 GB); a queued one waits without them in some 20 MB.
+MAX_RUNS_PER_VISITOR = 2
+MAX_ACTIVE_RUNS = 8  # queued or running runs in one runs folder started from the app: one training, seven waiting
 APP_DISK_QUOTA = 4 << 30  # bytes the app's visitors may fill under runs/ (runs, conversions, probes, uploads)
 
 

@@ -35,7 +35,7 @@ def measure(encoders: list[str], train_pairs: int, heldout_pairs: int, steps: in
         source = packaged_folder("minilm") if name == "all-MiniLM-L6-v2" else ROOT / "checkpoints" / name
         for task in ("sop", "nsp"):
             start = time.perf_counter()
-            bundle = load_checkpoint(source, device="cpu")  # fresh: a probe writes its head into the model
+            bundle = load_checkpoint(source, device="cpu")
             result = fit_probe(bundle, task, "long-mix", train_pairs, heldout_pairs, steps, seed=seed)
             rows.append(dict(encoder=name, task=task, accuracy=result.accuracy, low=result.low, high=result.high,
                              n=result.heldout_pairs, train_pairs=result.train_pairs, pooler=result.pooler,

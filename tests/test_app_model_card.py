@@ -2,6 +2,7 @@
 
 import html
 import re
+from pathlib import Path
 
 from conftest import charts, goto, tiny_spec
 from streamlit.testing.v1 import AppTest
@@ -73,6 +74,14 @@ def test_fit_a_probe_from_the_model_card(app):
 
     probe = load_checkpoint(path, device="cpu")
     assert probe.heads.pair == "probe" and probe.card["probe"]["pairs"]["held_out"] == 100
+    for _ in range(2):  # each click wrote a new hub-albert-sop-probe-N, the same probe again
+        next(b for b in at.button if b.label.startswith("Fit the probe")).click().run()
+        assert [t.value for t in at.toast] == ["The same probe was fitted before: hub-albert-sop-probe is reused."]
+    assert at.session_state["probe_done"] == (name, path, accuracy)
+    at.number_input(key="probe_steps").set_value(20)
+    next(b for b in at.button if b.label.startswith("Fit the probe")).click().run()
+    assert at.session_state["probe_done"][0] == "hub-albert-sop-probe-2" and not at.toast  # other steps: another probe
+    assert sorted(p.name for p in Path(path).parent.iterdir() if not p.name.startswith(".")) == [name, f"{name}-2"]
 
 
 def test_the_model_card_albertizes_a_bert(app, tmp_path):
@@ -117,8 +126,9 @@ def test_probes_and_conversions_stop_at_the_disk_quota(app, tmp_path, monkeypatc
     at.selectbox(key="card_checkpoint").set_value("bert-nsp").run()
     at.button[[b.label for b in at.button].index("Convert (seconds)")].click().run()
     assert any(e.value.startswith("converting: disk quota: ") for e in at.error), [e.value for e in at.error]
-    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["albertized", "old.bin"]
-    assert not [p for p in (tmp_path / "runs" / "albertized").iterdir() if not p.name.startswith(".")]
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["albertized", "old.bin", "probes"]
+    for made in ("albertized", "probes"):  # their locks only
+        assert not [p for p in (tmp_path / "runs" / made).iterdir() if not p.name.startswith(".")]
 
 
 def test_convert_takes_a_bert_without_pooler_weights(tmp_path, tokenizer, monkeypatch):

@@ -24,6 +24,28 @@ def test_tokenized_cache_round_trip(small_corpus, tokenizer, tokenized):
     assert np.array_equal(again.document_bounds, tokenized.document_bounds)
 
 
+def test_threads_of_one_process_fill_the_same_cache_without_colliding(small_corpus, tokenizer):
+    """Two launches in the app's server (one process, a thread each) wrote the same temporary file
+    name: the second rename found it gone (FileNotFoundError while starting the run)."""
+    import threading
+
+    barrier, errors = threading.Barrier(8), []
+
+    def tokenize():
+        barrier.wait()
+        try:
+            tokenize_documents(small_corpus.train, tokenizer, cache_key="threads")
+        except OSError as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=tokenize) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+
+
 def test_long_segments_tokenize_without_a_transformers_warning(minilm, monkeypatch):
     """Segments are cut to the model later; tokenising a corpus must not log transformers'
     "longer than the specified maximum ... indexing errors" (it alarmed users in every run log)."""

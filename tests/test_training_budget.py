@@ -2,6 +2,7 @@
 a visitor clicking 'Start' 60 times starts two worker processes, not sixty."""
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import albert_lab.training.jobs as jobs
 from albert_lab.errors import AlbertLabError, RunError
 from albert_lab.limits import MAX_ACTIVE_RUNS, MAX_RUNS_PER_VISITOR, check_disk_quota, folder_bytes
 from albert_lab.training.config import TrainConfig
-from albert_lab.training.runs import QueueBudget, discard_upload, list_runs, owner_of
+from albert_lab.training.runs import QueueBudget, discard_upload, list_runs, owner_of, read_run, training_slot
 
 BUDGET = QueueBudget(overall=MAX_ACTIVE_RUNS, per_owner=MAX_RUNS_PER_VISITOR)
 
@@ -80,6 +81,41 @@ def test_clicks_at_the_same_instant_never_pass_the_budget(tmp_path, launches):
     assert len(spawned) == 2 and len(list_runs(tmp_path)) == 2
 
 
+def test_clicks_at_the_same_instant_prepare_one_at_a_time(tmp_path, launches, monkeypatch):
+    """Streamlit leaves a click's script thread running when the next click starts another, so rapid
+    clicks launch side by side: each passed the first count and prepared (a tokenizer trained per
+    click, 1.3 GB each) before the second count refused all but two."""
+    spawned, prepares = launches
+    counted, at_once, most = threading.Lock(), [0], [0]
+    fake = jobs.prepare  # the fixture's: counted, and prepared once for all
+
+    def slow_prepare(config):
+        with counted:
+            at_once[0] += 1
+            most[0] = max(most[0], at_once[0])
+        time.sleep(0.2)
+        with counted:
+            at_once[0] -= 1
+        return fake(config)
+
+    monkeypatch.setattr(jobs, "prepare", slow_prepare)
+    barrier = threading.Barrier(16)
+
+    def click():
+        barrier.wait()
+        try:
+            jobs.start_run(_config(), tmp_path, owner="browser-a", budget=BUDGET)
+        except RunError:
+            pass
+
+    threads = [threading.Thread(target=click) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most[0] == 1 and len(prepares) == 2 and len(spawned) == 2  # those that waited found the queue full
+
+
 def test_a_run_that_ended_frees_its_place(tmp_path, launches):
     from albert_lab.training.runs import update_run
 
@@ -119,3 +155,51 @@ def test_the_disk_quota_counts_what_visitors_wrote(tmp_path):
     with pytest.raises(AlbertLabError, match=r"^disk quota: .* holds 0\.00 GiB of the 0\.00 GiB the app may write, and "
                                              r"this conversion needs 1 MB more; delete old runs"):
         check_disk_quota(tmp_path, 1 << 20, quota=400_000, what="this conversion")
+
+
+def test_a_queued_worker_waits_without_the_training_code(tmp_path):
+    """A queued run's worker imported torch and the training loop before it waited for its turn:
+    about 440 MB held by each run in the queue, while only one trains at a time."""
+    run_dir, _ = jobs.create_run(_config(), tmp_path)
+    with training_slot(tmp_path):  # another run is training
+        pid = jobs.spawn_worker(run_dir)
+        end = time.time() + 60
+        while "queued: another run in" not in read_run(run_dir).log_tail() and time.time() < end:
+            time.sleep(0.1)
+        assert read_run(run_dir).status == "queued" and "queued: another run in" in read_run(run_dir).log_tail()
+        maps = Path(f"/proc/{pid}/maps").read_text()
+        resident = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * 4096
+        jobs.cancel_run(run_dir)
+        while read_run(run_dir).status != "cancelled" and time.time() < end + 30:
+            time.sleep(0.1)
+    assert "libtorch" not in maps and resident < 150 << 20, f"{resident >> 20} MB"
+    assert read_run(run_dir).status == "cancelled"
+
+
+def test_a_worker_is_gone_when_the_next_run_may_train(tmp_path):
+    """The worker released the one-run-at-a-time slot, then took seconds to tear down torch: the
+    next run's worker was importing torch and loading its corpus beside it (two training workers'
+    memory at once in bench_clicks.py)."""
+    import fcntl
+    import subprocess
+    import sys
+
+    from albert_lab.training.runs import LOCK
+
+    run_dir, _ = jobs.create_run(_config(), tmp_path)
+    worker = subprocess.Popen([sys.executable, "-m", "albert_lab.training.worker", str(run_dir)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while "pid" not in read_run(run_dir).raw or read_run(run_dir).status == "queued":  # it holds the slot
+        time.sleep(0.05)
+    with open(tmp_path / LOCK, "a+") as slot:
+        while True:
+            try:
+                fcntl.flock(slot, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                time.sleep(0.01)
+        freed = time.perf_counter()
+        worker.wait(timeout=60)
+        gone = time.perf_counter()
+    assert worker.returncode == 0 and read_run(run_dir).status == "succeeded"
+    assert gone - freed < 0.5, f"{gone - freed:.2f} s"

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 from conftest import one_line_error, run_cli
 
 
@@ -63,3 +64,51 @@ def test_fit_head_on_minilm_keeps_the_mlm_head_missing(minilm, tmp_path):
     card = json.loads(run_cli("card", str(out), "--json").stdout)
     assert card["heads"] == {"mlm": "missing", "pair": "probe", "pair_kind": "nsp"}  # no random MLM weights written
     assert card["probe"]["pooler"] == "checkpoint" and "MLM head weights are missing" in card["warning"]
+
+
+def test_fitting_a_probe_leaves_the_encoders_model_as_it_was(shipped, tmp_path):
+    """fit_probe wrote the fitted head and pooler into bundle.model: in the app a cached model that
+    the other pages and visitors share, which then answered with this visitor's probe."""
+    from albert_lab.checkpoint.load import load_checkpoint
+    from albert_lab.training.probe import fit_probe, save_probe
+
+    bundle = load_checkpoint(shipped / "hub-albert", device="cpu")
+    before = {k: v.clone() for k, v in bundle.model.state_dict().items()}
+    result = fit_probe(bundle, corpus="wiki-vital[:600]", train_pairs=40, heldout_pairs=40, steps=10, seed=1)
+    after = bundle.model.state_dict()
+    assert [k for k in before if not torch.equal(before[k], after[k])] == []
+    assert sorted(result.weights) == ["albert.pooler.bias", "albert.pooler.weight", "sop_classifier.classifier.bias",
+                                      "sop_classifier.classifier.weight"]  # the pooler was missing: fitted too
+    saved = load_checkpoint(save_probe(bundle, result, tmp_path / "probe"), device="cpu").model.state_dict()
+    assert all(torch.equal(saved[k], v) for k, v in result.weights.items())  # the folder has the probe, the model not
+    assert torch.equal(saved["albert.embeddings.word_embeddings.weight"], before["albert.embeddings.word_embeddings.weight"])
+
+
+def test_an_identical_probe_is_reused_and_a_changed_one_fitted_afresh(shipped, tmp_path):
+    """Each 'Fit the probe' wrote a new runs/probes/NAME-TASK-probe-N folder, the same probe again and again."""
+    from albert_lab.checkpoint.load import load_checkpoint
+    from albert_lab.errors import AlbertLabError
+    from albert_lab.training.probe import probe_into
+
+    root, source, loads = tmp_path / "runs" / "probes", str(shipped / "hub-albert"), []
+
+    def load():
+        loads.append(1)
+        return load_checkpoint(source, device="cpu")
+
+    def fit(steps: int, quota: int | None = None):
+        return probe_into(root, "hub-albert-sop-probe", source, load, "sop", "wiki-vital[:600]", train_pairs=40,
+                          heldout_pairs=40, steps=steps, seed=1, quota=quota)
+
+    first = fit(10)
+    assert first == (root / "hub-albert-sop-probe", False)
+    assert fit(10) == (first[0], True) and fit(10, quota=1) == (first[0], True)  # reusing costs no disk: never refused
+    assert len(loads) == 1  # a reused probe loads no model
+    options = json.loads((first[0] / "albert_lab.json").read_text())["probe"]["options"]
+    assert options["steps"] == 10 and options["task"] == "sop" and options["dtype"] == "float32"
+    assert options["source"].startswith("hub-albert (a folder outside the project") and str(tmp_path) not in options["source"]
+    assert fit(11) == (root / "hub-albert-sop-probe-2", False)  # another step count: another probe
+    with pytest.raises(AlbertLabError, match=r"disk quota: .* this probe needs"):
+        fit(12, quota=1)
+    assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == ["hub-albert-sop-probe", "hub-albert-sop-probe-2"]
+    assert len(loads) == 2  # refused before the model was loaded

@@ -1,7 +1,8 @@
 """Checkpoints written atomically, and both halves of the recovery after a save that was
 killed: the saver's (recover_checkpoint_dir, before it saves again) and the readers'
 (recover_interrupted_save, before they look). torch is imported by save_checkpoint
-only: readers recover without it."""
+only: readers recover without it. Beside them the reuse of a folder made before with the
+same options (a conversion, a probe): one maker at a time per folder, and the lookup."""
 
 from __future__ import annotations
 
@@ -9,16 +10,19 @@ import errno
 import json
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from albert_lab.checkpoint.files import CARD
-from albert_lab.errors import CheckpointError
+from albert_lab.checkpoint.files import CARD, WEIGHTS, read_card
+from albert_lab.errors import AlbertLabError, CheckpointError
 from albert_lab.paths import nearest_existing, parents_made_for, user_path
 from albert_lab.spec import ModelSpec
 
 if TYPE_CHECKING:
+    import torch
+
     from albert_lab.models import PretrainingModel
 
 
@@ -51,11 +55,14 @@ def check_new_folder(out: str | Path, flag: str = "--out") -> Path:
 
 def save_checkpoint(model: PretrainingModel, tokenizer: Any, spec: ModelSpec, out_dir: str | Path,
                     card: dict[str, Any] | None = None, tokenizer_source: str | Path | None = None,
-                    extra: Callable[[Path], None] | None = None, omit: tuple[str, ...] = (), new: bool = False) -> Path:
+                    extra: Callable[[Path], None] | None = None, omit: tuple[str, ...] = (), new: bool = False,
+                    weights: Mapping[str, torch.Tensor] | None = None) -> Path:
     """Write a checkpoint folder atomically: into a hidden sibling, then renamed into
     place, so a reader never sees a half-written checkpoint (even after kill -9).
     `extra(folder)` may add files (e.g. trainer state) before the swap. Weights whose
-    names start with an `omit` prefix are left out (a head that was missing on load).
+    names start with an `omit` prefix are left out (a head that was missing on load);
+    `weights` are written in place of the model's own of those names, which the model
+    keeps (a probe's head, fitted beside a model other pages share).
     With `new`, a folder that appeared at `out` meanwhile (another conversion to the same
     place) is kept and this save refused, not the other replaced. An OSError (disk full,
     no permission) is one CheckpointError naming the folder."""
@@ -64,7 +71,7 @@ def save_checkpoint(model: PretrainingModel, tokenizer: Any, spec: ModelSpec, ou
     try:
         with parents_made_for(out):
             try:
-                return _save(model, tokenizer, spec, out, tmp, card, tokenizer_source, extra, omit, new)
+                return _save(model, tokenizer, spec, out, tmp, card, tokenizer_source, extra, omit, new, weights or {})
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)  # before the folders made for it are removed
                 raise
@@ -75,7 +82,7 @@ def save_checkpoint(model: PretrainingModel, tokenizer: Any, spec: ModelSpec, ou
         raise CheckpointError(f"cannot write the checkpoint {out} ({err.strerror or err})") from None
 
 
-def _save(model, tokenizer, spec, out: Path, tmp: Path, card, tokenizer_source, extra, omit, new: bool) -> Path:
+def _save(model, tokenizer, spec, out: Path, tmp: Path, card, tokenizer_source, extra, omit, new: bool, weights) -> Path:
     import torch
 
     from albert_lab.tokenizer import save_tokenizer
@@ -89,6 +96,9 @@ def _save(model, tokenizer, spec, out: Path, tmp: Path, card, tokenizer_source, 
     tied = set(getattr(model, "_tied_weights_keys", None) or ())
     state = {k: v.detach().to("cpu", torch.float32).clone().contiguous() for k, v in model.state_dict().items()
              if k not in tied and not k.startswith(omit)}
+    if unknown := sorted(set(weights) - set(state)):
+        raise CheckpointError(f"cannot save {out}: the model has no weight {unknown[0]} to replace")
+    state.update({k: v.detach().to("cpu", torch.float32).clone().contiguous() for k, v in weights.items()})
     model.save_pretrained(str(tmp), state_dict=state)
     save_tokenizer(tokenizer, tmp, tokenizer_source or getattr(tokenizer, "name_or_path", None))
     full_card = {"format": 1, **(card or {}), "spec": spec.to_dict(), "objective": spec.objective}
@@ -155,3 +165,31 @@ def _pid_alive(text: str) -> bool:
     except PermissionError:  # someone else's live process
         return True
     return True
+
+
+# ---- a folder made before with the same options, reused ------------------------------------
+@contextmanager
+def one_maker(root: Path, kind: str) -> Iterator[None]:
+    """Hold `root/.<kind>.lock` (made with `root`): one maker of `kind` folders under `root` at
+    a time, so clicks at once neither make the same folder twice nor hold two models in memory."""
+    import fcntl
+
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f".{kind}.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
+def find_made(root: Path, section: str, options: dict[str, Any]) -> Path | None:
+    """A finished checkpoint under `root` whose card records exactly `options` as
+    `<section>.options` (a conversion's, a probe's), if there is one."""
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        if folder.name.startswith(".") or not (folder / CARD).is_file() or not (folder / WEIGHTS).is_file():
+            continue
+        try:
+            record = read_card(folder).get(section)
+        except (AlbertLabError, OSError):  # a damaged card is no match
+            continue
+        if isinstance(record, dict) and record.get("options") == options:
+            return folder
+    return None

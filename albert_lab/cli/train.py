@@ -341,7 +341,7 @@ def _fit_head_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_fit_head(args: argparse.Namespace) -> int:
     from albert_lab.checkpoint.store import check_new_folder
     from albert_lab.paths import checkpoints_dir
-    from albert_lab.training.probe import PROBE, check_probe_allowed, fit_probe, save_probe
+    from albert_lab.training.probe import PROBE, check_probe_allowed, fit_probe, probe_options, save_probe
 
     check_at_least(args, seq_len=MIN_SEQ_LEN)  # --seq-len 3 fitted a probe on [CLS][SEP][SEP] alone
     check_outputs(args, files=(), folders=("out",))  # never inside the checkpoint it reads
@@ -352,8 +352,10 @@ def cmd_fit_head(args: argparse.Namespace) -> int:
     log = lambda line: print(line, file=sys.stderr)
     result = fit_probe(bundle, task, args.corpus, args.train_pairs, args.heldout_pairs, args.steps, seed=args.seed,
                        max_len=args.seq_len, log=log)
-    folder = save_probe(bundle, result, out)
-    emit(args, {"folder": str(folder), **vars(result)},
+    options = probe_options(bundle.source, task, args.corpus, args.train_pairs, args.heldout_pairs, args.steps,
+                            seed=args.seed, max_len=args.seq_len, dtype=args.dtype)
+    folder = save_probe(bundle, result, out, options)
+    emit(args, {"folder": str(folder), **result.facts()},
          f"{task.upper()} {PROBE} of {bundle.name}: held-out accuracy {result.accuracy:.3f} "
          f"[{result.low:.3f}, {result.high:.3f}] (95% Wilson), {result.hits}/{result.heldout_pairs} held-out pairs; "
          f"fitted on {result.train_pairs:,} training pairs, {result.steps} steps, pooler {result.pooler}\nwrote {folder}")

@@ -5,6 +5,7 @@ of segments and of documents (no pickles: numpy .npz without object arrays)."""
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,6 @@ def tokenize_documents(docs: Sequence[Document], tokenizer, cache_key: str | Non
 
 def _save_atomic(path: Path, docs: TokenizedDocs) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp-{os.getpid()}.npz")
+    tmp = path.with_suffix(f".tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}.npz")  # unique per thread too
     np.savez(tmp, ids=docs.ids, segment_bounds=docs.segment_bounds, document_bounds=docs.document_bounds)
     os.replace(tmp, path)

@@ -43,17 +43,20 @@ def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None
                budget: QueueBudget | None = None) -> tuple[Path, Prepared]:
     """Validate, prepare and create the run folder (status queued). Nothing is written
     if anything is wrong. With a `budget`, a run past it (the queue full, in all or for
-    `owner`) is refused before the work and again, under the queue's lock, before its folder."""
+    `owner`) is refused before the work and again, under the queue's lock, before its preparation."""
     root = (root or runs_dir()).resolve()
     if run_id is not None:
         check_run_id(run_id)  # before the corpus and tokenizer work, which takes a while
     _check_writable(root)
     if budget is not None:
-        check_queue_room(root, budget, owner)
-    prepared = prepare(config)
-    with queue_lock(root):  # counted and added at once: two launches never both take the last place
+        check_queue_room(root, budget, owner)  # a full queue refuses at once, without waiting for the lock
+    # Prepared, counted and added by one launch at a time: two launches never both take the last place,
+    # and launches at once (a browser's rapid clicks: Streamlit leaves each click's script thread running
+    # when the next one starts) never prepare side by side; those that waited may find the queue full.
+    with queue_lock(root):
         if budget is not None:
             check_queue_room(root, budget, owner)
+        prepared = prepare(config)
         final = _create_folder(config, root, run_id, prepared)
         if owner is not None:
             record_owner(root, final.name, owner)

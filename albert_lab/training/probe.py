@@ -8,13 +8,17 @@ H -> H with its tanh when that is missing too) is fitted on them by full-batch A
 That takes seconds once the features exist. The probe is scored on the held-out pairs
 evaluation uses (data/heldout.py), with a 95% Wilson interval, and written with the
 unchanged encoder into a new checkpoint folder whose card says PROBE, never 'trained'.
+The fitted head lives in the result, never in the bundle's model: in the app that model
+is a cached one other pages and visitors share. A probe fitted before with the same
+options is reused (probe_into), as a conversion is.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -27,7 +31,7 @@ from albert_lab.analysis.common import approximate_lengths, batch_tokens_for, en
 from albert_lab.analysis.intrinsic import wilson_interval
 from albert_lab.checkpoint.heads import MLM_KEYS
 from albert_lab.checkpoint.load import ModelBundle
-from albert_lab.checkpoint.store import save_checkpoint
+from albert_lab.checkpoint.store import find_made, one_maker, save_checkpoint
 from albert_lab.data.corpora import evaluation_documents, load_corpus
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.data.heldout import build_eval_pairs
@@ -52,6 +56,12 @@ class ProbeResult:
     corpus: str
     seed: int
     train_loss: float
+    # the fitted pair head (and pooler, when fitted) by the model's weight names, float32 on the CPU
+    weights: dict[str, torch.Tensor] = field(default_factory=dict, compare=False, repr=False)
+
+    def facts(self) -> dict[str, Any]:
+        """What a card or --json says of the probe (the weights aside)."""
+        return {k: v for k, v in asdict(self).items() if k != "weights"}
 
 
 def pair_linear(model: PretrainingModel) -> nn.Linear:
@@ -92,8 +102,8 @@ def cls_features(bundle: ModelBundle, pairs: pd.DataFrame, max_len: int = MAX_LE
 def fit_probe(bundle: ModelBundle, task: PairTask | None = None, corpus: str = "long-mix", train_pairs: int = 2000,
               heldout_pairs: int = 1000, steps: int = 300, lr: float = 1e-2, weight_decay: float = 1e-2, seed: int = 0,
               max_len: int = MAX_LEN, log=lambda line: None) -> ProbeResult:
-    """Fit the pair head (and a missing pooler) on the frozen encoder; the fitted weights
-    replace those in `bundle.model` (on its device). Deterministic for a seed."""
+    """Fit the pair head (and a missing pooler) on the frozen encoder. The fitted weights are
+    the result's (`weights`); `bundle.model` is left as it was. Deterministic for a seed."""
     task = task or bundle.heads.pair_kind
     train, held = probe_pairs(corpus, task, train_pairs, heldout_pairs, seed)
     log(f"encoding {len(train):,} training and {len(held):,} held-out {task.upper()} pairs with the frozen encoder")
@@ -117,13 +127,13 @@ def fit_probe(bundle: ModelBundle, task: PairTask | None = None, corpus: str = "
         optimizer.step()
     with torch.no_grad():
         hits = int((head(torch.tanh(pooler(x_held))).argmax(-1) == y_held).sum())
-        for target, fitted in ((pair_linear(model), head), *(((pooler_linear(model), pooler),) if fit_pooler else ())):
-            for name, value in fitted.state_dict().items():
-                getattr(target, name).copy_(value)
+    names = {module: name for name, module in model.named_modules()}
+    fitted = ((pair_linear(model), head), *(((pooler_linear(model), pooler),) if fit_pooler else ()))
+    weights = {f"{names[target]}.{k}": v.detach().clone() for target, module in fitted for k, v in module.state_dict().items()}
     low, high = wilson_interval(hits, len(held))
     return ProbeResult(task=task, train_pairs=len(train), heldout_pairs=len(held), steps=steps, hits=hits,
                        accuracy=hits / len(held), low=low, high=high, pooler="fitted" if fit_pooler else "checkpoint",
-                       corpus=corpus, seed=seed, train_loss=float(loss.detach()))
+                       corpus=corpus, seed=seed, train_loss=float(loss.detach()), weights=weights)
 
 
 def check_probe_allowed(bundle: ModelBundle, task: PairTask, replace: bool) -> None:
@@ -133,20 +143,63 @@ def check_probe_allowed(bundle: ModelBundle, task: PairTask, replace: bool) -> N
                              "pass --replace to fit a probe in its place anyway (the new folder gets the probe)")
 
 
-def save_probe(bundle: ModelBundle, result: ProbeResult, out: str | Path) -> Path:
-    """The encoder with the fitted head as a new checkpoint; the card says PROBE. A
-    missing MLM head stays missing (its random weights are not written)."""
+def save_probe(bundle: ModelBundle, result: ProbeResult, out: str | Path, options: dict[str, Any] | None = None) -> Path:
+    """The encoder with the fitted head as a new checkpoint; the card says PROBE and records
+    `options` (probe_options) when given. A missing MLM head stays missing (its random
+    weights are not written)."""
     card = {
         "name": Path(out).name,
         "heads": {"mlm": bundle.heads.mlm, "pair": "probe"},
         "probe": {"kind": PROBE, "task": result.task, "encoder": bundle.source, "encoder_frozen": True,
                   "pairs": {"train": result.train_pairs, "held_out": result.heldout_pairs}, "steps": result.steps,
                   "held_out_accuracy": result.accuracy, "hits": result.hits, "ci95": [result.low, result.high],
-                  "pooler": result.pooler, "corpus": result.corpus, "seed": result.seed, "train_loss": result.train_loss},
+                  "pooler": result.pooler, "corpus": result.corpus, "seed": result.seed, "train_loss": result.train_loss,
+                  **({"options": options} if options is not None else {})},
         "provenance": {"origin": f"{PROBE}: the {result.task.upper()} head" + (" and pooler" if result.pooler == "fitted" else "")
                        + f" fitted on the frozen encoder of {bundle.source}"},
         "encoder_card": {k: v for k, v in bundle.card.items() if k not in ("spec", "heads", "probe")},
     }
     omit = (MLM_KEYS[bundle.spec.family],) if bundle.heads.mlm == "missing" else ()
     return save_checkpoint(bundle.model, bundle.tokenizer, bundle.spec.replace(objective=result.task), out, card,
-                           tokenizer_source=bundle.source, omit=omit, new=True)
+                           tokenizer_source=bundle.source, omit=omit, new=True, weights=result.weights)
+
+
+def probe_options(source: str | Path, task: PairTask, corpus: str = "long-mix", train_pairs: int = 2000,
+                  heldout_pairs: int = 1000, steps: int = 300, lr: float = 1e-2, weight_decay: float = 1e-2,
+                  seed: int = 0, max_len: int = MAX_LEN, dtype: str = "float32") -> dict[str, Any]:
+    """What makes two probes the same: the encoder (named as every machine can, and its files'
+    stamp, so a rewritten checkpoint is probed afresh; a hub id by name), the dtype its
+    features were computed in, and every choice of fit_probe. The device changes only the
+    last bits of the features and is left out. The card of each probe records them (`probe.options`)."""
+    from albert_lab.checkpoint.files import is_local_source, stamp
+    from albert_lab.checkpoint.sources import describe_source
+
+    local = is_local_source(str(source))
+    return {"source": describe_source(source) if local else str(source), "source_stamp": stamp(source) if local else 0.0,
+            "dtype": dtype, "task": task, "corpus": corpus, "train_pairs": int(train_pairs),
+            "heldout_pairs": int(heldout_pairs), "steps": int(steps), "lr": float(lr), "weight_decay": float(weight_decay),
+            "seed": int(seed), "max_len": int(max_len)}
+
+
+def probe_into(root: Path, stem: str, source: str | Path, load: Callable[[], ModelBundle], task: PairTask,
+               corpus: str = "long-mix", train_pairs: int = 2000, heldout_pairs: int = 1000, steps: int = 300,
+               seed: int = 0, dtype: str = "float32", quota: int | None = None,
+               log: Callable[[str], None] = lambda line: None) -> tuple[Path, bool]:
+    """Fit a probe of the encoder `source` into a new folder `root/stem` (`stem-2`, ... when taken),
+    or give the folder of an identical probe already under `root`: (folder, reused). `load()` gives
+    the encoder at `dtype` (the app's cached one: it is not changed), and is called only when a fit
+    is needed. One probe at a time per `root` (a lock), as albertize_into converts; with `quota`
+    (bytes), refused before the work when `root`'s parent would hold more."""
+    from albert_lab.limits import check_disk_quota, folder_bytes
+    from albert_lab.paths import unique_folder
+
+    with one_maker(root, "probe"):
+        options = probe_options(source, task, corpus, train_pairs, heldout_pairs, steps, seed=seed, dtype=dtype)
+        if (found := find_made(root, "probe", options)) is not None:
+            return found, True
+        if quota is not None:  # the probe saves a copy of the encoder
+            local = Path(str(source)).expanduser()
+            check_disk_quota(root.parent, folder_bytes(local) if local.is_dir() else 0, quota, what="this probe")
+        bundle = load()
+        result = fit_probe(bundle, task, corpus, train_pairs, heldout_pairs, steps, seed=seed, log=log)
+        return save_probe(bundle, result, unique_folder(root / stem), options), False

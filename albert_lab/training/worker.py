@@ -2,7 +2,8 @@
 
 Records its pid, waits for the one-run-at-a-time slot, trains, and leaves the run's
 final status in run.json. Any error ends as status 'failed' with the message; the
-traceback goes to log.txt.
+traceback goes to log.txt. The training code (torch, about 440 MB) is imported once the
+slot is held: a queued worker holds some 20 MB while it waits.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from albert_lab.runfolder import RunFolder
 from albert_lab.training.runs import update_run
 
 if TYPE_CHECKING:
+    from albert_lab.training.config import TrainConfig
     from albert_lab.training.prepare import Prepared
 
 
@@ -35,7 +37,6 @@ def run_worker(run_dir: Path, use_slot: bool = True, prepared: Prepared | None =
     update_run(run_dir, pid=os.getpid(), heartbeat=time.time())
     try:
         from albert_lab.training.config import TrainConfig
-        from albert_lab.training.loop import train
         from albert_lab.training.runs import training_slot
 
         config = TrainConfig.from_dict(RunFolder(run_dir).read()["config"])
@@ -44,8 +45,8 @@ def run_worker(run_dir: Path, use_slot: bool = True, prepared: Prepared | None =
                        "give --runs-dir another folder to train side by side)")
             say_waiting = lambda: print(waiting, flush=True)
             with training_slot(run_dir.parent, should_stop=cancel_file.exists, on_wait=say_waiting):
-                return train(run_dir, config, prepared)
-        return train(run_dir, config, prepared)
+                return _train(run_dir, config, prepared)
+        return _train(run_dir, config, prepared)
     except AlbertLabError as err:
         status = "cancelled" if "cancelled while queued" in str(err) else "failed"
         update_run(run_dir, status=status, finished=time.time(), message=str(err))
@@ -57,6 +58,12 @@ def run_worker(run_dir: Path, use_slot: bool = True, prepared: Prepared | None =
         return "failed"
 
 
+def _train(run_dir: Path, config: TrainConfig, prepared: Prepared | None) -> str:
+    from albert_lab.training.loop import train  # imports torch: only once the run may train
+
+    return train(run_dir, config, prepared)
+
+
 def main() -> int:
     if len(sys.argv) != 2:
         print("usage: python -m albert_lab.training.worker RUN_DIR", file=sys.stderr)
@@ -64,5 +71,13 @@ def main() -> int:
     return 0 if run_worker(Path(sys.argv[1])) in ("succeeded", "cancelled") else 1
 
 
+def exit_now(code: int) -> None:
+    """End the process at once: the run's files are written and its slot free, and an interpreter's
+    teardown of torch takes a second or more, beside the next run's worker that took the slot."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

@@ -1,5 +1,6 @@
 """Model card: what a checkpoint is, where it came from, what it costs, what its heads can do."""
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -15,11 +16,29 @@ from app.selection import Selection
 from app.text import field_label, fmt_value, metric_label, provenance_view, si
 
 st.title(room("model_card").heading)
+
+
+def probe_into_runs(chosen: Selection, name: str, task: str, train_pairs: int, held_pairs: int, steps: int,
+                    log: Callable[[str], None]) -> tuple[Path, bool]:
+    """Fit a probe into a fresh folder under runs/probes/, or give the folder of the same probe fitted
+    before (the encoder's files, dtype and every choice alike); within the app's disk quota. The
+    cached model the other pages share is only read."""
+    from albert_lab import limits
+    from albert_lab.paths import runs_dir
+    from albert_lab.training.probe import probe_into
+
+    source = dict(chosen.checkpoints)[name]
+    out, reused = probe_into(runs_dir() / "probes", f"{name.replace('/', '-')}-{task}-probe", source,
+                             lambda: chosen.only([name]).bundles()[0], task, train_pairs=train_pairs,
+                             heldout_pairs=held_pairs, steps=steps, dtype=chosen.dtype, quota=limits.APP_DISK_QUOTA, log=log)
+    if reused:
+        st.toast(f"The same probe was fitted before: {out.name} is reused.", icon=":material/recycling:")
+    return out, reused
+
+
 def probe_section(chosen: Selection, name: str, heads: dict) -> None:
     """Fit the missing or untrained pair head of `name` on its frozen encoder (albert-lab fit-head)."""
-    from albert_lab.limits import check_disk_quota, folder_bytes
-    from albert_lab.paths import runs_dir, unique_folder
-    from albert_lab.training.probe import fit_probe, save_probe
+    from albert_lab.checkpoint.files import read_card
 
     with st.expander(f"Fit a pair head on the frozen encoder (a probe): the {heads['pair_kind'].upper()} head is {heads['pair']}"):
         st.markdown("Only a linear pair head (and the pooler, if it is missing) is trained, on [CLS] vectors of the frozen "
@@ -35,16 +54,12 @@ def probe_section(chosen: Selection, name: str, heads: dict) -> None:
             go = st.form_submit_button("Fit the probe (about a minute)", type="primary")
         if go:
             with guard("fitting the probe"), st.status("Fitting the probe ...", expanded=True) as status:
-                source = Path(dict(chosen.checkpoints)[name])  # the probe saves a copy of it: within the quota
-                check_disk_quota(runs_dir(), folder_bytes(source) if source.is_dir() else 0, what="this probe")
-                (bundle,) = chosen.only([name]).bundles()
-                result = fit_probe(bundle, task, train_pairs=int(train_pairs), heldout_pairs=int(held_pairs), steps=int(steps),
-                                   log=status.write)
-                out = unique_folder(runs_dir() / "probes" / f"{name.replace('/', '-')}-{task}-probe")
-                save_probe(bundle, result, out)
-                status.update(label=f"{task.upper()} probe: held-out accuracy {result.accuracy:.3f} "
-                                    f"[{result.low:.2f}, {result.high:.2f}] n={result.heldout_pairs:,}", state="complete")
-                st.session_state["probe_done"] = (out.name, str(out), result.accuracy)
+                out, reused = probe_into_runs(chosen, name, task, int(train_pairs), int(held_pairs), int(steps), status.write)
+                probe = read_card(out)["probe"]
+                status.update(label=f"{task.upper()} probe: held-out accuracy {probe['held_out_accuracy']:.3f} "
+                                    f"[{probe['ci95'][0]:.2f}, {probe['ci95'][1]:.2f}] n={probe['pairs']['held_out']:,}"
+                                    + (" (fitted before: reused)" if reused else ""), state="complete")
+                st.session_state["probe_done"] = (out.name, str(out), probe["held_out_accuracy"])
         if "probe_done" in st.session_state:
             probe_name, probe_path, accuracy = st.session_state["probe_done"]
             st.success(f"Saved {probe_path} (held-out accuracy {accuracy:.3f}).")
