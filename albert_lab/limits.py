@@ -25,6 +25,7 @@ MAX_TEXTS = 256  # texts one analysis reads (paragraphs of a file, or of the tex
 MAX_RUNS_PER_VISITOR = 2
 MAX_ACTIVE_RUNS = 8  # queued or running runs in one runs folder started from the app: one training, seven waiting
 APP_DISK_QUOTA = 4 << 30  # bytes the app's visitors may fill under runs/ (runs, conversions, probes, uploads)
+APP_CACHE_QUOTA = 2 << 30  # bytes of tokenizers and tokenized corpora the app's launches may leave in the cache
 
 
 def max_threads() -> int:

@@ -270,7 +270,7 @@ def test_start_clicks_past_the_browsers_budget_say_the_queue_is_full_and_keep_no
     monkeypatch.setattr(jobs, "spawn_worker", lambda run_dir: spawned.append(run_dir) or 0)
     prepared = jobs.prepare(TrainConfig(spec=tiny_spec(1000).to_dict(), corpus="wiki-vital[:600]", vocab_size=1000,
                                         max_steps=5, max_seq_len=64))
-    monkeypatch.setattr(jobs, "prepare", lambda config: prepared)
+    monkeypatch.setattr(jobs, "prepare", lambda config, **_: prepared)
     monkeypatch.setattr(owner, "_cookie", lambda: "one-browser-token-0123456789")
     at = goto(app, "training")
     at.selectbox(key="tr_corpus").set_value("upload a .txt / .jsonl file")

@@ -55,7 +55,7 @@ def test_a_foreground_run_prepares_its_corpus_once_and_a_worker_from_the_checked
     from albert_lab.training import jobs, loop, prepare
 
     calls, instances = [], []
-    counting = lambda config, checked=False: calls.append(checked) or prepare.prepare(config, checked)
+    counting = lambda config, checked=False, cache_quota=None: calls.append(checked) or prepare.prepare(config, checked, cache_quota)
     monkeypatch.setattr(jobs, "prepare", counting)
     monkeypatch.setattr(loop, "prepare", counting)
     monkeypatch.setattr(prepare, "create_instances", lambda *a, **k: instances.append(1) or pairs.create_instances(*a, **k))

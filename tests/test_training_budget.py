@@ -29,7 +29,7 @@ def launches(monkeypatch):
     monkeypatch.setattr(jobs, "spawn_worker", lambda run_dir: spawned.append(run_dir) or 0)
     prepared = jobs.prepare(_config())
     prepares = []
-    monkeypatch.setattr(jobs, "prepare", lambda config: prepares.append(config) or prepared)
+    monkeypatch.setattr(jobs, "prepare", lambda config, **_: prepares.append(config) or prepared)
     return spawned, prepares
 
 
@@ -89,7 +89,7 @@ def test_clicks_at_the_same_instant_prepare_one_at_a_time(tmp_path, launches, mo
     counted, at_once, most = threading.Lock(), [0], [0]
     fake = jobs.prepare  # the fixture's: counted, and prepared once for all
 
-    def slow_prepare(config):
+    def slow_prepare(config, **_):
         with counted:
             at_once[0] += 1
             most[0] = max(most[0], at_once[0])
@@ -155,6 +155,23 @@ def test_the_disk_quota_counts_what_visitors_wrote(tmp_path):
     with pytest.raises(AlbertLabError, match=r"^disk quota: .* holds 0\.00 GiB of the 0\.00 GiB the app may write, and "
                                              r"this conversion needs 1 MB more; delete old runs"):
         check_disk_quota(tmp_path, 1 << 20, quota=400_000, what="this conversion")
+
+
+def test_new_tokenizers_stop_at_the_cache_quota_and_cached_ones_still_serve(tmp_path, monkeypatch):
+    """A visitor choosing another vocabulary size at every start made a tokenizer and a tokenized corpus
+    each time, outside runs/ and its quota."""
+    from albert_lab.training.prepare import prepare
+
+    monkeypatch.setenv("ALBERT_LAB_CACHE", str(tmp_path / "cache"))
+    made = prepare(_config(), cache_quota=1 << 30)  # room: a tokenizer of 1,000 pieces is made
+    assert len(made.tokenizer) == 1000
+    used = sum(folder_bytes(tmp_path / "cache" / name) for name in ("tokenizers", "tokenized"))
+    assert prepare(_config(), cache_quota=used).tokenizer_dir == made.tokenizer_dir  # cached: nothing new
+    with pytest.raises(RunError, match=r"^disk quota: the cached tokenizers and tokenized corpora hold 0\.00 GiB of the "
+                                       r"0\.00 GiB that runs started here may fill, and a vocabulary of 1,200 on "
+                                       r"wiki-vital\[:600\] needs a new tokenizer; vocabulary sizes already made for wiki-vital\[:600\]: 1000$"):
+        prepare(TrainConfig(**{**_config().to_dict(), "vocab_size": 1200}), cache_quota=used)
+    assert sorted(p.name.split("-")[1] for p in (tmp_path / "cache" / "tokenizers").iterdir()) == ["1000"]
 
 
 def test_a_queued_worker_waits_without_the_training_code(tmp_path):

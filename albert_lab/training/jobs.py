@@ -56,7 +56,7 @@ def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None
     with queue_lock(root):
         if budget is not None:
             check_queue_room(root, budget, owner)
-        prepared = prepare(config)
+        prepared = prepare(config, cache_quota=budget.cache_quota if budget is not None else None)
         final = _create_folder(config, root, run_id, prepared)
         if owner is not None:
             record_owner(root, final.name, owner)

@@ -41,10 +41,12 @@ class Prepared:
     eval_documents: int = 0  # how many documents eval_pairs come from
 
 
-def prepare(config: TrainConfig, checked: bool = False) -> Prepared:
+def prepare(config: TrainConfig, checked: bool = False, cache_quota: int | None = None) -> Prepared:
     """What a run of `config` trains and is scored on. `checked`: the config passed this
     check before its run folder was made, so what only refuses (a corpus that makes no
-    pairs or too few for a batch, a teacher that cannot teach) is not done again."""
+    pairs or too few for a batch, a teacher that cannot teach) is not done again.
+    `cache_quota`: the bytes cached tokenizers and tokenized corpora may hold before a
+    new tokenizer is refused (the app's visitors; None: no limit)."""
     config.validate()
     corpus = load_corpus(config.corpus)
     if not checked:
@@ -60,6 +62,8 @@ def prepare(config: TrainConfig, checked: bool = False) -> Prepared:
     elif (tokenizer_dir / "tokenizer_config.json").is_file():
         tokenizer = load_tokenizer(tokenizer_dir)
     else:
+        if cache_quota is not None:
+            check_cache_room(corpus, config, cache_quota)
         texts = [s for d in corpus.train for s in d.segments]
         tmp = tokenizer_dir.with_name(f"{tokenizer_dir.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         try:
@@ -141,6 +145,29 @@ def init_source(config: TrainConfig, checked: bool = False) -> tuple[ModelSpec, 
     if config.tokenizer and Path(config.tokenizer).resolve() != folder.resolve():
         raise RunError("tokenizer: a run that starts from a checkpoint uses the checkpoint's tokenizer; leave tokenizer unset")
     return wanted, tokenizer, folder
+
+
+CACHED = ("tokenizers", "tokenized")  # what launches add to the cache: a tokenizer and its tokenized corpus
+
+
+def check_cache_room(corpus: Corpus, config: TrainConfig, quota: int) -> None:
+    """RunError where the cached tokenizers and tokenized corpora already hold `quota` bytes,
+    so a new tokenizer (another corpus or vocabulary size) would pass it; it names the
+    vocabulary sizes cached for this corpus, whose runs need nothing new."""
+    from albert_lab.limits import folder_bytes
+
+    used = sum(folder_bytes(cache_dir() / name) for name in CACHED)
+    if used < quota:
+        return
+    prefix = f"{corpus.fingerprint}-"
+    sizes = sorted({int(p.name.split("-")[1]) for p in (cache_dir() / "tokenizers").glob(f"{prefix}*-*")
+                    if p.name.split("-")[1].isdigit() and (p / "tokenizer_config.json").is_file()})
+    name = config.corpus or corpus.name
+    known = (f"; vocabulary sizes already made for {name}: {', '.join(map(str, sizes))}" if sizes
+             else f"; no tokenizer of {name} is cached yet")
+    raise RunError(f"disk quota: the cached tokenizers and tokenized corpora hold {used / 2**30:.2f} GiB of the "
+                   f"{quota / 2**30:.2f} GiB that runs started here may fill, and a vocabulary of {config.vocab_size:,} "
+                   f"on {name} needs a new tokenizer{known}")
 
 
 def cached_tokenizer_dir(corpus: Corpus, config: TrainConfig) -> Path:

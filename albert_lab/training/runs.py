@@ -262,10 +262,12 @@ def owner_of(root: Path, run_id: str) -> str | None:
 @dataclass(frozen=True)
 class QueueBudget:
     """How many runs may be queued or running at once in one runs folder, in all and per owner
-    (the app's browsers; limits.MAX_ACTIVE_RUNS and MAX_RUNS_PER_VISITOR)."""
+    (the app's browsers; limits.MAX_ACTIVE_RUNS and MAX_RUNS_PER_VISITOR), and the bytes the
+    tokenizers and tokenized corpora their launches make may fill in the cache (limits.APP_CACHE_QUOTA)."""
 
     overall: int
     per_owner: int
+    cache_quota: int | None = None
 
 
 def check_queue_room(root: Path, budget: QueueBudget, owner: str | None = None) -> None:
