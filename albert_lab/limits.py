@@ -26,6 +26,8 @@ MAX_RUNS_PER_VISITOR = 2
 MAX_ACTIVE_RUNS = 8  # queued or running runs in one runs folder started from the app: one training, seven waiting
 APP_DISK_QUOTA = 4 << 30  # bytes the app's visitors may fill under runs/ (runs, conversions, probes, uploads)
 APP_CACHE_QUOTA = 2 << 30  # bytes of tokenizers and tokenized corpora the app's launches may leave in the cache
+APP_RUN_MEMORY_SHARE = 0.4  # of the machine's memory, the most one run started from the app may need (the
+# rest for the pages of every visitor, the server and the queued workers)
 
 
 def max_threads() -> int:

@@ -174,6 +174,22 @@ def test_new_tokenizers_stop_at_the_cache_quota_and_cached_ones_still_serve(tmp_
     assert sorted(p.name.split("-")[1] for p in (tmp_path / "cache" / "tokenizers").iterdir()) == ["1000"]
 
 
+def test_a_run_that_would_take_the_servers_memory_is_refused_before_any_work(tmp_path, launches):
+    """The form allows H 1024, L 24, batch 512, 512 tokens: one visitor's run could take most of the machine."""
+    from albert_lab.params import machine_memory, memory_needed
+
+    spawned, prepares = launches
+    config = _config()
+    need = memory_needed(config.model_spec().replace(vocab_size=1000), config.batch_size, config.max_seq_len)
+    share = 0.9 * need / machine_memory()[0]
+    with pytest.raises(RunError, match=r"^memory: training ALBERT .* on batches of 64 x 64 tokens needs about \d+ MB; a run "
+                                       r"started here may take \d+ MB \(\d+% of this server.s memory"):
+        jobs.start_run(config, tmp_path, owner="a", budget=QueueBudget(8, 2, memory_share=share))
+    assert not prepares and not spawned and not list_runs(tmp_path)
+    jobs.start_run(config, tmp_path, owner="a", budget=QueueBudget(8, 2, memory_share=1.2 * share))
+    assert len(spawned) == 1
+
+
 def test_a_queued_worker_waits_without_the_training_code(tmp_path):
     """A queued run's worker imported torch and the training loop before it waited for its turn:
     about 440 MB held by each run in the queue, while only one trains at a time."""

@@ -50,6 +50,7 @@ def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None
     _check_writable(root)
     if budget is not None:
         check_queue_room(root, budget, owner)  # a full queue refuses at once, without waiting for the lock
+        check_run_memory(config, budget)
     # Prepared, counted and added by one launch at a time: two launches never both take the last place,
     # and launches at once (a browser's rapid clicks: Streamlit leaves each click's script thread running
     # when the next one starts) never prepare side by side; those that waited may find the queue full.
@@ -61,6 +62,24 @@ def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None
         if owner is not None:
             record_owner(root, final.name, owner)
     return final, prepared
+
+
+def check_run_memory(config: TrainConfig, budget: QueueBudget) -> None:
+    """RunError where training `config` needs more than the budget's share of this machine's
+    memory (params.memory_needed: weights, gradients, optimizer state, activations)."""
+    from albert_lab.params import machine_memory, memory_needed
+
+    if budget.memory_share is None:
+        return
+    config.validate()  # its spec is one
+    spec = config.model_spec().replace(vocab_size=config.vocab_size) if config.tokenizer is None else config.model_spec()
+    need, allowed = memory_needed(spec, config.batch_size, config.max_seq_len), budget.memory_share * machine_memory()[0]
+    if need > allowed:
+        size = lambda n: f"{n / 2**30:,.1f} GiB" if n >= 2**30 else f"{n / 2**20:,.0f} MB"
+        raise RunError(f"memory: training {spec.label} on batches of {config.batch_size} x {config.max_seq_len} tokens "
+                       f"needs about {size(need)}; a run started here may take {size(allowed)} "
+                       f"({budget.memory_share:.0%} of this server's memory, shared with every visitor): use a smaller "
+                       "batch, shorter sequences or a smaller model")
 
 
 def _create_folder(config: TrainConfig, root: Path, run_id: str | None, prepared: Prepared) -> Path:

@@ -263,11 +263,13 @@ def owner_of(root: Path, run_id: str) -> str | None:
 class QueueBudget:
     """How many runs may be queued or running at once in one runs folder, in all and per owner
     (the app's browsers; limits.MAX_ACTIVE_RUNS and MAX_RUNS_PER_VISITOR), and the bytes the
-    tokenizers and tokenized corpora their launches make may fill in the cache (limits.APP_CACHE_QUOTA)."""
+    tokenizers and tokenized corpora their launches make may fill in the cache (limits.APP_CACHE_QUOTA),
+    and the share of the machine's memory one run may need (limits.APP_RUN_MEMORY_SHARE)."""
 
     overall: int
     per_owner: int
     cache_quota: int | None = None
+    memory_share: float | None = None
 
 
 def check_queue_room(root: Path, budget: QueueBudget, owner: str | None = None) -> None:

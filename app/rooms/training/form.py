@@ -13,7 +13,7 @@ from albert_lab.data.corpora import DEFAULT, PLUS, default_installed, describe_c
 from albert_lab.data.corpus import save_corpus_upload
 from albert_lab.data.textfile import MAX_UPLOAD_MB
 from albert_lab.errors import AlbertLabError
-from albert_lab.limits import APP_CACHE_QUOTA, MAX_ACTIVE_RUNS, MAX_RUNS_PER_VISITOR, check_disk_quota
+from albert_lab.limits import APP_CACHE_QUOTA, APP_RUN_MEMORY_SHARE, MAX_ACTIVE_RUNS, MAX_RUNS_PER_VISITOR, check_disk_quota
 from albert_lab.paths import runs_dir
 from albert_lab.spec import PRESETS, SHARING_LABELS, Objective
 from albert_lab.training import jobs
@@ -28,7 +28,8 @@ TRAINABLE = ["lab-tiny", "lab-albert", "lab-bert"]
 UPLOAD = "upload a .txt / .jsonl file"
 NEW = "random weights"
 NO_TEACHER = "no teacher"
-BUDGET = QueueBudget(overall=MAX_ACTIVE_RUNS, per_owner=MAX_RUNS_PER_VISITOR, cache_quota=APP_CACHE_QUOTA)  # runs queued or running at once
+BUDGET = QueueBudget(overall=MAX_ACTIVE_RUNS, per_owner=MAX_RUNS_PER_VISITOR, cache_quota=APP_CACHE_QUOTA,
+                     memory_share=APP_RUN_MEMORY_SHARE)  # runs queued or running at once
 ARCHITECTURE = {"tr_h": "hidden_size", "tr_l": "num_layers", "tr_e": "embedding_size", "tr_heads": "num_heads", "tr_sharing": "sharing"}
 
 
