@@ -1,6 +1,6 @@
 """One browser clicking fast: 60 Start clicks on Training, 60 Convert clicks on the Model card.
 
-Issue #40's "done when": one visitor must not exhaust the machine. A fresh server is started
+One visitor must not exhaust the machine. A fresh server is started
 as `albert-lab app` starts it (loopback, headless, a free port) on the shipped checkpoints and
 a runs folder of its own; one Chromium context (one browser: one owner cookie) then
 - opens Training with the lab-tiny preset, sets a cheap run (--steps steps, vocabulary 1,000,
