@@ -21,8 +21,9 @@ def test_training_form_and_live_run(app, small_corpus):
     at.number_input(key="tr_lr").set_value(0.0)
     next(b for b in at.button if b.label == "Start training").click().run()
     assert any("lr: learning rate must be positive" in e.value for e in at.error)
-    text = "\n\n".join(" ".join(d.segments) for d in small_corpus.train[:80])
-    corpus = ("corpus.txt", text.encode(), "text/plain")
+    lines = [json.dumps({"text": " ".join(d.segments)}) for d in small_corpus.train[:80]]
+    lines[3:3] = ["not JSON", '{"body": "no text field"}']  # skipped, and said so where the run is watched
+    corpus = ("corpus.jsonl", "\n".join(lines).encode(), "application/json")
     at.selectbox(key="tr_corpus").set_value("upload a .txt / .jsonl file")
     at.file_uploader(key="tr_upload").set_value(corpus)
     for key, value in (("tr_lr", 0.003), ("tr_steps", 6), ("tr_batch", 4), ("tr_vocab", 100), ("tr_seq", 64)):
@@ -39,6 +40,10 @@ def test_training_form_and_live_run(app, small_corpus):
     spec = run.config["spec"]  # the run trains what the form showed
     assert (spec["hidden_size"], spec["num_layers"], spec["num_heads"], spec["embedding_size"]) == (32, 2, 2, 16)
     assert at.session_state["watch_select"] == run.id  # the Runs tab follows the new run
+    skipped = [e for e in at.expander if "of its corpus skipped" in e.label]  # where it started, and under 'Runs'
+    assert len(skipped) == 2 and {e.label for e in skipped} == {"2 lines of its corpus skipped"}
+    assert all("line 4: not valid JSON" in e.text[0].value and "line 5: has no string field 'text'" in e.text[0].value
+               for e in skipped)
     deadline = time.time() + 120
     while time.time() < deadline and any(r.active for r in list_runs(Path(__import__("os").environ["ALBERT_LAB_RUNS"]))):
         time.sleep(0.5)
@@ -48,8 +53,6 @@ def test_training_form_and_live_run(app, small_corpus):
     __import__("streamlit").cache_data.clear()  # the checkpoints list is cached for 5 s
     at.run()  # the sidebar names it as the user did ('run:20261126-0818...' alone, cut off, looked like every other run)
     assert f"tiny-form · run:{run.id}" in at.sidebar.multiselect(key="picked").options
-    import json
-
     loss = next(json.loads(c.proto.spec) for c in charts(at) if "Training loss" in c.proto.spec)
     # names in words ('mlm_loss' before), colours that do not swap with the theme's colorway
     assert {t["name"]: t["line"]["color"] for t in loss["data"]} == {"total": "#4c78a8", "MLM": "#f58518",

@@ -183,8 +183,11 @@ def _validate_in_flags(config: TrainConfig) -> None:
 
 def _announce(run) -> None:
     print(f"run {run.id}: {run.raw.get('spec_label', '')}; folder {run.path}", file=sys.stderr)
-    for warning in run.raw.get("warnings", []):
+    warnings = run.raw.get("warnings", [])
+    for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    if (more := run.raw.get("skipped_lines", 0) - len(warnings)) > 0:
+        print(f"warning: ... and {more:,} more lines of the corpus skipped", file=sys.stderr)
 
 
 def init_spec(args: argparse.Namespace):

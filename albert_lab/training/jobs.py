@@ -91,7 +91,8 @@ def _create_folder(config: TrainConfig, root: Path, run_id: str | None, prepared
         write_json_atomic(RunFolder(tmp).run_json, {"id": run_id, "status": "queued", "created": time.time(), "pid": None,
                                              "config": config.to_dict(), "step": 0, "total_steps": config.max_steps,
                                              "spec_label": prepared.spec.label,
-                                             "warnings": list(prepared.corpus.problems[:MAX_WARNINGS])})
+                                             "warnings": list(prepared.corpus.problems[:MAX_WARNINGS]),
+                                             "skipped_lines": max(prepared.corpus.skipped, len(prepared.corpus.problems))})
         RunFolder(tmp).log.touch()
         os.replace(tmp, final)  # over the empty folder claim_run_dir made: atomic
     except OSError as err:

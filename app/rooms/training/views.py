@@ -39,6 +39,18 @@ def started(info: RunInfo, config: TrainConfig) -> None:
                f"{config.vocab_size:,} pieces. Follow it under 'Runs'.")
     if config.max_steps is not None and (note := warmup_note(config.warmup_steps, config.max_steps, config.lr)):
         st.info(note, icon=":material/trending_up:")
+    skipped_lines(info)
+
+
+def skipped_lines(info: RunInfo, expanded: bool = True) -> None:
+    """The lines of a run's corpus file that were skipped (not JSON, no text field ...), the first of them named."""
+    warnings, count = info.raw.get("warnings", []), info.raw.get("skipped_lines", 0)
+    count = max(count, len(warnings))
+    if not count:
+        return
+    with st.expander(f"{count:,} line{'s' * (count != 1)} of its corpus skipped", icon=":material/warning:",
+                     expanded=expanded):
+        st.text("\n".join(warnings) + (f"\n... and {count - len(warnings):,} more" if count > len(warnings) else ""))
 
 
 def warmup_note(warmup: int, steps: int, lr: float) -> str | None:
@@ -85,6 +97,7 @@ def progress_panel(run_id: str) -> None:
         ui.chart(training_figures.accuracy_figure(train, evals), f"accuracy-{run_id}", key=f"acc-{run_id}", container=right)
     if info.status == "failed":
         st.error(info.message or "the run failed", icon=":material/error:")
+    skipped_lines(info, expanded=False)
     mine = owner.owns(run_id) or single_user()
     if info.active and not mine:
         st.caption("Started in another browser or from the command line: shown read-only here. Cancel it with "
