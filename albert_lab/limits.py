@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from albert_lab.errors import AlbertLabError
+from albert_lab.paths import PROJECT_ROOT
 
 MAX_SEED = 2**32 - 1  # numpy.random.seed and SentencePiece take 0..2**32-1
 MAX_PROBE_STEPS = 100_000  # full-batch steps on cached features (the default is 300)
@@ -64,6 +65,7 @@ def check_disk_quota(folder: Path, adding: int = 0, quota: int | None = None, wh
     quota = APP_DISK_QUOTA if quota is None else quota
     used = folder_bytes(folder)
     if used + adding > quota:
-        raise AlbertLabError(f"disk quota: {folder} holds {used / 2**30:.2f} GiB of the {quota / 2**30:.2f} GiB the app "
+        shown = folder.relative_to(PROJECT_ROOT).as_posix() if folder.is_relative_to(PROJECT_ROOT) else folder.name
+        raise AlbertLabError(f"disk quota: {shown}/ holds {used / 2**30:.2f} GiB of the {quota / 2**30:.2f} GiB the app "
                              f"may write, and {what} needs {max(adding, 1) / 2**20:,.0f} MB more; delete old runs, "
                              "conversions or probes there (`albert-lab runs` lists runs)")

@@ -7,6 +7,7 @@ from typing import get_args
 
 import streamlit as st
 
+from albert_lab.checkpoint.sources import portable_name
 from app import picker, ui
 from app.guard import guard
 
@@ -44,7 +45,7 @@ def albertize_section(name: str, source: str, spec: dict) -> None:
             from albert_lab.convert import attention_warning
 
             facts = read_card(Path(path))["conversion"]
-            st.success(f"Saved {path}: E={facts['embedding_size']} keeps {facts['embedding_energy_kept']:.1%} of the word "
+            st.success(f"Saved {portable_name(path)}: E={facts['embedding_size']} keeps {facts['embedding_energy_kept']:.1%} of the word "
                        f"embeddings' energy (projection fit R² {facts['embedding_fit_r2']:.2f}); {facts['sharing']} sharing in "
                        f"{facts['groups']} group(s). MLM head: {facts['heads']['mlm']}; pair head: {facts['heads']['pair']}.")
             if warning := attention_warning(facts):

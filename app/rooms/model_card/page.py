@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from albert_lab.card import count_notes, metric_counts, metric_lines
+from albert_lab.checkpoint.sources import portable_name
 from app import links, picker, ui
 from app.guard import guard
 from app.registry import room
@@ -62,7 +63,7 @@ def probe_section(chosen: Selection, name: str, heads: dict) -> None:
                 st.session_state["probe_done"] = (out.name, str(out), probe["held_out_accuracy"])
         if "probe_done" in st.session_state:
             probe_name, probe_path, accuracy = st.session_state["probe_done"]
-            st.success(f"Saved {probe_path} (held-out accuracy {accuracy:.3f}).")
+            st.success(f"Saved {portable_name(probe_path)} (held-out accuracy {accuracy:.3f}).")
             if st.button(f"Pick {probe_name} in the sidebar", key="probe_pick"):
                 picker.add_checkpoint(probe_name, probe_path)
 
@@ -81,7 +82,7 @@ if ui.need_checkpoints():
         left, right = st.columns([3, 2])
         with left:
             st.subheader(card["spec_label"])
-            st.caption(f"{card['source']} · {card['device']} · {card['dtype']}")
+            st.caption(f"{portable_name(card['source'])} · {card['device']} · {card['dtype']}")  # no server path
             params = card["params"]
             metric = st.columns(3)
             metric[0].metric("Parameters (paper's count)", si(params["total"]))
