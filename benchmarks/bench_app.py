@@ -51,8 +51,8 @@ STATE = """([title, main]) => {
   const h1 = document.querySelector('h1');
   if (!h1 || h1.innerText.trim() !== title) return 'title';
   if (document.querySelector('[data-stale="true"], [data-testid="stSpinner"], [data-testid="stSkeleton"]')) return 'busy';
-  const el = document.querySelector(main);
-  if (!el || !el.getClientRects().length) return 'main';
+  // any one shown: the first may sit in a tab not open (Sentence pairs' typed-pair chart, once the upload tab is)
+  if (![...document.querySelectorAll(main)].some(el => el.getClientRects().length)) return 'main';
   if ([...document.querySelectorAll('[data-testid="stPlotlyChart"]')].some(c => !c.querySelector('.main-svg'))) return 'charts';
   if (document.querySelector('[data-testid="stException"]')) return 'exception';
   return 'drawn';
