@@ -289,16 +289,12 @@ def _load_into(model: torch.nn.Module, state: dict[str, torch.Tensor], spec: Mod
 # ---- from a folder or hub id to a checkpoint folder ------------------------------------------
 def conversion_options(source: str | Path, embedding_size: int, sharing: str, groups: int | None, init: str,
                        seed: int = 0) -> dict[str, Any]:
-    """What makes two conversions the same: the source (named as every machine can, a folder
-    outside the project by its weights' SHA-256, and its files' stamp, so a rewritten source
-    converts afresh; a hub id by name) and every choice. The card of each conversion records
-    them (`conversion.options`); albertize_into looks for them."""
-    from albert_lab.checkpoint.files import is_local_source, stamp
-    from albert_lab.checkpoint.sources import describe_source
+    """What makes two conversions the same: the source (store.source_identity) and every
+    choice. The card of each conversion records them (`conversion.options`); albertize_into
+    looks for them."""
+    from albert_lab.checkpoint.store import source_identity
 
-    local = is_local_source(str(source))
-    return {"source": describe_source(source) if local else str(source), "source_stamp": stamp(source) if local else 0.0,
-            "embedding_size": int(embedding_size), "sharing": sharing,
+    return {**source_identity(source), "embedding_size": int(embedding_size), "sharing": sharing,
             "groups": None if sharing == "none" else int(groups or 1), "init": init, "seed": int(seed)}
 
 
@@ -306,26 +302,22 @@ def albertize_into(root: Path, stem: str, source: str | Path, embedding_size: in
                    groups: int | None, init: Init, seed: int = 0, quota: int | None = None) -> tuple[Path, bool]:
     """albertize into a new folder `root/stem` (`stem-2`, ... when taken), or give the folder of an
     identical conversion already under `root`: (folder, reused). One conversion at a time per
-    `root` (a lock), so clicks at once neither convert twice nor hold two models in memory; with
-    `quota` (bytes), refused before the work when `root`'s parent would hold more."""
+    `root` (store.made_once), so clicks at once neither convert twice nor hold two models in memory;
+    with `quota` (bytes), refused before the work when `root`'s parent would hold more."""
     import shlex
 
-    from albert_lab.checkpoint.store import find_made, one_maker
-    from albert_lab.limits import check_disk_quota, folder_bytes
+    from albert_lab.checkpoint.store import made_once
     from albert_lab.paths import unique_folder
 
-    with one_maker(root, "convert"):
-        options = conversion_options(source, embedding_size, sharing, groups, init, seed)
-        if (found := find_made(root, "conversion", options)) is not None:
-            return found, True
-        if quota is not None:
-            local = Path(str(source)).expanduser()
-            check_disk_quota(root.parent, folder_bytes(local) if local.is_dir() else 0, quota, what="this conversion")
+    def convert() -> Path:
         out = unique_folder(root / stem)
         args = ["--checkpoint", str(source), "--embedding", str(embedding_size), "--sharing", sharing, "--init", init,
                 "--out", str(out)] + (["--groups", str(groups)] if groups else [])
         return albertize(source, out, embedding_size, sharing, groups, init, seed,
-                         command="albert-lab albertize " + shlex.join(args)), False
+                         command="albert-lab albertize " + shlex.join(args))
+
+    options = conversion_options(source, embedding_size, sharing, groups, init, seed)
+    return made_once(root, "conversion", options, source, convert, quota)
 
 
 def albertize(source: str | Path, out: str | Path, embedding_size: int = 128, sharing: Sharing = "all",

@@ -118,8 +118,8 @@ def nearest_existing(path: Path) -> Path:
 def parents_made_for(path: Path) -> Iterator[None]:
     """Make the folders `path` needs above it; if the body fails, remove again those it made
     (while empty), so a failed conversion or save leaves no trace of its --out."""
-    made, folder = [], path.parent
-    while folder != nearest_existing(folder):
+    base, made, folder = nearest_existing(path.parent), [], path.parent
+    while folder != base:
         made.append(folder)  # deepest first
         folder = folder.parent
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -115,7 +115,8 @@ def tree_rss(pid: int) -> int:
     return total
 
 
-def _proc_tree_rss(pid: int) -> int:
+def proc_descendants(pid: int) -> set[int]:
+    """`pid` and every process below it, from /proc (where psutil is not installed)."""
     parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -129,9 +130,13 @@ def _proc_tree_rss(pid: int) -> int:
         more = {child for child, parent in parents.items() if parent in tree} - tree
         tree |= more
         grew = bool(more)
+    return tree
+
+
+def _proc_tree_rss(pid: int) -> int:
     page = os.sysconf("SC_PAGE_SIZE")
     total = 0
-    for member in tree:
+    for member in proc_descendants(pid):
         try:
             total += int(Path(f"/proc/{member}/statm").read_text().split()[1]) * page
         except (OSError, ValueError, IndexError):

@@ -46,7 +46,7 @@ from albert_lab import limits  # noqa: E402
 from albert_lab.training.jobs import cancel_run  # noqa: E402
 from albert_lab.training.runs import list_runs  # noqa: E402
 from benchmarks.bench_app import FLAGS, free_port, wait_healthy  # noqa: E402
-from benchmarks.bench_class import machine  # noqa: E402
+from benchmarks.bench_class import machine, proc_descendants  # noqa: E402
 
 WORKER = "albert_lab.training.worker"  # in the command line of a run's worker process (training.jobs.spawn_worker)
 WAITING = 150 << 20  # a queued worker waits in some 20 MB, without torch (tests/test_training_budget.py: under 150 MB)
@@ -89,21 +89,8 @@ def process_tree(pid: int) -> list[Proc]:
 
 
 def _proc_tree(pid: int) -> list[Proc]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-                parents[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
-            except (OSError, ValueError):
-                pass
-    tree, grew = {pid}, True
-    while grew:
-        more = {child for child, parent in parents.items() if parent in tree} - tree
-        tree |= more
-        grew = bool(more)
     out = []
-    for member in sorted(tree):
+    for member in sorted(proc_descendants(pid)):
         try:
             rollup = dict(line.split(":", 1) for line in Path(f"/proc/{member}/smaps_rollup").read_text().splitlines()[1:])
             command = Path(f"/proc/{member}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")

@@ -61,23 +61,28 @@ def test_many_browsers_fill_the_server_queue_and_no_more(tmp_path, launches):
     assert refused == ["queue full: 8 runs are queued or running on this server (at most 8); start yours when one ends"] * 4
 
 
-def test_clicks_at_the_same_instant_never_pass_the_budget(tmp_path, launches):
-    """Counted and added under the queue's lock: 16 simultaneous starts of one browser (16 tabs) make 2 runs."""
-    spawned, _ = launches
-    barrier = threading.Barrier(16)
+def _click_at_once(root: Path, clicks: int) -> None:
+    """`clicks` Start clicks of one browser at the same instant (threads past one barrier)."""
+    barrier = threading.Barrier(clicks)
 
     def click():
         barrier.wait()
         try:
-            jobs.start_run(_config(), tmp_path, owner="browser-a", budget=BUDGET)
+            jobs.start_run(_config(), root, owner="browser-a", budget=BUDGET)
         except RunError:
             pass
 
-    threads = [threading.Thread(target=click) for _ in range(16)]
+    threads = [threading.Thread(target=click) for _ in range(clicks)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+
+
+def test_clicks_at_the_same_instant_never_pass_the_budget(tmp_path, launches):
+    """Counted and added under the queue's lock: 16 simultaneous starts of one browser (16 tabs) make 2 runs."""
+    spawned, _ = launches
+    _click_at_once(tmp_path, 16)
     assert len(spawned) == 2 and len(list_runs(tmp_path)) == 2
 
 
@@ -99,20 +104,7 @@ def test_clicks_at_the_same_instant_prepare_one_at_a_time(tmp_path, launches, mo
         return fake(config)
 
     monkeypatch.setattr(jobs, "prepare", slow_prepare)
-    barrier = threading.Barrier(16)
-
-    def click():
-        barrier.wait()
-        try:
-            jobs.start_run(_config(), tmp_path, owner="browser-a", budget=BUDGET)
-        except RunError:
-            pass
-
-    threads = [threading.Thread(target=click) for _ in range(16)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    _click_at_once(tmp_path, 16)
     assert most[0] == 1 and len(prepares) == 2 and len(spawned) == 2  # those that waited found the queue full
 
 

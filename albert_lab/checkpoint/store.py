@@ -193,3 +193,31 @@ def find_made(root: Path, section: str, options: dict[str, Any]) -> Path | None:
         if isinstance(record, dict) and record.get("options") == options:
             return folder
     return None
+
+
+def source_identity(source: str | Path) -> dict[str, Any]:
+    """What identifies the checkpoint a folder was made from, in its `options`: the source named
+    as every machine can (a folder outside the project by its weights' SHA-256) and its files'
+    stamp, so a rewritten source is made afresh; a hub id by name."""
+    from albert_lab.checkpoint.files import is_local_source, stamp
+    from albert_lab.checkpoint.sources import describe_source
+
+    local = is_local_source(str(source))
+    return {"source": describe_source(source) if local else str(source), "source_stamp": stamp(source) if local else 0.0}
+
+
+def made_once(root: Path, section: str, options: dict[str, Any], source: str | Path, make: Callable[[], Path],
+              quota: int | None = None) -> tuple[Path, bool]:
+    """(folder, reused): the folder under `root` whose card records `options` as `<section>.options`,
+    or the one `make()` writes. One maker of `section` folders per `root` at a time; with `quota`
+    (bytes), a new one is refused before the work when `root`'s parent would pass it with a copy
+    of `source`'s folder."""
+    from albert_lab.limits import check_disk_quota, folder_bytes
+
+    with one_maker(root, section):
+        if (found := find_made(root, section, options)) is not None:
+            return found, True
+        if quota is not None:
+            local = Path(str(source)).expanduser()
+            check_disk_quota(root.parent, folder_bytes(local) if local.is_dir() else 0, quota, what=f"this {section}")
+        return make(), False

@@ -71,14 +71,14 @@ class Corpus:
     fingerprint: str  # hash of the content, part of cache keys
     credit: str = ""
     problems: tuple[str, ...] = ()  # lines of its files that were skipped, and why (the first MAX_PROBLEMS)
-    skipped: int = 0  # lines skipped in all (more than the problems listed in a file of many bad lines)
+    skipped: int = 0  # lines skipped in all, at least len(problems) (more in a file of many bad lines)
 
     @property
     def num_segments(self) -> int:
         return sum(len(d.segments) for d in self.train + self.heldout)
 
     def describe(self) -> str:
-        count = max(self.skipped, len(self.problems))
+        count = self.skipped
         skipped = f"; {count:,} line{'s' * (count != 1)} skipped ({self.problems[0]})" if self.problems else ""
         return (f"{self.name}: {len(self.train):,} training and {len(self.heldout):,} held-out documents, "
                 f"{self.num_segments:,} segments{skipped}")
@@ -117,7 +117,7 @@ def make_corpus(name: str, docs: list[Document], credit: str = "", fraction: flo
     fingerprint = _documents_hash(docs)
     return Corpus(name=name, train=tuple(d for d in docs if id(d) not in heldout),
                   heldout=tuple(d for d in docs if id(d) in heldout), fingerprint=fingerprint, credit=credit,
-                  problems=problems, skipped=skipped)
+                  problems=problems, skipped=max(skipped, len(problems)))
 
 
 def content_hash(text: str) -> str:
@@ -168,16 +168,20 @@ def read_documents(raw: BinaryIO, name: str, text_field: str = "text",
     DataError when no document is left, or when the file gives more than MAX_CORPUS_CHARS
     of text."""
     problems = [] if problems is None else problems
-    skipped = [0]
     if name.lower().endswith((".jsonl", ".json")):
-        raw_docs = _jsonl_texts(text_lines(raw, name, MAX_JSONL_LINE_CHARS), name, text_field, problems, skipped)
+        items = _jsonl_texts(text_lines(raw, name, MAX_JSONL_LINE_CHARS), name, text_field)
     elif name.lower().endswith((".txt", ".text", ".md")):
-        raw_docs = ((f"{name} #{i + 1}", block) for i, (_, block) in
-                    enumerate(text_blocks(text_lines(raw, name, MAX_DOC_CHARS), MAX_DOC_CHARS)))
+        items = ((f"{name} #{i + 1}", block, None) for i, (_, block) in
+                 enumerate(text_blocks(text_lines(raw, name, MAX_DOC_CHARS), MAX_DOC_CHARS)))
     else:
         raise DataError(f"{name}: unsupported corpus file type; use .txt (documents separated by blank lines) or .jsonl")
-    docs, kept = [], 0
-    for title, body in raw_docs:
+    docs, kept, skipped = [], 0, 0
+    for title, body, problem in items:
+        if problem:
+            skipped += 1
+            if len(problems) < MAX_PROBLEMS:
+                problems.append(f"{problem}; skipped")
+            continue
         kept += len(body)
         if kept > MAX_CORPUS_CHARS:
             raise DataError(f"{name}: more than {MAX_CORPUS_CHARS / 1e6:,.0f} M characters of text, the most a corpus "
@@ -185,17 +189,16 @@ def read_documents(raw: BinaryIO, name: str, text_field: str = "text",
         if segments := tuple(split_sentences(body)):
             docs.append(Document(title=title, segments=segments))
     if not docs:
-        said = f"{skipped[0]:,} line{'s' * (skipped[0] != 1)} skipped"
+        said = f"{skipped:,} line{'s' * (skipped != 1)} skipped"
         raise DataError(f"{name}: no document could be read; {said}, the first {problems[0]}" if problems
                         else f"{name}: no text found; the corpus is empty")
-    return docs, skipped[0]
+    return docs, skipped
 
 
-def _jsonl_texts(lines: Iterator[tuple[int, str, bool]], name: str, text_field: str, problems: list[str],
-                 skipped: list[int]) -> Iterator[tuple[str, str]]:
-    """(title, text cut to MAX_DOC_CHARS) of each JSONL line that is an object with a string
-    `text_field`; the other non-blank lines are counted in skipped[0], the first
-    MAX_PROBLEMS of them reported in `problems`."""
+def _jsonl_texts(lines: Iterator[tuple[int, str, bool]], name: str,
+                 text_field: str) -> Iterator[tuple[str, str, None] | tuple[None, None, str]]:
+    """(title, text cut to MAX_DOC_CHARS, None) of each JSONL line that is an object with a string
+    `text_field`; (None, None, 'line N: what is wrong') of every other non-blank line."""
     for number, line, cut in lines:
         if not line.strip() and not cut:
             continue
@@ -205,12 +208,10 @@ def _jsonl_texts(lines: Iterator[tuple[int, str, bool]], name: str, text_field: 
         elif not problem and not isinstance(record.get(text_field), str):
             problem = f"has no string field {text_field!r}"
         if problem:
-            skipped[0] += 1
-            if len(problems) < MAX_PROBLEMS:
-                problems.append(f"line {number}: {problem}; skipped")
+            yield None, None, f"line {number}: {problem}"
             continue
         title = record.get("title")
-        yield title if isinstance(title, str) else f"{name} #{number}", record[text_field][:MAX_DOC_CHARS]
+        yield title if isinstance(title, str) else f"{name} #{number}", record[text_field][:MAX_DOC_CHARS], None
 
 
 def load_file(path: str | Path, text_field: str = "text") -> Corpus:

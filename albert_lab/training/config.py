@@ -63,6 +63,12 @@ class TrainConfig:
     def model_spec(self) -> ModelSpec:
         return ModelSpec.from_dict({**self.spec, "objective": self.objective})
 
+    def sized_spec(self) -> ModelSpec:
+        """model_spec with the vocabulary the run will have: a new tokenizer's size (vocab_size),
+        or the given tokenizer's, which the spec already holds. What its memory is counted on."""
+        spec = self.model_spec()
+        return spec if self.tokenizer is not None else spec.replace(vocab_size=self.vocab_size)
+
     def validate(self) -> TrainConfig:
         """Raise RunError/SpecError naming the field; returns self for chaining."""
         spec = self.model_spec()
@@ -108,8 +114,7 @@ class TrainConfig:
         for name, ok, message in checks:
             if not ok:
                 raise RunError(f"{name}: {message}")
-        if problem := fit_problem(spec.replace(vocab_size=self.vocab_size if self.tokenizer is None else spec.vocab_size),
-                                  self.batch_size, self.max_seq_len):
+        if problem := fit_problem(self.sized_spec(), self.batch_size, self.max_seq_len):
             raise RunError(f"spec: {problem}")
         return self
 

@@ -72,7 +72,7 @@ def check_run_memory(config: TrainConfig, budget: QueueBudget) -> None:
     if budget.memory_share is None:
         return
     config.validate()  # its spec is one
-    spec = config.model_spec().replace(vocab_size=config.vocab_size) if config.tokenizer is None else config.model_spec()
+    spec = config.sized_spec()
     need, allowed = memory_needed(spec, config.batch_size, config.max_seq_len), budget.memory_share * machine_memory()[0]
     if need > allowed:
         size = lambda n: f"{n / 2**30:,.1f} GiB" if n >= 2**30 else f"{n / 2**20:,.0f} MB"
@@ -92,7 +92,7 @@ def _create_folder(config: TrainConfig, root: Path, run_id: str | None, prepared
                                              "config": config.to_dict(), "step": 0, "total_steps": config.max_steps,
                                              "spec_label": prepared.spec.label,
                                              "warnings": list(prepared.corpus.problems[:MAX_WARNINGS]),
-                                             "skipped_lines": max(prepared.corpus.skipped, len(prepared.corpus.problems))})
+                                             "skipped_lines": prepared.corpus.skipped})
         RunFolder(tmp).log.touch()
         os.replace(tmp, final)  # over the empty folder claim_run_dir made: atomic
     except OSError as err:

@@ -31,7 +31,7 @@ from albert_lab.analysis.common import approximate_lengths, batch_tokens_for, en
 from albert_lab.analysis.intrinsic import wilson_interval
 from albert_lab.checkpoint.heads import MLM_KEYS
 from albert_lab.checkpoint.load import ModelBundle
-from albert_lab.checkpoint.store import find_made, one_maker, save_checkpoint
+from albert_lab.checkpoint.store import made_once, save_checkpoint, source_identity
 from albert_lab.data.corpora import evaluation_documents, load_corpus
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.data.heldout import build_eval_pairs
@@ -167,16 +167,10 @@ def save_probe(bundle: ModelBundle, result: ProbeResult, out: str | Path, option
 def probe_options(source: str | Path, task: PairTask, corpus: str = "long-mix", train_pairs: int = 2000,
                   heldout_pairs: int = 1000, steps: int = 300, lr: float = 1e-2, weight_decay: float = 1e-2,
                   seed: int = 0, max_len: int = MAX_LEN, dtype: str = "float32") -> dict[str, Any]:
-    """What makes two probes the same: the encoder (named as every machine can, and its files'
-    stamp, so a rewritten checkpoint is probed afresh; a hub id by name), the dtype its
+    """What makes two probes the same: the encoder (store.source_identity), the dtype its
     features were computed in, and every choice of fit_probe. The device changes only the
     last bits of the features and is left out. The card of each probe records them (`probe.options`)."""
-    from albert_lab.checkpoint.files import is_local_source, stamp
-    from albert_lab.checkpoint.sources import describe_source
-
-    local = is_local_source(str(source))
-    return {"source": describe_source(source) if local else str(source), "source_stamp": stamp(source) if local else 0.0,
-            "dtype": dtype, "task": task, "corpus": corpus, "train_pairs": int(train_pairs),
+    return {**source_identity(source), "dtype": dtype, "task": task, "corpus": corpus, "train_pairs": int(train_pairs),
             "heldout_pairs": int(heldout_pairs), "steps": int(steps), "lr": float(lr), "weight_decay": float(weight_decay),
             "seed": int(seed), "max_len": int(max_len)}
 
@@ -188,18 +182,15 @@ def probe_into(root: Path, stem: str, source: str | Path, load: Callable[[], Mod
     """Fit a probe of the encoder `source` into a new folder `root/stem` (`stem-2`, ... when taken),
     or give the folder of an identical probe already under `root`: (folder, reused). `load()` gives
     the encoder at `dtype` (the app's cached one: it is not changed), and is called only when a fit
-    is needed. One probe at a time per `root` (a lock), as albertize_into converts; with `quota`
-    (bytes), refused before the work when `root`'s parent would hold more."""
-    from albert_lab.limits import check_disk_quota, folder_bytes
+    is needed. One probe at a time per `root` (store.made_once), as albertize_into converts; with
+    `quota` (bytes), refused before the work when `root`'s parent would hold more."""
     from albert_lab.paths import unique_folder
 
-    with one_maker(root, "probe"):
-        options = probe_options(source, task, corpus, train_pairs, heldout_pairs, steps, seed=seed, dtype=dtype)
-        if (found := find_made(root, "probe", options)) is not None:
-            return found, True
-        if quota is not None:  # the probe saves a copy of the encoder
-            local = Path(str(source)).expanduser()
-            check_disk_quota(root.parent, folder_bytes(local) if local.is_dir() else 0, quota, what="this probe")
+    options = probe_options(source, task, corpus, train_pairs, heldout_pairs, steps, seed=seed, dtype=dtype)
+
+    def fit() -> Path:
         bundle = load()
         result = fit_probe(bundle, task, corpus, train_pairs, heldout_pairs, steps, seed=seed, log=log)
-        return save_probe(bundle, result, unique_folder(root / stem), options), False
+        return save_probe(bundle, result, unique_folder(root / stem), options)
+
+    return made_once(root, "probe", options, source, fit, quota)

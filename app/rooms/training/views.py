@@ -44,8 +44,8 @@ def started(info: RunInfo, config: TrainConfig) -> None:
 
 def skipped_lines(info: RunInfo, expanded: bool = True) -> None:
     """The lines of a run's corpus file that were skipped (not JSON, no text field ...), the first of them named."""
-    warnings, count = info.raw.get("warnings", []), info.raw.get("skipped_lines", 0)
-    count = max(count, len(warnings))
+    warnings = info.raw.get("warnings", [])
+    count = info.raw.get("skipped_lines", len(warnings))  # a run.json of before the count lists them all
     if not count:
         return
     with st.expander(f"{count:,} line{'s' * (count != 1)} of its corpus skipped", icon=":material/warning:",
