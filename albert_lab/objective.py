@@ -25,11 +25,11 @@ from albert_lab.models import Parts, PretrainingModel
 class LossOutput:
     loss: torch.Tensor  # scalar: mlm_loss + pair_weight * pair_loss (+ distil_weight * distil_loss)
     mlm_loss: torch.Tensor
-    pair_loss: torch.Tensor  # 0 for objective 'none'
+    pair_loss: torch.Tensor  # 0 for objective 'none' (nothing measured: pair_count is 0)
     mlm_correct: torch.Tensor  # count of argmax hits among predictions
     mlm_count: int
     pair_correct: torch.Tensor
-    pair_count: int
+    pair_count: int  # pairs whose label means something: 0 for objective 'none', whose labels are fillers
     hidden_states: tuple[torch.Tensor, ...] | None = None  # (L+1) x (B, T, H) when asked
     distil_loss: torch.Tensor | None = None  # the distillation term (unweighted), with a teacher
 
@@ -67,7 +67,10 @@ class PretrainingLoss(nn.Module):
         with torch.no_grad():
             mlm_correct = (mlm_logits.argmax(-1) == batch.mlm_labels).sum()
             pair_correct = (pair_logits.argmax(-1) == batch.pair_labels).sum()
+        # Under 'none' the batch's pair labels are fillers (every pair in order): an untrained
+        # head that says 0 would score 1.0 on them. Nothing is measured, so nothing is counted.
+        pair_count = 0 if self.objective == "none" else len(batch.pair_labels)
         return LossOutput(loss=loss, mlm_loss=mlm_loss, pair_loss=pair_loss,
                           mlm_correct=mlm_correct, mlm_count=batch.num_predictions,
-                          pair_correct=pair_correct, pair_count=len(batch.pair_labels),
+                          pair_correct=pair_correct, pair_count=pair_count,
                           hidden_states=out.hidden_states if output_hidden_states else None, distil_loss=distil)

@@ -19,12 +19,15 @@ import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from albert_lab.errors import RunError
 
 MAX_RUN_ID = 100  # characters; the folder's temporary name adds ~20 and a file name holds 255 bytes
 RUN_ID_PUNCTUATION = "-_.+=@,"
+
+PAIR_METRICS = ("pair_loss", "pair_acc")  # measured only when the run trains a pair task (not objective 'none')
+
 
 class TrainRow(TypedDict):
     kind: Literal["train"]
@@ -32,9 +35,9 @@ class TrainRow(TypedDict):
     epoch: float
     loss: float
     mlm_loss: float
-    pair_loss: float
+    pair_loss: NotRequired[float]  # absent when not measured (objective 'none'): never a number that means nothing
     mlm_acc: float
-    pair_acc: float
+    pair_acc: NotRequired[float]
     grad_norm: float
     lr: float
     tokens: int
@@ -55,6 +58,13 @@ class EvalRow(TypedDict, total=False):
     eval_sop_lead_acc: float
     eval_sop_interior_acc: float
     time: float
+
+
+def loss_words(row: dict[str, Any]) -> str:
+    """A training row's losses as a person reads them: 'loss 5.123 (MLM 4.987, pair 0.693)';
+    no pair part where the pair loss was not measured."""
+    pair = f", pair {row['pair_loss']:.3f}" if isinstance(row.get("pair_loss"), (int, float)) else ""
+    return f"loss {row['loss']:.3f} (MLM {row.get('mlm_loss', float('nan')):.3f}{pair})"
 
 
 def check_run_id(run_id: str) -> str:

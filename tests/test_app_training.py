@@ -112,6 +112,27 @@ def test_a_short_run_shows_its_tokens_and_its_single_points(tmp_path, monkeypatc
     assert all("markers" in trace["mode"] for trace in compare["data"])
 
 
+def test_compare_runs_draws_no_pair_accuracy_for_a_run_without_a_pair_task(tmp_path, monkeypatch):
+    """A run trained with objective 'none' was drawn at pair accuracy 1.0 beside the SOP run's 0.4-0.7."""
+    for name, objective, pair in (("nopair", "none", {}), ("withsop", "sop", {"pair_loss": 0.69, "pair_acc": 0.55})):
+        run = tmp_path / "runs" / f"20261122-000000-{name}-1"
+        run.mkdir(parents=True)
+        (run / "run.json").write_text(json.dumps({
+            "id": run.name, "status": "succeeded", "created": 1.0, "pid": 1, "step": 2, "total_steps": 2,
+            "config": {"objective": objective, "name": name, "max_steps": 2}, "spec_label": "ALBERT tiny", "message": ""}))
+        (run / "metrics.jsonl").write_text("".join(json.dumps(
+            {"kind": "train", "step": step, "loss": 9.7, "mlm_loss": 9.0, **pair, "mlm_acc": 0.1, "tokens": 100 * step,
+             "tokens_per_s": 50.0, "run_tokens_per_s": 50.0, "eta_s": 1.0, "time": 1.0}) + "\n" for step in (1, 2)))
+    monkeypatch.setenv("ALBERT_LAB_RUNS", str(tmp_path / "runs"))
+    at = start("training")
+    at.selectbox(key="cmp_metric").set_value("pair_acc").run()
+    captions = " ".join(c.value for c in at.caption)
+    assert "No pair accuracy for nopair (none): not measured" in captions
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    compare = next(s for s in specs if "by run" in json.dumps(s["layout"].get("title", "")))
+    assert [trace["name"] for trace in compare["data"]] == ["withsop (sop)"]
+
+
 def test_runs_of_other_sessions_are_read_only_unless_single_user(app, monkeypatch):
     from conftest import tiny_spec
 

@@ -50,6 +50,34 @@ def test_twenty_steps_write_the_run_folder_and_a_loadable_checkpoint(tmp_path):
     assert "CC BY-SA" in provenance["corpus_credit"]
 
 
+def test_a_run_without_a_pair_task_logs_no_pair_metric(capfd):
+    """Under objective 'none' the batches' pair labels are fillers (every pair in order): an
+    untrained head that says 0 scored 'pair_acc' 1.0 on them. Not measured is absent."""
+    info = start_run(config(name="nopair", objective="none", max_steps=6, log_every=2, eval_every=100,
+                            checkpoint_every=100, gradflow_every=100), foreground=True)
+    rows = info.metrics("train")
+    assert [r["step"] for r in rows] == [1, 2, 4, 6]
+    assert all("pair_acc" not in r and "pair_loss" not in r and 0 <= r["mlm_acc"] <= 1 for r in rows)
+    assert all("pair_acc" not in r for r in read_jsonl(info.folder.metrics))  # the file itself, not only its reader
+    printed = capfd.readouterr()
+    assert "step 6: loss" in printed.out + printed.err and ", pair " not in printed.out + printed.err
+    sop = start_run(config(name="sop", max_steps=2, log_every=1, eval_every=100, checkpoint_every=100,
+                           gradflow_every=100), foreground=True)
+    assert all(0 <= r["pair_acc"] <= 1 and r["pair_loss"] > 0 for r in sop.metrics("train"))
+
+
+def test_runs_logged_before_read_no_pair_metric_under_none(tmp_path):
+    """A 'none' run's metrics.jsonl written before carries pair_acc 1.0: its readers drop it."""
+    run = tmp_path / "20261122-000000-old-1"
+    run.mkdir()
+    write_json_atomic(run / "run.json", {"id": run.name, "status": "succeeded", "created": 1.0, "step": 1,
+                                         "config": {"objective": "none", "name": "old"}})
+    (run / "metrics.jsonl").write_text(json.dumps({"kind": "train", "step": 1, "loss": 9.0, "mlm_loss": 9.0, "pair_loss": 0.0,
+                                                   "mlm_acc": 0.1, "pair_acc": 1.0}) + "\n")
+    (row,) = read_run(run).metrics("train")
+    assert row["mlm_acc"] == 0.1 and "pair_acc" not in row and "pair_loss" not in row
+
+
 def test_a_foreground_run_prepares_its_corpus_once_and_a_worker_from_the_checked_caches(monkeypatch):
     from albert_lab.data import pairs
     from albert_lab.training import jobs, loop, prepare

@@ -18,6 +18,7 @@ from typing import Any, get_args
 
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.errors import AlbertLabError
+from albert_lab.runfolder import loss_words
 from albert_lab.spec import Family, Objective, Sharing
 
 Handler = Callable[[argparse.Namespace], int]
@@ -360,8 +361,7 @@ def metric_words(row: dict) -> str:
     if row.get("kind") == "train" and "loss" in row:
         eta = row.get("eta_s")
         left = "" if eta is None else f", about {eta / 60:,.0f} min left" if eta >= 90 else f", about {eta:,.0f} s left"
-        return (f"{step}: loss {row['loss']:.3f} (MLM {row.get('mlm_loss', float('nan')):.3f}, pair "
-                f"{row.get('pair_loss', float('nan')):.3f}), {row.get('run_tokens_per_s', row.get('tokens_per_s', 0)):,.0f} "
+        return (f"{step}: {loss_words(row)}, {row.get('run_tokens_per_s', row.get('tokens_per_s', 0)):,.0f} "
                 f"tokens/s, {row.get('tokens', 0):,} tokens seen{left}")
     if row.get("kind") == "eval":
         names = {"eval_mlm_acc": "MLM", "eval_nsp_acc": "NSP", "eval_sop_acc": "SOP", "eval_sop_interior_acc": "SOP interior"}

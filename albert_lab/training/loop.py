@@ -34,7 +34,7 @@ from albert_lab.errors import RunError
 from albert_lab.kernels import autocast, tune_for_training
 from albert_lab.models import Parts, build_model
 from albert_lab.objective import PretrainingLoss
-from albert_lab.runfolder import RunFolder, append_jsonl
+from albert_lab.runfolder import RunFolder, append_jsonl, loss_words
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.distributed import DistContext
 from albert_lab.training.init import load_init_weights, standardize_pooler
@@ -238,15 +238,16 @@ class Trainer:
         else:
             eta = max(0.0, (self.budget_s or 0.0) - p.elapsed)
         n = w["steps"]
+        # a metric that was not measured is absent, never a number: no pair loss or accuracy under 'none'
+        pair = {"pair_loss": w["pair_loss"] / n, "pair_acc": w["pair_hits"] / w["pair_n"]} if w["pair_n"] else {}
         row = {"kind": "train", "step": p.step, "epoch": round(self.data.epoch_of(p.step), 3), "loss": w["loss"] / n,
-               "mlm_loss": w["mlm_loss"] / n, "pair_loss": w["pair_loss"] / n, "mlm_acc": w["mlm_hits"] / max(1, w["mlm_n"]),
-               "pair_acc": w["pair_hits"] / max(1, w["pair_n"]), "grad_norm": w["grad_norm"] / n, "lr": lr,
+               "mlm_loss": w["mlm_loss"] / n, **pair, "mlm_acc": w["mlm_hits"] / max(1, w["mlm_n"]),
+               "grad_norm": w["grad_norm"] / n, "lr": lr,
                "tokens": p.tokens, "tokens_per_s": rate, "run_tokens_per_s": p.tokens / max(p.elapsed, 1e-9),
                "elapsed_s": p.elapsed, "eta_s": eta, **({"distil_loss": w["distil_loss"] / n} if self.teacher else {})}
         self._metrics(row)
         p.window = {}
-        self._say(f"step {p.step}: loss {row['loss']:.3f} (mlm {row['mlm_loss']:.3f}, pair {row['pair_loss']:.3f}), "
-             f"{rate:,.0f} tok/s, eta {eta:,.0f} s")
+        self._say(f"step {p.step}: {loss_words(row)}, {rate:,.0f} tok/s, eta {eta:,.0f} s")
 
     def _metrics(self, row: dict[str, Any]) -> None:
         append_jsonl(self.folder.metrics, {**row, "time": time.time()})

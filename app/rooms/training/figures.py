@@ -16,7 +16,7 @@ STEP = {"step": "optimizer step"}
 
 def loss_figure(train: pd.DataFrame, resumes: list[int]) -> go.Figure:
     """A run's training losses by step; a dotted line where it was resumed."""
-    long = train.melt(id_vars=["step"], value_vars=list(LOSSES), var_name="loss", value_name="nats")
+    long = train.melt(id_vars=["step"], value_vars=[c for c in LOSSES if c in train], var_name="loss", value_name="nats")
     long["loss"] = long["loss"].map(LOSSES)
     fig = px.line(long, x="step", y="nats", color="loss", title="Training loss", markers=len(train) < 30,
                   color_discrete_map=dict(zip(LOSSES.values(), SERIES_COLOURS)),
@@ -36,7 +36,8 @@ def accuracy_figure(train: pd.DataFrame, evals: pd.DataFrame) -> go.Figure:
                       color_discrete_map=dict(zip(HELD_OUT.values(), SERIES_COLOURS)),
                       labels={**STEP, "accuracy": "accuracy (fraction)"})
     else:
-        long = train.melt(id_vars=["step"], value_vars=["mlm_acc", "pair_acc"], var_name="task", value_name="accuracy")
+        measured = [c for c in ("mlm_acc", "pair_acc") if c in train]  # no pair accuracy where no pair task was trained
+        long = train.melt(id_vars=["step"], value_vars=measured, var_name="task", value_name="accuracy")
         long["task"] = long["task"].map({"mlm_acc": "MLM", "pair_acc": "pair task"})
         fig = px.line(long, x="step", y="accuracy", color="task", range_y=[0, 1], title="Training accuracy", markers=len(train) < 30,
                       labels={**STEP, "accuracy": "accuracy (fraction)"})

@@ -140,7 +140,11 @@ def compare_runs() -> None:
         rows = info.metrics("train")
         if rows:
             frames.append(pd.DataFrame(rows).assign(run=f"{info.name} ({info.config.get('objective')})"))
+    unmeasured = [f.run.iloc[0] for f in frames if metric not in f or f[metric].isna().all()]
+    if unmeasured:
+        st.caption(f"No {titles[metric]} for {', '.join(unmeasured)}: not measured (no pair task was trained).")
+    drawn = [f for f in frames if f.run.iloc[0] not in unmeasured]
+    if drawn:
+        ui.chart(training_figures.runs_figure(pd.concat(drawn), metric, titles[metric]), f"runs-{metric}")
     if frames:
-        frame = pd.concat(frames)
-        ui.chart(training_figures.runs_figure(frame, metric, titles[metric]), f"runs-{metric}")
-        ui.download(frame, "runs.csv")
+        ui.download(pd.concat(frames), "runs.csv")  # an unmeasured metric is an empty cell
