@@ -50,6 +50,35 @@ def test_an_output_that_is_one_of_the_commands_inputs_is_refused_before_the_work
     assert not (sop / "probe").exists()
 
 
+def test_an_output_that_is_a_hard_link_of_an_input_is_refused(ckpts, text_file, pairs_file, tmp_path):
+    """score --out onto a hard link of the pairs file, and attention --maps-out onto a hard link of
+    --file or of a checkpoint's weights, exited 0 with the input overwritten."""
+    sop = ckpts / "albert-sop"
+    before, text, pairs = _unchanged(sop), text_file.read_bytes(), pairs_file.read_bytes()
+    os.link(pairs_file, linked_pairs := tmp_path / "pairs-link.csv")
+    os.link(text_file, linked_text := tmp_path / "t-link.txt")
+    os.link(sop / "model.safetensors", linked_weights := tmp_path / "w.csv")
+    one_line_error(run_cli("score", str(pairs_file), "--checkpoint", str(sop), "--out", str(linked_pairs)),
+                   "--out", "the same file as an input of this command (the pairs file", "hard link")
+    one_line_error(run_cli("attention", "--checkpoint", str(sop), "--file", str(text_file), "--maps-out", str(linked_text)),
+                   "--maps-out", "the same file as an input of this command (--file")
+    one_line_error(run_cli("attention", "--checkpoint", str(sop), "--maps-out", str(linked_weights)),
+                   "--maps-out", "the same file as an input of this command (--checkpoint")
+    assert text_file.read_bytes() == text and pairs_file.read_bytes() == pairs and _unchanged(sop) == before
+
+
+def test_an_output_is_renamed_into_place_never_written_through_another_name(shipped, pairs_file, tmp_path):
+    """A file sharing its data with --out (a hard link the checks cannot know of) keeps its bytes:
+    the result is written beside --out and renamed over it."""
+    (outputs := tmp_path / "outputs").mkdir()
+    (out := outputs / "scores.csv").write_text("old\n")
+    os.link(out, other := outputs / "kept.csv")
+    result = run_cli("score", str(pairs_file), "--checkpoint", str(shipped / "albert-sop"), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert other.read_text() == "old\n" and "sentence_a" in out.read_text().splitlines()[0]
+    assert sorted(p.name for p in outputs.iterdir()) == ["kept.csv", "scores.csv"]  # no temporary file left
+
+
 def test_albertize_never_writes_into_the_bert_it_converts(tiny_bert):
     folder, _ = tiny_bert
     one_line_error(run_cli("albertize", "--checkpoint", str(folder), "--embedding", "16", "--out", str(folder / "albert")),

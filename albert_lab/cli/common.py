@@ -255,9 +255,14 @@ def command_inputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
     return found
 
 
+MAX_INPUT_FILES = 10_000  # files of an input folder compared with an output by identity (a release has some 10)
+
+
 def check_not_input(out: Path, inputs: Sequence[tuple[str, Path]], flag: str) -> None:
-    """Refuse an output that is one of the command's inputs or lies inside one (a checkpoint folder)."""
+    """Refuse an output that is one of the command's inputs or lies inside one (a checkpoint folder),
+    by name or by identity: a hard link has another name and the same device and inode."""
     real = Path(os.path.realpath(out))
+    target = file_identity(real)
     for what, path in inputs:
         source = Path(os.path.realpath(path))
         if real == source:
@@ -266,6 +271,32 @@ def check_not_input(out: Path, inputs: Sequence[tuple[str, Path]], flag: str) ->
         if source in real.parents:
             raise AlbertLabError(f"{flag} {out} lies inside an input of this command ({what} {path}), which writing "
                                  "would change; give a path outside it")
+        if target is not None and target in input_identities(source):
+            raise AlbertLabError(f"{flag} {out} is the same file as an input of this command ({what} {path}, through a "
+                                 "hard link), which writing would replace; give another name")
+
+
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of an existing regular file, else None."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
+
+
+def input_identities(source: Path) -> set[tuple[int, int]]:
+    """The identities of an input file, or of the files in an input folder (the first MAX_INPUT_FILES)."""
+    if not source.is_dir():
+        return {i for i in [file_identity(source)] if i}
+    found: set[tuple[int, int]] = set()
+    for n, (folder, _, names) in enumerate(os.walk(source)):
+        for name in names:
+            if (identity := file_identity(Path(folder) / name)) is not None:
+                found.add(identity)
+        if n + len(found) > MAX_INPUT_FILES:
+            break
+    return found
 
 
 def check_outputs(args: argparse.Namespace, files: Sequence[str] = ("out", "maps_out"), folders: Sequence[str] = ()) -> None:
@@ -338,11 +369,21 @@ def _check_special(out: Path, info: os.stat_result, flag: str) -> None:
 
 
 def write_csv(frame: Any, out: Path, flag: str = "--out") -> None:
-    """`frame` as CSV at `out`; an OSError (disk filled meanwhile) is one line naming the flag."""
+    """`frame` as CSV at `out`; an OSError (disk filled meanwhile) is one line naming the flag. A file
+    is written beside its target and renamed over it, so a file that shares its data with `out`
+    (a hard link) is never written into, and a failed write leaves the old file whole; a pipe or a
+    device (/dev/stdout) is written as it is."""
+    real = Path(os.path.realpath(out))
+    tmp = real.with_name(f".{real.name}.tmp-{os.getpid()}") if not real.exists() or real.is_file() else None
     try:
-        frame.to_csv(out, index=False)
+        frame.to_csv(tmp or out, index=False)
+        if tmp is not None:
+            os.replace(tmp, real)
     except OSError as err:
         raise AlbertLabError(f"{flag} {out} cannot be written ({err.strerror or err}); give another file") from None
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
 
 
 def fail(message: str):
