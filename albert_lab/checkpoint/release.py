@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ import numpy as np
 
 from albert_lab.checkpoint.files import CARD, CONFIG, WEIGHTS, check_regular
 from albert_lab.checkpoint.sources import sha256
+from albert_lab.checkpoint.store import remove_dead_temporaries
 from albert_lab.checkpoint.tf1 import WEIGHT_DTYPES, Bundle, read_bundle
 from albert_lab.data.textfile import read_json, read_user_file
 from albert_lab.errors import AlbertLabError, CheckpointError, DataError
@@ -66,7 +68,21 @@ class Release:
 
     @property
     def read_bytes(self) -> int:
-        return self.bundle.bytes_of([tf for tf, _, _ in self.names.values()])
+        return self.bundle.bytes_of(self.variables)
+
+    @property
+    def variables(self) -> list[str]:
+        """The TensorFlow variables a conversion reads, in the order it writes them."""
+        return [tf for tf, _, _ in self.names.values()]
+
+    @cached_property
+    def content_sha256(self) -> dict[str, str]:
+        """SHA-256 of everything a conversion reads, file by file: the index (which records every
+        tensor's CRC-32C, offset and size), the config, the tokenizer and the weights' bytes (the
+        optimizer slots, never read, are never hashed). Computed once per Release."""
+        files = {"index": self.bundle.index, "config": self.folder / CONFIGS[self.family],
+                 "tokenizer": self.folder / TOKENIZERS[self.family]}
+        return {**{what: sha256(path) for what, path in files.items()}, "weights": self.bundle.digest(self.variables)}
 
     def describe(self) -> str:
         data = sum(f.stat().st_size for f in self.bundle.shards)
@@ -285,15 +301,17 @@ def _write_tokenizer(release: Release, out: Path) -> None:
 
 
 def release_card(release: Release) -> dict[str, Any]:
-    files = [release.bundle.index, *release.bundle.shards]  # hashed once, at conversion
+    hashes, data = release.content_sha256, release.bundle.shards
     kind = "SOP" if release.family == "albert" else "NSP"
     return {
         "format": 1, "spec": release.spec.to_dict(), "objective": release.spec.objective,
         "heads": {"mlm": "trained", "pair": "trained"},
         "provenance": {
             "origin": ORIGIN, "release": release.folder.name,
-            "index_sha256": f"{files[0].name} {sha256(files[0])}",
-            "data_sha256": "; ".join(f"{f.name} {sha256(f)}" for f in files[1:]),
+            "index_sha256": f"{release.bundle.index.name} {hashes['index']}",
+            "weights_sha256": f"{hashes['weights']} (the {len(release.variables):,} variables read, {_size(release.read_bytes)} "
+                              f"of {', '.join(f'{f.name} ({_size(f.stat().st_size)})' for f in data)}; slots not read)",
+            "tokenizer_sha256": f"{TOKENIZERS[release.family]} {hashes['tokenizer']}",
             "config": CONFIGS[release.family], "tokenizer": f"{TOKENIZERS[release.family]} "
                                                             f"({'lower-cased' if release.lowercase else 'cased'})",
             "heads": f"MLM (cls/predictions) and {kind} (cls/seq_relationship) from the release: trained",
@@ -305,23 +323,22 @@ def release_card(release: Release) -> dict[str, Any]:
 
 
 def release_cache_key(release: Release) -> str:
-    """The cache folder's name: the index's SHA-256 (it records every tensor's CRC-32C, offset
-    and size) and the data files' sizes and modification times (hashing gigabytes of data on
-    every load would cost seconds; a data file rewritten since is converted, and checked, again),
-    and the release folder's name, which its card carries (a copy under another name is its own)."""
-    digest = hashlib.sha256(release.bundle.index.read_bytes())
+    """The cache folder's name: the content of everything the conversion reads (`content_sha256`:
+    a file's name, size or time can be copied, its bytes cannot be forged under one hash), the
+    spec and casing read from them, and the release folder's name, which its card carries. About
+    a second per GB of weights (ALBERT-base: 45 MB), paid on every load and worth it: a cache hit
+    is another model's answers when the key can be forged."""
+    digest = hashlib.sha256(json.dumps(release.content_sha256, sort_keys=True).encode())
     digest.update(release.folder.name.encode())
-    for shard in release.bundle.shards:
-        info = shard.stat()
-        digest.update(f"{info.st_size}|{info.st_mtime_ns}".encode())
     digest.update(json.dumps(release.spec.to_dict(), sort_keys=True).encode() + str(release.lowercase).encode())
-    return f"{release.family}-{digest.hexdigest()[:24]}"
+    return f"{release.family}-{digest.hexdigest()[:32]}"
 
 
 def converted_release(folder: Path) -> Path:
     """The converted checkpoint folder of a release folder, from the cache or made now (once)."""
     release = open_release(folder)
     out = cache_dir() / "releases" / release_cache_key(release)
+    remove_dead_temporaries(out.parent)
     if (out / CARD).is_file() and (out / WEIGHTS).is_file():
         return out
     free = shutil.disk_usage(_existing_parent(out)).free

@@ -152,6 +152,18 @@ def recover_interrupted_save(out: Path) -> bool:
     return False
 
 
+def remove_dead_temporaries(folder: Path) -> None:
+    """Remove the half-made `.<name>.tmp-<pid>` entries in `folder` whose process is gone: a
+    conversion or unpacking killed midway (SIGKILL, a power cut) cannot remove its own."""
+    try:
+        found = list(folder.glob(".*.tmp-*"))
+    except OSError:
+        return
+    for stale in found:
+        if not _pid_alive(stale.name.rsplit("-", 1)[-1]):
+            shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
+
+
 def _pid_alive(text: str) -> bool:
     if not text.isdigit():
         return False
