@@ -4,11 +4,15 @@ the cache, and leaves nothing behind in the cache when it is refused."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import shutil
 import subprocess
+import tarfile
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -171,3 +175,148 @@ def test_a_conversion_killed_midway_leaves_no_folder_for_ever(albert):
     (dead / "model.safetensors").write_bytes(b"\0" * 1000)
     assert run_cli("card", str(albert)).returncode == 0
     assert not dead.exists()
+
+
+# ---- archives: forged, unreadable, bombs, and the two that were refused by mistake ---------------
+def _zip(path: Path, members: dict[str, bytes], **options) -> Path:
+    with zipfile.ZipFile(path, "w", **options) as handle:
+        for name, data in members.items():
+            handle.writestr(name, data)  # writestr records permission bits only (no file type): A11
+    return path
+
+
+def _release_members(top: str = "albert_tiny/") -> dict[str, bytes]:
+    return {f"{top}{f.name}": f.read_bytes() for f in sorted(ALBERT.iterdir())}
+
+
+def test_an_archive_names_itself_and_its_sha256_on_the_card(tmp_path):
+    archive = _zip(tmp_path / "albert_tiny.zip", _release_members())
+    card = json.loads(run_cli("card", str(archive), "--json").stdout)
+    assert card["provenance"]["archive_sha256"] == f"albert_tiny.zip {hashlib.sha256(archive.read_bytes()).hexdigest()}"
+
+
+def test_an_archive_rewritten_under_the_same_size_and_time_is_unpacked_again(tmp_path):
+    """The unpacked copy was keyed on path, size and time: a rewritten archive served the old one."""
+    members = _release_members()
+    archive = _zip(tmp_path / "albert_tiny.zip", members)
+    first = json.loads(run_cli("card", str(archive), "--json").stdout)["provenance"]
+    config = json.loads(members["albert_tiny/albert_config.json"])
+    members["albert_tiny/albert_config.json"] = json.dumps({**config, "hidden_act": "relu"}).encode()
+    _same_times(archive, lambda p: _zip(p, members))
+    result = run_cli("card", str(archive), "--json")
+    assert result.returncode == 0, result.stderr
+    second = json.loads(result.stdout)
+    assert second["provenance"]["archive_sha256"] != first["archive_sha256"] and second["spec"]["activation"] == "relu"
+
+
+def test_archives_packed_from_inside_the_folder_or_by_writestr_are_accepted(tmp_path):
+    """`tar -C dir -czf x.tar.gz .` (a './' member first) and zips whose members carry permission
+    bits only were refused by mistake."""
+    tgz = tmp_path / "albert_tiny.tar.gz"
+    with tarfile.open(tgz, "w:gz") as handle:
+        handle.add(ALBERT, ".")
+    with tarfile.open(tgz) as handle:
+        assert handle.getnames()[0] == "."
+    zipped = _zip(tmp_path / "albert_tiny.zip", _release_members())
+    assert all(i.external_attr >> 16 == 0o600 for i in zipfile.ZipFile(zipped).infolist())
+    for archive in (tgz, zipped):
+        result = run_cli("card", str(archive), "--json")
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["heads"]["pair"] == "trained"
+
+
+def _corrupt_deflate(path: Path) -> Path:
+    _zip(path, _release_members(), compression=zipfile.ZIP_DEFLATED)
+    raw = bytearray(path.read_bytes())
+    info = zipfile.ZipFile(path).infolist()[-1]
+    start = info.header_offset + 30 + len(info.filename.encode())
+    raw[start:start + 16] = b"\xff" * 16  # the stream, not the headers
+    path.write_bytes(bytes(raw))
+    return path
+
+
+def _encrypted(path: Path) -> Path:
+    _zip(path, _release_members())
+    raw = bytearray(path.read_bytes())
+    for info in zipfile.ZipFile(path).infolist():  # the 'encrypted' flag, in the local and the central header
+        raw[info.header_offset + 6] |= 1
+    central = raw.rfind(b"PK\x05\x06")
+    start = int.from_bytes(raw[central + 16:central + 20], "little")
+    pos = start
+    while raw[pos:pos + 4] == b"PK\x01\x02":
+        raw[pos + 8] |= 1
+        pos += 46 + sum(int.from_bytes(raw[pos + k:pos + k + 2], "little") for k in (28, 30, 32))
+    path.write_bytes(bytes(raw))
+    return path
+
+
+def _unknown_method(path: Path) -> Path:
+    _zip(path, _release_members())
+    raw = bytearray(path.read_bytes())
+    for info in zipfile.ZipFile(path).infolist():
+        raw[info.header_offset + 8:info.header_offset + 10] = (99).to_bytes(2, "little")  # AE-x: not implemented
+    central = raw.rfind(b"PK\x05\x06")
+    pos = int.from_bytes(raw[central + 16:central + 20], "little")
+    while raw[pos:pos + 4] == b"PK\x01\x02":
+        raw[pos + 10:pos + 12] = (99).to_bytes(2, "little")
+        pos += 46 + sum(int.from_bytes(raw[pos + k:pos + k + 2], "little") for k in (28, 30, 32))
+    path.write_bytes(bytes(raw))
+    return path
+
+
+def _corrupt_gzip(path: Path) -> Path:
+    with tarfile.open(path, "w:gz") as handle:
+        handle.add(ALBERT, "albert_tiny")
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2:len(raw) // 2 + 64] = b"\xff" * 64
+    path.write_bytes(bytes(raw))
+    return path
+
+
+@pytest.mark.parametrize("make", [_corrupt_deflate, _encrypted, _unknown_method, _corrupt_gzip],
+                         ids=["corrupt-deflate", "encrypted", "unknown-method", "corrupt-gzip"])
+def test_an_unreadable_archive_is_one_line_and_leaves_nothing(tmp_path, make):
+    """zlib.error, RuntimeError and NotImplementedError escaped as tracebacks."""
+    archive = make(tmp_path / ("albert_tiny.tar.gz" if make is _corrupt_gzip else "albert_tiny.zip"))
+    before = _unpacked()
+    one_line_error(run_cli("card", str(archive)), "is not a readable", "archive", "download it again")
+    assert _unpacked() == before
+
+
+def _unpacked() -> set[str]:
+    root = Path(os.environ["ALBERT_LAB_CACHE"]) / "releases" / "unpacked"
+    return {p.name for p in root.iterdir()} if root.is_dir() else set()
+
+
+def test_a_zip_bomb_is_refused_before_it_is_unpacked(tmp_path):
+    """A 3.1 MB zip wrote 3.1 GB into .cache and kept it after the refusal; after a touch, 6.1 GB."""
+    members = {"albert_tiny/albert_config.json": (ALBERT / "albert_config.json").read_bytes(),
+               **{f"albert_tiny/zeros-{i}": bytes(256 << 20) for i in range(2)}}
+    bomb = _zip(tmp_path / "bomb.zip", members, compression=zipfile.ZIP_DEFLATED, compresslevel=9)
+    assert bomb.stat().st_size < 2 << 20
+    before = _unpacked()
+    for _ in range(2):
+        one_line_error(run_cli("card", str(bomb)), "unpacks to more than 256 MiB", "not a release archive")
+        os.utime(bomb)  # a touch changed the key and unpacked it all again
+    assert _unpacked() == before
+
+
+def test_a_tar_bomb_stops_at_its_budget_and_leaves_nothing(tmp_path):
+    """A tar's sizes are known only as it is read: the unpacking stops at the budget, and goes."""
+    bomb = tmp_path / "bomb.tar.gz"
+    with tarfile.open(bomb, "w:gz", compresslevel=9) as handle:
+        handle.add(ALBERT / "albert_config.json", "albert_tiny/albert_config.json")  # listed as a release
+        for i in range(3):
+            info = tarfile.TarInfo(f"albert_tiny/zeros-{i}")
+            info.size = 128 << 20
+            handle.addfile(info, io.BytesIO(bytes(info.size)))
+    before = _unpacked()
+    one_line_error(run_cli("card", str(bomb)), "unpacks to more than 256 MiB")
+    assert _unpacked() == before and not list((Path(os.environ["ALBERT_LAB_CACHE"]) / "releases" / "unpacked").glob(".*"))
+
+
+def test_an_archive_without_a_release_is_not_kept(tmp_path):
+    archive = _zip(tmp_path / "notes.zip", {"notes/albert_config.json": (ALBERT / "albert_config.json").read_bytes()})
+    before = _unpacked()
+    one_line_error(run_cli("card", str(archive)), "holds no albert_config.json or bert_config.json beside a TensorFlow")
+    assert _unpacked() == before

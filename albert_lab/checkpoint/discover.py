@@ -84,7 +84,7 @@ def _lists_release_config(archive: Path) -> bool:
         else:
             with tarfile.open(archive, "r:*") as handle:
                 names = [m.name for _, m in zip(range(MAX_MEMBERS), handle)]
-    except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError, ValueError):
+    except Exception:  # zlib.error, RuntimeError and the like too: unpacking says what is wrong, or it is no release
         return False
     return any(f"/{n}".endswith(wanted) for n in names)
 

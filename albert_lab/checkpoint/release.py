@@ -40,6 +40,7 @@ TOKENIZERS = {"albert": "30k-clean.model", "bert": "vocab.txt"}
 SKIPPED = ("/adam_m", "/adam_v")  # optimizer slots: never read
 SKIPPED_NAMES = ("global_step",)
 ORIGIN = "Google's original release"
+ARCHIVE_CARD = ".archive.json"  # in an archive's unpacked folder: {"name", "sha256", "bytes"} of the archive
 # The release code's 'gelu' is the tanh approximation (transformers' gelu_new), in ALBERT's and BERT's modeling.py alike
 ACTIVATIONS = {"gelu": "gelu_new", "gelu_new": "gelu_new", "relu": "relu", "tanh": "tanh"}
 # albert_config.json keys of variants transformers has no model for, and the value the releases hold
@@ -300,14 +301,30 @@ def _write_tokenizer(release: Release, out: Path) -> None:
     tokenizer.save_pretrained(str(out))
 
 
+def unpacked_from(folder: Path) -> dict[str, Any] | None:
+    """The archive a release folder was unpacked from ({"name", "sha256", "bytes"}), or None."""
+    root = cache_dir() / "releases" / "unpacked"
+    for above in [folder, *folder.parents]:
+        if above.parent == root:
+            try:
+                return json.loads((above / ARCHIVE_CARD).read_text())
+            except (OSError, ValueError):
+                return None
+        if above == root:
+            break
+    return None
+
+
 def release_card(release: Release) -> dict[str, Any]:
     hashes, data = release.content_sha256, release.bundle.shards
     kind = "SOP" if release.family == "albert" else "NSP"
+    archive = unpacked_from(release.folder)
     return {
         "format": 1, "spec": release.spec.to_dict(), "objective": release.spec.objective,
         "heads": {"mlm": "trained", "pair": "trained"},
         "provenance": {
             "origin": ORIGIN, "release": release.folder.name,
+            **({"archive_sha256": f"{archive['name']} {archive['sha256']}"} if archive else {}),
             "index_sha256": f"{release.bundle.index.name} {hashes['index']}",
             "weights_sha256": f"{hashes['weights']} (the {len(release.variables):,} variables read, {_size(release.read_bytes)} "
                               f"of {', '.join(f'{f.name} ({_size(f.stat().st_size)})' for f in data)}; slots not read)",
