@@ -146,6 +146,15 @@ def preferred_order(scores: pd.DataFrame) -> None:
                "P(label 0) > 0.5: a head may call both orders 'in order' and still prefer one.")
 
 
+def rows_by_model(rows: dict[str, list[int]]) -> str:
+    """'for albert-sop, 2 pairs (rows 3, 7); for bert-nsp, 1 pair (row 3)': the first ten rows of each."""
+    def listed(found: list[int]) -> str:
+        shown = ", ".join(map(str, found[:10])) + (" ..." if len(found) > 10 else "")
+        return f"{plural(len(found), 'pair')} (row{'s' * (len(found) > 1)} {shown})"
+
+    return "; ".join(f"for {name}, {listed(found)}" for name, found in rows.items())
+
+
 def order_words(name: str, p_ab: float, p_ba: float) -> str:
     """'**name**: A → B (0.588 against 0.577)', to the table's three decimals; 'neither' when they are equal there."""
     if f"{p_ab:.3f}" == f"{p_ba:.3f}":
@@ -156,21 +165,22 @@ def order_words(name: str, p_ab: float, p_ba: float) -> str:
 def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
     for name, note in checkpoint_notes(scores).items():
         st.warning(f"{name}: {note} (see its model card)", icon=":material/warning:")
-    cut = truncated_rows(scores)
-    if len(cut):
-        rows = ", ".join(map(str, cut[:10])) + (" ..." if len(cut) > 10 else "")
-        st.warning(f"{len(cut):,} pair(s) are longer than the {MAX_LEN} tokens the models read (row {rows}): they "
-                   f"were scored on their first {MAX_LEN}, the longer sentence cut first. Sentence order is judged at "
-                   "the boundary, so shorter pairs say more.", icon=":material/content_cut:")
+    by_model = list(scores.groupby("checkpoint", sort=False))  # each warning names the checkpoints it is about
+    cut = {name: truncated_rows(group) for name, group in by_model}
+    if named := {name: rows for name, rows in cut.items() if rows}:
+        st.warning(f"Pairs longer than the {MAX_LEN} tokens a model reads were scored on their first {MAX_LEN}, the "
+                   f"longer sentence cut first: {rows_by_model(named)}. Sentence order is judged at the boundary, so "
+                   "shorter pairs say more.", icon=":material/content_cut:")
     if bundles:
         pairs = scores.drop_duplicates("row")
         ui.warn_special_tokens([*pairs.sentence_a, *pairs.sentence_b], {b.name: b.tokenizer for b in bundles})
-    unknown = unreadable_rows(scores, ui.UNREADABLE)
-    if len(unknown):
-        rows = ", ".join(map(str, unknown.index[:10])) + (" ..." if len(unknown) > 10 else "")
-        st.warning(f"{plural(len(unknown), 'pair')} (row {rows}) {'is' if len(unknown) == 1 else 'are'} mostly text the "
-                   f"models cannot read: up to {unknown.max():.0%} of the pieces are unknown to their vocabulary, learned "
-                   "from English text. Their scores say little about sentence order.", icon=":material/translate:")
+    unknown = {name: unreadable_rows(group, ui.UNREADABLE) for name, group in by_model}
+    if named := {name: rows for name, rows in unknown.items() if len(rows)}:
+        said = "; ".join(f"{rows_by_model({name: list(rows.index)})}, up to {rows.max():.0%} of the pieces unknown"
+                         for name, rows in named.items())
+        st.warning(f"Pairs mostly made of text a model cannot read (pieces unknown to its vocabulary, learned from "
+                   f"English text): {said}. Their scores from {'that model' if len(named) == 1 else 'those models'} say "
+                   "little about sentence order.", icon=":material/translate:")
     if key == "typed":
         preferred_order(scores)
     shown = scores[COLUMNS].assign(  # words, and blanks where there is nothing to say
