@@ -71,7 +71,6 @@ def test_each_warning_names_the_checkpoints_it_is_about():
     from streamlit.testing.v1 import AppTest
 
     def page():
-        import pandas as pd
 
         from app.rooms.sentence_pairs.views import show_scores
 
