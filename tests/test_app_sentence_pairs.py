@@ -261,3 +261,25 @@ def test_a_bert_of_one_token_type_is_scored(tmp_path, tokenizer, monkeypatch):
     assert not at.exception and not at.error, [e.value for e in at.error]
     scores = next(d.value for d in at.dataframe if "p_ab" in d.value and len(d.value) == 2)
     assert scores.p_ab.between(0, 1).all()
+
+
+def test_the_attribution_estimate_comes_from_the_cost_model(app):
+    """'Press Explain ... (a few seconds)' was said of every model and pair; it took 22 s. The page now
+    says what app.costs and the process's own pace (app.ui.estimate) expect, as its progress bar does."""
+    import sys
+
+    from app import costs, ui
+    from app.text import fmt_duration
+
+    at = goto(app, "sentence_pairs")
+    (info,) = [i.value for i in at.info if i.value.startswith("Press Explain")]
+    assert "a few seconds" not in info
+    from albert_lab.checkpoint.load import load_checkpoint
+
+    bundle = at.session_state["attr_checkpoint"]
+    loaded = load_checkpoint(next(s for n, s in at.session_state["selected"] if n == bundle), device="cpu")
+    tokens = len(loaded.tokenizer(at.text_area(key="pair_a").value, at.text_area(key="pair_b").value)["input_ids"])
+    units = costs.attribution_units(loaded.spec, 50, tokens)
+    first = costs.FIRST_TIME_SECONDS["attribution"] if "captum" not in sys.modules else 0.0
+    expected = ui.estimate("attribution", units, costs.SECONDS_PER_UNIT["attribution"]) + first
+    assert f"about {fmt_duration(expected)} for {bundle} at 50 steps" in info, (info, expected)

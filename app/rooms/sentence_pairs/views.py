@@ -5,6 +5,7 @@ now behind a Stop)."""
 from __future__ import annotations
 
 import hashlib
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,12 +19,12 @@ from albert_lab.analysis import evaluation  # evaluation_pairs through the modul
 from albert_lab.analysis.attribution import attribute_pair, attribution_html
 from albert_lab.analysis.common import checkpoint_notes
 from albert_lab.analysis.evaluation import evaluate, interior_accuracy, paper_table5, read_results, table5_cells
-from albert_lab.analysis.pairs import forward_cost, labelled_accuracy, score_pairs, summarize, truncated_rows, unreadable_rows
+from albert_lab.analysis.pairs import labelled_accuracy, score_pairs, summarize, truncated_rows, unreadable_rows
 from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS
 from albert_lab.data.pairs_file import read_pairs
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from albert_lab.paths import checkpoints_dir
-from app import stoppable, ui
+from app import costs, stoppable, ui
 from app.guard import guard
 from app.rooms.sentence_pairs import figures as pair_figures
 from app.selection import Selection
@@ -84,8 +85,8 @@ def live_table5(bundles: list) -> None:
                                   help="A fixed random sample per task (SOP, NSP, MLM) and pairs set; more pairs, "
                                        "narrower intervals, longer wait")
     size = sum(map(_size, bundles))
-    eta = ui.estimate("table5", limit * size, T5_SECONDS_PER_PAIR)
-    pace = "at this machine's pace last time" if ui.measured("table5") else "on two cores, longer when others use them"
+    eta = ui.estimate("table5", limit * size, costs.SECONDS_PER_UNIT["table5"])
+    pace = pace_words("table5")
     if cols[1].button(f"Evaluate the picked checkpoints now (about {fmt_duration(eta)} {pace})", key="t5_run"):
         state = kept(PairsState)
         state.t5_live, state.t5_stopped = {}, False
@@ -119,13 +120,20 @@ def live_table5(bundles: list) -> None:
 
 
 def _size(bundle) -> float:
-    """A model's forward cost relative to albert-sop's (H = 256, L = 6), the size the guesses below were timed at."""
-    return forward_cost(bundle.spec) / (256 ** 2 * 6)
+    """A model's forward cost relative to albert-sop's (H = 256, L = 6), the size the guesses are timed at."""
+    return costs.size(bundle.spec)
 
 
-IG_SECONDS_PER_STEP = 0.01  # per integration step at albert-sop's size (200 steps of bert-sop-minilm: 2.3 s)
-SCORE_SECONDS_PER_PAIR = 0.005  # per pair (read both ways) at albert-sop's size: 600 pairs in 2.5 s
-T5_SECONDS_PER_PAIR = 0.15  # per pair per task and pairs set, albert-sop's size: 52 s for 200 on a loaded 2-core CPU
+def attribution_estimate(bundle, a: str, b: str, steps: int) -> tuple[float, float]:
+    """Integrated gradients of this pair: (units of work, seconds expected), from app.costs."""
+    tokens = len(bundle.tokenizer(a, b)["input_ids"])
+    units = costs.attribution_units(bundle.spec, steps, tokens)
+    first = costs.FIRST_TIME_SECONDS["attribution"] if "captum" not in sys.modules else 0.0
+    return units, ui.estimate("attribution", units, costs.SECONDS_PER_UNIT["attribution"]) + first
+
+
+def pace_words(kind: str) -> str:
+    return "at this server's pace so far" if ui.measured(kind) else "on two busy cores; a GPU takes less"
 COLUMNS = ["row", "checkpoint", "head", "head_status", "p_ab", "p_ba", "prediction", "label", "correct", "tokens",
            "sentence_a", "sentence_b"]  # the scores table, in this order
 LABELS = {"head_status": "head is", "prediction": "predicts", "label": "your label", "sentence_a": "sentence A",
@@ -246,7 +254,7 @@ def upload_tab(bundles: list) -> None:
         scores = stoppable.computation(
             "score_upload", key, f"Scoring {plural(len(parsed.pairs), 'pair')} with {plural(len(bundles), 'checkpoint')}",
             lambda progress: score_pairs(bundles, parsed.pairs, progress=progress),
-            len(parsed.pairs) * sum(map(_size, bundles)), SCORE_SECONDS_PER_PAIR)
+            len(parsed.pairs) * sum(map(_size, bundles)), costs.SECONDS_PER_UNIT["score_upload"])
         if scores is None:
             return
         summary = summarize(scores)
@@ -292,10 +300,11 @@ def attribution_tab(bundles: list, a: str, b: str) -> None:
             stoppable.forget_stop("attribution")
             with guard("attribution"):
                 bundle = next(bd for bd in usable if bd.name == name)
+                units, _ = attribution_estimate(bundle, a, b, steps)
                 result = stoppable.computation(
                     "attribution", request, f"Integrated gradients of {name}, {steps} steps",
                     lambda progress: attribute_pair(bundle, a, b, target, steps, progress=progress),
-                    steps * _size(bundle), IG_SECONDS_PER_STEP, keep=False)
+                    units, costs.SECONDS_PER_UNIT["attribution"], keep=False)
                 if result is not None:
                     kept(PairsState).attribution = (request, result)
         stored = kept(PairsState).attribution
@@ -304,7 +313,9 @@ def attribution_tab(bundles: list, a: str, b: str) -> None:
             st.info("Stopped before it finished: press Explain to run it again.", icon=":material/stop_circle:")
         if stored is None:
             if not stopped:
-                st.info("Press Explain to attribute the decision to the tokens (a few seconds).")
+                _, seconds = attribution_estimate(next(bd for bd in usable if bd.name == name), a, b, steps)
+                st.info(f"Press Explain to attribute the decision to the tokens: about {fmt_duration(seconds)} for "
+                        f"{name} at {steps} steps ({pace_words('attribution')}).")
         else:
             (for_name, for_a, for_b, for_target, _), result = stored
             if (for_name, for_a, for_b, for_target) != request[:4]:
