@@ -67,10 +67,10 @@ def test_a_pair_the_vocabulary_cannot_read_is_scored_with_a_warning(app):
 def test_each_warning_names_the_checkpoints_it_is_about():
     """'Up to 64% of the pieces are unknown' came with four models picked, when only one had unknown
     pieces; 'pairs are longer than the 128 tokens the models read' the same. Each names its models."""
-    import pandas as pd
     from streamlit.testing.v1 import AppTest
 
-    def page():
+    def page():  # AppTest runs the function's own source: its imports are inside it
+        import pandas as pd
 
         from app.rooms.sentence_pairs.views import show_scores
 

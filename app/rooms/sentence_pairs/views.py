@@ -133,7 +133,9 @@ def attribution_estimate(bundle, a: str, b: str, steps: int) -> tuple[float, flo
 
 
 def pace_words(kind: str) -> str:
-    return "at this server's pace so far" if ui.measured(kind) else "on two busy cores; a GPU takes less"
+    return "at this server's pace so far" if ui.measured(kind) else "on two cores, longer when others use them"
+
+
 COLUMNS = ["row", "checkpoint", "head", "head_status", "p_ab", "p_ba", "prediction", "label", "correct", "tokens",
            "sentence_a", "sentence_b"]  # the scores table, in this order
 LABELS = {"head_status": "head is", "prediction": "predicts", "label": "your label", "sentence_a": "sentence A",
