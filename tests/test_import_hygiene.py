@@ -21,3 +21,12 @@ def test_library_does_not_import_streamlit():
 def test_params_path_does_not_import_torch():
     code = "import sys, albert_lab.params, albert_lab.spec, albert_lab.paper; assert 'torch' not in sys.modules"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_every_command_line_starts_without_torch():
+    """`albert-lab corpora --install` with nothing to install took 7.9 s (every script start runs it):
+    building the parser imported albert_lab.convert, torch and transformers for albertize's --init choices."""
+    code = ("import sys\nfrom albert_lab.cli import build_parser\nbuild_parser()\n"
+            "heavy = [m for m in ('torch', 'transformers') if m in sys.modules]\nassert not heavy, heavy\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

@@ -95,31 +95,45 @@ def similarity_matrix(bundles: ModelBundle | Sequence[ModelBundle], texts: Seque
 
 def verdict(frame: pd.DataFrame) -> pd.DataFrame:
     """Per checkpoint, in plain words: do the transitions shrink toward 0 (converging
-    to a fixed point, as Deep Equilibrium Models would have it) or keep oscillating?
-    Also how rough the L2 curve is (`_roughness`: the share of its change undone; lower is smoother)."""
+    to a fixed point, as Deep Equilibrium Models would have it), fall or grow steadily,
+    turn once, or zig-zag (the paper's BERT)? `shape` names it in one word ('falls', 'zig-zag', ...),
+    `turns` counts the L2 curve's changes of
+    direction and `roughness` (`_roughness`: the share of its path beyond one turn; lower is
+    smoother) measures the zig-zag, both on the same runs (`_turning_points`)."""
     rows = []
     for name, group in frame.groupby("checkpoint", sort=False):
         l2 = group.sort_values("layer")["l2"].to_numpy()
         angle = group.sort_values("layer")["angle_deg"].to_numpy()
         # The first transition (embeddings -> first layer) is large in every model; judge
-        # convergence against the second one.
+        # convergence against the second one, and the shape from the second one on (BERT's
+        # zig-zag is in its early layers as much as in its last ones).
         reference = l2[1] if len(l2) > 2 else l2[0]
-        # Direction from the second transition on (the first, out of the embeddings, is large everywhere):
-        # BERT's zig-zag is in its early layers as much as in its last ones.
-        judged = l2[1:] if len(l2) > 2 else l2
+        first = 1 if len(l2) > 2 else 0
+        judged = l2[first:]
         # A run of changes of one sign counts as one (a fall of 7.0 -> 6.7 -> 6.45 is a fall, though neither step
-        # is); a run under 5% of the distance (hard to see) is no change of direction, here and in the roughness.
+        # is); a run under 5% of the distance (a bump no one sees) is no change of direction.
         tolerance = 0.05 * float(np.mean(judged))
-        runs = _runs(judged)
-        rises, falls = bool(np.any(runs > tolerance)), bool(np.any(runs < -tolerance))
+        points = _turning_points(judged, tolerance)
+        runs = np.diff(judged[points])
+        turns = len(runs) - 1
+        rises, level = bool(np.any(runs > 0)), turns == 0 and abs(runs[0]) <= tolerance
         converging = l2[-1] < 0.1 * reference and not rises
-        roughness = _roughness(judged, tolerance)
         numbers = (f"last layer {l2[-1]:.2f}, smallest {l2.min():.2f}, largest {l2.max():.2f}; "
                    f"angles {angle.min():.1f}-{angle.max():.1f} degrees")
+        shape = ("converging" if converging else "zig-zag" if turns >= 2 else "one turn" if turns == 1 else "level" if level
+                 else "grows" if rises else "falls")
         if converging:
             words = "converging: the distances shrink toward 0 over the last layers"
-        elif rises and falls:
-            words = f"oscillating: from layer to layer the distances go up and down and do not go to 0 ({numbers})"
+        elif turns >= 2:  # the paper's BERT in Figure 1
+            words = (f"oscillating: from layer to layer the distances go up and down, changing direction {turns} times, "
+                     f"and do not go to 0 ({numbers})")
+        elif turns == 1:
+            turn = first + int(points[1]) + 1  # the layer where the curve turns
+            first_way, then = ("fall", "grow") if runs[0] < 0 else ("grow", "fall")
+            words = (f"not converging: the distances {first_way} to layer {turn}, then {then} to the last layer: one "
+                     f"turn, no zig-zag ({numbers})")
+        elif level:
+            words = f"not converging: the distances stay level from layer to layer, within 5% ({numbers})"
         elif rises:
             words = f"not converging: the distances grow from layer to layer ({numbers})"
         else:  # what the paper's Figure 1 shows for ALBERT, in its words 'oscillating rather than converging'
@@ -127,37 +141,48 @@ def verdict(frame: pd.DataFrame) -> pd.DataFrame:
                      f"from 0 ({numbers}): a smooth decline that never settles at a fixed point, the shape of ALBERT's "
                      "curve in the paper's Figure 1 (which the paper calls oscillating, in the sense of not converging)")
         rows.append(dict(checkpoint=name, converging=converging, last_l2=float(l2[-1]), min_l2=float(l2.min()),
-                         roughness=roughness, verdict=words))
+                         turns=turns, shape=shape, roughness=_roughness(judged, tolerance), verdict=words))
     return pd.DataFrame(rows)
 
 
-def _runs(values: np.ndarray) -> np.ndarray:
-    """The curve's runs: consecutive layer-to-layer changes of one sign, each run summed."""
-    runs: list[float] = []
-    for step in np.diff(values):
-        if runs and (step == 0 or np.sign(step) == np.sign(runs[-1])):
-            runs[-1] += float(step)
-        else:
-            runs.append(float(step))
-    return np.array(runs)
+def _turning_points(curve: np.ndarray, tolerance: float = 0.0) -> list[int]:
+    """Indices of the curve's first point, its turning points and its last point, once every
+    run (consecutive changes of one sign, summed; a level step belongs to the run it is in)
+    of at most `tolerance` is smoothed away, the smallest first: an inner run is merged with
+    its two neighbours (its two ends dropped), a run at either end with its one neighbour.
+    Runs between the points alternate in sign."""
+    points, direction, run_end = [0], 0.0, 0
+    for i, step in enumerate(np.diff(curve)):
+        if step == 0:
+            continue
+        if direction and np.sign(step) != direction:
+            points.append(run_end)
+        direction, run_end = np.sign(step), i + 1
+    points.append(len(curve) - 1)
+    while len(points) > 2:
+        runs = np.abs(np.diff(curve[points]))
+        k = int(np.argmin(runs))  # the run from points[k] to points[k + 1]
+        if runs[k] > tolerance:
+            break
+        del points[1 if k == 0 else -2 if k == len(runs) - 1 else slice(k, k + 2)]
+    return points
 
 
 def _roughness(curve: np.ndarray, tolerance: float = 0.0) -> float:
-    """How much of the L2 curve's layer-to-layer change is undone later, in [0, 1]: twice
-    the runs against its net direction over the whole path, sum |steps|. Without a
-    tolerance that is (sum |steps| - |net change|) / sum |steps|.
+    """How much the L2 curve zig-zags, in [0, 1): the share of its path (sum |runs|, with
+    runs of at most `tolerance` smoothed away, `_turning_points`) beyond the shortest path
+    that turns at most once, from its first value to one of its turning points and on to its
+    last. A bump of height b on a path adds 2b to it: [0, 1, 0, 1, 0] scores 1 - 2/4 = 0.5.
 
-    0 for any curve that only falls (or only rises), steadily or in one big drop, and for
-    one whose runs against it are each under `tolerance` (the verdict's 5%: a bump no one
-    sees and the verdict does not count); high for one that goes up and down (BERT's in
-    the paper's Figure 1). The mean |second difference| used before called a
-    plateau-then-drop rougher than a zig-zag. The verdict passes the curve from the second
-    layer on: the first transition is large in every model (embeddings -> first layer)."""
-    path = float(np.abs(np.diff(curve)).sum())
-    if path == 0:
+    0 for any curve that only falls or only rises (steadily or in one big drop: what the
+    paper's Figure 1 shows for ALBERT) and for one that turns once (a dip, then a rise: a
+    smooth U, however steep, which the share of change undone, used before, scored 0.51
+    as if it zig-zagged); high for one that goes up and down (BERT's in the paper's
+    Figure 1). The verdict passes the curve from the second layer on: the first transition
+    is large in every model (embeddings -> first layer)."""
+    values = curve[_turning_points(curve, tolerance)]
+    path = float(np.abs(np.diff(values)).sum())
+    if path == 0 or len(values) <= 3:
         return 0.0
-    runs = _runs(curve)
-    net = float(curve[-1] - curve[0])
-    direction = np.sign(net) if net else np.sign(runs[np.argmax(np.abs(runs))])
-    against = float(sum(abs(r) for r in runs if np.sign(r) == -direction and abs(r) > tolerance))
-    return min(1.0, 2 * against / path)
+    one_turn = max(abs(v - values[0]) + abs(values[-1] - v) for v in values)
+    return max(0.0, 1.0 - one_turn / path)

@@ -8,12 +8,10 @@ import sys
 from typing import get_args
 
 from albert_lab.cli.common import check_not_input, check_outputs, command, path_option, seed_option
-from albert_lab.spec import Sharing
+from albert_lab.spec import Init, Sharing
 
 
 def _albertize_arguments(p: argparse.ArgumentParser) -> None:
-    from albert_lab.convert import Init
-
     p.add_argument("--checkpoint", required=True, help="a BERT folder, a sentence-transformers folder, or a hub id (online)")
     p.add_argument("--embedding", type=int, default=128, metavar="E", help="embedding size E (truncated SVD); E = H is exact")
     p.add_argument("--sharing", choices=get_args(Sharing), default="all")

@@ -78,7 +78,7 @@ if ui.need_checkpoints():
     with guard(f"reading {name}"):
         card = chosen.card(name)
         if card["warning"]:
-            st.warning(card["warning"], icon=":material/warning:")
+            st.warning(f"{name}: {card['warning']}", icon=":material/warning:")
         left, right = st.columns([3, 2])
         with left:
             st.subheader(card["spec_label"])

@@ -30,7 +30,7 @@ def oscillation_figure(frame: pd.DataFrame) -> go.Figure:
 
 
 def roughness_figure(verdicts: pd.DataFrame) -> go.Figure:
-    """Roughness of each checkpoint's L2 curve (lower: smoother), one bar per checkpoint."""
+    """Roughness of each checkpoint's L2 curve (its zig-zag; lower: smoother), one bar per checkpoint."""
     # Bars across, names on the left: upright bars cut a long name ('converted:bert-sop-minilm-e64-all-ave...') and
     # squeezed the plot to 60 px. Values beyond their bars, so a roughness of 0.00 (no bar at all) still reads; the
     # scale is the measure's own, 0-1.
@@ -39,7 +39,7 @@ def roughness_figure(verdicts: pd.DataFrame) -> go.Figure:
     fig.update_traces(textposition="outside", cliponaxis=False)
     fig.update_layout(showlegend=False)
     fig.update_yaxes(autorange="reversed", automargin=True)
-    fig = style(fig, x="roughness (share of the change undone)", y="", height=160 + 44 * len(verdicts))
+    fig = style(fig, x="roughness (0: no zig-zag)", y="", height=160 + 44 * len(verdicts))
     return fig.update_layout(margin_t=60)
 
 

@@ -10,6 +10,7 @@ from app import links, ui
 from app.guard import guard
 from app.registry import room
 from app.rooms.oscillation.figures import oscillation_figure, roughness_figure, similarity_figure
+from app.rooms.oscillation.reading import PAPER, against_the_paper
 from app.selection import Selection, run
 from app.stoppable import each_checkpoint
 from app.text import smoother_sentence
@@ -43,24 +44,27 @@ if ui.need_checkpoints():
                                     lambda n: run(oscillation, chosen.only([n]), list(texts), aggregate), 3.0)
         frame = pd.concat(frames, ignore_index=True)
         verdicts = verdict(frame)
+        where = (f"on your {len(texts)} text{'s' if len(texts) != 1 else ''}" if text is not None
+                 else f"on {len(texts)} held-out Wikipedia lead sections")
         ui.chart(oscillation_figure(frame), "oscillation")
         for row in verdicts.itertuples():
             st.markdown(f"**{row.checkpoint}**: {row.verdict}; roughness {row.roughness:.2f} (lower is smoother)")
         left, right = st.columns([2, 3])
         ui.chart(roughness_figure(verdicts), "oscillation-roughness", container=left)
-        right.markdown(smoother_sentence(verdicts))
-        right.caption("Roughness measures how much the L2 curve goes back and forth: of all the change from one "
-                      "layer to the next, the share that a later change in the other direction undoes. A curve that "
-                      "only falls (steadily or in one big drop) scores 0; one that goes up and down scores up to 1. "
-                      "As in the verdict, a run of changes under 5% of the distance is not counted (a bump no one "
-                      "sees), and the first transition (embeddings to the first layer), large in every model, is left "
-                      "out.")
+        right.markdown(smoother_sentence(verdicts, where))
+        right.caption("Roughness measures the zig-zag of the L2 curve: the share of its path (all its ups and downs "
+                      "added) beyond the shortest path that turns at most once. A curve that only falls or only rises "
+                      "scores 0, and so does one that turns once (falls, then rises: a smooth U); each extra bump up and "
+                      "back adds twice its height to the path. A run of changes under 5% of the distance is not "
+                      "counted (a bump no one sees), and the first transition (embeddings to the first layer), large "
+                      "in every model, is left out. The verdicts above name each curve's shape.")
         ui.download(frame, "oscillation.csv")
-        ui.paper_note("Lan et al. plot these two curves for BERT-large and ALBERT-large (Figure 1): ALBERT's "
-                      "transitions are much smoother than BERT's, and neither goes to 0, so the embeddings 'oscillate "
-                      "rather than converge' to the fixed point that Deep Equilibrium Models posit: oscillate in the sense "
-                      "of never settling, which a smooth decline does too. The paper does not say "
-                      "how tokens are aggregated; here: per token, then the " + aggregate + " over non-padding tokens.")
+        ui.paper_note(PAPER + " Neither goes to 0: the embeddings 'oscillate rather than converge' to the fixed point "
+                      "that Deep Equilibrium Models posit (oscillate in the sense of never settling, which a smooth "
+                      "decline does too). The paper does not say how tokens are aggregated; here: per token, then the "
+                      + aggregate + " over non-padding tokens.")
+        families = dict(zip(frame.checkpoint, frame.family, strict=False))
+        st.markdown(against_the_paper(verdicts, families, {n: chosen.card(n) for n in verdicts.checkpoint}))
 
         with st.expander("Layer-by-layer cosine similarity"):
             name = st.selectbox("Checkpoint", chosen.names, key="osc_sim")

@@ -5,6 +5,7 @@ now behind a Stop)."""
 from __future__ import annotations
 
 import hashlib
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,12 +19,12 @@ from albert_lab.analysis import evaluation  # evaluation_pairs through the modul
 from albert_lab.analysis.attribution import attribute_pair, attribution_html
 from albert_lab.analysis.common import checkpoint_notes
 from albert_lab.analysis.evaluation import evaluate, interior_accuracy, paper_table5, read_results, table5_cells
-from albert_lab.analysis.pairs import forward_cost, labelled_accuracy, score_pairs, summarize, truncated_rows, unreadable_rows
+from albert_lab.analysis.pairs import labelled_accuracy, score_pairs, summarize, truncated_rows, unreadable_rows
 from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS
 from albert_lab.data.pairs_file import read_pairs
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from albert_lab.paths import checkpoints_dir
-from app import stoppable, ui
+from app import costs, stoppable, ui
 from app.guard import guard
 from app.rooms.sentence_pairs import figures as pair_figures
 from app.selection import Selection
@@ -84,8 +85,8 @@ def live_table5(bundles: list) -> None:
                                   help="A fixed random sample per task (SOP, NSP, MLM) and pairs set; more pairs, "
                                        "narrower intervals, longer wait")
     size = sum(map(_size, bundles))
-    eta = ui.estimate("table5", limit * size, T5_SECONDS_PER_PAIR)
-    pace = "at this machine's pace last time" if ui.measured("table5") else "on two cores, longer when others use them"
+    eta = ui.estimate("table5", limit * size, costs.SECONDS_PER_UNIT["table5"])
+    pace = pace_words("table5")
     if cols[1].button(f"Evaluate the picked checkpoints now (about {fmt_duration(eta)} {pace})", key="t5_run"):
         state = kept(PairsState)
         state.t5_live, state.t5_stopped = {}, False
@@ -119,13 +120,22 @@ def live_table5(bundles: list) -> None:
 
 
 def _size(bundle) -> float:
-    """A model's forward cost relative to albert-sop's (H = 256, L = 6), the size the guesses below were timed at."""
-    return forward_cost(bundle.spec) / (256 ** 2 * 6)
+    """A model's forward cost relative to albert-sop's (H = 256, L = 6), the size the guesses are timed at."""
+    return costs.size(bundle.spec)
 
 
-IG_SECONDS_PER_STEP = 0.01  # per integration step at albert-sop's size (200 steps of bert-sop-minilm: 2.3 s)
-SCORE_SECONDS_PER_PAIR = 0.005  # per pair (read both ways) at albert-sop's size: 600 pairs in 2.5 s
-T5_SECONDS_PER_PAIR = 0.15  # per pair per task and pairs set, albert-sop's size: 52 s for 200 on a loaded 2-core CPU
+def attribution_estimate(bundle, a: str, b: str, steps: int) -> tuple[float, float]:
+    """Integrated gradients of this pair: (units of work, seconds expected), from app.costs."""
+    tokens = len(bundle.tokenizer(a, b)["input_ids"])
+    units = costs.attribution_units(bundle.spec, steps, tokens)
+    first = costs.FIRST_TIME_SECONDS["attribution"] if "captum" not in sys.modules else 0.0
+    return units, ui.estimate("attribution", units, costs.SECONDS_PER_UNIT["attribution"]) + first
+
+
+def pace_words(kind: str) -> str:
+    return "at this server's pace so far" if ui.measured(kind) else "on two cores, longer when others use them"
+
+
 COLUMNS = ["row", "checkpoint", "head", "head_status", "p_ab", "p_ba", "prediction", "label", "correct", "tokens",
            "sentence_a", "sentence_b"]  # the scores table, in this order
 LABELS = {"head_status": "head is", "prediction": "predicts", "label": "your label", "sentence_a": "sentence A",
@@ -146,6 +156,15 @@ def preferred_order(scores: pd.DataFrame) -> None:
                "P(label 0) > 0.5: a head may call both orders 'in order' and still prefer one.")
 
 
+def rows_by_model(rows: dict[str, list[int]]) -> str:
+    """'for albert-sop, 2 pairs (rows 3, 7); for bert-nsp, 1 pair (row 3)': the first ten rows of each."""
+    def listed(found: list[int]) -> str:
+        shown = ", ".join(map(str, found[:10])) + (" ..." if len(found) > 10 else "")
+        return f"{plural(len(found), 'pair')} (row{'s' * (len(found) > 1)} {shown})"
+
+    return "; ".join(f"for {name}, {listed(found)}" for name, found in rows.items())
+
+
 def order_words(name: str, p_ab: float, p_ba: float) -> str:
     """'**name**: A → B (0.588 against 0.577)', to the table's three decimals; 'neither' when they are equal there."""
     if f"{p_ab:.3f}" == f"{p_ba:.3f}":
@@ -156,21 +175,22 @@ def order_words(name: str, p_ab: float, p_ba: float) -> str:
 def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
     for name, note in checkpoint_notes(scores).items():
         st.warning(f"{name}: {note} (see its model card)", icon=":material/warning:")
-    cut = truncated_rows(scores)
-    if len(cut):
-        rows = ", ".join(map(str, cut[:10])) + (" ..." if len(cut) > 10 else "")
-        st.warning(f"{len(cut):,} pair(s) are longer than the {MAX_LEN} tokens the models read (row {rows}): they "
-                   f"were scored on their first {MAX_LEN}, the longer sentence cut first. Sentence order is judged at "
-                   "the boundary, so shorter pairs say more.", icon=":material/content_cut:")
+    by_model = list(scores.groupby("checkpoint", sort=False))  # each warning names the checkpoints it is about
+    cut = {name: truncated_rows(group) for name, group in by_model}
+    if named := {name: rows for name, rows in cut.items() if rows}:
+        st.warning(f"Pairs longer than the {MAX_LEN} tokens a model reads were scored on their first {MAX_LEN}, the "
+                   f"longer sentence cut first: {rows_by_model(named)}. Sentence order is judged at the boundary, so "
+                   "shorter pairs say more.", icon=":material/content_cut:")
     if bundles:
         pairs = scores.drop_duplicates("row")
         ui.warn_special_tokens([*pairs.sentence_a, *pairs.sentence_b], {b.name: b.tokenizer for b in bundles})
-    unknown = unreadable_rows(scores, ui.UNREADABLE)
-    if len(unknown):
-        rows = ", ".join(map(str, unknown.index[:10])) + (" ..." if len(unknown) > 10 else "")
-        st.warning(f"{plural(len(unknown), 'pair')} (row {rows}) {'is' if len(unknown) == 1 else 'are'} mostly text the "
-                   f"models cannot read: up to {unknown.max():.0%} of the pieces are unknown to their vocabulary, learned "
-                   "from English text. Their scores say little about sentence order.", icon=":material/translate:")
+    unknown = {name: unreadable_rows(group, ui.UNREADABLE) for name, group in by_model}
+    if named := {name: rows for name, rows in unknown.items() if len(rows)}:
+        said = "; ".join(f"{rows_by_model({name: list(rows.index)})}, up to {rows.max():.0%} of the pieces unknown"
+                         for name, rows in named.items())
+        st.warning(f"Pairs mostly made of text a model cannot read (pieces unknown to its vocabulary, learned from "
+                   f"English text): {said}. Their scores from {'that model' if len(named) == 1 else 'those models'} say "
+                   "little about sentence order.", icon=":material/translate:")
     if key == "typed":
         preferred_order(scores)
     shown = scores[COLUMNS].assign(  # words, and blanks where there is nothing to say
@@ -236,7 +256,7 @@ def upload_tab(bundles: list) -> None:
         scores = stoppable.computation(
             "score_upload", key, f"Scoring {plural(len(parsed.pairs), 'pair')} with {plural(len(bundles), 'checkpoint')}",
             lambda progress: score_pairs(bundles, parsed.pairs, progress=progress),
-            len(parsed.pairs) * sum(map(_size, bundles)), SCORE_SECONDS_PER_PAIR)
+            len(parsed.pairs) * sum(map(_size, bundles)), costs.SECONDS_PER_UNIT["score_upload"])
         if scores is None:
             return
         summary = summarize(scores)
@@ -282,10 +302,11 @@ def attribution_tab(bundles: list, a: str, b: str) -> None:
             stoppable.forget_stop("attribution")
             with guard("attribution"):
                 bundle = next(bd for bd in usable if bd.name == name)
+                units, _ = attribution_estimate(bundle, a, b, steps)
                 result = stoppable.computation(
                     "attribution", request, f"Integrated gradients of {name}, {steps} steps",
                     lambda progress: attribute_pair(bundle, a, b, target, steps, progress=progress),
-                    steps * _size(bundle), IG_SECONDS_PER_STEP, keep=False)
+                    units, costs.SECONDS_PER_UNIT["attribution"], keep=False)
                 if result is not None:
                     kept(PairsState).attribution = (request, result)
         stored = kept(PairsState).attribution
@@ -294,7 +315,9 @@ def attribution_tab(bundles: list, a: str, b: str) -> None:
             st.info("Stopped before it finished: press Explain to run it again.", icon=":material/stop_circle:")
         if stored is None:
             if not stopped:
-                st.info("Press Explain to attribute the decision to the tokens (a few seconds).")
+                _, seconds = attribution_estimate(next(bd for bd in usable if bd.name == name), a, b, steps)
+                st.info(f"Press Explain to attribute the decision to the tokens: about {fmt_duration(seconds)} for "
+                        f"{name} at {steps} steps ({pace_words('attribution')}).")
         else:
             (for_name, for_a, for_b, for_target, _), result = stored
             if (for_name, for_a, for_b, for_target) != request[:4]:

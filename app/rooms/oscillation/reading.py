@@ -1,0 +1,77 @@
+"""What the Oscillation page's measurement says about the paper's claim for the models picked,
+and, where a model breaks the paper's pattern, what its card says about why. Pure functions of
+the verdicts (albert_lab.analysis.oscillation.verdict) and the checkpoints' cards."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+PAPER = ("Lan et al. plot these two curves for BERT-large and ALBERT-large (Figure 1) and find ALBERT's transitions "
+         "from layer to layer much smoother than BERT's: BERT's L2 distance goes up and down, ALBERT's falls steadily "
+         "after the first layer.")
+
+
+def shown(value: float) -> str:
+    return f"{value:.2f}"
+
+
+# A curve's shape (verdict's `shape`) in words, and the shapes of the paper's Figure 1.
+SHAPE_WORDS = {"falls": "falls steadily", "converging": "shrinks toward 0", "zig-zag": "goes up and down",
+               "one turn": "turns once", "grows": "grows", "level": "stays level"}
+ALBERT_SHAPES = ("falls", "converging")  # ALBERT-large's curve: a steady fall after the first layer
+BERT_SHAPE = "zig-zag"
+
+
+def against_the_paper(verdicts: pd.DataFrame, families: Mapping[str, str], cards: Mapping[str, Mapping[str, Any]]) -> str:
+    """Markdown: does every ALBERT picked have a smoother L2 curve (lower roughness, as shown)
+    than every BERT picked, as in the paper? If not, the pairs that break it, and for each model
+    whose curve is not the shape the paper shows for its kind, what its card says about why."""
+    rough = dict(zip(verdicts.checkpoint, verdicts.roughness, strict=True))
+    shapes = dict(zip(verdicts.checkpoint, verdicts["shape"], strict=True))
+    albert = [n for n in rough if families.get(n) == "albert"]
+    bert = [n for n in rough if families.get(n) == "bert"]
+    if not albert or not bert:
+        only = "ALBERT" if albert else "BERT"
+        return (f"**The paper's comparison needs both kinds:** only {only}s are picked. Add "
+                f"{'a BERT (e.g. bert-nsp)' if albert else 'an ALBERT (e.g. albert-sop)'} in the sidebar to see whether "
+                "ALBERT's curve is the smoother one here.")
+    broken = [(a, b) for a in albert for b in bert if not float(shown(rough[a])) < float(shown(rough[b]))]
+    if not broken:
+        return (f"**As in the paper, for the models picked:** every ALBERT curve ({_listed(albert, rough)}) is smoother "
+                f"than every BERT one ({_listed(bert, rough)}).")
+    pairs = "; ".join(f"{a} (ALBERT, {shown(rough[a])}) is no smoother than {b} (BERT, {shown(rough[b])})" for a, b in broken)
+    involved = dict.fromkeys([a for a, _ in broken if shapes[a] not in ALBERT_SHAPES]
+                             + [b for _, b in broken if shapes[b] != BERT_SHAPE])
+    reasons = "\n".join(f"- {why(n, families[n], shapes[n], cards.get(n, {}))}" for n in involved)
+    return (f"**Not as in the paper, for the models picked:** {pairs}. The paper's ALBERT falls steadily after its first "
+            f"layer and its BERT goes up and down; where a curve here does otherwise, its card says why:\n{reasons}\n\n"
+            "The paper's models are 24 layers deep and trained from scratch for 125,000 steps; a curve of a few layers "
+            "has few places to zig-zag, and it moves with the texts (the error bars).")
+
+
+def why(name: str, family: str, shape: str, card: Mapping[str, Any]) -> str:
+    """One line from the checkpoint's card on why its curve does not have the paper's shape for its kind."""
+    provenance = card.get("provenance", {}) or {}
+    curve = f"its curve {SHAPE_WORDS.get(shape, shape)} from layer 2 on"
+    distilled = provenance.get("distilled_from") or {}
+    start = provenance.get("init_from") or {}
+    start_name = start.get("name") if isinstance(start, dict) else str(start)
+    if family == "albert" and isinstance(distilled, dict) and distilled.get("hidden_states_matched"):
+        return (f"**{name}** ({curve}) was trained to match the hidden state of {distilled.get('name', 'a teacher')} "
+                "after each of its layers (distillation): its path through the layers copies that unshared model's "
+                "rather than what sharing one block makes of it.")
+    if family == "albert" and "albertize" in str(provenance.get("source_model", "")) + str(start):
+        return (f"**{name}** ({curve}) began as a BERT whose layers were averaged into one shared block "
+                "(albertize): it inherits the BERT's path through the layers.")
+    if start_name:
+        return (f"**{name}** ({curve}) was uptrained from {start_name}, a pretrained model, not trained from "
+                f"scratch as the paper's {family.upper()}-large was.")
+    return (f"**{name}** ({curve}) was trained from scratch {'with one shared block' if family == 'albert' else 'without sharing'}"
+            f", as the paper's {family.upper()}, and still differs from it on these texts.")
+
+
+def _listed(names: list[str], rough: Mapping[str, float]) -> str:
+    return ", ".join(f"{n} {shown(rough[n])}" for n in names)

@@ -1,0 +1,39 @@
+"""The install scripts: one install serves app.sh and test.sh (scripts/_venv.sh's stamps)."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from conftest import ROOT
+
+
+def test_app_sh_after_test_sh_does_not_install_again(tmp_path):
+    """The first app.sh after test.sh re-ran pip for 40 s: one stamp of both requirement files told
+    them apart. A fake python records every pip call; the real scripts run against it."""
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "_venv.sh", tmp_path / "scripts")
+    for name in ("requirements.txt", "requirements-test.txt", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path)
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    log = tmp_path / "calls.log"
+    for tool in ("python", "albert-lab"):
+        (bin_dir / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> {log}\n')
+        (bin_dir / tool).chmod(0o755)
+    fake_path = tmp_path / "path"
+    fake_path.mkdir()
+    (fake_path / "npm").write_text("#!/bin/sh\n")
+    (fake_path / "npm").chmod(0o755)
+    env = {"PATH": f"{fake_path}:/usr/bin:/bin", "PYTHON": shutil.which("python3") or "python3"}
+
+    def source(requirements: str) -> list[str]:
+        log.write_text("")
+        script = f'source "{tmp_path}/scripts/_venv.sh" {requirements}'
+        subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, check=True, capture_output=True)
+        return [line for line in log.read_text().splitlines() if "pip install" in line]
+
+    assert len(source("requirements-test.txt")) == 4  # test.sh on a fresh venv: pip, the app's, the project, the extras
+    assert source("requirements.txt") == []  # app.sh next: nothing to install
+    assert source("requirements-test.txt") == []
+    Path(tmp_path / "requirements-test.txt").write_text("-r requirements.txt\npytest\n")  # the extras changed
+    assert source("requirements-test.txt") == ["python -m pip install --quiet -r requirements-test.txt"]
