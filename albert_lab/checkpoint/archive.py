@@ -4,6 +4,8 @@ Only regular files and folders are unpacked, each inside the cache folder (no ab
 names, no '..', no links or devices), at most MAX_MEMBERS members and MAX_BYTES bytes in
 all, each file copied with a bound on its size; anything else is one line naming the
 member. The archive is unpacked once: its cache folder is keyed on its name, size and time.
+Its release folder is named as in the archive, or after the archive when it unpacks flat; an
+archive with more than one top-level entry is refused.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ def unpacked_release(archive: Path) -> Path:
                     if total > MAX_BYTES:
                         raise CheckpointError(f"{archive} unpacks to more than {MAX_BYTES / 2**30:,.0f} GiB; not a release archive")
                     _unpack_member(archive, tmp, name, kind, size, read)
+            _name_flat(tmp, archive)
             os.replace(tmp, out)
         except CheckpointError:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -80,7 +83,25 @@ def unpacked_release(archive: Path) -> Path:
     if not found:
         raise CheckpointError(f"{archive} holds no albert_config.json or bert_config.json: not one of Google's original "
                               "releases; unpack it and give the folder that holds config.json")
+    tops = sorted(p.name for p in out.iterdir() if p.name != "__MACOSX")  # macOS's zip adds that folder
+    if len(found) > 1 or len(tops) > 1:
+        shown = ", ".join(str(p.relative_to(out)) for p in found[:3]) if len(found) > 1 else ", ".join(tops[:3])
+        raise CheckpointError(f"{archive} holds {'several releases' if len(found) > 1 else f'{len(tops)} top-level entries'} "
+                              f"({shown}{', ...' if max(len(found), len(tops)) > 3 else ''}); a release's archive holds one "
+                              "folder: unpack it and give the release's folder")
     return found[0]
+
+
+def _name_flat(root: Path, archive: Path) -> None:
+    """An archive that unpacks flat (its files at the top, as the smaller BERTs' zips do) is put in a
+    folder named after the archive: the release's name says what it is (cased_L-12_... is cased)."""
+    entries = list(root.iterdir())
+    if entries and all(p.is_file() for p in entries):
+        stem = archive.name[:-len(next(s for s in SUFFIXES if archive.name.lower().endswith(s)))]
+        inner = root / (stem or "release")
+        inner.mkdir()
+        for entry in entries:
+            entry.rename(inner / entry.name)
 
 
 Member = tuple[str, str, int, "IO[bytes] | None"]  # name, 'file' or 'dir', size, an open reader of a file
