@@ -36,7 +36,6 @@ from transformers.tokenization_utils_base import AddedToken
 from albert_lab.errors import CheckpointError, DataError
 
 SPECIAL_PIECES = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")  # ids 0..4
-WORDPIECE_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 SPIECE = "spiece.model"
 VOCAB = "vocab.txt"
 RELEASE_KEY = "albert_lab_release_tokenizer"  # in tokenizer_config.json: {"family": "albert" | "bert", "lowercase": bool}
@@ -243,38 +242,18 @@ class ReleaseBertTokenizer(LowerFirst, BertTokenizerLegacy):
     `BertTokenizer` ports it (transformers 5 keeps that code as `BertTokenizerLegacy`)."""
 
 
-def check_release_vocabulary(file: Path, family: str) -> int:
-    """The size of a release's SentencePiece model or vocab.txt; one line when it is not one, or
-    lacks a special token the model's inputs need."""
-    if family == "albert":
-        import sentencepiece as spm
-
-        model = spm.SentencePieceProcessor()
-        try:
-            model.LoadFromSerializedProto(file.read_bytes())
-        except (RuntimeError, OSError, ValueError, TypeError):  # empty, garbage or truncated
-            raise CheckpointError(f"{file} is not a SentencePiece model (it cannot be read as one); re-copy the release") from None
-        pieces = {model.IdToPiece(i) for i in range(model.get_piece_size())}
-        wanted = SPECIAL_PIECES
-    else:
-        try:
-            pieces = set(file.read_bytes().decode("utf-8").splitlines())
-        except (UnicodeDecodeError, OSError) as err:
-            raise CheckpointError(f"{file} is not a WordPiece vocabulary ({str(err)[:80]}); re-copy the release") from None
-        pieces = {p.strip() for p in pieces}
-        wanted = WORDPIECE_SPECIALS
-    if missing := [p for p in wanted if p not in pieces]:
-        raise CheckpointError(f"{file} lacks {', '.join(missing)}: not the release's {file.name}, "
-                              f"whose model inputs need {', '.join(wanted)}; re-copy the release")
-    return len(pieces)
-
-
 def release_tokenizer(file: Path, family: str, lowercase: bool) -> PreTrainedTokenizerBase:
-    """The tokenizer of a release's `spiece.model` (ALBERT) or `vocab.txt` (BERT), as its own code tokenises."""
-    check_release_vocabulary(file, family)
-    if family == "albert":
-        return ReleaseAlbertTokenizer(str(file), do_lower_case=lowercase)
-    return ReleaseBertTokenizer(str(file), do_lower_case=lowercase)
+    """The tokenizer of a release's `spiece.model` (ALBERT) or `vocab.txt` (BERT), as its own code
+    tokenises (checkpoint.release checked the file when the release was converted; one edited since
+    is refused in one line here)."""
+    try:
+        cls = ReleaseAlbertTokenizer if family == "albert" else ReleaseBertTokenizer
+        tokenizer = cls(str(file), do_lower_case=lowercase)
+    except Exception as err:  # a damaged model fails in many types (RuntimeError, OSError, UnicodeDecodeError, ...)
+        raise CheckpointError(f"{file}: not a {'SentencePiece model' if family == 'albert' else 'WordPiece vocabulary'} "
+                              f"({type(err).__name__}); re-copy the release, or convert it again") from None
+    check_tokenizer(tokenizer, str(file))
+    return tokenizer
 
 
 def save_release_tokenizer(folder: Path, family: str, lowercase: bool) -> None:

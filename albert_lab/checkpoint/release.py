@@ -38,7 +38,6 @@ from albert_lab.errors import AlbertLabError, CheckpointError, DataError
 from albert_lab.params import fit_problem
 from albert_lab.paths import cache_dir, parents_made_for
 from albert_lab.spec import ModelSpec, transformers_fields
-from albert_lab.tokenizer import check_release_vocabulary, save_release_tokenizer
 
 CONFIGS = {"albert": "albert_config.json", "bert": "bert_config.json"}
 TOKENIZERS = {"albert": "30k-clean.model", "bert": "vocab.txt"}
@@ -115,7 +114,7 @@ def open_release(folder: Path) -> Release:
     if problem:
         raise CheckpointError(f"{folder}: this machine cannot load it: {problem}")
     check_regular(folder / TOKENIZERS[family])
-    vocabulary = check_release_vocabulary(folder / TOKENIZERS[family], family)
+    vocabulary = check_vocabulary(folder / TOKENIZERS[family], family)
     if vocabulary > spec.vocab_size:
         raise CheckpointError(f"{folder / TOKENIZERS[family]} holds {vocabulary:,} pieces, but {config_file.name} says "
                               f"vocab_size {spec.vocab_size:,}: they belong to different models; re-copy the release")
@@ -150,6 +149,35 @@ def bert_gelu(name: str) -> tuple[str, str]:
     why = "is one of BERT's releases of 2018" if name in ERF_RELEASES else "is not named as a later release"
     return "gelu", (f"gelu (exact erf GELU): {name!r} {why}, trained by google-research/bert's modeling.py of 2018, whose "
                     "gelu is the erf form (the tanh approximation came with commit bee6030, 2019-02-07)")
+
+
+def check_vocabulary(file: Path, family: str) -> int:
+    """The size of a release's SentencePiece model or vocab.txt; one line when it is not one, or
+    lacks a special token the model's inputs need."""
+    try:
+        data = read_user_file(file, 64 << 20, "the release's tokenizer file (a few hundred KB)")
+    except DataError as err:
+        raise CheckpointError(f"{err}; re-copy the release") from None
+    if family == "albert":
+        import sentencepiece as spm
+
+        model = spm.SentencePieceProcessor()
+        try:
+            model.LoadFromSerializedProto(data)
+        except (RuntimeError, OSError, ValueError, TypeError):  # empty, garbage or truncated
+            raise CheckpointError(f"{file} is not a SentencePiece model (it cannot be read as one); re-copy the release") from None
+        pieces = {model.IdToPiece(i) for i in range(model.get_piece_size())}
+        wanted = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
+    else:
+        try:
+            pieces = {line.strip() for line in data.decode("utf-8").splitlines()}
+        except UnicodeDecodeError as err:
+            raise CheckpointError(f"{file} is not a WordPiece vocabulary ({str(err)[:80]}); re-copy the release") from None
+        wanted = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+    if missing := [p for p in wanted if p not in pieces]:
+        raise CheckpointError(f"{file} lacks {', '.join(missing)}: not the release's {file.name}, "
+                              f"whose model inputs need {', '.join(wanted)}; re-copy the release")
+    return len(pieces)
 
 
 def release_spec(config: Any, family: str, file: Path, gelu: str = "gelu_new") -> ModelSpec:
@@ -324,6 +352,8 @@ def _write_weights(release: Release, file: Path, verify: bool) -> None:
 
 def _write_tokenizer(release: Release, out: Path) -> None:
     from transformers import AlbertTokenizer, BertTokenizer
+
+    from albert_lab.tokenizer import save_release_tokenizer
 
     source = release.folder / TOKENIZERS[release.family]
     if release.family == "albert":  # ALBERT's SentencePiece: lower-cased, accents stripped, as its own code does
