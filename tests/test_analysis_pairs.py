@@ -1,5 +1,6 @@
 """Pair scores and the held-out evaluation: batched against one by one, missing heads, attributions, the card's numbers."""
 
+import itertools
 import random
 
 import numpy as np
@@ -45,8 +46,16 @@ def test_missing_pair_head_is_flagged_not_scored(tmp_path, tokenizer):
     assert scores.p_ab.isna().all() and scores.note.iloc[0] == "not scored: pair head missing"
 
 
-def test_long_words_reach_the_tokenizer_cut_to_max_len_tokens():
-    from albert_lab.analysis.common import clip_sides, encode_pairs
+def _truncate_seq_pair(a: list[int], b: list[int], max_length: int) -> tuple[list[int], list[int]]:
+    """Google's run_classifier.py, line for line: pop from the longer side, from B on a tie."""
+    a, b = list(a), list(b)
+    while len(a) + len(b) > max_length:
+        (a if len(a) > len(b) else b).pop()
+    return a, b
+
+
+def test_long_pairs_are_cut_as_googles_truncate_seq_pair_cuts_them():
+    from albert_lab.analysis.common import clip_sides, encode_pairs, truncate_pair
     from albert_lab.tokenizer import load_tokenizer
 
     tokenizer = load_tokenizer(ROOT / "checkpoints" / "albert-sop")
@@ -55,9 +64,14 @@ def test_long_words_reach_the_tokenizer_cut_to_max_len_tokens():
     clipped = clip_sides(tokenizer, [word], 128)[0]
     assert len(clipped) < 1100 and len(tokenizer(clipped, add_special_tokens=False)["input_ids"]) <= 128
     text = "The city of Paris is the capital of France, an old place with many people. " * 8
-    for a, b in [(text, text), (text, "Short one."), ("Short one.", word)]:  # the same tokens as without the cut
-        expected = tokenizer([a], [b[:MAX_SEGMENT_CHARS]], truncation="longest_first", max_length=128)["input_ids"]
-        assert encode_pairs(tokenizer, [a], [b], 128)["input_ids"].tolist() == expected
+    for a, b in [(text, text), (text, "Short one."), ("Short one.", word), (text, text[:-80])]:
+        ids_a, ids_b = (tokenizer(t[:MAX_SEGMENT_CHARS], add_special_tokens=False)["input_ids"] for t in (a, b))
+        kept_a, kept_b = _truncate_seq_pair(ids_a, ids_b, 125)
+        expected = [tokenizer.cls_token_id, *kept_a, tokenizer.sep_token_id, *kept_b, tokenizer.sep_token_id]
+        assert encode_pairs(tokenizer, [a], [b], 128)["input_ids"].tolist() == [expected]
+    assert [len(s) for s in truncate_pair(list(range(200)), list(range(200)), 125)] == [63, 62]  # on a tie B is cut
+    for la, lb, n in itertools.product(range(0, 9), range(0, 9), range(0, 12)):  # the closed form is the loop
+        assert truncate_pair(list(range(la)), list(range(lb)), n) == _truncate_seq_pair(range(la), range(lb), n)
 
 
 def test_attributions_satisfy_completeness(bundles):

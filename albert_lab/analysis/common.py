@@ -1,9 +1,10 @@
-"""Pieces shared by the analyses: encoding sentence pairs, batching by length,
-running a model fast on CPU."""
+"""Pieces shared by the analyses: encoding sentence pairs (tokenised once, truncated as
+Google's code truncates), batching by length, running a model fast on CPU."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -25,27 +26,83 @@ def check_segment(text: object, what: str, why: str = "a pair needs two non-blan
     return " ".join(text.split())[:MAX_SEGMENT_CHARS]
 
 
+@dataclass(frozen=True)
+class EncodedPairs:
+    """Sentence pairs tokenised once, in input order: each row [CLS] A [SEP] B [SEP] with its
+    segment ids (0 for [CLS] A [SEP], 1 for B [SEP])."""
+
+    ids: list[list[int]]
+    types: list[list[int]]
+    pad_id: int
+
+    @property
+    def lengths(self) -> list[int]:
+        return [len(row) for row in self.ids]
+
+    def batch(self, idx: Sequence[int], device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
+        """Rows `idx` (in that order), padded at the right to the longest of them."""
+        width = max((len(self.ids[i]) for i in idx), default=0)
+        ids = torch.full((len(idx), width), self.pad_id, dtype=torch.long)
+        types, mask = torch.zeros_like(ids), torch.zeros_like(ids)
+        for row, i in enumerate(idx):
+            n = len(self.ids[i])
+            ids[row, :n], types[row, :n], mask[row, :n] = torch.tensor(self.ids[i]), torch.tensor(self.types[i]), 1
+        return {"input_ids": ids.to(device), "token_type_ids": types.to(device), "attention_mask": mask.to(device)}
+
+
+def tokenize_pairs(tokenizer, first: Sequence[str], second: Sequence[str], max_len: int) -> EncodedPairs:
+    """Each pair tokenised once (each side whole, up to MAX_SEGMENT_CHARS) and cut to `max_len`
+    tokens as Google's run_classifier.py cuts it (`truncate_pair`), with [CLS] and [SEP] around."""
+    a, b = segment_ids(tokenizer, first), segment_ids(tokenizer, second)
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    ids, types = [], []
+    for x, y in zip(a, b):
+        x, y = truncate_pair(x, y, max_len - 3)
+        ids.append([cls, *x, sep, *y, sep])
+        types.append([0] * (len(x) + 2) + [1] * (len(y) + 1))
+    return EncodedPairs(ids, types, tokenizer.pad_token_id)
+
+
 def encode_pairs(tokenizer, first: Sequence[str], second: Sequence[str], max_len: int,
                  device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
-    """[CLS] A [SEP] B [SEP] for each pair, truncated longest-first to `max_len`, padded
-    to the longest pair. token_type_ids are asked for explicitly: transformers 5's
-    ALBERT tokenizer leaves them out otherwise, and the pair head would see one segment.
-    Each side is cut to its first max_len tokens first (clip_sides)."""
-    first, second = clip_sides(tokenizer, first, max_len), clip_sides(tokenizer, second, max_len)
-    enc = tokenizer(first, second, truncation="longest_first", max_length=max_len, padding=True,
-                    return_token_type_ids=True, return_tensors="pt")
-    return {k: enc[k].to(device) for k in ("input_ids", "token_type_ids", "attention_mask")}
+    """[CLS] A [SEP] B [SEP] for each pair (tokenize_pairs), padded to the longest pair, in input order."""
+    return tokenize_pairs(tokenizer, first, second, max_len).batch(range(len(first)), device)
+
+
+def segment_ids(tokenizer, texts: Sequence[str]) -> list[list[int]]:
+    """Each text's token ids without special tokens: the whole text, so that no cut can change a
+    word's pieces (WordPiece makes a too-long or unknown word one [UNK]; SentencePiece segments a
+    word as a whole). Inputs are capped at MAX_SEGMENT_CHARS where they are read; the cap here only bounds
+    the cost of a caller that did not."""
+    if not texts:
+        return []
+    return tokenizer([t[:MAX_SEGMENT_CHARS] for t in texts], add_special_tokens=False)["input_ids"]
+
+
+def truncate_pair(a: list[int], b: list[int], max_tokens: int) -> tuple[list[int], list[int]]:
+    """Google's `_truncate_seq_pair`: remove the last token of the longer side, of B on a tie, until
+    the two fit in `max_tokens`; the same, computed at once (the longer side down to the shorter,
+    then B and A in turn, B first)."""
+    la, lb, excess = len(a), len(b), len(a) + len(b) - max_tokens
+    if excess <= 0:
+        return a, b
+    cut = min(abs(la - lb), excess)
+    la, lb, excess = (la - cut, lb, excess - cut) if la > lb else (la, lb - cut, excess - cut)
+    return a[:la - excess // 2], b[:lb - (excess + 1) // 2]
 
 
 def clip_sides(tokenizer, texts: Sequence[str], max_len: int) -> list[str]:
-    """Each text cut to the characters of its first `max_len` tokens, so that a pair's
-    longest-first truncation, whose time and memory grow with the square of the tokens it
-    removes (120 pairs of 4,000-letter words: 72 s, 13 GB), never has more than ~2 x max_len
-    to go through; the tokens that truncation keeps are the same."""
+    """Each text cut to the characters of its first `max_len` tokens, so that a fast tokenizer's
+    longest-first truncation, whose time and memory grow with the square of the tokens it removes
+    (120 pairs of 4,000-letter words: 72 s, 13 GB), never has more than ~2 x max_len to go through.
+    A Python tokenizer (a release's: no offsets) truncates in one step: its texts are only capped.
+    Scoring does not cut text at all (tokenize_pairs): a cut inside a word can change its pieces."""
+    if not getattr(tokenizer, "is_fast", False):
+        return [t[:MAX_SEGMENT_CHARS] for t in texts]
     texts = [clip_for_tokens(t, max_len) for t in texts]
     try:
         offsets = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-    except (NotImplementedError, ValueError, TypeError):  # a tokenizer without offsets: the character cut alone
+    except (NotImplementedError, ValueError, TypeError, KeyError):  # a tokenizer without offsets: the character cut alone
         return texts
     return [t if len(spans) <= max_len else t[:spans[max_len][0]] for t, spans in zip(texts, offsets)]
 
@@ -69,13 +126,6 @@ def length_batches(lengths: Sequence[int], batch_tokens: int = 8192, max_batch: 
             end += 1
         yield order[start:end]
         start = end
-
-
-def approximate_lengths(tokenizer, first: Sequence[str], second: Sequence[str], max_len: int) -> list[int]:
-    """Token counts of each pair (capped at max_len), for length bucketing."""
-    a = tokenizer([clip_for_tokens(t, max_len) for t in first], add_special_tokens=False)["input_ids"]
-    b = tokenizer([clip_for_tokens(t, max_len) for t in second], add_special_tokens=False)["input_ids"]
-    return [min(max_len, len(x) + len(y) + 3) for x, y in zip(a, b)]
 
 
 def checkpoint_notes(frame, name_column: str = "checkpoint") -> dict[str, str]:

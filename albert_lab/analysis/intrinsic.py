@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from albert_lab.analysis.common import Progress, approximate_lengths, batch_tokens_for, clip_sides, encode_pairs, length_batches
+from albert_lab.analysis.common import Progress, batch_tokens_for, clip_sides, length_batches, tokenize_pairs
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.data.masking import mask_sequence, masking_config
 from albert_lab.kernels import autocast
@@ -34,14 +34,14 @@ def pair_probabilities(model, tokenizer, first: Sequence[str], second: Sequence[
     device = device or next(model.parameters()).device
     parts = Parts.of(model)
     max_len = min(max_len, model.config.max_position_embeddings)
-    lengths = approximate_lengths(tokenizer, first, second, max_len)
+    pairs = tokenize_pairs(tokenizer, first, second, max_len)  # once; rows in input order
     out = np.empty(len(first), dtype=np.float64)
     done = 0
-    for idx in length_batches(lengths, batch_tokens_for(model), max_batch=512):
+    for idx in length_batches(pairs.lengths, batch_tokens_for(model), max_batch=512):
         if progress is not None:
             progress(done / len(first), f"{done:,} of {len(first):,} pairs")
         done += len(idx)
-        enc = encode_pairs(tokenizer, [first[i] for i in idx], [second[i] for i in idx], max_len, device)
+        enc = pairs.batch(idx, device)
         with autocast(device, dtype):
             pooled = parts.encoder(**enc).pooler_output
             logits = parts.pair_head(pooled).float()

@@ -10,6 +10,8 @@ else is one line naming the member. Whatever a refused archive unpacked is remov
 The archive is unpacked once: its cache folder is keyed on its bytes (SHA-256, which the
 card gives as the file the user has) and its name, never on a path, size or time that
 another file can copy. `.archive.json` in that folder records both.
+Its release folder is named as in the archive, or after the archive when it unpacks flat; an
+archive with more than one top-level entry is refused.
 """
 
 from __future__ import annotations
@@ -82,7 +84,8 @@ def unpacked_release(archive: Path) -> Path:
         tmp.mkdir(parents=True)
         try:
             _unpack(archive, tmp)
-            _release_in(archive, tmp)  # an archive that holds no release is not kept
+            _name_flat(tmp, archive)
+            _release_in(archive, tmp)  # an archive that holds no release, or several, is not kept
             (tmp / ARCHIVE_CARD).write_text(json.dumps({"name": archive.name, "sha256": archive_sha256(archive),
                                                         "bytes": archive.stat().st_size}))
             os.replace(tmp, out)
@@ -105,6 +108,12 @@ def _release_in(archive: Path, folder: Path) -> Path:
     if not found:
         raise CheckpointError(f"{archive} holds no albert_config.json or bert_config.json beside a TensorFlow checkpoint: "
                               "not one of Google's original releases; unpack it and give the folder that holds config.json")
+    tops = sorted(p.name for p in folder.iterdir() if p.name not in ("__MACOSX", ARCHIVE_CARD))  # macOS's zip adds that folder
+    if len(found) > 1 or len(tops) > 1:
+        shown = ", ".join(str(p.relative_to(folder)) for p in found[:3]) if len(found) > 1 else ", ".join(tops[:3])
+        raise CheckpointError(f"{archive} holds {'several releases' if len(found) > 1 else f'{len(tops)} top-level entries'} "
+                              f"({shown}{', ...' if max(len(found), len(tops)) > 3 else ''}); a release's archive holds one "
+                              "folder: unpack it and give the release's folder")
     return found[0]
 
 
@@ -133,6 +142,18 @@ def _unpack(archive: Path, into: Path) -> None:
 def _too_big(archive: Path, size: int, budget: int) -> CheckpointError:
     return CheckpointError(f"{archive} unpacks to more than {budget / 2**20:,.0f} MiB ({size / 2**20:,.0f} MiB or more), more than "
                            f"a release of its size holds ({RATIO}x) or than the cache's disk can spare; not a release archive")
+
+
+def _name_flat(root: Path, archive: Path) -> None:
+    """An archive that unpacks flat (its files at the top, as the smaller BERTs' zips do) is put in a
+    folder named after the archive: the release's name says what it is (cased_L-12_... is cased)."""
+    entries = list(root.iterdir())
+    if entries and all(p.is_file() for p in entries):
+        stem = archive.name[:-len(next(s for s in SUFFIXES if archive.name.lower().endswith(s)))]
+        inner = root / (stem or "release")
+        inner.mkdir()
+        for entry in entries:
+            entry.rename(inner / entry.name)
 
 
 Member = tuple[str, str, int, "IO[bytes] | None"]  # name, 'file' or 'dir', size, an open reader of a file

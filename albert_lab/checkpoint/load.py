@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from transformers import AlbertConfig, AlbertForPreTraining, AutoConfig, BertConfig, BertForPreTraining
@@ -28,6 +28,7 @@ from albert_lab.paths import user_path
 from albert_lab.spec import ModelSpec
 from albert_lab.tokenizer import load_tokenizer
 
+Casing = Literal["cased", "uncased"]
 hf_logging.set_verbosity_error()
 hf_logging.disable_progress_bar()
 
@@ -50,8 +51,9 @@ class ModelBundle:
 
 # ---- loading --------------------------------------------------------------------------
 def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "float32",
-                    allow_pickle: bool = False, name: str | None = None) -> ModelBundle:
-    """Load a checkpoint folder (or a hub id, when online) into its pretraining class."""
+                    allow_pickle: bool = False, name: str | None = None, casing: Casing | None = None) -> ModelBundle:
+    """Load a checkpoint folder (or a hub id, when online) into its pretraining class. `casing`
+    overrides what a Google release's name says (its card then says so); other checkpoints refuse it."""
     text = str(source).strip()
     if not text:
         raise CheckpointError("no checkpoint given: name a shipped one (`albert-lab checkpoints` lists them), a folder or a hub id")
@@ -63,9 +65,13 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
         config = read_transformers_config(folder)
         spec = read_spec(folder, card, config)
         model, (missing, unused) = _load_weights(folder, config, allow_pickle)
-        tokenizer = load_tokenizer(folder)
+        tokenizer = load_tokenizer(folder, None if casing is None else casing == "uncased")
+        card = _with_casing(card, casing)
         label = checkpoint_label(path.absolute(), name)  # the folder given, not a sentence-transformers module in it
     else:
+        if casing is not None:
+            raise CheckpointError(f"{text}: --{casing} applies to Google's original releases; a hub checkpoint's "
+                                  "tokenizer carries its own casing")
         card, (config, model, (missing, unused), tokenizer) = {}, _load_from_hub(text)
         spec = spec_from_config(config, card)
         label = name or text
@@ -82,6 +88,16 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
     return ModelBundle(name=label, source=text, model=model, tokenizer=tokenizer, spec=spec,
                        heads=head_status(spec, missing, card, unused), card=card, device=torch_device, dtype=torch_dtype,
                        missing_keys=frozenset(missing))
+
+
+def _with_casing(card: dict[str, Any], casing: Casing | None) -> dict[str, Any]:
+    """The card of a release loaded with the casing the user gave, saying so."""
+    provenance = card.get("provenance")
+    if casing is None or not isinstance(provenance, dict):
+        return card
+    said = provenance.get("casing", "")
+    words = f"{'lower-cased' if casing == 'uncased' else 'cased'}: --{casing} given" + (f" (the release says {said})" if said else "")
+    return {**card, "provenance": {**provenance, "casing": words}}
 
 
 def _load_weights(folder: Path, config: AlbertConfig | BertConfig, allow_pickle: bool) -> tuple[PretrainingModel, tuple[set[str], set[str]]]:

@@ -10,6 +10,11 @@ never read. The weights are written tensor by tensor into a checkpoint folder of
 project (model.safetensors, config.json, the tokenizer, albert_lab.json saying where it came
 from), so memory holds one tensor at a time. No TensorFlow, no torch: transformers is
 imported for the tokenizer files only.
+
+What the release is decides what its own code computed: its casing (BERT's names say cased or
+uncased, as BERT's own `validate_case_matches_checkpoint` reads them; ALBERT is lower-cased) and
+BERT's GELU (`bert_gelu`). TF-Hub exports, whose every name is under `module/`, are read with the
+prefix taken off (ALBERT's own loader does the same).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from functools import cached_property
@@ -40,9 +46,16 @@ TOKENIZERS = {"albert": "30k-clean.model", "bert": "vocab.txt"}
 SKIPPED = ("/adam_m", "/adam_v")  # optimizer slots: never read
 SKIPPED_NAMES = ("global_step",)
 ORIGIN = "Google's original release"
+CONVERSION = 2  # what a converted folder holds (2: the release's own tokenization); a new one is converted anew
 ARCHIVE_CARD = ".archive.json"  # in an archive's unpacked folder: {"name", "sha256", "bytes"} of the archive
-# The release code's 'gelu' is the tanh approximation (transformers' gelu_new), in ALBERT's and BERT's modeling.py alike
+# ALBERT's modeling.py computes 'gelu' as the tanh approximation (transformers' gelu_new); BERT's: see bert_gelu
 ACTIVATIONS = {"gelu": "gelu_new", "gelu_new": "gelu_new", "relu": "relu", "tanh": "tanh"}
+HUB_PREFIX = "module/"  # TF-Hub exports hold every variable under it
+# BERT's releases of 2018 (google-research/bert's README), trained by its modeling.py of then: gelu = the exact erf form.
+# Its commit bee6030 (2019-02-07, "Adding TF Hub support") made gelu the tanh approximation; the releases after it
+# (whole word masking, 2019-05-31: wwm_*; the 24 smaller BERTs, 2020-03-11: uncased_L-<n>_H-<n>_A-<n>) were made then.
+ERF_RELEASES = ("uncased_L-12_H-768_A-12", "uncased_L-24_H-1024_A-16", "cased_L-12_H-768_A-12", "cased_L-24_H-1024_A-16",
+                "multilingual_L-12_H-768_A-12", "multi_cased_L-12_H-768_A-12", "chinese_L-12_H-768_A-12")
 # albert_config.json keys of variants transformers has no model for, and the value the releases hold
 PLAIN_ALBERT = {"net_structure_type": 0, "gap_size": 0, "num_memory_blocks": 0, "down_scale_factor": 1}
 Names = dict[str, tuple[str, bool, tuple[int, ...]]]  # transformers key -> (TF variable, transpose, transformers shape)
@@ -66,6 +79,8 @@ class Release:
     names: Names
     skipped: tuple[str, ...]
     lowercase: bool
+    casing: str = ""  # where the casing came from, in words
+    activation: str = ""  # which GELU is computed and why, in words (BERT); ALBERT's tanh otherwise
 
     @property
     def read_bytes(self) -> int:
@@ -106,20 +121,84 @@ def open_release(folder: Path) -> Release:
         config = read_json(read_user_file(config_file, 1 << 20, "the release's config file"), str(config_file))
     except DataError as err:
         raise CheckpointError(f"{err}; re-copy the release") from None
-    spec = release_spec(config, family, config_file)
-    if problem := fit_problem(spec):
+    gelu, activation = bert_gelu(folder.name) if family == "bert" else ("gelu_new", "")
+    spec = release_spec(config, family, config_file, gelu)
+    if spec.activation != gelu:
+        activation = ""
+    try:
+        problem = fit_problem(spec)
+    except (OverflowError, ValueError) as err:  # sizes past what any machine holds
+        problem = f"its sizes are out of range ({str(err)[:80]})"
+    if problem:
         raise CheckpointError(f"{folder}: this machine cannot load it: {problem}")
     check_regular(folder / TOKENIZERS[family])
+    vocabulary = check_vocabulary(folder / TOKENIZERS[family], family)
+    if vocabulary > spec.vocab_size:
+        raise CheckpointError(f"{folder / TOKENIZERS[family]} holds {vocabulary:,} pieces, but {config_file.name} says "
+                              f"vocab_size {spec.vocab_size:,}: they belong to different models; re-copy the release")
     bundle = read_bundle(_checkpoint_prefix(folder))
-    names = expected_names(spec)
-    skipped = tuple(n for n in bundle.entries if n.endswith(SKIPPED) or n in SKIPPED_NAMES)
+    prefix = HUB_PREFIX if bundle.entries and all(n.startswith(HUB_PREFIX) for n in bundle.entries) else ""
+    names = {hf: (prefix + tf, transpose, shape) for hf, (tf, transpose, shape) in expected_names(spec).items()}
+    skipped = tuple(n for n in bundle.entries if n.endswith(SKIPPED) or n.removeprefix(prefix) in SKIPPED_NAMES)
     _check_names(bundle, names, set(skipped), config_file.name)
-    # BERT's release names say the casing (uncased_L-12_..., cased_L-12_..., multi_cased_...); ALBERT is lower-cased
-    lowercase = family == "albert" or "uncased" in folder.name.lower() or "cased" not in folder.name.lower()
-    return Release(folder=folder, family=family, spec=spec, bundle=bundle, names=names, skipped=skipped, lowercase=lowercase)
+    lowercase, casing = release_casing(folder.name, family)
+    return Release(folder=folder, family=family, spec=spec, bundle=bundle, names=names, skipped=skipped,
+                   lowercase=lowercase, casing=casing, activation=activation)
 
 
-def release_spec(config: Any, family: str, file: Path) -> ModelSpec:
+def release_casing(name: str, family: str) -> tuple[bool, str]:
+    """(lower-cases, why): ALBERT's releases are lower-cased; a BERT release's name says cased or
+    uncased (as BERT's own validate_case_matches_checkpoint reads it), and uncased when it says neither
+    (multilingual_..., chinese_...: BERT's lower-cased ones)."""
+    if family == "albert":
+        return True, "lower-cased: ALBERT's releases are (its SentencePiece model was made from lower-cased text)"
+    said = "uncased" if "uncased" in name.lower() else "cased" if "cased" in name.lower() else None
+    if said is None:
+        return True, f"lower-cased: the release's name {name!r} does not say cased (BERT's default); give --cased if it is"
+    return said == "uncased", f"{'lower-cased' if said == 'uncased' else 'cased'}: the release's name {name!r} says {said}"
+
+
+def bert_gelu(name: str) -> tuple[str, str]:
+    """The GELU a BERT release computes for its config's 'gelu' (transformers' name), and why, from its name."""
+    if name.startswith("wwm_") or (re.fullmatch(r"uncased_L-\d+_H-\d+_A-\d+", name) and name not in ERF_RELEASES):
+        return "gelu_new", (f"gelu_new (tanh GELU): {name!r} is named as Google's BERT releases of 2019-2020 (whole word "
+                            "masking, the smaller BERTs) were, made after google-research/bert's modeling.py computed "
+                            "gelu as the tanh approximation (commit bee6030, 2019-02-07)")
+    why = "is one of BERT's releases of 2018" if name in ERF_RELEASES else "is not named as a later release"
+    return "gelu", (f"gelu (exact erf GELU): {name!r} {why}, trained by google-research/bert's modeling.py of 2018, whose "
+                    "gelu is the erf form (the tanh approximation came with commit bee6030, 2019-02-07)")
+
+
+def check_vocabulary(file: Path, family: str) -> int:
+    """The size of a release's SentencePiece model or vocab.txt; one line when it is not one, or
+    lacks a special token the model's inputs need."""
+    try:
+        data = read_user_file(file, 64 << 20, "the release's tokenizer file (a few hundred KB)")
+    except DataError as err:
+        raise CheckpointError(f"{err}; re-copy the release") from None
+    if family == "albert":
+        import sentencepiece as spm
+
+        model = spm.SentencePieceProcessor()
+        try:
+            model.LoadFromSerializedProto(data)
+        except (RuntimeError, OSError, ValueError, TypeError):  # empty, garbage or truncated
+            raise CheckpointError(f"{file} is not a SentencePiece model (it cannot be read as one); re-copy the release") from None
+        pieces = {model.IdToPiece(i) for i in range(model.get_piece_size())}
+        wanted = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
+    else:
+        try:
+            pieces = {line.strip() for line in data.decode("utf-8").splitlines()}
+        except UnicodeDecodeError as err:
+            raise CheckpointError(f"{file} is not a WordPiece vocabulary ({str(err)[:80]}); re-copy the release") from None
+        wanted = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+    if missing := [p for p in wanted if p not in pieces]:
+        raise CheckpointError(f"{file} lacks {', '.join(missing)}: not the release's {file.name}, "
+                              f"whose model inputs need {', '.join(wanted)}; re-copy the release")
+    return len(pieces)
+
+
+def release_spec(config: Any, family: str, file: Path, gelu: str = "gelu_new") -> ModelSpec:
     """The spec of a release config; one line naming the file for what the project cannot build."""
     if not isinstance(config, dict):
         raise CheckpointError(f"{file} does not hold a JSON object; re-copy the release")
@@ -128,13 +207,14 @@ def release_spec(config: Any, family: str, file: Path) -> ModelSpec:
             raise CheckpointError(f"{file}: {key} {config[key]!r} is a variant transformers has no model for "
                                   f"(the releases hold {plain}); ALBERT Lab cannot load it")
     act = config.get("hidden_act", "gelu")
-    if act not in ACTIVATIONS:
+    if not isinstance(act, str) or act not in ACTIVATIONS:
         raise CheckpointError(f"{file}: hidden_act {str(act)[:40]!r} is not one of {', '.join(ACTIVATIONS)}")
     try:
         layers, groups = config["num_hidden_layers"], config.get("num_hidden_groups", 1)
+        activation = gelu if act == "gelu" else ACTIVATIONS[act]
         fields: dict[str, Any] = dict(
             family=family, vocab_size=config["vocab_size"], hidden_size=config["hidden_size"], num_layers=layers,
-            num_heads=config["num_attention_heads"], ffn_size=config["intermediate_size"], activation=ACTIVATIONS[act],
+            num_heads=config["num_attention_heads"], ffn_size=config["intermediate_size"], activation=activation,
             max_positions=config.get("max_position_embeddings", 512), type_vocab_size=config.get("type_vocab_size", 2),
             dropout=float(config.get("hidden_dropout_prob", 0.0)), objective="sop" if family == "albert" else "nsp")
         if family == "albert":  # transformers' own reading of num_hidden_groups (models.spec_from_config)
@@ -145,8 +225,8 @@ def release_spec(config: Any, family: str, file: Path) -> ModelSpec:
         raise CheckpointError(f"{file} has no {err.args[0]!r}; re-copy the release") from None
     except AlbertLabError as err:
         raise CheckpointError(f"{file}: not a model ALBERT Lab can build ({err})") from None
-    except (TypeError, ValueError) as err:
-        raise CheckpointError(f"{file}: a value has the wrong type ({str(err)[:120]}); re-copy the release") from None
+    except (TypeError, ValueError, OverflowError) as err:
+        raise CheckpointError(f"{file}: a value has the wrong type or is out of range ({str(err)[:120]}); re-copy the release") from None
 
 
 def _checkpoint_prefix(folder: Path) -> Path:
@@ -291,6 +371,8 @@ def _write_weights(release: Release, file: Path, verify: bool) -> None:
 def _write_tokenizer(release: Release, out: Path) -> None:
     from transformers import AlbertTokenizer, BertTokenizer
 
+    from albert_lab.tokenizer import save_release_tokenizer
+
     source = release.folder / TOKENIZERS[release.family]
     if release.family == "albert":  # ALBERT's SentencePiece: lower-cased, accents stripped, as its own code does
         shutil.copyfile(source, out / "spiece.model")
@@ -298,7 +380,8 @@ def _write_tokenizer(release: Release, out: Path) -> None:
     else:
         shutil.copyfile(source, out / "vocab.txt")
         tokenizer = BertTokenizer.from_pretrained(str(out), do_lower_case=release.lowercase)
-    tokenizer.save_pretrained(str(out))
+    tokenizer.save_pretrained(str(out))  # transformers' files, for other programs; this project reads the mark below
+    save_release_tokenizer(out, release.family, release.lowercase)
 
 
 def unpacked_from(folder: Path) -> dict[str, Any] | None:
@@ -329,11 +412,14 @@ def release_card(release: Release) -> dict[str, Any]:
             "weights_sha256": f"{hashes['weights']} (the {len(release.variables):,} variables read, {_size(release.read_bytes)} "
                               f"of {', '.join(f'{f.name} ({_size(f.stat().st_size)})' for f in data)}; slots not read)",
             "tokenizer_sha256": f"{TOKENIZERS[release.family]} {hashes['tokenizer']}",
-            "config": CONFIGS[release.family], "tokenizer": f"{TOKENIZERS[release.family]} "
-                                                            f"({'lower-cased' if release.lowercase else 'cased'})",
+            "config": CONFIGS[release.family],
+            "tokenizer": f"{TOKENIZERS[release.family]}, tokenised as the release's own tokenization.py does",
+            "casing": release.casing,
             "heads": f"MLM (cls/predictions) and {kind} (cls/seq_relationship) from the release: trained",
             "skipped": f"{len(release.skipped):,} variables never read: optimizer slots (*/adam_m, */adam_v) and global_step",
-            "activation": "gelu_new: the tanh GELU the release's own code computes for 'gelu'",
+            "activation": release.activation or f"{release.spec.activation}: "
+                          + ("the tanh GELU ALBERT's modeling.py computes for 'gelu'" if release.spec.activation == "gelu_new"
+                             else "as the config says"),
         },
     }
 
@@ -345,7 +431,7 @@ def release_cache_key(release: Release) -> str:
     spec and casing read from them, and the release folder's name, which its card carries. About
     a second per GB of weights (ALBERT-base: 45 MB), paid on every load and worth it: a cache hit
     is another model's answers when the key can be forged."""
-    digest = hashlib.sha256(json.dumps(release.content_sha256, sort_keys=True).encode())
+    digest = hashlib.sha256(json.dumps({**release.content_sha256, "conversion": CONVERSION}, sort_keys=True).encode())
     digest.update(release.folder.name.encode())
     digest.update(json.dumps(release.spec.to_dict(), sort_keys=True).encode() + str(release.lowercase).encode())
     return f"{release.family}-{digest.hexdigest()[:32]}"

@@ -104,7 +104,15 @@ def add_checkpoint_arguments(p: argparse.ArgumentParser, many: bool = True) -> N
     add_device_argument(p)
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     p.add_argument("--allow-pickle", action="store_true")
+    add_casing_arguments(p)
     p.add_argument("--json", action="store_true", help="print the frame as JSON records")
+
+
+def add_casing_arguments(p: argparse.ArgumentParser) -> None:
+    casing = p.add_mutually_exclusive_group()
+    for value in ("cased", "uncased"):
+        casing.add_argument(f"--{value}", dest="casing", action="store_const", const=value,
+                            help=f"tokenise Google's releases {value}, whatever their names say")
 
 
 def add_text_arguments(p: argparse.ArgumentParser) -> None:
@@ -134,7 +142,8 @@ def load_bundle(args: argparse.Namespace, source: str):
         args._bf16_checked = True
 
     return load_checkpoint(resolve_checkpoint(source), device=args.device, dtype=args.dtype,
-                           allow_pickle=args.allow_pickle, name=source if "/" not in source else None)
+                           allow_pickle=args.allow_pickle, name=source if "/" not in source else None,
+                           casing=getattr(args, "casing", None))
 
 
 def load_bundles(args: argparse.Namespace, sources: Sequence[str]) -> list:

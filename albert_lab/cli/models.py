@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from albert_lab.cli.common import add_device_argument, add_spec_arguments, command, emit, spec_from_args, table
+from albert_lab.cli.common import add_casing_arguments, add_device_argument, add_spec_arguments, command, emit, spec_from_args, table
 from albert_lab.errors import AlbertLabError
 
 
@@ -73,6 +73,7 @@ def _card_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", help="checkpoint folder, name from `albert-lab checkpoints`, or hub id")
     p.add_argument("--allow-pickle", action="store_true", help="load pickled weights (only if you trust the source)")
     add_device_argument(p)
+    add_casing_arguments(p)
     p.add_argument("--json", action="store_true")
 
 
@@ -82,7 +83,8 @@ def cmd_card(args: argparse.Namespace) -> int:
     from albert_lab.checkpoint.discover import resolve_checkpoint
     from albert_lab.checkpoint.load import load_checkpoint
 
-    bundle = load_checkpoint(resolve_checkpoint(args.checkpoint), device=args.device, allow_pickle=args.allow_pickle)
+    bundle = load_checkpoint(resolve_checkpoint(args.checkpoint), device=args.device, allow_pickle=args.allow_pickle,
+                             casing=args.casing)
     card = model_card(bundle)
     lines = [f"{card['name']}: {card['spec_label']}", f"source: {card['source']}",
              f"parameters: {card['params']['total']:,} (encoder incl. pooler), {card['params']['total_with_heads']:,} with heads",

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import AlbertForPreTraining
 
-from albert_lab.analysis.common import approximate_lengths, batch_tokens_for, encode_pairs, length_batches
+from albert_lab.analysis.common import batch_tokens_for, length_batches, tokenize_pairs
 from albert_lab.analysis.intrinsic import wilson_interval
 from albert_lab.checkpoint.heads import MLM_KEYS
 from albert_lab.checkpoint.load import ModelBundle
@@ -93,8 +93,9 @@ def cls_features(bundle: ModelBundle, pairs: pd.DataFrame, max_len: int = MAX_LE
     first, second = list(pairs.a), list(pairs.b)
     max_len = min(max_len, bundle.spec.max_positions)
     out = torch.empty(len(first), bundle.spec.hidden_size)
-    for idx in length_batches(approximate_lengths(tokenizer, first, second, max_len), batch_tokens_for(bundle.model), 256):
-        enc = encode_pairs(tokenizer, [first[i] for i in idx], [second[i] for i in idx], max_len, bundle.device)
+    encoded = tokenize_pairs(tokenizer, first, second, max_len)
+    for idx in length_batches(encoded.lengths, batch_tokens_for(bundle.model), 256):
+        enc = encoded.batch(idx, bundle.device)
         out[torch.as_tensor(idx)] = encoder(**enc).last_hidden_state[:, 0].float().cpu()
     return out
 
