@@ -3,14 +3,16 @@ and folders or hub ids a user adds, in the link (?ckpt=a,b); device and precisio
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from urllib.parse import unquote
 
 import streamlit as st
 
 from albert_lab.checkpoint.files import is_local_source
+from albert_lab.checkpoint.sources import portable_name
 from albert_lab.errors import AlbertLabError
-from albert_lab.paths import allowed_roots, is_within, user_path
+from albert_lab.paths import allowed_roots, check_typed_path, is_within, user_path
 from app import look, ui
 from app.guard import guard
 from app.links import from_url
@@ -20,25 +22,39 @@ from app.ui import active_run, available_checkpoints, device_options
 MAX_LINK_CHECKPOINTS = 16  # checkpoints a link may name; each is checked (and maybe loaded) on opening it
 
 
-def checked_text(text: str, what: str = "") -> str:
-    """A folder or hub id typed or carried by a link, through the one path check (paths.user_path:
-    control characters, length, ~user, symlink loops): the text stripped, `~` expanded."""
-    text = text.strip()
-    path = user_path(text, what)
-    return str(path) if text.startswith("~") else text
+def checked_text(text: str) -> str:
+    """A folder or hub id typed or carried by a link, stripped and checked for what no file system
+    takes (control characters, length). `~` is left to check_local_folder: a browser learns
+    nothing of the server's users or home folder."""
+    return check_typed_path(text)
 
 
 def check_local_folder(text: str) -> str:
-    """A folder typed into the browser must lie inside the allowed roots."""
-    path = user_path(text.strip())
+    """A folder typed into the browser or carried by a link must lie inside the allowed roots. Any
+    other path, `~`, `~root` and `~nosuchuser` alike, gets one message that names no folder of the
+    server and tells nothing of what exists outside the roots; inside them, the path checks of
+    paths.user_path (symlink loops, lengths) speak."""
+    text = text.strip()
+    path = Path(os.path.expanduser(text)) if text.startswith("~") else Path(text)  # a user that does not exist: as is
     if not path.is_absolute():
-        path = (Path.cwd() / path).resolve()
-    roots = allowed_roots()
-    if not is_within(path, roots):
+        path = Path.cwd() / path
+    try:
+        inside = is_within(path, allowed_roots())
+    except (OSError, RuntimeError, ValueError):  # a symlink loop or an overlong path outside: outside all the same
+        inside = False
+    if not inside:
         shown = repr(text if len(text) <= 60 else text[:60] + "...")
-        raise AlbertLabError(f"{shown} is outside the folders the app may read ({', '.join(str(r) for r in roots)}); "
-                             "copy the checkpoint into checkpoints/, or list its folder in ALBERT_LAB_ALLOWED_DIRS")
-    return str(path)
+        raise AlbertLabError(f"{shown} is outside the folders the app may read ({allowed_words()}); copy the checkpoint "
+                             "into checkpoints/ or runs/ of the app's folder, or ask whoever serves the app to list its "
+                             "folder in ALBERT_LAB_ALLOWED_DIRS")
+    return str(user_path(path))
+
+
+def allowed_words() -> str:
+    """The allowed roots as a visitor may read them: project-relative names, never a server path."""
+    named = [f"{portable_name(root)}/" for root in allowed_roots()[:2]]
+    extra = len(allowed_roots()) - 2
+    return " and ".join(named) + (f", and {extra} folder{'s' * (extra > 1)} the server lists" if extra > 0 else "")
 
 
 def sidebar() -> None:

@@ -15,6 +15,24 @@ def test_path_field_refuses_folders_outside_the_allowed_roots(app):
     assert not app.exception
 
 
+def test_the_folder_field_says_one_thing_of_any_path_outside_and_names_no_server_folder(app):
+    """'~nosuchuser123', '~root' and '~' told which user names exist, the server's home folder and
+    the absolute allowed folders. Now one message, the typed text apart, for every path outside."""
+    from albert_lab.paths import allowed_roots
+
+    said = {}
+    for text in ("~nosuchuser123", "~root", "~", "/etc", "/root/.ssh", "../../..", "/nonexistent/dir"):
+        app.sidebar.text_input(key="add_source").set_value(text)
+        app.sidebar.button(key="add_button").click().run()
+        assert not app.exception
+        (error,) = [e.value for e in app.error]
+        said[text] = error.replace(repr(text), "<text>")
+        assert not any(str(root) in error for root in allowed_roots()), error
+        assert os.path.expanduser("~") not in error.replace(repr(text), "") or os.path.expanduser("~") == "/", error
+    assert len(set(said.values())) == 1, said
+    assert "is outside the folders the app may read (" in next(iter(said.values()))
+
+
 @pytest.mark.parametrize("text, words", [("albert\x00sop", "control character"), ("a" * 5000, "too long for a path")])
 def test_the_folder_field_answers_a_nul_byte_or_a_long_string_with_a_message(app, text, words):
     app.sidebar.text_input(key="add_source").set_value(text)
@@ -270,7 +288,7 @@ def test_a_model_whose_analyses_take_minutes_on_this_cpu_is_named(app, monkeypat
 @pytest.mark.parametrize("entry, words", [
     ("a" * 300, "too long for a path"),  # OSError: File name too long, above every page
     ("a\x00b", "control character"),  # ValueError: embedded null byte
-    ("~nouser/x", "no user 'nouser' on this machine"),  # RuntimeError: could not determine home directory
+    ("~nouser/x", "outside the folders the app may read"),  # RuntimeError once; then it said which users exist
     ("/".join(["d" * 200] * 20), "outside the folders the app may read"),  # under PATH_MAX, over it after the roots
 ])
 def test_a_link_with_a_malformed_folder_opens_the_page_and_says_what_it_left_out(app, entry, words):
