@@ -91,7 +91,8 @@ class TrainConfig:
         form=Widget("Learning rate", "tr_lr", state=True, format="%.4f",
                     help=f"{SCRATCH_LR:g} from random weights; {UPTRAIN_LR:g} when starting from a checkpoint (set when you "
                          "pick one): a from-scratch rate can undo what a checkpoint knows. The shipped MiniLM models were "
-                         "uptrained with AdamW at 2e-4 (BERT) and 1.5e-3 (ALBERT)."))
+                         f"uptrained with AdamW at 2e-4 (BERT) and 1.5e-3 (ALBERT). Above 0 and at most {MAX_LR:g}, as "
+                         "`albert-lab train --lr`."))
     optimizer: Literal["lamb", "adamw"] = option("lamb", "--optimizer", help="LAMB (the paper's) or AdamW (default {default})",
                                                  form=Widget("Optimizer", "tr_opt"))
     weight_decay: float = option(0.01, "--weight-decay", bounds=Range(0), help="(default {default:g})")
@@ -105,7 +106,8 @@ class TrainConfig:
         help="budget in minutes (with --steps: whichever comes first; the learning rate decays over the one further along)",
         form=Widget("or minutes (0: off)", "tr_minutes", default=0.0, off=0.0, high=600.0))
     seed: int = option(0, "--seed", bounds=Range(0, MAX_SEED), help="weights, batches and masks (default {default})",
-                       form=Widget("Seed", "tr_seed"))
+                       form=Widget("Seed", "tr_seed", help=f"weights, batches and masks: 0..{MAX_SEED:,}, as `albert-lab "
+                                   "train --seed`"))
     clip_norm: float | None = option(1.0)  # gradients clipped to this global norm; None: not clipped
     chunk_start: Literal["document", "random"] = option(
         "document", "--chunk-start", help="where each document's pairs start: its first segment (paper) or a random one",
