@@ -92,6 +92,7 @@ def test_the_form_and_the_command_line_take_the_same_bounds_from_the_same_row(ap
         for end in (box.min, box.max):
             assert end == row.form.off or bounds.holds(end), (row.name, end)
     assert (boxes["tr_lr"].min, boxes["tr_lr"].max) == (0.0001, MAX_LR)  # the smallest rate its 4 decimals show
+    assert boxes["tr_lr"].value == SCRATCH_LR  # the library's recipe, no longer the page's own constant
     assert TrainConfig(lr=boxes["tr_lr"].min).validate() and TrainConfig(lr=boxes["tr_lr"].max).validate()
     assert (boxes["tr_seed"].min, boxes["tr_seed"].max) == (0, MAX_SEED)
     assert run_cli("train", "--seed", str(MAX_SEED), "--help").returncode == 0

@@ -20,6 +20,7 @@ from albert_lab.paths import runs_dir
 from albert_lab.spec import PRESETS, SHARING_LABELS
 from albert_lab.training import jobs
 from albert_lab.training.config import OPTIONS, SCRATCH_LR, UPTRAIN_LR, browser_config, uptrain_config
+from albert_lab.training.options import SPEC_OPTIONS
 from albert_lab.training.runs import QueueBudget, check_queue_room, discard_upload
 from app import links, owner, ui
 from app.guard import guard
@@ -33,7 +34,7 @@ NO_TEACHER = "no teacher"
 BUDGET = QueueBudget(overall=MAX_ACTIVE_RUNS, per_owner=MAX_RUNS_PER_VISITOR, cache_quota=APP_CACHE_QUOTA,
                      memory_share=APP_RUN_MEMORY_SHARE)  # runs queued or running at once
 ROWS = {row.name: row for row in OPTIONS if row.form is not None}  # the options the form shows
-SPEC_FIELDS = ("objective", "hidden_size", "num_layers", "embedding_size", "num_heads", "sharing")  # browser_config's spec
+SPEC_FIELDS = tuple(row.name for row in SPEC_OPTIONS if row.form is not None)  # the spec the form sets (browser_config)
 # Where the widgets sit: the lines of the form, by field. A row of the table with a widget that no line
 # names is drawn in lines of five after the recipe's, so that a new option needs no edit here.
 TOP = ("objective", "pair_weight", "name")
