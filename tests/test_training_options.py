@@ -82,6 +82,9 @@ def test_the_form_and_the_command_line_take_the_same_bounds_from_the_same_row(ap
     range (the form narrows only where its row says, for a shared server); what it accepts at
     either end, validate accepts."""
     at = goto(app, "training")
+    drawn = {w.key for kind in ("number_input", "selectbox", "radio", "text_input", "file_uploader") for w in getattr(at, kind)
+             if (w.key or "").startswith("tr_")}
+    assert drawn == {row.form.key for row in OPTIONS if row.form} | {"tr_preset", "tr_upload"}  # the table's widgets, all
     boxes = {box.key: box for box in at.number_input}
     for row in OPTIONS:
         if row.form is None or row.form.key not in boxes:
