@@ -53,13 +53,13 @@ def check_teacher(folder: str | Path, student: ModelSpec, tokenizer, pair: bool 
     """RunError when a checkpoint cannot teach a run whose model is `student`, whose tokenizer
     is `tokenizer` and whose pairs are `seq_len` tokens (see _refuse), before the run's folder
     exists: loaded as the run will load it, so NaN weights or outputs are refused here too."""
-    from albert_lab.checkpoint.discover import check_folder
+    from albert_lab.checkpoint.discover import make_loadable
     from albert_lab.checkpoint.files import read_card, read_spec
     from albert_lab.checkpoint.load import load_checkpoint
     from albert_lab.tokenizer import load_tokenizer
 
     try:  # the files first (what the teacher is), then the model (what it computes)
-        path = check_folder(user_path(folder, "distil_from"))
+        path = make_loadable(user_path(folder, "distil_from"))
         card = read_card(path)
         spec, own = read_spec(path, card), load_tokenizer(path)
     except AlbertLabError as err:

@@ -18,9 +18,9 @@ from app.rooms.training.views import warmup_note
 
 def test_training_form_and_live_run(app, small_corpus):
     at = goto(app, "training")
-    at.number_input(key="tr_lr").set_value(0.0)
+    at.number_input(key="tr_seq").set_value(256)  # lab-albert has 128 positions
     next(b for b in at.button if b.label == "Start training").click().run()
-    assert any("lr: learning rate must be positive" in e.value for e in at.error)
+    assert any("max_seq_len: must be between 16 and the model's max_positions (128), got 256" in e.value for e in at.error)
     lines = [json.dumps({"text": " ".join(d.segments)}) for d in small_corpus.train[:80]]
     lines[3:3] = ["not JSON", '{"body": "no text field"}']  # skipped, and said so where the run is watched
     corpus = ("corpus.jsonl", "\n".join(lines).encode(), "application/json")
@@ -312,10 +312,10 @@ def test_start_clicks_past_the_browsers_budget_say_the_queue_is_full_and_keep_no
     uploads = sorted(p.name.split("-", 1)[1] for p in (Path(os.environ["ALBERT_LAB_RUNS"]) / "uploads").iterdir())
     assert uploads == ["corpus-0.txt", "corpus-1.txt"]  # the refused runs' uploads were never kept
     monkeypatch.setattr(owner, "_cookie", lambda: "another-browser-token-0123456789")
-    at.number_input(key="tr_lr").set_value(0.0)  # refused after the upload was kept: then it goes
+    at.number_input(key="tr_seq").set_value(256)  # refused after the upload was kept: then it goes
     at.file_uploader(key="tr_upload").set_value(("corpus-x.txt", b"Text x. More.\n" * 50, "text/plain"))
     next(b for b in at.button if b.label == "Start training").click().run()
-    assert any("learning rate must be positive" in e.value for e in at.error), [e.value for e in at.error]
+    assert any("max_seq_len: must be between 16" in e.value for e in at.error), [e.value for e in at.error]
     assert len(list((Path(os.environ["ALBERT_LAB_RUNS"]) / "uploads").iterdir())) == 2
 
 

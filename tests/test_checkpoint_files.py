@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import CONFIG
 
-from albert_lab.checkpoint.discover import check_folder, discover_checkpoints, summarize_checkpoint
+from albert_lab.checkpoint.discover import discover_checkpoints, make_loadable, summarize_checkpoint
 from albert_lab.checkpoint.store import recover_checkpoint_dir
 from albert_lab.errors import CheckpointError
 from albert_lab.runfolder import RunFolder
@@ -40,7 +40,7 @@ def _checkpoint(tmp_path, **files: bytes):
 def test_bad_safetensors_headers_are_named(tmp_path, header, message):
     folder = _checkpoint(tmp_path, model__safetensors=_safetensors(header))
     with pytest.raises(CheckpointError, match=re.escape(message)) as err:
-        check_folder(folder)
+        make_loadable(folder)
     assert "model.safetensors" in str(err.value) and "\n" not in str(err.value)
 
 
@@ -97,7 +97,7 @@ def test_a_checkpoint_killed_between_its_renames_is_recovered_by_readers(tmp_pat
     _killed_between_renames(runs / "r2", _dead_pid())
     folder = runs / "r2" / "checkpoint"
     with pytest.raises(CheckpointError, match="no weights"):  # the loading path: recovered, then refused for its weights
-        check_folder(folder)
+        make_loadable(folder)
     assert (folder / "config.json").is_file() and not list((runs / "r2").glob(".checkpoint.old-*"))
 
 
@@ -139,4 +139,4 @@ def test_an_archive_that_is_no_release_names_the_command_that_unpacks_it(tmp_pat
     """'x.tar.gz' said `unzip x.tar.gz -d x.tar`: the wrong tool and a folder named '.tar'."""
     (tmp_path / name).write_bytes(b"not an archive")
     with pytest.raises(CheckpointError, match=f"unpack it \\(e.g. `{re.escape(how)}`\\)"):
-        check_folder(tmp_path / name)
+        make_loadable(tmp_path / name)

@@ -158,14 +158,14 @@ def test_bad_input_ends_in_one_line_saying_what_to_do(shipped, tmp_path):
     line = one_line_error(run_cli("oscillation", "--checkpoint", str(broken), "--text", TEXTS[0]), alone=True)
     assert "damaged or truncated" in line and "model.safetensors" in line
     assert "invalid choice" in run_cli("card", str(broken), "--device", "gpu0").stderr
-    from albert_lab.checkpoint.discover import check_folder
+    from albert_lab.checkpoint.discover import make_loadable
 
     tf = tmp_path / "albert_base"
     tf.mkdir()
     (tf / "model.ckpt-best.index").write_bytes(b"")
     for path in (tf, tf / "model.ckpt-best.index"):
         with pytest.raises(CheckpointError, match=r"TensorFlow checkpoint.*(albert_config.json|release folder)"):
-            check_folder(path)
+            make_loadable(path)
 
 
 def test_a_tokenizer_of_another_model_with_more_pieces_is_refused(shipped, minilm, tmp_path):

@@ -29,7 +29,7 @@ from conftest import CONFIG, JSON, NASTY, TEXT, fuzz, outcome, safetensors_files
 from hypothesis import given
 from hypothesis import strategies as st
 
-from albert_lab.checkpoint.discover import check_folder, summarize_checkpoint
+from albert_lab.checkpoint.discover import make_loadable, summarize_checkpoint
 from albert_lab.checkpoint.files import CARD, SAFETENSORS_DTYPES, read_card, read_config, safetensors_keys
 from albert_lab.data.corpus import parse_documents, split_sentences
 from albert_lab.data.pairs_file import read_pairs
@@ -204,7 +204,7 @@ def test_safetensors_header_reader(blob):
     folder = scratch_folder({"config.json": _write_json(CONFIG), "model.safetensors": blob})
     keys = outcome(safetensors_keys, folder / "model.safetensors")
     assert keys is None or isinstance(keys, set)
-    outcome(check_folder, folder)
+    outcome(make_loadable, folder)
 
 
 @fuzz(SHARES["config"])

@@ -1,7 +1,7 @@
 """The library's layers point down only, and its modules import no circle.
 
 Layers (a module may import its own layer and the ones below):
-  0 errors, paths, spec
+  0 errors, paths, spec, runfolder, limits
   1 devices, params, models, tokenizer
   2 paper, data.*
   3 kernels, objective, distil, checkpoint.*, card
@@ -101,6 +101,15 @@ def test_no_import_circle_at_module_level():
     for node in graph:
         if node not in state:
             visit(node, [node])
+
+
+def test_the_docstring_lists_the_layers_the_test_checks():
+    """This file's docstring named three modules of layer 0 while LAYERS held five."""
+    listed = {int(line.split()[0]): line for line in __doc__.splitlines() if line[:3].strip().isdigit()}
+    assert set(listed) == set(LAYERS)
+    for layer, names in LAYERS.items():
+        missing = [n for n in names if n != "__init__" and n not in listed[layer]]
+        assert not missing, (layer, missing)
 
 
 def test_layer_group_map_equals_transformers_for_every_l_and_n():

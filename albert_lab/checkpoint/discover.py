@@ -1,6 +1,7 @@
-"""Finding checkpoints: a folder checked before loading (saying what it is instead when
-it is not one), its summary from its files alone, the shipped checkpoints and finished
-runs, and a listed name resolved to its folder. No torch, no transformers."""
+"""Finding checkpoints: a folder made loadable before loading (an interrupted save
+recovered, a release converted; saying what it is instead when it is not one), its
+summary from its files alone, the shipped checkpoints and finished runs, and a listed
+name resolved to its folder. No torch, no transformers."""
 
 from __future__ import annotations
 
@@ -30,10 +31,11 @@ from albert_lab.runfolder import RunFolder
 from albert_lab.spec import ModelSpec
 
 
-def check_folder(path: Path, allow_pickle: bool = False) -> Path:
-    """A loadable checkpoint folder, or a CheckpointError that says what is wrong. One of
-    Google's original releases (its folder, or its .tar.gz / .zip) is converted once into
-    the cache, and that folder is returned."""
+def make_loadable(path: Path, allow_pickle: bool = False) -> Path:
+    """`path` made a loadable checkpoint folder, or a CheckpointError that says what is wrong.
+    It writes where it must: a save interrupted in `path` is recovered, and one of Google's
+    original releases (its folder, or its .tar.gz / .zip) is converted once into the cache,
+    whose folder is returned."""
     recover_interrupted_save(path)
     if not path.exists():
         raise CheckpointError(f"{path}: no such folder")
@@ -156,7 +158,7 @@ def summarize_checkpoint(folder: str | Path, name: str | None = None) -> Checkpo
     """The summary of a local safetensors checkpoint; None where only loading can tell
     (pickled or sharded weights). Raises CheckpointError for folders that cannot load."""
     given = user_path(str(folder).strip(), "checkpoint")
-    path = check_folder(given)
+    path = make_loadable(given)
     files = sorted(path.glob("*.safetensors"))
     if [f.name for f in files] != [WEIGHTS]:
         return None

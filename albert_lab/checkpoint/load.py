@@ -16,7 +16,7 @@ import torch
 from transformers import AlbertConfig, AlbertForPreTraining, AutoConfig, BertConfig, BertForPreTraining
 from transformers.utils import logging as hf_logging
 
-from albert_lab.checkpoint.discover import check_folder
+from albert_lab.checkpoint.discover import make_loadable
 from albert_lab.checkpoint.files import PICKLE_SUFFIXES, checkpoint_label, is_local_source, read_card, read_spec, read_transformers_config
 from albert_lab.checkpoint.heads import HeadStatus, encoder_keys, head_status
 from albert_lab.devices import resolve_device, resolve_dtype
@@ -60,7 +60,7 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
     path = user_path(text, "checkpoint")
     torch_device, torch_dtype = resolve_device(device), resolve_dtype(dtype)
     if is_local_source(text):
-        folder = check_folder(path, allow_pickle)
+        folder = make_loadable(path, allow_pickle)
         card = read_card(folder)
         config = read_transformers_config(folder)
         spec = read_spec(folder, card, config)

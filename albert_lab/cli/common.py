@@ -14,12 +14,12 @@ import stat
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.errors import AlbertLabError
 from albert_lab.runfolder import loss_words
-from albert_lab.spec import Family, Objective, Sharing
+from albert_lab.training.options import SPEC_OPTIONS, Option
 
 Handler = Callable[[argparse.Namespace], int]
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Handler, str]] = {}
@@ -64,30 +64,49 @@ def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
     return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
 
 
-# ---- spec, checkpoints and texts ------------------------------------------------------------------
-SPEC_FLAGS = {  # flag -> ModelSpec field
-    "family": "family", "vocab": "vocab_size", "embedding": "embedding_size", "hidden": "hidden_size",
-    "layers": "num_layers", "heads": "num_heads", "ffn": "ffn_size", "sharing": "sharing", "groups": "num_groups",
-    "inner": "inner_group_num", "max_positions": "max_positions", "objective": "objective", "dropout": "dropout",
-}
+# ---- options, spec, checkpoints and texts ---------------------------------------------------------
+def add_option_arguments(p: argparse.ArgumentParser, rows: Sequence[Option]) -> None:
+    """An argument for each row of the options table with a flag, in the table's order, its
+    default the row's: a switch, a choice of the row's values, or a number (a whole number in a
+    closed range checked as it is parsed, others by TrainConfig.validate)."""
+    for row in rows:
+        if row.flag is None:
+            continue
+        words = dict(help=row.help_text().replace("%", "%%") or None, metavar=row.metavar)
+        if row.switch:  # given, it turns the default the other way (--cased: lowercase False)
+            p.add_argument(row.flag, action="store_true", help=words["help"])
+        elif row.choices is not None:
+            p.add_argument(row.flag, choices=row.choices, default=row.default, **words)
+        elif row.base is int and row.bounds is not None and None not in (row.bounds.low, row.bounds.high):
+            p.add_argument(row.flag, type=int_in(int(row.bounds.low), int(row.bounds.high)), default=row.default, **words)
+        else:
+            p.add_argument(row.flag, type=row.base, default=row.default, **words)
+
+
+def option_values(args: argparse.Namespace, rows: Sequence[Option]) -> dict[str, Any]:
+    """The rows' values on the command line, by field: a switch given turns its default the other
+    way; None (not given, and no default) is left out."""
+    values = {}
+    for row in (r for r in rows if r.flag):
+        value = getattr(args, row.dest, None)
+        if row.switch:
+            value = (not row.default) if value else row.default
+        if value is not None:
+            values[row.name] = value
+    return values
 
 
 def add_spec_arguments(p: argparse.ArgumentParser, default_preset: str = "albert-base") -> None:
     p.add_argument("--preset", help=f"start from a preset (default {default_preset}; see `albert-lab presets`); "
                    "the flags below override it")
-    p.add_argument("--family", choices=get_args(Family))
-    for flag in ("vocab", "embedding", "hidden", "layers", "heads", "ffn", "groups", "inner", "max-positions"):
-        p.add_argument(f"--{flag}", type=int, metavar="N")
-    p.add_argument("--sharing", choices=get_args(Sharing))
-    p.add_argument("--objective", choices=get_args(Objective))
-    p.add_argument("--dropout", type=float)
+    add_option_arguments(p, SPEC_OPTIONS)
 
 
 def spec_from_args(args: argparse.Namespace, default_preset: str = "albert-base") -> Any:
     from albert_lab.spec import ModelSpec
 
     base = ModelSpec.from_name(args.preset or default_preset)
-    changes = {field: getattr(args, flag) for flag, field in SPEC_FLAGS.items() if getattr(args, flag, None) is not None}
+    changes = option_values(args, SPEC_OPTIONS)
     return base.replace(**changes) if changes else base  # the spec applies the BERT rule (E = H, no sharing)
 
 

@@ -7,11 +7,11 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import get_args
 
 from albert_lab.cli.common import (
     MIN_SEQ_LEN,
     add_checkpoint_arguments,
+    add_option_arguments,
     add_spec_arguments,
     check_at_least,
     check_bf16,
@@ -22,76 +22,22 @@ from albert_lab.cli.common import (
     int_in,
     load_bundles,
     metric_words,
+    option_values,
     path_option,
     seed_option,
     spec_from_args,
     table,
 )
 from albert_lab.errors import AlbertLabError
-from albert_lab.limits import MAX_PROBE_PAIRS, MAX_PROBE_STEPS, max_threads
-from albert_lab.training.config import PoolerInit, TrainConfig
-
-DEFAULTS = TrainConfig()  # the CLI's defaults are the config's, written once
+from albert_lab.limits import MAX_PROBE_PAIRS, MAX_PROBE_STEPS
+from albert_lab.training.config import OPTIONS_OF_CONFIG, TrainConfig
+from albert_lab.training.options import SPEC_OPTIONS, UPTRAIN_SPEC
 
 
 def _train_arguments(p: argparse.ArgumentParser) -> None:
     add_spec_arguments(p, default_preset="lab-tiny")
-    p.add_argument("--corpus", default=DEFAULTS.corpus,
-                   help=f"{DEFAULTS.corpus} (the default; `albert-lab corpora`), wiki-vital, a source, a .txt/.jsonl file, or hf:NAME")
-    p.add_argument("--eval-corpus", metavar="CORPUS",
-                   help="evaluate on this corpus's held-out documents (default: the training corpus's); none of them may be "
-                        "a training document (e.g. --corpus long-mix-plus --eval-corpus long-mix)")
-    p.add_argument("--tokenizer", help="folder of a trained tokenizer to reuse (default: train one, cached)")
-    p.add_argument("--init-from", metavar="CHECKPOINT",
-                   help="start from this checkpoint's weights, spec and tokenizer (uptraining); only --objective and "
-                        "--dropout of the spec flags apply; heads it lacks are added")
-    p.add_argument("--heads-only", action="store_true",
-                   help="with --init-from: train only the MLM and pair heads on the frozen encoder (a probe of what it knows)")
-    p.add_argument("--distil-from", metavar="TEACHER",
-                   help="distil from this checkpoint while training: match its hidden state after every layer and, where its "
-                        "MLM head is trained, its MLM distributions (same width and tokenizer as the model)")
-    p.add_argument("--distil-weight", type=float, default=DEFAULTS.distil_weight, help="the distillation term's weight in the loss")
-    p.add_argument("--distil-pair", action="store_true",
-                   help="with --distil-from: also match the teacher's pair (SOP/NSP) distribution; only from a teacher whose "
-                        "pair head was trained for the same task")
-    p.add_argument("--pair-weight", type=float, default=DEFAULTS.pair_weight,
-                   help="the pair (SOP/NSP) loss's weight against MLM's (paper: 1); more lets the order signal reach an "
-                        "encoder whose MLM and distillation gradients are hundreds of times larger")
-    p.add_argument("--pooler-init", choices=get_args(PoolerInit), default=DEFAULTS.pooler_init,
-                   help="with --init-from: keep the checkpoint's pooler, or standardize it on the run's first batches "
-                        "(pooled = tanh(0.5 (h_cls - mean) / std)), so that the pair loss reaches a [CLS] that hardly varies")
-    p.add_argument("--vocab-size", type=int, default=DEFAULTS.vocab_size,
-                   help=f"pieces of the tokenizer trained for the run (default {DEFAULTS.vocab_size:,}; not with --init-from)")
-    p.add_argument("--cased", action="store_true", help="keep case (default: lower-case, as ALBERT)")
-    p.add_argument("--seq-len", type=int, default=DEFAULTS.max_seq_len, help=f"tokens per pair (default {DEFAULTS.max_seq_len})")
-    p.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size, help=f"pairs per step (default {DEFAULTS.batch_size})")
-    p.add_argument("--lr", type=float, default=DEFAULTS.lr,
-                   help=f"peak learning rate, after the warm-up, decayed linearly to 0 over the budget (default {DEFAULTS.lr:g})")
-    p.add_argument("--optimizer", choices=["lamb", "adamw"], default=DEFAULTS.optimizer,
-                   help=f"LAMB (the paper's) or AdamW (default {DEFAULTS.optimizer})")
-    p.add_argument("--weight-decay", type=float, default=DEFAULTS.weight_decay, help=f"(default {DEFAULTS.weight_decay:g})")
-    p.add_argument("--warmup", type=int, default=DEFAULTS.warmup_steps, help=f"warm-up steps (default {DEFAULTS.warmup_steps})")
-    p.add_argument("--steps", type=int, help=f"budget in optimizer steps (default {DEFAULTS.max_steps} unless --minutes)")
-    p.add_argument("--minutes", type=float, help="budget in minutes (with --steps: whichever comes first; the learning rate "
-                   "decays over the one further along)")
-    p.add_argument("--seed", type=seed_option(), default=DEFAULTS.seed, help=f"weights, batches and masks (default {DEFAULTS.seed})")
-    p.add_argument("--chunk-start", choices=["document", "random"], default=DEFAULTS.chunk_start,
-                   help="where each document's pairs start: its first segment (paper) or a random one")
-    p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default=DEFAULTS.precision,
-                   help="auto: bf16 autocast where the machine runs it fast, else fp32")
-    p.add_argument("--threads", type=int_in(1, max_threads()), help=f"CPU threads, 1..{max_threads()} (default: torch's choice)")
-    p.add_argument("--eval-every", type=int, default=DEFAULTS.eval_every,
-                   help=f"steps between held-out evaluations (default {DEFAULTS.eval_every})")
-    p.add_argument("--full-eval", action="store_true",
-                   help="end with the evaluation on every held-out pair (default: a sample sized to cost about a "
-                        "quarter of the training time, its 95%% intervals in the log and the card)")
-    p.add_argument("--eval-limit", type=int, default=DEFAULTS.eval_limit, help="held-out pairs per task in evaluations during training")
-    p.add_argument("--checkpoint-every", type=int, default=DEFAULTS.checkpoint_every,
-                   help=f"steps between saved checkpoints, which a resume starts from (default {DEFAULTS.checkpoint_every})")
-    p.add_argument("--gradflow-every", type=int, default=DEFAULTS.gradflow_every,
-                   help=f"steps between gradient-flow records (default {DEFAULTS.gradflow_every})")
-    p.add_argument("--log-every", type=int, default=DEFAULTS.log_every, help=f"steps between log lines (default {DEFAULTS.log_every})")
-    p.add_argument("--name", default="", help="the run's name, in its folder name and card")
+    add_option_arguments(p, OPTIONS_OF_CONFIG)  # the run's options, from the table (training/config.py)
+    p.set_defaults(steps=None)  # the step budget's default applies unless --minutes is given (cmd_train)
     p.add_argument("--runs-dir", type=path_option, help="where run folders go (default runs/, or $ALBERT_LAB_RUNS; other commands "
                    "find a run's checkpoint, run:ID, only in that default)")
     p.add_argument("--run-id", help="run folder name (default: time stamp + name)")
@@ -135,20 +81,14 @@ def cmd_train(args: argparse.Namespace) -> int:
         return _report(info, info.status)
     command_inputs(args)  # every path it reads checked (`~nouser`, loops, NUL) before a folder is made
     spec = init_spec(args) if args.init_from else spec_from_args(args, default_preset="lab-tiny")
-    steps = args.steps if args.steps is not None or args.minutes is not None else DEFAULTS.max_steps
-    config = TrainConfig(
-        spec=spec.to_dict(), objective=args.objective or spec.objective, corpus=args.corpus, eval_corpus=args.eval_corpus,
-        tokenizer=args.tokenizer,
-        vocab_size=args.vocab_size, lowercase=not args.cased, max_seq_len=args.seq_len, batch_size=args.batch_size,
-        lr=args.lr, optimizer=args.optimizer, weight_decay=args.weight_decay, warmup_steps=args.warmup, max_steps=steps,
-        max_minutes=args.minutes, seed=args.seed, chunk_start=args.chunk_start, precision=args.precision, threads=args.threads,
-        eval_every=args.eval_every, eval_limit=args.eval_limit, checkpoint_every=args.checkpoint_every, gradflow_every=args.gradflow_every,
-        log_every=args.log_every, name=args.name, command="albert-lab " + shlex.join(sys.argv[1:]),
-        init_from=args.init_from, heads_only=args.heads_only, full_eval=args.full_eval, distil_weight=args.distil_weight,
-        pair_weight=args.pair_weight, pooler_init=args.pooler_init, distil_pair=args.distil_pair,
-        distil_from=resolve_checkpoint(args.distil_from) if args.distil_from else None,
-    )
-    _validate_in_flags(config)
+    options = option_values(args, OPTIONS_OF_CONFIG)
+    if args.minutes is not None and args.steps is None:
+        options["max_steps"] = None  # a budget in minutes alone
+    if args.distil_from:
+        options["distil_from"] = resolve_checkpoint(args.distil_from)
+    config = TrainConfig(**{**options, "spec": spec.to_dict(), "objective": args.objective or spec.objective,
+                            "command": "albert-lab " + shlex.join(sys.argv[1:])})
+    config.validate(flags=True)  # before any work, in flags ('--steps: must be at least 1'); start_run trusts it
     check_bf16(config.precision == "bf16", "auto", "--precision bf16")
     from albert_lab.training.distributed import DistContext
 
@@ -156,29 +96,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if dist.world_size > 1:
         return _train_distributed(config, args, dist)
     print("preparing corpus and tokenizer ...", file=sys.stderr)
-    info = start_run(config, args.runs_dir, args.run_id, foreground=args.foreground, announce=_announce)
+    info = start_run(config, args.runs_dir, args.run_id, foreground=args.foreground, announce=_announce, checked=True)
     return _report(info, info.status) if args.foreground else _follow(info.path, args.detach)
-
-
-def _validate_in_flags(config: TrainConfig) -> None:
-    """Check the config before any work, and speak in flags, not config fields ('--steps: must
-    be at least 1', not 'max_steps: ...' printed after 'preparing corpus')."""
-    import re
-
-    from albert_lab.training.config import TRAIN_FLAGS
-
-    flags = {**TRAIN_FLAGS, "eval_limit": "--eval-limit", "log_every": "--log-every", "weight_decay": "--weight-decay",
-             "threads": "--threads", "precision": "--precision", "heads_only": "--heads-only", "init_from": "--init-from",
-             "tokenizer": "--tokenizer", "full_eval": "--full-eval", "budget": "--steps or --minutes"}
-    try:
-        config.validate()
-    except AlbertLabError as err:
-        # A field with an underscore is a flag anywhere; a plain word ('optimizer', 'threads') only where it names the
-        # field ('threads: ...'): "the optimizer state" had read "the --optimizer state".
-        joined = [n for n in flags if "_" in n], [n for n in flags if "_" not in n]
-        pattern = r"\b(" + "|".join(map(re.escape, joined[0])) + r")\b|\b(" + "|".join(map(re.escape, joined[1])) + r")(?=:)"
-        words = re.sub(pattern, lambda m: flags[m.group(1) or m.group(2)], str(err))
-        raise AlbertLabError(words) from None
 
 
 def _announce(run) -> None:
@@ -194,10 +113,9 @@ def init_spec(args: argparse.Namespace):
     """The spec of a run that starts from a checkpoint: the checkpoint's, with --objective
     (default: the checkpoint's pair objective, else SOP) and --dropout applied."""
     from albert_lab.checkpoint.discover import resolve_checkpoint
-    from albert_lab.cli.common import SPEC_FLAGS
     from albert_lab.training.init import uptrain_spec
 
-    shape = sorted(f"--{flag}" for flag in SPEC_FLAGS if flag not in ("objective", "dropout") and getattr(args, flag, None) is not None)
+    shape = sorted(row.flag for row in SPEC_OPTIONS if row.name not in UPTRAIN_SPEC and getattr(args, row.dest, None) is not None)
     if shape or args.preset:
         raise AlbertLabError(f"--init-from keeps the checkpoint's architecture: drop {', '.join(shape or ['--preset'])}")
     folder, spec = uptrain_spec(Path(resolve_checkpoint(args.init_from)), args.objective, args.dropout)
@@ -217,7 +135,7 @@ def _train_distributed(config, args: argparse.Namespace, dist) -> int:
 
     root = (args.runs_dir or _default_runs()).resolve()
     run_dir = root / check_run_id(args.run_id)
-    prepared = create_run(config, root, args.run_id)[1] if dist.is_main else None
+    prepared = create_run(config, root, args.run_id, checked=True)[1] if dist.is_main else None
     dist.barrier()
     status = train(run_dir, config, prepared)
     return _report(read_run(run_dir), status) if dist.is_main else 0

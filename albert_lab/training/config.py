@@ -1,63 +1,135 @@
-"""TrainConfig: everything a pretraining run needs, validated before any process starts."""
+"""TrainConfig: everything a pretraining run needs, validated once before any process starts;
+its fields are the rows of the options table (training/options.py). Beside it the recipe of a
+run started from the Training page and the `albert-lab train` command that makes it again."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
-from albert_lab.data.corpora import BUILTIN, builtin_limit
+from albert_lab.data.corpora import BUILTIN, DEFAULT, PLUS, builtin_limit
 from albert_lab.errors import RunError
-from albert_lab.limits import MAX_SEED, check_range, max_threads
+from albert_lab.limits import MAX_SEED, max_threads
 from albert_lab.params import fit_problem
 from albert_lab.spec import ModelSpec, Objective, check_types, field_names, unknown_field
+from albert_lab.training.options import SPEC_OPTIONS, Option, Range, Widget, option, rows_of
 
 Precision = Literal["auto", "fp32", "bf16"]
 PoolerInit = Literal["keep", "standardize"]
 MAX_LR = 1.0  # above it these models diverge at once (LAMB and AdamW alike); 1e30 or inf is a typo
+# The recipe of a run started from the Training page (browser_config, uptrain_config): its learning rate from
+# random weights, and from a checkpoint (4 steps at 3e-3 undid part of what albert-sop knew).
+SCRATCH_LR, UPTRAIN_LR = 3e-3, 1e-3
+_AT_LEAST_1 = Range(1)
 
 
 @dataclass
 class TrainConfig:
+    """A run's settings. Each field made with `option` is a row of the options table
+    (training/options.py): its flag, help, bounds, the form's widget, its place in the
+    recorded command. The command line shows the rows in this order."""
+
     spec: dict[str, Any] = field(default_factory=lambda: ModelSpec.from_name("lab-tiny").to_dict())
-    objective: Objective = "sop"  # inter-sentence loss (overrides spec.objective)
-    corpus: str = "long-mix"  # a named corpus (data/corpora.py), a .txt/.jsonl path, or hf:<dataset>
-    eval_corpus: str | None = None  # evaluate on this corpus's held-out documents (default: the training corpus's)
-    tokenizer: str | None = None  # folder with a trained tokenizer to reuse; None trains one
-    init_from: str | None = None  # a checkpoint folder to start from (uptraining): its weights, spec and tokenizer
-    distil_from: str | None = None  # a checkpoint of the same width and vocabulary to distil from (hidden states, MLM)
-    distil_weight: float = 1.0  # the distillation term's weight in the loss
-    distil_pair: bool = False  # also match the teacher's pair distribution (its head trained for the same task)
-    pair_weight: float = 1.0  # the pair (SOP/NSP) loss's weight: the paper's loss is MLM + pair, 1
-    pooler_init: PoolerInit = "keep"  # uptraining: keep the pooler, or standardise [CLS] (training/init.py)
-    full_eval: bool = False  # the final evaluation on every held-out pair, not a sample sized to the run
-    heads_only: bool = False  # train the MLM and pair heads (and pooler) on a frozen encoder: a probe of what it knows
-    vocab_size: int = 8000  # SentencePiece pieces when training a tokenizer
-    lowercase: bool = True
-    max_seq_len: int = 128
-    batch_size: int = 64
-    lr: float = 1e-3
-    optimizer: Literal["lamb", "adamw"] = "lamb"
-    weight_decay: float = 0.01
-    warmup_steps: int = 100
-    max_steps: int | None = 1000  # budget in optimizer steps ...
-    max_minutes: float | None = None  # ... or in minutes (the first reached ends the run)
-    seed: int = 0
-    clip_norm: float | None = 1.0
-    precision: Precision = "auto"  # bf16 autocast where the hardware has it
-    threads: int | None = None  # torch intra-op threads; None = all cores
-    short_seq_prob: float = 0.1  # share of shorter sequences (paper: 10%)
-    chunk_start: Literal["document", "random"] = "document"  # random: pairs from inside documents too (not in the paper)
-    max_predictions: int = 20  # MLM predictions per sequence at most
-    log_every: int = 10
-    eval_every: int = 200  # held-out MLM/NSP/SOP accuracy (on `eval_limit` pairs per task)
-    eval_limit: int = 256
-    checkpoint_every: int = 200
-    gradflow_every: int = 100
-    name: str = ""
+    objective: Objective = "sop"  # inter-sentence loss (overrides spec.objective); the spec's --objective sets it
+    corpus: str = option(DEFAULT, "--corpus", record="always",
+                         help="{default} (the default; `albert-lab corpora`), wiki-vital, a source, a .txt/.jsonl file, or hf:NAME",
+                         form=Widget("Corpus", "tr_corpus", help=f"{DEFAULT}: the built-in mix of long documents; {PLUS}: it "
+                                     "and four software manuals, twice the text, when installed (see 'Corpora' below)"))
+    eval_corpus: str | None = option(
+        None, "--eval-corpus", metavar="CORPUS",
+        help="evaluate on this corpus's held-out documents (default: the training corpus's); none of them may be a training "
+             "document (e.g. --corpus long-mix-plus --eval-corpus long-mix)")
+    tokenizer: str | None = option(None, "--tokenizer", help="folder of a trained tokenizer to reuse (default: train one, cached)")
+    init_from: str | None = option(
+        None, "--init-from", metavar="CHECKPOINT", record="never",  # the recorded command starts with it
+        help="start from this checkpoint's weights, spec and tokenizer (uptraining); only --objective and --dropout of the "
+             "spec flags apply; heads it lacks are added",
+        form=Widget("Start from", "tr_start", help="random weights, or a checkpoint picked in the sidebar (uptraining: its "
+                    "weights, architecture and tokenizer; heads it lacks are added)"))
+    heads_only: bool = option(
+        False, "--heads-only",
+        help="with --init-from: train only the MLM and pair heads on the frozen encoder (a probe of what it knows)")
+    distil_from: str | None = option(
+        None, "--distil-from", metavar="TEACHER",
+        help="distil from this checkpoint while training: match its hidden state after every layer and, where its MLM head is "
+             "trained, its MLM distributions (same width and tokenizer as the model)",
+        form=Widget("Distil from", "tr_teacher",
+                    help="while uptraining, also match this checkpoint's hidden state after every layer and, where its MLM "
+                         "head is trained, its MLM predictions (same width and tokenizer); its pair head is never copied"))
+    distil_weight: float = option(1.0, "--distil-weight", bounds=Range(0, open=True), help="the distillation term's weight in the loss")
+    distil_pair: bool = option(
+        False, "--distil-pair",
+        help="with --distil-from: also match the teacher's pair (SOP/NSP) distribution; only from a teacher whose pair head "
+             "was trained for the same task")
+    pair_weight: float = option(
+        1.0, "--pair-weight", bounds=Range(0, open=True),
+        help="the pair (SOP/NSP) loss's weight against MLM's (paper: 1); more lets the order signal reach an encoder whose MLM "
+             "and distillation gradients are hundreds of times larger",
+        form=Widget("Its weight", "tr_pair_weight", high=100.0,
+                    help="the loss is MLM + weight x pair loss (the paper: 1). An uptrained encoder's MLM and distillation "
+                         "gradients can be hundreds of times the pair loss's, which can then leave the pair loss at chance "
+                         "for the whole run"))
+    pooler_init: PoolerInit = option(
+        "keep", "--pooler-init",
+        help="with --init-from: keep the checkpoint's pooler, or standardize it on the run's first batches (pooled = tanh(0.5 "
+             "(h_cls - mean) / std)), so that the pair loss reaches a [CLS] that hardly varies")
+    vocab_size: int = option(
+        8000, "--vocab-size", bounds=Range(100),
+        help="pieces of the tokenizer trained for the run (default {default:,}; not with --init-from)",
+        form=Widget("Vocabulary (new tokenizer)", "tr_vocab", high=32000, step=500))
+    lowercase: bool = option(True, "--cased", help="keep case (default: lower-case, as ALBERT)")
+    max_seq_len: int = option(128, "--seq-len", bounds=Range(16), help="tokens per pair (default {default})",
+                              form=Widget("Sequence length", "tr_seq", high=512, step=16))
+    batch_size: int = option(64, "--batch-size", bounds=_AT_LEAST_1, help="pairs per step (default {default})",
+                             form=Widget("Batch size", "tr_batch", default=32, high=512))
+    lr: float = option(
+        1e-3, "--lr", bounds=Range(0, MAX_LR, open=True), noun="learning rate",
+        help="peak learning rate, after the warm-up, decayed linearly to 0 over the budget (default {default:g})",
+        form=Widget("Learning rate", "tr_lr", state=True, format="%.4f",
+                    help=f"{SCRATCH_LR:g} from random weights; {UPTRAIN_LR:g} when starting from a checkpoint (set when you "
+                         "pick one): a from-scratch rate can undo what a checkpoint knows. The shipped MiniLM models were "
+                         f"uptrained with AdamW at 2e-4 (BERT) and 1.5e-3 (ALBERT). Above 0 and at most {MAX_LR:g}, as "
+                         "`albert-lab train --lr`."))
+    optimizer: Literal["lamb", "adamw"] = option("lamb", "--optimizer", help="LAMB (the paper's) or AdamW (default {default})",
+                                                 form=Widget("Optimizer", "tr_opt"))
+    weight_decay: float = option(0.01, "--weight-decay", bounds=Range(0), help="(default {default:g})")
+    warmup_steps: int = option(100, "--warmup", bounds=Range(0), help="warm-up steps (default {default})",
+                               form=Widget("Warm-up steps", "tr_warmup", default=50, high=100_000))
+    max_steps: int | None = option(  # budget in optimizer steps ...
+        1000, "--steps", bounds=_AT_LEAST_1, record="always", help="budget in optimizer steps (default {default} unless --minutes)",
+        form=Widget("Steps", "tr_steps", default=200, high=1_000_000))
+    max_minutes: float | None = option(  # ... or in minutes (the first reached ends the run)
+        None, "--minutes", bounds=Range(0, open=True),
+        help="budget in minutes (with --steps: whichever comes first; the learning rate decays over the one further along)",
+        form=Widget("or minutes (0: off)", "tr_minutes", default=0.0, off=0.0, high=600.0))
+    seed: int = option(0, "--seed", bounds=Range(0, MAX_SEED), help="weights, batches and masks (default {default})",
+                       form=Widget("Seed", "tr_seed", help=f"weights, batches and masks: 0..{MAX_SEED:,}, as `albert-lab "
+                                   "train --seed`"))
+    clip_norm: float | None = option(1.0)  # gradients clipped to this global norm; None: not clipped
+    chunk_start: Literal["document", "random"] = option(
+        "document", "--chunk-start", help="where each document's pairs start: its first segment (paper) or a random one",
+        form=Widget("Pairs start at", "tr_chunk", help="document: each document's first segment, as in the paper; random: a "
+                    "random segment, so more pairs come from inside documents"))  # random: not in the paper
+    short_seq_prob: float = option(0.1, bounds=Range(0.0, 1.0))  # share of shorter sequences (paper: 10%)
+    max_predictions: int = option(20, bounds=_AT_LEAST_1)  # MLM predictions per sequence at most
+    precision: Precision = option("auto", "--precision", help="auto: bf16 autocast where the machine runs it fast, else fp32")
+    threads: int | None = option(None, "--threads", bounds=Range(1, max_threads()),  # torch intra-op threads; None = all cores
+                                 help=f"CPU threads, 1..{max_threads()} (default: torch's choice)")
+    eval_every: int = option(200, "--eval-every", bounds=_AT_LEAST_1, help="steps between held-out evaluations (default {default})")
+    full_eval: bool = option(
+        False, "--full-eval", help="end with the evaluation on every held-out pair (default: a sample sized to cost about a "
+                                   "quarter of the training time, its 95% intervals in the log and the card)")
+    eval_limit: int = option(256, "--eval-limit", bounds=_AT_LEAST_1, help="held-out pairs per task in evaluations during training")
+    checkpoint_every: int = option(200, "--checkpoint-every", bounds=_AT_LEAST_1,
+                                   help="steps between saved checkpoints, which a resume starts from (default {default})")
+    gradflow_every: int = option(100, "--gradflow-every", bounds=_AT_LEAST_1,
+                                 help="steps between gradient-flow records (default {default})")
+    log_every: int = option(10, "--log-every", bounds=_AT_LEAST_1, help="steps between log lines (default {default})")
+    name: str = option("", "--name", help="the run's name, in its folder name and card",
+                       form=Widget("Run name", "tr_name", placeholder="e.g. tiny-sop"))
     command: str = ""  # how the run was started, for the checkpoint's provenance
 
     def model_spec(self) -> ModelSpec:
@@ -69,51 +141,31 @@ class TrainConfig:
         spec = self.model_spec()
         return spec if self.tokenizer is not None else spec.replace(vocab_size=self.vocab_size)
 
-    def validate(self) -> TrainConfig:
-        """Raise RunError/SpecError naming the field; returns self for chaining."""
+    def validate(self, flags: bool = False) -> TrainConfig:
+        """Raise RunError/SpecError naming the field (with `flags`, the `albert-lab train` flag);
+        returns self for chaining. A launch calls it once (jobs.create_run, or the command line
+        before it); the worker trusts run.json's config, which passed it."""
+        say = (lambda name: FLAGS.get(name, name)) if flags else (lambda name: name)
         spec = self.model_spec()
         for corpus in (self.corpus, self.eval_corpus):
             if isinstance(corpus, str) and corpus.strip().startswith(f"{BUILTIN}["):
                 builtin_limit(corpus.strip())  # wiki-vital[:abc], [:], [:-5] refused in words
-        check_range(self.seed, 0, MAX_SEED, "seed")
-        check_range(self.threads, 1, max_threads(), "threads")
-        for name in ("lr", "weight_decay", "max_minutes", "clip_norm", "short_seq_prob", "distil_weight", "pair_weight"):
-            value = getattr(self, name)
-            if value is not None and not math.isfinite(value):
-                raise RunError(f"{name}: must be a finite number, got {value}")
-        checks = [
-            ("lr", 0 < self.lr <= MAX_LR, f"learning rate must be positive and at most {MAX_LR}, got {self.lr:g}"),
-            ("batch_size", self.batch_size >= 1, f"must be at least 1, got {self.batch_size}"),
-            ("max_seq_len", 16 <= self.max_seq_len <= spec.max_positions,
+        checks = [  # what no single row can say: one option against another, or against the spec
+            ("max_seq_len", not isinstance(self.max_seq_len, int) or 16 <= self.max_seq_len <= spec.max_positions,
              f"must be between 16 and the model's max_positions ({spec.max_positions}), got {self.max_seq_len}"),
-            ("vocab_size", self.tokenizer is not None or self.vocab_size >= 100,
-             f"must be at least 100 pieces, got {self.vocab_size}"),
-            ("max_steps", self.max_steps is None or self.max_steps >= 1, f"must be at least 1, got {self.max_steps}"),
-            ("max_minutes", self.max_minutes is None or self.max_minutes > 0, f"must be positive, got {self.max_minutes}"),
-            ("budget", self.max_steps is not None or self.max_minutes is not None, "give max_steps or max_minutes"),
-            ("warmup_steps", self.warmup_steps >= 0, f"must be >= 0, got {self.warmup_steps}"),
-            ("weight_decay", self.weight_decay >= 0, f"must be >= 0, got {self.weight_decay}"),
-            ("short_seq_prob", 0 <= self.short_seq_prob <= 1, f"must be a probability, got {self.short_seq_prob}"),
-            ("max_predictions", self.max_predictions >= 1, f"must be at least 1, got {self.max_predictions}"),
-            ("optimizer", self.optimizer in ("lamb", "adamw"), f"{self.optimizer!r}; allowed: 'lamb', 'adamw'"),
-            ("precision", self.precision in ("auto", "fp32", "bf16"), f"{self.precision!r}; allowed: auto, fp32, bf16"),
-            ("chunk_start", self.chunk_start in ("document", "random"), f"{self.chunk_start!r}; allowed: document, random"),
-            ("pooler_init", self.pooler_init in get_args(PoolerInit), f"{self.pooler_init!r}; allowed: {', '.join(get_args(PoolerInit))}"),
-            ("pooler_init", self.pooler_init == "keep" or (self.init_from is not None and self.objective != "none"),
+            ("budget", self.max_steps is not None or self.max_minutes is not None, f"give {say('max_steps')} or {say('max_minutes')}"),
+            ("pooler_init", self.pooler_init != "standardize" or (self.init_from is not None and self.objective != "none"),
              "standardize sets up the pooler of a run that starts from a checkpoint and trains a pair head"),
-            ("distil_weight", self.distil_weight > 0, f"must be positive, got {self.distil_weight:g}"),
-            ("pair_weight", self.pair_weight > 0, f"must be positive, got {self.pair_weight:g}"),
             ("distil_from", not (self.distil_from and self.heads_only), "a probe trains only the heads: it distils nothing"),
             ("distil_pair", not self.distil_pair or (self.distil_from is not None and self.objective != "none"),
-             "matches a teacher's pair head: needs distil_from and a pair objective"),
+             f"matches a teacher's pair head: needs {say('distil_from')} and a pair objective"),
             ("heads_only", not self.heads_only or self.init_from is not None,
-             "a frozen random encoder says nothing: heads-only runs need init_from"),
+             f"a frozen random encoder says nothing: heads-only runs need {say('init_from')}"),
         ]
-        for name in ("log_every", "eval_every", "checkpoint_every", "gradflow_every", "eval_limit"):
-            checks.append((name, getattr(self, name) >= 1, f"must be at least 1, got {getattr(self, name)}"))
+        checks += [(row.name, (problem := row.problem(getattr(self, row.name))) is None, problem) for row in OPTIONS_OF_CONFIG]
         for name, ok, message in checks:
             if not ok:
-                raise RunError(f"{name}: {message}")
+                raise RunError(f"{say(name)}: {message}")
         if problem := fit_problem(self.sized_spec(), self.batch_size, self.max_seq_len):
             raise RunError(f"spec: {problem}")
         return self
@@ -148,67 +200,71 @@ class TrainConfig:
         return config
 
 
+OPTIONS_OF_CONFIG: tuple[Option, ...] = rows_of(TrainConfig)
+OPTIONS: tuple[Option, ...] = SPEC_OPTIONS + OPTIONS_OF_CONFIG  # the table: the spec's rows, then the run's
+# field -> `albert-lab train` flag, for errors in the command line's words; 'budget' is the pair of them
+FLAGS = {row.name: row.flag for row in OPTIONS_OF_CONFIG if row.flag} | {"budget": "--steps or --minutes"}
+
+
+def snapshots(steps: int) -> dict[str, int]:
+    """The snapshots of a run from the Training page, spread over its `steps`: five evaluations,
+    five checkpoints and ten gradient-flow records (at least 10 steps apart)."""
+    every = max(10, steps // 5)
+    return dict(eval_every=every, checkpoint_every=every, gradflow_every=max(10, steps // 10))
+
+
 def browser_config(preset: str, objective: Objective, *, hidden: int, layers: int, embedding: int, heads: int,
                    sharing: str, corpus: str, steps: int, minutes: float | None = None, vocab: int = 8000, **options: Any) -> TrainConfig:
     """The TrainConfig for the Training page's form: the preset with the fields the form
     shows changed (the spec applies the BERT rule, E = H and no sharing), a vocabulary
-    of `vocab` pieces, and evaluation, checkpoint and gradient-flow snapshots spread over
-    the run (five, five and ten of them). Validated."""
+    of `vocab` pieces, the scratch learning rate unless `options` give one, and snapshots
+    spread over the run. start_run validates it."""
     base = ModelSpec.from_name(preset)
     bert = base.family == "bert"
     spec = base.replace(hidden_size=hidden, num_layers=layers, num_heads=heads, embedding_size=None if bert else embedding,
                         sharing=None if bert else sharing, num_groups=None, vocab_size=vocab, objective=objective)
-    every = max(10, steps // 5)
     config = TrainConfig(spec=spec.to_dict(), objective=objective, corpus=corpus, vocab_size=vocab, max_steps=steps,
-                         max_minutes=minutes or None, eval_every=every, checkpoint_every=every,
-                         gradflow_every=max(10, steps // 10), **options)
-    return dataclasses.replace(config, command=train_command(preset, config)).validate()
-
-
-# TrainConfig field -> `albert-lab train` flag, for the command a browser run records
-TRAIN_FLAGS = {"corpus": "--corpus", "vocab_size": "--vocab-size", "max_seq_len": "--seq-len", "batch_size": "--batch-size",
-               "lr": "--lr", "optimizer": "--optimizer", "warmup_steps": "--warmup", "max_steps": "--steps",
-               "max_minutes": "--minutes", "seed": "--seed", "chunk_start": "--chunk-start", "eval_every": "--eval-every",
-               "checkpoint_every": "--checkpoint-every", "gradflow_every": "--gradflow-every", "name": "--name",
-               "distil_from": "--distil-from", "distil_weight": "--distil-weight", "pair_weight": "--pair-weight",
-               "pooler_init": "--pooler-init", "distil_pair": "--distil-pair",
-               "eval_corpus": "--eval-corpus"}
+                         max_minutes=minutes or None, **{"lr": SCRATCH_LR, **snapshots(steps), **options})
+    start = ["--preset", preset, *spec_flags(spec, "objective", "hidden_size", "num_layers", "num_heads", "vocab_size")]
+    if not bert:
+        start += spec_flags(spec, "embedding_size", "sharing")
+    return dataclasses.replace(config, command=train_command(start, config))
 
 
 def uptrain_config(init_from: str, objective: Objective, *, corpus: str, steps: int, minutes: float | None = None,
                    **options: Any) -> TrainConfig:
     """The Training page's run that starts from a checkpoint (uptraining): its architecture and
-    tokenizer, no dropout (ALBERT's choice), snapshots spread as in browser_config. Validated."""
+    tokenizer, no dropout (ALBERT's choice), the uptraining learning rate unless `options` give
+    one, snapshots spread as in browser_config. start_run validates it."""
     from albert_lab.training.init import uptrain_spec
 
     folder, spec = uptrain_spec(Path(init_from), objective, dropout=0.0)
-    every = max(10, steps // 5)
     config = TrainConfig(spec=spec.to_dict(), objective=objective, corpus=corpus, init_from=str(folder), max_steps=steps,
-                         max_minutes=minutes or None, eval_every=every, checkpoint_every=every,
-                         gradflow_every=max(10, steps // 10), **options)
-    args: list[Any] = ["--init-from", folder, "--objective", objective, "--dropout", 0]
-    return dataclasses.replace(config, command="albert-lab train " + shlex.join(str(a) for a in args + _flags(config))).validate()
+                         max_minutes=minutes or None, **{"lr": UPTRAIN_LR, **snapshots(steps), **options})
+    start = ["--init-from", folder, *spec_flags(spec, "objective", "dropout")]
+    return dataclasses.replace(config, command=train_command(start, config))
 
 
-def _flags(config: TrainConfig) -> list[Any]:
-    """The `albert-lab train` flags of the options that differ from the defaults (corpus and steps always)."""
-    args: list[Any] = []
-    defaults = TrainConfig()
-    for name, flag in TRAIN_FLAGS.items():
-        value = getattr(config, name)
-        if isinstance(value, bool):  # a switch: the flag alone
-            args += [flag] if value and not getattr(defaults, name) else []
-        elif value not in (None, "") and (value != getattr(defaults, name) or name in ("corpus", "max_steps")):
-            args += [flag, value]
-    return args
+def spec_flags(spec: ModelSpec, *names: str) -> list[Any]:
+    """`--hidden 256 --layers 4 ...`: the spec's flags and values for the fields `names` (a float as
+    short as it reads: `--dropout 0`)."""
+    flag = {row.name: row.flag for row in SPEC_OPTIONS}
+    value = lambda v: f"{v:g}" if isinstance(v, float) else v
+    return [item for name in names for item in (flag[name], value(getattr(spec, name)))]
 
 
-def train_command(preset: str, config: TrainConfig) -> str:
+def train_command(start: list[Any], config: TrainConfig) -> str:
     """The `albert-lab train` command that makes the same run (a card's provenance said
-    'browser: lab-tiny, sop', which nobody could run again); a test parses it back."""
-    spec = config.model_spec()
-    args = ["--preset", preset, "--objective", config.objective, "--hidden", spec.hidden_size, "--layers", spec.num_layers,
-            "--heads", spec.num_heads, "--vocab", spec.vocab_size]
-    if spec.family != "bert":
-        args += ["--embedding", spec.embedding_size, "--sharing", spec.sharing]
-    return "albert-lab train " + shlex.join(str(a) for a in args + _flags(config))
+    'browser: lab-tiny, sop', which nobody could run again; a test parses it back): `start`
+    (the preset and spec flags, or the checkpoint it starts from), then each option the
+    table records, where it differs from the default or is recorded always."""
+    args = list(start)
+    for row in OPTIONS_OF_CONFIG:
+        value = getattr(config, row.name)
+        if row.flag is None or row.record == "never" or value in (None, ""):
+            continue
+        if row.switch:  # the flag alone
+            args += [row.flag] if value != row.default else []
+        elif value != row.default or row.record == "always":
+            args += [row.flag, value]
+    return "albert-lab train " + shlex.join(str(a) for a in args)

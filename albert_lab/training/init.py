@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from albert_lab.checkpoint.discover import check_folder
+from albert_lab.checkpoint.discover import make_loadable
 from albert_lab.checkpoint.files import read_card, read_spec, safetensors_keys
 from albert_lab.checkpoint.heads import MLM_KEYS, PAIR_KEYS
 from albert_lab.errors import RunError
@@ -26,7 +26,7 @@ def uptrain_spec(source: Path, objective: str | None = None, dropout: float | No
     """The folder and spec of a run that starts from a checkpoint: its architecture, with the
     run's objective (default: the pair objective its card records, else SOP) and dropout
     (default: the checkpoint's)."""
-    folder = check_folder(user_path(source, "--init-from"))
+    folder = make_loadable(user_path(source, "--init-from"))
     card = read_card(folder)
     spec = read_spec(folder, card)
     objective = objective or (spec.objective if card and spec.objective != "none" else "sop")

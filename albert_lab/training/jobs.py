@@ -1,7 +1,8 @@
 """Starting, cancelling and resuming runs as separate OS processes (UI and CLI alike).
 
-start_run validates and prepares everything first (corpus, tokenizer, pairs, an
-out dir that can be written); only then does a run folder appear, renamed into
+start_run validates (once per launch: the worker trusts run.json's config, which passed) and
+prepares everything first (corpus, tokenizer, pairs, an out dir that can be written); only
+then does a run folder appear, renamed into
 place complete, and a worker process start. In the foreground the worker trains on
 that preparation; a background worker prepares from the caches it filled. Workers take a lock so that one run
 trains at a time; others wait as 'queued'.
@@ -40,10 +41,13 @@ MAX_WARNINGS = 20  # corpus lines skipped, as run.json lists them (the rest are 
 
 
 def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None = None, owner: str | None = None,
-               budget: QueueBudget | None = None) -> tuple[Path, Prepared]:
+               budget: QueueBudget | None = None, checked: bool = False) -> tuple[Path, Prepared]:
     """Validate, prepare and create the run folder (status queued). Nothing is written
     if anything is wrong. With a `budget`, a run past it (the queue full, in all or for
-    `owner`) is refused before the work and again, under the queue's lock, before its preparation."""
+    `owner`) is refused before the work and again, under the queue's lock, before its preparation.
+    `checked`: the caller validated `config` (the command line, in its flags' words)."""
+    if not checked:
+        config.validate()
     root = (root or runs_dir()).resolve()
     if run_id is not None:
         check_run_id(run_id)  # before the corpus and tokenizer work, which takes a while
@@ -65,13 +69,12 @@ def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None
 
 
 def check_run_memory(config: TrainConfig, budget: QueueBudget) -> None:
-    """RunError where training `config` needs more than the budget's share of this machine's
-    memory (params.memory_needed: weights, gradients, optimizer state, activations)."""
+    """RunError where training the validated `config` needs more than the budget's share of this
+    machine's memory (params.memory_needed: weights, gradients, optimizer state, activations)."""
     from albert_lab.params import machine_memory, memory_needed
 
     if budget.memory_share is None:
         return
-    config.validate()  # its spec is one
     spec = config.sized_spec()
     need, allowed = memory_needed(spec, config.batch_size, config.max_seq_len), budget.memory_share * machine_memory()[0]
     if need > allowed:
@@ -115,12 +118,13 @@ def _check_writable(root: Path) -> None:
 
 def start_run(config: TrainConfig, root: Path | None = None, run_id: str | None = None,
               foreground: bool = False, announce: Callable[[RunInfo], None] | None = None,
-              owner: str | None = None, budget: QueueBudget | None = None) -> RunInfo:
+              owner: str | None = None, budget: QueueBudget | None = None, checked: bool = False) -> RunInfo:
     """The one way to launch a run (browser and command line): validate and prepare,
     create the run folder, then train in a background worker process, or in this
     process with `foreground`. `announce(run)` is called once the folder exists. `owner`
-    and `budget`: who starts it, and how many runs may be queued (create_run)."""
-    run_dir, prepared = create_run(config, root, run_id, owner, budget)
+    and `budget`: who starts it, and how many runs may be queued; `checked`: the caller
+    validated `config` (create_run)."""
+    run_dir, prepared = create_run(config, root, run_id, owner, budget, checked)
     if announce is not None:
         announce(read_run(run_dir))
     if foreground:

@@ -3,7 +3,8 @@ tokenizer (trained once per corpus and vocab size, then cached), the tokenised
 documents, the held-out pairs. Errors here reach the user before any process or
 run folder exists. A run prepares once: the foreground hands this preparation to the
 trainer; a background worker prepares again from the caches the check filled (the
-tokenizer and the tokenised corpus), skipping the checks (`checked`) its run passed."""
+tokenizer and the tokenised corpus), skipping the checks (`checked`) its run passed. The
+config comes validated (jobs.create_run)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from albert_lab.paths import cache_dir
 from albert_lab.spec import ModelSpec
 from albert_lab.tokenizer import load_tokenizer, train_tokenizer
 from albert_lab.training.config import TrainConfig
+from albert_lab.training.options import KEPT_BY_UPTRAINING
 
 
 @dataclass
@@ -46,8 +48,7 @@ def prepare(config: TrainConfig, checked: bool = False, cache_quota: int | None 
     check before its run folder was made, so what only refuses (a corpus that makes no
     pairs or too few for a batch, a teacher that cannot teach) is not done again.
     `cache_quota`: the bytes cached tokenizers and tokenized corpora may hold before a
-    new tokenizer is refused (the app's visitors; None: no limit)."""
-    config.validate()
+    new tokenizer is refused (the app's visitors; None: no limit). `config` passed validate."""
     corpus = load_corpus(config.corpus)
     if not checked:
         check_pairable([len(d.segments) for d in corpus.train], config.objective, corpus.name)
@@ -120,10 +121,6 @@ def eval_documents(config: TrainConfig, corpus: Corpus) -> tuple[Document, ...]:
     return heldout
 
 
-ARCHITECTURE = ("family", "vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads", "ffn_size",
-                "sharing", "num_groups", "inner_group_num", "max_positions", "type_vocab_size", "activation")
-
-
 def init_source(config: TrainConfig, checked: bool = False) -> tuple[ModelSpec, object, Path]:
     """The spec, tokenizer and folder of the checkpoint a run starts from. The run's spec
     must be the checkpoint's architecture (objective and dropout may differ). Unless `checked`,
@@ -137,7 +134,7 @@ def init_source(config: TrainConfig, checked: bool = False) -> tuple[ModelSpec, 
     except AlbertLabError as err:
         raise RunError(f"init_from: {err}") from None
     wanted = config.model_spec()
-    differ = [f"{name} {getattr(wanted, name)!r} (checkpoint: {getattr(spec, name)!r})" for name in ARCHITECTURE
+    differ = [f"{name} {getattr(wanted, name)!r} (checkpoint: {getattr(spec, name)!r})" for name in KEPT_BY_UPTRAINING
               if getattr(wanted, name) != getattr(spec, name)]
     if differ:
         raise RunError(f"init_from: the run's spec differs from the checkpoint's in {', '.join(differ)}; "

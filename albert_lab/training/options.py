@@ -1,0 +1,179 @@
+"""The options of a training run, each written once: its name, type, default, bounds, help
+and where it applies (the `albert-lab train` flag, the Training page's widget, the command a
+run records). A training option is a TrainConfig field made with `option(...)`: that field is
+its row. The spec's options (the architecture flags, shared with `albert-lab params`) are rows
+of SPEC_OPTIONS, their defaults a preset's. The CLI's arguments, the form's widgets and their
+bounds, the recorded command and validation's range and choice checks are all read from the
+rows; nothing here imports argparse or streamlit."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+from dataclasses import dataclass
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+from albert_lab.spec import ModelSpec
+
+Record = Literal["changed", "always", "never"]
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a number option takes: low..high, `low` itself refused when `open` (a positive number)."""
+
+    low: float | None = None
+    high: float | None = None
+    open: bool = False
+
+    def holds(self, value: float) -> bool:
+        above = self.low is None or (value > self.low if self.open else value >= self.low)
+        return above and (self.high is None or value <= self.high)
+
+    def words(self) -> str:
+        """What an error says the value must be ('positive and at most 1.0', 'at least 1', '0..4,294,967,295')."""
+        if self.open and self.low == 0:
+            return "positive" + (f" and at most {_number(self.high)}" if self.high is not None else "")
+        if self.high is None:
+            return f"at least {_number(self.low)}"
+        return f"{_number(self.low)}..{_number(self.high)}"
+
+
+@dataclass(frozen=True)
+class Widget:
+    """How the Training page's form shows an option. A number box takes the row's bounds (an open
+    low bound as the smallest number its format shows), or `low`/`high` where the form narrows
+    them for a shared server; the row's choices are a select box (a radio with `radio`)."""
+
+    label: str
+    key: str  # the widget's key (also its name in the page's link)
+    help: str | None = None
+    default: Any = None  # the form's starting value where it is not the config's (a short run); None: the config's
+    state: bool = False  # the form sets the value itself (from the preset, or where the run starts): no starting value
+    low: float | None = None  # the form's own range, inside the row's bounds
+    off: float | None = None  # the number that stands for None, no limit (0 minutes)
+    high: float | None = None
+    step: float | None = None
+    format: str | None = None
+    radio: bool = False
+    placeholder: str | None = None
+
+
+@dataclass(frozen=True)
+class Option:
+    """One row of the table."""
+
+    name: str  # the TrainConfig or ModelSpec field
+    type: Any = None  # its type hint (filled from the dataclass)
+    default: Any = None  # TrainConfig's default; a spec option's comes from the preset (None here)
+    flag: str | None = None  # the `albert-lab train` flag; None: not on the command line
+    help: str = ""  # the command line's help; {default} is the default (with a format spec: {default:,})
+    bounds: Range | None = None
+    form: Widget | None = None  # the Training page's widget; None: not in the form
+    record: Record = "changed"  # in the recorded command: when it differs from the default, always, or never
+    noun: str = ""  # how an error names the value ('learning rate')
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        """argparse's attribute for the flag ('--seq-len' -> 'seq_len')."""
+        return str(self.flag).removeprefix("--").replace("-", "_")
+
+    @property
+    def base(self) -> Any:
+        """The type without None ('int | None' -> int; a Literal stays a Literal)."""
+        args = [a for a in get_args(self.type) if a is not type(None)]
+        return args[0] if get_origin(self.type) in (Union, types.UnionType) and len(args) == 1 else self.type
+
+    @property
+    def choices(self) -> tuple[Any, ...] | None:
+        return get_args(self.base) if get_origin(self.base) is Literal else None
+
+    @property
+    def switch(self) -> bool:
+        """A flag without a value: it turns the default (False, or True for '--cased') the other way."""
+        return self.base is bool
+
+    def help_text(self) -> str:
+        return self.help.format(default=self.default)
+
+    def problem(self, value: Any) -> str | None:
+        """What is wrong with `value` for this option, as an error's words after the name; None if nothing."""
+        if value is None or self.switch:
+            return None
+        if self.choices is not None and value not in self.choices:
+            return f"{value!r}; allowed: {', '.join(map(str, self.choices))}"
+        if self.base is float and not math.isfinite(value):
+            return f"must be a finite number, got {value}"
+        if self.bounds is not None and not self.bounds.holds(value):
+            shown = f"{value:g}" if isinstance(value, float) else str(value)[:40] + ("..." if len(str(value)) > 40 else "")
+            return f"{self.noun + ' ' if self.noun else ''}must be {self.bounds.words()}, got {shown}"
+        return None
+
+    def form_range(self) -> tuple[float | None, float | None]:
+        """The form's number box: its own range where it narrows the row's, else the row's bounds
+        (an open low bound: the smallest number the box's format shows above it)."""
+        widget, bounds = self.form, self.bounds or Range()
+        assert widget is not None, f"{self.name} is not in the form"
+        low = next((v for v in (widget.off, widget.low) if v is not None), bounds.low)
+        if widget.off is None and widget.low is None and bounds.open and low is not None:
+            low += 1 if self.base is int else 10.0 ** -_decimals(widget.format or "%.2f")  # Streamlit's float format
+        high = widget.high if widget.high is not None else bounds.high
+        return (self.base(low) if low is not None else None), (self.base(high) if high is not None else None)
+
+
+def option(default: Any = None, flag: str | None = None, help: str = "", **row: Any) -> Any:
+    """A TrainConfig field that is a row of the table (`default` may be a callable for a mutable one)."""
+    meta = {"option": Option(name="", flag=flag, help=help, **row)}
+    if callable(default):
+        return dataclasses.field(default_factory=default, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def rows_of(cls: type) -> tuple[Option, ...]:
+    """The rows of a dataclass whose fields were made with `option`, in field order, with each
+    field's name, type and default filled in."""
+    hints = get_type_hints(cls)
+    found = []
+    for f in dataclasses.fields(cls):
+        if "option" in f.metadata:
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            found.append(dataclasses.replace(f.metadata["option"], name=f.name, type=hints[f.name], default=default))
+    return tuple(found)
+
+
+def _spec(name: str, flag: str, **row: Any) -> Option:
+    return Option(name=name, type=get_type_hints(ModelSpec)[name], flag=flag, record="never", **row)
+
+
+_N = dict(metavar="N", bounds=Range(1))
+# The spec's options: what `albert-lab train` and `albert-lab params` take over a preset (ModelSpec checks each
+# value), and the architecture the form shows (its ranges narrowed for a shared server).
+SPEC_OPTIONS: tuple[Option, ...] = (
+    _spec("family", "--family"),
+    _spec("vocab_size", "--vocab", **_N),
+    _spec("embedding_size", "--embedding", **_N, form=Widget("E (embedding size)", "tr_e", state=True, low=8, high=1024, step=16)),
+    _spec("hidden_size", "--hidden", **_N, form=Widget("H (hidden size)", "tr_h", state=True, low=16, high=1024, step=16)),
+    _spec("num_layers", "--layers", **_N, form=Widget("L (layers)", "tr_l", state=True, high=24)),
+    _spec("num_heads", "--heads", **_N, form=Widget("Attention heads", "tr_heads", state=True, high=16)),
+    _spec("ffn_size", "--ffn", **_N),
+    _spec("num_groups", "--groups", **_N),
+    _spec("inner_group_num", "--inner", **_N),
+    _spec("max_positions", "--max-positions", **_N),
+    _spec("sharing", "--sharing", form=Widget("Cross-layer sharing", "tr_sharing", state=True)),
+    _spec("objective", "--objective", form=Widget("Inter-sentence loss", "tr_objective", radio=True)),
+    _spec("dropout", "--dropout"),
+)
+# The spec fields a run that starts from a checkpoint sets; it keeps every other field of the checkpoint's.
+UPTRAIN_SPEC = ("objective", "dropout")
+KEPT_BY_UPTRAINING = tuple(f.name for f in dataclasses.fields(ModelSpec) if f.name not in UPTRAIN_SPEC)
+
+
+def _number(value: float | None) -> str:
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _decimals(fmt: str) -> int:
+    """The digits after the point a printf format shows ('%.4f' -> 4)."""
+    return int(fmt.split(".")[1].rstrip("f")) if "." in fmt else 0
