@@ -24,7 +24,15 @@ MAX_TEXTS = 256  # texts one analysis reads (paragraphs of a file, or of the tex
 # runs folder: its worker holds torch, corpus, model and batches (on long-mix at the form's defaults
 # lab-tiny 0.8 GB, lab-albert 1.2 GB, lab-bert 1.4 GB); a queued one waits without them in some 20 MB.
 MAX_RUNS_PER_VISITOR = 2
+# ... and one network address (a cookie is the browser's to drop: four cookie-less visitors held all 8 places). A class
+# behind one NAT shares its address: half the server's places, so other visitors keep the other half
+MAX_RUNS_PER_ADDRESS = 4
 MAX_ACTIVE_RUNS = 8  # queued or running runs in one runs folder started from the app: one training, seven waiting
+# A run started from the app holds the one training slot of a shared server: at most this many steps, and it stops
+# (saved, 'succeeded') after this many minutes (a run of 100,000 steps said 16 days left). The shipped checkpoints
+# took 6,000 steps, 51 minutes each on 2 cores; longer runs: `albert-lab train` on the command line
+APP_MAX_STEPS = 10_000
+APP_MAX_MINUTES = 60.0
 APP_DISK_QUOTA = 4 << 30  # bytes the app's visitors may fill under runs/ (runs, conversions, probes, uploads)
 APP_CACHE_QUOTA = 2 << 30  # bytes of tokenizers and tokenized corpora the app's launches may leave in the cache
 APP_RUN_MEMORY_SHARE = 0.4  # of the machine's memory, the most one run started from the app may need (the

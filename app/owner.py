@@ -42,6 +42,13 @@ def digest() -> str:
     return hashlib.sha256(token().encode()).hexdigest()
 
 
+def address() -> str | None:
+    """What the server keeps of the visitor's network address (a hash), for the runs budget per
+    address, which no dropped cookie escapes; None where Streamlit does not know it (AppTest)."""
+    ip = st.context.ip_address
+    return hashlib.sha256(f"address|{ip}".encode()).hexdigest() if isinstance(ip, str) and ip else None
+
+
 def claim(run_id: str) -> None:
     """This browser started `run_id` (jobs.start_run recorded its owner tag already; this
     also keeps it in the session)."""

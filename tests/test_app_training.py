@@ -201,7 +201,7 @@ def test_a_reload_keeps_the_cancel_button_of_ones_own_run(app, monkeypatch):
 
     config = TrainConfig(spec=tiny_spec(1000).to_dict(), corpus="wiki-vital[:600]", vocab_size=1000, max_steps=5,
                          max_seq_len=64, name="mine")
-    monkeypatch.setattr(jobs, "start_run", lambda cfg, owner=None, budget=None: jobs.read_run(
+    monkeypatch.setattr(jobs, "start_run", lambda cfg, owner=None, budget=None, address=None: jobs.read_run(
         jobs.create_run(config, owner=owner, budget=budget)[0]))  # queued, not run
     cookie = {"value": None}
     monkeypatch.setattr(owner, "_cookie", lambda: cookie["value"])

@@ -228,3 +228,43 @@ def test_a_worker_is_gone_when_the_next_run_may_train(tmp_path):
         gone = time.perf_counter()
     assert worker.returncode == 0 and read_run(run_dir).status == "succeeded"
     assert gone - freed < 0.5, f"{gone - freed:.2f} s"
+
+
+def test_cookie_less_visitors_of_one_address_hold_at_most_half_the_server(tmp_path, launches):
+    """Four browser contexts without cookies (a new owner each) held all 8 places; a fifth visitor
+    got 'queue full'. The address is the limit a dropped cookie does not escape."""
+    from albert_lab.limits import MAX_RUNS_PER_ADDRESS
+    from albert_lab.training.runs import address_of, app_budget
+
+    spawned, _ = launches
+    refused = []
+    for visitor in range(8):
+        try:
+            jobs.start_run(_config(), tmp_path, owner=f"no-cookie-{visitor}", budget=app_budget(), address="one-address")
+        except RunError as err:
+            refused.append(str(err))
+    assert len(spawned) == MAX_RUNS_PER_ADDRESS == 4
+    assert set(refused) == {"queue full: 4 runs started from your network address are queued or running (at most 4 per "
+                            "address); start this one when one of them ends"}
+    assert {address_of(tmp_path, r.id) for r in list_runs(tmp_path)} == {"one-address"}
+    jobs.start_run(_config(), tmp_path, owner="another-visitor", budget=app_budget(), address="another-address")
+    assert len(spawned) == 5  # the fifth visitor, from elsewhere, still starts
+
+
+def test_a_run_from_the_app_is_capped_in_steps_and_minutes(tmp_path, launches):
+    """Steps 100,000 held the only training slot for an estimated 16 days."""
+    from dataclasses import replace
+
+    from albert_lab.limits import APP_MAX_MINUTES, APP_MAX_STEPS
+    from albert_lab.training.runs import app_budget
+
+    spawned, prepares = launches
+    with pytest.raises(RunError, match=f"at most {APP_MAX_STEPS:,} steps \\(it asked 100,000\\)"):
+        jobs.start_run(replace(_config(), max_steps=100_000), tmp_path, owner="a", budget=app_budget())
+    assert not spawned and not prepares and not list_runs(tmp_path)
+    run = jobs.start_run(replace(_config(), max_steps=APP_MAX_STEPS), tmp_path, owner="a", budget=app_budget())
+    assert run.config["max_minutes"] == APP_MAX_MINUTES and run.config["max_steps"] == APP_MAX_STEPS
+    shorter = jobs.start_run(replace(_config(), max_minutes=5.0), tmp_path, owner="b", budget=app_budget())
+    assert shorter.config["max_minutes"] == 5.0  # a shorter budget is kept
+    cli = jobs.start_run(replace(_config(), max_steps=100_000), tmp_path / "cli")  # no budget: the command line's own
+    assert cli.config["max_steps"] == 100_000 and cli.config.get("max_minutes") is None

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from albert_lab.data.corpora import BUILTIN, DEFAULT, PLUS, builtin_limit
 from albert_lab.errors import RunError
-from albert_lab.limits import MAX_SEED, max_threads
+from albert_lab.limits import APP_MAX_MINUTES, APP_MAX_STEPS, MAX_SEED, max_threads
 from albert_lab.params import fit_problem
 from albert_lab.spec import ModelSpec, Objective, check_types, field_names, unknown_field
 from albert_lab.training.options import SPEC_OPTIONS, Option, Range, Widget, option, rows_of
@@ -100,11 +100,13 @@ class TrainConfig:
                                form=Widget("Warm-up steps", "tr_warmup", default=50, high=100_000))
     max_steps: int | None = option(  # budget in optimizer steps ...
         1000, "--steps", bounds=_AT_LEAST_1, record="always", help="budget in optimizer steps (default {default} unless --minutes)",
-        form=Widget("Steps", "tr_steps", default=200, high=1_000_000))
+        form=Widget("Steps", "tr_steps", default=200, high=APP_MAX_STEPS,
+                    help=f"at most {APP_MAX_STEPS:,} from this page (and {APP_MAX_MINUTES:,.0f} minutes): the server's one "
+                         "training slot is shared; longer runs with `albert-lab train`"))
     max_minutes: float | None = option(  # ... or in minutes (the first reached ends the run)
         None, "--minutes", bounds=Range(0, open=True),
         help="budget in minutes (with --steps: whichever comes first; the learning rate decays over the one further along)",
-        form=Widget("or minutes (0: off)", "tr_minutes", default=0.0, off=0.0, high=600.0))
+        form=Widget(f"or minutes (0: the page's {APP_MAX_MINUTES:,.0f})", "tr_minutes", default=0.0, off=0.0, high=APP_MAX_MINUTES))
     seed: int = option(0, "--seed", bounds=Range(0, MAX_SEED), help="weights, batches and masks (default {default})",
                        form=Widget("Seed", "tr_seed", help=f"weights, batches and masks: 0..{MAX_SEED:,}, as `albert-lab "
                                    "train --seed`"))

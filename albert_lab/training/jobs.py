@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from albert_lab.errors import AlbertLabError, RunError
@@ -41,10 +42,11 @@ MAX_WARNINGS = 20  # corpus lines skipped, as run.json lists them (the rest are 
 
 
 def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None = None, owner: str | None = None,
-               budget: QueueBudget | None = None, checked: bool = False) -> tuple[Path, Prepared]:
+               budget: QueueBudget | None = None, checked: bool = False, address: str | None = None) -> tuple[Path, Prepared]:
     """Validate, prepare and create the run folder (status queued). Nothing is written
-    if anything is wrong. With a `budget`, a run past it (the queue full, in all or for
-    `owner`) is refused before the work and again, under the queue's lock, before its preparation.
+    if anything is wrong. With a `budget`, a run past it (the queue full, in all, for `owner` or
+    for `address`; more steps than it allows) is refused before the work and again, under the
+    queue's lock, before its preparation, and a run stops after its `max_minutes`.
     `checked`: the caller validated `config` (the command line, in its flags' words)."""
     if not checked:
         config.validate()
@@ -53,19 +55,31 @@ def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None
         check_run_id(run_id)  # before the corpus and tokenizer work, which takes a while
     _check_writable(root)
     if budget is not None:
-        check_queue_room(root, budget, owner)  # a full queue refuses at once, without waiting for the lock
+        config = within_budget(config, budget)
+        check_queue_room(root, budget, owner, address)  # a full queue refuses at once, without waiting for the lock
         check_run_memory(config, budget)
     # Prepared, counted and added by one launch at a time: two launches never both take the last place,
     # and launches at once (a browser's rapid clicks: Streamlit leaves each click's script thread running
     # when the next one starts) never prepare side by side; those that waited may find the queue full.
     with queue_lock(root):
         if budget is not None:
-            check_queue_room(root, budget, owner)
+            check_queue_room(root, budget, owner, address)
         prepared = prepare(config, cache_quota=budget.cache_quota if budget is not None else None)
         final = _create_folder(config, root, run_id, prepared)
         if owner is not None:
-            record_owner(root, final.name, owner)
+            record_owner(root, final.name, owner, address)
     return final, prepared
+
+
+def within_budget(config: TrainConfig, budget: QueueBudget) -> TrainConfig:
+    """`config` as a shared server runs it: RunError past the budget's steps; its minutes capped."""
+    if budget.max_steps is not None and (config.max_steps or 0) > budget.max_steps:
+        raise RunError(f"steps: a run started here may take at most {budget.max_steps:,} steps (it asked {config.max_steps:,}) "
+                       f"and {budget.max_minutes or 0:,.0f} minutes, to keep the server's one training slot turning; train "
+                       "longer with `albert-lab train` on the command line")
+    if budget.max_minutes is not None and not (config.max_minutes and config.max_minutes <= budget.max_minutes):
+        config = replace(config, max_minutes=budget.max_minutes)  # the first of steps and minutes reached ends it
+    return config
 
 
 def check_run_memory(config: TrainConfig, budget: QueueBudget) -> None:
@@ -118,13 +132,14 @@ def _check_writable(root: Path) -> None:
 
 def start_run(config: TrainConfig, root: Path | None = None, run_id: str | None = None,
               foreground: bool = False, announce: Callable[[RunInfo], None] | None = None,
-              owner: str | None = None, budget: QueueBudget | None = None, checked: bool = False) -> RunInfo:
+              owner: str | None = None, budget: QueueBudget | None = None, checked: bool = False,
+              address: str | None = None) -> RunInfo:
     """The one way to launch a run (browser and command line): validate and prepare,
     create the run folder, then train in a background worker process, or in this
     process with `foreground`. `announce(run)` is called once the folder exists. `owner`
     and `budget`: who starts it, and how many runs may be queued; `checked`: the caller
     validated `config` (create_run)."""
-    run_dir, prepared = create_run(config, root, run_id, owner, budget, checked)
+    run_dir, prepared = create_run(config, root, run_id, owner, budget, checked, address)
     if announce is not None:
         announce(read_run(run_dir))
     if foreground:

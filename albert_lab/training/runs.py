@@ -246,19 +246,30 @@ def single_user() -> bool:
     return os.environ.get("ALBERT_LAB_SINGLE_USER", "").strip().lower() in ("1", "true", "yes")
 
 
-def record_owner(root: Path, run_id: str, owner: str) -> None:
-    """Note who started `run_id` (an opaque tag: the app writes a hash of the browser's token)."""
+def record_owner(root: Path, run_id: str, owner: str, address: str | None = None) -> None:
+    """Note who started `run_id` (an opaque tag: the app writes a hash of the browser's token) and
+    from where (a hash of the network address), one per line."""
     record = root / OWNERS / check_run_id(run_id)
     record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(owner + "\n")
+    record.write_text(owner + "\n" + (address + "\n" if address else ""))
+
+
+def _owner_lines(root: Path, run_id: str) -> list[str]:
+    try:
+        return (root / OWNERS / check_run_id(run_id)).read_text().split("\n")
+    except (OSError, RunError, UnicodeDecodeError):
+        return []
 
 
 def owner_of(root: Path, run_id: str) -> str | None:
     """The owner tag of `run_id`, or None (started from the command line, or the record is gone)."""
-    try:
-        return (root / OWNERS / check_run_id(run_id)).read_text().strip() or None
-    except (OSError, RunError, UnicodeDecodeError):
-        return None
+    return next(iter(_owner_lines(root, run_id)), "").strip() or None
+
+
+def address_of(root: Path, run_id: str) -> str | None:
+    """The network address tag `run_id` was started from, or None."""
+    lines = _owner_lines(root, run_id)
+    return lines[1].strip() or None if len(lines) > 1 else None
 
 
 @dataclass(frozen=True)
@@ -272,15 +283,31 @@ class QueueBudget:
     per_owner: int
     cache_quota: int | None = None
     memory_share: float | None = None
+    per_address: int | None = None  # runs of one network address (limits.MAX_RUNS_PER_ADDRESS): a cookie can be dropped
+    max_steps: int | None = None  # the most steps a run may ask for (limits.APP_MAX_STEPS) ...
+    max_minutes: float | None = None  # ... and the minutes after which it stops, whatever it asked (APP_MAX_MINUTES)
 
 
-def check_queue_room(root: Path, budget: QueueBudget, owner: str | None = None) -> None:
-    """RunError ('queue full') when a new run of `owner` would pass the budget; each queued or
-    running run is a worker process."""
+def app_budget() -> QueueBudget:
+    """The budget of runs started from the app, a server its visitors share (limits.py)."""
+    from albert_lab import limits
+
+    return QueueBudget(overall=limits.MAX_ACTIVE_RUNS, per_owner=limits.MAX_RUNS_PER_VISITOR, cache_quota=limits.APP_CACHE_QUOTA,
+                       memory_share=limits.APP_RUN_MEMORY_SHARE, per_address=limits.MAX_RUNS_PER_ADDRESS,
+                       max_steps=limits.APP_MAX_STEPS, max_minutes=limits.APP_MAX_MINUTES)
+
+
+def check_queue_room(root: Path, budget: QueueBudget, owner: str | None = None, address: str | None = None) -> None:
+    """RunError ('queue full') when a new run of `owner` from `address` would pass the budget; each
+    queued or running run is a worker process."""
     active = [r for r in list_runs(root) if r.active]
     if owner is not None and (mine := sum(owner_of(root, r.id) == owner for r in active)) >= budget.per_owner:
         raise RunError(f"queue full: you have {mine} runs queued or running (at most {budget.per_owner} per browser); "
                        "start this one when one of them ends, or cancel one under 'Runs'")
+    if address is not None and budget.per_address is not None and \
+            (here := sum(address_of(root, r.id) == address for r in active)) >= budget.per_address:
+        raise RunError(f"queue full: {here} runs started from your network address are queued or running (at most "
+                       f"{budget.per_address} per address); start this one when one of them ends")
     if len(active) >= budget.overall:
         raise RunError(f"queue full: {len(active)} runs are queued or running on this server (at most {budget.overall}); "
                        "start yours when one ends")

@@ -15,13 +15,13 @@ from albert_lab.data.corpora import DEFAULT, PLUS, default_installed, describe_c
 from albert_lab.data.corpus import save_corpus_upload
 from albert_lab.data.textfile import MAX_UPLOAD_MB
 from albert_lab.errors import AlbertLabError
-from albert_lab.limits import APP_CACHE_QUOTA, APP_RUN_MEMORY_SHARE, MAX_ACTIVE_RUNS, MAX_RUNS_PER_VISITOR, check_disk_quota
+from albert_lab.limits import check_disk_quota
 from albert_lab.paths import runs_dir
 from albert_lab.spec import PRESETS, SHARING_LABELS
 from albert_lab.training import jobs
 from albert_lab.training.config import OPTIONS, SCRATCH_LR, UPTRAIN_LR, browser_config, uptrain_config
 from albert_lab.training.options import SPEC_OPTIONS
-from albert_lab.training.runs import QueueBudget, check_queue_room, discard_upload
+from albert_lab.training.runs import app_budget, check_queue_room, discard_upload
 from app import links, owner, ui
 from app.guard import guard
 from app.rooms.training import views as run_views
@@ -31,8 +31,7 @@ TRAINABLE = ["lab-tiny", "lab-albert", "lab-bert"]
 UPLOAD = "upload a .txt / .jsonl file"
 NEW = "random weights"
 NO_TEACHER = "no teacher"
-BUDGET = QueueBudget(overall=MAX_ACTIVE_RUNS, per_owner=MAX_RUNS_PER_VISITOR, cache_quota=APP_CACHE_QUOTA,
-                     memory_share=APP_RUN_MEMORY_SHARE)  # runs queued or running at once
+BUDGET = app_budget()  # runs queued or running at once, per browser and address; their steps and minutes
 ROWS = {row.name: row for row in OPTIONS if row.form is not None}  # the options the form shows
 SPEC_FIELDS = tuple(row.name for row in SPEC_OPTIONS if row.form is not None)  # the spec the form sets (browser_config)
 # Where the widgets sit: the lines of the form, by field. A row of the table with a widget that no line
@@ -134,7 +133,7 @@ def new_run_form() -> None:
         return
     with guard("starting the run"):
         saved = None
-        check_queue_room(runs_dir(), BUDGET, owner.digest())  # a full queue refuses before the upload is kept
+        check_queue_room(runs_dir(), BUDGET, owner.digest(), owner.address())  # a full queue refuses before the upload is kept
         if corpus == UPLOAD:
             if upload is None:
                 raise AlbertLabError("choose a corpus file to upload, or pick a built-in corpus")
@@ -159,7 +158,7 @@ def new_run_form() -> None:
                             "vocabulary size trains a tokenizer (about 40 s on two cores), later ones take seconds",
                             show_time=True):
                 # looked up in its module at each start, where a test stands in for it
-                info = jobs.start_run(config, owner=owner.digest(), budget=BUDGET)
+                info = jobs.start_run(config, owner=owner.digest(), budget=BUDGET, address=owner.address())
         except BaseException:
             if saved is not None:
                 discard_upload(runs_dir(), saved)  # a refused run keeps nothing of the visitor's
