@@ -182,9 +182,9 @@ def check_vocabulary(file: Path, family: str) -> int:
         model = spm.SentencePieceProcessor()
         try:
             model.LoadFromSerializedProto(data)
-        except (RuntimeError, OSError, ValueError, TypeError):  # empty, garbage or truncated
+            pieces = {model.IdToPiece(i) for i in range(model.get_piece_size())}
+        except (RuntimeError, OSError, ValueError, TypeError):  # empty, garbage or truncated; a piece not UTF-8
             raise CheckpointError(f"{file} is not a SentencePiece model (it cannot be read as one); re-copy the release") from None
-        pieces = {model.IdToPiece(i) for i in range(model.get_piece_size())}
         wanted = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
     else:
         try:
