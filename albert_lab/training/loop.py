@@ -83,7 +83,7 @@ class Trainer:
         self.dtype = torch.bfloat16 if use_bf16 else None
         model = build_model(self.prepared.spec, seed=config.seed)
         self.init_card = load_init_weights(model, self.prepared.tokenizer_dir) if config.init_from else None
-        self.model = tune_for_training(model).to(self.device).train()
+        self.model = tune_for_training(model, self.device).to(self.device).train()
         parts = Parts.of(self.model)
         if config.heads_only:  # a probe: the encoder stays as loaded (the MLM decoder is the frozen word embeddings)
             parts.encoder.requires_grad_(False)
