@@ -30,11 +30,12 @@ from albert_lab.data.tokenized import TokenizedDocs
 VOCAB = 30522
 
 
-def synthetic_docs(documents: int = 2000, seed: int = 0) -> TokenizedDocs:
+def synthetic_docs(documents: int = 2000, seed: int = 0, vocab: int = VOCAB) -> TokenizedDocs:
+    """Random ids in [1000, vocab) (or [5, vocab) for a small vocabulary) in sentences of 8-40 pieces."""
     rng = np.random.default_rng(seed)
     sentences = [rng.integers(8, 41, size=rng.integers(8, 61)) for _ in range(documents)]
     lengths = np.concatenate(sentences)
-    ids = rng.integers(1000, VOCAB, size=int(lengths.sum()), dtype=np.int32)
+    ids = rng.integers(1000 if vocab > 2000 else 5, vocab, size=int(lengths.sum()), dtype=np.int32)
     segment_bounds = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     document_bounds = np.concatenate([[0], np.cumsum([len(s) for s in sentences])]).astype(np.int64)
     return TokenizedDocs(ids=ids, segment_bounds=segment_bounds, document_bounds=document_bounds)
