@@ -61,8 +61,9 @@ def tune_for_training(model: nn.Module, device: torch.device | str = "cpu") -> n
       backward returns NaN gradients for some shapes (a batch width of 64 mod 128 with any
       row's log-sum-exp below -88.7; pytorch#196678): the NaN uptraining runs through SDPA
       showed within 50-100 steps, where eager attention trained cleanly.
-    - CPU: eager. CPU flash attention's backward is slow (measured 1.4-1.8x slower per
-      step at length 128: docs/benchmarks.md).
+    - CPU: eager. CPU flash attention's backward is slow: a step at length 128 measured
+      1.4x slower through SDPA on one CPU, 1.8x on another (3% faster on a third:
+      docs/benchmarks.md).
     Either way the padding mask is one additive (B, 1, 1, T) bias (`attention_bias`),
     finite, in the compute dtype, made once per forward instead of transformers' (B, 1, T, T)."""
     _fast_gelu(model)
