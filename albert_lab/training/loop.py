@@ -2,8 +2,8 @@
 foreground, or under torchrun with DDP).
 
 Each step: batch(step) (made ahead by a background thread) -> MLM + pair loss under
-bf16 autocast where the hardware has it -> clip -> LAMB/AdamW step with warm-up and linear decay. Every `log_every` steps a
-metrics line; every `eval_every` held-out MLM/NSP/SOP accuracy; every
+bf16 autocast where the hardware has it -> clip -> LAMB/AdamW step with warm-up and
+linear decay. Every `log_every` steps a metrics line; every `eval_every` held-out MLM/NSP/SOP accuracy; every
 `gradflow_every` (and at the last step) a per-layer gradient-flow snapshot; every `checkpoint_every` an
 atomic checkpoint with the trainer state, so a killed run resumes where it was.
 """
