@@ -223,8 +223,8 @@ def compare_training(shape: Shape, device: torch.device, args) -> dict:
     """Both sides interleaved at one shape; FLOP/s are kept for MFU against the run's peak (`add_mfu`)."""
     data = training_data(shape)
     total = args.warmup + args.rounds * args.steps
+    theirs = users_loop(shape, device, data, total)  # its batches first: from here on only the producer reads `data`
     mine, ahead = ours(shape, device, data)
-    theirs = users_loop(shape, device, training_data(shape), total)  # its own copy: the producer thread reads `data`
     try:
         for t in (mine, theirs):  # warm-up: kernels chosen and cached per shape; not recorded
             t.run(args.warmup, record=False)
