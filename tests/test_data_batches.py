@@ -4,6 +4,7 @@ import collections
 
 import numpy as np
 import pytest
+import torch
 
 from albert_lab.data.batching import PretrainingData, encode_pair
 from albert_lab.data.masking import mask_sequence, masking_config, sample_ngram_length
@@ -212,3 +213,26 @@ def test_tokenizer_pair_encoding_matches_training_encoding(tokenizer):
     tokens, types = encode_pair(ids_a, ids_b, tokenizer.cls_token_id, tokenizer.sep_token_id)
     assert enc["input_ids"] == tokens.tolist() and enc["token_type_ids"] == types.tolist()
     assert tokenizer.unk_token_id not in enc["input_ids"]  # real words, not <unk>
+
+
+def test_batches_made_ahead_are_the_steps_own(tokenized, tokenizer):
+    """The background producer hands out exactly batch(step), from any first step (a resume),
+    with the counts known on the host; a step out of order and a failing batch are errors
+    in the training thread."""
+    from albert_lab.data.batching import BatchesAhead
+
+    data, reference = _data(tokenized, tokenizer), _data(tokenized, tokenizer)
+    with BatchesAhead(data, 40, torch.device("cpu"), depth=3) as ahead:
+        for step in range(40, 46):
+            got, want = ahead.take(step), reference.batch(step)
+            assert all(torch.equal(a, b) for a, b in zip(got.tensors().values(), want.tensors().values()))
+            assert got.counts == (want.num_tokens, want.num_predictions)
+        with pytest.raises(ValueError, match="in order"):
+            ahead.take(50)
+
+    def broken(step):
+        raise RuntimeError(f"no batch {step}")
+
+    data.batch = broken
+    with BatchesAhead(data, 0, torch.device("cpu")) as ahead, pytest.raises(RuntimeError, match="no batch 0"):
+        ahead.take(0)

@@ -28,3 +28,17 @@ def test_fast_gelu_matches_albert_gelu_new():
     assert model.config._attn_implementation == "sdpa"
     assert (fast - stock).abs().max() < 1e-5
     assert tune_for_training(model).config._attn_implementation == "eager"
+
+
+def test_training_attention_by_device():
+    """CPU: eager (its backward is the faster one there); CUDA: SDPA without cuDNN's kernels.
+    Either way one padding-bias hook on the encoder, however often the model is tuned."""
+    from albert_lab.kernels import SAFE_SDPA, TRAINING_SDPA, tune_for_training
+    from albert_lab.models import Parts
+    from albert_lab.spec import ModelSpec
+
+    model = build_model(ModelSpec.from_name("lab-tiny"), seed=0)
+    assert tune_for_training(model, "cpu").config._attn_implementation == "eager"
+    assert tune_for_training(model, torch.device("cuda")).config._attn_implementation == TRAINING_SDPA
+    assert len(Parts.of(model).encoder._forward_pre_hooks) == 1
+    assert {b.name for b in SAFE_SDPA} == {"FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH"}  # never CUDNN_ATTENTION

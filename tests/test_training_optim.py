@@ -70,3 +70,68 @@ def test_adamw_is_fused_and_steps_as_the_unfused_loop_does():
 
 def parameter_groups_without_adapt(model):
     return [{k: v for k, v in g.items() if k != "adapt"} for g in parameter_groups(model, 0.01)]
+
+
+class ReferenceLamb(torch.optim.Optimizer):
+    """LAMB a parameter at a time: the update as ALBERT's reference code writes it (and as
+    Lamb computed it before it worked over all tensors at once), kept here as the oracle."""
+
+    def __init__(self, params, lr=1.76e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01, adapt=True):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, adapt=adapt))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["step"] = torch.zeros((), dtype=torch.float32)
+                    state["exp_avg"], state["exp_avg_sq"] = torch.zeros_like(p), torch.zeros_like(p)
+                state["step"] += 1
+                m, v = state["exp_avg"], state["exp_avg_sq"]
+                m.mul_(beta1).add_(p.grad, alpha=1 - beta1)
+                v.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
+                update = m / (v.sqrt() + group["eps"])
+                if group["weight_decay"]:
+                    update.add_(p, alpha=group["weight_decay"])
+                if group["adapt"]:
+                    w_norm, u_norm = p.norm(), update.norm()
+                    ratio = torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, torch.ones_like(w_norm))
+                    update.mul_(ratio)
+                p.sub_(group["lr"] * update)
+
+
+def test_lamb_over_all_tensors_at_once_steps_as_the_reference_does():
+    """The foreach LAMB and the per-parameter reference agree over several steps, both groups
+    (trust ratio and weight decay, neither), a parameter without a gradient, a zero tensor.
+    Tolerance: both run the same fp32 ops; only the norms' reduction order may differ, a
+    relative 1e-7 on the ratio, so each weight moves by at most lr x 1e-7 x |update| per step
+    (|update| is O(1) with the ratio applied): over 6 steps at lr 1e-2, far below 1e-6."""
+    torch.manual_seed(0)
+    model, twin = build_model(tiny_spec(50)), build_model(tiny_spec(50))
+    twin.load_state_dict(model.state_dict())
+    zeros = [torch.nn.Parameter(torch.zeros(3, 4)) for _ in range(2)]  # ||w|| = 0 at the first step: ratio 1
+    optimizers = []
+    for m, z, kind in ((model, zeros[0], Lamb), (twin, zeros[1], ReferenceLamb)):
+        groups = parameter_groups(m, 0.01)  # the pair head gets no gradient from this loss: skipped
+        groups[0]["params"].append(z)
+        optimizers.append(kind(groups, lr=1e-2))
+    ids = torch.randint(0, 50, (2, 12), generator=torch.Generator().manual_seed(1))
+    for _ in range(6):
+        for m, z, opt in zip((model, twin), zeros, optimizers):
+            opt.zero_grad()
+            (m(input_ids=ids).prediction_logits.square().mean() + (z - 1).square().sum()).backward()
+            opt.step()
+    ours, reference = optimizers
+    assert zeros[0].grad is not None and model.sop_classifier.classifier.weight.grad is None
+    assert (zeros[0] - zeros[1]).abs().max() <= 1e-6
+    for (name, a), b in zip(model.state_dict().items(), twin.state_dict().values()):
+        assert (a - b).abs().max() <= 1e-6, name
+    for p, q in zip(model.parameters(), twin.parameters()):
+        if p.grad is not None:
+            s, r = ours.state[p], reference.state[q]
+            assert float(s["step"]) == float(r["step"]) == 6
+            assert torch.allclose(s["exp_avg"], r["exp_avg"], atol=1e-7) and torch.allclose(s["exp_avg_sq"], r["exp_avg_sq"], atol=1e-9)

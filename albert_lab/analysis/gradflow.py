@@ -66,7 +66,7 @@ def unshared_view(model: PretrainingModel, spec: ModelSpec) -> PretrainingModel:
     one_token_type(clone, spec)  # the model's hook is not copied: type_vocab_size 1 was an IndexError mid-run
     for p in clone.parameters():
         p.requires_grad_(True)
-    return tune_for_training(clone).train(model.training)
+    return tune_for_training(clone, next(model.parameters()).device).train(model.training)
 
 
 def _component(rest: str) -> str:

@@ -11,7 +11,10 @@ batching (then the batches are shuffled), so little compute is spent on padding.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import queue
+import threading
+import time
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import torch
@@ -38,14 +41,20 @@ class Batch:
     mlm_positions: torch.Tensor  # (P,) flat indexes into B*T of predicted tokens
     mlm_labels: torch.Tensor  # (P,) original token ids there; -100 for shape padding
     pair_labels: torch.Tensor  # (B,) 0 = original order / is next
+    # (real tokens, predictions), counted on the host before a copy to a device, so that
+    # reading them never waits for the device
+    counts: tuple[int, int] | None = field(default=None, repr=False, compare=False)
 
     @property
     def num_tokens(self) -> int:
-        return int(self.attention_mask.sum())
+        return self.counts[0] if self.counts else int(self.attention_mask.sum())
 
     @property
     def num_predictions(self) -> int:
-        return int((self.mlm_labels != -100).sum())
+        return self.counts[1] if self.counts else int((self.mlm_labels != -100).sum())
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "counts"}
 
     def dense_mlm_labels(self) -> torch.Tensor:
         """(B, T) labels with -100 where nothing is predicted (transformers' format)."""
@@ -55,7 +64,14 @@ class Batch:
         return labels
 
     def to(self, device: torch.device) -> Batch:
-        return Batch(**{k: v.to(device, non_blocking=True) for k, v in self.__dict__.items()})
+        """On `device`; asynchronous from pinned memory (`pin_memory`)."""
+        counts = self.counts or (self.num_tokens, self.num_predictions)
+        return Batch(**{k: v.to(device, non_blocking=True) for k, v in self.tensors().items()}, counts=counts)
+
+    def pin_memory(self) -> Batch:
+        """In page-locked host memory, from where a copy to a GPU does not block the host."""
+        counts = self.counts or (self.num_tokens, self.num_predictions)
+        return Batch(**{k: v.pin_memory() for k, v in self.tensors().items()}, counts=counts)
 
 
 def encode_pair(a: np.ndarray, b: np.ndarray, cls_id: int, sep_id: int) -> tuple[np.ndarray, np.ndarray]:
@@ -148,6 +164,64 @@ class PretrainingData:
     def epoch_of(self, step: int) -> float:
         epoch, index = self.locate(step)
         return epoch + index / max(1, self._epoch_sizes[epoch])
+
+
+class BatchesAhead:
+    """The batches of steps `first`, `first` + 1, ... made by a background thread up to
+    `depth` steps ahead of the step that takes them (on CUDA in pinned memory, copied to
+    the device without blocking), so that the device never waits for the host to mask
+    the next pairs. The batches are `data.batch(step)`'s, unchanged: a pure function of
+    (seed, step), so a resumed run sees the batches an uninterrupted one saw.
+
+    `waited` sums the seconds `take` spent waiting for a batch not yet made."""
+
+    def __init__(self, data: PretrainingData, first: int, device: torch.device, depth: int = 2):
+        self.data, self.device, self.next = data, device, first
+        self.pin = device.type == "cuda"
+        self.waited = 0.0
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._work, args=(first,), daemon=True, name="batches")
+        self._thread.start()
+
+    def _work(self, step: int) -> None:
+        while not self._stop.is_set():
+            try:
+                batch = self.data.batch(step)
+                item: tuple[Batch | None, BaseException | None] = (batch.pin_memory() if self.pin else batch, None)
+            except BaseException as err:  # handed to the training thread, raised there
+                item = (None, err)
+            while not self._stop.is_set():
+                try:
+                    self._queue.put(item, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+            if item[1] is not None:
+                return
+            step += 1
+
+    def take(self, step: int) -> Batch:
+        """The batch of `step` (the next one in order) on the device."""
+        if step != self.next:
+            raise ValueError(f"batches are made in order: asked for step {step}, the next is {self.next}")
+        start = time.perf_counter()
+        batch, err = self._queue.get()
+        self.waited += time.perf_counter() - start
+        if err is not None:
+            raise err
+        self.next += 1
+        return batch.to(self.device)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def __enter__(self) -> BatchesAhead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def batch_from_documents(docs, tokenizer, objective: Objective, max_seq_len: int = 128, seed: int = 0,

@@ -1,9 +1,9 @@
 """The training loop: `train(run_dir, config)`, run by the worker process (or in the
 foreground, or under torchrun with DDP).
 
-Each step: batch(step) -> MLM + pair loss under bf16 autocast where the hardware has
-it -> clip -> LAMB/AdamW step with warm-up and linear decay. Every `log_every` steps a
-metrics line; every `eval_every` held-out MLM/NSP/SOP accuracy; every
+Each step: batch(step) (made ahead by a background thread) -> MLM + pair loss under
+bf16 autocast where the hardware has it -> clip -> LAMB/AdamW step with warm-up and
+linear decay. Every `log_every` steps a metrics line; every `eval_every` held-out MLM/NSP/SOP accuracy; every
 `gradflow_every` (and at the last step) a per-layer gradient-flow snapshot; every `checkpoint_every` an
 atomic checkpoint with the trainer state, so a killed run resumes where it was.
 """
@@ -26,7 +26,7 @@ from safetensors.torch import load_file
 from albert_lab.analysis.gradflow import gradient_flow_on_batch
 from albert_lab.analysis.intrinsic import TASKS, accuracy_table, card_metrics, flat_metrics, score_eval_pairs
 from albert_lab.checkpoint.store import recover_checkpoint_dir, save_checkpoint
-from albert_lab.data.batching import Batch, PretrainingData
+from albert_lab.data.batching import Batch, BatchesAhead, PretrainingData
 from albert_lab.data.masking import masking_config
 from albert_lab.devices import fast_bf16, resolve_device
 from albert_lab.distil import load_teacher
@@ -83,7 +83,7 @@ class Trainer:
         self.dtype = torch.bfloat16 if use_bf16 else None
         model = build_model(self.prepared.spec, seed=config.seed)
         self.init_card = load_init_weights(model, self.prepared.tokenizer_dir) if config.init_from else None
-        self.model = tune_for_training(model).to(self.device).train()
+        self.model = tune_for_training(model, self.device).to(self.device).train()
         parts = Parts.of(self.model)
         if config.heads_only:  # a probe: the encoder stays as loaded (the MLM decoder is the frozen word embeddings)
             parts.encoder.requires_grad_(False)
@@ -185,6 +185,10 @@ class Trainer:
         return max(by_steps, by_time)
 
     def _loop(self) -> None:
+        with BatchesAhead(self.data, self.progress.step, self.device) as batches:  # made off this thread
+            self._steps(batches)
+
+    def _steps(self, batches: BatchesAhead) -> None:
         params = [p for p in self.model.parameters() if p.requires_grad]
         clip = self.config.clip_norm or float("inf")
         last = time.perf_counter()
@@ -194,7 +198,7 @@ class Trainer:
             lr = self.config.lr * lr_factor(self.progress.step, fraction, self.config.warmup_steps)
             for group in self.optimizer.param_groups:
                 group["lr"] = lr
-            batch = self.data.batch(self.progress.step).to(self.device)
+            batch = batches.take(self.progress.step)
             with autocast(self.device, self.dtype):
                 out = self.loss_fn(batch)
             out.loss.backward()
