@@ -205,7 +205,11 @@ class Trainer:
             grad_norm = torch.nn.utils.clip_grad_norm_(params, clip)
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=True)
-            loss = float(out.loss.detach())
+            # The step's numbers come to the host in one copy (one wait for the device, not seven)
+            distil = out.distil_loss.detach() if out.distil_loss is not None else out.loss.new_zeros(())
+            loss, mlm_loss, pair_loss, norm, mlm_hits, pair_hits, distil_loss = torch.stack(
+                [t.detach().float() for t in (out.loss, out.mlm_loss, out.pair_loss, grad_norm, out.mlm_correct,
+                                              out.pair_correct, distil)]).tolist()
             if not math.isfinite(loss):
                 raise RunError(f"the loss became {loss} at step {self.progress.step}; settings that can cause it: "
                                f"{self.config.divergence_causes()}")
@@ -213,10 +217,8 @@ class Trainer:
             tokens = self.dist.all_sum(batch.num_tokens)
             p = self.progress
             p.step, p.tokens, p.elapsed = p.step + 1, p.tokens + tokens, p.elapsed + now - last
-            p.add(time=now - last, tokens=tokens, steps=1, loss=loss, mlm_loss=float(out.mlm_loss.detach()),
-                  pair_loss=float(out.pair_loss.detach()), grad_norm=float(grad_norm), mlm_hits=float(out.mlm_correct),
-                  mlm_n=out.mlm_count, pair_hits=float(out.pair_correct), pair_n=out.pair_count,
-                  distil_loss=float(out.distil_loss.detach()) if out.distil_loss is not None else 0.0)
+            p.add(time=now - last, tokens=tokens, steps=1, loss=loss, mlm_loss=mlm_loss, pair_loss=pair_loss, grad_norm=norm,
+                  mlm_hits=mlm_hits, mlm_n=out.mlm_count, pair_hits=pair_hits, pair_n=out.pair_count, distil_loss=distil_loss)
             if self.dist.is_main:
                 self._periodic(batch, lr)
             last = time.perf_counter()  # evaluation and checkpoint time is not step time
