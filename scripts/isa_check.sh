@@ -12,7 +12,7 @@ TESTS=("$@")
 if [ ${#TESTS[@]} -eq 0 ]; then
   TESTS=(tests/test_checkpoint_releases.py tests/test_checkpoint_release_tokens.py tests/test_analysis_reapply.py
          tests/test_analysis_oscillation.py tests/test_analysis_gradflow.py tests/test_checkpoint_albertize.py
-         tests/test_model_kernels.py)
+         tests/test_model_kernels.py tests/test_training_attention.py tests/test_training_optim.py)
 fi
 flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
 has() { [[ " $flags " == *" $1 "* ]]; }
