@@ -6,6 +6,7 @@ and its report, or every column with --json)."""
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -127,8 +128,6 @@ def write_outputs(args: argparse.Namespace, record: Analysis, frame: Any, bundle
                   options: dict[str, Any], own: bool) -> None:
     """The output files asked for: the frame itself (`own`), or another function's frame of the same
     checkpoints, the first text and the options that function takes (attention's maps)."""
-    import inspect
-
     for option in record.used("output"):
         out = getattr(args, option.dest)
         if out is None or (option.writes is None) != own:
