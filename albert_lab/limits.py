@@ -63,11 +63,6 @@ class Range:
             return f"at least {_number(self.low)}"
         return f"{_number(self.low)}..{_number(self.high)}"
 
-    @property
-    def closed(self) -> bool:
-        """Both ends given and both allowed (a front end can check it as the value is read)."""
-        return self.low is not None and self.high is not None and not self.open
-
 
 def _number(value: float | None) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)

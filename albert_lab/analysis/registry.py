@@ -16,7 +16,7 @@ import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, get_args, get_origin
 
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
@@ -59,20 +59,17 @@ class AnalysisOption:
 
     @property
     def base(self) -> Any:
+        """The type, by the name the training options' rows give it (cli.common.add_option_arguments reads both)."""
         return self.type
 
     @property
     def choices(self) -> tuple[Any, ...] | None:
-        return get_args(self.type) if getattr(self.type, "__origin__", None) is Literal else None
+        return get_args(self.type) if get_origin(self.type) is Literal else None
 
     @property
     def switch(self) -> bool:
         """A flag without a value: it turns the default the other way ('--no-mask': mask_position False)."""
         return self.type is bool
-
-    @property
-    def positional(self) -> bool:
-        return not str(self.flag).startswith("-")
 
     def help_text(self) -> str:
         return self.help.format(default=self.default)

@@ -49,15 +49,7 @@ def handler(record: Analysis) -> Handler:
         check_bounds(args, record.options)
         if record.used("output"):
             check_outputs(args, files=[o.dest for o in record.used("output")])  # before the work, not after it
-        inputs = option_values(args, record.used("inputs"))
-        if record.inputs == "pairs":  # a bad file is told before any model loads
-            data, bundles = read_pairs(args, inputs), load_bundles(args, args.checkpoint)
-            for bundle in bundles:
-                if bundle.heads.warning:
-                    print(f"warning: {bundle.name}: {bundle.heads.warning}", file=sys.stderr)
-        else:  # a misspelt checkpoint fails before the inputs are read
-            bundles = [load_bundle(args, args.checkpoint)] if record.most == 1 else load_bundles(args, args.checkpoint)
-            data = read_inputs(args, record, inputs)
+        bundles, data = checkpoints_and_inputs(args, record)
         options = option_values(args, record.used("run"))
         if record.progress:
             options["progress"] = progress_line()
@@ -70,6 +62,21 @@ def handler(record: Analysis) -> Handler:
         return 0
 
     return run
+
+
+def checkpoints_and_inputs(args: argparse.Namespace, record: Analysis) -> tuple[list, Any]:
+    """The bundles and what the analysis reads: a pairs file first (a bad file is told before any
+    model loads; then each pair head's warning), else the checkpoints first (a misspelt name fails
+    before held-out pairs are built)."""
+    inputs = option_values(args, record.used("inputs"))
+    if record.inputs == "pairs":
+        data, bundles = read_pairs(args, inputs), load_bundles(args, args.checkpoint)
+        for bundle in bundles:
+            if bundle.heads.warning:
+                print(f"warning: {bundle.name}: {bundle.heads.warning}", file=sys.stderr)
+        return bundles, data
+    bundles = [load_bundle(args, args.checkpoint)] if record.most == 1 else load_bundles(args, args.checkpoint)
+    return bundles, read_inputs(args, record, inputs)
 
 
 def read_inputs(args: argparse.Namespace, record: Analysis, inputs: dict[str, Any]) -> Any:
