@@ -1,6 +1,7 @@
 """The bounds of the numeric options every front end shares, and their one check: a seed
 (numpy's and SentencePiece's range), CPU threads, a probe's steps and pairs, CKA's tokens, an
-analysis's texts.
+analysis's texts, its shortest sequence and its applications of a shared block; `Range`, the
+bounds of a number option as the options tables (training.options, analysis.registry) write them.
 A value outside is an AlbertLabError naming the option, before any work. Beside them the
 budgets of a shared server: runs queued per browser and overall, and the disk its visitors
 may fill under runs/ (check_disk_quota)."""
@@ -8,6 +9,7 @@ may fill under runs/ (check_disk_quota)."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from albert_lab.errors import AlbertLabError
@@ -19,6 +21,8 @@ MAX_PROBE_PAIRS = 200_000  # pairs whose features a probe caches (one H-vector e
 MAX_CKA_TOKENS = 8192  # tokens CKA draws: each application's state is N x H in float64 (25 MB at H = 384)
 MAX_TEXTS = 256  # texts one analysis reads (paragraphs of a file, or of the text box): it keeps every layer's
 # state of every token (4,000 texts took 15 GB on the 1.9M albert-sop)
+MIN_SEQ_LEN = 8  # tokens an analysis or probe reads at least: [CLS] A [SEP] B [SEP] and a few pieces of each
+MAX_REPEAT = 4  # applications of a shared block an analysis runs: k x L, k = 1..4
 
 # Queued or running runs one browser may have, each a worker process. One run trains at a time per
 # runs folder: its worker holds torch, corpus, model and batches (on long-mix at the form's defaults
@@ -37,6 +41,31 @@ APP_DISK_QUOTA = 4 << 30  # bytes the app's visitors may fill under runs/ (runs,
 APP_CACHE_QUOTA = 2 << 30  # bytes of tokenizers and tokenized corpora the app's launches may leave in the cache
 APP_RUN_MEMORY_SHARE = 0.4  # of the machine's memory, the most one run started from the app may need (the
 # rest for the pages of every visitor, the server and the queued workers)
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a number option takes: low..high, `low` itself refused when `open` (a positive number)."""
+
+    low: float | None = None
+    high: float | None = None
+    open: bool = False
+
+    def holds(self, value: float) -> bool:
+        above = self.low is None or (value > self.low if self.open else value >= self.low)
+        return above and (self.high is None or value <= self.high)
+
+    def words(self) -> str:
+        """What an error says the value must be ('positive and at most 1.0', 'at least 1', '0..4,294,967,295')."""
+        if self.open and self.low == 0:
+            return "positive" + (f" and at most {_number(self.high)}" if self.high is not None else "")
+        if self.high is None:
+            return f"at least {_number(self.low)}"
+        return f"{_number(self.low)}..{_number(self.high)}"
+
+
+def _number(value: float | None) -> str:
+    return f"{value:,}" if isinstance(value, int) else str(value)
 
 
 def max_threads() -> int:

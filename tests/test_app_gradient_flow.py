@@ -23,6 +23,8 @@ def test_gradient_flow(app):
 def test_gradient_flow_says_when_the_pair_loss_runs_through_an_untrained_head(tmp_path, tokenizer, monkeypatch):
     """albert-none's SOP head was never trained: its gradients were plotted without a word,
     while the model card and Sentence pairs both say so."""
+    from albert_lab.analysis.gradflow import default_objective
+    from albert_lab.checkpoint.load import load_checkpoint
     from albert_lab.checkpoint.store import save_checkpoint
     from albert_lab.models import build_model
 
@@ -30,6 +32,7 @@ def test_gradient_flow_says_when_the_pair_loss_runs_through_an_untrained_head(tm
     save_checkpoint(build_model(spec, seed=0), tokenizer, spec, tmp_path / "albert-none", {"name": "albert-none"})
     monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(tmp_path))
     at = start("gradient_flow")
+    assert at.selectbox(key="gf_objective").value == default_objective(load_checkpoint(tmp_path / "albert-none")) == "none"
     at.selectbox(key="gf_objective").set_value("sop").run()
     assert any("SOP head was never trained" in w.value for w in at.warning)
     at.selectbox(key="gf_objective").set_value("none").run()
@@ -48,6 +51,19 @@ def test_gradient_flow_defaults_to_the_checkpoints_own_objective(app):
     at.selectbox(key="gf_checkpoint").set_value("bert-nsp").run()
     at.selectbox(key="gf_objective").set_value("sop").run()  # asked for: computed, with a word
     assert any("trained for NSP, not SOP" in w.value for w in at.warning)
+
+
+def test_the_page_starts_from_the_librarys_default_pair_loss(app, shipped):
+    """The page's default and the library's (and so `albert-lab gradflow`'s) are one rule,
+    analysis.gradflow.own_objective: the library's was the spec's, 'sop' for a hub ALBERT without its SOP head."""
+    from albert_lab.analysis.gradflow import default_objective
+    from albert_lab.checkpoint.load import load_checkpoint
+
+    at = goto(app, "gradient_flow")
+    for name in ("hub-albert", "bert-nsp", "albert-sop"):
+        at.selectbox(key="gf_checkpoint").set_value(name).run()
+        library = default_objective(load_checkpoint(shipped / name, device="cpu"))
+        assert at.selectbox(key="gf_objective").value == library, name
 
 
 def test_figures_have_unit_axis_titles_and_integer_layer_ticks(app):

@@ -27,9 +27,10 @@ import pandas as pd
 import torch
 
 from albert_lab.analysis.reapply import Inputs, encode, reapply_note, run_applications
+from albert_lab.analysis.registry import Report
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpus import MAX_LEN
-from albert_lab.errors import DataError
+from albert_lab.errors import AlbertLabError, DataError
 
 CAUTION = ("CKA can mislead: a few high-variance directions dominate it, it is biased upward for few tokens, and "
            "function-preserving changes can move it (Davari et al. 2022); compare with other measures")
@@ -96,3 +97,21 @@ def layer_cka(bundle: ModelBundle, texts: Sequence[str], other: ModelBundle | No
     rows = [dict(checkpoint_x=bundle.name, checkpoint_y=name_y, application_x=i, application_y=j, cka=float(cka[i, j]),
                  unit=unit, n=xs[0].shape[0], note=note) for i in range(len(xs)) for j in range(len(ys))]
     return pd.DataFrame(rows)
+
+
+def cka_between(bundles: Sequence[ModelBundle], texts: Sequence[str], repeat: int = 1, max_len: int = MAX_LEN,
+                max_tokens: int = MAX_TOKENS) -> pd.DataFrame:
+    """CKA of the first checkpoint's applications with each other, or with the second's (layer_cka)."""
+    if not 1 <= len(bundles) <= 2:
+        raise AlbertLabError(f"CKA compares one checkpoint with itself or two with each other, not {len(bundles)}")
+    return layer_cka(bundles[0], texts, bundles[1] if len(bundles) == 2 else None, repeat, max_len, max_tokens)
+
+
+def report(frame: pd.DataFrame) -> Report:
+    """What `albert-lab cka` prints: the grid of CKA values, rows the first checkpoint's applications, and its
+    caution on standard error."""
+    grid = frame.pivot(index="application_x", columns="application_y", values="cka")
+    heading = (f"linear CKA, rows: {frame.checkpoint_x.iloc[0]}, columns: {frame.checkpoint_y.iloc[0]} "
+               f"(unit: {frame.unit.iloc[0]}, N = {frame.n.iloc[0]})")
+    return Report(text=heading + "\n" + grid.to_string(float_format=lambda v: f"{v:.2f}"),
+                  remarks=(f"caution: {frame.note.iloc[0]}",))

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from albert_lab.analysis.intrinsic import SUBSETS, TASKS, Task, accuracy_table, score_eval_pairs
+from albert_lab.analysis.registry import Report, text_table
 from albert_lab.card import count_notes
 from albert_lab.checkpoint.heads import trained_with
 from albert_lab.checkpoint.load import ModelBundle
@@ -143,3 +144,9 @@ def interior_accuracy(results: pd.DataFrame) -> pd.DataFrame:
     rows = results[(results.metric == "sop_interior") & (results.domain == "in") & (results.source == "all") & trained]
     return rows[rows.accuracy.notna()]
 
+
+def report(results: pd.DataFrame) -> Report:
+    """What `albert-lab evaluate` prints: one line per checkpoint and pairs set (accuracy [95% interval] n per
+    metric), then the notes."""
+    cells, notes = table5_cells(results)
+    return Report(text="\n".join([text_table([tuple(r) for r in cells.itertuples(index=False)], list(cells.columns)), *notes]))

@@ -17,6 +17,7 @@ from albert_lab.analysis.reapply import (
     run_applications,
     state_geometry,
 )
+from albert_lab.analysis.registry import Report
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpus import MAX_LEN
 
@@ -109,3 +110,8 @@ def accuracy_words(at_depth: float, last: float, masked: int, applications: int)
     if lo_e > hi_l:
         return text + ": a rise beyond the 95% intervals"
     return text + ": the 95% intervals overlap, so no trend can be told on this many tokens"
+
+
+def report(frame: pd.DataFrame) -> Report:
+    """What `albert-lab extrapolate` prints below its table: each checkpoint's verdict and its words."""
+    return Report(after=tuple(f"{row.checkpoint}: {row.verdict}: {row.words}" for row in extrapolation_verdict(frame).itertuples()))

@@ -22,12 +22,14 @@ from __future__ import annotations
 import copy
 import re
 from collections import defaultdict
+from typing import get_args
 
 import pandas as pd
 import torch
 from torch import nn
 
 from albert_lab.analysis.common import Progress
+from albert_lab.checkpoint.heads import trained_with
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.batching import Batch, batch_from_documents
 from albert_lab.data.corpus import MAX_LEN, Document, split_sentences
@@ -35,7 +37,7 @@ from albert_lab.errors import CheckpointError
 from albert_lab.kernels import autocast, tune_for_training
 from albert_lab.models import PretrainingModel, one_token_type
 from albert_lab.objective import PretrainingLoss
-from albert_lab.spec import ModelSpec
+from albert_lab.spec import ModelSpec, Objective
 
 _ALBERT_LAYER = re.compile(r"^albert\.encoder\.albert_layer_groups\.(\d+)\.albert_layers\.(\d+)\.(.+)$")
 _BERT_LAYER = re.compile(r"^bert\.encoder\.layer\.(\d+)\.(.+)$")
@@ -225,13 +227,28 @@ def check_loss_heads(bundle: ModelBundle, objective: str) -> None:
                               "or fit a probe head with `albert-lab fit-head`")
 
 
+def own_objective(pair_head: str, trained: str) -> str:
+    """The pair loss gradient flow adds unless told otherwise, from what a checkpoint's files say (its
+    pair head's state, and `trained`: checkpoint.heads.trained_with, as the model card has them): the
+    loss it was trained with, so its gradients are the ones it trained with; 'none' (MLM alone) where
+    its pair head is missing (the pair loss would run through a random head, so it is refused) or
+    nothing records a pair loss (a hub encoder: 'unknown')."""
+    return trained if pair_head != "missing" and trained in get_args(Objective) else "none"
+
+
+def default_objective(bundle: ModelBundle) -> str:
+    """`own_objective` of a loaded checkpoint: what `gradient_flow`, `albert-lab gradflow` and the page start from."""
+    return own_objective(bundle.heads.pair, trained_with(bundle.spec, bundle.heads, bundle.card))
+
+
 def gradient_flow(bundle: ModelBundle, texts: list[str], objective: str | None = None, seed: int = 0,
                   max_len: int = MAX_LEN, max_pairs: int = 16, progress: Progress | None = None) -> pd.DataFrame:
     """Gradient flow of a checkpoint's pretraining loss on pairs made from `texts`
-    (as in training, masks drawn with `seed`); a 'checkpoint' column is added.
+    (as in training, masks drawn with `seed`); a 'checkpoint' column is added. The
+    pair loss is `objective`, else the checkpoint's own (`default_objective`).
     Refuses a loss that would run through a head the checkpoint does not have.
     `progress` (may raise to stop): see gradient_flow_on_batch."""
-    objective = objective or bundle.spec.objective
+    objective = objective or default_objective(bundle)
     check_loss_heads(bundle, objective)
     docs = [Document(f"text {i + 1}", tuple(split_sentences(t))) for i, t in enumerate(texts)]
     batch = batch_from_documents(docs, bundle.tokenizer, objective, min(max_len, bundle.spec.max_positions), seed, max_pairs)

@@ -14,18 +14,16 @@ text's own mean, so a reader can see how much the curve depends on the input.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 import torch
 
 from albert_lab.analysis.reapply import encode, run_applications, token_geometry
+from albert_lab.analysis.registry import Aggregate, Report
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.errors import DataError
-
-Aggregate = Literal["mean", "median"]
 
 
 def hidden_states(bundle: ModelBundle, texts: Sequence[str], max_len: int = MAX_LEN) -> tuple[list[torch.Tensor], torch.Tensor]:
@@ -186,3 +184,8 @@ def _roughness(curve: np.ndarray, tolerance: float = 0.0) -> float:
         return 0.0
     one_turn = max(abs(v - values[0]) + abs(values[-1] - v) for v in values)
     return max(0.0, 1.0 - one_turn / path)
+
+
+def report(frame: pd.DataFrame) -> Report:
+    """What `albert-lab oscillation` says beside its table: each checkpoint's verdict, on standard error."""
+    return Report(remarks=tuple(f"{row.checkpoint}: {row.verdict}" for row in verdict(frame).itertuples()))

@@ -19,6 +19,7 @@ import pandas as pd
 
 from albert_lab.analysis.common import Progress, check_segment
 from albert_lab.analysis.intrinsic import pair_probabilities, wilson_interval
+from albert_lab.analysis.registry import Report
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.spec import forward_cost
@@ -128,3 +129,7 @@ def unreadable_rows(scores: pd.DataFrame, threshold: float) -> pd.Series:
     unknown = scores.groupby("row", sort=False).unknown.max()
     return unknown[unknown >= threshold]
 
+
+def report(scores: pd.DataFrame) -> Report:
+    """What `albert-lab score` prints instead of the scores (--json and --out give them): one row per checkpoint."""
+    return Report(text=summarize(scores).to_string(index=False, float_format=lambda v: f"{v:.3f}"))

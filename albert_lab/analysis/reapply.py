@@ -38,11 +38,10 @@ from albert_lab.analysis.common import check_segment
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.errors import AlbertLabError, DataError
-from albert_lab.limits import MAX_TEXTS
+from albert_lab.limits import MAX_REPEAT, MAX_TEXTS
 from albert_lab.models import Parts
 from albert_lab.spec import HALVES, ModelSpec, layer_group
 
-MAX_REPEAT = 4
 MLM_MISSING = "no MLM head in this checkpoint (transformers would fill it with random weights): no accuracy"
 
 

@@ -1,118 +1,105 @@
-"""CLI commands for the analyses (registered on import by albert_lab/cli/__init__.py)."""
+"""The analysis commands, one per record of albert_lab.analysis.registry.ANALYSES, built in one loop
+(registered on import by albert_lab/cli/__init__.py): each takes its checkpoints, its inputs and its
+record's options, runs the record's function and prints the frame (a table of the record's columns
+and its report, or every column with --json)."""
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import get_args
+from typing import Any
 
+from albert_lab.analysis.registry import ANALYSES, Analysis
 from albert_lab.cli.common import (
-    MIN_SEQ_LEN,
+    Handler,
     add_checkpoint_arguments,
+    add_option_arguments,
     add_text_arguments,
-    check_at_least,
+    check_bounds,
     check_outputs,
     command,
-    emit,
     input_texts,
     load_bundle,
     load_bundles,
-    path_option,
+    option_values,
     print_frame,
     progress_line,
-    seed_option,
-    table,
     write_csv,
 )
-from albert_lab.data.corpus import MAX_LEN
-from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
-from albert_lab.spec import Objective
+from albert_lab.errors import AlbertLabError
 
 
-def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
-    add_checkpoint_arguments(p)
-    p.add_argument("--corpus", default="long-mix", help="held-out documents of this corpus are used (default long-mix)")
-    p.add_argument("--seq-len", type=int, default=MAX_LEN)
-    p.add_argument("--limit", type=int, help="at most this many pairs per task (a fixed random sample)")
-    p.add_argument("--by-source", action="store_true", help="also one row per source")
-    p.add_argument("--no-ood", action="store_true", help="skip the out-of-domain source")
+def arguments(record: Analysis) -> Callable[[argparse.ArgumentParser], None]:
+    """The command's arguments: its checkpoints, its texts if it reads texts, its record's options in order."""
+    def add(p: argparse.ArgumentParser) -> None:
+        add_checkpoint_arguments(p, many=record.most != 1)
+        if record.inputs in ("texts", "text"):
+            add_text_arguments(p)
+        add_option_arguments(p, record.options)
+    return add
 
 
-@command("evaluate", "intrinsic MLM / NSP / SOP accuracy on held-out pairs, with 95% intervals (paper Table 5)")(_evaluate_arguments)
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    from albert_lab.analysis.evaluation import evaluate, evaluation_pairs
+def handler(record: Analysis) -> Handler:
+    def run(args: argparse.Namespace) -> int:
+        if record.most and record.most > 1 and len(args.checkpoint) > record.most:
+            raise AlbertLabError(record.most_words)
+        check_bounds(args, record.options)
+        if record.used("output"):
+            check_outputs(args, files=[o.dest for o in record.used("output")])  # before the work, not after it
+        bundles, data = checkpoints_and_inputs(args, record)
+        options = option_values(args, record.used("run"))
+        if record.progress:
+            options["progress"] = progress_line()
+        frame = record.load()(bundles[0] if record.most == 1 else bundles, data, **options)
+        if record.progress and sys.stderr.isatty():
+            print(file=sys.stderr)  # past the progress line
+        write_outputs(args, record, frame, bundles, data, options, own=True)
+        show(args, record, frame)
+        write_outputs(args, record, frame, bundles, data, options, own=False)
+        return 0
 
-    check_at_least(args, seq_len=MIN_SEQ_LEN, limit=1)
-    bundles = load_bundles(args, args.checkpoint)  # a misspelt name fails before the pairs are built
-    print("building the held-out pairs ...", file=sys.stderr)
-    pairs = evaluation_pairs(args.corpus, out_of_domain=not args.no_ood)
-    results = evaluate(bundles, pairs, args.seq_len, args.limit,
-                       by_source=args.by_source, progress=progress_line())
-    if sys.stderr.isatty():
-        print(file=sys.stderr)  # past the progress line
-    emit(args, results.to_dict(orient="records"), evaluation_text(results))
-    return 0
-
-
-def evaluation_text(results) -> str:
-    """One line per checkpoint and pairs set: accuracy [95% interval] n per metric, then the notes."""
-    from albert_lab.analysis.evaluation import table5_cells
-
-    cells, notes = table5_cells(results)
-    return "\n".join([table([tuple(r) for r in cells.itertuples(index=False)], list(cells.columns)), *notes])
+    return run
 
 
-def _oscillation_arguments(p: argparse.ArgumentParser) -> None:
-    add_checkpoint_arguments(p)
-    add_text_arguments(p)
-    p.add_argument("--aggregate", default="mean", choices=["mean", "median"])
+def checkpoints_and_inputs(args: argparse.Namespace, record: Analysis) -> tuple[list, Any]:
+    """The bundles and what the analysis reads: a pairs file first (a bad file is told before any
+    model loads; then each pair head's warning), else the checkpoints first (a misspelt name fails
+    before held-out pairs are built)."""
+    inputs = option_values(args, record.used("inputs"))
+    if record.inputs == "pairs":
+        data, bundles = read_pairs(args, inputs), load_bundles(args, args.checkpoint)
+        for bundle in bundles:
+            if bundle.heads.warning:
+                print(f"warning: {bundle.name}: {bundle.heads.warning}", file=sys.stderr)
+        return bundles, data
+    bundles = [load_bundle(args, args.checkpoint)] if record.most == 1 else load_bundles(args, args.checkpoint)
+    return bundles, read_inputs(args, record, inputs)
 
 
-@command("oscillation", "L2 distance and angle between each layer's input and output (paper Figure 1)")(_oscillation_arguments)
-def cmd_oscillation(args: argparse.Namespace) -> int:
-    from albert_lab.analysis.oscillation import oscillation, verdict
+def read_inputs(args: argparse.Namespace, record: Analysis, inputs: dict[str, Any]) -> Any:
+    if record.inputs == "held-out":
+        from albert_lab.analysis.evaluation import evaluation_pairs
 
-    check_at_least(args, seq_len=MIN_SEQ_LEN)
-    bundles = load_bundles(args, args.checkpoint)
-    frame = oscillation(bundles, input_texts(args), args.aggregate, args.seq_len)
-    print_frame(args, frame, ["checkpoint", "layer", "l2", "angle_deg", "l2_spread", "angle_spread", "norm_out"])
-    if not args.json:
-        for row in verdict(frame).itertuples():
-            print(f"{row.checkpoint}: {row.verdict}", file=sys.stderr)
-    return 0
+        print("building the held-out pairs ...", file=sys.stderr)
+        return evaluation_pairs(**inputs)
+    texts = input_texts(args)
+    return texts[0] if record.inputs == "text" else texts
 
 
-def _gradflow_arguments(p: argparse.ArgumentParser) -> None:
-    add_checkpoint_arguments(p, many=False)
-    add_text_arguments(p)
-    p.add_argument("--objective", choices=get_args(Objective), help="pair loss to add (default: the checkpoint's)")
-    p.add_argument("--seed", type=seed_option(), default=0, help="seed of the pairs and masks")
+def read_pairs(args: argparse.Namespace, inputs: dict[str, Any]) -> Any:
+    """The pairs file's rows, its problems said on standard error."""
+    from albert_lab.data.pairs_file import read_pairs as parse
+
+    parsed = parse(*pairs_input(inputs["pairs"]), inputs["max_rows"])
+    for problem in parsed.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    return parsed.pairs
 
 
-@command("gradflow", "mean and max |grad| per layer, per application of shared layers")(_gradflow_arguments)
-def cmd_gradflow(args: argparse.Namespace) -> int:
-    from albert_lab.analysis.gradflow import gradient_flow
-
-    check_at_least(args, seq_len=MIN_SEQ_LEN)
-    bundle = load_bundle(args, args.checkpoint)
-    frame = gradient_flow(bundle, input_texts(args), objective=args.objective, seed=args.seed, max_len=args.seq_len)
-    print_frame(args, frame)
-    return 0
-
-
-def _score_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("pairs", type=path_option, help=".csv (or .txt)/.tsv/.jsonl with sentence_a, sentence_b[, label]; "
-                   "- reads them from standard input")
-    add_checkpoint_arguments(p)
-    p.add_argument("--out", type=path_option, help="write the scores as CSV")
-    p.add_argument("--seq-len", type=int, default=MAX_LEN)
-    p.add_argument("--max-rows", type=int, default=MAX_PAIR_ROWS,
-                   help=f"score at most this many rows (default {MAX_PAIR_ROWS:,}); "
-                   f"files up to {MAX_UPLOAD_MB} MB, as in the browser")
-
-
-def _pairs_input(path: Path) -> tuple[bytes, str]:
+def pairs_input(path: Path) -> tuple[bytes, str]:
     """The pairs file's bytes and the name its format is read from; `-` is standard input
     (JSON lines if it starts with '{', tab-separated if its first line has a tab, else CSV)."""
     from albert_lab.data.textfile import MAX_UPLOAD_BYTES, check_size, read_user_file
@@ -125,26 +112,42 @@ def _pairs_input(path: Path) -> tuple[bytes, str]:
     return data, "stdin.jsonl" if head[0] == b"{" else "stdin.tsv" if b"\t" in head[1] else "stdin.csv"
 
 
-@command("score", "P(original order) / P(is next) from SOP and NSP heads for sentence pairs")(_score_arguments)
-def cmd_score(args: argparse.Namespace) -> int:
-    from albert_lab.analysis.pairs import score_pairs, summarize
-    from albert_lab.data.pairs_file import read_pairs
-
-    check_at_least(args, seq_len=MIN_SEQ_LEN, max_rows=1)
-    check_outputs(args)
-    parsed = read_pairs(*_pairs_input(args.pairs), args.max_rows)
-    for problem in parsed.problems:
-        print(f"warning: {problem}", file=sys.stderr)
-    bundles = load_bundles(args, args.checkpoint)
-    for bundle in bundles:
-        if bundle.heads.warning:
-            print(f"warning: {bundle.name}: {bundle.heads.warning}", file=sys.stderr)
-    scores = score_pairs(bundles, parsed.pairs, args.seq_len)
-    if args.out:
-        write_csv(scores, args.out)
-        print(f"wrote {len(scores)} rows to {args.out}", file=sys.stderr)
-    if args.json:
-        emit(args, scores.to_dict(orient="records"), "")
+def show(args: argparse.Namespace, record: Analysis, frame: Any) -> None:
+    """Every column with --json; else the record's table or its report's text, the lines after it and
+    its remarks (stderr); a record's checkpoint notes on stderr either way."""
+    report = record.load(record.report)(frame) if record.report and not args.json else None
+    if report is None or report.text is None:
+        print_frame(args, frame, list(record.columns) or None)
     else:
-        print(summarize(scores).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    return 0
+        print(report.text)
+    for line in report.after if report else ():
+        print(line)
+    for line in report.remarks if report else ():
+        print(line, file=sys.stderr)
+    if record.notes:
+        from albert_lab.analysis.common import checkpoint_notes
+
+        for name, note in checkpoint_notes(frame).items():
+            print(f"note: {name}: {note}", file=sys.stderr)
+
+
+def write_outputs(args: argparse.Namespace, record: Analysis, frame: Any, bundles: list, data: Any,
+                  options: dict[str, Any], own: bool) -> None:
+    """The output files asked for: the frame itself (`own`), or another function's frame of the same
+    checkpoints, the first text and the options that function takes (attention's maps)."""
+    for option in record.used("output"):
+        out = getattr(args, option.dest)
+        if out is None or (option.writes is None) != own:
+            continue
+        if option.writes is not None:
+            function = record.load(option.writes)
+            taken = inspect.signature(function).parameters
+            text = data if isinstance(data, str) else data[0]  # the first text
+            frame = function(bundles, text, **{k: v for k, v in options.items() if k in taken})
+        write_csv(frame, out, option.flag)
+        print(f"wrote {len(frame):,} rows to {out}", file=sys.stderr)
+
+
+for _record in ANALYSES:
+    if _record.command:
+        command(_record.name, _record.help)(arguments(_record))(handler(_record))

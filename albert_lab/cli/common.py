@@ -16,8 +16,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from albert_lab.data.corpus import MAX_LEN
+from albert_lab.analysis.registry import AnalysisOption
+from albert_lab.analysis.registry import text_table as table  # noqa: F401 (the commands' plain tables)
 from albert_lab.errors import AlbertLabError
+from albert_lab.limits import MIN_SEQ_LEN  # noqa: F401 (the train commands take it from here)
 from albert_lab.runfolder import loss_words
 from albert_lab.training.options import SPEC_OPTIONS, Option
 
@@ -55,20 +57,12 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
-    """Plain-text table; numeric columns right-aligned."""
-    numeric = [all(isinstance(row[i], (int, float)) for row in rows) for i in range(len(header))]
-    cells = [list(map(str, header))] + [[f"{c:,}" if isinstance(c, int) else str(c) for c in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(r, widths, numeric)) for r in cells]
-    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
-
-
 # ---- options, spec, checkpoints and texts ---------------------------------------------------------
-def add_option_arguments(p: argparse.ArgumentParser, rows: Sequence[Option]) -> None:
-    """An argument for each row of the options table with a flag, in the table's order, its
-    default the row's: a switch, a choice of the row's values, or a number (a whole number in a
-    closed range checked as it is parsed, others by TrainConfig.validate)."""
+def add_option_arguments(p: argparse.ArgumentParser, rows: Sequence[Option | AnalysisOption]) -> None:
+    """An argument for each row of an options table (training's or an analysis's) with a flag, in
+    the table's order, its default the row's: a switch, a choice of the row's values, a path
+    (path_option; an analysis's input file is positional), or a number (a whole number in a closed
+    range checked as it is parsed, others by TrainConfig.validate or check_bounds)."""
     for row in rows:
         if row.flag is None:
             continue
@@ -77,10 +71,20 @@ def add_option_arguments(p: argparse.ArgumentParser, rows: Sequence[Option]) -> 
             p.add_argument(row.flag, action="store_true", help=words["help"])
         elif row.choices is not None:
             p.add_argument(row.flag, choices=row.choices, default=row.default, **words)
+        elif row.base is Path:
+            p.add_argument(row.flag, type=path_option, default=row.default, **words)
         elif row.base is int and row.bounds is not None and None not in (row.bounds.low, row.bounds.high):
             p.add_argument(row.flag, type=int_in(int(row.bounds.low), int(row.bounds.high)), default=row.default, **words)
         else:
             p.add_argument(row.flag, type=row.base, default=row.default, **words)
+
+
+def check_bounds(args: argparse.Namespace, rows: Sequence[AnalysisOption]) -> None:
+    """Refuse a number outside its row's bounds where parsing did not (e.g. `--seq-len -1`), naming the flag."""
+    for row in rows:
+        problem = row.problem(getattr(args, row.dest, None)) if not row.switch else None
+        if problem:
+            raise AlbertLabError(f"{row.flag} {problem}")
 
 
 def option_values(args: argparse.Namespace, rows: Sequence[Option]) -> dict[str, Any]:
@@ -137,7 +141,6 @@ def add_casing_arguments(p: argparse.ArgumentParser) -> None:
 def add_text_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--text", action="append", help="an input text (repeatable); default: built-in held-out sample")
     p.add_argument("--file", type=path_option, help="a .txt file: texts separated by blank lines")
-    p.add_argument("--seq-len", type=int, default=MAX_LEN)
 
 
 def check_bf16(asked: bool, device: str, flag: str) -> None:
@@ -211,9 +214,6 @@ def input_texts(args: argparse.Namespace) -> list[str]:
                      f"reads at most {MAX_TEXTS} at once: give a file of fewer")
             texts.append(block)
     return texts or fail(f"{args.file}: no text")
-
-
-MIN_SEQ_LEN = 8  # [CLS] A [SEP] B [SEP] and a few pieces of each
 
 
 def check_at_least(args: argparse.Namespace, **minimums: int) -> None:

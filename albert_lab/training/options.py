@@ -14,30 +14,10 @@ import types
 from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
+from albert_lab.limits import Range
 from albert_lab.spec import ModelSpec
 
 Record = Literal["changed", "always", "never"]
-
-
-@dataclass(frozen=True)
-class Range:
-    """The values a number option takes: low..high, `low` itself refused when `open` (a positive number)."""
-
-    low: float | None = None
-    high: float | None = None
-    open: bool = False
-
-    def holds(self, value: float) -> bool:
-        above = self.low is None or (value > self.low if self.open else value >= self.low)
-        return above and (self.high is None or value <= self.high)
-
-    def words(self) -> str:
-        """What an error says the value must be ('positive and at most 1.0', 'at least 1', '0..4,294,967,295')."""
-        if self.open and self.low == 0:
-            return "positive" + (f" and at most {_number(self.high)}" if self.high is not None else "")
-        if self.high is None:
-            return f"at least {_number(self.low)}"
-        return f"{_number(self.low)}..{_number(self.high)}"
 
 
 @dataclass(frozen=True)
@@ -168,10 +148,6 @@ SPEC_OPTIONS: tuple[Option, ...] = (
 # The spec fields a run that starts from a checkpoint sets; it keeps every other field of the checkpoint's.
 UPTRAIN_SPEC = ("objective", "dropout")
 KEPT_BY_UPTRAINING = tuple(f.name for f in dataclasses.fields(ModelSpec) if f.name not in UPTRAIN_SPEC)
-
-
-def _number(value: float | None) -> str:
-    return f"{value:,}" if isinstance(value, int) else str(value)
 
 
 def _decimals(fmt: str) -> int:

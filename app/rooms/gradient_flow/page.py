@@ -5,6 +5,7 @@ from typing import get_args
 
 import streamlit as st
 
+from albert_lab.analysis import gradflow
 from albert_lab.analysis.gradflow import applied_components, gradient_flow, snapshot_frame
 from albert_lab.data.samples import sample_texts
 from albert_lab.paths import runs_dir
@@ -20,12 +21,10 @@ st.title(room("gradient_flow").heading)
 
 
 def own_objective(name: str) -> str:
-    """The pair loss the checkpoint was trained with; 'none' where nothing records one
-    or its pair head is missing (the CLI's default too)."""
+    """The pair loss the checkpoint was trained with, by the library's one rule (the CLI's default too)."""
     with guard(f"reading {name}"):
         card = Selection.read().card(name)
-        if card["heads"]["pair"] != "missing" and card["trained_with"] in get_args(Objective):
-            return card["trained_with"]
+        return gradflow.own_objective(card["heads"]["pair"], card["trained_with"])
     return "none"
 
 
