@@ -1,7 +1,7 @@
 """ALBERT Lab in the browser: `streamlit run app/main.py` (or `albert-lab app`).
 
 The entry point owns what all pages share (page config, the sidebar model picker);
-each page is a folder of its own, app/rooms/<stem>/ (app/registry.py lists them), whose
+each page is a folder of its own, app/rooms/<stem>/ (app/shell/registry.py lists them), whose
 page.py is loaded with st.Page.
 """
 
@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # pages import `app.ui`
+if str(ROOT) not in sys.path:  # pages import `app.shell.ui`
     sys.path.insert(0, str(ROOT))
 
 import streamlit as st  # noqa: E402
 
-from app import browser, links, owner, picker, presets, registry, serve, ui  # noqa: E402
-from app.guard import guard  # noqa: E402
+from app.shell import browser, links, owner, picker, presets, registry, serve, ui  # noqa: E402
+from app.shell.guard import guard  # noqa: E402
 
 st.set_page_config(page_title="ALBERT Lab", page_icon=ui.PAGE_ICON, layout="wide")
 

@@ -69,8 +69,8 @@ def test_layer_axes_tick_every_layer_only_while_that_reads():
     import pandas as pd
     import plotly.express as px
 
-    from app.look import style
     from app.rooms.depth_lab.figures import flow_heatmap
+    from app.shell.look import style
 
     def axis(layers: int):
         frame = pd.DataFrame({"layer": range(1, layers + 1), "mean_abs": [1e-3] * layers})

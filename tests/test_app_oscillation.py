@@ -88,7 +88,7 @@ def test_typed_text_read_otherwise_than_typed_says_so(app):
 
 def test_equal_roughness_reads_as_equal_not_as_a_ranking():
     """'bert-sop-minilm (0.00) < albert-sop (0.00)' ranked two equal numbers."""
-    from app.text import smoother_sentence
+    from app.shell.text import smoother_sentence
 
     frame = pd.DataFrame(dict(checkpoint=["a", "b", "c"], roughness=[0.51, 0.0, 0.001]))
     assert smoother_sentence(frame, "on your 2 texts") == "Smoothest to roughest on your 2 texts: b (0.00) = c (0.00) < a (0.51)."

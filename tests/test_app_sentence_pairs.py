@@ -265,11 +265,11 @@ def test_a_bert_of_one_token_type_is_scored(tmp_path, tokenizer, monkeypatch):
 
 def test_the_attribution_estimate_comes_from_the_cost_model(app):
     """'Press Explain ... (a few seconds)' was said of every model and pair; it took 22 s. The page now
-    says what app.costs and the process's own pace (app.ui.estimate) expect, as its progress bar does."""
+    says what app.shell.costs and the process's own pace (app.shell.ui.estimate) expect, as its progress bar does."""
     import sys
 
-    from app import costs, ui
-    from app.text import fmt_duration
+    from app.shell import costs, ui
+    from app.shell.text import fmt_duration
 
     at = goto(app, "sentence_pairs")
     (info,) = [i.value for i in at.info if i.value.startswith("Press Explain")]

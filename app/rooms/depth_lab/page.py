@@ -6,15 +6,15 @@ import pandas as pd
 import streamlit as st
 
 from albert_lab.analysis.depth import VGG_NETS
-from app import links, ui
-from app.guard import guard
-from app.registry import room
 from app.rooms.depth_lab import cache as depth_cache
 from app.rooms.depth_lab import runs as depth_runs
 from app.rooms.depth_lab.cache import DEFAULTS, VARIANTS, VGG_DEFAULTS
 from app.rooms.depth_lab.figures import cut_at_divergence, depth_figures, divergence, flow_heatmap, vgg_figures
-from app.state import kept
-from app.text import fmt_duration
+from app.shell import links, ui
+from app.shell.guard import guard
+from app.shell.registry import room
+from app.shell.state import kept
+from app.shell.text import fmt_duration
 
 st.title(room("depth_lab").heading)
 state = kept(depth_runs.DepthLabState)

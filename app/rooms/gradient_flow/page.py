@@ -10,11 +10,11 @@ from albert_lab.data.samples import sample_texts
 from albert_lab.paths import runs_dir
 from albert_lab.spec import Objective
 from albert_lab.training.runs import list_runs
-from app import links, stoppable, ui
-from app.guard import guard
-from app.registry import room
 from app.rooms.gradient_flow.figures import gradflow_figure, gradflow_steps_figure, hidden_grad_figure, shared_sum_figure
-from app.selection import Selection
+from app.shell import links, stoppable, ui
+from app.shell.guard import guard
+from app.shell.registry import room
+from app.shell.selection import Selection
 
 st.title(room("gradient_flow").heading)
 

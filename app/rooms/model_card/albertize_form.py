@@ -8,8 +8,8 @@ from typing import get_args
 import streamlit as st
 
 from albert_lab.checkpoint.sources import portable_name
-from app import picker, ui
-from app.guard import guard
+from app.shell import picker, ui
+from app.shell.guard import guard
 
 
 def albertize_section(name: str, source: str, spec: dict) -> None:

@@ -8,13 +8,13 @@ import streamlit as st
 
 from albert_lab.card import count_notes, metric_counts, metric_lines
 from albert_lab.checkpoint.sources import portable_name
-from app import links, picker, ui
-from app.guard import guard
-from app.registry import room
 from app.rooms.model_card.albertize_form import albertize_section
 from app.rooms.model_card.svg import parameters_by_component
-from app.selection import Selection
-from app.text import field_label, fmt_value, metric_label, provenance_view, si
+from app.shell import links, picker, ui
+from app.shell.guard import guard
+from app.shell.registry import room
+from app.shell.selection import Selection
+from app.shell.text import field_label, fmt_value, metric_label, provenance_view, si
 
 st.title(room("model_card").heading)
 

@@ -8,13 +8,13 @@ import streamlit as st
 
 from albert_lab.params import count, sweep
 from albert_lab.spec import PRESETS, SHARING_LABELS, Family, ModelSpec, derived_ffn, derived_heads
-from app import links, ui
-from app.guard import guard
-from app.registry import room
 from app.rooms.parameters import views as parameter_views
 from app.rooms.parameters.figures import parameter_bars, sweep_figure
 from app.rooms.parameters.views import COUNTS
-from app.text import plural, si
+from app.shell import links, ui
+from app.shell.guard import guard
+from app.shell.registry import room
+from app.shell.text import plural, si
 
 CALCULATOR_LABELS = {"vocab_size": "V (vocabulary)", "hidden_size": "H (hidden)", "num_layers": "L (layers)",
                      "embedding_size": "E (embedding)", "num_heads": "Heads", "ffn_size": "FFN size",

@@ -4,10 +4,10 @@ application and CKA between layers and between models."""
 import streamlit as st
 
 from albert_lab.data.samples import sample_texts
-from app import links, ui
-from app.registry import room
 from app.rooms.shared_block import views as reapply_views
-from app.selection import Selection
+from app.shell import links, ui
+from app.shell.registry import room
+from app.shell.selection import Selection
 
 st.title(room("shared_block").heading)
 

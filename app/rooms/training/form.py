@@ -22,10 +22,10 @@ from albert_lab.training import jobs
 from albert_lab.training.config import OPTIONS, SCRATCH_LR, UPTRAIN_LR, browser_config, uptrain_config
 from albert_lab.training.options import SPEC_OPTIONS
 from albert_lab.training.runs import app_budget, check_queue_room, discard_upload
-from app import links, owner, ui
-from app.guard import guard
 from app.rooms.training import views as run_views
-from app.selection import Selection
+from app.shell import links, owner, ui
+from app.shell.guard import guard
+from app.shell.selection import Selection
 
 TRAINABLE = ["lab-tiny", "lab-albert", "lab-bert"]
 UPLOAD = "upload a .txt / .jsonl file"

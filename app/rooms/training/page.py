@@ -5,10 +5,10 @@ import streamlit as st
 
 from albert_lab.paths import runs_dir
 from albert_lab.training.runs import list_runs
-from app import ui
-from app.registry import room
 from app.rooms.training import form as run_form
 from app.rooms.training import views as run_views
+from app.shell import ui
+from app.shell.registry import room
 
 st.title(room("training").heading)
 

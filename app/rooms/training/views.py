@@ -11,10 +11,10 @@ from albert_lab.paths import runs_dir
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.jobs import cancel_run
 from albert_lab.training.runs import RunInfo, list_runs, read_run, running_run, single_user
-from app import owner, ui
-from app.guard import guard
 from app.rooms.training import figures as training_figures
-from app.text import fmt_duration, fmt_tokens
+from app.shell import owner, ui
+from app.shell.guard import guard
+from app.shell.text import fmt_duration, fmt_tokens
 
 
 def corpora_expander(corpora: pd.DataFrame) -> None:

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import streamlit as st
 
 from albert_lab.checkpoint.files import stamp
-from app import ui
-from app.guard import guard
-from app.stoppable import TURNS, queue_words
+from app.shell import ui
+from app.shell.guard import guard
+from app.shell.stoppable import TURNS, queue_words
 
 if TYPE_CHECKING:
     from albert_lab.checkpoint.load import ModelBundle
@@ -30,7 +30,7 @@ class Selection:
 
     @classmethod
     def read(cls) -> Selection:
-        """The sidebar's pick (app.picker writes these keys; everything else reads them here)."""
+        """The sidebar's pick (app.shell.picker writes these keys; everything else reads them here)."""
         state = st.session_state
         checkpoints = tuple(tuple(c) for c in state.get("selected", []))
         extra = state.get("extra_sources", {})
@@ -57,7 +57,7 @@ class Selection:
 
     def key(self) -> tuple:
         """What a result computed on this selection depends on: checkpoints, device,
-        dtype and the files' stamps (for app.stoppable.computation's kept results)."""
+        dtype and the files' stamps (for app.shell.stoppable.computation's kept results)."""
         return self.checkpoints, self.device, self.dtype, self.stamps()
 
     def bundles(self) -> list[ModelBundle]:

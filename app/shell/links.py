@@ -51,7 +51,7 @@ def keep() -> None:
 def share(**params: Any) -> None:
     """Write this page's inputs into the link (replacing other pages' ones), checkpoints
     included, so the address reproduces the view."""
-    from app.selection import Selection
+    from app.shell.selection import Selection
 
     values = {"ckpt": Selection.read().link()}
     for name, value in params.items():

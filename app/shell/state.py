@@ -1,7 +1,7 @@
 """What a page keeps between the runs of its script, typed: one dataclass per page (its
 fields and their defaults say what is kept), one instance per browser session, under the
 class's name. A page reads and writes attributes, never session-state strings; widgets keep
-their own keys (app.links.Control declares them)."""
+their own keys (app.shell.links.Control declares them)."""
 
 from __future__ import annotations
 

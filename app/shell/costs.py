@@ -1,7 +1,7 @@
 """The app's time estimates, in one place: the units of work each kind of computation is
 counted in (a model's forward cost per token, relative to albert-sop's, times steps, pairs or
 tokens) and the seconds per unit guessed before this process has timed one itself
-(app.ui.estimate: from then on its own pace). No Streamlit here:
+(app.shell.ui.estimate: from then on its own pace). No Streamlit here:
 benchmarks/bench_estimates.py checks these guesses against measurement."""
 
 from __future__ import annotations

@@ -13,10 +13,10 @@ from albert_lab.checkpoint.files import is_local_source
 from albert_lab.checkpoint.sources import portable_name
 from albert_lab.errors import AlbertLabError
 from albert_lab.paths import allowed_roots, check_typed_path, is_within, user_path
-from app import look, ui
-from app.guard import guard
-from app.links import from_url
-from app.ui import active_run, available_checkpoints, device_options
+from app.shell import look, ui
+from app.shell.guard import guard
+from app.shell.links import from_url
+from app.shell.ui import active_run, available_checkpoints, device_options
 
 # As albert_lab.devices.fast_bf16 finds (training's auto precision times it): AVX512-BF16 alone is no speed-up.
 MAX_LINK_CHECKPOINTS = 16  # checkpoints a link may name; each is checked (and maybe loaded) on opening it

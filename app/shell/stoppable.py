@@ -6,7 +6,7 @@ first visit on a busy machine took 10-30 s with nothing to stop it):
   callbacks: layer by layer, pass by pass, batch by batch). A Stop ends it at the next
   report (the callback's Streamlit call is where a rerun interrupts the script); the page
   then says so and offers to compute it after all. Finished results are kept per key.
-Both take turns with every other visitor's heavy work (`TURNS`, app/turns.py): one at a time
+Both take turns with every other visitor's heavy work (`TURNS`, app/shell/turns.py): one at a time
 on this server, first come first served, a long one passing its turn between steps; `queued`
 is the same for a short computation, and whoever waits is told how many are ahead."""
 
@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import streamlit as st
 
-from app import ui
-from app.text import fmt_duration, plural
-from app.turns import Turns
+from app.shell import ui
+from app.shell.text import fmt_duration, plural
+from app.shell.turns import Turns
 
 if TYPE_CHECKING:
     from albert_lab.analysis.common import Progress
@@ -40,7 +40,7 @@ def queue_words(ahead: int) -> str:
 
 @contextmanager
 def queued() -> Iterator[None]:
-    """Run the block in this visitor's turn (app/turns.py), saying while it waits how many
+    """Run the block in this visitor's turn (app/shell/turns.py), saying while it waits how many
     computations are ahead; a short computation, such as one typed pair."""
     note = st.empty()
     try:
