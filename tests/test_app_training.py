@@ -209,7 +209,7 @@ def test_a_reload_keeps_the_cancel_button_of_ones_own_run(app, monkeypatch):
     at.selectbox(key="tr_preset").set_value("lab-tiny").run()
     next(b for b in at.button if b.label == "Start training").click().run()
     assert not at.exception and any("started" in s.value for s in at.success), [e.value for e in at.error]
-    cookie["value"] = at.session_state["_owner_token"]  # what the page asked the browser to keep
+    cookie["value"] = at.session_state["_shell"].owner_token  # what the page asked the browser to keep
 
     def reload() -> AppTest:
         fresh = AppTest.from_file(MAIN, default_timeout=120)

@@ -13,6 +13,7 @@ import streamlit as st
 from albert_lab.checkpoint.files import stamp
 from app.shell import ui
 from app.shell.guard import guard
+from app.shell.state import shell, widget
 from app.shell.stoppable import TURNS, queue_words
 
 if TYPE_CHECKING:
@@ -31,10 +32,9 @@ class Selection:
     @classmethod
     def read(cls) -> Selection:
         """The sidebar's pick (app.shell.picker writes these keys; everything else reads them here)."""
-        state = st.session_state
-        checkpoints = tuple(tuple(c) for c in state.get("selected", []))
-        extra = state.get("extra_sources", {})
-        return cls(checkpoints, state.get("device", "auto"), state.get("dtype", "float32"),
+        checkpoints = tuple(tuple(c) for c in shell().selected)
+        extra = shell().extra_sources
+        return cls(checkpoints, widget("device", "auto"), widget("dtype", "float32"),
                    tuple(name for name, _ in checkpoints if name in extra))
 
     def link(self) -> str:

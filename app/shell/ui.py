@@ -21,6 +21,7 @@ from albert_lab.paths import runs_dir
 from albert_lab.torch_build import known_devices
 from app.shell import look
 from app.shell.serve import import_in_background, import_model_code
+from app.shell.state import shell, widget
 from app.shell.text import plural
 
 if TYPE_CHECKING:
@@ -142,9 +143,8 @@ def warn_unreadable(texts: Sequence[str]) -> None:
     separator)."""
     from albert_lab.analysis.pairs import unknown_shares
     from albert_lab.data.corpus import MAX_LEN
-    from app.shell.selection import Selection
-
-    tokenizers = {bundle.name: bundle.tokenizer for bundle in Selection.read().bundles()}
+    device, dtype = widget("device", "auto"), widget("dtype", "float32")  # the sidebar's, as Selection.read reads them
+    tokenizers = {name: load_bundle(source, name, device, dtype).tokenizer for name, source in shell().selected}
     pieces = {name: [tokenizer(text)["input_ids"] for text in texts] for name, tokenizer in tokenizers.items()}
     unreadable = []
     for name, tokenizer in tokenizers.items():
@@ -180,9 +180,7 @@ def warn_special_tokens(texts: Sequence[str], tokenizers: dict[str, Any]) -> Non
 
 
 def need_checkpoints(minimum: int = 1) -> bool:
-    from app.shell.selection import Selection
-
-    if len(Selection.read().checkpoints) < minimum:
+    if len(shell().selected) < minimum:
         st.info("Pick a checkpoint in the sidebar (shipped ones are listed under 'Compare').", icon=":material/info:")
         return False
     return True
@@ -214,7 +212,7 @@ def read_upload(uploaded) -> bytes:
 
 def chart(fig, name: str, key: str | None = None, container=None) -> None:
     """A plotly figure, full width, whose camera icon saves PNG or SVG as `name`."""
-    config = look.chart_config(name, st.session_state.get("image_format", "png"))
+    config = look.chart_config(name, widget("image_format", "png"))
     (container or st).plotly_chart(fig, width="stretch", config=config, key=key)
 
 

@@ -13,10 +13,8 @@ from albert_lab.training.runs import list_runs
 from app.rooms.gradient_flow.figures import gradflow_figure, gradflow_steps_figure, hidden_grad_figure, shared_sum_figure
 from app.shell import links, stoppable, ui
 from app.shell.guard import guard
-from app.shell.registry import room
 from app.shell.selection import Selection
-
-st.title(room("gradient_flow").heading)
+from app.shell.state import set_widget, widget
 
 
 def own_objective(name: str) -> str:
@@ -31,7 +29,7 @@ def own_objective(name: str) -> str:
 
 def follow_checkpoint() -> None:
     """Another checkpoint picked: the pair loss follows to its own."""
-    st.session_state["gf_objective"] = own_objective(st.session_state["gf_checkpoint"])
+    set_widget("gf_objective", own_objective(widget("gf_checkpoint")))
 
 
 tab_now, tab_runs = st.tabs(["A checkpoint, now", "Over a training run"])

@@ -10,12 +10,9 @@ from app.rooms.oscillation.figures import oscillation_figure, roughness_figure, 
 from app.rooms.oscillation.reading import PAPER, against_the_paper
 from app.shell import links, ui
 from app.shell.guard import guard
-from app.shell.registry import room
 from app.shell.selection import Selection, run
 from app.shell.stoppable import each_checkpoint
 from app.shell.text import smoother_sentence
-
-st.title(room("oscillation").heading)
 
 INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
 AGGREGATES = ["mean", "median"]

@@ -28,7 +28,7 @@ from app.rooms.sentence_pairs import figures as pair_figures
 from app.shell import costs, stoppable, ui
 from app.shell.guard import guard
 from app.shell.selection import Selection
-from app.shell.state import kept
+from app.shell.state import kept, widget
 from app.shell.text import fmt_bytes, fmt_duration, plural
 
 EXAMPLE_A = "The Nile is a major north-flowing river in northeastern Africa."
@@ -220,7 +220,7 @@ def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
 
 def _upload_changed() -> None:
     """The file removed from the uploader (its x) is forgotten; leaving the page is not a removal."""
-    if st.session_state.get("pairs_file") is None:
+    if widget("pairs_file") is None:
         kept(PairsState).forget_upload()
 
 

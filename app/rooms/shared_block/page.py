@@ -6,10 +6,7 @@ import streamlit as st
 from albert_lab.data.samples import sample_texts
 from app.rooms.shared_block import views as reapply_views
 from app.shell import links, ui
-from app.shell.registry import room
 from app.shell.selection import Selection
-
-st.title(room("shared_block").heading)
 
 INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
 SECTIONS = ["1. Depth extrapolation", "2. Logit lens through the model's own MLM head", "3. Attention at every application",

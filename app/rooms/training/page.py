@@ -8,9 +8,6 @@ from albert_lab.training.runs import list_runs
 from app.rooms.training import form as run_form
 from app.rooms.training import views as run_views
 from app.shell import ui
-from app.shell.registry import room
-
-st.title(room("training").heading)
 
 tab_new, tab_runs, tab_compare = st.tabs(["New run", "Runs", "Compare runs"])
 with tab_new:
