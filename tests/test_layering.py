@@ -224,3 +224,14 @@ def test_every_room_of_the_registry_is_a_folder_and_back():
 
     folders = {p.parent.name for p in (APP / "rooms").glob("*/page.py")}
     assert folders == {room.stem for room in PAGES}
+
+
+def test_each_room_keeps_one_typed_object():
+    """A room's kept values are one dataclass, declared in the room (app.shell.state.kept keys it by the room's name)."""
+    by_room: dict[str, set[str]] = {}
+    for module, path in APP_MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "kept" and node.args:
+                assert room_of(module), f"{module} keeps a room's object outside a room"
+                by_room.setdefault(room_of(module), set()).add(ast.unparse(node.args[0]).split(".")[-1])
+    assert by_room and all(len(kinds) == 1 for kinds in by_room.values()), by_room
