@@ -1,7 +1,7 @@
 """ALBERT Lab in the browser: `streamlit run app/main.py` (or `albert-lab app`).
 
 The entry point owns what all pages share (page config, the sidebar model picker);
-each page is a folder of its own, app/rooms/<stem>/ (app/registry.py lists them), whose
+each page is a folder of its own, app/rooms/<stem>/ (app/shell/registry.py lists them), whose
 page.py is loaded with st.Page.
 """
 
@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # pages import `app.ui`
+if str(ROOT) not in sys.path:  # pages import `app.shell.ui`
     sys.path.insert(0, str(ROOT))
 
 import streamlit as st  # noqa: E402
 
-from app import browser, links, owner, picker, presets, registry, serve, ui  # noqa: E402
-from app.guard import guard  # noqa: E402
+from app.shell import browser, links, owner, picker, presets, registry, serve, state, ui  # noqa: E402
+from app.shell.guard import guard  # noqa: E402
 
 st.set_page_config(page_title="ALBERT Lab", page_icon=ui.PAGE_ICON, layout="wide")
 
@@ -23,6 +23,7 @@ BY_STEM = {room.stem: st.Page(room.script, title=room.title, icon=room.icon, url
                               default=room.stem == registry.DEFAULT) for room in registry.PAGES}
 PAGES = {section: [BY_STEM[room.stem] for room in rooms] for section, rooms in registry.sections().items()}
 LIGHT = {BY_STEM[stem] for stem in registry.LIGHT}
+STEM = {page: stem for stem, page in BY_STEM.items()}
 
 page = st.navigation(PAGES)
 links.keep()  # the pages' controls keep their values through runs that do not draw them
@@ -30,14 +31,15 @@ ui.use_threads(wait=False)  # one thread while a training run uses the cores
 with guard("reading the sidebar"):  # a link's odd value is a message above the page, never a traceback
     picker.sidebar()
 presets.presets(BY_STEM)
-st.session_state["_shared"] = False
+state.shell().shared = False
 if page not in LIGHT:  # the model code, imported here or by the warm-up (waited for): never by two threads at once
     serve.import_model_code()
 else:  # a light page does not import it, but may read a config with transformers: not beside the warm-up's import
     serve.wait_for_model_code()
 with guard():  # what a page's own guards leave: a message, the sidebar and the session kept
+    st.title(registry.room(STEM[page]).heading)  # each page's heading, from the registry
     page.run()
-if not st.session_state["_shared"]:  # a page without inputs of its own still links the checkpoints picked
+if not state.shell().shared:  # a page without inputs of its own still links the checkpoints picked
     links.share()
 owner.remember()  # the browser keeps its owner token: a reload still owns the runs it started
 browser.prefetch_plotly()  # the browser loads plotly.js while idle; the landing page has no plotly chart

@@ -2,7 +2,7 @@
 
 For each N in --visitors (default 1,5,20) a fresh server is started as `albert-lab app`
 starts it (loopback, headless, a free port), and N browser contexts of one Chromium open it
-at the same moment. Each visitor walks every page of app/registry.py from the model card on
+at the same moment. Each visitor walks every page of app/shell/registry.py from the model card on
 and, on Sentence pairs, scores a pair of its own typed into the form. Visitor 1 instead goes
 from the model card straight to Sentence pairs and uploads a 5,000-pair CSV there, so the
 others' typed pairs are scored while the upload is being scored; then it walks the rest. The
@@ -44,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app import registry  # noqa: E402
+from app.shell import registry  # noqa: E402
 from benchmarks.bench_app import CHART, FLAGS, MAIN_ELEMENT, free_port, wait_healthy  # noqa: E402
 
 UPLOAD_PAIRS = 5000

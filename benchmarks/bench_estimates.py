@@ -1,5 +1,5 @@
-"""The app's time estimates against measurement: what a page says before it starts (app/costs.py:
-units of work times the guessed seconds per unit, as app.ui.estimate answers before this process
+"""The app's time estimates against measurement: what a page says before it starts (app/shell/costs.py:
+units of work times the guessed seconds per unit, as app.shell.ui.estimate answers before this process
 has timed anything) and what the same work then takes, for token attributions (Sentence pairs,
 Explain) and an uploaded pairs file (Sentence pairs, upload), on the shipped checkpoints.
 
@@ -22,8 +22,8 @@ import torch
 from albert_lab.checkpoint.load import load_checkpoint
 from albert_lab.data.samples import sample_texts
 from albert_lab.paths import checkpoints_dir
-from app import costs
 from app.rooms.sentence_pairs.views import EXAMPLE_A, EXAMPLE_B
+from app.shell import costs
 
 
 def timed(work) -> float:

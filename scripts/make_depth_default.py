@@ -4,7 +4,7 @@ the VGG button then draw at once instead of training three networks and four con
 (the four nets take half an hour on a busy 2-core machine). Run again after changing albert_lab/analysis/depth.py or the page's
 defaults (app/rooms/depth_lab/cache.py); a test checks the file against a fresh run.
 
-The file records the CPU it was made on (devices.cpu_kind); app/depth_cache.py says what a
+The file records the CPU it was made on (devices.cpu_kind); app/rooms/depth_lab/cache.py says what a
 fresh run gives on other CPUs, as measured.
 
 Run: .venv/bin/python scripts/make_depth_default.py

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.registry import BY_STEM, address  # noqa: E402
+from app.shell.registry import BY_STEM, address  # noqa: E402
 
 DOCS = ROOT / "docs"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage",

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from albert_lab.checkpoint.files import SAFETENSORS_DTYPES
 
-# A bug inside the app's guard is raised again after its message (app/guard.py): AppTests and the
+# A bug inside the app's guard is raised again after its message (app/shell/guard.py): AppTests and the
 # served app's browser tests see it as an exception, as they did before the page ran in a guard.
 os.environ["ALBERT_LAB_STRICT"] = "1"
 
@@ -280,7 +280,7 @@ def opened_by_link(link: dict[str, str], page: str) -> AppTest:
     from streamlit.testing.v1 import AppTest
     from streamlit.util import calc_hash
 
-    from app.registry import room
+    from app.shell.registry import room
 
     fresh = AppTest.from_file(MAIN, default_timeout=120)
     fresh.query_params.update(link)

@@ -54,7 +54,7 @@ def test_the_held_out_inputs_are_the_reader_s_parameters():
 
 def test_the_records_and_the_app_s_estimates_import_no_torch():
     """The parser and the app's first page read the records: they must not wait for torch."""
-    code = ("import sys\nimport albert_lab.analysis.registry, app.costs\n"
+    code = ("import sys\nimport albert_lab.analysis.registry, app.shell.costs\n"
             "assert 'torch' not in sys.modules and 'albert_lab.analysis.oscillation' not in sys.modules\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
@@ -81,7 +81,7 @@ def test_the_command_line_has_one_command_per_record_with_its_help_flags_and_def
 
 
 def test_the_app_reads_its_time_guesses_from_the_records():
-    from app import costs
+    from app.shell import costs
 
     assert costs.SECONDS_PER_UNIT["table5"] == analysis("evaluate").cost.seconds == 0.15
     assert costs.SECONDS_PER_UNIT["score_upload"] == analysis("score").cost.seconds == 0.005

@@ -69,8 +69,8 @@ def test_layer_axes_tick_every_layer_only_while_that_reads():
     import pandas as pd
     import plotly.express as px
 
-    from app.look import style
     from app.rooms.depth_lab.figures import flow_heatmap
+    from app.shell.look import style
 
     def axis(layers: int):
         frame = pd.DataFrame({"layer": range(1, layers + 1), "mean_abs": [1e-3] * layers})
@@ -137,7 +137,7 @@ def test_vgg_comparison_says_how_long_and_keeps_what_a_stop_left(app, monkeypatc
     assert len(trained) == 4 and not at.exception
     assert not at.get("progress")  # the bar is gone once the nets are trained
     depth_cache._VGG_TRAINED.pop(depth_cache.vgg_key(38, True, 100, 0.1))  # as if Stop came during the last net
-    state = at.session_state["DepthLabState"]
+    state = at.session_state["room:depth_lab"]
     state.vgg_done, state.vgg_stopped = False, True
     at.run()
     assert any("Stopped: 3 of 4 nets" in i.value for i in at.info)
@@ -178,7 +178,7 @@ def test_mlp_training_shows_its_step_and_keeps_what_a_stop_left(app, monkeypatch
     assert any("(2 of 2): step" in t and "left at this machine's pace" in t for t in texts)
     kept = trained[-1]
     depth_runs._DISC_TRAINED.pop(kept)  # as if Stop came during the second network
-    at.session_state["DepthLabState"].stopped = True
+    at.session_state["room:depth_lab"].stopped = True
     at.run()
     assert any("Stopped: 1 of 2 networks trained" in i.value for i in at.info)
     assert len(trained) == 2 and len(charts(at)) == 4  # nothing trained until asked; the one kept is drawn

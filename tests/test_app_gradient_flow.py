@@ -103,7 +103,7 @@ def test_shared_gradients_are_points_with_values_on_their_log_axis():
 
 
 def test_gradients_are_computed_once_per_input_and_a_failure_leaves_no_stop_button(app, monkeypatch):
-    """The page computes through app.stoppable.computation: a second visit with the same
+    """The page computes through app.shell.stoppable.computation: a second visit with the same
     checkpoint files and inputs reuses the result; an error is shown without the progress
     bar's Stop button left behind."""
     import albert_lab.analysis.gradflow as gradflow
@@ -133,8 +133,8 @@ def test_gradients_are_computed_once_per_input_and_a_failure_leaves_no_stop_butt
 def test_the_hidden_gradient_chart_draws_mean_and_max_in_their_own_colours_and_dashes():
     """The theme's colourway gave mean and max each other's shade in dark theme: both are fixed
     now, mean solid and max dashed, as on the |dL/dW| chart."""
-    from app.look import SERIES_COLOURS
     from app.rooms.gradient_flow.figures import hidden_grad_figure
+    from app.shell.look import SERIES_COLOURS
 
     frame = pd.DataFrame([dict(view="hidden", component="hidden", layer=layer, applications="", mean_abs=0.01 * (layer + 1),
                                max_abs=0.2 * (layer + 1)) for layer in range(4)])

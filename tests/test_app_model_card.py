@@ -68,7 +68,7 @@ def test_fit_a_probe_from_the_model_card(app):
         at.number_input(key=key).set_value(value)
     next(b for b in at.button if b.label.startswith("Fit the probe")).click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    name, path, accuracy = at.session_state["probe_done"]
+    name, path, accuracy = at.session_state["room:model_card"].probe_done
     assert name == "hub-albert-sop-probe" and 0 <= accuracy <= 1
     from albert_lab.checkpoint.load import load_checkpoint
 
@@ -77,10 +77,10 @@ def test_fit_a_probe_from_the_model_card(app):
     for _ in range(2):  # each click wrote a new hub-albert-sop-probe-N, the same probe again
         next(b for b in at.button if b.label.startswith("Fit the probe")).click().run()
         assert [t.value for t in at.toast] == ["The same probe was fitted before: hub-albert-sop-probe is reused."]
-    assert at.session_state["probe_done"] == (name, path, accuracy)
+    assert at.session_state["room:model_card"].probe_done == (name, path, accuracy)
     at.number_input(key="probe_steps").set_value(20)
     next(b for b in at.button if b.label.startswith("Fit the probe")).click().run()
-    assert at.session_state["probe_done"][0] == "hub-albert-sop-probe-2" and not at.toast  # other steps: another probe
+    assert at.session_state["room:model_card"].probe_done[0] == "hub-albert-sop-probe-2" and not at.toast  # other steps: another probe
     assert sorted(p.name for p in Path(path).parent.iterdir() if not p.name.startswith(".")) == [name, f"{name}-2"]
 
 

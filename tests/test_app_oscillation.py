@@ -59,17 +59,16 @@ def test_oscillation_computes_checkpoint_by_checkpoint_and_a_stop_keeps_the_fini
     finished and offers the others."""
     at = goto(app, "oscillation")
     picked = at.sidebar.multiselect(key="picked").value
-    state = at.session_state["_each_oscillation"]
+    state = at.session_state["_shell"].each["oscillation"]  # app.shell.state.Shell: changed in place
     assert state["done"] == picked and not state["stopped"]
     state.update(done=picked[:1], stopped=True)  # as if Stop came during the second checkpoint
-    at.session_state["_each_oscillation"] = state
     at.run()
     assert any(f"Stopped: 1 of {len(picked)} checkpoints" in i.value for i in at.info)
     drawn = {t["name"] for c in charts(at) if "Input vs output of each layer" in c.proto.spec
              for t in json.loads(c.proto.spec)["data"] if t.get("name")}
     assert picked[0] in drawn and not set(picked[1:]) & drawn
     next(b for b in at.button if b.label == "Compute the others").click().run()
-    assert not at.info and at.session_state["_each_oscillation"]["done"] == picked
+    assert not at.info and at.session_state["_shell"].each["oscillation"]["done"] == picked
 
 
 def test_typed_text_read_otherwise_than_typed_says_so(app):
@@ -88,7 +87,7 @@ def test_typed_text_read_otherwise_than_typed_says_so(app):
 
 def test_equal_roughness_reads_as_equal_not_as_a_ranking():
     """'bert-sop-minilm (0.00) < albert-sop (0.00)' ranked two equal numbers."""
-    from app.text import smoother_sentence
+    from app.shell.text import smoother_sentence
 
     frame = pd.DataFrame(dict(checkpoint=["a", "b", "c"], roughness=[0.51, 0.0, 0.001]))
     assert smoother_sentence(frame, "on your 2 texts") == "Smoothest to roughest on your 2 texts: b (0.00) = c (0.00) < a (0.51)."

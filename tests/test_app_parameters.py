@@ -5,7 +5,7 @@ from conftest import charts, goto
 
 from albert_lab.params import count
 from albert_lab.spec import PRESETS
-from app.text import si
+from app.shell.text import si
 
 
 def test_parameters(app):

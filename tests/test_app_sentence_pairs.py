@@ -109,7 +109,7 @@ def test_attributions_explain_the_typed_pair(app):
     next(b for b in at.button if b.label == "Score this pair").click().run()
     next(b for b in at.button if b.label == "Explain").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    request, result = at.session_state["PairsState"].attribution
+    request, result = at.session_state["room:sentence_pairs"].attribution
     assert request[1] == "Zebras graze on the savanna." and request[2] == "They live in herds."
     words = "".join(result.tokens.token).replace("\u2581", " ").lower()
     assert "savanna" in words.replace(" ", "") or "sav" in words
@@ -148,7 +148,7 @@ def test_live_table5_says_its_sample_and_what_each_n_counts(app, small_corpus, m
     captions = " ".join(c.value for c in at.caption)
     assert "A fixed sample of 50 pairs per task" in captions and "MLM counts masked tokens" in captions
     assert "lead + interior exceeds SOP" in captions  # why SOP's n is not lead's + interior's
-    assert set(at.session_state["PairsState"].t5_live) == set(at.sidebar.multiselect(key="picked").value)
+    assert set(at.session_state["room:sentence_pairs"].t5_live) == set(at.sidebar.multiselect(key="picked").value)
 
 
 def test_shipped_sop_counts_are_explained_where_they_are_shown():
@@ -265,11 +265,11 @@ def test_a_bert_of_one_token_type_is_scored(tmp_path, tokenizer, monkeypatch):
 
 def test_the_attribution_estimate_comes_from_the_cost_model(app):
     """'Press Explain ... (a few seconds)' was said of every model and pair; it took 22 s. The page now
-    says what app.costs and the process's own pace (app.ui.estimate) expect, as its progress bar does."""
+    says what app.shell.costs and the process's own pace (app.shell.ui.estimate) expect, as its progress bar does."""
     import sys
 
-    from app import costs, ui
-    from app.text import fmt_duration
+    from app.shell import costs, ui
+    from app.shell.text import fmt_duration
 
     at = goto(app, "sentence_pairs")
     (info,) = [i.value for i in at.info if i.value.startswith("Press Explain")]
@@ -277,7 +277,7 @@ def test_the_attribution_estimate_comes_from_the_cost_model(app):
     from albert_lab.checkpoint.load import load_checkpoint
 
     bundle = at.session_state["attr_checkpoint"]
-    loaded = load_checkpoint(next(s for n, s in at.session_state["selected"] if n == bundle), device="cpu")
+    loaded = load_checkpoint(next(s for n, s in at.session_state["_shell"].selected if n == bundle), device="cpu")
     tokens = len(loaded.tokenizer(at.text_area(key="pair_a").value, at.text_area(key="pair_b").value)["input_ids"])
     units = costs.attribution_units(loaded.spec, 50, tokens)
     first = costs.FIRST_TIME_SECONDS["attribution"] if "captum" not in sys.modules else 0.0

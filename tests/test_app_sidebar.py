@@ -121,7 +121,7 @@ def test_the_link_carries_the_view_and_a_preset_opens_figure_1(app):
     at = goto(app, "oscillation")
     at.selectbox(key="osc_agg").set_value("median").run()
     assert at.query_params["osc_agg"] == ["median"] or at.query_params["osc_agg"] == "median"
-    from app.presets import PRESETS
+    from app.shell.presets import PRESETS
 
     label, stem, params = PRESETS[0]
     assert stem == "oscillation" and "Figure 1" in label
@@ -188,7 +188,7 @@ def test_a_link_with_values_its_widgets_refuse_opens_on_the_defaults(app):
 
 def test_classroom_preset_labels_fit_the_sidebar():
     """'Figure 1: ALBERT vs BERT oscillation' was cut to 'Figure 1: ALBERT vs BERT os...'."""
-    from app.presets import PRESET_HELP, PRESETS
+    from app.shell.presets import PRESET_HELP, PRESETS
 
     assert all(len(label) <= 26 for label, _, _ in PRESETS)
     assert all(stem in PRESET_HELP for _, stem, _ in PRESETS)
@@ -197,9 +197,9 @@ def test_classroom_preset_labels_fit_the_sidebar():
 def test_a_checkpoint_keeps_its_colour_whatever_else_is_selected():
     import pandas as pd
 
-    from app.look import colour_for
     from app.rooms.oscillation.figures import oscillation_figure
     from app.rooms.shared_block.figures import extrapolation_figure, lens_figure
+    from app.shell.look import colour_for
 
     def frame(names):
         return pd.DataFrame([dict(checkpoint=n, family="bert" if "bert-" in n else "albert", layer=layer, l2=1.0,
@@ -226,8 +226,8 @@ def test_the_shipped_checkpoints_each_have_their_own_colour(monkeypatch):
     from conftest import ROOT
 
     from albert_lab.checkpoint.discover import discover_checkpoints
-    from app import look
-    from app.look import colour_for, register_checkpoints, shipped_first
+    from app.shell import look
+    from app.shell.look import colour_for, register_checkpoints, shipped_first
 
     monkeypatch.setattr(look, "_ORDER", [])  # as in a fresh app: no checkpoint seen before the picker's
     shipped = discover_checkpoints(ROOT / "checkpoints", ROOT / "no-runs")
@@ -243,7 +243,7 @@ def test_the_shipped_checkpoints_each_have_their_own_colour(monkeypatch):
 def test_a_class_worth_of_checkpoints_in_one_server_keeps_distinct_colours(monkeypatch):
     """Shipped checkpoints, finished runs and added folders all take a colour slot in the
     server process: with 8 colours the ninth looked like the first."""
-    from app import look
+    from app.shell import look
 
     monkeypatch.setattr(look, "_ORDER", [])
     names = ["albert-sop", "bert-sop-minilm", "albert-nsp", "bert-nsp", "albert-none"] + [f"run:{i}" for i in range(10)]
@@ -272,7 +272,7 @@ def test_a_google_release_folder_added_in_the_sidebar(app, monkeypatch, tmp_path
 
 def test_a_model_whose_analyses_take_minutes_on_this_cpu_is_named(app, monkeypatch):
     """ALBERT-xxlarge on a CPU: the sidebar says, under the device, that its analyses take minutes."""
-    from app import picker
+    from app.shell import picker
 
     note = "takes minutes"
     app.sidebar.selectbox(key="device").set_value("cpu").run()
@@ -302,7 +302,7 @@ def test_a_link_with_a_malformed_folder_opens_the_page_and_says_what_it_left_out
 
 def test_a_link_naming_hundreds_of_checkpoints_opens_a_bounded_number(app, monkeypatch):
     """500 names: each was checked (and a folder loaded) on opening the link, each left-out one its own warning."""
-    from app import picker
+    from app.shell import picker
 
     looked = []
     real = picker._offer_from_link
@@ -352,7 +352,7 @@ def test_a_folder_with_a_comma_in_its_name_travels_in_the_link(app, monkeypatch,
 
 def test_an_error_in_the_sidebar_or_a_page_is_a_message_not_a_traceback(app, monkeypatch):
     from albert_lab.errors import AlbertLabError
-    from app import picker, ui
+    from app.shell import picker, ui
 
     def unreadable(*args, **kwargs):
         raise AlbertLabError("runs/: cannot be read (Permission denied)")
@@ -371,7 +371,7 @@ def test_a_bug_is_a_message_for_users_and_an_exception_under_tests(monkeypatch):
     """The page runs inside the guard: a user sees a bug as a message with its details folded away;
     the suite (ALBERT_LAB_STRICT=1, set in conftest) sees it raised, so no test misses it."""
     def page():
-        from app.guard import guard
+        from app.shell.guard import guard
 
         with guard("drawing"):
             raise ZeroDivisionError("a bug")

@@ -5,7 +5,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from app.rooms.model_card.svg import grouped_bars, nice_ticks
-from app.text import si
+from app.shell.text import si
 
 NS = "{http://www.w3.org/2000/svg}"
 

@@ -1,10 +1,10 @@
 """How the pages write numbers, token counts, times and commit hashes."""
 
-from app.text import fmt_tokens
+from app.shell.text import fmt_tokens
 
 
 def test_numbers_read_as_people_write_them():
-    from app.text import fmt_value
+    from app.shell.text import fmt_value
 
     assert fmt_value("nsp_pairs", 515.0) == "515" and fmt_value("tokens", 25637385) == "25,637,385"
     assert fmt_value("wall_time_s", 3565.4) == "59 min" and fmt_value("sop_acc", 0.91456) == "0.9146"
@@ -17,7 +17,7 @@ def test_fmt_tokens():
 
 
 def test_an_iso_time_reads_to_the_minute():
-    from app.text import fmt_value
+    from app.shell.text import fmt_value
 
     assert fmt_value("created", "2026-11-23T12:38:29+0000") == "2026-11-23 12:38 UTC"
     assert fmt_value("created", "2026-11-23T12:38:29-05:30") == "2026-11-23 12:38 UTC-05:30"
@@ -26,7 +26,7 @@ def test_an_iso_time_reads_to_the_minute():
 
 def test_card_code_hash_is_short_enough_for_the_card():
     """The full 40-character commit ran past the provenance table's edge at 1400 px."""
-    from app.text import fmt_value
+    from app.shell.text import fmt_value
 
     full = "8c628f548f96749080bc715cdd54cba45235476e"
     assert fmt_value("code", full) == "8c628f548f96" and fmt_value("code", full + "+changes") == "8c628f548f96+changes"
@@ -34,7 +34,7 @@ def test_card_code_hash_is_short_enough_for_the_card():
 
 def test_a_record_in_the_card_reads_as_fields_not_as_python():
     """The Model card showed a run's start, teacher and first stage as "{'folder': ...}"."""
-    from app.text import fmt_value
+    from app.shell.text import fmt_value
 
     teacher = {"folder": "checkpoints/bert-sop-minilm", "weight": 1.0, "hidden_states_matched": [0, 3, 6],
                "pair_distribution_matched": False, "conversion": None}
@@ -53,7 +53,7 @@ def test_a_card_s_records_are_named_in_one_cell_and_its_early_stop_said():
 
     from conftest import ROOT
 
-    from app.text import provenance_view
+    from app.shell.text import provenance_view
 
     card = json.loads((ROOT / "checkpoints" / "albert-sop-minilm" / "albert_lab.json").read_text())
     rows, records = provenance_view(card)

@@ -197,7 +197,7 @@ def test_a_reload_keeps_the_cancel_button_of_ones_own_run(app, monkeypatch):
 
     import albert_lab.training.jobs as jobs
     from albert_lab.training.config import TrainConfig
-    from app import owner
+    from app.shell import owner
 
     config = TrainConfig(spec=tiny_spec(1000).to_dict(), corpus="wiki-vital[:600]", vocab_size=1000, max_steps=5,
                          max_seq_len=64, name="mine")
@@ -209,7 +209,7 @@ def test_a_reload_keeps_the_cancel_button_of_ones_own_run(app, monkeypatch):
     at.selectbox(key="tr_preset").set_value("lab-tiny").run()
     next(b for b in at.button if b.label == "Start training").click().run()
     assert not at.exception and any("started" in s.value for s in at.success), [e.value for e in at.error]
-    cookie["value"] = at.session_state["_owner_token"]  # what the page asked the browser to keep
+    cookie["value"] = at.session_state["_shell"].owner_token  # what the page asked the browser to keep
 
     def reload() -> AppTest:
         fresh = AppTest.from_file(MAIN, default_timeout=120)
@@ -288,7 +288,7 @@ def test_start_clicks_past_the_browsers_budget_say_the_queue_is_full_and_keep_no
 
     import albert_lab.training.jobs as jobs
     from albert_lab.training.config import TrainConfig
-    from app import owner
+    from app.shell import owner
 
     spawned = []
     monkeypatch.setattr(jobs, "spawn_worker", lambda run_dir: spawned.append(run_dir) or 0)
@@ -329,7 +329,7 @@ def test_a_copied_record_or_a_forged_owner_cookie_cannot_cancel_anothers_run(app
 
     import albert_lab.training.jobs as jobs
     from albert_lab.training.config import TrainConfig
-    from app import owner
+    from app.shell import owner
 
     config = TrainConfig(spec=tiny_spec(1000).to_dict(), corpus="wiki-vital[:600]", vocab_size=1000, max_steps=5,
                          max_seq_len=64, name="theirs")

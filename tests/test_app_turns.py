@@ -1,4 +1,4 @@
-"""The server's heavy computations take turns (app/turns.py): one at a time, in the order
+"""The server's heavy computations take turns (app/shell/turns.py): one at a time, in the order
 asked, a long one passing its turn between steps, whoever waits told how many are ahead,
 a visitor who leaves the queue leaving no hole in it. Plain threads, no Streamlit."""
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from app.turns import Turns
+from app.shell.turns import Turns
 
 WAIT = 5.0  # seconds a test waits for a thread before it fails
 
@@ -135,11 +135,11 @@ def test_slots_are_counted():
 
 @pytest.mark.parametrize("finished", [True, False])
 def test_many_visitors_asking_for_one_computation_wait_for_the_first(finished):
-    """Twenty first visits of a page compute its kept result once (app.stoppable): the
+    """Twenty first visits of a page compute its kept result once (app.shell.stoppable): the
     others wait, told so, and take it; when the first stops, the next one computes it."""
     from collections import OrderedDict
 
-    from app.stoppable import _COMPUTING, MISSING, _join_or_claim, _release
+    from app.shell.stoppable import _COMPUTING, MISSING, _join_or_claim, _release
 
     results, lock, told, got = OrderedDict(), threading.Lock(), [], []
     key = ("gradflow", "test", finished)

@@ -23,7 +23,7 @@ def test_app_launcher_prints_the_port_it_starts(argv, port, monkeypatch, capsys)
     assert f"http://localhost:{port}" in capsys.readouterr().err
     command = calls[0]
     assert command.count("--server.port") == 1 and command[command.index("--server.port") + 1] == str(port)
-    assert command[1:4] == ["-m", "app.serve", "run"] and command[4].endswith("main.py")  # streamlit run, imports warming
+    assert command[1:4] == ["-m", "app.shell.serve", "run"] and command[4].endswith("main.py")  # streamlit run, imports warming
 
 
 def test_app_on_a_busy_port_says_so_before_printing_an_address():
@@ -42,7 +42,7 @@ def test_app_on_a_busy_port_says_so_before_printing_an_address():
 
 
 def test_the_server_entry_point_imports_the_model_code_then_is_streamlit_run():
-    """app.serve imports what the pages need, then hands its command line to streamlit's:
+    """app.shell.serve imports what the pages need, then hands its command line to streamlit's:
     the URL the server prints opens on a page that does not wait for imports. In a fresh
     interpreter, so that what is imported is the entry point's doing."""
     probe = ("import runpy, sys\n"
@@ -50,7 +50,7 @@ def test_the_server_entry_point_imports_the_model_code_then_is_streamlit_run():
              "cli.main = lambda prog_name: print(prog_name, sys.argv[1:], 'torch' in sys.modules,"
              " 'albert_lab.checkpoint.load' in sys.modules, 'plotly.express' in sys.modules)\n"
              "sys.argv = ['serve', 'run', 'app/main.py', '--server.port', '8600']\n"
-             "runpy.run_module('app.serve', run_name='__main__')\n")
+             "runpy.run_module('app.shell.serve', run_name='__main__')\n")
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
@@ -63,7 +63,7 @@ def test_the_model_card_draws_without_importing_torch():
     `streamlit run app/main.py` it draws while the model code imports in the background."""
     probe = ("import sys\n"
              "from streamlit.testing.v1 import AppTest\n"
-             "import app.ui as ui\n"
+             "import app.shell.ui as ui\n"
              "ui._WARMING = True  # no background import: what is imported is the page's doing\n"
              "at = AppTest.from_file('app/main.py', default_timeout=60).run()\n"
              "print(not at.exception, [t.value for t in at.title], 'torch' in sys.modules,"
@@ -77,7 +77,7 @@ def test_the_model_card_draws_without_importing_torch():
 def test_the_app_computes_on_one_thread_while_a_run_trains(monkeypatch):
     import torch
 
-    from app import ui
+    from app.shell import ui
 
     threads = torch.get_num_threads()
     try:
@@ -97,14 +97,14 @@ def test_favicon_is_drawn_locally():
     ':material/...' icon or an image address is fetched from the network on every load."""
     import unicodedata
 
-    from app import ui
+    from app.shell import ui
 
     assert len(ui.PAGE_ICON) == 1 and unicodedata.category(ui.PAGE_ICON) == "So"
 
 
 IMPORTS_AT_ONCE = """
 import sys, threading
-from app import serve
+from app.shell import serve
 serve.import_first_page()  # what a server has imported before the first page draws
 errors = []
 def page():  # a page's script: the model code first, then its own imports
@@ -138,7 +138,7 @@ def test_a_page_importing_beside_the_warm_up_gets_whole_modules():
 def test_the_light_pages_do_not_import_torch():
     """app/main.py lets registry.LIGHT's pages draw without the model code's import (torch
     and transformers' models; every other page does it or waits for it): they must not need it."""
-    from app.registry import DEFAULT, LIGHT
+    from app.shell.registry import DEFAULT, LIGHT
 
     code = ("import sys\nfrom streamlit.testing.v1 import AppTest\n"
             "at = AppTest.from_file(sys.argv[1], default_timeout=60)\nat.run()\nassert not at.exception\n"

@@ -1,4 +1,5 @@
-"""The library's layers point down only, and its modules import no circle.
+"""The library's layers point down only, and its modules import no circle; the app has
+floors too (below).
 
 Layers (a module may import its own layer and the ones below):
   0 errors, paths, spec, runfolder, limits
@@ -10,6 +11,12 @@ Layers (a module may import its own layer and the ones below):
   6 the command line (cli.*, __main__)
 Imports inside functions count too (they are how a lower module would sneak upward);
 imports under `if TYPE_CHECKING:` do not (they never run).
+
+The app: app/main.py (the entry) stands on the rooms, app/rooms/<page>/, which stand on the
+shell, app/shell/, which stands on the library. No room imports another room, the shell never
+imports a room, and no app module is in an import circle, imports inside functions counted.
+Session state is read and written only in app/shell/state.py, and no page draws its own
+heading (app/main.py draws it from the registry).
 """
 
 from __future__ import annotations
@@ -128,3 +135,103 @@ def test_layer_group_map_equals_transformers_for_every_l_and_n():
             assert spec.group_of_layer == expected
     # where the reference code's int(i / L * N) differs: L = N = 22, layer 15
     assert int(15 / 22 * 22) == 14 and layer_group(15, 22, 22) == 15
+
+
+# ---- the app: rooms stand on the shell, which stands on the library -------------------------------
+APP = ROOT.parent / "app"
+SHELL, ROOMS = "app.shell", "app.rooms"
+
+
+def app_module_name(path: Path) -> str:
+    parts = list(path.relative_to(APP.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+APP_MODULES = {app_module_name(p): p for p in sorted(APP.rglob("*.py"))}
+
+
+def app_imports(path: Path) -> set[str]:
+    """The app modules `path` imports, at module level or inside functions (`from app.shell
+    import ui` is app.shell.ui; `from app.rooms.x.views import y` is app.rooms.x.views)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "app":
+            found |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in APP_MODULES else node.module for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "app"}
+    return found
+
+
+def room_of(module: str) -> str | None:
+    """The room (app/rooms/<stem>/) a module belongs to, or None for the shell and the entry."""
+    parts = module.split(".")
+    return parts[2] if module.startswith(ROOMS + ".") and len(parts) > 2 else None
+
+
+def test_app_modules_are_the_entry_the_shell_and_rooms():
+    for module in APP_MODULES:
+        assert module in ("app", "app.main", ROOMS) or module.startswith((SHELL, ROOMS + ".")), (
+            f"{module}: the app is app/main.py, the shell (app/shell/) and the rooms (app/rooms/<page>/)")
+
+
+def test_no_room_imports_another_room():
+    crossing = [(m, i) for m, p in APP_MODULES.items() if room_of(m) for i in app_imports(p)
+                if room_of(i) and room_of(i) != room_of(m)]
+    assert crossing == [], f"a room imports another room (move what they share into app/shell/): {crossing}"
+
+
+def test_the_shell_never_imports_a_room():
+    upward = [(m, i) for m, p in APP_MODULES.items() if m.startswith(SHELL) for i in app_imports(p)
+              if i == ROOMS or i.startswith(ROOMS + ".") or i == "app.main"]
+    assert upward == [], f"the shell imports a room or the entry: {upward}"
+
+
+def test_no_import_circle_in_the_app():
+    """Imports inside functions count: they are how a circle gets closed."""
+    graph = {m: {i for i in app_imports(p) if i in APP_MODULES and i != m} for m, p in APP_MODULES.items()}
+    state: dict[str, int] = {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                raise AssertionError("import circle: " + " -> ".join([*stack[stack.index(nxt):], nxt]))
+            if nxt not in state:
+                visit(nxt, [*stack, nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+
+
+def test_session_state_only_in_the_shells_state_module():
+    """Pages and the shell keep values through app/shell/state.py's typed API, never by session-state strings."""
+    allowed = APP / "shell" / "state.py"
+    users = [str(p.relative_to(APP.parent)) for p in APP.rglob("*.py") if p != allowed and "session_state" in p.read_text()]
+    assert users == []
+
+
+def test_no_page_draws_its_own_heading():
+    """app/main.py draws each page's heading from the registry."""
+    titled = [str(p.relative_to(APP.parent)) for p in (APP / "rooms").glob("*/page.py") if "st.title" in p.read_text()]
+    assert titled == []
+    assert "registry.room(" in (APP / "main.py").read_text() and "st.title(" in (APP / "main.py").read_text()
+
+
+def test_every_room_of_the_registry_is_a_folder_and_back():
+    from app.shell.registry import PAGES
+
+    folders = {p.parent.name for p in (APP / "rooms").glob("*/page.py")}
+    assert folders == {room.stem for room in PAGES}
+
+
+def test_each_room_keeps_one_typed_object():
+    """A room's kept values are one dataclass, declared in the room (app.shell.state.kept keys it by the room's name)."""
+    by_room: dict[str, set[str]] = {}
+    for module, path in APP_MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "kept" and node.args:
+                assert room_of(module), f"{module} keeps a room's object outside a room"
+                by_room.setdefault(room_of(module), set()).add(ast.unparse(node.args[0]).split(".")[-1])
+    assert by_room and all(len(kinds) == 1 for kinds in by_room.values()), by_room

@@ -90,7 +90,7 @@ def test_a_long_upload_shows_its_progress_and_stops_when_asked_in_chromium(tmp_p
     pairs = tmp_path / "pairs.csv"
     pairs.write_text("sentence_a,sentence_b\n" + "".join(f'"{sentence} {i}.","{sentence} again {i}."\n' for i in range(5000)))
     from albert_lab.checkpoint.discover import discover_checkpoints
-    from app.look import shipped_first
+    from app.shell.look import shipped_first
 
     first = shipped_first(c.to_dict() for c in discover_checkpoints(ROOT / "checkpoints", tmp_path / "runs"))[0]["name"]
     with serve(ROOT / "checkpoints", tmp_path / "runs") as url, sync_playwright() as p:

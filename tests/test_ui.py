@@ -8,7 +8,7 @@ from urllib.parse import urlparse
 import pytest
 from conftest import chromium
 
-from app.registry import PAGES, address
+from app.shell.registry import PAGES, address
 
 # Streamlit shows no running widget with toolbarMode = "minimal": a rerun marks what it has not
 # redrawn yet as stale, and cached work shows a spinner.

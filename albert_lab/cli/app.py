@@ -68,9 +68,9 @@ def cmd_app(args: argparse.Namespace) -> int:
     port, rest = _server_port(args.port, list(getattr(args, "streamlit_args", [])))
     check_port_free(port)  # before the address is printed (it was printed, then Streamlit's 'not available')
     print(f"ALBERT Lab: http://localhost:{port}", file=sys.stderr)
-    # exec: this process becomes the server, so signals (Ctrl-C, SIGTERM) reach it; app.serve
+    # exec: this process becomes the server, so signals (Ctrl-C, SIGTERM) reach it; app.shell.serve
     # is `streamlit run` with the model code importing in the background as the server starts
     os.chdir(PROJECT_ROOT)
-    command = [sys.executable, "-m", "app.serve", "run", str(entry), "--server.port", str(port), *rest]
+    command = [sys.executable, "-m", "app.shell.serve", "run", str(entry), "--server.port", str(port), *rest]
     os.execve(sys.executable, command, {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
     return 0  # not reached

@@ -1,6 +1,6 @@
 """The Depth lab's figures: a deep MLP's loss, accuracy and gradient per layer (a diverged
 net kept up to its divergence and named so in the legend), its gradient over time, and
-the VGG comparison; in the look of app/look.py."""
+the VGG comparison; in the look of app/shell/look.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from app.look import GRAD_AXIS, LAYER_TICKS, PALETTE, style
+from app.shell.look import GRAD_AXIS, LAYER_TICKS, PALETTE, style
 
 HUGE_LOSS = 1e3  # cross-entropy of a 2-class problem starts near 0.69; beyond this it has blown up
 

@@ -6,17 +6,15 @@ import pandas as pd
 import streamlit as st
 
 from albert_lab.analysis.depth import VGG_NETS
-from app import links, ui
-from app.guard import guard
-from app.registry import room
 from app.rooms.depth_lab import cache as depth_cache
 from app.rooms.depth_lab import runs as depth_runs
 from app.rooms.depth_lab.cache import DEFAULTS, VARIANTS, VGG_DEFAULTS
 from app.rooms.depth_lab.figures import cut_at_divergence, depth_figures, divergence, flow_heatmap, vgg_figures
-from app.state import kept
-from app.text import fmt_duration
+from app.shell import links, ui
+from app.shell.guard import guard
+from app.shell.state import kept, set_widget, widget
+from app.shell.text import fmt_duration
 
-st.title(room("depth_lab").heading)
 state = kept(depth_runs.DepthLabState)
 
 
@@ -74,8 +72,8 @@ with tab_mlp:
                 trained_first = sorted(history.model.unique(), key=lambda m: m in diverged)  # a diverged model has a column or two
                 if state.heat_for != repr(configs):  # new results: leave a model that now diverged
                     state.heat_for = repr(configs)
-                    if st.session_state.get("dl_heat") in diverged:
-                        st.session_state["dl_heat"] = trained_first[0]
+                    if widget("dl_heat") in diverged:
+                        set_widget("dl_heat", trained_first[0])
                 model = st.selectbox("Gradient flow over time for", trained_first, key="dl_heat",
                                      format_func=lambda m: f"{m} (diverged at step {diverged[m]})" if m in diverged else m)
                 ui.chart(flow_heatmap(flow, model), "depth-gradient-heatmap")

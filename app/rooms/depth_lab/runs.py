@@ -14,16 +14,16 @@ import streamlit as st
 
 from albert_lab.analysis import depth as depth_lib  # called through the module: tests stand in for its trainers
 from albert_lab.analysis.depth import VGG_NETS, DepthConfig, describe, vgg_label
-from app import ui
 from app.rooms.depth_lab import cache as depth_cache
 from app.rooms.depth_lab.cache import VGG_RECORD_EVERY
-from app.state import kept
-from app.text import fmt_duration
+from app.shell import ui
+from app.shell.state import kept
+from app.shell.text import fmt_duration
 
 
 @dataclass
 class DepthLabState:
-    """What the Depth lab keeps between runs (app.state.kept)."""
+    """What the Depth lab keeps between runs (app.shell.state.kept)."""
 
     request: str | None = None  # the MLP settings last trained for
     stopped: bool = False  # their training was stopped: nothing more is trained until asked

@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from app.look import COMPONENT_COLORS, GRAD_AXIS, SERIES_COLOURS, style
+from app.shell.look import COMPONENT_COLORS, GRAD_AXIS, SERIES_COLOURS, style
 
 
 def gradflow_figure(frame: pd.DataFrame, name: str) -> go.Figure:

@@ -11,13 +11,11 @@ from albert_lab.data.samples import sample_texts
 from albert_lab.paths import runs_dir
 from albert_lab.spec import Objective
 from albert_lab.training.runs import list_runs
-from app import links, stoppable, ui
-from app.guard import guard
-from app.registry import room
 from app.rooms.gradient_flow.figures import gradflow_figure, gradflow_steps_figure, hidden_grad_figure, shared_sum_figure
-from app.selection import Selection
-
-st.title(room("gradient_flow").heading)
+from app.shell import links, stoppable, ui
+from app.shell.guard import guard
+from app.shell.selection import Selection
+from app.shell.state import set_widget, widget
 
 
 def own_objective(name: str) -> str:
@@ -30,7 +28,7 @@ def own_objective(name: str) -> str:
 
 def follow_checkpoint() -> None:
     """Another checkpoint picked: the pair loss follows to its own."""
-    st.session_state["gf_objective"] = own_objective(st.session_state["gf_checkpoint"])
+    set_widget("gf_objective", own_objective(widget("gf_checkpoint")))
 
 
 tab_now, tab_runs = st.tabs(["A checkpoint, now", "Over a training run"])

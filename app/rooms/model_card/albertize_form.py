@@ -8,8 +8,10 @@ from typing import get_args
 import streamlit as st
 
 from albert_lab.checkpoint.sources import portable_name
-from app import picker, ui
-from app.guard import guard
+from app.rooms.model_card.state import ModelCardState
+from app.shell import picker, ui
+from app.shell.guard import guard
+from app.shell.state import kept
 
 
 def albertize_section(name: str, source: str, spec: dict) -> None:
@@ -38,9 +40,9 @@ def albertize_section(name: str, source: str, spec: dict) -> None:
             with guard("converting"), st.spinner("Converting ..."):
                 out = albertize_into_runs(name, source, int(e), sharing, None if sharing == "none" else int(groups), init)
                 ui.available_checkpoints.clear()  # listed from now on, as converted:NAME
-                st.session_state["albertize_done"] = (f"converted:{out.name}", str(out))
-        if "albertize_done" in st.session_state:
-            made, path = st.session_state["albertize_done"]
+                kept(ModelCardState).albertize_done = (f"converted:{out.name}", str(out))
+        if kept(ModelCardState).albertize_done is not None:
+            made, path = kept(ModelCardState).albertize_done
             from albert_lab.checkpoint.files import read_card
             from albert_lab.convert import attention_warning
 

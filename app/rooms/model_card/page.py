@@ -8,15 +8,14 @@ import streamlit as st
 
 from albert_lab.card import count_notes, metric_counts, metric_lines
 from albert_lab.checkpoint.sources import portable_name
-from app import links, picker, ui
-from app.guard import guard
-from app.registry import room
 from app.rooms.model_card.albertize_form import albertize_section
+from app.rooms.model_card.state import ModelCardState
 from app.rooms.model_card.svg import parameters_by_component
-from app.selection import Selection
-from app.text import field_label, fmt_value, metric_label, provenance_view, si
-
-st.title(room("model_card").heading)
+from app.shell import links, picker, ui
+from app.shell.guard import guard
+from app.shell.selection import Selection
+from app.shell.state import kept
+from app.shell.text import field_label, fmt_value, metric_label, provenance_view, si
 
 
 def probe_into_runs(chosen: Selection, name: str, task: str, train_pairs: int, held_pairs: int, steps: int,
@@ -60,9 +59,9 @@ def probe_section(chosen: Selection, name: str, heads: dict) -> None:
                 status.update(label=f"{task.upper()} probe: held-out accuracy {probe['held_out_accuracy']:.3f} "
                                     f"[{probe['ci95'][0]:.2f}, {probe['ci95'][1]:.2f}] n={probe['pairs']['held_out']:,}"
                                     + (" (fitted before: reused)" if reused else ""), state="complete")
-                st.session_state["probe_done"] = (out.name, str(out), probe["held_out_accuracy"])
-        if "probe_done" in st.session_state:
-            probe_name, probe_path, accuracy = st.session_state["probe_done"]
+                kept(ModelCardState).probe_done = (out.name, str(out), probe["held_out_accuracy"])
+        if kept(ModelCardState).probe_done is not None:
+            probe_name, probe_path, accuracy = kept(ModelCardState).probe_done
             st.success(f"Saved {portable_name(probe_path)} (held-out accuracy {accuracy:.3f}).")
             if st.button(f"Pick {probe_name} in the sidebar", key="probe_pick"):
                 picker.add_checkpoint(probe_name, probe_path)

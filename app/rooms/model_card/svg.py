@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from html import escape
 
-from app.text import si
+from app.shell.text import si
 
 FONT = 13  # px, Streamlit's small text
 ROW, GAP, LABEL = 13, 8, 17  # bar height, space between groups, a group name's line (px)

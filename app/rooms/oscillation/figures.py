@@ -7,7 +7,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.look import colour_for, colour_map, style
+from app.shell.look import colour_for, colour_map, style
 
 
 def oscillation_figure(frame: pd.DataFrame) -> go.Figure:

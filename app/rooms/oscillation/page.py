@@ -6,16 +6,13 @@ import streamlit as st
 
 from albert_lab.analysis.oscillation import oscillation, similarity_matrix, verdict
 from albert_lab.data.samples import sample_texts
-from app import links, ui
-from app.guard import guard
-from app.registry import room
 from app.rooms.oscillation.figures import oscillation_figure, roughness_figure, similarity_figure
 from app.rooms.oscillation.reading import PAPER, against_the_paper
-from app.selection import Selection, run
-from app.stoppable import each_checkpoint
-from app.text import smoother_sentence
-
-st.title(room("oscillation").heading)
+from app.shell import links, ui
+from app.shell.guard import guard
+from app.shell.selection import Selection, run
+from app.shell.stoppable import each_checkpoint
+from app.shell.text import smoother_sentence
 
 INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
 AGGREGATES = ["mean", "median"]

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from albert_lab.spec import SHARING_LABELS
-from app.look import NEUTRAL, SERIES_COLOURS, style
+from app.shell.look import NEUTRAL, SERIES_COLOURS, style
 
 # One colour per strategy, fixed (the themes' colorways differ); points of one E side by side.
 SHARING_COLOURS = dict(zip(SHARING_LABELS, SERIES_COLOURS))

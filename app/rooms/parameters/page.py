@@ -8,13 +8,14 @@ import streamlit as st
 
 from albert_lab.params import count, sweep
 from albert_lab.spec import PRESETS, SHARING_LABELS, Family, ModelSpec, derived_ffn, derived_heads
-from app import links, ui
-from app.guard import guard
-from app.registry import room
 from app.rooms.parameters import views as parameter_views
 from app.rooms.parameters.figures import parameter_bars, sweep_figure
+from app.rooms.parameters.state import ParametersState
 from app.rooms.parameters.views import COUNTS
-from app.text import plural, si
+from app.shell import links, ui
+from app.shell.guard import guard
+from app.shell.state import kept, set_widget, widget
+from app.shell.text import plural, si
 
 CALCULATOR_LABELS = {"vocab_size": "V (vocabulary)", "hidden_size": "H (hidden)", "num_layers": "L (layers)",
                      "embedding_size": "E (embedding)", "num_heads": "Heads", "ffn_size": "FFN size",
@@ -24,16 +25,15 @@ CALCULATOR_LABELS = {"vocab_size": "V (vocabulary)", "hidden_size": "H (hidden)"
 def follow_hidden(hidden_key: str, heads_key: str, ffn_key: str, previous_key: str) -> None:
     """Heads and FFN follow a new H while they hold what the previous H derives (H/64, 4H): the CLI's rule.
     H = 4,096 from albert-base had kept 12 heads and FFN 3,072, and counted 524M against the CLI's 1.83B."""
-    old, new = st.session_state.get(previous_key), int(st.session_state[hidden_key])
+    old, new = kept(ParametersState).previous_h.get(previous_key), int(widget(hidden_key))
     if old is None:
         return
-    if int(st.session_state[heads_key]) == derived_heads(old):
-        st.session_state[heads_key] = derived_heads(new)
-    if int(st.session_state[ffn_key]) == derived_ffn(old):
-        st.session_state[ffn_key] = min(derived_ffn(new), 65536)
+    if int(widget(heads_key)) == derived_heads(old):
+        set_widget(heads_key, derived_heads(new))
+    if int(widget(ffn_key)) == derived_ffn(old):
+        set_widget(ffn_key, min(derived_ffn(new), 65536))
 
 
-st.title(room("parameters").heading)
 TABS = ["Calculator", "Paper tables", "Curves", "On real weights"]
 links.from_url("params_tab", TABS[0], options=TABS)  # tabs that track state: a link can open one, hidden ones can wait
 tab_calc, tab_tables, tab_curves, tab_real = st.tabs(TABS, key="params_tab", on_change="rerun")
@@ -55,14 +55,14 @@ with tab_calc:
     vocab = cols[1].number_input("V (vocabulary)", 100, 1_000_000, step=1000, key=linked("v", base.vocab_size, 100, 1_000_000))
     # H moves by the number of heads, so every step lands on a valid H (heads must divide H)
     heads_key, ffn_key = linked("heads", base.num_heads, 1, 256), linked("ffn", base.ffn_size, 16, 65536)
-    heads_now = int(st.session_state[heads_key])
+    heads_now = int(widget(heads_key))
     hidden_key, previous_key = linked("h", base.hidden_size, 16, 16384), f"calc-previous-h-{preset}"
     hidden = cols[2].number_input("H (hidden)", 16, 16384, step=heads_now, key=hidden_key,
                                   on_change=follow_hidden, args=(hidden_key, heads_key, ffn_key, previous_key),
                                   help=f"Steps by the number of heads ({heads_now}): H must be a multiple of it. Heads "
                                        "and FFN follow H (H/64 and 4H, as `albert-lab params --hidden` does) until "
                                        "you set them.")
-    st.session_state[previous_key] = int(hidden)
+    kept(ParametersState).previous_h[previous_key] = int(hidden)
     layers = cols[3].number_input("L (layers)", 1, 96, key=linked("l", base.num_layers, 1, 96))
     cols = st.columns(4)
     if bert:  # one rule (E = H, no sharing, no groups): shown, not editable
@@ -124,7 +124,7 @@ with tab_curves:
     links.share(calc_preset=preset, calc_fam=family, calc_v=int(vocab), calc_h=typed_hidden, calc_l=int(layers),
                 calc_e=None if bert else int(embedding), calc_heads=int(heads), calc_ffn=int(ffn), calc_seq=int(seq_len),
                 calc_share=None if bert else sharing, calc_groups=None if bert else int(groups),
-                calc_inner=None if bert else int(inner), curve_axis=axis, params_tab=st.session_state.get("params_tab"))
+                calc_inner=None if bert else int(inner), curve_axis=axis, params_tab=widget("params_tab"))
     field, values = choices[axis]
     frame = pd.DataFrame(sweep(base, field, values))
     frame["sharing"] = frame["sharing"].map(SHARING_LABELS)

@@ -9,9 +9,9 @@ import streamlit as st
 from albert_lab import paper
 from albert_lab.analysis.ablation import read_ablation
 from albert_lab.spec import SHARING_LABELS
-from app import ui
-from app.guard import guard
 from app.rooms.parameters.figures import ablation_figure
+from app.shell import ui
+from app.shell.guard import guard
 
 COUNTS = {name: st.column_config.NumberColumn(format="localized")
           for name in ("unique", "applied", "FLOPs/token", "exact params", "params", "flops_per_token")}

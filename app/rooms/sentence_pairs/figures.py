@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from app.look import SERIES_COLOURS, chance_line, colour_map, style
+from app.shell.look import SERIES_COLOURS, chance_line, colour_map, style
 
 ORDERS = {"p_ab": "A → B (as typed)", "p_ba": "B → A (swapped)"}
 ORDER_COLOURS = dict(zip(ORDERS.values(), SERIES_COLOURS))  # the same in light and dark themes

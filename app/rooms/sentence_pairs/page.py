@@ -4,15 +4,13 @@ attributions for one decision, and the paper's Table 5 beside ours."""
 import streamlit as st
 
 from albert_lab.analysis.pairs import pairs_frame, score_pairs
-from app import links, stoppable, ui
-from app.guard import guard
-from app.registry import room
 from app.rooms.sentence_pairs import figures as pair_figures
 from app.rooms.sentence_pairs import views as pair_views
 from app.rooms.sentence_pairs.views import EXAMPLE_A, EXAMPLE_B
-from app.selection import Selection
+from app.shell import links, stoppable, ui
+from app.shell.guard import guard
+from app.shell.selection import Selection
 
-st.title(room("sentence_pairs").heading)
 st.caption("P(label 0) from each checkpoint's pair head: for an SOP head, P(A then B is the original order); "
            "for an NSP head, P(B is the next segment after A). Each pair is also scored swapped (B → A).")
 

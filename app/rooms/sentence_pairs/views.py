@@ -24,12 +24,12 @@ from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS
 from albert_lab.data.pairs_file import read_pairs
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from albert_lab.paths import checkpoints_dir
-from app import costs, stoppable, ui
-from app.guard import guard
 from app.rooms.sentence_pairs import figures as pair_figures
-from app.selection import Selection
-from app.state import kept
-from app.text import fmt_bytes, fmt_duration, plural
+from app.shell import costs, stoppable, ui
+from app.shell.guard import guard
+from app.shell.selection import Selection
+from app.shell.state import kept, widget
+from app.shell.text import fmt_bytes, fmt_duration, plural
 
 EXAMPLE_A = "The Nile is a major north-flowing river in northeastern Africa."
 EXAMPLE_B = "It flows into the Mediterranean Sea and is among the longest rivers in the world."
@@ -62,7 +62,7 @@ def trust_caption() -> None:
 
 @dataclass
 class PairsState:
-    """What the Sentence pairs page keeps between runs (app.state.kept)."""
+    """What the Sentence pairs page keeps between runs (app.shell.state.kept)."""
 
     t5_live: dict[str, pd.DataFrame] | None = None  # Table 5 measured now, by checkpoint
     t5_stopped: bool = False  # that measurement was stopped (the checkpoints finished are kept)
@@ -125,7 +125,7 @@ def _size(bundle) -> float:
 
 
 def attribution_estimate(bundle, a: str, b: str, steps: int) -> tuple[float, float]:
-    """Integrated gradients of this pair: (units of work, seconds expected), from app.costs."""
+    """Integrated gradients of this pair: (units of work, seconds expected), from app.shell.costs."""
     tokens = len(bundle.tokenizer(a, b)["input_ids"])
     units = costs.attribution_units(bundle.spec, steps, tokens)
     first = costs.FIRST_TIME_SECONDS["attribution"] if "captum" not in sys.modules else 0.0
@@ -220,7 +220,7 @@ def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
 
 def _upload_changed() -> None:
     """The file removed from the uploader (its x) is forgotten; leaving the page is not a removal."""
-    if st.session_state.get("pairs_file") is None:
+    if widget("pairs_file") is None:
         kept(PairsState).forget_upload()
 
 

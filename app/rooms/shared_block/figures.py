@@ -8,7 +8,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.look import NEUTRAL, colour_for
+from app.shell.look import NEUTRAL, colour_for
 
 READABLE = 13  # columns of a heatmap that still leave room for text in its cells
 

@@ -4,12 +4,9 @@ application and CKA between layers and between models."""
 import streamlit as st
 
 from albert_lab.data.samples import sample_texts
-from app import links, ui
-from app.registry import room
 from app.rooms.shared_block import views as reapply_views
-from app.selection import Selection
-
-st.title(room("shared_block").heading)
+from app.shell import links, ui
+from app.shell.selection import Selection
 
 INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
 SECTIONS = ["1. Depth extrapolation", "2. Logit lens through the model's own MLM head", "3. Attention at every application",

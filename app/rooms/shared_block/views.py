@@ -11,11 +11,12 @@ from albert_lab.analysis.cka import layer_cka
 from albert_lab.analysis.common import checkpoint_notes
 from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
 from albert_lab.analysis.lens import lens_predictions, logit_lens
-from app import links, ui
-from app.guard import guard
 from app.rooms.shared_block.figures import attention_figure, cka_figure, entropy_figure, extrapolation_figure, lens_figure, top_k_figure
-from app.selection import Selection, run
-from app.stoppable import each_checkpoint
+from app.shell import links, ui
+from app.shell.guard import guard
+from app.shell.selection import Selection, run
+from app.shell.state import set_widget
+from app.shell.stoppable import each_checkpoint
 
 MASKED_ACCURACY = ("Accuracy here counts tokens replaced by [MASK], all of them. The model card's MLM accuracy follows "
                    "the training recipe instead: of the tokens to predict, 10% are left as they are (easy to get right) "
@@ -121,7 +122,7 @@ def cka_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: in
         first = st.selectbox("Model", names, key=model.key)
         others = ["(itself)", *[n for n in names if n != first]]
         if other.value not in others:  # the model picked first cannot be compared with itself twice
-            st.session_state[other.key] = others[0]
+            set_widget(other.key, others[0])
         second = st.selectbox("Compare with", others, key=other.key)
         with st.spinner("Computing CKA ..."):
             cka = run(cka_of, chosen.only([first] + ([second] if second != "(itself)" else [])), list(texts), repeat)

@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from app.look import NEUTRAL, SERIES_COLOURS, chance_line, colour_map, style
+from app.shell.look import NEUTRAL, SERIES_COLOURS, chance_line, colour_map, style
 
 LOSSES = {"loss": "total", "mlm_loss": "MLM", "pair_loss": "pair (SOP or NSP)"}
 HELD_OUT = {"eval_mlm_acc": "MLM", "eval_nsp_acc": "NSP", "eval_sop_acc": "SOP", "eval_sop_interior_acc": "SOP interior"}

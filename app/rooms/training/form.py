@@ -22,10 +22,11 @@ from albert_lab.training import jobs
 from albert_lab.training.config import OPTIONS, SCRATCH_LR, UPTRAIN_LR, browser_config, uptrain_config
 from albert_lab.training.options import SPEC_OPTIONS
 from albert_lab.training.runs import app_budget, check_queue_room, discard_upload
-from app import links, owner, ui
-from app.guard import guard
 from app.rooms.training import views as run_views
-from app.selection import Selection
+from app.shell import links, owner, ui
+from app.shell.guard import guard
+from app.shell.selection import Selection
+from app.shell.state import default_widget, has_widget, set_widget, widget
 
 TRAINABLE = ["lab-tiny", "lab-albert", "lab-bert"]
 UPLOAD = "upload a .txt / .jsonl file"
@@ -52,17 +53,17 @@ def corpora_table() -> pd.DataFrame:
 def _start_changed() -> None:
     """A checkpoint to start from gets a gentler learning rate while the field holds the
     from-scratch default (4 steps at 3e-3 undid part of what albert-sop knew), and back."""
-    uptraining = st.session_state.get(ROWS["init_from"].form.key) != NEW
-    if st.session_state.get(LR, SCRATCH_LR) == (SCRATCH_LR if uptraining else UPTRAIN_LR):
-        st.session_state[LR] = UPTRAIN_LR if uptraining else SCRATCH_LR
+    uptraining = widget(ROWS["init_from"].form.key) != NEW
+    if widget(LR, SCRATCH_LR) == (SCRATCH_LR if uptraining else UPTRAIN_LR):
+        set_widget(LR, UPTRAIN_LR if uptraining else SCRATCH_LR)
 
 
 def apply_preset() -> None:
     """The architecture fields follow the preset picked (before the form reads them)."""
-    spec = PRESETS[st.session_state.tr_preset]
+    spec = PRESETS[widget("tr_preset")]
     for name in SPEC_FIELDS:
         if ROWS[name].form.state:
-            st.session_state[ROWS[name].form.key] = getattr(spec, name)
+            set_widget(ROWS[name].form.key, getattr(spec, name))
 
 
 def draw(where: Any, name: str, **given: Any) -> Any:
@@ -89,9 +90,9 @@ def draw(where: Any, name: str, **given: Any) -> Any:
 
 def new_run_form() -> None:
     """The form, its corpora beside it, and the run it starts (training.jobs.start_run), or why not."""
-    before = st.session_state.get("tr_preset")
+    before = widget("tr_preset")
     links.from_url("tr_preset", TRAINABLE[1], options=TRAINABLE)
-    if "tr_h" not in st.session_state or st.session_state.tr_preset != before:  # first run, or a link's preset
+    if not has_widget("tr_h") or widget("tr_preset") != before:  # first run, or a link's preset
         apply_preset()
     corpora = corpora_table()
     mix_ready = default_installed()
@@ -123,7 +124,7 @@ def new_run_form() -> None:
                        "`albert-lab corpora --install` fetches them (pinned and checked; the README's commands do).")
         upload = st.file_uploader("Corpus file (.txt: documents separated by blank lines; .jsonl: a 'text' field)",
                                   type=["txt", "jsonl"], key="tr_upload", max_upload_size=MAX_UPLOAD_MB)
-        st.session_state.setdefault(LR, UPTRAIN_LR if start != NEW else SCRATCH_LR)  # _start_changed moves it
+        default_widget(LR, UPTRAIN_LR if start != NEW else SCRATCH_LR)  # _start_changed moves it
         more = [name for name in ROWS if name not in PLACED]
         for line in (*RECIPE, *(more[i:i + 5] for i in range(0, len(more), 5))):
             values |= {name: draw(col, name) for col, name in zip(st.columns(5), line)}

@@ -5,12 +5,9 @@ import streamlit as st
 
 from albert_lab.paths import runs_dir
 from albert_lab.training.runs import list_runs
-from app import ui
-from app.registry import room
 from app.rooms.training import form as run_form
 from app.rooms.training import views as run_views
-
-st.title(room("training").heading)
+from app.shell import ui
 
 tab_new, tab_runs, tab_compare = st.tabs(["New run", "Runs", "Compare runs"])
 with tab_new:

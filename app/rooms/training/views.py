@@ -11,10 +11,11 @@ from albert_lab.paths import runs_dir
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.jobs import cancel_run
 from albert_lab.training.runs import RunInfo, list_runs, read_run, running_run, single_user
-from app import owner, ui
-from app.guard import guard
 from app.rooms.training import figures as training_figures
-from app.text import fmt_duration, fmt_tokens
+from app.shell import owner, ui
+from app.shell.guard import guard
+from app.shell.state import set_widget, widget
+from app.shell.text import fmt_duration, fmt_tokens
 
 
 def corpora_expander(corpora: pd.DataFrame) -> None:
@@ -32,7 +33,7 @@ def corpora_expander(corpora: pd.DataFrame) -> None:
 
 def started(info: RunInfo, config: TrainConfig) -> None:
     """What a run just started is, and a word when its warm-up fills the whole run."""
-    st.session_state["watch_select"] = info.id  # the Runs tab follows the new run
+    set_widget("watch_select", info.id)  # the Runs tab follows the new run
     owner.claim(info.id)  # this browser may cancel it, after a reload too
     spec = config.model_spec()
     st.success(f"Run {info.id} started: {spec.label}, {count(spec).total:,} parameters, a vocabulary of "
@@ -119,8 +120,8 @@ def runs_view() -> None:
                            "objective": r.config.get("objective"), "spec": r.raw.get("spec_label", "")} for r in runs])
     st.dataframe(table, hide_index=True, width="stretch", column_config={"step": st.column_config.NumberColumn(format="localized")})
     ids = [r.id for r in runs]
-    if st.session_state.get("watch_select") not in ids:
-        st.session_state["watch_select"] = ids[0]
+    if widget("watch_select") not in ids:
+        set_widget("watch_select", ids[0])
     run_id = st.selectbox("Watch", ids, key="watch_select")
     progress_panel(run_id)
 

@@ -13,10 +13,11 @@ from albert_lab.checkpoint.files import is_local_source
 from albert_lab.checkpoint.sources import portable_name
 from albert_lab.errors import AlbertLabError
 from albert_lab.paths import allowed_roots, check_typed_path, is_within, user_path
-from app import look, ui
-from app.guard import guard
-from app.links import from_url
-from app.ui import active_run, available_checkpoints, device_options
+from app.shell import look, ui
+from app.shell.guard import guard
+from app.shell.links import from_url
+from app.shell.state import set_widget, shell, widget
+from app.shell.ui import active_run, available_checkpoints, device_options
 
 # As albert_lab.devices.fast_bf16 finds (training's auto precision times it): AVX512-BF16 alone is no speed-up.
 MAX_LINK_CHECKPOINTS = 16  # checkpoints a link may name; each is checked (and maybe loaded) on opening it
@@ -62,20 +63,21 @@ def sidebar() -> None:
     checkpoints travel in the link (?ckpt=a,b)."""
     found = available_checkpoints()
     by_name = {c["name"]: c for c in found}
-    extra: dict[str, str] = st.session_state.setdefault("extra_sources", {})
+    extra = shell().extra_sources
     options = list(by_name) + [n for n in extra if n not in by_name]
     shipped = look.shipped_first(found)  # the model card opens on a model whose heads all work
     look.register_checkpoints([c["name"] for c in shipped] + [c["name"] for c in found] + list(extra))
     default = [c["name"] for c in shipped][:4] or options[:1]
-    if "_pending_picked" in st.session_state:  # set by "Add" on the previous run
-        st.session_state["picked"] = st.session_state.pop("_pending_picked")
-        st.toast(st.session_state.pop("_added_note", "Added."), icon=":material/check:")
+    if (pending := shell().pending_pick) is not None:  # set by "Add" on the previous run
+        shell().pending_pick = None
+        set_widget("picked", pending[0])
+        st.toast(pending[1], icon=":material/check:")
     if new := _link_sources(options, extra):  # folders a shared link names, added by its sender
         options += new
     names = {source: name for name, source in extra.items()}  # a link names an added folder by its path
     from_url("picked", [n for n in default if n in options], param="ckpt",
              parse=lambda raw: [n for n in (names.get(e, e) for e in link_entries(raw)) if n in options][:MAX_LINK_CHECKPOINTS])
-    st.session_state["picked"] = [n for n in st.session_state["picked"] if n in options]
+    set_widget("picked", [n for n in widget("picked") if n in options])
     with st.sidebar:
         st.markdown("### Checkpoints")
         titles = {n: f"{c['title']} · {n}" for n, c in by_name.items() if c.get("title") and c["title"] != n.removeprefix("run:")}
@@ -87,15 +89,16 @@ def sidebar() -> None:
             if st.button("Add", key="add_button") and text.strip():
                 with guard("adding"):
                     _add_source(text, extra)
-        st.session_state["selected"] = [(n, by_name[n]["path"] if n in by_name else extra[n]) for n in picked]
+        shell().selected = [(n, by_name[n]["path"] if n in by_name else extra[n]) for n in picked]
         device = st.selectbox("Device", device_options(), key="device", help="CUDA, then MPS, then CPU when 'auto'")
-        _big_models_note(st.session_state["selected"], device)
+        _big_models_note(shell().selected, device)
         st.selectbox("Precision", ["float32", "bfloat16"], key="dtype", on_change=_bf16_checked,
                      help="bfloat16 is faster only where the CPU runs it natively (AVX512-BF16/AMX), as measured once "
                           "on this machine; attributions always run in float32")
-        if refused := st.session_state.pop("_bf16_refused", None):
+        if refused := shell().bf16_refused:
+            shell().bf16_refused = None
             st.warning(f"{refused}: float32 it is.", icon=":material/speed:")
-        elif st.session_state.get("dtype") == "bfloat16" and (note := _bf16_verdict(device)[1]):
+        elif widget("dtype") == "bfloat16" and (note := _bf16_verdict(device)[1]):
             st.caption(note)
         st.radio("Save figures as", ["png", "svg"], key="image_format", horizontal=True, format_func=str.upper,
                  help="The camera icon above each figure saves it in this format")
@@ -138,7 +141,7 @@ def _link_sources(options: list[str], extra: dict[str, str]) -> list[str]:
     sender added in the sidebar): each is checked as if typed into 'Add', and offered;
     one that cannot be opened here is named in a warning, never dropped in silence."""
     raw = st.query_params.get("ckpt")
-    if raw is None or st.session_state.get("_url_applied", {}).get("ckpt") == raw:
+    if raw is None or shell().url_applied.get("ckpt") == raw:
         return []
     added: list[str] = []
     entries = [e for e in dict.fromkeys(e.strip() for e in link_entries(raw)) if e]
@@ -227,7 +230,7 @@ def _add_source(text: str, extra: dict[str, str]) -> None:
 
 def _listed() -> dict[str, str]:
     """Name -> source of every checkpoint the picker offers."""
-    return {**{c["name"]: c["path"] for c in available_checkpoints()}, **st.session_state.get("extra_sources", {})}
+    return {**{c["name"]: c["path"] for c in available_checkpoints()}, **shell().extra_sources}
 
 
 def listed_as(source: str) -> str | None:
@@ -244,7 +247,7 @@ def add_checkpoint(name: str, source: str) -> None:
     multiselect is already drawn in this one), then rerun. A folder already listed is
     picked under its listed name; another folder whose name is taken gets 'name-2':
     two entries of one name would merge their rows in every analysis."""
-    extra = st.session_state.setdefault("extra_sources", {})
+    extra = shell().extra_sources
     listed = _listed()
     if known := listed_as(source):
         name, note = known, f"{known} is already listed; it is picked."
@@ -253,9 +256,8 @@ def add_checkpoint(name: str, source: str) -> None:
         while name in listed:
             name, k = f"{base}-{k}", k + 1
         extra[name], note = source, f"Added {name}."
-    picked = st.session_state.get("picked", [])
-    st.session_state["_pending_picked"] = picked if name in picked else [*picked, name]
-    st.session_state["_added_note"] = note
+    picked = widget("picked", [])
+    shell().pending_pick = (picked if name in picked else [*picked, name], note)
     st.rerun()
 
 
@@ -270,8 +272,8 @@ def _bf16_verdict(device: str) -> tuple[bool, str | None]:
 
 def _bf16_checked() -> None:
     """Precision's on_change: bfloat16 where it is too slow to use here goes back to float32, saying why."""
-    if st.session_state.get("dtype") == "bfloat16":
-        usable, note = _bf16_verdict(st.session_state.get("device", "auto"))
+    if widget("dtype") == "bfloat16":
+        usable, note = _bf16_verdict(widget("device", "auto"))
         if not usable:
-            st.session_state["dtype"] = "float32"
-            st.session_state["_bf16_refused"] = note
+            set_widget("dtype", "float32")
+            shell().bf16_refused = note

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOMS = Path(__file__).resolve().parent / "rooms"
+ROOMS = Path(__file__).resolve().parent.parent / "rooms"
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ PAGES: tuple[Room, ...] = (
 )
 BY_STEM = {room.stem: room for room in PAGES}
 # Pages that do not import torch (a test checks): they draw without the model code's import
-# (app/serve.py), which every other page does or waits for; they wait only while it runs.
+# (app/shell/serve.py), which every other page does or waits for; they wait only while it runs.
 LIGHT = ("model_card", "parameters")
 
 

@@ -11,7 +11,7 @@ computations are ahead (`waiting(n)`, called every `poll` seconds: the page's me
 where Streamlit can interrupt a visitor who left).
 
 A thread already holding a turn gets nested ones at once (an analysis that loads its
-checkpoint, a cached runner inside a computation). No Streamlit here: app/stoppable.py
+checkpoint, a cached runner inside a computation). No Streamlit here: app/shell/stoppable.py
 draws the queue; tests drive this class with plain threads."""
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import streamlit as st
 
 from albert_lab.paths import runs_dir
 from albert_lab.training.runs import owner_of, record_owner
+from app.shell.state import shell
 
 COOKIE = "albert_lab_owner"
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{22,64}")  # what secrets.token_urlsafe writes; anything else is ignored
@@ -31,9 +32,11 @@ def token() -> str:
     """This browser's owner token: its cookie's, else a new one for this session."""
     found = _cookie()
     if found:
-        st.session_state["_owner_token"] = found
+        shell().owner_token = found
         return found
-    return st.session_state.setdefault("_owner_token", secrets.token_urlsafe(24))
+    if shell().owner_token is None:
+        shell().owner_token = secrets.token_urlsafe(24)
+    return shell().owner_token
 
 
 def digest() -> str:
@@ -52,21 +55,21 @@ def address() -> str | None:
 def claim(run_id: str) -> None:
     """This browser started `run_id` (jobs.start_run recorded its owner tag already; this
     also keeps it in the session)."""
-    st.session_state.setdefault("my_runs", set()).add(run_id)
+    shell().my_runs.add(run_id)
     if owner_of(runs_dir(), run_id) is None:
         record_owner(runs_dir(), run_id, digest())
 
 
 def owns(run_id: str) -> bool:
-    return run_id in st.session_state.get("my_runs", set()) or owner_of(runs_dir(), run_id) == digest()
+    return run_id in shell().my_runs or owner_of(runs_dir(), run_id) == digest()
 
 
 def remember() -> None:
     """Once per session without the cookie: the browser stores this session's token, so
     the next visit (a reload) owns what this one starts."""
-    if _cookie() or st.session_state.get("_owner_cookie_sent"):
+    if _cookie() or shell().owner_cookie_sent:
         return
-    st.session_state["_owner_cookie_sent"] = True
+    shell().owner_cookie_sent = True
     cookie = f"{COOKIE}={token()}; path=/; max-age=31536000; SameSite=Strict"
     with st.sidebar:
         st.html(f"<script>document.cookie = {cookie!r};</script>", unsafe_allow_javascript=True)

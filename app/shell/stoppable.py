@@ -6,7 +6,7 @@ first visit on a busy machine took 10-30 s with nothing to stop it):
   callbacks: layer by layer, pass by pass, batch by batch). A Stop ends it at the next
   report (the callback's Streamlit call is where a rerun interrupts the script); the page
   then says so and offers to compute it after all. Finished results are kept per key.
-Both take turns with every other visitor's heavy work (`TURNS`, app/turns.py): one at a time
+Both take turns with every other visitor's heavy work (`TURNS`, app/shell/turns.py): one at a time
 on this server, first come first served, a long one passing its turn between steps; `queued`
 is the same for a short computation, and whoever waits is told how many are ahead."""
 
@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import streamlit as st
 
-from app import ui
-from app.text import fmt_duration, plural
-from app.turns import Turns
+from app.shell import ui
+from app.shell.state import shell
+from app.shell.text import fmt_duration, plural
+from app.shell.turns import Turns
 
 if TYPE_CHECKING:
     from albert_lab.analysis.common import Progress
@@ -40,7 +41,7 @@ def queue_words(ahead: int) -> str:
 
 @contextmanager
 def queued() -> Iterator[None]:
-    """Run the block in this visitor's turn (app/turns.py), saying while it waits how many
+    """Run the block in this visitor's turn (app/shell/turns.py), saying while it waits how many
     computations are ahead; a short computation, such as one typed pair."""
     note = st.empty()
     try:
@@ -56,7 +57,7 @@ def each_checkpoint(kind: str, request: Any, names: Sequence[str], run_one: Call
     """`run_one(name)` for each checkpoint, or only those finished before a Stop of this
     same `request` (the page's inputs); returns (results, stopped). The bar appears only
     when a checkpoint takes long enough to see it (cached ones return at once)."""
-    state = st.session_state.setdefault(f"_each_{kind}", {"request": None, "done": [], "stopped": False})
+    state = shell().each.setdefault(kind, {"request": None, "done": [], "stopped": False})
     if state["request"] != request:
         state.update(request=request, done=[], stopped=False)
     todo = [n for n in names if n in state["done"]] if state["stopped"] else list(names)
@@ -85,11 +86,11 @@ def each_checkpoint(kind: str, request: Any, names: Sequence[str], run_one: Call
 
 
 def _stop(kind: str) -> None:
-    st.session_state[f"_each_{kind}"]["stopped"] = True
+    shell().each[kind]["stopped"] = True
 
 
 def _go_on(kind: str) -> None:
-    st.session_state[f"_each_{kind}"]["stopped"] = False
+    shell().each[kind]["stopped"] = False
 
 
 def computation(kind: str, key: Hashable, what: str, work: Callable[[Progress], T], units: float, guess_per_unit: float,
@@ -104,7 +105,7 @@ def computation(kind: str, key: Hashable, what: str, work: Callable[[Progress], 
         if keep and key in results:
             results.move_to_end(key)
             return copy.deepcopy(results[key])
-    stopped = st.session_state.setdefault("_stopped", {})
+    stopped = shell().stopped
     if stopped.get(kind) == key:
         st.info(f"Stopped before it finished: {what[:1].lower()}{what[1:]}.", icon=":material/stop_circle:")
         st.button("Compute it after all", key=f"_again_{kind}", on_click=stopped.pop, args=(kind, None))
@@ -196,13 +197,13 @@ def _results() -> tuple[OrderedDict, threading.Lock]:
 
 
 def _stop_key(kind: str, key: Hashable) -> None:
-    st.session_state.setdefault("_stopped", {})[kind] = key
+    shell().stopped[kind] = key
 
 
 def was_stopped(kind: str, key: Hashable) -> bool:
-    return st.session_state.get("_stopped", {}).get(kind) == key
+    return shell().stopped.get(kind) == key
 
 
 def forget_stop(kind: str) -> None:
     """A computation asked for again (a button pressed anew) runs even if it was stopped."""
-    st.session_state.get("_stopped", {}).pop(kind, None)
+    shell().stopped.pop(kind, None)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from app.shell.state import shell
+
 # Once the first page has stopped changing for 300 ms (it may still be fetching the chunks of its own
 # elements while the main thread idles) and the browser is idle, this imports the chunk
 # Streamlit will ask for, so that page finds it ready: the same URL is the same module.
@@ -41,8 +43,8 @@ def plotly_chunk() -> str | None:
 
 def prefetch_plotly() -> None:
     """Once per session, after the first page: the browser imports plotly.js while idle."""
-    if st.session_state.get("_plotly_prefetched") or not (chunk := plotly_chunk()):
+    if shell().plotly_prefetched or not (chunk := plotly_chunk()):
         return
-    st.session_state["_plotly_prefetched"] = True
+    shell().plotly_prefetched = True
     with st.sidebar:
         st.html(_PREFETCH.replace("CHUNK", chunk), unsafe_allow_javascript=True)

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import streamlit as st
 
 from albert_lab.checkpoint.files import stamp
-from app import ui
-from app.guard import guard
-from app.stoppable import TURNS, queue_words
+from app.shell import ui
+from app.shell.guard import guard
+from app.shell.state import shell, widget
+from app.shell.stoppable import TURNS, queue_words
 
 if TYPE_CHECKING:
     from albert_lab.checkpoint.load import ModelBundle
@@ -30,11 +31,10 @@ class Selection:
 
     @classmethod
     def read(cls) -> Selection:
-        """The sidebar's pick (app.picker writes these keys; everything else reads them here)."""
-        state = st.session_state
-        checkpoints = tuple(tuple(c) for c in state.get("selected", []))
-        extra = state.get("extra_sources", {})
-        return cls(checkpoints, state.get("device", "auto"), state.get("dtype", "float32"),
+        """The sidebar's pick (app.shell.picker writes these keys; everything else reads them here)."""
+        checkpoints = tuple(tuple(c) for c in shell().selected)
+        extra = shell().extra_sources
+        return cls(checkpoints, widget("device", "auto"), widget("dtype", "float32"),
                    tuple(name for name, _ in checkpoints if name in extra))
 
     def link(self) -> str:
@@ -57,7 +57,7 @@ class Selection:
 
     def key(self) -> tuple:
         """What a result computed on this selection depends on: checkpoints, device,
-        dtype and the files' stamps (for app.stoppable.computation's kept results)."""
+        dtype and the files' stamps (for app.shell.stoppable.computation's kept results)."""
         return self.checkpoints, self.device, self.dtype, self.stamps()
 
     def bundles(self) -> list[ModelBundle]:

@@ -1,6 +1,6 @@
 """Pieces shared by every page: the sidebar (checkpoints, device, dtype), cached
 loaders and small chart helpers (the error guard, the link's state and the presets have
-their own modules: app/guard.py, app/links.py, app/presets.py). Pages stay thin: read widgets, call
+their own modules: app/shell/guard.py, app/shell/links.py, app/shell/presets.py). Pages stay thin: read widgets, call
 one library function, draw."""
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from albert_lab.checkpoint.files import is_local_source, stamp
 from albert_lab.data.textfile import check_size
 from albert_lab.paths import runs_dir
 from albert_lab.torch_build import known_devices
-from app import look
-from app.serve import import_in_background, import_model_code
-from app.text import plural
+from app.shell import look
+from app.shell.serve import import_in_background, import_model_code
+from app.shell.state import shell, widget
+from app.shell.text import plural
 
 if TYPE_CHECKING:
     from albert_lab.checkpoint.load import ModelBundle
@@ -60,7 +61,7 @@ def summary(source: str, name: str | None) -> CheckpointSummary | None:
 def checkpoint_card(source: str, name: str | None, device: str, dtype: str) -> dict[str, Any]:
     """The model card, from the folder's files when they say enough (no model loaded:
     the first page paints before torch and transformers are imported), else loaded.
-    Device and dtype are the sidebar's (app.selection.Selection.card passes them)."""
+    Device and dtype are the sidebar's (app.shell.selection.Selection.card passes them)."""
     from albert_lab.card import model_card
 
     described = summary(source, name)
@@ -124,7 +125,7 @@ _WARMING: threading.Timer | None = None
 
 
 def load_bundle(source: str, name: str | None, device: str, dtype: str) -> ModelBundle:
-    """Cached per (checkpoint, its file stamp, device, dtype); app.selection.Selection passes
+    """Cached per (checkpoint, its file stamp, device, dtype); app.shell.selection.Selection passes
     the sidebar's device and dtype."""
     use_threads()
     return _load(source, device, dtype, name, stamp(source))
@@ -142,9 +143,8 @@ def warn_unreadable(texts: Sequence[str]) -> None:
     separator)."""
     from albert_lab.analysis.pairs import unknown_shares
     from albert_lab.data.corpus import MAX_LEN
-    from app.selection import Selection
-
-    tokenizers = {bundle.name: bundle.tokenizer for bundle in Selection.read().bundles()}
+    device, dtype = widget("device", "auto"), widget("dtype", "float32")  # the sidebar's, as Selection.read reads them
+    tokenizers = {name: load_bundle(source, name, device, dtype).tokenizer for name, source in shell().selected}
     pieces = {name: [tokenizer(text)["input_ids"] for text in texts] for name, tokenizer in tokenizers.items()}
     unreadable = []
     for name, tokenizer in tokenizers.items():
@@ -180,9 +180,7 @@ def warn_special_tokens(texts: Sequence[str], tokenizers: dict[str, Any]) -> Non
 
 
 def need_checkpoints(minimum: int = 1) -> bool:
-    from app.selection import Selection
-
-    if len(Selection.read().checkpoints) < minimum:
+    if len(shell().selected) < minimum:
         st.info("Pick a checkpoint in the sidebar (shipped ones are listed under 'Compare').", icon=":material/info:")
         return False
     return True
@@ -214,7 +212,7 @@ def read_upload(uploaded) -> bytes:
 
 def chart(fig, name: str, key: str | None = None, container=None) -> None:
     """A plotly figure, full width, whose camera icon saves PNG or SVG as `name`."""
-    config = look.chart_config(name, st.session_state.get("image_format", "png"))
+    config = look.chart_config(name, widget("image_format", "png"))
     (container or st).plotly_chart(fig, width="stretch", config=config, key=key)
 
 

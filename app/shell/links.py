@@ -11,6 +11,8 @@ from typing import Any
 
 import streamlit as st
 
+from app.shell.state import has_widget, set_widget, shell, widget
+
 URL_TEXT_LIMIT = 1500  # characters of typed text that go into a shareable link
 
 
@@ -20,7 +22,7 @@ def from_url(key: str, default: Any, parse: Callable[[str], Any] = str, param: s
     the link carries a value not yet applied in this session (a shared link, a preset),
     else the default on the first run. Bad values in a link are ignored."""
     param = param or key
-    applied: dict[str, str] = st.session_state.setdefault("_url_applied", {})
+    applied = shell().url_applied
     raw = st.query_params.get(param)
     if raw is not None and applied.get(param) != raw:
         applied[param] = raw
@@ -29,13 +31,10 @@ def from_url(key: str, default: Any, parse: Callable[[str], Any] = str, param: s
         except (TypeError, ValueError):
             value = None
         if value is not None and (options is None or value in options):
-            st.session_state[key] = value
+            set_widget(key, value)
             return
-    if key not in st.session_state:
-        st.session_state[key] = default
-
-
-KEPT = "_kept_controls"  # the widget keys of the controls restored in this session
+    if not has_widget(key):
+        set_widget(key, default)
 
 
 def keep() -> None:
@@ -43,15 +42,15 @@ def keep() -> None:
     Streamlit forgets a widget's value after a run that does not draw it (a page draws no controls
     while no checkpoint is picked, a text area is hidden behind 'Built-in sample'): a teacher's typed
     text went back to the default once the sidebar's list was cleared and picked again."""
-    for key in st.session_state.get(KEPT, ()):
-        if key in st.session_state:
-            st.session_state[key] = st.session_state[key]
+    for key in shell().kept_controls:
+        if has_widget(key):
+            set_widget(key, widget(key))
 
 
 def share(**params: Any) -> None:
     """Write this page's inputs into the link (replacing other pages' ones), checkpoints
     included, so the address reproduces the view."""
-    from app.selection import Selection
+    from app.shell.selection import Selection
 
     values = {"ckpt": Selection.read().link()}
     for name, value in params.items():
@@ -61,9 +60,8 @@ def share(**params: Any) -> None:
             st.caption(f"Texts over {URL_TEXT_LIMIT:,} characters are not put in the page's link.")
             continue
         values[name] = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
-    applied: dict[str, str] = st.session_state.setdefault("_url_applied", {})
-    applied.update(values)
-    st.session_state["_shared"] = True
+    shell().url_applied.update(values)
+    shell().shared = True
     if dict(st.query_params) != values:
         st.query_params.from_dict(values)
 
@@ -105,12 +103,12 @@ class Control:
         From now on the value outlives runs that do not draw its widget (`keep`)."""
         from_url(self.key, self.default, self.parse, self.name, self.options)
         if self.options is not None and not isinstance(self.value, list) and self.value not in self.options:
-            st.session_state[self.key] = self.default
-        st.session_state.setdefault(KEPT, set()).add(self.key)
+            set_widget(self.key, self.default)
+        shell().kept_controls.add(self.key)
 
     @property
     def value(self) -> Any:
-        return st.session_state.get(self.key, self.default)
+        return widget(self.key, self.default)
 
 
 class Controls:

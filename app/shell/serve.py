@@ -1,7 +1,7 @@
 """`streamlit run`, after importing what the pages need, so that the URL it prints opens on
 a page that draws at once.
 
-`albert-lab app` execs `python -m app.serve run app/main.py ...`. Before the first page
+`albert-lab app` execs `python -m app.shell.serve run app/main.py ...`. Before the first page
 can draw, its script needs pandas, plotly and Streamlit's emoji table (which
 `st.set_page_config` compiles, a quarter of a second); a page that computes also needs
 torch and transformers' model code: about 3.5 s of imports in all on a 2-core CPU. Done
