@@ -109,9 +109,10 @@ def test_gradflow_without_pair_head_refuses_or_uses_mlm_only(shipped):
 
     bundle = load_checkpoint(shipped / "hub-albert", device="cpu")
     with pytest.raises(CheckpointError, match="--objective none"):
-        gradient_flow(bundle, TEXTS)
+        gradient_flow(bundle, TEXTS, objective="sop")  # asked for: refused, never a random head's gradient
     first, again = (gradient_flow(bundle, TEXTS, objective="none", seed=3) for _ in range(2))
     pd.testing.assert_frame_equal(first, again)  # deterministic for a seed
+    pd.testing.assert_frame_equal(gradient_flow(bundle, TEXTS, seed=3), first)  # unasked: the MLM loss alone, as the page
     assert "pair head" not in set(first.component)  # no gradient reaches the random head
 
 
