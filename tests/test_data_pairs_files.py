@@ -42,7 +42,7 @@ def test_pairs_file_problems_are_named():
     (b'{"Sentence A": "x", "Sentence B": "y"}\n', "p.jsonl", "did you mean sentence_a (for 'Sentence A') and"),
 ])
 def test_a_column_named_another_way_gets_did_you_mean(data, name, hint):
-    with pytest.raises(DataError, match="missing|no row") as raised:
+    with pytest.raises(DataError, match=r"missing|no row") as raised:
         read_pairs(data, name)
     assert hint in str(raised.value)
 

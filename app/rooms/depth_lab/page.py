@@ -68,8 +68,8 @@ with tab_mlp:
             else:
                 figs = depth_figures(history, flow)
                 left, right = st.columns(2)
-                ui.chart(figs["loss"], "depth-loss", container=left)
-                ui.chart(figs["accuracy"], "depth-accuracy", container=right)
+                ui.chart(figs["loss"], "depth-loss", container=left, share=0.5)
+                ui.chart(figs["accuracy"], "depth-accuracy", container=right, share=0.5)
                 ui.chart(figs["layers"], "depth-gradient-per-layer")
                 trained_first = sorted(history.model.unique(), key=lambda m: m in diverged)  # a diverged model has a column or two
                 if state.heat_for != repr(configs):  # new results: leave a model that now diverged
@@ -116,8 +116,8 @@ with tab_vgg:
                 history, flow = pd.concat([h for h, _ in results]), pd.concat([f for _, f in results])
                 figs = vgg_figures(history, flow)
                 left, right = st.columns(2)
-                ui.chart(figs["accuracy"], "vgg-accuracy", container=left)
-                ui.chart(figs["layers"], "vgg-gradient-per-layer", container=right)
+                ui.chart(figs["accuracy"], "vgg-accuracy", container=left, share=0.5)
+                ui.chart(figs["layers"], "vgg-gradient-per-layer", container=right, share=0.5)
                 st.caption("On this toy (8x8 digits, a few hundred SGD steps) BatchNorm lets VGG-38 learn, but at the "
                            "larger learning rates its test accuracy can swing from step to step and between seeds; the "
                            "coursework's 47-52% below is CIFAR-100 after full training.")

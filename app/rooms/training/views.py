@@ -93,8 +93,8 @@ def progress_panel(run_id: str) -> None:
         m[3].metric("Tokens seen", fmt_tokens(last["tokens"]))
         left, right = st.columns(2)
         resumes = [r["step"] for r in of_kind("resume")]
-        ui.chart(training_figures.loss_figure(train, resumes), f"loss-{run_id}", key=f"loss-{run_id}", container=left)
-        ui.chart(training_figures.accuracy_figure(train, evals), f"accuracy-{run_id}", key=f"acc-{run_id}", container=right)
+        ui.chart(training_figures.loss_figure(train, resumes), f"loss-{run_id}", key=f"loss-{run_id}", container=left, share=0.5)
+        ui.chart(training_figures.accuracy_figure(train, evals), f"accuracy-{run_id}", key=f"acc-{run_id}", container=right, share=0.5)
     if info.status == "failed":
         st.error(info.message or "the run failed", icon=":material/error:")
     skipped_lines(info, expanded=False)
