@@ -35,7 +35,8 @@ def from_url(key: str, default: Any, parse: Callable[[str], Any] = str, param: s
         st.session_state[key] = default
 
 
-KEPT = "_kept_controls"  # the widget keys of the controls restored in this session
+KEPT = "_kept_controls"
+SHARED_NOW = "_shared_values"  # what this run has put in the link so far  # the widget keys of the controls restored in this session
 
 
 def keep() -> None:
@@ -49,11 +50,15 @@ def keep() -> None:
 
 
 def share(**params: Any) -> None:
-    """Write this page's inputs into the link (replacing other pages' ones), checkpoints
-    included, so the address reproduces the view."""
+    """This page's inputs for the link (replacing other pages' ones), checkpoints included, so
+    the address reproduces the view. A page that shares twice in one run (a form and a tab's
+    controls) gets both into the link; `publish` writes it after the page, so a control read
+    after an earlier `share` still finds the link's value (a Training link's runs were wiped
+    by the form's share before Compare runs read them)."""
     from app.selection import Selection
 
-    values = {"ckpt": Selection.read().link()}
+    earlier = st.session_state.get(SHARED_NOW, {}) if st.session_state.get("_shared") else {}
+    values = {**earlier, "ckpt": Selection.read().link()}
     for name, value in params.items():
         if value is None:
             continue
@@ -63,7 +68,15 @@ def share(**params: Any) -> None:
         values[name] = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
     applied: dict[str, str] = st.session_state.setdefault("_url_applied", {})
     applied.update(values)
-    st.session_state["_shared"] = True
+    st.session_state["_shared"], st.session_state[SHARED_NOW] = True, values
+
+
+def publish() -> None:
+    """After the page: what it shared into the link (a page without inputs of its own still
+    links the checkpoints picked)."""
+    if not st.session_state.get("_shared"):
+        share()
+    values = st.session_state[SHARED_NOW]
     if dict(st.query_params) != values:
         st.query_params.from_dict(values)
 

@@ -37,8 +37,7 @@ else:  # a light page does not import it, but may read a config with transformer
     serve.wait_for_model_code()
 with guard():  # what a page's own guards leave: a message, the sidebar and the session kept
     page.run()
-if not st.session_state["_shared"]:  # a page without inputs of its own still links the checkpoints picked
-    links.share()
+links.publish()  # what the page shared, into the link
 owner.remember()  # the browser keeps its owner token: a reload still owns the runs it started
 browser.prefetch_plotly()  # the browser loads plotly.js while idle; the landing page has no plotly chart
 ui.warm_up()  # after the page is drawn: model code imports in the background

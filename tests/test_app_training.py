@@ -112,8 +112,8 @@ def test_a_short_run_shows_its_tokens_and_its_single_points(tmp_path, monkeypatc
     assert all("markers" in trace["mode"] for trace in compare["data"])
 
 
-def test_compare_runs_draws_no_pair_accuracy_for_a_run_without_a_pair_task(tmp_path, monkeypatch):
-    """A run trained with objective 'none' was drawn at pair accuracy 1.0 beside the SOP run's 0.4-0.7."""
+def two_runs(tmp_path) -> None:
+    """A finished run without a pair task and one with SOP, two logged steps each."""
     for name, objective, pair in (("nopair", "none", {}), ("withsop", "sop", {"pair_loss": 0.69, "pair_acc": 0.55})):
         run = tmp_path / "runs" / f"20261122-000000-{name}-1"
         run.mkdir(parents=True)
@@ -123,6 +123,11 @@ def test_compare_runs_draws_no_pair_accuracy_for_a_run_without_a_pair_task(tmp_p
         (run / "metrics.jsonl").write_text("".join(json.dumps(
             {"kind": "train", "step": step, "loss": 9.7, "mlm_loss": 9.0, **pair, "mlm_acc": 0.1, "tokens": 100 * step,
              "tokens_per_s": 50.0, "run_tokens_per_s": 50.0, "eta_s": 1.0, "time": 1.0}) + "\n" for step in (1, 2)))
+
+
+def test_compare_runs_draws_no_pair_accuracy_for_a_run_without_a_pair_task(tmp_path, monkeypatch):
+    """A run trained with objective 'none' was drawn at pair accuracy 1.0 beside the SOP run's 0.4-0.7."""
+    two_runs(tmp_path)
     monkeypatch.setenv("ALBERT_LAB_RUNS", str(tmp_path / "runs"))
     at = start("training")
     at.selectbox(key="cmp_metric").set_value("pair_acc").run()
@@ -130,6 +135,26 @@ def test_compare_runs_draws_no_pair_accuracy_for_a_run_without_a_pair_task(tmp_p
     assert "No pair accuracy for nopair (none): not measured" in captions
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     compare = next(s for s in specs if "by run" in json.dumps(s["layout"].get("title", "")))
+    assert [trace["name"] for trace in compare["data"]] == ["withsop (sop)"]
+
+
+def test_compare_runs_selection_and_metric_are_in_the_link(tmp_path, monkeypatch):
+    """Compare runs' picked runs and metric were not in the link: a shared address showed the first
+    three runs' loss. They travel now, beside the New run form's model."""
+    from conftest import link_of, opened_by_link
+
+    two_runs(tmp_path)
+    monkeypatch.setenv("ALBERT_LAB_RUNS", str(tmp_path / "runs"))
+    at = start("training")
+    sop = next(r for r in at.multiselect(key="compare_runs").options if "withsop" in r)
+    at.multiselect(key="compare_runs").set_value([sop]).run()
+    at.selectbox(key="cmp_metric").set_value("pair_acc").run()
+    link = link_of(at)
+    assert link["runs"] == sop and link["metric"] == "pair_acc" and "tr_preset" in link and "ckpt" in link
+    fresh = opened_by_link({**link, "runs": f"{sop},no-such-run"}, "training")  # a run unknown here is left out
+    assert not fresh.exception, [e.value for e in fresh.exception]
+    assert fresh.multiselect(key="compare_runs").value == [sop] and fresh.selectbox(key="cmp_metric").value == "pair_acc"
+    compare = next(json.loads(c.proto.spec) for c in fresh.get("plotly_chart") if "by run" in c.proto.spec)
     assert [trace["name"] for trace in compare["data"]] == ["withsop (sop)"]
 
 

@@ -11,7 +11,7 @@ from albert_lab.paths import runs_dir
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.jobs import cancel_run
 from albert_lab.training.runs import RunInfo, list_runs, read_run, running_run, single_user
-from app import owner, ui
+from app import links, owner, ui
 from app.guard import guard
 from app.rooms.training import figures as training_figures
 from app.text import fmt_duration, fmt_tokens
@@ -125,15 +125,24 @@ def runs_view() -> None:
     progress_panel(run_id)
 
 
+COMPARED = {"loss": "loss (nats)", "mlm_loss": "MLM loss (nats)", "pair_loss": "pair loss (nats)",
+            "mlm_acc": "MLM accuracy", "pair_acc": "pair accuracy", "tokens_per_s": "tokens / s"}  # Compare runs' metrics
+
+
 def compare_runs() -> None:
     """One metric of the runs picked, by step."""
     runs = list_runs(runs_dir())
     if not runs:
         st.info("No runs to compare yet: start one under 'New run'.")
-    picked = st.multiselect("Runs", [r.id for r in runs], default=[r.id for r in runs[:3]], key="compare_runs")
-    titles = {"loss": "loss (nats)", "mlm_loss": "MLM loss (nats)", "pair_loss": "pair loss (nats)", "mlm_acc": "MLM accuracy",
-              "pair_acc": "pair accuracy", "tokens_per_s": "tokens / s"}
-    metric = st.selectbox("Metric", list(titles), format_func=titles.get, key="cmp_metric")
+    ids = [r.id for r in runs]
+    controls = links.Controls(  # in the link, as every page's controls: a shared address shows the same comparison
+        links.Control("compare_runs", ids[:3], links.parse_list(ids), param="runs"),
+        links.Control("cmp_metric", "loss", options=list(COMPARED), param="metric"))
+    controls.restore()
+    st.session_state["compare_runs"] = [r for r in controls["compare_runs"] if r in ids]  # a run removed since
+    picked = st.multiselect("Runs", ids, key="compare_runs")
+    metric = st.selectbox("Metric", list(COMPARED), format_func=COMPARED.get, key="cmp_metric")
+    controls.share()
     frames = []
     for run_id in picked:
         info = read_run(runs_dir() / run_id)
@@ -142,9 +151,9 @@ def compare_runs() -> None:
             frames.append(pd.DataFrame(rows).assign(run=f"{info.name} ({info.config.get('objective')})"))
     unmeasured = [f.run.iloc[0] for f in frames if metric not in f or f[metric].isna().all()]
     if unmeasured:
-        st.caption(f"No {titles[metric]} for {', '.join(unmeasured)}: not measured (no pair task was trained).")
+        st.caption(f"No {COMPARED[metric]} for {', '.join(unmeasured)}: not measured (no pair task was trained).")
     drawn = [f for f in frames if f.run.iloc[0] not in unmeasured]
     if drawn:
-        ui.chart(training_figures.runs_figure(pd.concat(drawn), metric, titles[metric]), f"runs-{metric}")
+        ui.chart(training_figures.runs_figure(pd.concat(drawn), metric, COMPARED[metric]), f"runs-{metric}")
     if frames:
         ui.download(pd.concat(frames), "runs.csv")  # an unmeasured metric is an empty cell
