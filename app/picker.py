@@ -3,6 +3,7 @@ and folders or hub ids a user adds, in the link (?ckpt=a,b); device and precisio
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -36,8 +37,9 @@ def check_local_folder(text: str) -> str:
     roots = allowed_roots()
     if not is_within(path, roots):
         shown = repr(text if len(text) <= 60 else text[:60] + "...")
-        raise AlbertLabError(f"{shown} is outside the folders the app may read ({', '.join(str(r) for r in roots)}); "
-                             "copy the checkpoint into checkpoints/, or list its folder in ALBERT_LAB_ALLOWED_DIRS")
+        named = ", ".join(f"{r.name}/" for r in roots)  # by name: a message shows no absolute server path
+        raise AlbertLabError(f"{shown} is outside the folders the app may read ({named}); copy the checkpoint into "
+                             "checkpoints/, or list its folder in ALBERT_LAB_ALLOWED_DIRS when starting the app")
     return str(path)
 
 
@@ -56,7 +58,7 @@ def sidebar() -> None:
         st.toast(st.session_state.pop("_added_note", "Added."), icon=":material/check:")
     if new := _link_sources(options, extra):  # folders a shared link names, added by its sender
         options += new
-    names = {source: name for name, source in extra.items()}  # a link names an added folder by its path
+    names = {link_form(source): name for name, source in extra.items()}  # a link names an added folder by link_form
     from_url("picked", [n for n in default if n in options], param="ckpt",
              parse=lambda raw: [n for n in (names.get(e, e) for e in link_entries(raw)) if n in options][:MAX_LINK_CHECKPOINTS])
     st.session_state["picked"] = [n for n in st.session_state["picked"] if n in options]
@@ -182,17 +184,37 @@ def _offer_from_link(entry: str, extra: dict[str, str]) -> str:
 
 
 def typed_folder(text: str) -> str | None:
-    """A typed name of a folder the app may read, wherever the app was started: `runs`,
-    `albert-sop`, `runs/<id>/checkpoint` are looked for beside and inside the allowed roots."""
+    """A typed name of a folder (or a release archive) the app may read, wherever the app was
+    started: `runs`, `albert-sop`, `runs/<id>/checkpoint`, `checkpoints/albert_base_v2.tar.gz` are
+    looked for beside and inside the allowed roots."""
     roots = allowed_roots()
     for root in roots:
         for candidate in (root.parent / text, root / text):
             try:
-                if candidate.is_dir() and is_within(candidate.resolve(), roots):
+                if (candidate.is_dir() or candidate.is_file()) and is_within(candidate.resolve(), roots):
                     return str(candidate)
             except (OSError, RuntimeError):  # too long with the root before it, a symlink loop: not a folder here
                 continue
     return None
+
+
+def link_form(source: str) -> str:
+    """How a link names an added checkpoint: a hub id as it is; a folder (or archive) by its place
+    under the allowed folder that holds it, '<that folder's name>/<path inside>' (checkpoints/x,
+    runs/<id>/checkpoint), which `typed_folder` finds again on any machine: never the server's
+    absolute path. A folder that would not be found so travels by its name alone (the opener is
+    told it is left out)."""
+    if not is_local_source(source):
+        return source
+    path = Path(os.path.realpath(source))
+    for root in allowed_roots():
+        real = Path(os.path.realpath(root))
+        if path == real or real in path.parents:
+            text = "/".join((root.name, *path.relative_to(real).parts))
+            found = typed_folder(text)
+            if found is not None and Path(os.path.realpath(found)) == path:
+                return text
+    return path.name
 
 
 def _add_source(text: str, extra: dict[str, str]) -> None:

@@ -38,9 +38,12 @@ class Selection:
                    tuple(name for name, _ in checkpoints if name in extra))
 
     def link(self) -> str:
-        """The checkpoints as the link's ?ckpt= carries them: names, and added folders by their path."""
+        """The checkpoints as the link's ?ckpt= carries them: names, and added folders by their
+        place under the allowed folders (picker.link_form: no absolute server path)."""
+        from app.picker import link_form  # the picker reads this module's keys: imported when a link is made
+
         escape = lambda text: text.replace("%", "%25").replace(",", "%2C")  # a folder may hold a comma
-        return ",".join(escape(source if name in self.added else name) for name, source in self.checkpoints)
+        return ",".join(escape(link_form(source) if name in self.added else name) for name, source in self.checkpoints)
 
     @property
     def names(self) -> list[str]:
