@@ -32,10 +32,14 @@ def test_training_form_and_live_run(app, small_corpus):
         at.number_input(key=key).set_value(value)
     at.text_input(key="tr_name").set_value("tiny-form")
     next(b for b in at.button if b.label == "Start training").click().run()
+    # the warm-up that fills the run is said before anything starts (it was said only after the run started)
+    (note,) = [w.value for w in at.warning if "warm-up (50 steps) is longer than the run (6)" in w.value]
+    assert "climbs for the whole run and reaches only 0.00036, not the 0.003 asked for" in note, note
+    assert "Nothing is started yet" in note and not at.success
+    assert not list_runs(Path(__import__("os").environ["ALBERT_LAB_RUNS"]))
+    next(b for b in at.button if b.label == "Start training").click().run()  # again, the same settings: it starts
     assert not at.error, [e.value for e in at.error]
     assert any("started" in s.value and "a vocabulary of 100 pieces" in s.value for s in at.success)
-    (note,) = [i.value for i in at.info if "warm-up (50 steps) is longer than the run (6)" in i.value]  # its lr never peaks
-    assert "climbs for the whole run and reaches only 0.00036, not the 0.003 asked for" in note, note
     (run,) = list_runs(Path(__import__("os").environ["ALBERT_LAB_RUNS"]))
     spec = run.config["spec"]  # the run trains what the form showed
     assert (spec["hidden_size"], spec["num_layers"], spec["num_heads"], spec["embedding_size"]) == (32, 2, 2, 16)

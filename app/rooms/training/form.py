@@ -128,7 +128,7 @@ def new_run_form() -> None:
                                           "segment, so more pairs come from inside documents")
         submitted = st.form_submit_button("Start training", type="primary")
     run_views.corpora_expander(corpora)
-    if not submitted:
+    if not submitted or not run_views.warmup_checked(int(warmup), int(steps) if not minutes else None, float(lr)):
         return
     with guard("starting the run"):
         saved = None

@@ -30,15 +30,26 @@ def corpora_expander(corpora: pd.DataFrame) -> None:
         st.caption("5% of each source's documents are held out for evaluation; 'ood' sources are never trained on.")
 
 
+def warmup_checked(warmup: int, steps: int | None, lr: float) -> bool:
+    """Whether a run of these settings may start now: a warm-up that fills the whole run is
+    said before the run starts (it was said only after), and the run starts when Start is
+    pressed again with the same settings."""
+    note = warmup_note(warmup, steps, lr) if steps is not None else None
+    if note is None or st.session_state.get("_warmup_seen") == (warmup, steps, lr):
+        return True
+    st.session_state["_warmup_seen"] = (warmup, steps, lr)
+    st.warning(f"{note} Nothing is started yet: press Start training again to train with this warm-up anyway.",
+               icon=":material/trending_up:")
+    return False
+
+
 def started(info: RunInfo, config: TrainConfig) -> None:
-    """What a run just started is, and a word when its warm-up fills the whole run."""
+    """What a run just started is."""
     st.session_state["watch_select"] = info.id  # the Runs tab follows the new run
     owner.claim(info.id)  # this browser may cancel it, after a reload too
     spec = config.model_spec()
     st.success(f"Run {info.id} started: {spec.label}, {count(spec).total:,} parameters, a vocabulary of "
                f"{config.vocab_size:,} pieces. Follow it under 'Runs'.")
-    if config.max_steps is not None and (note := warmup_note(config.warmup_steps, config.max_steps, config.lr)):
-        st.info(note, icon=":material/trending_up:")
     skipped_lines(info)
 
 
