@@ -136,8 +136,8 @@ def pace_words(kind: str) -> str:
     return "at this server's pace so far" if ui.measured(kind) else "on two cores, longer when others use them"
 
 
-COLUMNS = ["row", "sentence_a", "sentence_b", "checkpoint", "head", "head_status", "p_ab", "p_ba", "prediction", "label",
-           "correct", "tokens"]  # the scores table, in this order: the pair first, then what each checkpoint says
+COLUMNS = ["row", "sentence_a", "sentence_b", "checkpoint", "p_ab", "p_ba", "prediction", "label", "correct", "head",
+           "head_status", "tokens"]  # the scores table, in this order: the pair, then what each checkpoint says of it
 LABELS = {"head_status": "head is", "prediction": "predicts", "label": "your label", "sentence_a": "sentence A",
           "sentence_b": "sentence B"}
 ROW_HELP = ("The pair's row in your file as a spreadsheet numbers it: the header is row 1, so the first pair is row 2 "
