@@ -25,6 +25,12 @@ SECONDS_PER_UNIT = {
 FIRST_TIME_SECONDS = {"attribution": 8.0}
 
 
+# The Training page's Start, from the click to the run's folder, with the form's defaults (lab-albert on
+# long-mix, 8,000 pieces), measured by benchmarks/bench_first_start.py on 2 cores at load 2-2.5: with the
+# tokenizer made (at install: `corpora --install`), and when a corpus and vocabulary need a new one first.
+START_SECONDS = {"tokenizer made": 1.5, "new tokenizer": 41.0}
+
+
 def size(spec: ModelSpec) -> float:
     """A model's forward cost per token relative to albert-sop's."""
     return forward_cost(spec) / REFERENCE_COST

@@ -153,9 +153,7 @@ def new_run_form() -> None:
                 config = browser_config(preset, objective, hidden=int(hidden), layers=int(layers), embedding=int(embedding),
                                         heads=int(heads), sharing=sharing, corpus=corpus, steps=int(steps),
                                         minutes=float(minutes), vocab=int(vocab), **options)
-            with st.spinner("Checking the settings, preparing corpus and tokenizer: the first start with a corpus and "
-                            "vocabulary size trains a tokenizer (about 40 s on two cores), later ones take seconds",
-                            show_time=True):
+            with st.spinner(run_views.start_words(config), show_time=True):  # measured: app.costs.START_SECONDS
                 # looked up in its module at each start, where a test stands in for it
                 info = jobs.start_run(config, owner=owner.digest(), budget=BUDGET)
         except BaseException:

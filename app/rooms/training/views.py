@@ -11,7 +11,7 @@ from albert_lab.paths import runs_dir
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.jobs import cancel_run
 from albert_lab.training.runs import RunInfo, list_runs, read_run, running_run, single_user
-from app import links, owner, ui
+from app import costs, links, owner, ui
 from app.guard import guard
 from app.rooms.training import figures as training_figures
 from app.text import fmt_duration, fmt_tokens
@@ -41,6 +41,23 @@ def warmup_checked(warmup: int, steps: int | None, lr: float) -> bool:
     st.warning(f"{note} Nothing is started yet: press Start training again to train with this warm-up anyway.",
                icon=":material/trending_up:")
     return False
+
+
+def start_words(config: TrainConfig) -> str:
+    """What the Start's spinner says, from app.costs' measured Start: seconds where the run's
+    tokenizer is made (at install, by an earlier run, or the checkpoint's own), about 40 more
+    where this corpus and vocabulary size need one trained first."""
+    from albert_lab.data.corpora import load_corpus
+    from albert_lab.training.prepare import cached_tokenizer_dir
+
+    made = (config.init_from or config.tokenizer
+            or (cached_tokenizer_dir(load_corpus(config.corpus), config) / "tokenizer_config.json").is_file())
+    if made:
+        return (f"Checking the settings and preparing the corpus: about {fmt_duration(costs.START_SECONDS['tokenizer made'])} "
+                "on two cores")
+    return (f"Checking the settings, then training a tokenizer of {config.vocab_size:,} pieces for this corpus, once: "
+            f"about {fmt_duration(costs.START_SECONDS['new tokenizer'])} for long-mix on two cores (measured), longer "
+            "for a bigger corpus or on a busy machine; later starts with it take seconds")
 
 
 def started(info: RunInfo, config: TrainConfig) -> None:
