@@ -7,7 +7,7 @@ Each round starts the script afresh (a new server on a free port from 8600), ope
 soon as the server listens, and stops the server; rounds alternate between the checkouts given
 (interleaved), so a busy machine slows each alike. The load average is printed beside.
 
-Run: .venv/bin/python benchmarks/bench_app_start.py [--rounds 3] [--tree . --tree /path/to/other/checkout]
+Run: .venv/bin/python benchmarks/bench_app_start.py [--rounds 3] [--then oscillation] [--tree . --tree /path/to/other/checkout]
      (each checkout needs its own installed .venv; Debian's chromium, as tests/test_ui.py)
 """
 
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_app import SVG, drawn_at  # noqa: E402  the landing page drawn: its title, its SVG chart, nothing stale
+from bench_app import CHART, SVG, drawn_at  # noqa: E402  a page drawn: its title, its chart, nothing stale
 
 from app.registry import DEFAULT, room  # noqa: E402
 
@@ -48,8 +48,9 @@ def free_port(start: int = 8600) -> int:
     raise SystemExit("no free port from 8600 on")
 
 
-def one_start(browser, tree: Path) -> dict[str, float]:
-    """Seconds from `scripts/app.sh` to: the server answering its health check, and the first page drawn."""
+def one_start(browser, tree: Path, then: str | None = None) -> dict[str, float]:
+    """Seconds from `scripts/app.sh` to: the server answering its health check, the first page drawn,
+    and (`then`) another page clicked as soon as the first is drawn, drawn in its turn."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     context = browser.new_context(viewport={"width": 1280, "height": 800})
@@ -73,6 +74,9 @@ def one_start(browser, tree: Path) -> dict[str, float]:
         stages["server answers"] = time.perf_counter() - start
         page.goto(url)
         stages["first page drawn"] = drawn_at(page, room(DEFAULT).heading, SVG, settle=0.5) - start
+        if then:  # a reader who goes on at once: the first page that computes with a model
+            page.get_by_role("link", name=room(then).title, exact=True).click()
+            stages[f"then {then} drawn"] = drawn_at(page, room(then).heading, CHART, settle=0.5) - start
         return stages
     finally:
         context.close()
@@ -85,6 +89,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tree", action="append", type=Path, help="checkouts to compare (default: this one)")
+    parser.add_argument("--then", default="oscillation", help="a page clicked once the first is drawn ('' for none)")
     args = parser.parse_args()
     trees = [t.resolve() for t in (args.tree or [ROOT])]
     from playwright.sync_api import sync_playwright
@@ -98,7 +103,7 @@ def main() -> None:
             for round_ in range(args.rounds):
                 for tree in trees:
                     load = os.getloadavg()[0]
-                    stages = one_start(browser, tree)
+                    stages = one_start(browser, tree, args.then or None)
                     results[tree].append(stages)
                     said = ", ".join(f"{k} {v:.1f} s" for k, v in stages.items())
                     print(f"round {round_ + 1}, {tree}: {said} (load {load:.1f} before)", flush=True)
