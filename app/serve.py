@@ -1,17 +1,18 @@
-"""`streamlit run`, after importing what the pages need, so that the URL it prints opens on
-a page that draws at once.
+"""`streamlit run`, after importing what the first page needs, so that the URL it prints
+opens on a page that draws at once.
 
 `albert-lab app` execs `python -m app.serve run app/main.py ...`. Before the first page
 can draw, its script needs pandas, plotly and Streamlit's emoji table (which
-`st.set_page_config` compiles, a quarter of a second); a page that computes also needs
-torch and transformers' model code: about 3.5 s of imports in all on a 2-core CPU. Done
-in a thread while the server started and the browser drew the first page, they took the
-cores the browser needed (a first visit of 4.2 s where a page of constants with the same
-elements takes 3.0 s), or, started after that page, slowed the next one to 5 s; done
-before the server listens, each page's first visit is only its own work
-(benchmarks/bench_app.py). The app's `ui.warm_up` imports the model code in the
-background after the first page for `streamlit run app/main.py` users, at low priority
-(a no-op when this module already did it).
+`st.set_page_config` compiles, a quarter of a second): imported before the server listens
+(0.4 s). The landing page (the model card) needs no torch; torch and transformers' model
+code (2.6 s of imports on a 2-core CPU) are imported after it has drawn, in the background
+at low priority (`ui.warm_up`, a second after the page), by a page that needs them before
+that, or waited for by a light page. Imported before the server listened, they held up the
+first page: from `scripts/app.sh` to the card drawn took 6.1 s, now 3.1 s, and to the
+Oscillation page clicked as soon as the card was drawn 10.3 s, now 9.4 s (medians of 3,
+benchmarks/bench_app_start.py, docs/benchmarks.md). Imported in a thread while the server
+started and the browser drew the first page, they took the cores the browser needed (a
+first visit of 4.2 s where a page of constants with the same elements takes 3.0 s).
 
 Two threads importing torch and transformers at once can each wait on a module the other
 is importing; Python then hands one of them a module half-imported ("cannot import name
@@ -82,17 +83,10 @@ def lower_priority() -> None:
             pass
 
 
-def warm_up() -> None:
-    import_first_page()
-    import_model_code()
-
-
 if __name__ == "__main__":
     # Streamlit first: its import configures plotly's theme, which tests values against
     # pandas' types (and fails on a pandas imported half-way by another thread).
     from streamlit.web.cli import main
 
-    print("ALBERT Lab: importing torch and transformers before the server starts (a few seconds) ...",
-          file=sys.stderr, flush=True)
-    warm_up()
+    import_first_page()  # the model code after the first page (ui.warm_up), which needs none
     main(prog_name="streamlit")  # the command line is streamlit's: run app/main.py --server.port ...
