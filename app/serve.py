@@ -6,7 +6,7 @@ can draw, its script needs pandas, plotly and Streamlit's emoji table (which
 `st.set_page_config` compiles, a quarter of a second): imported before the server listens
 (0.4 s). The landing page (the model card) needs no torch; torch and transformers' model
 code (2.6 s of imports on a 2-core CPU) are imported after it has drawn, in the background
-at low priority (`ui.warm_up`, a second after the page), by a page that needs them before
+(`ui.warm_up`, a second after the page), by a page that needs them before
 that, or waited for by a light page. Imported before the server listened, they held up the
 first page: from `scripts/app.sh` to the card drawn took 6.1 s, now 3.1 s, and to the
 Oscillation page clicked as soon as the card was drawn 10.3 s, now 9.4 s (medians of 3,
@@ -20,8 +20,6 @@ is importing; Python then hands one of them a module half-imported ("cannot impo
 time (import_model_code), and a page that needs it waits for the warm-up's import.
 """
 
-import os
-import sys
 import threading
 
 
@@ -68,19 +66,11 @@ def wait_for_model_code() -> None:
 
 
 def import_in_background() -> None:
-    """import_model_code from a thread of its own, yielding the CPU to everything else."""
-    lower_priority()
+    """import_model_code from a thread of its own (ui.warm_up, after the first page). At the
+    thread's normal priority: at the lowest (nice 19), on a busy machine it was starved while the
+    next page, which needs the model code, waited for it (Oscillation clicked at once: 22 s against
+    18 s when the import came before the server listened), and every page that waits needs it."""
     import_model_code()
-
-
-def lower_priority() -> None:
-    """The calling thread only (Linux: a nice value is per thread), lowest CPU priority: the
-    browser and the page scripts get the cores first, background imports what is left."""
-    if sys.platform.startswith("linux"):
-        try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        except OSError:
-            pass
 
 
 if __name__ == "__main__":
