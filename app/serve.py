@@ -8,8 +8,8 @@ can draw, its script needs pandas, plotly and Streamlit's emoji table (which
 code (2.6 s of imports on a 2-core CPU) are imported after it has drawn, in the background
 (`ui.warm_up`, a second after the page), by a page that needs them before
 that, or waited for by a light page. Imported before the server listened, they held up the
-first page: from `scripts/app.sh` to the card drawn took 6.1 s, now 3.1 s, and to the
-Oscillation page clicked as soon as the card was drawn 10.3 s, now 9.4 s (medians of 3,
+first page: from `scripts/app.sh` to the card drawn took 6.1 s, now 3.0 s, and to the
+Oscillation page clicked as soon as the card is drawn 10.0 s, now 9.3 s (medians of 3,
 benchmarks/bench_app_start.py, docs/benchmarks.md). Imported in a thread while the server
 started and the browser drew the first page, they took the cores the browser needed (a
 first visit of 4.2 s where a page of constants with the same elements takes 3.0 s).
