@@ -39,8 +39,7 @@ else:  # a light page does not import it, but may read a config with transformer
 with guard():  # what a page's own guards leave: a message, the sidebar and the session kept
     st.title(registry.room(STEM[page]).heading)  # each page's heading, from the registry
     page.run()
-if not state.shell().shared:  # a page without inputs of its own still links the checkpoints picked
-    links.share()
+links.publish()  # what the page shared, into the link
 owner.remember()  # the browser keeps its owner token: a reload still owns the runs it started
 browser.prefetch_plotly()  # the browser loads plotly.js while idle; the landing page has no plotly chart
 ui.warm_up()  # after the page is drawn: model code imports in the background

@@ -36,7 +36,9 @@ VIEWPORT = {"width": 1400, "height": 900}
 # the elements it has not redrawn yet as stale, and cached work shows a spinner.
 BUSY = ("() => !!document.querySelector('[data-stale=\"true\"], [data-testid=\"stSpinner\"], "
         "[data-testid=\"stSkeleton\"], [data-testid=\"stStatusWidget\"]') "
-        "|| [...document.querySelectorAll('button')].some(b => b.innerText.trim() === 'Stop')")  # a computation's bar
+        "|| [...document.querySelectorAll('button')].some(b => /(^|\\s)Stop$/.test(b.innerText.trim()))")
+# The last line: a computation's bar, whose Stop button's text follows its icon's name ('stop\nStop'; an exact
+# 'Stop' never matched, and the Oscillation screenshot caught the bar).
 
 
 def wait_drawn(page, timeout_ms: int = 300_000) -> None:

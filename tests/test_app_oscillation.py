@@ -8,7 +8,7 @@ from conftest import ROOT, charts, goto
 
 def test_oscillation(app):
     at = goto(app, "oscillation")
-    assert len(charts(at)) == 3  # curves, roughness bars, similarity heatmap
+    assert len(charts(at)) == 4  # L2 curves, angle curves, roughness bars, similarity heatmap
     verdicts = [m.value for m in at.markdown if m.value.startswith("**") and "roughness" in m.value]
     assert len(verdicts) == 3 and all(("oscillating" in v) or ("converging" in v) for v in verdicts)
     at.radio(key="osc_input").set_value("My text").run()
@@ -16,6 +16,24 @@ def test_oscillation(app):
     assert not at.exception and any("no text" in e.value for e in at.error)
     # the error is alone: no progress bar or Stop button left standing beside it (they stayed, stopping nothing)
     assert not [b for b in at.button if b.key == "_stop_oscillation"] and not at.get("progress")
+
+
+def test_the_two_curves_are_two_charts_whose_titles_fit_half_the_page(app):
+    """As two subplots of one figure, the L2 and angle curves overlapped on a phone (390 x 844: subplot
+    titles over each other, the angle axis title on the L2 plot); as two charts in two columns, a
+    phone stacks them. Their titles, and the roughness chart's (two fifths of the page), are wrapped
+    to what fits at 1280 px (plotly cuts a title at both ends)."""
+    from app.shell.look import title_chars
+
+    at = goto(app, "oscillation")
+    layouts = [json.loads(chart.proto.spec)["layout"] for chart in charts(at)]
+    curves = [lay for lay in layouts if lay["title"]["text"].startswith(("L2 distance", "Angle between"))]
+    assert len(curves) == 2 and all("xaxis2" not in lay for lay in curves)
+    (rough,) = [lay for lay in layouts if lay["title"]["text"].startswith("Roughness")]
+    for layout, share in ((curves[0], 0.5), (curves[1], 0.5), (rough, 0.4)):
+        lines = layout["title"]["text"].split("<br>")
+        assert max(map(len, lines)) <= title_chars(share) < len(" ".join(lines)), lines
+        assert layout["margin"]["t"] >= 60 + 20 * (len(lines) - 1)  # room for the lines added (60: the least set)
 
 
 def test_oscillation_page_names_the_smoother_model_from_its_own_numbers(app):
@@ -64,7 +82,7 @@ def test_oscillation_computes_checkpoint_by_checkpoint_and_a_stop_keeps_the_fini
     state.update(done=picked[:1], stopped=True)  # as if Stop came during the second checkpoint
     at.run()
     assert any(f"Stopped: 1 of {len(picked)} checkpoints" in i.value for i in at.info)
-    drawn = {t["name"] for c in charts(at) if "Input vs output of each layer" in c.proto.spec
+    drawn = {t["name"] for c in charts(at) if "L2 distance ||h_l" in c.proto.spec
              for t in json.loads(c.proto.spec)["data"] if t.get("name")}
     assert picked[0] in drawn and not set(picked[1:]) & drawn
     next(b for b in at.button if b.label == "Compute the others").click().run()

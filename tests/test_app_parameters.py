@@ -73,6 +73,16 @@ def test_parameters_page_gives_xxlarge_one_count(app):
     assert "ALBERT-xxlarge (235M parameters)" not in text and "ALBERT-xxlarge (222.6M parameters as specified" in text
 
 
+def test_the_paper_avg_column_is_explained_where_it_is_shown(app):
+    """Tables 3 and 4 had a 'paper avg' column that nothing on the page explained."""
+    at = goto(app, "parameters")
+    tables = [d.value for d in at.dataframe if "paper avg" in d.value]
+    assert len(tables) == 2  # Tables 3 and 4
+    explained = [c.value for c in at.caption if "**paper avg**: the paper's average downstream score" in c.value]
+    assert len(explained) == 2 and all("SQuAD v1.1 and v2.0, each the mean of its F1 and exact match" in c
+                                       and "MNLI, SST-2 and RACE" in c for c in explained)
+
+
 def test_cost_curves_use_a_log_axis_only_where_the_cost_spans_orders_of_magnitude():
     """FLOPs per token against E change by under 1%: on a log axis clipped to the data that
     looked like a steep rise, and the four identical strategies hid behind one line."""

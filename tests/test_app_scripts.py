@@ -30,10 +30,20 @@ def test_app_sh_after_test_sh_does_not_install_again(tmp_path):
         log.write_text("")
         script = f'source "{tmp_path}/scripts/_venv.sh" {requirements}'
         subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, check=True, capture_output=True)
-        return [line for line in log.read_text().splitlines() if "pip install" in line]
+        calls = log.read_text().splitlines()
+        # every start: the corpora and the default tokenizers, installed if missing, and no table printed (0.4 s)
+        assert [line for line in calls if line.startswith("albert-lab")] == ["albert-lab corpora --install --quiet"]
+        return [line for line in calls if "pip install" in line]
 
     assert len(source("requirements-test.txt")) == 4  # test.sh on a fresh venv: pip, the app's, the project, the extras
     assert source("requirements.txt") == []  # app.sh next: nothing to install
     assert source("requirements-test.txt") == []
     Path(tmp_path / "requirements-test.txt").write_text("-r requirements.txt\npytest\n")  # the extras changed
     assert source("requirements-test.txt") == ["python -m pip install --quiet -r requirements-test.txt"]
+
+
+def test_quiet_goes_with_install():
+    from conftest import run_cli
+
+    result = run_cli("corpora", "--quiet")
+    assert result.returncode == 2 and "--quiet goes with --install" in result.stderr

@@ -43,6 +43,24 @@ def test_sentence_pairs_upload_and_bad_files(app):
     assert any("not UTF-8" in e.value for e in at.error)
 
 
+def test_a_file_without_labels_shows_no_none_and_the_sentences_first(app):
+    """An unlabelled file printed 'None' under accuracy and 'by order'; the per-pair table began with
+    'row 2' and had the sentences at its far right, out of sight at 1280 px."""
+    at = goto(app, "sentence_pairs")
+    at.file_uploader(key="pairs_file").set_value(("plain.csv", b"sentence_a,sentence_b\nThe Nile is long.,It flows north.\n",
+                                                  "text/csv"))
+    at.run()
+    summary = next(d.value for d in at.dataframe if "prefers_ab" in d.value)
+    assert not {"accuracy", "order_accuracy", "labelled"} & set(summary.columns)
+    assert not summary.isna().any().any(), summary  # a blank is drawn as 'None'
+    assert any("no labels, so there is no accuracy" in c.value for c in at.caption)
+    scores = next(d.value for d in at.dataframe if "p_ab" in d.value and "row" in d.value)
+    assert list(scores.columns[:3]) == ["row", "sentence_a", "sentence_b"] and list(scores.row.unique()) == [2]
+    assert not {"label", "correct"} & set(scores.columns)
+    typed = at.dataframe[0].value  # the typed pair: no row of a file to number
+    assert list(typed.columns[:2]) == ["sentence_a", "sentence_b"] and "row" not in typed
+
+
 def test_a_blank_sentence_is_refused_not_scored(app):
     at = goto(app, "sentence_pairs")
     at.text_area(key="pair_a").set_value("   ")
@@ -99,7 +117,7 @@ def test_typed_pairs_longer_than_the_model_reads_are_flagged(app):
     assert any("longer than the 128 tokens" in w.value for w in at.warning)
     assert "pair_a" not in link_of(at) and any("not put in the page's link" in c.value for c in at.caption)
     shown = at.dataframe[0].value
-    assert "head_status" in shown and set(shown["label"]) == {""}  # no 'None' where no label was given
+    assert "head_status" in shown and "label" not in shown  # no column of blanks (or 'None') where no label was given
 
 
 def test_attributions_explain_the_typed_pair(app):

@@ -100,7 +100,9 @@ def test_a_link_naming_an_added_folder_opens_it(app, minilm, monkeypatch, tmp_pa
     app.sidebar.button(key="add_button").click().run()
     app.selectbox(key="card_checkpoint").set_value("all-MiniLM-L6-v2").run()
     link = {k: v if isinstance(v, str) else v[0] for k, v in app.query_params.items()}
-    assert str(minilm) in link["ckpt"].split(",") and link["card_checkpoint"] == "all-MiniLM-L6-v2"
+    # by its place under the allowed folder that holds it, never the server's absolute path
+    assert f"{minilm.parent.name}/{minilm.name}" in link["ckpt"].split(",") and link["card_checkpoint"] == "all-MiniLM-L6-v2"
+    assert str(minilm.parent) not in " ".join(link.values())
 
     fresh = AppTest.from_file(MAIN, default_timeout=120)  # the recipient, in a new session
     fresh.query_params.update(link)
@@ -331,6 +333,10 @@ def test_a_link_does_not_unpack_a_release_archive(app, monkeypatch, tmp_path):
     assert not at.exception and not is_unpacked(archive)
     (warning,) = [w.value for w in at.warning if "left out" in w.value]
     assert "release archive not unpacked on this machine yet" in warning
+    from app.shell.places import link_form, typed_folder
+
+    # a link names the archive by its place under the allowed folder, which finds it again
+    assert link_form(str(archive)) == f"{tmp_path.name}/albert_base.tar.gz" and typed_folder(link_form(str(archive)))
 
 
 def test_a_folder_with_a_comma_in_its_name_travels_in_the_link(app, monkeypatch, tmp_path, shipped):
@@ -345,9 +351,33 @@ def test_a_folder_with_a_comma_in_its_name_travels_in_the_link(app, monkeypatch,
     assert not app.error, [e.value for e in app.error]
     at = goto(app, "model_card")
     link = link_of(at)
+    assert link["ckpt"].endswith(f",{tmp_path.name}/my%2Cmodel") and str(tmp_path) not in link["ckpt"]
     fresh = opened_by_link(link, "model_card")
     assert not fresh.exception and not [w.value for w in fresh.warning if "left out" in w.value]
     assert fresh.sidebar.multiselect(key="picked").value == app.sidebar.multiselect(key="picked").value
+
+
+def test_a_link_names_a_folder_under_checkpoints_or_runs_without_the_servers_path(app, shipped):
+    """Share links carried the added folder's absolute path (the server's folders, for anyone the link
+    reaches): a folder under checkpoints/ travels as checkpoints/<name>, one in a run as runs/<id>/..."""
+    import shutil
+
+    from albert_lab.paths import runs_dir
+
+    inside = runs_dir() / "20261101-000000-copy" / "checkpoint"
+    shutil.copytree(shipped / "bert-nsp", inside)
+    app.sidebar.text_input(key="add_source").set_value(str(inside))
+    app.sidebar.button(key="add_button").click().run()
+    at = goto(app, "oscillation")
+    link = link_of(at)
+    entry = f"{runs_dir().name}/20261101-000000-copy/checkpoint"
+    assert entry in link["ckpt"].split(",") and str(runs_dir()) not in link["ckpt"]
+    outside = opened_by_link({"ckpt": "/etc"}, "model_card")  # the refusal names the allowed folders by name only
+    (warning,) = [w.value for w in outside.warning if "left out" in w.value]
+    assert f"({shipped.name}/ and {runs_dir().name}/)" in warning and str(runs_dir()) not in warning, warning
+    fresh = opened_by_link(link, "oscillation")
+    assert not fresh.exception and not [w.value for w in fresh.warning if "left out" in w.value]
+    assert fresh.sidebar.multiselect(key="picked").value == at.sidebar.multiselect(key="picked").value
 
 
 def test_an_error_in_the_sidebar_or_a_page_is_a_message_not_a_traceback(app, monkeypatch):

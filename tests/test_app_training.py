@@ -32,10 +32,14 @@ def test_training_form_and_live_run(app, small_corpus):
         at.number_input(key=key).set_value(value)
     at.text_input(key="tr_name").set_value("tiny-form")
     next(b for b in at.button if b.label == "Start training").click().run()
+    # the warm-up that fills the run is said before anything starts (it was said only after the run started)
+    (note,) = [w.value for w in at.warning if "warm-up (50 steps) is longer than the run (6)" in w.value]
+    assert "climbs for the whole run and reaches only 0.00036, not the 0.003 asked for" in note, note
+    assert "Nothing is started yet" in note and not at.success
+    assert not list_runs(Path(__import__("os").environ["ALBERT_LAB_RUNS"]))
+    next(b for b in at.button if b.label == "Start training").click().run()  # again, the same settings: it starts
     assert not at.error, [e.value for e in at.error]
     assert any("started" in s.value and "a vocabulary of 100 pieces" in s.value for s in at.success)
-    (note,) = [i.value for i in at.info if "warm-up (50 steps) is longer than the run (6)" in i.value]  # its lr never peaks
-    assert "climbs for the whole run and reaches only 0.00036, not the 0.003 asked for" in note, note
     (run,) = list_runs(Path(__import__("os").environ["ALBERT_LAB_RUNS"]))
     spec = run.config["spec"]  # the run trains what the form showed
     assert (spec["hidden_size"], spec["num_layers"], spec["num_heads"], spec["embedding_size"]) == (32, 2, 2, 16)
@@ -112,8 +116,8 @@ def test_a_short_run_shows_its_tokens_and_its_single_points(tmp_path, monkeypatc
     assert all("markers" in trace["mode"] for trace in compare["data"])
 
 
-def test_compare_runs_draws_no_pair_accuracy_for_a_run_without_a_pair_task(tmp_path, monkeypatch):
-    """A run trained with objective 'none' was drawn at pair accuracy 1.0 beside the SOP run's 0.4-0.7."""
+def two_runs(tmp_path) -> None:
+    """A finished run without a pair task and one with SOP, two logged steps each."""
     for name, objective, pair in (("nopair", "none", {}), ("withsop", "sop", {"pair_loss": 0.69, "pair_acc": 0.55})):
         run = tmp_path / "runs" / f"20261122-000000-{name}-1"
         run.mkdir(parents=True)
@@ -123,6 +127,11 @@ def test_compare_runs_draws_no_pair_accuracy_for_a_run_without_a_pair_task(tmp_p
         (run / "metrics.jsonl").write_text("".join(json.dumps(
             {"kind": "train", "step": step, "loss": 9.7, "mlm_loss": 9.0, **pair, "mlm_acc": 0.1, "tokens": 100 * step,
              "tokens_per_s": 50.0, "run_tokens_per_s": 50.0, "eta_s": 1.0, "time": 1.0}) + "\n" for step in (1, 2)))
+
+
+def test_compare_runs_draws_no_pair_accuracy_for_a_run_without_a_pair_task(tmp_path, monkeypatch):
+    """A run trained with objective 'none' was drawn at pair accuracy 1.0 beside the SOP run's 0.4-0.7."""
+    two_runs(tmp_path)
     monkeypatch.setenv("ALBERT_LAB_RUNS", str(tmp_path / "runs"))
     at = start("training")
     at.selectbox(key="cmp_metric").set_value("pair_acc").run()
@@ -131,6 +140,63 @@ def test_compare_runs_draws_no_pair_accuracy_for_a_run_without_a_pair_task(tmp_p
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     compare = next(s for s in specs if "by run" in json.dumps(s["layout"].get("title", "")))
     assert [trace["name"] for trace in compare["data"]] == ["withsop (sop)"]
+
+
+def test_compare_runs_selection_and_metric_are_in_the_link(tmp_path, monkeypatch):
+    """Compare runs' picked runs and metric were not in the link: a shared address showed the first
+    three runs' loss. They travel now, beside the New run form's model."""
+    from conftest import link_of, opened_by_link
+
+    two_runs(tmp_path)
+    monkeypatch.setenv("ALBERT_LAB_RUNS", str(tmp_path / "runs"))
+    at = start("training")
+    sop = next(r for r in at.multiselect(key="compare_runs").options if "withsop" in r)
+    at.multiselect(key="compare_runs").set_value([sop]).run()
+    at.selectbox(key="cmp_metric").set_value("pair_acc").run()
+    link = link_of(at)
+    assert link["runs"] == sop and link["metric"] == "pair_acc" and "tr_preset" in link and "ckpt" in link
+    fresh = opened_by_link({**link, "runs": f"{sop},no-such-run"}, "training")  # a run unknown here is left out
+    assert not fresh.exception, [e.value for e in fresh.exception]
+    assert fresh.multiselect(key="compare_runs").value == [sop] and fresh.selectbox(key="cmp_metric").value == "pair_acc"
+    compare = next(json.loads(c.proto.spec) for c in fresh.get("plotly_chart") if "by run" in c.proto.spec)
+    assert [trace["name"] for trace in compare["data"]] == ["withsop (sop)"]
+
+
+def test_the_install_makes_the_tokenizer_a_first_start_needs(tmp_path, monkeypatch):
+    """The first Start on a fresh install trained a SentencePiece tokenizer inside the server (184.6 s on a
+    busy machine) before the run existed. `corpora --install` makes it (prepare_tokenizers), once: a Start
+    of the same corpus, vocabulary and case then trains none, and installing again makes nothing."""
+    from conftest import CORPUS
+
+    from albert_lab.cli.corpora import prepare_tokenizers
+    from albert_lab.training import jobs, prepare
+    from albert_lab.training.config import TrainConfig
+
+    monkeypatch.setenv("ALBERT_LAB_CACHE", str(tmp_path / "cache"))  # a fresh install's cache
+    config = TrainConfig(vocab_size=700, batch_size=4, max_steps=2)
+    from app.rooms.training.views import start_words
+
+    at_corpus = TrainConfig(**{**config.__dict__, "corpus": CORPUS})
+    # the spinner said 'about 40 s' and the Start took 184.6 s: it says what it will do, from the measured Start
+    assert "then training a tokenizer of 700 pieces for this corpus, once: about 41 s" in start_words(at_corpus)
+    said = []
+    (folder,) = prepare_tokenizers([CORPUS], said.append, config)
+    assert start_words(at_corpus) == "Checking the settings and preparing the corpus: about 2 s on two cores"
+    assert (folder / "tokenizer_config.json").is_file() and len(said) == 1 and "once" in said[0]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a tokenizer was trained after the install had made it")
+
+    real = prepare.train_tokenizer
+    monkeypatch.setattr(prepare, "train_tokenizer", refuse)
+    said.clear()
+    assert prepare_tokenizers([CORPUS], said.append, config) == [folder] and not said  # nothing to do, nothing said
+    run, prepared = jobs.create_run(at_corpus)
+    assert prepared.tokenizer_dir == folder and (run / "run.json").is_file()
+    (tmp_path / "cache" / "tokenizers" / "made-at-install.json").write_text("{not json")  # damaged: made again
+    monkeypatch.setattr(prepare, "train_tokenizer", real)
+    assert prepare_tokenizers([CORPUS], said.append, config) == [folder] and len(said) == 1  # found in the cache
+
 
 
 def test_runs_of_other_sessions_are_read_only_unless_single_user(app, monkeypatch):

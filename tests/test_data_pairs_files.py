@@ -35,6 +35,25 @@ def test_pairs_file_problems_are_named():
     assert any(f"cut to {MAX_SEGMENT_CHARS:,}" in p for p in huge.problems) and any("row 2: not valid JSON" in p for p in huge.problems)
 
 
+@pytest.mark.parametrize("data, name, hint", [
+    (b"Sentence A,Sentence B\nx,y\n", "p.csv", "did you mean sentence_a (for 'Sentence A') and sentence_b (for 'Sentence B')?"),
+    (b"sentence_a\tsentence-b\nx\ty\n", "p.tsv", "did you mean sentence_b (for 'sentence-b')?"),
+    (b'{"SentenceA": "x", "sentence_b": "y"}\n', "p.jsonl", "did you mean sentence_a (for 'SentenceA')?"),
+    (b'{"Sentence A": "x", "Sentence B": "y"}\n', "p.jsonl", "did you mean sentence_a (for 'Sentence A') and"),
+])
+def test_a_column_named_another_way_gets_did_you_mean(data, name, hint):
+    with pytest.raises(DataError, match=r"missing|no row") as raised:
+        read_pairs(data, name)
+    assert hint in str(raised.value)
+
+
+def test_a_label_column_named_another_way_is_named_not_ignored_quietly():
+    parsed = read_pairs(b"sentence_a,sentence_b,Label\nx,y,0\n", "p.csv")
+    assert parsed.pairs.label.isna().all()
+    assert parsed.problems == ["no column label, so the pairs are scored without labels; did you mean label "
+                               "(for 'Label')? The names must be exactly these"]
+
+
 def test_csv_field_over_the_csv_modules_limit_is_cut_not_a_crash():
     data = HEADER + b"x" * 200_000 + b",second\nfirst,second\n"
     result = read_pairs(data, "big.csv")

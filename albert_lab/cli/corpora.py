@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from albert_lab.cli.common import command, emit, table
 from albert_lab.errors import AlbertLabError
+from albert_lab.paths import cache_dir
+from albert_lab.runfolder import write_json_atomic
+from albert_lab.training.config import TrainConfig
+
+MADE = "made-at-install.json"  # in the tokenizer cache: which corpus, vocabulary and case each tokenizer made here is for
 
 
 def _corpora_arguments(p: argparse.ArgumentParser) -> None:
@@ -14,16 +22,18 @@ def _corpora_arguments(p: argparse.ArgumentParser) -> None:
                    help="download (pinned, checked) and extract missing sources: those of long-mix and the out-of-domain "
                         "test set, or the sources (or named mixes, e.g. long-mix-plus) given")
     p.add_argument("--force", action="store_true", help="with --install: re-extract installed sources too")
+    p.add_argument("--quiet", action="store_true", help="with --install: no table after it (what scripts/app.sh runs: "
+                                                        "describing the corpora reads them, 0.4 s)")
     p.add_argument("--json", action="store_true")
 
 
 @command("corpora", "the training corpora: each source's size, documents, sentences per document, licence")(_corpora_arguments)
 def cmd_corpora(args: argparse.Namespace) -> int:
-    from albert_lab.data.corpora import DEFAULT, NAMED, PLUS, describe_corpora
+    from albert_lab.data.corpora import DEFAULT, NAMED, PLUS, describe_corpora, mix_installed
     from albert_lab.data.sources import SOURCES, install
 
-    if args.force and args.install is None:
-        raise AlbertLabError("--force goes with --install")
+    if (args.force or args.quiet) and args.install is None:
+        raise AlbertLabError(f"{'--force' if args.force else '--quiet'} goes with --install")
     if args.install is not None:
         names = []
         for name in args.install:
@@ -31,6 +41,9 @@ def cmd_corpora(args: argparse.Namespace) -> int:
                 raise AlbertLabError(f"--install: unknown source or mix {name!r}; allowed: {', '.join([*NAMED, *SOURCES])}")
             names += [part for part in NAMED.get(name, (name,)) if part in SOURCES and part not in names]
         install(names or None, log=lambda line: print(line, file=sys.stderr), force=args.force)
+        prepare_tokenizers([mix for mix in NAMED if mix_installed(mix)], log=lambda line: print(line, file=sys.stderr))
+        if args.quiet:
+            return 0
     rows = describe_corpora()
 
     def cell(value, spec: str) -> str:
@@ -46,3 +59,43 @@ def cmd_corpora(args: argparse.Namespace) -> int:
                      f"those marked so (about twice the training text; `albert-lab corpora --install {PLUS}`). 5% of each "
                      "source's documents are held out for evaluation.")
     return 0
+
+
+def prepare_tokenizers(corpora: Sequence[str], log: Callable[[str], None], config: TrainConfig | None = None) -> list[Path]:
+    """The tokenizer, and the tokenized training text, that a run of `config` (default: TrainConfig's,
+    the Training page's and `train`'s vocabulary and case) needs on each of `corpora`, made now,
+    as a Start makes them (training.prepare), so that a first Start finds them cached: training
+    the tokenizer of long-mix took 45 s on two idle cores and 185 s on a busy machine, inside the
+    first Start. Where they are made already, only the corpus is read (0.4 s for long-mix) and
+    neither torch nor transformers is imported. Returns the tokenizer folders."""
+    import dataclasses
+
+    from albert_lab.data.corpora import load_corpus
+
+    config = config or TrainConfig()
+    made_file = cache_dir() / "tokenizers" / MADE
+    made = _read_made(made_file)
+    folders = []
+    for name in corpora:
+        corpus = load_corpus(name)
+        key = f"{corpus.fingerprint}-{config.vocab_size}-{'lower' if config.lowercase else 'cased'}"
+        folder = made.get(key)
+        if folder is None or not (Path(folder) / "tokenizer_config.json").is_file():
+            log(f"making the tokenizer runs on {name} start with ({config.vocab_size:,} pieces), once: about a minute on "
+                "two cores, so that the first Start does not wait for it ...")
+            from albert_lab.training.prepare import prepare  # torch and transformers: only when there is work
+
+            folder = str(prepare(dataclasses.replace(config, corpus=name)).tokenizer_dir)
+            made = {**_read_made(made_file), key: folder}  # another install may have added one meanwhile
+            write_json_atomic(made_file, made)
+        folders.append(Path(folder))
+    return folders
+
+
+def _read_made(path: Path) -> dict[str, str]:
+    """The record of tokenizers made at install; a damaged or missing one is empty (they are made again)."""
+    try:
+        made = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in made.items() if isinstance(v, str)} if isinstance(made, dict) else {}

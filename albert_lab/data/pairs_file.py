@@ -57,12 +57,14 @@ def _delimited_records(text: str, name: str, delimiter: str, problems: list[str]
         raise DataError(f"{name}: the header row cannot be read ({err}); check the quotes in the first line") from None
     missing = [c for c in COLUMNS if c not in header]
     if missing:
-        hint = _delimiter_hint(text, delimiter)
+        hint = _column_hint(missing, header) or _delimiter_hint(text, delimiter)
         raise DataError(f"{name}: missing column(s) {', '.join(missing)}; found {header[:6]}{hint}")
     for column in (*COLUMNS, "label"):
         if header.count(column) > 1:
             where = " and ".join(str(i + 1) for i, h in enumerate(header) if h == column)
             raise DataError(f"{name}: the header names {column} twice (columns {where}); keep one column of that name")
+    if "label" not in header and (hint := _column_hint(["label"], header)):
+        problems.append(f"no column label, so the pairs are scored without labels{hint}")
     reader.fieldnames = header
     return _csv_rows(reader, io.StringIO(text).readlines(), problems)
 
@@ -118,6 +120,19 @@ def _open_quote(raw: list[str], first_line: int, fields: int, delimiter: str) ->
     return None
 
 
+def _column_hint(missing: list[str], found: Iterable[str]) -> str:
+    """'; did you mean ...' for names that are a missing column written another way
+    ("Sentence A", "sentence-a", "SentenceA"), or ''."""
+    def key(column: str) -> str:
+        return "".join(ch for ch in column.lower() if ch.isalnum())
+    spelled = {key(column): column for column in found}
+    pairs = [(spelled[key(column)], column) for column in missing if key(column) in spelled]
+    if not pairs:
+        return ""
+    return "; did you mean " + " and ".join(f"{column} (for {given!r})" for given, column in pairs) + \
+        "? The names must be exactly these"
+
+
 def _delimiter_hint(text: str, expected: str) -> str:
     try:
         found = csv.Sniffer().sniff(text.split("\n", 1)[0][:10_000], delimiters=",;\t|").delimiter
@@ -168,9 +183,11 @@ def _clean(records: Iterable[dict], problems: list[str], name: str, max_rows: in
         else:
             rows.append(dict(row=number, **values, label=_label(record.get("label"), number, problems)))
     if first_keys is not None and not fields_seen:
-        raise DataError(f"{name}: missing fields {', '.join(COLUMNS)} (found {first_keys})")
+        raise DataError(f"{name}: missing fields {', '.join(COLUMNS)} (found {first_keys})"
+                        + _column_hint(list(COLUMNS), first_keys))
     if not rows:
-        raise DataError(f"{name}: no row has both sentence_a and sentence_b" + (f" ({problems[0]})" if problems else ""))
+        raise DataError(f"{name}: no row has both sentence_a and sentence_b" + (f" ({problems[0]})" if problems else "")
+                        + _column_hint([c for c in COLUMNS if c not in (first_keys or [])], first_keys or []))
     frame = pd.DataFrame(rows)
     frame["label"] = frame["label"].astype("Int64")
     return PairsFile(frame, problems)

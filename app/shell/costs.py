@@ -12,4 +12,9 @@ SECONDS_PER_UNIT = {a.cost.kind: a.cost.seconds for a in ANALYSES if a.cost is n
 # Seconds a kind of work takes the first time in a server process, on top of its units (captum's import and hooks)
 FIRST_TIME_SECONDS = {a.cost.kind: a.cost.first for a in ANALYSES if a.cost is not None and a.cost.first}
 
-__all__ = ["FIRST_TIME_SECONDS", "SECONDS_PER_UNIT", "attribution_units", "size"]
+# The Training page's Start, from the click to the run's folder, with the form's defaults (lab-albert on
+# long-mix, 8,000 pieces), measured by benchmarks/bench_first_start.py on 2 cores at load 2-2.5: with the
+# tokenizer made (at install: `corpora --install`), and when a corpus and vocabulary need a new one first.
+START_SECONDS = {"tokenizer made": 1.5, "new tokenizer": 41.0}
+
+__all__ = ["FIRST_TIME_SECONDS", "SECONDS_PER_UNIT", "START_SECONDS", "attribution_units", "size"]

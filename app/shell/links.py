@@ -48,11 +48,15 @@ def keep() -> None:
 
 
 def share(**params: Any) -> None:
-    """Write this page's inputs into the link (replacing other pages' ones), checkpoints
-    included, so the address reproduces the view."""
+    """This page's inputs for the link (replacing other pages' ones), checkpoints included, so
+    the address reproduces the view. A page that shares twice in one run (a form and a tab's
+    controls) gets both into the link; `publish` writes it after the page, so a control read
+    after an earlier `share` still finds the link's value (a Training link's runs were wiped
+    by the form's share before Compare runs read them)."""
     from app.shell.selection import Selection
 
-    values = {"ckpt": Selection.read().link()}
+    earlier = shell().shared_now if shell().shared else {}
+    values = {**earlier, "ckpt": Selection.read().link()}
     for name, value in params.items():
         if value is None:
             continue
@@ -61,7 +65,15 @@ def share(**params: Any) -> None:
             continue
         values[name] = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
     shell().url_applied.update(values)
-    shell().shared = True
+    shell().shared, shell().shared_now = True, values
+
+
+def publish() -> None:
+    """After the page: what it shared into the link (a page without inputs of its own still
+    links the checkpoints picked)."""
+    if not shell().shared:
+        share()
+    values = shell().shared_now
     if dict(st.query_params) != values:
         st.query_params.from_dict(values)
 

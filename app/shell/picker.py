@@ -3,19 +3,17 @@ and folders or hub ids a user adds, in the link (?ckpt=a,b); device and precisio
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from urllib.parse import unquote
 
 import streamlit as st
 
 from albert_lab.checkpoint.files import is_local_source
-from albert_lab.checkpoint.sources import portable_name
 from albert_lab.errors import AlbertLabError
-from albert_lab.paths import allowed_roots, check_typed_path, is_within, user_path
 from app.shell import look, ui
 from app.shell.guard import guard
 from app.shell.links import from_url
+from app.shell.places import check_local_folder, checked_text, link_form, typed_folder
 from app.shell.state import set_widget, shell, widget
 from app.shell.ui import active_run, available_checkpoints, device_options
 
@@ -23,39 +21,10 @@ from app.shell.ui import active_run, available_checkpoints, device_options
 MAX_LINK_CHECKPOINTS = 16  # checkpoints a link may name; each is checked (and maybe loaded) on opening it
 
 
-def checked_text(text: str) -> str:
-    """A folder or hub id typed or carried by a link, stripped and checked for what no file system
-    takes (control characters, length). `~` is left to check_local_folder: a browser learns
-    nothing of the server's users or home folder."""
-    return check_typed_path(text)
 
 
-def check_local_folder(text: str) -> str:
-    """A folder typed into the browser or carried by a link must lie inside the allowed roots. Any
-    other path, `~`, `~root` and `~nosuchuser` alike, gets one message that names no folder of the
-    server and tells nothing of what exists outside the roots; inside them, the path checks of
-    paths.user_path (symlink loops, lengths) speak."""
-    text = text.strip()
-    path = Path(os.path.expanduser(text)) if text.startswith("~") else Path(text)  # a user that does not exist: as is
-    if not path.is_absolute():
-        path = Path.cwd() / path
-    try:
-        inside = is_within(path, allowed_roots())
-    except (OSError, RuntimeError, ValueError):  # a symlink loop or an overlong path outside: outside all the same
-        inside = False
-    if not inside:
-        shown = repr(text if len(text) <= 60 else text[:60] + "...")
-        raise AlbertLabError(f"{shown} is outside the folders the app may read ({allowed_words()}); copy the checkpoint "
-                             "into checkpoints/ or runs/ of the app's folder, or ask whoever serves the app to list its "
-                             "folder in ALBERT_LAB_ALLOWED_DIRS")
-    return str(user_path(path))
 
 
-def allowed_words() -> str:
-    """The allowed roots as a visitor may read them: project-relative names, never a server path."""
-    named = [f"{portable_name(root)}/" for root in allowed_roots()[:2]]
-    extra = len(allowed_roots()) - 2
-    return " and ".join(named) + (f", and {extra} folder{'s' * (extra > 1)} the server lists" if extra > 0 else "")
 
 
 def sidebar() -> None:
@@ -74,7 +43,7 @@ def sidebar() -> None:
         st.toast(pending[1], icon=":material/check:")
     if new := _link_sources(options, extra):  # folders a shared link names, added by its sender
         options += new
-    names = {source: name for name, source in extra.items()}  # a link names an added folder by its path
+    names = {link_form(source): name for name, source in extra.items()}  # a link names an added folder by link_form
     from_url("picked", [n for n in default if n in options], param="ckpt",
              parse=lambda raw: [n for n in (names.get(e, e) for e in link_entries(raw)) if n in options][:MAX_LINK_CHECKPOINTS])
     set_widget("picked", [n for n in widget("picked") if n in options])
@@ -200,18 +169,8 @@ def _offer_from_link(entry: str, extra: dict[str, str]) -> str:
     return name
 
 
-def typed_folder(text: str) -> str | None:
-    """A typed name of a folder the app may read, wherever the app was started: `runs`,
-    `albert-sop`, `runs/<id>/checkpoint` are looked for beside and inside the allowed roots."""
-    roots = allowed_roots()
-    for root in roots:
-        for candidate in (root.parent / text, root / text):
-            try:
-                if candidate.is_dir() and is_within(candidate.resolve(), roots):
-                    return str(candidate)
-            except (OSError, RuntimeError):  # too long with the root before it, a symlink loop: not a folder here
-                continue
-    return None
+
+
 
 
 def _add_source(text: str, extra: dict[str, str]) -> None:

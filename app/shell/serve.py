@@ -1,17 +1,18 @@
-"""`streamlit run`, after importing what the pages need, so that the URL it prints opens on
-a page that draws at once.
+"""`streamlit run`, after importing what the first page needs, so that the URL it prints
+opens on a page that draws at once.
 
 `albert-lab app` execs `python -m app.shell.serve run app/main.py ...`. Before the first page
 can draw, its script needs pandas, plotly and Streamlit's emoji table (which
-`st.set_page_config` compiles, a quarter of a second); a page that computes also needs
-torch and transformers' model code: about 3.5 s of imports in all on a 2-core CPU. Done
-in a thread while the server started and the browser drew the first page, they took the
-cores the browser needed (a first visit of 4.2 s where a page of constants with the same
-elements takes 3.0 s), or, started after that page, slowed the next one to 5 s; done
-before the server listens, each page's first visit is only its own work
-(benchmarks/bench_app.py). The app's `ui.warm_up` imports the model code in the
-background after the first page for `streamlit run app/main.py` users, at low priority
-(a no-op when this module already did it).
+`st.set_page_config` compiles, a quarter of a second): imported before the server listens
+(0.4 s). The landing page (the model card) needs no torch; torch and transformers' model
+code (2.6 s of imports on a 2-core CPU) are imported after it has drawn, in the background
+(`ui.warm_up`, a second after the page), by a page that needs them before
+that, or waited for by a light page. Imported before the server listened, they held up the
+first page: from `scripts/app.sh` to the card drawn took 6.1 s, now 3.0 s, and to the
+Oscillation page clicked as soon as the card is drawn 10.0 s, now 9.3 s (medians of 3,
+benchmarks/bench_app_start.py, docs/benchmarks.md). Imported in a thread while the server
+started and the browser drew the first page, they took the cores the browser needed (a
+first visit of 4.2 s where a page of constants with the same elements takes 3.0 s).
 
 Two threads importing torch and transformers at once can each wait on a module the other
 is importing; Python then hands one of them a module half-imported ("cannot import name
@@ -19,8 +20,6 @@ is importing; Python then hands one of them a module half-imported ("cannot impo
 time (import_model_code), and a page that needs it waits for the warm-up's import.
 """
 
-import os
-import sys
 import threading
 
 
@@ -67,23 +66,10 @@ def wait_for_model_code() -> None:
 
 
 def import_in_background() -> None:
-    """import_model_code from a thread of its own, yielding the CPU to everything else."""
-    lower_priority()
-    import_model_code()
-
-
-def lower_priority() -> None:
-    """The calling thread only (Linux: a nice value is per thread), lowest CPU priority: the
-    browser and the page scripts get the cores first, background imports what is left."""
-    if sys.platform.startswith("linux"):
-        try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        except OSError:
-            pass
-
-
-def warm_up() -> None:
-    import_first_page()
+    """import_model_code from a thread of its own (ui.warm_up, after the first page). At the
+    thread's normal priority: at the lowest (nice 19), on a busy machine it was starved while the
+    next page, which needs the model code, waited for it (Oscillation clicked at once: 22 s against
+    18 s when the import came before the server listened), and every page that waits needs it."""
     import_model_code()
 
 
@@ -92,7 +78,5 @@ if __name__ == "__main__":
     # pandas' types (and fails on a pandas imported half-way by another thread).
     from streamlit.web.cli import main
 
-    print("ALBERT Lab: importing torch and transformers before the server starts (a few seconds) ...",
-          file=sys.stderr, flush=True)
-    warm_up()
+    import_first_page()  # the model code after the first page (ui.warm_up), which needs none
     main(prog_name="streamlit")  # the command line is streamlit's: run app/main.py --server.port ...

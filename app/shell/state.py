@@ -26,6 +26,7 @@ ROOMS = "app.rooms."
 @dataclass
 class Shell:
     shared: bool = False  # this run's page wrote its link (app.shell.links.share); main.py shares otherwise
+    shared_now: dict[str, str] = field(default_factory=dict)  # what this run has put in the link so far (links.publish)
     selected: list[tuple[str, str]] = field(default_factory=list)  # the sidebar's picks: (name, source)
     extra_sources: dict[str, str] = field(default_factory=dict)  # folders and hub ids added in the sidebar
     pending_pick: tuple[list[str], str] | None = None  # "Add" on the last run: the picks to set and the toast

@@ -210,9 +210,11 @@ def read_upload(uploaded) -> bytes:
     return data
 
 
-def chart(fig, name: str, key: str | None = None, container=None) -> None:
-    """A plotly figure, full width, whose camera icon saves PNG or SVG as `name`."""
+def chart(fig, name: str, key: str | None = None, container=None, share: float = 1.0) -> None:
+    """A plotly figure, full width of its container, whose camera icon saves PNG or SVG as
+    `name`; `share`: how much of the main column the container is (its title is wrapped to fit)."""
     config = look.chart_config(name, widget("image_format", "png"))
+    look.wrap_title(fig, look.title_chars(share))  # in place, and again harmless: a wrapped title fits
     (container or st).plotly_chart(fig, width="stretch", config=config, key=key)
 
 

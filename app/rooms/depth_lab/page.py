@@ -66,8 +66,8 @@ with tab_mlp:
             else:
                 figs = depth_figures(history, flow)
                 left, right = st.columns(2)
-                ui.chart(figs["loss"], "depth-loss", container=left)
-                ui.chart(figs["accuracy"], "depth-accuracy", container=right)
+                ui.chart(figs["loss"], "depth-loss", container=left, share=0.5)
+                ui.chart(figs["accuracy"], "depth-accuracy", container=right, share=0.5)
                 ui.chart(figs["layers"], "depth-gradient-per-layer")
                 trained_first = sorted(history.model.unique(), key=lambda m: m in diverged)  # a diverged model has a column or two
                 if state.heat_for != repr(configs):  # new results: leave a model that now diverged
@@ -91,9 +91,9 @@ with tab_vgg:
     steps = cols[0].slider("Steps", 50, 600, VGG_DEFAULTS["steps"], 50, key="vgg_steps")
     lr = cols[1].select_slider("SGD learning rate", [0.01, 0.02, 0.05, 0.1, 0.2], VGG_DEFAULTS["lr"], key="vgg_lr")
     missing = [(d, bn) for d, bn in VGG_NETS if depth_cache.vgg_result(d, bn, steps, lr) is None]
-    if not missing:
-        st.caption("Ready for these settings (shipped with the app, or trained here earlier): it draws at once. "
-                   + (depth_cache.shipped_note() if depth_cache.is_shipped(steps=steps, lr=lr) else ""))
+    if not missing:  # drawn below without a click: nothing to train
+        st.caption("Ready for these settings (shipped with the app, or trained here earlier): drawn below, nothing to "
+                   "train. " + (depth_cache.shipped_note() if depth_cache.is_shipped(steps=steps, lr=lr) else ""))
     else:
         eta = fmt_duration(ui.estimate("vgg", sum(steps * d for d, _ in missing), depth_runs.VGG_SECONDS_PER_UNIT))
         pace = (f"about {eta} at this machine's pace last time" if ui.measured("vgg") else
@@ -101,9 +101,9 @@ with tab_vgg:
                 "(half an hour was seen)")
         st.caption(f"Training {len(missing)} conv nets of {steps} steps takes {pace}; a progress bar gives the time "
                    "left as it goes, and Stop keeps the nets already trained.")
-    if st.button("Train VGG-8 and VGG-38, with and without BatchNorm", key="vgg_run"):
+    if missing and st.button("Train VGG-8 and VGG-38, with and without BatchNorm", key="vgg_run"):
         state.vgg_done, state.vgg_stopped = True, False
-    if state.vgg_done or state.vgg_stopped:
+    if state.vgg_done or state.vgg_stopped or not missing:
         with guard("VGG comparison"):
             results = depth_runs.vgg_nets(steps, lr) if state.vgg_done else [
                 r for r in (depth_cache.vgg_result(d, bn, steps, lr) for d, bn in VGG_NETS) if r is not None]
@@ -114,8 +114,8 @@ with tab_vgg:
                 history, flow = pd.concat([h for h, _ in results]), pd.concat([f for _, f in results])
                 figs = vgg_figures(history, flow)
                 left, right = st.columns(2)
-                ui.chart(figs["accuracy"], "vgg-accuracy", container=left)
-                ui.chart(figs["layers"], "vgg-gradient-per-layer", container=right)
+                ui.chart(figs["accuracy"], "vgg-accuracy", container=left, share=0.5)
+                ui.chart(figs["layers"], "vgg-gradient-per-layer", container=right, share=0.5)
                 st.caption("On this toy (8x8 digits, a few hundred SGD steps) BatchNorm lets VGG-38 learn, but at the "
                            "larger learning rates its test accuracy can swing from step to step and between seeds; the "
                            "coursework's 47-52% below is CIFAR-100 after full training.")

@@ -70,10 +70,10 @@ with tab_now:
             if frame is not None:
                 ui.chart(gradflow_figure(frame, name), f"gradflow-{name}")
                 left, right = st.columns(2)
-                ui.chart(hidden_grad_figure(frame), f"gradflow-hidden-{name}", container=left)
+                ui.chart(hidden_grad_figure(frame), f"gradflow-hidden-{name}", container=left, share=0.5)
                 shared = frame[frame.view == "shared_sum"]
                 if len(shared):
-                    ui.chart(shared_sum_figure(frame), f"gradflow-shared-{name}", container=right)
+                    ui.chart(shared_sum_figure(frame), f"gradflow-shared-{name}", container=right, share=0.5)
                 else:
                     right.info("This model shares no layers: each layer's gradient is its own.")
                 outside = frame[frame.view == "outside"]

@@ -9,21 +9,43 @@ from plotly.subplots import make_subplots
 
 from app.shell.look import colour_for, colour_map, style
 
+PANELS = (("l2", "l2_spread", "L2 distance ||h_l - h_(l-1)||", "L2 distance (hidden-state units)"),
+          ("angle_deg", "angle_spread", "Angle between h_l and h_(l-1)", "angle (degrees)"))
 
-def oscillation_figure(frame: pd.DataFrame) -> go.Figure:
-    """L2 distance and angle per layer, one line per checkpoint (BERT dashed)."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("L2 distance ||h_l - h_(l-1)||", "Angle between h_l and h_(l-1)"))
+
+def oscillation_panels(frame: pd.DataFrame) -> tuple[go.Figure, go.Figure]:
+    """L2 distance per layer and angle per layer, each a figure of its own (one line per
+    checkpoint, BERT dashed): the page sets them side by side in columns, which a phone
+    stacks (as two subplots of one figure they overlapped at 390 px)."""
+    return tuple(_panel(frame, *panel) for panel in PANELS)
+
+
+def _panel(frame: pd.DataFrame, y: str, spread: str, title: str, axis: str) -> go.Figure:
+    fig = go.Figure(_traces(frame, y, spread, legend=True))
+    fig.update_layout(title=f"{title} (error bars: spread across texts)")
+    fig = style(fig, x="layer l", y=axis, layers=True, height=440)
+    return fig.update_yaxes(rangemode="tozero")
+
+
+def _traces(frame: pd.DataFrame, y: str, spread: str, legend: bool) -> list[go.Scatter]:
+    traces = []
     for name, group in frame.groupby("checkpoint", sort=False):
         color, dash = colour_for(str(name)), "dash" if group.family.iloc[0] == "bert" else "solid"
-        for col, (y, spread) in enumerate((("l2", "l2_spread"), ("angle_deg", "angle_spread")), start=1):
-            fig.add_trace(go.Scatter(x=group.layer, y=group[y], name=name, legendgroup=name, showlegend=col == 1,
-                                     mode="lines+markers", line=dict(color=color, dash=dash),
-                                     error_y=dict(type="data", array=group[spread], visible=True, thickness=1)),
-                          row=1, col=col)
+        traces.append(go.Scatter(x=group.layer, y=group[y], name=name, legendgroup=name, showlegend=legend,
+                                 mode="lines+markers", line=dict(color=color, dash=dash),
+                                 error_y=dict(type="data", array=group[spread], visible=True, thickness=1)))
+    return traces
+
+
+def oscillation_figure(frame: pd.DataFrame) -> go.Figure:
+    """Both panels in one figure, for the docs' image (scripts/make_figures.py)."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[title for *_, title, _ in PANELS])
+    for col, (y, spread, _, axis) in enumerate(PANELS, start=1):
+        for trace in _traces(frame, y, spread, legend=col == 1):
+            fig.add_trace(trace, row=1, col=col)
+        fig.update_yaxes(title_text=axis, row=1, col=col)
     fig.update_xaxes(title_text="layer l")
     fig.update_yaxes(rangemode="tozero")
-    fig.update_yaxes(title_text="L2 distance (hidden-state units)", row=1, col=1)
-    fig.update_yaxes(title_text="angle (degrees)", row=1, col=2)
     fig.update_layout(title="Input vs output of each layer (error bars: spread across texts)")
     fig = style(fig, layers=True, height=480)
     return fig.update_layout(legend_y=1.12, margin_t=140)  # above the subplot titles, not on them

@@ -6,7 +6,7 @@ import streamlit as st
 
 from albert_lab.analysis.oscillation import oscillation, similarity_matrix, verdict
 from albert_lab.data.samples import sample_texts
-from app.rooms.oscillation.figures import oscillation_figure, roughness_figure, similarity_figure
+from app.rooms.oscillation.figures import oscillation_panels, roughness_figure, similarity_figure
 from app.rooms.oscillation.reading import PAPER, against_the_paper
 from app.shell import links, ui
 from app.shell.guard import guard
@@ -43,11 +43,13 @@ if ui.need_checkpoints():
         verdicts = verdict(frame)
         where = (f"on your {len(texts)} text{'s' if len(texts) != 1 else ''}" if text is not None
                  else f"on {len(texts)} held-out Wikipedia lead sections")
-        ui.chart(oscillation_figure(frame), "oscillation")
+        st.markdown("**Input vs output of each layer**")
+        for column, fig, name in zip(st.columns(2), oscillation_panels(frame), ("oscillation-l2", "oscillation-angle")):
+            ui.chart(fig, name, container=column, share=0.5)  # columns: side by side, stacked on a phone
         for row in verdicts.itertuples():
             st.markdown(f"**{row.checkpoint}**: {row.verdict}; roughness {row.roughness:.2f} (lower is smoother)")
         left, right = st.columns([2, 3])
-        ui.chart(roughness_figure(verdicts), "oscillation-roughness", container=left)
+        ui.chart(roughness_figure(verdicts), "oscillation-roughness", container=left, share=0.4)
         right.markdown(smoother_sentence(verdicts, where))
         right.caption("Roughness measures the zig-zag of the L2 curve: the share of its path (all its ups and downs "
                       "added) beyond the shortest path that turns at most once. A curve that only falls or only rises "

@@ -129,8 +129,8 @@ with tab_curves:
     frame = pd.DataFrame(sweep(base, field, values))
     frame["sharing"] = frame["sharing"].map(SHARING_LABELS)
     left, right = st.columns(2)
-    ui.chart(sweep_figure(frame, field, axis, "params"), f"params-vs-{field}", container=left)
-    ui.chart(sweep_figure(frame, field, axis, "flops_per_token"), f"flops-vs-{field}", container=right)
+    ui.chart(sweep_figure(frame, field, axis, "params"), f"params-vs-{field}", container=left, share=0.5)
+    ui.chart(sweep_figure(frame, field, axis, "flops_per_token"), f"flops-vs-{field}", container=right, share=0.5)
     ui.download(frame, f"sweep-{field}.csv")
     xxlarge, large = (count(PRESETS[name]).total / 1e6 for name in ("albert-xxlarge", "bert-large"))
     ui.paper_note("Sharing changes the parameter curves, not the FLOPs: every strategy applies the same L blocks. "

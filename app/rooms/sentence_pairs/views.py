@@ -136,10 +136,13 @@ def pace_words(kind: str) -> str:
     return "at this server's pace so far" if ui.measured(kind) else "on two cores, longer when others use them"
 
 
-COLUMNS = ["row", "checkpoint", "head", "head_status", "p_ab", "p_ba", "prediction", "label", "correct", "tokens",
-           "sentence_a", "sentence_b"]  # the scores table, in this order
+COLUMNS = ["row", "sentence_a", "sentence_b", "checkpoint", "p_ab", "p_ba", "prediction", "label", "correct", "head",
+           "head_status", "tokens"]  # the scores table, in this order: the pair, then what each checkpoint says of it
 LABELS = {"head_status": "head is", "prediction": "predicts", "label": "your label", "sentence_a": "sentence A",
           "sentence_b": "sentence B"}
+ROW_HELP = ("The pair's row in your file as a spreadsheet numbers it: the header is row 1, so the first pair is row 2 "
+            "(in a .jsonl file, its line). Warnings and problems name rows the same way.")
+LABEL_COLUMNS = ("accuracy", "order_accuracy", "labelled")  # the summary's columns about labels
 
 
 def preferred_order(scores: pd.DataFrame) -> None:
@@ -197,10 +200,17 @@ def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
         prediction=scores.prediction.astype(object).map({0: "0: in order / next", 1: "1: swapped / random"}).fillna(""),
         label=scores.label.astype("string").fillna(""),
         correct=scores.correct.astype(object).map({True: "yes", False: "no"}).fillna(""))
+    if scores.label.isna().all():  # no labels given: no columns of blanks
+        shown = shown.drop(columns=["label", "correct"])
+    if key == "typed":  # one pair, typed: no row of a file to name
+        shown = shown.drop(columns=["row"])
     small = {name: st.column_config.Column(LABELS.get(name, name), width="small")
-             for name in ("row", "head", "head_status", "label", "correct")}  # the table fits 1400 px up to 'predicts'
+             for name in ("head", "head_status", "label", "correct")}
+    sentences = {name: st.column_config.TextColumn(LABELS[name], width="medium", help="Hover or widen to read it all")
+                 for name in ("sentence_a", "sentence_b")}
     st.dataframe(shown, hide_index=True, width="stretch",
-                 column_config={**LABELS, **small,
+                 column_config={**LABELS, **small, **sentences,
+                                "row": st.column_config.NumberColumn("row", width="small", help=ROW_HELP),
                                 "p_ab": st.column_config.ProgressColumn("P(label 0 | A → B)", min_value=0, max_value=1, format="%.3f"),
                                 "p_ba": st.column_config.ProgressColumn("P(label 0 | B → A)", min_value=0, max_value=1, format="%.3f"),
                                 "tokens": st.column_config.NumberColumn(
@@ -263,6 +273,10 @@ def upload_tab(bundles: list) -> None:
         summary = summary[summary.pairs > 0]  # checkpoints not scored are named in the warnings above
         st.subheader(f"{plural(len(parsed.pairs), 'pair')} scored from {name}")
         upload_chart(summary, scores)
+        if not summary.labelled.any():  # a file without labels: no accuracy to show, no columns of blanks
+            summary = summary.drop(columns=list(LABEL_COLUMNS))
+            st.caption("The file has no labels, so there is no accuracy: the chart and the table show how the "
+                       "checkpoints rate the pairs as given and swapped. Add a `label` column (0 or 1) to measure it.")
         st.dataframe(summary, hide_index=True, width="stretch",
                      column_config={"head_status": "head is", "pairs": "pairs",  # short names: all fit 1400 px
                                     "accuracy": st.column_config.NumberColumn("accuracy", format="%.3f",

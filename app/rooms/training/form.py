@@ -130,7 +130,8 @@ def new_run_form() -> None:
             values |= {name: draw(col, name) for col, name in zip(st.columns(5), line)}
         submitted = st.form_submit_button("Start training", type="primary")
     run_views.corpora_expander(corpora)
-    if not submitted:
+    if not submitted or not run_views.warmup_checked(int(values["warmup_steps"]), None if values["max_minutes"] else
+                                                     int(values["max_steps"]), float(values["lr"])):
         return
     with guard("starting the run"):
         saved = None
@@ -155,9 +156,7 @@ def new_run_form() -> None:
                 config = browser_config(preset, spec["objective"], hidden=spec["hidden_size"], layers=spec["num_layers"],
                                         embedding=spec["embedding_size"], heads=spec["num_heads"], sharing=spec["sharing"],
                                         vocab=vocab, **budget, **values)
-            with st.spinner("Checking the settings, preparing corpus and tokenizer: the first start with a corpus and "
-                            "vocabulary size trains a tokenizer (about 40 s on two cores), later ones take seconds",
-                            show_time=True):
+            with st.spinner(run_views.start_words(config), show_time=True):  # measured: app.shell.costs.START_SECONDS
                 # looked up in its module at each start, where a test stands in for it
                 info = jobs.start_run(config, owner=owner.digest(), budget=BUDGET, address=owner.address())
         except BaseException:

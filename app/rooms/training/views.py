@@ -12,9 +12,10 @@ from albert_lab.training.config import TrainConfig
 from albert_lab.training.jobs import cancel_run
 from albert_lab.training.runs import RunInfo, list_runs, read_run, running_run, single_user
 from app.rooms.training import figures as training_figures
-from app.shell import owner, ui
+from app.rooms.training.state import TrainingState
+from app.shell import costs, links, owner, ui
 from app.shell.guard import guard
-from app.shell.state import set_widget, widget
+from app.shell.state import kept, set_widget, widget
 from app.shell.text import fmt_duration, fmt_tokens
 
 
@@ -31,15 +32,43 @@ def corpora_expander(corpora: pd.DataFrame) -> None:
         st.caption("5% of each source's documents are held out for evaluation; 'ood' sources are never trained on.")
 
 
+def warmup_checked(warmup: int, steps: int | None, lr: float) -> bool:
+    """Whether a run of these settings may start now: a warm-up that fills the whole run is
+    said before the run starts (it was said only after), and the run starts when Start is
+    pressed again with the same settings."""
+    note = warmup_note(warmup, steps, lr) if steps is not None else None
+    if note is None or kept(TrainingState).warmup_seen == (warmup, steps, lr):
+        return True
+    kept(TrainingState).warmup_seen = (warmup, steps, lr)
+    st.warning(f"{note} Nothing is started yet: press Start training again to train with this warm-up anyway.",
+               icon=":material/trending_up:")
+    return False
+
+
+def start_words(config: TrainConfig) -> str:
+    """What the Start's spinner says, from app.shell.costs' measured Start: seconds where the run's
+    tokenizer is made (at install, by an earlier run, or the checkpoint's own), about 40 more
+    where this corpus and vocabulary size need one trained first."""
+    from albert_lab.data.corpora import load_corpus
+    from albert_lab.training.prepare import cached_tokenizer_dir
+
+    made = (config.init_from or config.tokenizer
+            or (cached_tokenizer_dir(load_corpus(config.corpus), config) / "tokenizer_config.json").is_file())
+    if made:
+        return (f"Checking the settings and preparing the corpus: about {fmt_duration(costs.START_SECONDS['tokenizer made'])} "
+                "on two cores")
+    return (f"Checking the settings, then training a tokenizer of {config.vocab_size:,} pieces for this corpus, once: "
+            f"about {fmt_duration(costs.START_SECONDS['new tokenizer'])} for long-mix on two cores (measured), longer "
+            "for a bigger corpus or on a busy machine; later starts with it take seconds")
+
+
 def started(info: RunInfo, config: TrainConfig) -> None:
-    """What a run just started is, and a word when its warm-up fills the whole run."""
+    """What a run just started is."""
     set_widget("watch_select", info.id)  # the Runs tab follows the new run
     owner.claim(info.id)  # this browser may cancel it, after a reload too
     spec = config.model_spec()
     st.success(f"Run {info.id} started: {spec.label}, {count(spec).total:,} parameters, a vocabulary of "
                f"{config.vocab_size:,} pieces. Follow it under 'Runs'.")
-    if config.max_steps is not None and (note := warmup_note(config.warmup_steps, config.max_steps, config.lr)):
-        st.info(note, icon=":material/trending_up:")
     skipped_lines(info)
 
 
@@ -94,8 +123,8 @@ def progress_panel(run_id: str) -> None:
         m[3].metric("Tokens seen", fmt_tokens(last["tokens"]))
         left, right = st.columns(2)
         resumes = [r["step"] for r in of_kind("resume")]
-        ui.chart(training_figures.loss_figure(train, resumes), f"loss-{run_id}", key=f"loss-{run_id}", container=left)
-        ui.chart(training_figures.accuracy_figure(train, evals), f"accuracy-{run_id}", key=f"acc-{run_id}", container=right)
+        ui.chart(training_figures.loss_figure(train, resumes), f"loss-{run_id}", key=f"loss-{run_id}", container=left, share=0.5)
+        ui.chart(training_figures.accuracy_figure(train, evals), f"accuracy-{run_id}", key=f"acc-{run_id}", container=right, share=0.5)
     if info.status == "failed":
         st.error(info.message or "the run failed", icon=":material/error:")
     skipped_lines(info, expanded=False)
@@ -126,15 +155,24 @@ def runs_view() -> None:
     progress_panel(run_id)
 
 
+COMPARED = {"loss": "loss (nats)", "mlm_loss": "MLM loss (nats)", "pair_loss": "pair loss (nats)",
+            "mlm_acc": "MLM accuracy", "pair_acc": "pair accuracy", "tokens_per_s": "tokens / s"}  # Compare runs' metrics
+
+
 def compare_runs() -> None:
     """One metric of the runs picked, by step."""
     runs = list_runs(runs_dir())
     if not runs:
         st.info("No runs to compare yet: start one under 'New run'.")
-    picked = st.multiselect("Runs", [r.id for r in runs], default=[r.id for r in runs[:3]], key="compare_runs")
-    titles = {"loss": "loss (nats)", "mlm_loss": "MLM loss (nats)", "pair_loss": "pair loss (nats)", "mlm_acc": "MLM accuracy",
-              "pair_acc": "pair accuracy", "tokens_per_s": "tokens / s"}
-    metric = st.selectbox("Metric", list(titles), format_func=titles.get, key="cmp_metric")
+    ids = [r.id for r in runs]
+    controls = links.Controls(  # in the link, as every page's controls: a shared address shows the same comparison
+        links.Control("compare_runs", ids[:3], links.parse_list(ids), param="runs"),
+        links.Control("cmp_metric", "loss", options=list(COMPARED), param="metric"))
+    controls.restore()
+    set_widget("compare_runs", [r for r in controls["compare_runs"] if r in ids])  # a run removed since
+    picked = st.multiselect("Runs", ids, key="compare_runs")
+    metric = st.selectbox("Metric", list(COMPARED), format_func=COMPARED.get, key="cmp_metric")
+    controls.share()
     frames = []
     for run_id in picked:
         info = read_run(runs_dir() / run_id)
@@ -143,9 +181,9 @@ def compare_runs() -> None:
             frames.append(pd.DataFrame(rows).assign(run=f"{info.name} ({info.config.get('objective')})"))
     unmeasured = [f.run.iloc[0] for f in frames if metric not in f or f[metric].isna().all()]
     if unmeasured:
-        st.caption(f"No {titles[metric]} for {', '.join(unmeasured)}: not measured (no pair task was trained).")
+        st.caption(f"No {COMPARED[metric]} for {', '.join(unmeasured)}: not measured (no pair task was trained).")
     drawn = [f for f in frames if f.run.iloc[0] not in unmeasured]
     if drawn:
-        ui.chart(training_figures.runs_figure(pd.concat(drawn), metric, titles[metric]), f"runs-{metric}")
+        ui.chart(training_figures.runs_figure(pd.concat(drawn), metric, COMPARED[metric]), f"runs-{metric}")
     if frames:
         ui.download(pd.concat(frames), "runs.csv")  # an unmeasured metric is an empty cell

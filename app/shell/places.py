@@ -1,0 +1,83 @@
+"""Where a visitor's folders may be, as the browser sees them: a typed or linked path checked
+against the allowed folders (checkpoints/, runs/ and ALBERT_LAB_ALLOWED_DIRS) with one message for
+any path outside them, and a folder named by its place under them in links, never by a server
+path. No Streamlit here: the picker and the selection both stand on it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from albert_lab.checkpoint.files import is_local_source
+from albert_lab.checkpoint.sources import portable_name
+from albert_lab.errors import AlbertLabError
+from albert_lab.paths import allowed_roots, check_typed_path, is_within, user_path
+
+
+def checked_text(text: str) -> str:
+    """A folder or hub id typed or carried by a link, stripped and checked for what no file system
+    takes (control characters, length). `~` is left to check_local_folder: a browser learns
+    nothing of the server's users or home folder."""
+    return check_typed_path(text)
+
+
+def check_local_folder(text: str) -> str:
+    """A folder typed into the browser or carried by a link must lie inside the allowed roots. Any
+    other path, `~`, `~root` and `~nosuchuser` alike, gets one message that names no folder of the
+    server and tells nothing of what exists outside the roots; inside them, the path checks of
+    paths.user_path (symlink loops, lengths) speak."""
+    text = text.strip()
+    path = Path(os.path.expanduser(text)) if text.startswith("~") else Path(text)  # a user that does not exist: as is
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    try:
+        inside = is_within(path, allowed_roots())
+    except (OSError, RuntimeError, ValueError):  # a symlink loop or an overlong path outside: outside all the same
+        inside = False
+    if not inside:
+        shown = repr(text if len(text) <= 60 else text[:60] + "...")
+        raise AlbertLabError(f"{shown} is outside the folders the app may read ({allowed_words()}); copy the checkpoint "
+                             "into checkpoints/ or runs/ of the app's folder, or ask whoever serves the app to list its "
+                             "folder in ALBERT_LAB_ALLOWED_DIRS")
+    return str(user_path(path))
+
+
+def allowed_words() -> str:
+    """The allowed roots as a visitor may read them: project-relative names, never a server path."""
+    named = [f"{portable_name(root)}/" for root in allowed_roots()[:2]]
+    extra = len(allowed_roots()) - 2
+    return " and ".join(named) + (f", and {extra} folder{'s' * (extra > 1)} the server lists" if extra > 0 else "")
+
+
+def typed_folder(text: str) -> str | None:
+    """A typed name of a folder (or a release archive) the app may read, wherever the app was
+    started: `runs`, `albert-sop`, `runs/<id>/checkpoint`, `checkpoints/albert_base_v2.tar.gz` are
+    looked for beside and inside the allowed roots."""
+    roots = allowed_roots()
+    for root in roots:
+        for candidate in (root.parent / text, root / text):
+            try:
+                if (candidate.is_dir() or candidate.is_file()) and is_within(candidate.resolve(), roots):
+                    return str(candidate)
+            except (OSError, RuntimeError):  # too long with the root before it, a symlink loop: not a folder here
+                continue
+    return None
+
+
+def link_form(source: str) -> str:
+    """How a link names an added checkpoint: a hub id as it is; a folder (or archive) by its place
+    under the allowed folder that holds it, '<that folder's name>/<path inside>' (checkpoints/x,
+    runs/<id>/checkpoint), which `typed_folder` finds again on any machine: never the server's
+    absolute path. A folder that would not be found so travels by its name alone (the opener is
+    told it is left out)."""
+    if not is_local_source(source):
+        return source
+    path = Path(os.path.realpath(source))
+    for root in allowed_roots():
+        real = Path(os.path.realpath(root))
+        if path == real or real in path.parents:
+            text = "/".join((root.name, *path.relative_to(real).parts))
+            found = typed_folder(text)
+            if found is not None and Path(os.path.realpath(found)) == path:
+                return text
+    return path.name
