@@ -22,7 +22,7 @@ import torch
 from albert_lab.checkpoint.load import load_checkpoint
 from albert_lab.data.samples import sample_texts
 from albert_lab.paths import checkpoints_dir
-from app.rooms.sentence_pairs.views import EXAMPLE_A, EXAMPLE_B
+from app.rooms.sentence_pairs.common import EXAMPLE_A, EXAMPLE_B
 from app.shell import costs
 
 

@@ -90,7 +90,7 @@ def test_each_warning_names_the_checkpoints_it_is_about():
     def page():  # AppTest runs the function's own source: its imports are inside it
         import pandas as pd
 
-        from app.rooms.sentence_pairs.views import show_scores
+        from app.rooms.sentence_pairs.scores import show_scores
 
         rows = [dict(row=r, checkpoint=name, head="sop", head_status="trained", p_ab=0.5, p_ba=0.5, prediction=0,
                      label=None, correct=None, tokens=tokens, sentence_a="a", sentence_b="b", note="",
@@ -251,7 +251,7 @@ def test_a_typed_pair_says_which_order_each_head_prefers(app):
     at = goto(app, "sentence_pairs")
     (line,) = [m.value for m in at.markdown if m.value.startswith("Preferred order")]
     scores = next(d.value for d in at.dataframe if "p_ab" in d.value)
-    from app.rooms.sentence_pairs.views import order_words
+    from app.rooms.sentence_pairs.scores import order_words
 
     for r in scores.dropna(subset=["p_ab"]).itertuples():  # every scored model, in the words below
         assert order_words(r.checkpoint, r.p_ab, r.p_ba) in line, line

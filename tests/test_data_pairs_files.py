@@ -152,7 +152,7 @@ def test_one_size_limit_for_pairs_files_in_decimal_megabytes():
 def test_the_page_the_uploader_and_the_check_read_one_limit():
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["server"]["maxUploadSize"] == MAX_UPLOAD_MB
-    page = (ROOT / "app" / "rooms" / "sentence_pairs" / "views.py").read_text()  # the upload tab of the Sentence pairs page
+    page = (ROOT / "app" / "rooms" / "sentence_pairs" / "upload.py").read_text()  # the upload tab of the Sentence pairs page
     assert "Up to {MAX_UPLOAD_MB} MB" in page and "max_upload_size=MAX_UPLOAD_MB" in page and "5 MB" not in page
     assert "1024" not in (ROOT / "app" / "shell" / "ui.py").read_text()
 

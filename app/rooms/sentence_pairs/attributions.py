@@ -1,0 +1,69 @@
+"""The Sentence pairs page's token attributions: integrated gradients of one checkpoint's
+decision on the typed pair, on request, with its time estimate."""
+
+from __future__ import annotations
+
+import sys
+
+import streamlit as st
+
+from albert_lab.analysis.attribution import attribute_pair, attribution_html
+from app.rooms.sentence_pairs.common import PairsState, pace_words
+from app.shell import costs, stoppable, ui
+from app.shell.guard import guard
+from app.shell.state import kept
+from app.shell.text import fmt_duration
+
+
+def attribution_estimate(bundle, a: str, b: str, steps: int) -> tuple[float, float]:
+    """Integrated gradients of this pair: (units of work, seconds expected), from app.shell.costs."""
+    tokens = len(bundle.tokenizer(a, b)["input_ids"])
+    units = costs.attribution_units(bundle.spec, steps, tokens)
+    first = costs.FIRST_TIME_SECONDS["attribution"] if "captum" not in sys.modules else 0.0
+    return units, ui.estimate("attribution", units, costs.SECONDS_PER_UNIT["attribution"]) + first
+
+
+def attribution_tab(bundles: list, a: str, b: str) -> None:
+    """Integrated gradients for the pair typed under 'Type a pair' (`a`, `b`), on request."""
+    usable = [bd for bd in bundles if bd.heads.pair_usable]
+    if not usable:
+        st.warning("None of the picked checkpoints has a usable pair head.")
+    else:
+        st.markdown(f"Explaining the pair from **Type a pair**: A = *{a[:200]}*, B = *{b[:200]}*")
+        with st.form("attr_form"):
+            cols = st.columns([2, 1, 1])
+            name = cols[0].selectbox("Checkpoint", [bd.name for bd in usable], key="attr_checkpoint")
+            target = cols[1].radio("Explain", [0, 1], key="attr_target", horizontal=True,
+                                   format_func=lambda t: "label 0 (in order / next)" if t == 0 else "label 1")
+            steps = cols[2].slider("Integration steps", 10, 200, 50, 10, key="attr_steps")
+            explain = st.form_submit_button("Explain", type="primary")
+        request = (name, a, b, target, steps)
+        if explain:
+            stoppable.forget_stop("attribution")
+            with guard("attribution"):
+                bundle = next(bd for bd in usable if bd.name == name)
+                units, _ = attribution_estimate(bundle, a, b, steps)
+                result = stoppable.computation(
+                    "attribution", request, f"Integrated gradients of {name}, {steps} steps",
+                    lambda progress: attribute_pair(bundle, a, b, target, steps, progress=progress),
+                    units, costs.SECONDS_PER_UNIT["attribution"], keep=False)
+                if result is not None:
+                    kept(PairsState).attribution = (request, result)
+        stored = kept(PairsState).attribution
+        stopped = stoppable.was_stopped("attribution", request)
+        if stopped:
+            st.info("Stopped before it finished: press Explain to run it again.", icon=":material/stop_circle:")
+        if stored is None:
+            if not stopped:
+                _, seconds = attribution_estimate(next(bd for bd in usable if bd.name == name), a, b, steps)
+                st.info(f"Press Explain to attribute the decision to the tokens: about {fmt_duration(seconds)} for "
+                        f"{name} at {steps} steps ({pace_words('attribution')}).")
+        else:
+            (for_name, for_a, for_b, for_target, _), result = stored
+            if (for_name, for_a, for_b, for_target) != request[:4]:
+                st.warning("The pair or the settings changed since: press Explain again.", icon=":material/warning:")
+            st.html(attribution_html(result.tokens))
+            st.caption(f"{for_name}: green pushes P(label {for_target}) up, red pushes it down. P = {result.probability:.3f} "
+                       f"for the input, {result.baseline_probability:.3f} for the baseline ({result.baseline}); convergence "
+                       f"delta {result.delta:+.2e} (attributions sum to the difference up to it).")
+            ui.download(result.tokens, "attributions.csv")

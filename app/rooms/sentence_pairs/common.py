@@ -1,0 +1,43 @@
+"""What the Sentence pairs page's tabs share: the example pair, the page's kept state, the
+shipped checkpoints' results file, a model's size and the words for how an estimate was made."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from albert_lab.paths import checkpoints_dir
+from app.shell import costs, ui
+
+EXAMPLE_A = "The Nile is a major north-flowing river in northeastern Africa."
+EXAMPLE_B = "It flows into the Mediterranean Sea and is among the longest rivers in the world."
+
+
+def results_path() -> Path:
+    """The shipped checkpoints' evaluation rows (read on every run: the folder can change)."""
+    return checkpoints_dir() / "results.json"
+
+
+@dataclass
+class PairsState:
+    """What the Sentence pairs page keeps between runs (app.shell.state.kept)."""
+
+    t5_live: dict[str, pd.DataFrame] | None = None  # Table 5 measured now, by checkpoint
+    t5_stopped: bool = False  # that measurement was stopped (the checkpoints finished are kept)
+    upload: tuple[str, bytes] | None = None  # the last pairs file uploaded: name and bytes, kept for the session
+    attribution: tuple[tuple, Any] | None = None  # the last attribution: its request and result
+
+    def forget_upload(self) -> None:
+        self.upload = None
+
+
+def model_size(bundle) -> float:
+    """A model's forward cost relative to albert-sop's (H = 256, L = 6), the size the guesses are timed at."""
+    return costs.size(bundle.spec)
+
+
+def pace_words(kind: str) -> str:
+    return "at this server's pace so far" if ui.measured(kind) else "on two cores, longer when others use them"

@@ -1,0 +1,97 @@
+"""The scores table of the Sentence pairs page, typed or uploaded: each checkpoint's P(label 0)
+both ways, with the warnings that name the checkpoints they are about."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import streamlit as st
+
+from albert_lab.analysis.common import checkpoint_notes
+from albert_lab.analysis.pairs import truncated_rows, unreadable_rows
+from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS
+from app.shell import ui
+from app.shell.text import plural
+
+COLUMNS = ["row", "sentence_a", "sentence_b", "checkpoint", "p_ab", "p_ba", "prediction", "label", "correct", "head",
+           "head_status", "tokens"]  # the scores table, in this order: the pair, then what each checkpoint says of it
+LABELS = {"head_status": "head is", "prediction": "predicts", "label": "your label", "sentence_a": "sentence A",
+          "sentence_b": "sentence B"}
+ROW_HELP = ("The pair's row in your file as a spreadsheet numbers it: the header is row 1, so the first pair is row 2 "
+            "(in a .jsonl file, its line). Warnings and problems name rows the same way.")
+
+
+def preferred_order(scores: pd.DataFrame) -> None:
+    """Which order each head rates higher, the pair read both ways: a sharper question than
+    P > 0.5 (a head can call both orders 'in order' and still prefer one; on ten ordinary
+    pairs albert-sop-minilm was right 5 times of 10 by 0.5, 7 of 9 by the order it preferred)."""
+    scored = scores.dropna(subset=["p_ab", "p_ba"])
+    if scored.empty:
+        return
+    said = "; ".join(order_words(r.checkpoint, r.p_ab, r.p_ba) for r in scored.itertuples())
+    st.markdown(f"Preferred order (the pair scored both ways): {said}.")
+    st.caption("For an SOP head, the order it rates more likely original; for an NSP head, the order it rates more "
+               "likely consecutive, which is about topic more than order. Comparing the two is a sharper question than "
+               "P(label 0) > 0.5: a head may call both orders 'in order' and still prefer one.")
+
+
+def rows_by_model(rows: dict[str, list[int]]) -> str:
+    """'for albert-sop, 2 pairs (rows 3, 7); for bert-nsp, 1 pair (row 3)': the first ten rows of each."""
+    def listed(found: list[int]) -> str:
+        shown = ", ".join(map(str, found[:10])) + (" ..." if len(found) > 10 else "")
+        return f"{plural(len(found), 'pair')} (row{'s' * (len(found) > 1)} {shown})"
+
+    return "; ".join(f"for {name}, {listed(found)}" for name, found in rows.items())
+
+
+def order_words(name: str, p_ab: float, p_ba: float) -> str:
+    """'**name**: A → B (0.588 against 0.577)', to the table's three decimals; 'neither' when they are equal there."""
+    if f"{p_ab:.3f}" == f"{p_ba:.3f}":
+        return f"**{name}**: neither ({p_ab:.3f} both ways)"
+    return f"**{name}**: {'A → B' if p_ab > p_ba else 'B → A'} ({max(p_ab, p_ba):.3f} against {min(p_ab, p_ba):.3f})"
+
+
+def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
+    for name, note in checkpoint_notes(scores).items():
+        st.warning(f"{name}: {note} (see its model card)", icon=":material/warning:")
+    by_model = list(scores.groupby("checkpoint", sort=False))  # each warning names the checkpoints it is about
+    cut = {name: truncated_rows(group) for name, group in by_model}
+    if named := {name: rows for name, rows in cut.items() if rows}:
+        st.warning(f"Pairs longer than the {MAX_LEN} tokens a model reads were scored on their first {MAX_LEN}, the "
+                   f"longer sentence cut first: {rows_by_model(named)}. Sentence order is judged at the boundary, so "
+                   "shorter pairs say more.", icon=":material/content_cut:")
+    if bundles:
+        pairs = scores.drop_duplicates("row")
+        ui.warn_special_tokens([*pairs.sentence_a, *pairs.sentence_b], {b.name: b.tokenizer for b in bundles})
+    unknown = {name: unreadable_rows(group, ui.UNREADABLE) for name, group in by_model}
+    if named := {name: rows for name, rows in unknown.items() if len(rows)}:
+        said = "; ".join(f"{rows_by_model({name: list(rows.index)})}, up to {rows.max():.0%} of the pieces unknown"
+                         for name, rows in named.items())
+        st.warning(f"Pairs mostly made of text a model cannot read (pieces unknown to its vocabulary, learned from "
+                   f"English text): {said}. Their scores from {'that model' if len(named) == 1 else 'those models'} say "
+                   "little about sentence order.", icon=":material/translate:")
+    if key == "typed":
+        preferred_order(scores)
+    shown = scores[COLUMNS].assign(  # words, and blanks where there is nothing to say
+        prediction=scores.prediction.astype(object).map({0: "0: in order / next", 1: "1: swapped / random"}).fillna(""),
+        label=scores.label.astype("string").fillna(""),
+        correct=scores.correct.astype(object).map({True: "yes", False: "no"}).fillna(""))
+    if scores.label.isna().all():  # no labels given: no columns of blanks
+        shown = shown.drop(columns=["label", "correct"])
+    if key == "typed":  # one pair, typed: no row of a file to name
+        shown = shown.drop(columns=["row"])
+    small = {name: st.column_config.Column(LABELS.get(name, name), width="small")
+             for name in ("head", "head_status", "label", "correct")}
+    sentences = {name: st.column_config.TextColumn(LABELS[name], width="medium", help="Hover or widen to read it all")
+                 for name in ("sentence_a", "sentence_b")}
+    st.dataframe(shown, hide_index=True, width="stretch",
+                 column_config={**LABELS, **small, **sentences,
+                                "row": st.column_config.NumberColumn("row", width="small", help=ROW_HELP),
+                                "p_ab": st.column_config.ProgressColumn("P(label 0 | A → B)", min_value=0, max_value=1, format="%.3f"),
+                                "p_ba": st.column_config.ProgressColumn("P(label 0 | B → A)", min_value=0, max_value=1, format="%.3f"),
+                                "tokens": st.column_config.NumberColumn(
+                                    "tokens", format="localized",
+                                    help=f"The pair's length in tokens, [CLS] and [SEP] included, of each side's first "
+                                         f"{MAX_SEGMENT_CHARS:,} characters; the models read {MAX_LEN}")})
+    ui.download(scores, f"pair-scores-{key}.csv", "Download the scores (CSV)")

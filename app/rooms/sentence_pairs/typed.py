@@ -1,0 +1,55 @@
+"""The Sentence pairs page's first tab: a pair typed, scored both ways by every picked
+checkpoint, and how much to trust the numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from albert_lab.analysis.evaluation import interior_accuracy, read_results
+from albert_lab.analysis.pairs import pairs_frame, score_pairs
+from app.rooms.sentence_pairs import figures as pair_figures
+from app.rooms.sentence_pairs.common import EXAMPLE_A, EXAMPLE_B, results_path
+from app.rooms.sentence_pairs.scores import show_scores
+from app.shell import links, stoppable, ui
+from app.shell.guard import guard
+
+
+@st.cache_data(show_spinner=False)
+def shipped_interior_accuracy(path: Path, stamp: float) -> dict[str, str]:
+    """How well each shipped checkpoint orders held-out pairs from inside documents."""
+    results = read_results(path)
+    if results is None:
+        return {}
+    return {r.checkpoint: f"{r.accuracy:.2f} (95% interval {r.low:.2f}-{r.high:.2f}, {int(r.n):,} pairs)"
+            for r in interior_accuracy(results).itertuples()}
+
+
+def trust_caption() -> None:
+    """How much to trust a typed pair's numbers: the shipped checkpoints' held-out accuracy."""
+    path = results_path()
+    known = shipped_interior_accuracy(path, path.stat().st_mtime if path.is_file() else 0.0)
+    if known:
+        st.caption("How much to trust these numbers: on held-out pairs from inside documents, the shipped "
+                   "checkpoints order the two segments correctly with accuracy "
+                   + "; ".join(f"**{name}** {text}" for name, text in known.items()) + " (chance is 0.50).")
+
+
+def typed_tab(bundles: list) -> tuple[str, str]:
+    """A pair typed and scored by every picked checkpoint; returns the pair (the attributions explain it)."""
+    # A form: typing does not rerun the models; the pair is scored (and explained) when submitted.
+    typed = links.Controls(links.Control("pair_a", EXAMPLE_A), links.Control("pair_b", EXAMPLE_B))
+    typed.restore()
+    with st.form("pair_form"):
+        st.text_area("Sentence A", key="pair_a")
+        st.text_area("Sentence B", key="pair_b")
+        st.form_submit_button("Score this pair", type="primary")
+    typed.share()
+    with guard("scoring"):
+        with stoppable.queued():  # one pair: a moment of the cores, in turn with others' uploads
+            scores = score_pairs(bundles, pairs_frame([typed["pair_a"]], [typed["pair_b"]]))
+        ui.chart(pair_figures.pair_figure(scores), "pair-probabilities")
+        show_scores(scores, "typed", bundles)
+    trust_caption()
+    return typed["pair_a"], typed["pair_b"]

@@ -1,0 +1,98 @@
+"""The Sentence pairs page's upload tab: a pairs file scored by every picked checkpoint, its
+chart and its summary."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pandas as pd
+import streamlit as st
+
+from albert_lab.analysis.pairs import labelled_accuracy, score_pairs, summarize
+from albert_lab.data.pairs_file import read_pairs
+from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
+from app.rooms.sentence_pairs import figures as pair_figures
+from app.rooms.sentence_pairs.common import PairsState, model_size
+from app.rooms.sentence_pairs.scores import show_scores
+from app.shell import costs, stoppable, ui
+from app.shell.guard import guard
+from app.shell.selection import Selection
+from app.shell.state import kept, widget
+from app.shell.text import fmt_bytes, plural
+
+LABEL_COLUMNS = ("accuracy", "order_accuracy", "labelled")  # the summary's columns about labels
+
+
+def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
+    """Accuracy with 95% intervals when the file has labels, else how P(A → B) is spread."""
+    labelled = labelled_accuracy(summary)
+    ui.chart(pair_figures.accuracy_figure(labelled) if len(labelled) else pair_figures.spread_figure(scores), "pairs-file")
+
+
+def _upload_changed() -> None:
+    """The file removed from the uploader (its x) is forgotten; leaving the page is not a removal."""
+    if widget("pairs_file") is None:
+        kept(PairsState).forget_upload()
+
+
+def upload_tab(bundles: list) -> None:
+    """A pairs file scored by every picked checkpoint, behind a progress bar with the time
+    left and a Stop button (5,000 pairs take minutes with the larger models); the scores are
+    kept for the same file and checkpoints, so the page's other widgets do not score it again."""
+    st.markdown("A **.csv**, **.tsv** or **.jsonl** file with columns `sentence_a`, `sentence_b` and, optionally, "
+                f"`label` (0 = A then B is the original order / B follows A, 1 = not). Up to {MAX_UPLOAD_MB} MB "
+                f"and {MAX_PAIR_ROWS:,} rows.")
+    uploaded = st.file_uploader("Pairs file", type=["csv", "tsv", "jsonl"], key="pairs_file", max_upload_size=MAX_UPLOAD_MB,
+                                on_change=_upload_changed)
+    state = kept(PairsState)
+    if uploaded is None and state.upload is None:
+        return
+    with guard("reading the upload"):  # the reader's messages name the file
+        # the uploader empties when the user visits another page; the file is kept for the session
+        name, data = (uploaded.name, ui.read_upload(uploaded)) if uploaded is not None else state.upload
+        parsed = read_pairs(data, name)
+        if uploaded is not None:
+            state.upload = (name, data)  # once read: a file that fails is not kept
+        else:
+            left, right = st.columns([5, 1], vertical_alignment="center")
+            left.caption(f"{name} ({fmt_bytes(len(data))}), uploaded earlier in this session, is scored below "
+                         "(its scores are kept); upload another file to replace it.")
+            right.button("Forget it", key="forget_upload", on_click=state.forget_upload)
+        for problem in parsed.problems[:20]:
+            st.warning(problem, icon=":material/warning:")
+        if len(parsed.problems) > 20:
+            st.warning(f"... and {len(parsed.problems) - 20:,} more problems")
+        key = ("score_upload", tuple(bd.name for bd in bundles), Selection.read().key(), name,
+               hashlib.sha256(data).hexdigest())
+        scores = stoppable.computation(
+            "score_upload", key, f"Scoring {plural(len(parsed.pairs), 'pair')} with {plural(len(bundles), 'checkpoint')}",
+            lambda progress: score_pairs(bundles, parsed.pairs, progress=progress),
+            len(parsed.pairs) * sum(map(model_size, bundles)), costs.SECONDS_PER_UNIT["score_upload"])
+        if scores is None:
+            return
+        summary = summarize(scores)
+        summary = summary[summary.pairs > 0]  # checkpoints not scored are named in the warnings above
+        st.subheader(f"{plural(len(parsed.pairs), 'pair')} scored from {name}")
+        upload_chart(summary, scores)
+        if not summary.labelled.any():  # a file without labels: no accuracy to show, no columns of blanks
+            summary = summary.drop(columns=list(LABEL_COLUMNS))
+            st.caption("The file has no labels, so there is no accuracy: the chart and the table show how the "
+                       "checkpoints rate the pairs as given and swapped. Add a `label` column (0 or 1) to measure it.")
+        st.dataframe(summary, hide_index=True, width="stretch",
+                     column_config={"head_status": "head is", "pairs": "pairs",  # short names: all fit 1400 px
+                                    "accuracy": st.column_config.NumberColumn("accuracy", format="%.3f",
+                                                                              help="on the labelled pairs"),
+                                    "order_accuracy": st.column_config.NumberColumn(
+                                        "by order", format="%.3f",
+                                        help="Accuracy on the labelled pairs judged by the order each head prefers "
+                                             "(label 0 right when P(A → B) > P(B → A), label 1 when the reverse): for files "
+                                             "whose label-1 pairs are swapped ones, as in SOP; not for random NSP pairs"),
+                                    "labelled": "labelled",
+                                    "mean_p_ab": st.column_config.NumberColumn("mean P(0 | A → B)", format="%.3f",
+                                                                               help="mean P(label 0) of the pairs as given"),
+                                    "mean_p_ba": st.column_config.NumberColumn("mean P(0 | B → A)", format="%.3f",
+                                                                               help="mean P(label 0) of the pairs swapped"),
+                                    "prefers_ab": st.column_config.NumberColumn(
+                                        "prefers A → B", format="%.3f",
+                                        help="Share of pairs with P(label 0) higher as given than swapped")})
+        show_scores(scores, "uploaded", bundles)
