@@ -165,3 +165,17 @@ def test_runs_without_a_snapshot_are_named_not_silently_left_out(app):
     update_run(run_dir, status="cancelled", step=2)
     at = goto(app, "gradient_flow")
     assert any(c.value.startswith("Not listed, no snapshot recorded: short.") for c in at.caption)
+
+
+def test_the_seed_takes_its_bounds_and_default_from_the_analysis_record(app):
+    """The page capped the seed at 10,000 while `albert-lab gradflow --seed` takes 0..2**32-1:
+    the widget now reads the record's option row, and its help says the bound."""
+    from albert_lab.analysis.registry import GRADFLOW
+    from albert_lab.limits import MAX_SEED
+
+    at = goto(app, "gradient_flow")
+    seed, option = at.number_input(key="gf_seed"), GRADFLOW.option("seed")
+    assert (seed.min, seed.max, seed.value) == (option.bounds.low, option.bounds.high, option.default) == (0, MAX_SEED, 0)
+    assert "4,294,967,295" in seed.help
+    at = seed.set_value(MAX_SEED).run()  # the top of the range computes, as on the command line
+    assert not at.exception and not at.error and at.dataframe, [e.value for e in at.error]

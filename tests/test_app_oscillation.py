@@ -175,3 +175,13 @@ def test_the_page_says_whether_its_own_numbers_agree_with_the_paper(app):
     reading = next(m.value for m in at.markdown if "as in the paper, for the models picked" in m.value.lower())
     assert reading.startswith("**As in the paper" if max(albert) < bert else "**Not as in the paper"), (rough, reading)
     assert any("Smoothest to roughest on 16 held-out Wikipedia lead sections" in m.value for m in at.markdown)
+
+
+def test_the_aggregate_takes_its_choices_and_default_from_the_analysis_record(app):
+    from typing import get_args
+
+    from albert_lab.analysis.registry import OSCILLATION, Aggregate
+
+    aggregate = goto(app, "oscillation").selectbox(key="osc_agg")
+    assert aggregate.options == list(get_args(Aggregate)) == ["mean", "median"]
+    assert aggregate.value == OSCILLATION.option("aggregate").default == "mean"

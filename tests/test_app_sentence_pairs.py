@@ -301,3 +301,10 @@ def test_the_attribution_estimate_comes_from_the_cost_model(app):
     first = costs.FIRST_TIME_SECONDS["attribution"] if "captum" not in sys.modules else 0.0
     expected = ui.estimate("attribution", units, costs.SECONDS_PER_UNIT["attribution"]) + first
     assert f"about {fmt_duration(expected)} for {bundle} at 50 steps" in info, (info, expected)
+
+
+def test_the_integration_steps_take_their_bounds_and_default_from_the_analysis_record(app):
+    from albert_lab.analysis.registry import ATTRIBUTION
+
+    steps, option = goto(app, "sentence_pairs").slider(key="attr_steps"), ATTRIBUTION.option("n_steps")
+    assert (steps.min, steps.max, steps.value) == (option.bounds.low, option.bounds.high, option.default) == (10, 200, 50)

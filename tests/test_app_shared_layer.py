@@ -131,3 +131,18 @@ def test_attention_of_one_cached_model_from_two_threads_at_once(shipped):
     assert not errors, errors
     for name in texts:
         pd.testing.assert_frame_equal(results[name], alone[name])
+
+
+def test_k_and_the_seed_take_their_bounds_and_defaults_from_the_analysis_record(app):
+    """K (1..4, written inline before) and the seed (capped at 10,000, while the command line
+    takes 0..2**32-1) read extrapolate's option rows, the same rows logit-lens and the rest use."""
+    from albert_lab.analysis.registry import EXTRAPOLATE, LOGIT_LENS
+    from albert_lab.limits import MAX_REPEAT, MAX_SEED
+
+    at = goto(app, "shared_block")
+    repeat, seed = at.slider(key="sb_repeat"), at.number_input(key="sb_seed")
+    k, masks = EXTRAPOLATE.option("repeat"), EXTRAPOLATE.option("seed")
+    assert (repeat.min, repeat.max, repeat.value) == (k.bounds.low, k.bounds.high, k.default) == (1, MAX_REPEAT, 2)
+    assert (seed.min, seed.max, seed.value) == (masks.bounds.low, masks.bounds.high, masks.default) == (0, MAX_SEED, 0)
+    assert LOGIT_LENS.option("seed") == masks and LOGIT_LENS.option("repeat").bounds == k.bounds  # one control for all
+    assert "4,294,967,295" in seed.help

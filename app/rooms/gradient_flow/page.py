@@ -7,15 +7,18 @@ import streamlit as st
 
 from albert_lab.analysis import gradflow
 from albert_lab.analysis.gradflow import applied_components, gradient_flow, snapshot_frame
+from albert_lab.analysis.registry import GRADFLOW
 from albert_lab.data.samples import sample_texts
 from albert_lab.paths import runs_dir
 from albert_lab.spec import Objective
 from albert_lab.training.runs import list_runs
 from app.rooms.gradient_flow.figures import gradflow_figure, gradflow_steps_figure, hidden_grad_figure, shared_sum_figure
-from app.shell import links, stoppable, ui
+from app.shell import costs, links, stoppable, ui
 from app.shell.guard import guard
 from app.shell.selection import Selection
 from app.shell.state import set_widget, widget
+
+SEED = GRADFLOW.option("seed")  # the control's bounds and default: the record's, as `albert-lab gradflow`'s
 
 
 def own_objective(name: str) -> str:
@@ -39,14 +42,15 @@ with tab_now:
         checkpoint.restore()
         controls = links.Controls(checkpoint, links.Control("gf_objective", own_objective(checkpoint.value),
                                                             options=list(get_args(Objective))),
-                                  links.Control("gf_seed", 0, links.parse_int(0, 10_000)))
+                                  links.Control("gf_seed", SEED.default, links.parse_int(int(SEED.bounds.low), int(SEED.bounds.high))))
         controls.restore()
         cols = st.columns(3)
         name = cols[0].selectbox("Checkpoint", names, key="gf_checkpoint", on_change=follow_checkpoint)
         objective = cols[1].selectbox("Pair loss", get_args(Objective), key="gf_objective",
                                       help="MLM + this inter-sentence loss, as in pretraining; it starts at the "
                                            "checkpoint's own (as `albert-lab gradflow` does)")
-        seed = cols[2].number_input("Seed (pairs and masks)", 0, 10_000, key="gf_seed")
+        seed = cols[2].number_input("Seed (pairs and masks)", int(SEED.bounds.low), int(SEED.bounds.high), key="gf_seed",
+                                    help=f"{SEED.bounds.words()}, as `albert-lab gradflow --seed`")
         controls.share(gf_seed=int(seed))
         texts = sample_texts(16)
         with guard("gradient flow"):
@@ -66,7 +70,7 @@ with tab_now:
                 "gradflow", ("gradflow", selection.key(), tuple(texts), objective, int(seed)),
                 f"Gradients of {name} on {len(texts)} texts",
                 lambda progress: gradient_flow(selection.bundles()[0], texts, objective=objective, seed=int(seed),
-                                               progress=progress), size / 1e6, 1.0)
+                                               progress=progress), size / 1e6, costs.SECONDS_PER_UNIT["gradflow"])
             if frame is not None:
                 ui.chart(gradflow_figure(frame, name), f"gradflow-{name}")
                 left, right = st.columns(2)

@@ -5,20 +5,22 @@ import pandas as pd
 import streamlit as st
 
 from albert_lab.analysis.oscillation import oscillation, similarity_matrix, verdict
+from albert_lab.analysis.registry import OSCILLATION
 from albert_lab.data.samples import sample_texts
 from app.rooms.oscillation.figures import oscillation_panels, roughness_figure, similarity_figure
 from app.rooms.oscillation.reading import PAPER, against_the_paper
-from app.shell import links, ui
+from app.shell import costs, links, ui
 from app.shell.guard import guard
 from app.shell.selection import Selection, run
 from app.shell.stoppable import each_checkpoint
 from app.shell.text import smoother_sentence
 
 INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
-AGGREGATES = ["mean", "median"]
+AGGREGATE = OSCILLATION.option("aggregate")  # its choices and default: the record's, as `albert-lab oscillation`'s
+AGGREGATES = list(AGGREGATE.choices)
 EXAMPLE = "The river flows through the old town. Its bridges date from the middle ages."
 CONTROLS = links.Controls(links.Control("osc_input", INPUTS[0], options=INPUTS),
-                          links.Control("osc_agg", "mean", options=AGGREGATES), links.Control("osc_text", EXAMPLE))
+                          links.Control("osc_agg", AGGREGATE.default, options=AGGREGATES), links.Control("osc_text", EXAMPLE))
 
 
 if ui.need_checkpoints():
@@ -38,7 +40,8 @@ if ui.need_checkpoints():
     with guard("oscillation"):
         chosen = Selection.read()
         frames, _ = each_checkpoint("oscillation", (chosen, tuple(texts), aggregate), chosen.names,
-                                    lambda n: run(oscillation, chosen.only([n]), list(texts), aggregate), 3.0)
+                                    lambda n: run(oscillation, chosen.only([n]), list(texts), aggregate),
+                                    costs.SECONDS_PER_UNIT["oscillation"])
         frame = pd.concat(frames, ignore_index=True)
         verdicts = verdict(frame)
         where = (f"on your {len(texts)} text{'s' if len(texts) != 1 else ''}" if text is not None

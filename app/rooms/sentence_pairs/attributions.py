@@ -8,11 +8,14 @@ import sys
 import streamlit as st
 
 from albert_lab.analysis.attribution import attribute_pair, attribution_html
+from albert_lab.analysis.registry import ATTRIBUTION
 from app.rooms.sentence_pairs.common import PairsState, pace_words
 from app.shell import costs, stoppable, ui
 from app.shell.guard import guard
 from app.shell.state import kept
 from app.shell.text import fmt_duration
+
+STEPS = ATTRIBUTION.option("n_steps")  # the slider's bounds and default: the record's
 
 
 def attribution_estimate(bundle, a: str, b: str, steps: int) -> tuple[float, float]:
@@ -35,7 +38,8 @@ def attribution_tab(bundles: list, a: str, b: str) -> None:
             name = cols[0].selectbox("Checkpoint", [bd.name for bd in usable], key="attr_checkpoint")
             target = cols[1].radio("Explain", [0, 1], key="attr_target", horizontal=True,
                                    format_func=lambda t: "label 0 (in order / next)" if t == 0 else "label 1")
-            steps = cols[2].slider("Integration steps", 10, 200, 50, 10, key="attr_steps")
+            steps = cols[2].slider("Integration steps", int(STEPS.bounds.low), int(STEPS.bounds.high), STEPS.default, 10,
+                                   key="attr_steps")
             explain = st.form_submit_button("Explain", type="primary")
         request = (name, a, b, target, steps)
         if explain:

@@ -3,6 +3,7 @@ application and CKA between layers and between models."""
 
 import streamlit as st
 
+from albert_lab.analysis.registry import EXTRAPOLATE
 from albert_lab.data.samples import sample_texts
 from app.rooms.shared_block import views as reapply_views
 from app.shell import links, ui
@@ -11,6 +12,9 @@ from app.shell.selection import Selection
 INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
 SECTIONS = ["1. Depth extrapolation", "2. Logit lens through the model's own MLM head", "3. Attention at every application",
             "4. Layer similarity (linear CKA)"]
+# The controls' bounds and defaults: the records' (the seed and K are the same options in extrapolate,
+# logit-lens and the rest; the page starts at extrapolate's K, its first section), as on the command line
+REPEAT, SEED = EXTRAPOLATE.option("repeat"), EXTRAPOLATE.option("seed")
 EXAMPLE = "The river flows through the old town. Its bridges date from the middle ages."
 
 if ui.need_checkpoints():
@@ -18,7 +22,8 @@ if ui.need_checkpoints():
     picked = chosen.names
     controls = links.Controls(
         links.Control("sb_input", INPUTS[0], options=INPUTS), links.Control("sb_text", EXAMPLE),
-        links.Control("sb_repeat", 2, links.parse_int(1, 4)), links.Control("sb_seed", 0, links.parse_int(0, 10_000)),
+        links.Control("sb_repeat", REPEAT.default, links.parse_int(int(REPEAT.bounds.low), int(REPEAT.bounds.high))),
+        links.Control("sb_seed", SEED.default, links.parse_int(int(SEED.bounds.low), int(SEED.bounds.high))),
         links.Control("sb_section", SECTIONS[0], lambda raw: next((s for s in SECTIONS if s.startswith(raw)), None)),
         *reapply_views.cka_controls(picked))
     controls.restore()
@@ -31,9 +36,10 @@ if ui.need_checkpoints():
         texts = tuple(sample_texts(8))
         st.caption(f"{len(texts)} held-out lead sections, e.g. \u201c{texts[0][:140]}...\u201d")
     left, right = st.columns(2)
-    repeat = left.slider("Apply the shared block k x L times", 1, 4, key="sb_repeat",
+    repeat = left.slider("Apply the shared block k x L times", int(REPEAT.bounds.low), int(REPEAT.bounds.high), key="sb_repeat",
                          help="k = 1 is the model as trained; unshared models (BERT) always stop at L")
-    seed = right.number_input("Seed of the masked tokens (15% of each text)", 0, 10_000, key="sb_seed")
+    seed = right.number_input("Seed of the masked tokens (15% of each text)", int(SEED.bounds.low), int(SEED.bounds.high),
+                              key="sb_seed", help=f"{SEED.bounds.words()}, as the command line's `--seed`")
     # One section at a time: the first visit computes one analysis, not four for every model.
     section = st.radio("Analysis", SECTIONS, horizontal=True, key="sb_section")
     cka = section.startswith("4.")  # 'Compare with' travels in the link of the CKA section only

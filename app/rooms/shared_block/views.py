@@ -12,7 +12,7 @@ from albert_lab.analysis.common import checkpoint_notes
 from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
 from albert_lab.analysis.lens import lens_predictions, logit_lens
 from app.rooms.shared_block.figures import attention_figure, cka_figure, entropy_figure, extrapolation_figure, lens_figure, top_k_figure
-from app.shell import links, ui
+from app.shell import costs, links, ui
 from app.shell.guard import guard
 from app.shell.selection import Selection, run
 from app.shell.state import set_widget
@@ -39,7 +39,7 @@ def extrapolation_section(chosen: Selection, texts: tuple[str, ...], repeat: int
     with guard("depth extrapolation"):
         frames, _ = each_checkpoint("extrapolation", (chosen, texts, repeat, int(seed)), chosen.names,
                                     lambda n: run(extrapolate, chosen.only([n]), list(texts), repeat, seed=int(seed)),
-                                    4.0 * repeat)
+                                    costs.SECONDS_PER_UNIT["extrapolation"] * repeat)
         frame = pd.concat(frames, ignore_index=True)
         verdicts = extrapolation_verdict(frame)
         ui.chart(extrapolation_figure(frame), "extrapolation")
