@@ -19,6 +19,7 @@ from app.shell.ui import active_run, available_checkpoints, device_options
 
 # As albert_lab.devices.fast_bf16 finds (training's auto precision times it): AVX512-BF16 alone is no speed-up.
 MAX_LINK_CHECKPOINTS = 16  # checkpoints a link may name; each is checked (and maybe loaded) on opening it
+CASINGS = {"release": "as the release says", "cased": "cased", "uncased": "uncased"}  # the 'Add' field's casing choice
 
 
 
@@ -55,9 +56,12 @@ def sidebar() -> None:
                                      "Pages that show one model use the first.")
         with st.expander("Add a folder or hub id"):
             text = st.text_input("Folder (inside checkpoints/ or runs/) or hub id", key="add_source")
+            casing = st.selectbox("Casing", list(CASINGS), key="add_casing", format_func=CASINGS.get,
+                                  help="For Google's original releases (a folder or archive): whether the tokenizer "
+                                       "lower-cases the text. Other checkpoints' tokenizers carry their own casing.")
             if st.button("Add", key="add_button") and text.strip():
                 with guard("adding"):
-                    _add_source(text, extra)
+                    _add_source(text, extra, None if casing == "release" else casing)
         shell().selected = [(n, by_name[n]["path"] if n in by_name else extra[n]) for n in picked]
         device = st.selectbox("Device", device_options(), key="device", help="CUDA, then MPS, then CPU when 'auto'")
         _big_models_note(shell().selected, device)
@@ -173,18 +177,33 @@ def _offer_from_link(entry: str, extra: dict[str, str]) -> str:
 
 
 
-def _add_source(text: str, extra: dict[str, str]) -> None:
+def _add_source(text: str, extra: dict[str, str], casing: str | None = None) -> None:
+    """Add what was typed into 'Add'; `casing` ('cased', 'uncased'; None: the release's own) is
+    kept with it, for Google's original releases only (one line refuses it for any other)."""
     text = checked_text(text)  # a NUL byte, 5,000 characters or ~nouser: a message, not a traceback
     from albert_lab.checkpoint.load import hub_reachable, load_checkpoint
 
     local = (folder := typed_folder(text)) or is_local_source(text)
     source = check_local_folder(folder or text) if local else text
-    if (known := listed_as(source)) is None:  # a listed one is picked as it is, without loading it again
+    if casing is not None:
+        _check_release(text, source, local)
+    if (known := listed_as(source, casing)) is None:  # a listed one is picked as it is, without loading it again
         if not local and not hub_reachable():
             raise AlbertLabError(f"{text!r} looks like a hub id, but the model hub is unreachable (offline)")
-        bundle = load_checkpoint(source, device="cpu")  # validates now, with a clear message
-        known = bundle.name if local else text
-    add_checkpoint(known, source)
+        bundle = load_checkpoint(source, device="cpu", casing=casing,  # validates now, with a clear message
+                                 casing_given=casing and ui.SIDEBAR_CASING.format(casing=casing))
+        known = (bundle.name if local else text) + (f"-{casing}" if casing else "")
+    add_checkpoint(known, source, casing)
+
+
+def _check_release(text: str, source: str, local: bool) -> None:
+    """Refuse a casing for anything but one of Google's original releases, as --cased/--uncased are."""
+    from albert_lab.checkpoint.discover import make_loadable
+    from albert_lab.tokenizer import release_tokenization
+
+    if not local or release_tokenization(make_loadable(Path(source))) is None:
+        raise AlbertLabError(f"{text!r}: Casing applies to Google's original releases; this checkpoint's tokenizer "
+                             "carries its own casing (add it with 'as the release says')")
 
 
 def _listed() -> dict[str, str]:
@@ -192,29 +211,35 @@ def _listed() -> dict[str, str]:
     return {**{c["name"]: c["path"] for c in available_checkpoints()}, **shell().extra_sources}
 
 
-def listed_as(source: str) -> str | None:
-    """The name under which `source` (a folder or a hub id) is already offered, if it is."""
-    return next((name for name, listed in _listed().items() if _same_source(listed, source)), None)
+def listed_as(source: str, casing: str | None = None) -> str | None:
+    """The name under which `source` (a folder or a hub id) is already offered, if it is, with
+    the casing given in the sidebar (None: the release's own)."""
+    casings = shell().casings
+    return next((name for name, listed in _listed().items() if _same_source(listed, source) and casings.get(name) == casing),
+                None)
 
 
 def _same_source(a: str, b: str) -> bool:
     return a == b or (is_local_source(a) and is_local_source(b) and Path(a).resolve() == Path(b).resolve())
 
 
-def add_checkpoint(name: str, source: str) -> None:
+def add_checkpoint(name: str, source: str, casing: str | None = None) -> None:
     """Offer a checkpoint in the sidebar and pick it (from the next run on: the
-    multiselect is already drawn in this one), then rerun. A folder already listed is
-    picked under its listed name; another folder whose name is taken gets 'name-2':
-    two entries of one name would merge their rows in every analysis."""
+    multiselect is already drawn in this one), then rerun. A folder already listed (with
+    the same casing) is picked under its listed name; another folder whose name is taken
+    gets 'name-2': two entries of one name would merge their rows in every analysis.
+    `casing` (a release's, given in the sidebar) is kept with the name (Shell.casings)."""
     extra = shell().extra_sources
     listed = _listed()
-    if known := listed_as(source):
+    if known := listed_as(source, casing):
         name, note = known, f"{known} is already listed; it is picked."
     else:
         base, k = name, 2
         while name in listed:
             name, k = f"{base}-{k}", k + 1
         extra[name], note = source, f"Added {name}."
+        if casing is not None:
+            shell().casings[name] = casing
     picked = widget("picked", [])
     shell().pending_pick = (picked if name in picked else [*picked, name], note)
     st.rerun()
