@@ -479,6 +479,17 @@ def test_a_releases_casing_given_in_the_sidebar_is_its_tokenizers_and_its_cards(
     assert [vocab[i] for i in ids["-cased"]] == ["[CLS]", "[UNK]", "is", "a", "city", ".", "[SEP]", "[UNK]", "took", "the",
                                                  "train", ".", "[SEP]"]  # 'Paris' and 'She' are not lower-case pieces
 
+    app.session_state["picked"] = [cased, own]
+    app.run()
+    link = link_of(app)
+    assert link["ckpt"].split(",") == [f"cased:{tmp_path.name}/{own}", f"{tmp_path.name}/{own}"]  # the casing travels
+    fresh = AppTest.from_file(MAIN, default_timeout=120)  # the recipient, in a new session
+    fresh.query_params.update(link)
+    fresh.run()
+    assert not fresh.exception and not fresh.warning, [w.value for w in fresh.warning]
+    assert fresh.sidebar.multiselect(key="picked").value == [cased, own]
+    assert fresh.session_state["_shell"].casings == {cased: "cased"}
+
     for text, casing in (("albert-sop", "uncased"), ("some-user/some-model", "cased")):  # a shipped folder, a hub id
         app.sidebar.text_input(key="add_source").set_value(text)
         app.sidebar.selectbox(key="add_casing").set_value(casing)
@@ -486,3 +497,8 @@ def test_a_releases_casing_given_in_the_sidebar_is_its_tokenizers_and_its_cards(
         assert not app.exception
         (error,) = [e.value for e in app.error]
         assert "Casing applies to Google's original releases" in error and "\n" not in error, error
+    hub = AppTest.from_file(MAIN, default_timeout=120)  # a link giving a hub id a casing: said, not dropped
+    hub.query_params.update({"ckpt": "albert-sop,cased:some-user/some-model"})
+    hub.run()
+    assert not hub.exception and hub.sidebar.multiselect(key="picked").value == ["albert-sop"]
+    assert any("left out: Casing applies to Google's original releases" in w.value for w in hub.warning)

@@ -13,7 +13,7 @@ from albert_lab.errors import AlbertLabError
 from app.shell import look, ui
 from app.shell.guard import guard
 from app.shell.links import from_url
-from app.shell.places import check_local_folder, checked_text, link_form, typed_folder
+from app.shell.places import cased_form, check_local_folder, checked_text, link_form, split_casing, typed_folder
 from app.shell.state import set_widget, shell, widget
 from app.shell.ui import active_run, available_checkpoints, device_options
 
@@ -44,7 +44,8 @@ def sidebar() -> None:
         st.toast(pending[1], icon=":material/check:")
     if new := _link_sources(options, extra):  # folders a shared link names, added by its sender
         options += new
-    names = {link_form(source): name for name, source in extra.items()}  # a link names an added folder by link_form
+    casings = shell().casings  # a link names an added folder by link_form, after its casing given in the sidebar
+    names = {cased_form(link_form(source), casings.get(name)): name for name, source in extra.items()}
     from_url("picked", [n for n in default if n in options], param="ckpt",
              parse=lambda raw: [n for n in (names.get(e, e) for e in link_entries(raw)) if n in options][:MAX_LINK_CHECKPOINTS])
     set_widget("picked", [n for n in widget("picked") if n in options])
@@ -144,8 +145,10 @@ def _offer_from_link(entry: str, extra: dict[str, str]) -> str:
 
     if entry.startswith("run:"):
         raise AlbertLabError("no training run of that name has a checkpoint on this machine")
-    entry = checked_text(entry)
+    entry, casing = split_casing(checked_text(entry))
     local = (folder := typed_folder(entry)) or is_local_source(entry)
+    if casing is not None and not local:
+        raise AlbertLabError("Casing applies to Google's original releases; a hub checkpoint's tokenizer carries its own")
     if not local:
         from albert_lab.checkpoint.load import hub_reachable
 
@@ -154,22 +157,27 @@ def _offer_from_link(entry: str, extra: dict[str, str]) -> str:
         name, source = entry, entry
     else:
         source = check_local_folder(folder or entry)
-        if (known := listed_as(source)) is not None:
+        if (known := listed_as(source, casing)) is not None:
             return known
         if is_archive(Path(source)) and not is_unpacked(Path(source)):  # gigabytes unpacked by opening a link: no
             raise AlbertLabError("it is a release archive not unpacked on this machine yet; add it with 'Add a folder "
                                  "or hub id' in the sidebar (unpacking it takes a while), or give the unpacked folder")
+        if casing is not None:
+            _check_release(entry, source, local)
         summary = summarize_checkpoint(source)  # the folder checked from its files, no model loaded
         if summary is None:
             from albert_lab.checkpoint.load import load_checkpoint
 
-            name = load_checkpoint(source, device="cpu").name
+            name = load_checkpoint(source, device="cpu", casing=casing).name
         else:
             name = summary.name
+        name += f"-{casing}" if casing else ""
     base, k = name, 2
     while name in _listed():
         name, k = f"{base}-{k}", k + 1
     extra[name] = source
+    if casing is not None:
+        shell().casings[name] = casing
     return name
 
 

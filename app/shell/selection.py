@@ -13,7 +13,7 @@ import streamlit as st
 from albert_lab.checkpoint.files import stamp
 from app.shell import ui
 from app.shell.guard import guard
-from app.shell.places import link_form
+from app.shell.places import cased_form, link_form
 from app.shell.state import shell, widget
 from app.shell.stoppable import TURNS, queue_words
 
@@ -46,9 +46,11 @@ class Selection:
 
     def link(self) -> str:
         """The checkpoints as the link's ?ckpt= carries them: names, and added folders by their
-        place under the allowed folders (places.link_form: no absolute server path)."""
+        place under the allowed folders (places.link_form: no absolute server path), after
+        'cased:' or 'uncased:' where a release's casing was given in the sidebar."""
         escape = lambda text: text.replace("%", "%25").replace(",", "%2C")  # a folder may hold a comma
-        return ",".join(escape(link_form(source) if name in self.added else name) for name, source in self.checkpoints)
+        return ",".join(escape(cased_form(link_form(source), self.casing(name)) if name in self.added else name)
+                        for name, source in self.checkpoints)
 
     @property
     def names(self) -> list[str]:
