@@ -1,6 +1,7 @@
 """The sidebar and the page link (AppTest): folders added, checkpoints picked and coloured, presets, links."""
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -433,3 +434,71 @@ def test_bfloat16_says_beside_it_what_it_costs_here_and_goes_back_where_too_slow
     app.sidebar.selectbox(key="dtype").set_value("bfloat16").run()
     assert not app.exception and app.sidebar.selectbox(key="dtype").value == "float32"
     assert [w.value for w in app.sidebar.warning] == [f"{too_slow}: float32 it is."]
+
+
+def test_a_releases_casing_given_in_the_sidebar_is_its_tokenizers_and_its_cards(app, monkeypatch, tmp_path):
+    """Google's uncased BERT fixture added twice: with 'cased' (a tokenizer that keeps capitals, whose
+    pieces this lower-case vocabulary lacks) and 'as the release says' (lower-cased). Each card says
+    where its casing came from; the loader keys on the casing; a hub id or another folder refuses one."""
+    import shutil
+
+    from app.shell.selection import Selection
+
+    release = tmp_path / "uncased_L-2_H-16_A-2"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "tf_releases" / release.name, release)
+    monkeypatch.setenv("ALBERT_LAB_ALLOWED_DIRS", str(tmp_path))
+    for casing in ("cased", "release"):
+        app.sidebar.text_input(key="add_source").set_value(str(release))
+        app.sidebar.selectbox(key="add_casing").set_value(casing)
+        app.sidebar.button(key="add_button").click().run()
+        assert not app.exception and not app.error, [e.value for e in app.error]
+    cased, own = f"{release.name}-cased", release.name
+    assert {cased, own} <= set(app.session_state["picked"])
+    assert app.session_state["_shell"].casings == {cased: "cased"}
+
+    cards = {}
+    for name in (cased, own):
+        app.session_state["picked"] = [name]
+        at = goto(app, "model_card")
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        cards[name] = next(v for t in at.table if "field" in t.value for f, v in zip(t.value["field"], t.value["value"])
+                           if f == "casing")
+    assert cards[cased] == f"cased: cased given in the sidebar (the release says lower-cased: the release's name {own!r} says uncased)"
+    assert cards[own] == f"lower-cased: the release's name {own!r} says uncased"
+
+    shell = app.session_state["_shell"]
+    selection = Selection(tuple(shell.extra_sources.items()), "cpu", "float32", casings=tuple(shell.casings.items()))
+    assert selection.key() != replace(selection, casings=()).key()
+    bundles = selection.bundles()
+    assert [bundle.card["provenance"]["casing"] for bundle in bundles] == [cards[cased], cards[own]]  # loaded, as from its files
+    ids = {bundle.name.removeprefix(own) or "own": bundle.tokenizer("Paris is a city.", "She took the train.")["input_ids"]
+           for bundle in bundles}
+    vocab = [line.strip() for line in (release / "vocab.txt").read_text().splitlines()]
+    assert [vocab[i] for i in ids["own"]] == ["[CLS]", "paris", "is", "a", "city", ".", "[SEP]", "she", "took", "the",
+                                              "train", ".", "[SEP]"]
+    assert [vocab[i] for i in ids["-cased"]] == ["[CLS]", "[UNK]", "is", "a", "city", ".", "[SEP]", "[UNK]", "took", "the",
+                                                 "train", ".", "[SEP]"]  # 'Paris' and 'She' are not lower-case pieces
+
+    app.session_state["picked"] = [cased, own]
+    app.run()
+    link = link_of(app)
+    assert link["ckpt"].split(",") == [f"cased:{tmp_path.name}/{own}", f"{tmp_path.name}/{own}"]  # the casing travels
+    fresh = AppTest.from_file(MAIN, default_timeout=120)  # the recipient, in a new session
+    fresh.query_params.update(link)
+    fresh.run()
+    assert not fresh.exception and not fresh.warning, [w.value for w in fresh.warning]
+    assert fresh.sidebar.multiselect(key="picked").value == [cased, own]
+    assert fresh.session_state["_shell"].casings == {cased: "cased"}
+
+    for text, casing in (("albert-sop", "uncased"), ("some-user/some-model", "cased")):  # a shipped folder, a hub id
+        app.sidebar.text_input(key="add_source").set_value(text)
+        app.sidebar.selectbox(key="add_casing").set_value(casing)
+        app.sidebar.button(key="add_button").click().run()
+        assert not app.exception
+        (error,) = [e.value for e in app.error]
+        assert "Casing applies to Google's original releases" in error and "\n" not in error, error
+    hub = AppTest.from_file(MAIN, default_timeout=120)  # a link giving a hub id a casing: said, not dropped
+    hub.query_params.update({"ckpt": "albert-sop,cased:some-user/some-model"})
+    hub.run()
+    assert not hub.exception and hub.sidebar.multiselect(key="picked").value == ["albert-sop"]
+    assert any("left out: Casing applies to Google's original releases" in w.value for w in hub.warning)

@@ -19,6 +19,7 @@ from transformers.utils import logging as hf_logging
 from albert_lab.checkpoint.discover import make_loadable
 from albert_lab.checkpoint.files import PICKLE_SUFFIXES, checkpoint_label, is_local_source, read_card, read_spec, read_transformers_config
 from albert_lab.checkpoint.heads import HeadStatus, encoder_keys, head_status
+from albert_lab.checkpoint.release import with_casing
 from albert_lab.devices import resolve_device, resolve_dtype
 from albert_lab.errors import AlbertLabError, CheckpointError
 from albert_lab.kernels import tune_for_inference
@@ -51,9 +52,11 @@ class ModelBundle:
 
 # ---- loading --------------------------------------------------------------------------
 def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "float32",
-                    allow_pickle: bool = False, name: str | None = None, casing: Casing | None = None) -> ModelBundle:
+                    allow_pickle: bool = False, name: str | None = None, casing: Casing | None = None,
+                    casing_given: str | None = None) -> ModelBundle:
     """Load a checkpoint folder (or a hub id, when online) into its pretraining class. `casing`
-    overrides what a Google release's name says (its card then says so); other checkpoints refuse it."""
+    overrides what a Google release's name says (its card then says so, in the words `casing_given`:
+    by default '--cased given'); other checkpoints refuse it."""
     text = str(source).strip()
     if not text:
         raise CheckpointError("no checkpoint given: name a shipped one (`albert-lab checkpoints` lists them), a folder or a hub id")
@@ -66,7 +69,7 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
         spec = read_spec(folder, card, config)
         model, (missing, unused) = _load_weights(folder, config, allow_pickle)
         tokenizer = load_tokenizer(folder, None if casing is None else casing == "uncased")
-        card = _with_casing(card, casing)
+        card = with_casing(card, casing, casing_given)
         label = checkpoint_label(path.absolute(), name)  # the folder given, not a sentence-transformers module in it
     else:
         if casing is not None:
@@ -88,16 +91,6 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
     return ModelBundle(name=label, source=text, model=model, tokenizer=tokenizer, spec=spec,
                        heads=head_status(spec, missing, card, unused), card=card, device=torch_device, dtype=torch_dtype,
                        missing_keys=frozenset(missing))
-
-
-def _with_casing(card: dict[str, Any], casing: Casing | None) -> dict[str, Any]:
-    """The card of a release loaded with the casing the user gave, saying so."""
-    provenance = card.get("provenance")
-    if casing is None or not isinstance(provenance, dict):
-        return card
-    said = provenance.get("casing", "")
-    words = f"{'lower-cased' if casing == 'uncased' else 'cased'}: --{casing} given" + (f" (the release says {said})" if said else "")
-    return {**card, "provenance": {**provenance, "casing": words}}
 
 
 def _load_weights(folder: Path, config: AlbertConfig | BertConfig, allow_pickle: bool) -> tuple[PretrainingModel, tuple[set[str], set[str]]]:

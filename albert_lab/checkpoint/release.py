@@ -158,6 +158,19 @@ def release_casing(name: str, family: str) -> tuple[bool, str]:
     return said == "uncased", f"{'lower-cased' if said == 'uncased' else 'cased'}: the release's name {name!r} says {said}"
 
 
+def with_casing(card: dict[str, Any], casing: str | None, given: str | None = None) -> dict[str, Any]:
+    """The card (albert_lab.json's, or a model card) of a release loaded with the casing the user gave
+    ('cased' or 'uncased'), saying where it came from: `given` ('cased given in the sidebar'), else
+    '--cased given'; the casing the release says follows in brackets."""
+    provenance = card.get("provenance")
+    if casing is None or not isinstance(provenance, dict):
+        return card
+    said = provenance.get("casing", "")
+    words = f"{'lower-cased' if casing == 'uncased' else 'cased'}: {given or f'--{casing} given'}"
+    words += f" (the release says {said})" if said else ""
+    return {**card, "provenance": {**provenance, "casing": words}}
+
+
 def bert_gelu(name: str) -> tuple[str, str]:
     """The GELU a BERT release computes for its config's 'gelu' (transformers' name), and why, from its name."""
     if name.startswith("wwm_") or (re.fullmatch(r"uncased_L-\d+_H-\d+_A-\d+", name) and name not in ERF_RELEASES):

@@ -13,12 +13,13 @@ from albert_lab.errors import AlbertLabError
 from app.shell import look, ui
 from app.shell.guard import guard
 from app.shell.links import from_url
-from app.shell.places import check_local_folder, checked_text, link_form, typed_folder
+from app.shell.places import cased_form, check_local_folder, checked_text, link_form, split_casing, typed_folder
 from app.shell.state import set_widget, shell, widget
 from app.shell.ui import active_run, available_checkpoints, device_options
 
 # As albert_lab.devices.fast_bf16 finds (training's auto precision times it): AVX512-BF16 alone is no speed-up.
 MAX_LINK_CHECKPOINTS = 16  # checkpoints a link may name; each is checked (and maybe loaded) on opening it
+CASINGS = {"release": "as the release says", "cased": "cased", "uncased": "uncased"}  # the 'Add' field's casing choice
 
 
 
@@ -43,7 +44,8 @@ def sidebar() -> None:
         st.toast(pending[1], icon=":material/check:")
     if new := _link_sources(options, extra):  # folders a shared link names, added by its sender
         options += new
-    names = {link_form(source): name for name, source in extra.items()}  # a link names an added folder by link_form
+    casings = shell().casings  # a link names an added folder by link_form, after its casing given in the sidebar
+    names = {cased_form(link_form(source), casings.get(name)): name for name, source in extra.items()}
     from_url("picked", [n for n in default if n in options], param="ckpt",
              parse=lambda raw: [n for n in (names.get(e, e) for e in link_entries(raw)) if n in options][:MAX_LINK_CHECKPOINTS])
     set_widget("picked", [n for n in widget("picked") if n in options])
@@ -55,9 +57,12 @@ def sidebar() -> None:
                                      "Pages that show one model use the first.")
         with st.expander("Add a folder or hub id"):
             text = st.text_input("Folder (inside checkpoints/ or runs/) or hub id", key="add_source")
+            casing = st.selectbox("Casing", list(CASINGS), key="add_casing", format_func=CASINGS.get,
+                                  help="For Google's original releases (a folder or archive): whether the tokenizer "
+                                       "lower-cases the text. Other checkpoints' tokenizers carry their own casing.")
             if st.button("Add", key="add_button") and text.strip():
                 with guard("adding"):
-                    _add_source(text, extra)
+                    _add_source(text, extra, None if casing == "release" else casing)
         shell().selected = [(n, by_name[n]["path"] if n in by_name else extra[n]) for n in picked]
         device = st.selectbox("Device", device_options(), key="device", help="CUDA, then MPS, then CPU when 'auto'")
         _big_models_note(shell().selected, device)
@@ -140,8 +145,10 @@ def _offer_from_link(entry: str, extra: dict[str, str]) -> str:
 
     if entry.startswith("run:"):
         raise AlbertLabError("no training run of that name has a checkpoint on this machine")
-    entry = checked_text(entry)
+    entry, casing = split_casing(checked_text(entry))
     local = (folder := typed_folder(entry)) or is_local_source(entry)
+    if casing is not None and not local:
+        raise AlbertLabError("Casing applies to Google's original releases; a hub checkpoint's tokenizer carries its own")
     if not local:
         from albert_lab.checkpoint.load import hub_reachable
 
@@ -150,22 +157,27 @@ def _offer_from_link(entry: str, extra: dict[str, str]) -> str:
         name, source = entry, entry
     else:
         source = check_local_folder(folder or entry)
-        if (known := listed_as(source)) is not None:
+        if (known := listed_as(source, casing)) is not None:
             return known
         if is_archive(Path(source)) and not is_unpacked(Path(source)):  # gigabytes unpacked by opening a link: no
             raise AlbertLabError("it is a release archive not unpacked on this machine yet; add it with 'Add a folder "
                                  "or hub id' in the sidebar (unpacking it takes a while), or give the unpacked folder")
+        if casing is not None:
+            _check_release(entry, source, local)
         summary = summarize_checkpoint(source)  # the folder checked from its files, no model loaded
         if summary is None:
             from albert_lab.checkpoint.load import load_checkpoint
 
-            name = load_checkpoint(source, device="cpu").name
+            name = load_checkpoint(source, device="cpu", casing=casing).name
         else:
             name = summary.name
+        name += f"-{casing}" if casing else ""
     base, k = name, 2
     while name in _listed():
         name, k = f"{base}-{k}", k + 1
     extra[name] = source
+    if casing is not None:
+        shell().casings[name] = casing
     return name
 
 
@@ -173,18 +185,33 @@ def _offer_from_link(entry: str, extra: dict[str, str]) -> str:
 
 
 
-def _add_source(text: str, extra: dict[str, str]) -> None:
+def _add_source(text: str, extra: dict[str, str], casing: str | None = None) -> None:
+    """Add what was typed into 'Add'; `casing` ('cased', 'uncased'; None: the release's own) is
+    kept with it, for Google's original releases only (one line refuses it for any other)."""
     text = checked_text(text)  # a NUL byte, 5,000 characters or ~nouser: a message, not a traceback
     from albert_lab.checkpoint.load import hub_reachable, load_checkpoint
 
     local = (folder := typed_folder(text)) or is_local_source(text)
     source = check_local_folder(folder or text) if local else text
-    if (known := listed_as(source)) is None:  # a listed one is picked as it is, without loading it again
+    if casing is not None:
+        _check_release(text, source, local)
+    if (known := listed_as(source, casing)) is None:  # a listed one is picked as it is, without loading it again
         if not local and not hub_reachable():
             raise AlbertLabError(f"{text!r} looks like a hub id, but the model hub is unreachable (offline)")
-        bundle = load_checkpoint(source, device="cpu")  # validates now, with a clear message
-        known = bundle.name if local else text
-    add_checkpoint(known, source)
+        bundle = load_checkpoint(source, device="cpu", casing=casing,  # validates now, with a clear message
+                                 casing_given=casing and ui.SIDEBAR_CASING.format(casing=casing))
+        known = (bundle.name if local else text) + (f"-{casing}" if casing else "")
+    add_checkpoint(known, source, casing)
+
+
+def _check_release(text: str, source: str, local: bool) -> None:
+    """Refuse a casing for anything but one of Google's original releases, as --cased/--uncased are."""
+    from albert_lab.checkpoint.discover import make_loadable
+    from albert_lab.tokenizer import release_tokenization
+
+    if not local or release_tokenization(make_loadable(Path(source))) is None:
+        raise AlbertLabError(f"{text!r}: Casing applies to Google's original releases; this checkpoint's tokenizer "
+                             "carries its own casing (add it with 'as the release says')")
 
 
 def _listed() -> dict[str, str]:
@@ -192,29 +219,35 @@ def _listed() -> dict[str, str]:
     return {**{c["name"]: c["path"] for c in available_checkpoints()}, **shell().extra_sources}
 
 
-def listed_as(source: str) -> str | None:
-    """The name under which `source` (a folder or a hub id) is already offered, if it is."""
-    return next((name for name, listed in _listed().items() if _same_source(listed, source)), None)
+def listed_as(source: str, casing: str | None = None) -> str | None:
+    """The name under which `source` (a folder or a hub id) is already offered, if it is, with
+    the casing given in the sidebar (None: the release's own)."""
+    casings = shell().casings
+    return next((name for name, listed in _listed().items() if _same_source(listed, source) and casings.get(name) == casing),
+                None)
 
 
 def _same_source(a: str, b: str) -> bool:
     return a == b or (is_local_source(a) and is_local_source(b) and Path(a).resolve() == Path(b).resolve())
 
 
-def add_checkpoint(name: str, source: str) -> None:
+def add_checkpoint(name: str, source: str, casing: str | None = None) -> None:
     """Offer a checkpoint in the sidebar and pick it (from the next run on: the
-    multiselect is already drawn in this one), then rerun. A folder already listed is
-    picked under its listed name; another folder whose name is taken gets 'name-2':
-    two entries of one name would merge their rows in every analysis."""
+    multiselect is already drawn in this one), then rerun. A folder already listed (with
+    the same casing) is picked under its listed name; another folder whose name is taken
+    gets 'name-2': two entries of one name would merge their rows in every analysis.
+    `casing` (a release's, given in the sidebar) is kept with the name (Shell.casings)."""
     extra = shell().extra_sources
     listed = _listed()
-    if known := listed_as(source):
+    if known := listed_as(source, casing):
         name, note = known, f"{known} is already listed; it is picked."
     else:
         base, k = name, 2
         while name in listed:
             name, k = f"{base}-{k}", k + 1
         extra[name], note = source, f"Added {name}."
+        if casing is not None:
+            shell().casings[name] = casing
     picked = widget("picked", [])
     shell().pending_pick = (picked if name in picked else [*picked, name], note)
     st.rerun()

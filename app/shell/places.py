@@ -1,7 +1,7 @@
 """Where a visitor's folders may be, as the browser sees them: a typed or linked path checked
 against the allowed folders (checkpoints/, runs/ and ALBERT_LAB_ALLOWED_DIRS) with one message for
-any path outside them, and a folder named by its place under them in links, never by a server
-path. No Streamlit here: the picker and the selection both stand on it."""
+any path outside them, and a folder named by its place under them in links (after 'cased:' or
+'uncased:' where a release's casing was given), never by a server path. No Streamlit here: the picker and the selection both stand on it."""
 
 from __future__ import annotations
 
@@ -81,3 +81,19 @@ def link_form(source: str) -> str:
             if found is not None and Path(os.path.realpath(found)) == path:
                 return text
     return path.name
+
+
+CASING_PREFIXES = ("cased:", "uncased:")  # a link's entry for a release added with its casing given
+
+
+def cased_form(entry: str, casing: str | None) -> str:
+    """A link's entry for a folder, with the casing given in the sidebar (None: the release's own)."""
+    return f"{casing}:{entry}" if casing else entry
+
+
+def split_casing(entry: str) -> tuple[str, str | None]:
+    """(folder, casing) of a link's entry (cased_form's inverse)."""
+    for prefix in CASING_PREFIXES:
+        if entry.startswith(prefix):
+            return entry.removeprefix(prefix), prefix[:-1]
+    return entry, None

@@ -13,7 +13,7 @@ import streamlit as st
 from albert_lab.checkpoint.files import stamp
 from app.shell import ui
 from app.shell.guard import guard
-from app.shell.places import link_form
+from app.shell.places import cased_form, link_form
 from app.shell.state import shell, widget
 from app.shell.stoppable import TURNS, queue_words
 
@@ -29,20 +29,28 @@ class Selection:
     device: str = "auto"  # the sidebar's choice: 'auto', 'cpu', 'cuda', 'mps'
     dtype: str = "float32"
     added: tuple[str, ...] = ()  # the names of folders added in the sidebar (a link carries their path)
+    casings: tuple[tuple[str, str], ...] = ()  # (name, 'cased' or 'uncased'): a release's casing given in the sidebar
 
     @classmethod
     def read(cls) -> Selection:
         """The sidebar's pick (app.shell.picker writes these keys; everything else reads them here)."""
         checkpoints = tuple(tuple(c) for c in shell().selected)
-        extra = shell().extra_sources
+        extra, casings = shell().extra_sources, shell().casings
         return cls(checkpoints, widget("device", "auto"), widget("dtype", "float32"),
-                   tuple(name for name, _ in checkpoints if name in extra))
+                   tuple(name for name, _ in checkpoints if name in extra),
+                   tuple((name, casings[name]) for name, _ in checkpoints if name in casings))
+
+    def casing(self, name: str) -> str | None:
+        """The casing given in the sidebar for the release picked as `name`; None: the release's own."""
+        return dict(self.casings).get(name)
 
     def link(self) -> str:
         """The checkpoints as the link's ?ckpt= carries them: names, and added folders by their
-        place under the allowed folders (places.link_form: no absolute server path)."""
+        place under the allowed folders (places.link_form: no absolute server path), after
+        'cased:' or 'uncased:' where a release's casing was given in the sidebar."""
         escape = lambda text: text.replace("%", "%25").replace(",", "%2C")  # a folder may hold a comma
-        return ",".join(escape(link_form(source) if name in self.added else name) for name, source in self.checkpoints)
+        return ",".join(escape(cased_form(link_form(source), self.casing(name)) if name in self.added else name)
+                        for name, source in self.checkpoints)
 
     @property
     def names(self) -> list[str]:
@@ -51,7 +59,8 @@ class Selection:
     def only(self, names: Sequence[str]) -> Selection:
         """The same device and dtype for these checkpoints, in the order given."""
         sources = dict(self.checkpoints)
-        return replace(self, checkpoints=tuple((name, sources[name]) for name in names))
+        return replace(self, checkpoints=tuple((name, sources[name]) for name in names),
+                       casings=tuple((name, casing) for name, casing in self.casings if name in names))
 
     def stamps(self) -> tuple[float, ...]:
         """The checkpoint files' stamps (checkpoint.files.stamp): a rewritten folder is a new key."""
@@ -59,11 +68,11 @@ class Selection:
 
     def key(self) -> tuple:
         """What a result computed on this selection depends on: checkpoints, device,
-        dtype and the files' stamps (for app.shell.stoppable.computation's kept results)."""
-        return self.checkpoints, self.device, self.dtype, self.stamps()
+        dtype, the casings given and the files' stamps (for app.shell.stoppable.computation's kept results)."""
+        return self.checkpoints, self.device, self.dtype, self.casings, self.stamps()
 
     def bundles(self) -> list[ModelBundle]:
-        return [ui.load_bundle(source, name, self.device, self.dtype) for name, source in self.checkpoints]
+        return [ui.load_bundle(source, name, self.device, self.dtype, self.casing(name)) for name, source in self.checkpoints]
 
     def usable_bundles(self) -> list[ModelBundle]:
         """The picked checkpoints that load; each one that does not is named in an error
@@ -71,18 +80,19 @@ class Selection:
         bundles = []
         for name, source in self.checkpoints:
             with guard(f"loading {name}"):
-                bundles.append(ui.load_bundle(source, name, self.device, self.dtype))
+                bundles.append(ui.load_bundle(source, name, self.device, self.dtype, self.casing(name)))
         return bundles
 
     def card(self, name: str) -> dict[str, Any]:
         """The model card of the picked checkpoint `name` (ui.checkpoint_card: from its files
-        when they say enough, else loaded on this selection's device and dtype)."""
-        return ui.checkpoint_card(dict(self.checkpoints)[name], name, self.device, self.dtype)
+        when they say enough, else loaded on this selection's device and dtype; a casing given
+        in the sidebar is the card's)."""
+        return ui.checkpoint_card(dict(self.checkpoints)[name], name, self.device, self.dtype, self.casing(name))
 
 
 def run(analysis: Callable[..., T], selection: Selection, *args: Any, **kwargs: Any) -> T:
     """`analysis(bundles, *args, **kwargs)`, cached on the analysis, the selection
-    (checkpoints, device, dtype), the checkpoint files' stamps and the arguments."""
+    (checkpoints, device, dtype, casings), the checkpoint files' stamps and the arguments."""
     code = analysis.__code__  # pages all run as __main__: the file tells two pages' helpers apart
     # A computation takes its turn inside the cache (a cached result never queues); the
     # note, drawn outside it (what a cached function draws is replayed), says why it may wait.
@@ -91,7 +101,7 @@ def run(analysis: Callable[..., T], selection: Selection, *args: Any, **kwargs: 
         note.info(queue_words(TURNS.busy()), icon=":material/hourglass_top:")
     try:
         return _run(analysis, (code.co_filename, analysis.__qualname__), selection.checkpoints, selection.device,
-                    selection.dtype, selection.stamps(), args, tuple(sorted(kwargs.items())))
+                    selection.dtype, selection.casings, selection.stamps(), args, tuple(sorted(kwargs.items())))
     finally:
         if note is not None:
             note.empty()
@@ -99,7 +109,7 @@ def run(analysis: Callable[..., T], selection: Selection, *args: Any, **kwargs: 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _run(_analysis: Callable[..., Any], name: tuple[str, str], checkpoints: tuple, device: str, dtype: str,
-         stamps: tuple[float, ...], args: tuple, kwargs: tuple) -> Any:
-    selection = Selection(checkpoints, device, dtype)
+         casings: tuple, stamps: tuple[float, ...], args: tuple, kwargs: tuple) -> Any:
+    selection = Selection(checkpoints, device, dtype, casings=casings)
     with TURNS.turn():
         return _analysis(selection.bundles(), *args, **dict(kwargs))

@@ -29,6 +29,7 @@ class Shell:
     shared_now: dict[str, str] = field(default_factory=dict)  # what this run has put in the link so far (links.publish)
     selected: list[tuple[str, str]] = field(default_factory=list)  # the sidebar's picks: (name, source)
     extra_sources: dict[str, str] = field(default_factory=dict)  # folders and hub ids added in the sidebar
+    casings: dict[str, str] = field(default_factory=dict)  # added releases' casing given in the sidebar: name -> 'cased'/'uncased'
     pending_pick: tuple[list[str], str] | None = None  # "Add" on the last run: the picks to set and the toast
     bf16_refused: str | None = None  # why bfloat16 went back to float32, said once
     url_applied: dict[str, str] = field(default_factory=dict)  # the link's values already given to widgets

@@ -40,11 +40,15 @@ def available_checkpoints() -> list[dict[str, Any]]:
             for c in discover_checkpoints()]
 
 
+SIDEBAR_CASING = "{casing} given in the sidebar"  # where a release's casing came from, in its card
+
+
 @st.cache_resource(max_entries=8, show_spinner="Loading checkpoint ...")
-def _load(source: str, device: str, dtype: str, name: str | None, stamp: float) -> ModelBundle:
+def _load(source: str, device: str, dtype: str, name: str | None, stamp: float, casing: str | None) -> ModelBundle:
     from albert_lab.checkpoint.load import load_checkpoint
 
-    return load_checkpoint(source, device=device, dtype=dtype, name=name)
+    return load_checkpoint(source, device=device, dtype=dtype, name=name, casing=casing,
+                           casing_given=casing and SIDEBAR_CASING.format(casing=casing))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -58,16 +62,19 @@ def summary(source: str, name: str | None) -> CheckpointSummary | None:
     return _summary(source, name, stamp(source)) if is_local_source(source) else None
 
 
-def checkpoint_card(source: str, name: str | None, device: str, dtype: str) -> dict[str, Any]:
+def checkpoint_card(source: str, name: str | None, device: str, dtype: str, casing: str | None = None) -> dict[str, Any]:
     """The model card, from the folder's files when they say enough (no model loaded:
     the first page paints before torch and transformers are imported), else loaded.
-    Device and dtype are the sidebar's (app.shell.selection.Selection.card passes them)."""
+    Device, dtype and a release's casing are the sidebar's (app.shell.selection.Selection.card
+    passes them); the card says where the casing came from."""
     from albert_lab.card import model_card
+    from albert_lab.checkpoint.release import with_casing
 
     described = summary(source, name)
     if described is None:
-        return model_card(load_bundle(source, name, device, dtype))
-    return model_card(described, device=device_name(device), dtype=dtype)
+        return model_card(load_bundle(source, name, device, dtype, casing))
+    card = model_card(described, device=device_name(device), dtype=dtype)
+    return with_casing(card, casing, casing and SIDEBAR_CASING.format(casing=casing))
 
 
 # ---- devices and threads (torch is imported only when a page computes) -------------------------
@@ -124,11 +131,11 @@ def warm_up() -> None:
 _WARMING: threading.Timer | None = None
 
 
-def load_bundle(source: str, name: str | None, device: str, dtype: str) -> ModelBundle:
-    """Cached per (checkpoint, its file stamp, device, dtype); app.shell.selection.Selection passes
-    the sidebar's device and dtype."""
+def load_bundle(source: str, name: str | None, device: str, dtype: str, casing: str | None = None) -> ModelBundle:
+    """Cached per (checkpoint, its file stamp, device, dtype, casing); app.shell.selection.Selection passes
+    the sidebar's device and dtype, and the casing given in the sidebar for a release (None: its own)."""
     use_threads()
-    return _load(source, device, dtype, name, stamp(source))
+    return _load(source, device, dtype, name, stamp(source), casing)
 
 
 UNREADABLE = 0.2  # share of a text's pieces unknown to the vocabulary above which what a model does with it says little
@@ -144,7 +151,8 @@ def warn_unreadable(texts: Sequence[str]) -> None:
     from albert_lab.analysis.pairs import unknown_shares
     from albert_lab.data.corpus import MAX_LEN
     device, dtype = widget("device", "auto"), widget("dtype", "float32")  # the sidebar's, as Selection.read reads them
-    tokenizers = {name: load_bundle(source, name, device, dtype).tokenizer for name, source in shell().selected}
+    casings = shell().casings
+    tokenizers = {name: load_bundle(source, name, device, dtype, casings.get(name)).tokenizer for name, source in shell().selected}
     pieces = {name: [tokenizer(text)["input_ids"] for text in texts] for name, tokenizer in tokenizers.items()}
     unreadable = []
     for name, tokenizer in tokenizers.items():
