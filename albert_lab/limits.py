@@ -9,8 +9,10 @@ may fill under runs/ (check_disk_quota)."""
 from __future__ import annotations
 
 import os
+import types
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
 
 from albert_lab.errors import AlbertLabError
 from albert_lab.paths import PROJECT_ROOT
@@ -62,6 +64,40 @@ class Range:
         if self.high is None:
             return f"at least {_number(self.low)}"
         return f"{_number(self.low)}..{_number(self.high)}"
+
+
+class OptionRow:
+    """What a row of an option table is beside its own fields (training.options.Option,
+    analysis.registry.AnalysisOption): a typed value with a command-line flag, help and a default."""
+
+    name: str
+    type: Any
+    default: Any
+    help: str
+    flag: str | None
+
+    @property
+    def dest(self) -> str:
+        """argparse's attribute for the flag ('--seq-len' -> 'seq_len')."""
+        return str(self.flag).removeprefix("--").replace("-", "_")
+
+    @property
+    def base(self) -> Any:
+        """The type without None ('int | None' -> int; a Literal stays a Literal)."""
+        args = [a for a in get_args(self.type) if a is not type(None)]
+        return args[0] if get_origin(self.type) in (Union, types.UnionType) and len(args) == 1 else self.type
+
+    @property
+    def choices(self) -> tuple[Any, ...] | None:
+        return get_args(self.base) if get_origin(self.base) is Literal else None
+
+    @property
+    def switch(self) -> bool:
+        """A flag without a value: it turns the default the other way ('--no-mask', '--cased')."""
+        return self.base is bool
+
+    def help_text(self) -> str:
+        return self.help.format(default=self.default)
 
 
 def _number(value: float | None) -> str:

@@ -16,11 +16,11 @@ import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal
 
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
-from albert_lab.limits import MAX_CKA_TOKENS, MAX_REPEAT, MAX_SEED, MIN_SEQ_LEN, Range
+from albert_lab.limits import MAX_CKA_TOKENS, MAX_REPEAT, MAX_SEED, MIN_SEQ_LEN, OptionRow, Range
 from albert_lab.spec import ModelSpec, Objective, forward_cost
 
 Inputs = Literal["texts", "text", "pairs", "held-out", "pair"]
@@ -33,7 +33,7 @@ Aggregate = Literal["mean", "median"]  # how oscillation takes each layer's per-
 
 
 @dataclass(frozen=True)
-class AnalysisOption:
+class AnalysisOption(OptionRow):
     """One option of an analysis: a keyword of its function (use 'run'), of the reading of its
     inputs ('inputs'), or a file the front end writes ('output')."""
 
@@ -51,28 +51,6 @@ class AnalysisOption:
     def __post_init__(self) -> None:
         if self.flag is None:
             object.__setattr__(self, "flag", "--" + self.name.replace("_", "-"))
-
-    @property
-    def dest(self) -> str:
-        """argparse's attribute for the flag ('--seq-len' -> 'seq_len')."""
-        return str(self.flag).removeprefix("--").replace("-", "_")
-
-    @property
-    def base(self) -> Any:
-        """The type, by the name the training options' rows give it (cli.common.add_option_arguments reads both)."""
-        return self.type
-
-    @property
-    def choices(self) -> tuple[Any, ...] | None:
-        return get_args(self.type) if get_origin(self.type) is Literal else None
-
-    @property
-    def switch(self) -> bool:
-        """A flag without a value: it turns the default the other way ('--no-mask': mask_position False)."""
-        return self.type is bool
-
-    def help_text(self) -> str:
-        return self.help.format(default=self.default)
 
     def problem(self, value: Any) -> str | None:
         """What is wrong with `value`, as an error's words after the flag; None if nothing."""

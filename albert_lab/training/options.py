@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import types
 from dataclasses import dataclass
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, get_type_hints
 
-from albert_lab.limits import Range
+from albert_lab.limits import OptionRow, Range
 from albert_lab.spec import ModelSpec
 
 Record = Literal["changed", "always", "never"]
@@ -41,7 +40,7 @@ class Widget:
 
 
 @dataclass(frozen=True)
-class Option:
+class Option(OptionRow):
     """One row of the table."""
 
     name: str  # the TrainConfig or ModelSpec field
@@ -54,29 +53,6 @@ class Option:
     record: Record = "changed"  # in the recorded command: when it differs from the default, always, or never
     noun: str = ""  # how an error names the value ('learning rate')
     metavar: str | None = None
-
-    @property
-    def dest(self) -> str:
-        """argparse's attribute for the flag ('--seq-len' -> 'seq_len')."""
-        return str(self.flag).removeprefix("--").replace("-", "_")
-
-    @property
-    def base(self) -> Any:
-        """The type without None ('int | None' -> int; a Literal stays a Literal)."""
-        args = [a for a in get_args(self.type) if a is not type(None)]
-        return args[0] if get_origin(self.type) in (Union, types.UnionType) and len(args) == 1 else self.type
-
-    @property
-    def choices(self) -> tuple[Any, ...] | None:
-        return get_args(self.base) if get_origin(self.base) is Literal else None
-
-    @property
-    def switch(self) -> bool:
-        """A flag without a value: it turns the default (False, or True for '--cased') the other way."""
-        return self.base is bool
-
-    def help_text(self) -> str:
-        return self.help.format(default=self.default)
 
     def problem(self, value: Any) -> str | None:
         """What is wrong with `value` for this option, as an error's words after the name; None if nothing."""
