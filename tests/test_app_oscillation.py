@@ -36,13 +36,19 @@ def test_the_two_curves_are_two_charts_whose_titles_fit_half_the_page(app):
         assert layout["margin"]["t"] >= 60 + 20 * (len(lines) - 1)  # room for the lines added (60: the least set)
 
 
-def test_oscillation_page_names_the_smoother_model_from_its_own_numbers(app):
-    at = goto(app, "oscillation")
+def roughness_shown(at) -> dict[str, float]:
+    """Each checkpoint's roughness as the page writes it ('**name** ... roughness 0.40 ...')."""
     rough = {}
     for m in at.markdown:
         if m.value.startswith("**") and "roughness" in m.value:
             name, rest = m.value[2:].split("**", 1)
             rough[name] = float(rest.split("roughness ")[1].split(" ")[0])
+    return rough
+
+
+def test_oscillation_page_names_the_smoother_model_from_its_own_numbers(app):
+    at = goto(app, "oscillation")
+    rough = roughness_shown(at)
     sentence = next(m.value for m in at.markdown if m.value.startswith("Smoothest to roughest"))
     order = sorted(rough, key=rough.get)
     positions = [sentence.index(f"{name} (") for name in order]
@@ -166,11 +172,7 @@ def test_the_paper_is_not_quoted_against_the_measurement():
 
 def test_the_page_says_whether_its_own_numbers_agree_with_the_paper(app):
     at = goto(app, "oscillation")
-    rough = {}
-    for m in at.markdown:
-        if m.value.startswith("**") and "roughness" in m.value:
-            name, rest = m.value[2:].split("**", 1)
-            rough[name] = float(rest.split("roughness ")[1].split(" ")[0])
+    rough = roughness_shown(at)
     albert, bert = [rough[n] for n in rough if n != "bert-nsp"], rough["bert-nsp"]  # the fixtures: two ALBERTs, one BERT
     reading = next(m.value for m in at.markdown if "as in the paper, for the models picked" in m.value.lower())
     assert reading.startswith("**As in the paper" if max(albert) < bert else "**Not as in the paper"), (rough, reading)
