@@ -10,10 +10,11 @@ import streamlit as st
 
 from albert_lab.checkpoint.files import is_local_source
 from albert_lab.errors import AlbertLabError
+from albert_lab.paths import check_typed_path
 from app.shell import look, ui
 from app.shell.guard import guard
 from app.shell.links import from_url
-from app.shell.places import cased_form, check_local_folder, checked_text, link_form, split_casing, typed_folder
+from app.shell.places import cased_form, check_local_folder, link_form, split_casing, typed_folder
 from app.shell.state import set_widget, shell, widget
 from app.shell.ui import active_run, available_checkpoints, device_options
 
@@ -145,7 +146,7 @@ def _offer_from_link(entry: str, extra: dict[str, str]) -> str:
 
     if entry.startswith("run:"):
         raise AlbertLabError("no training run of that name has a checkpoint on this machine")
-    entry, casing = split_casing(checked_text(entry))
+    entry, casing = split_casing(check_typed_path(entry))
     local = (folder := typed_folder(entry)) or is_local_source(entry)
     if casing is not None and not local:
         raise AlbertLabError("Casing applies to Google's original releases; a hub checkpoint's tokenizer carries its own")
@@ -188,7 +189,7 @@ def _offer_from_link(entry: str, extra: dict[str, str]) -> str:
 def _add_source(text: str, extra: dict[str, str], casing: str | None = None) -> None:
     """Add what was typed into 'Add'; `casing` ('cased', 'uncased'; None: the release's own) is
     kept with it, for Google's original releases only (one line refuses it for any other)."""
-    text = checked_text(text)  # a NUL byte, 5,000 characters or ~nouser: a message, not a traceback
+    text = check_typed_path(text)  # a NUL byte, 5,000 characters: a message; ~ is check_local_folder's
     from albert_lab.checkpoint.load import hub_reachable, load_checkpoint
 
     local = (folder := typed_folder(text)) or is_local_source(text)

@@ -11,14 +11,7 @@ from pathlib import Path
 from albert_lab.checkpoint.files import is_local_source
 from albert_lab.checkpoint.sources import portable_name
 from albert_lab.errors import AlbertLabError
-from albert_lab.paths import allowed_roots, check_typed_path, is_within, user_path
-
-
-def checked_text(text: str) -> str:
-    """A folder or hub id typed or carried by a link, stripped and checked for what no file system
-    takes (control characters, length). `~` is left to check_local_folder: a browser learns
-    nothing of the server's users or home folder."""
-    return check_typed_path(text)
+from albert_lab.paths import allowed_roots, is_within, user_path
 
 
 def check_local_folder(text: str) -> str:
