@@ -32,10 +32,8 @@ with guard("reading the sidebar"):  # a link's odd value is a message above the 
     picker.sidebar()
 presets.presets(BY_STEM)
 state.shell().shared = False
-if page not in LIGHT:  # the model code, imported here or by the warm-up (waited for): never by two threads at once
+if page not in LIGHT:  # the model code, imported here or by the warm-up (waited for); a light page draws beside it
     serve.import_model_code()
-else:  # a light page does not import it, but may read a config with transformers: not beside the warm-up's import
-    serve.wait_for_model_code()
 with guard():  # what a page's own guards leave: a message, the sidebar and the session kept
     st.title(registry.room(STEM[page]).heading)  # each page's heading, from the registry
     page.run()

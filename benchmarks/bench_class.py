@@ -10,9 +10,17 @@ uploader opens the app's link with --upload-checkpoints picked (default: one, as
 scoring a file would; an empty value keeps the sidebar's default four, about four times
 the work).
 
-Printed per page: the median and worst seconds to a drawn result ("drawn" as in
-benchmarks/bench_app.py: title, main element, no stale element, spinner or undrawn chart,
-held for --settle seconds), for the typed pair the median and worst from the submit to
+Before the class arrives, a teacher walks every page once, as one preparing the class would
+(--no-teacher: the class arrives at a server nobody has opened): what the class then sees was
+computed before for another visitor, except each visitor's own typed pair and the upload.
+The browsers share the server's cores here, where a class's run on their own machines:
+--browser-nice N starts Chromium at that niceness (default 10), so the tabs take what the
+server leaves and the server's work is not queued behind 20 tabs' drawing; 0 runs them as
+equals.
+
+Printed per page: the median, 95th percentile and worst seconds to the page's first draw
+(its heading shown) and to a drawn result ("drawn" as in benchmarks/bench_app.py: title, main
+element, no stale element, spinner or undrawn chart, held for --settle seconds), for the typed pair the median and worst from the submit to
 its scores, those scored while the upload ran apart; the upload's own time; the errors seen
 (Streamlit exception boxes, "Something went wrong" boxes, page errors, console errors) and
 the server's peak memory (RSS of the server process and its children, sampled every
@@ -75,6 +83,7 @@ WORDS = WORDS_TEXT.split()
 class Visitor:
     number: int
     times: dict[str, float] = field(default_factory=dict)  # what -> seconds
+    firsts: dict[str, float] = field(default_factory=dict)  # page -> seconds to its heading shown
     spans: dict[str, tuple[float, float]] = field(default_factory=dict)  # what -> (start, end), perf_counter
     errors: list[str] = field(default_factory=list)
     doing: str = "starting"  # what the visitor waits for now (said when the --timeout stops it)
@@ -162,12 +171,16 @@ class MemorySampler(threading.Thread):
         return self.peak
 
 
-async def drawn(page, visitor: Visitor, title: str, main: str, settle: float, timeout: float, text: str = "") -> float:
-    """perf_counter() time at which the page became drawn (and `text` shown) and stayed so for `settle` s.
-    Error boxes seen meanwhile are recorded on the visitor (once each)."""
+async def drawn(page, visitor: Visitor, title: str, main: str, settle: float, timeout: float, text: str = "",
+                first: list[float] | None = None) -> float:
+    """perf_counter() time at which the page became drawn (and `text` shown) and stayed so for `settle` s;
+    the time its heading was first shown is appended to `first`. Error boxes seen meanwhile are recorded on
+    the visitor (once each)."""
     calm_since, deadline, state = None, time.perf_counter() + timeout, "?"
     while time.perf_counter() < deadline:
         state = await page.evaluate(STATE, [title, main, text])
+        if first is not None and not first and state != "title":
+            first.append(time.perf_counter())
         for error in await page.evaluate(ERRORS):
             if error not in visitor.errors:
                 visitor.errors.append(error)
@@ -188,8 +201,10 @@ async def visit_page(page, url: str, visitor: Visitor, room: registry.Room, sett
         await page.goto(url, timeout=PAGE_TIMEOUT * 1000)
     else:
         await page.get_by_role("link", name=room.title, exact=True).click(timeout=PAGE_TIMEOUT * 1000)
-    end = await drawn(page, visitor, room.heading, MAIN_ELEMENT.get(room.stem, CHART), settle, PAGE_TIMEOUT)
+    first: list[float] = []
+    end = await drawn(page, visitor, room.heading, MAIN_ELEMENT.get(room.stem, CHART), settle, PAGE_TIMEOUT, first=first)
     visitor.times[room.stem], visitor.spans[room.stem] = end - start, (start, end)
+    visitor.firsts[room.stem] = first[0] - start
 
 
 async def score_typed(page, visitor: Visitor, settle: float) -> None:
@@ -246,12 +261,26 @@ async def walk(browser, url: str, visitor: Visitor, csv_path: Path | None, settl
         await context.close()
 
 
-async def class_of(visitors: list[Visitor], url: str, csv_path: Path, settle: float, pick: str) -> None:
+def chromium(nice: int, scratch: Path) -> str:
+    """Chromium's path, or a script that starts it at niceness `nice`."""
+    binary = shutil.which("chromium") or "/usr/bin/chromium"
+    if not nice:
+        return binary
+    script = scratch / "chromium-nice"
+    script.write_text(f'#!/bin/sh\nexec nice -n {int(nice)} {binary} "$@"\n')
+    script.chmod(0o755)
+    return str(script)
+
+
+async def class_of(teacher: Visitor | None, visitors: list[Visitor], url: str, csv_path: Path, settle: float, pick: str,
+                   browser_path: str) -> None:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium", args=FLAGS)
+        browser = await p.chromium.launch(executable_path=browser_path, args=FLAGS)
         try:
+            if teacher is not None:  # every page once, before the class
+                await walk(browser, url, teacher, None, settle, pick)
             await asyncio.gather(*(walk(browser, url, v, csv_path if v.number == 1 else None, settle, pick) for v in visitors))
         finally:
             await browser.close()
@@ -267,17 +296,18 @@ def start_server(runs: Path) -> tuple[subprocess.Popen, str]:
     return server, f"http://127.0.0.1:{port}"
 
 
-def run_class(n: int, csv_path: Path, settle: float, timeout: float, scratch: Path, pick: str) -> tuple[list[Visitor], int, float]:
-    """N visitors on a fresh server: (visitors, peak server memory in bytes, wall seconds)."""
+def run_class(n: int, csv_path: Path, settle: float, timeout: float, scratch: Path, pick: str, teacher: Visitor | None,
+              browser_path: str) -> tuple[list[Visitor], int, float]:
+    """N visitors on a fresh server, after the teacher if any: (visitors, peak server memory in bytes, wall seconds)."""
     server, url = start_server(scratch / f"runs-{n}")
     sampler = MemorySampler(server.pid)
     sampler.start()
     start, visitors = time.perf_counter(), [Visitor(i + 1) for i in range(n)]
     try:
         wait_healthy(url)
-        asyncio.run(asyncio.wait_for(class_of(visitors, url, csv_path, settle, pick), timeout))
+        asyncio.run(asyncio.wait_for(class_of(teacher, visitors, url, csv_path, settle, pick, browser_path), timeout))
     except TimeoutError:
-        for v in visitors:
+        for v in [teacher, *visitors] if teacher else visitors:
             if v.doing != "done":
                 v.errors.append(f"stopped by the --timeout while waiting for: {v.doing}")
     finally:
@@ -290,23 +320,34 @@ def run_class(n: int, csv_path: Path, settle: float, timeout: float, scratch: Pa
     return visitors, peak, time.perf_counter() - start
 
 
-def report(n: int, visitors: list[Visitor], peak: int, wall: float) -> None:
+def p95(values: list[float]) -> float:
+    """The 95th percentile, interpolated between the ranked values (the worst of fewer than two)."""
+    return statistics.quantiles(values, n=20, method="inclusive")[-1] if len(values) > 1 else max(values)
+
+
+def report(n: int, visitors: list[Visitor], peak: int, wall: float, teacher: Visitor | None) -> None:
+    if teacher is not None:
+        print("\nthe teacher, alone before the class: " + ", ".join(f"{what} {s:.1f}" for what, s in teacher.times.items())
+              + (f"; errors: {teacher.errors}" if teacher.errors else ""))
     upload_span = visitors[0].spans.get("upload")
     rows: dict[str, list[float]] = {room.stem: [] for room in registry.PAGES}
+    rows.update({f"{room.stem}, first draw": [] for room in registry.PAGES})
     rows.update({"typed pair": [], "typed pair during the upload": [], "upload": []})
     for v in visitors:
         for what, seconds in v.times.items():
             rows[what].append(seconds)
+        for what, seconds in v.firsts.items():
+            rows[f"{what}, first draw"].append(seconds)
         typed = v.spans.get("typed pair")
         if upload_span and typed and typed[0] < upload_span[1] and typed[1] > upload_span[0]:
             rows["typed pair during the upload"].append(v.times["typed pair"])
     if "upload" not in visitors[0].times and upload_span:
         print(f"  (the upload was still being scored after {time.perf_counter() - upload_span[0]:.0f} s)")
     print(f"\n{n} visitor(s): {wall:.0f} s in all, server peak memory {peak / 2**30:.2f} GiB")
-    print(f"  {'what':32s} {'n':>3s} {'median s':>9s} {'worst s':>8s}")
+    print(f"  {'what':32s} {'n':>3s} {'median s':>9s} {'p95 s':>6s} {'worst s':>8s}")
     for what, values in rows.items():
         if values:
-            print(f"  {what:32s} {len(values):3d} {statistics.median(values):9.2f} {max(values):8.2f}")
+            print(f"  {what:32s} {len(values):3d} {statistics.median(values):9.2f} {p95(values):6.2f} {max(values):8.2f}")
     errors = [(v.number, e) for v in visitors for e in v.errors]
     print(f"  errors: {len(errors)}")
     for number, error in errors[:30]:
@@ -329,9 +370,13 @@ def main() -> None:
     parser.add_argument("--upload-checkpoints", default="albert-sop-minilm",
                         help="what the uploader picks (the link's ?ckpt=); empty: the sidebar's default")
     parser.add_argument("--timeout", type=float, default=2400.0, help="seconds the whole benchmark may take")
+    parser.add_argument("--teacher", action=argparse.BooleanOptionalAction, default=True,
+                        help="a teacher walks every page once before the class arrives (default: yes)")
+    parser.add_argument("--browser-nice", type=int, default=10,
+                        help="Chromium's niceness: the tabs take what the server leaves (0: as equals)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.visitors.split(",") if s.strip()]
-    print(f"machine: {machine()}")
+    print(f"machine: {machine()}; teacher first: {'yes' if args.teacher else 'no'}; Chromium at nice {args.browser_nice}")
     end = time.perf_counter() + args.timeout
     with tempfile.TemporaryDirectory(prefix="bench-class-") as scratch:
         csv_path = pairs_csv(Path(scratch) / "pairs.csv")
@@ -340,8 +385,10 @@ def main() -> None:
             if left <= 0:
                 print(f"\n{n} visitor(s): not run, the --timeout of {args.timeout:.0f} s was spent")
                 continue
-            visitors, peak, wall = run_class(n, csv_path, args.settle, left, Path(scratch), args.upload_checkpoints)
-            report(n, visitors, peak, wall)
+            teacher = Visitor(0) if args.teacher else None
+            visitors, peak, wall = run_class(n, csv_path, args.settle, left, Path(scratch), args.upload_checkpoints,
+                                             teacher, chromium(args.browser_nice, Path(scratch)))
+            report(n, visitors, peak, wall, teacher)
 
 
 if __name__ == "__main__":

@@ -148,3 +148,45 @@ def test_the_light_pages_do_not_import_torch():
     result = subprocess.run([sys.executable, "-c", code, str(ROOT / "app" / "main.py"), *LIGHT], cwd=ROOT,
                             capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 0 and result.stdout.strip().splitlines()[-1] == "[]", (result.stdout, result.stderr[-2000:])
+
+
+@pytest.mark.slow
+def test_the_light_pages_draw_while_the_model_code_is_being_imported():
+    """20 visitors arriving at once all waited at the model card for the warm-up's import of
+    torch and transformers, which their browser tabs slowed to most of a minute: a light page
+    must draw while another thread holds the import (here: holds it until the pages are drawn)."""
+    from app.shell.registry import LIGHT
+
+    code = ("import sys, threading\nfrom streamlit.testing.v1 import AppTest\n"
+            "from albert_lab.importing import MODEL_CODE\n"
+            "held, done = threading.Event(), threading.Event()\n"
+            "def importing():\n    with MODEL_CODE:\n        held.set()\n        done.wait(120)\n"
+            "threading.Thread(target=importing, daemon=True).start()\nheld.wait()\n"
+            "at = AppTest.from_file(sys.argv[1], default_timeout=30)\nat.run()\nassert not at.exception, at.exception\n"
+            "for stem in sys.argv[2:]:\n    at.switch_page(f'rooms/{stem}/page.py').run()\n"
+            "    assert not at.exception, at.exception\n    assert at.title[0].value, stem\n"
+            "done.set()\nprint('drawn')")
+    result = subprocess.run([sys.executable, "-c", code, str(ROOT / "app" / "main.py"), *LIGHT], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0 and result.stdout.strip().splitlines()[-1] == "drawn", (result.stdout, result.stderr[-2000:])
+
+
+def test_a_foreign_config_is_read_after_the_model_code_import(tmp_path):
+    """A light page may read a config.json through transformers' AutoConfig while the warm-up
+    imports transformers in another thread: the read waits for that import (one importer at a time)."""
+    import threading
+
+    from transformers import BertConfig
+
+    from albert_lab.checkpoint.files import read_transformers_config
+    from albert_lab.importing import MODEL_CODE
+
+    BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+               intermediate_size=48).save_pretrained(tmp_path)
+    read = threading.Event()
+    reader = threading.Thread(target=lambda: (read_transformers_config(tmp_path), read.set()))
+    with MODEL_CODE:  # the warm-up, importing
+        reader.start()
+        assert not read.wait(0.5)  # waits for the import to end
+    reader.join(30)
+    assert read.is_set()

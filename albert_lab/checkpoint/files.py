@@ -14,6 +14,7 @@ from typing import Any, get_args
 from albert_lab.checkpoint.heads import HeadState
 from albert_lab.data.textfile import read_json, read_user_file
 from albert_lab.errors import AlbertLabError, CheckpointError, DataError
+from albert_lab.importing import MODEL_CODE
 from albert_lab.params import fit_problem
 from albert_lab.paths import user_path
 from albert_lab.spec import ModelSpec, transformers_fields
@@ -204,9 +205,10 @@ def _card_spec(folder: Path, card: dict[str, Any]) -> ModelSpec:
 
 
 def _config_spec(folder: Path, config: Any) -> ModelSpec:
-    from albert_lab.models import spec_from_config
+    with MODEL_CODE:  # torch and transformers, never beside another thread's import of them
+        from albert_lab.models import spec_from_config
 
-    config = config if config is not None else read_transformers_config(folder)
+        config = config if config is not None else read_transformers_config(folder)
     try:
         return spec_from_config(config, {})
     except AlbertLabError as err:
@@ -219,10 +221,11 @@ def _config_spec(folder: Path, config: Any) -> ModelSpec:
 def read_transformers_config(folder: Path) -> Any:
     """transformers' config object for a folder, or a CheckpointError naming config.json
     (a config.json of the right shape can still hold values transformers rejects)."""
-    from transformers import AutoConfig
-
+    with MODEL_CODE:  # transformers' modules, never beside another thread's import of them
+        from transformers import AutoConfig
     try:
-        config = AutoConfig.from_pretrained(str(folder))
+        with MODEL_CODE:  # from_pretrained imports the config's module of its model type
+            config = AutoConfig.from_pretrained(str(folder))
         for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
                      "type_vocab_size", "max_position_embeddings"):
             value = getattr(config, name)

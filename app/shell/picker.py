@@ -146,6 +146,7 @@ def _offer_from_link(entry: str, extra: dict[str, str]) -> str:
 
     if entry.startswith("run:"):
         raise AlbertLabError("no training run of that name has a checkpoint on this machine")
+    ui.import_model_code()  # it may load the checkpoint: never beside the warm-up's import
     entry, casing = split_casing(check_typed_path(entry))
     local = (folder := typed_folder(entry)) or is_local_source(entry)
     if casing is not None and not local:
@@ -182,14 +183,11 @@ def _offer_from_link(entry: str, extra: dict[str, str]) -> str:
     return name
 
 
-
-
-
-
 def _add_source(text: str, extra: dict[str, str], casing: str | None = None) -> None:
     """Add what was typed into 'Add'; `casing` ('cased', 'uncased'; None: the release's own) is
     kept with it, for Google's original releases only (one line refuses it for any other)."""
     text = check_typed_path(text)  # a NUL byte, 5,000 characters: a message; ~ is check_local_folder's
+    ui.import_model_code()  # it loads the checkpoint: never beside the warm-up's import (the sidebar draws before it)
     from albert_lab.checkpoint.load import hub_reachable, load_checkpoint
 
     local = (folder := typed_folder(text)) or is_local_source(text)

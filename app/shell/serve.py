@@ -6,21 +6,26 @@ can draw, its script needs pandas, plotly and Streamlit's emoji table (which
 `st.set_page_config` compiles, a quarter of a second): imported before the server listens
 (0.4 s). The landing page (the model card) needs no torch; torch and transformers' model
 code (2.6 s of imports on a 2-core CPU) are imported after it has drawn, in the background
-(`ui.warm_up`, a second after the page), by a page that needs them before
-that, or waited for by a light page. Imported before the server listened, they held up the
-first page: from `scripts/app.sh` to the card drawn took 6.1 s, now 3.0 s, and to the
-Oscillation page clicked as soon as the card is drawn 10.0 s, now 9.3 s (medians of 3,
-benchmarks/bench_app_start.py, docs/benchmarks.md). Imported in a thread while the server
-started and the browser drew the first page, they took the cores the browser needed (a
-first visit of 4.2 s where a page of constants with the same elements takes 3.0 s).
+(`ui.warm_up`, a second after the page), or by a page that needs them before that. Imported
+before the server listened, they held up the first page: from `scripts/app.sh` to the card
+drawn took 6.1 s, now 3.0 s, and to the Oscillation page clicked as soon as the card is drawn
+10.0 s, now 9.3 s (medians of 3, benchmarks/bench_app_start.py, docs/benchmarks.md). Imported
+in a thread while the server started and the browser drew the first page, they took the cores
+the browser needed (a first visit of 4.2 s where a page of constants with the same elements
+takes 3.0 s).
 
-Two threads importing torch and transformers at once can each wait on a module the other
-is importing; Python then hands one of them a module half-imported ("cannot import name
-'AlbertConfig' from 'transformers'"), so the model code is imported by one thread at a
-time (import_model_code), and a page that needs it waits for the warm-up's import.
+The model code is imported by one thread at a time (albert_lab.importing.MODEL_CODE, see
+there why); a page that needs it waits for the warm-up's import. The light pages
+(registry.LIGHT) need none of it and draw beside that import: what they may do with
+transformers (a foreign config.json read by AutoConfig) takes the same lock in the library,
+and their buttons that do heavy work (a probe, albertize) call import_model_code first. With
+20 visitors arriving at once, all 20 model cards waited for the warm-up's import, which their
+20 browser tabs slowed to most of a minute (docs/benchmarks.md).
 """
 
 import threading
+
+from albert_lab.importing import MODEL_CODE
 
 
 def import_first_page() -> None:
@@ -36,7 +41,6 @@ def import_first_page() -> None:
     px.bar(x=[1], y=["a"], orientation="h")  # plotly's first figure imports its validators
 
 
-_MODEL_CODE = threading.Lock()
 _model_code_imported = threading.Event()
 
 
@@ -47,7 +51,7 @@ def import_model_code() -> None:
     never from a module being imported: the thread importing might need that module."""
     if _model_code_imported.is_set():
         return
-    with _MODEL_CODE:
+    with MODEL_CODE:
         if not _model_code_imported.is_set():
             import transformers.activations  # noqa: F401  albert_lab.kernels'
 
@@ -56,13 +60,6 @@ def import_model_code() -> None:
             import albert_lab.models
             import albert_lab.tokenizer  # noqa: F401
             _model_code_imported.set()
-
-
-def wait_for_model_code() -> None:
-    """Wait while another thread imports the model code: a page that does not need it may
-    still read a config with a little of transformers, which must not run beside that import."""
-    with _MODEL_CODE:
-        pass
 
 
 def import_in_background() -> None:

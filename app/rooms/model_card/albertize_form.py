@@ -17,6 +17,7 @@ from app.shell.state import kept
 def albertize_section(name: str, source: str, spec: dict) -> None:
     """For a BERT checkpoint: factorise its embedding and share its layers (albert-lab albertize),
     save the result under runs/albertized/ and offer it in the sidebar."""
+    ui.import_model_code()  # albert_lab.convert is torch's: never beside the warm-up's import
     from albert_lab.convert import INIT_NOTES
     from albert_lab.spec import Sharing
 

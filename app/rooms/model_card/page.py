@@ -23,6 +23,7 @@ def probe_into_runs(chosen: Selection, name: str, task: str, train_pairs: int, h
     """Fit a probe into a fresh folder under runs/probes/, or give the folder of the same probe fitted
     before (the encoder's files, dtype and every choice alike); within the app's disk quota. The
     cached model the other pages share is only read."""
+    ui.import_model_code()  # the probe trains with torch: never beside the warm-up's import
     from albert_lab import limits
     from albert_lab.paths import runs_dir
     from albert_lab.training.probe import probe_into
