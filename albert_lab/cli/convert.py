@@ -7,7 +7,8 @@ import shlex
 import sys
 from typing import get_args
 
-from albert_lab.cli.common import check_not_input, check_outputs, command, path_option, seed_option
+from albert_lab.cli.common import command, path_option, seed_option
+from albert_lab.cli.outputs import check_not_input, check_outputs
 from albert_lab.spec import Init, Sharing
 
 
