@@ -11,9 +11,10 @@ from typing import Any, Literal
 
 from albert_lab.data.corpora import BUILTIN, DEFAULT, PLUS, builtin_limit
 from albert_lab.errors import RunError
+from albert_lab.fields import check_types, field_names, unknown_field
 from albert_lab.limits import APP_MAX_MINUTES, APP_MAX_STEPS, MAX_SEED, max_threads
 from albert_lab.params import fit_problem
-from albert_lab.spec import ModelSpec, Objective, check_types, field_names, unknown_field
+from albert_lab.spec import ModelSpec, Objective
 from albert_lab.training.options import SPEC_OPTIONS, Option, Range, Widget, option, rows_of
 
 Precision = Literal["auto", "fp32", "bf16"]
