@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import types
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, get_args
 
 from albert_lab.errors import SpecError
+from albert_lab.fields import check_types, field_names, unknown_field
 
 Family = Literal["albert", "bert"]
 Sharing = Literal["all", "attention", "ffn", "none"]
@@ -270,62 +269,3 @@ PRESET_NOTES: dict[str, str] = {
     "lab-bert": "shipped BERT baseline: not shared, E = H = 256, same depth and width",
     "lab-tiny": "seconds-scale runs for trying the training page",
 }
-
-
-def field_names(cls) -> list[str]:
-    """The sorted field names of a dataclass."""
-    return sorted(f.name for f in dataclasses.fields(cls))
-
-
-def unknown_field(cls, data: dict[str, Any]) -> str | None:
-    """The first key of `data` that is not a field of the dataclass `cls`, if any."""
-    unknown = sorted(set(data) - set(field_names(cls)))
-    return unknown[0] if unknown else None
-
-
-def check_types(cls: type, data: object, error: Callable[[str, str], Exception], what: str) -> None:
-    """Raise `error(field, message)` unless `data` is a dict whose values have the types of
-    the dataclass `cls`'s fields (ints not bools, floats finite, Literal choices); unknown
-    keys are left to `unknown_field`. For dicts read from files (run.json, a card)."""
-    if not isinstance(data, dict):
-        raise error(what, f"must be an object of fields, got {type(data).__name__}")
-    hints = get_type_hints(cls)
-    for name, value in data.items():
-        if name in hints and not _has_type(value, hints[name]):
-            shown = _shown(value)
-            raise error(name, f"{shown} is not {_type_words(hints[name])}")
-
-
-def _shown(value: object) -> str:
-    """repr() of a short value, else its type's name (a deeply nested one has no repr)."""
-    if isinstance(value, (dict, list)):
-        return type(value).__name__
-    text = repr(value)
-    return text if len(text) <= 60 else type(value).__name__
-
-
-def _has_type(value: object, hint: Any) -> bool:
-    origin, args = get_origin(hint), get_args(hint)
-    if hint is Any:
-        return True
-    if origin is Literal:
-        return any(value == a and type(value) is type(a) for a in args)
-    if origin in (Union, types.UnionType):
-        return any(_has_type(value, a) for a in args)
-    if hint is type(None):
-        return value is None
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, origin or hint)
-
-
-def _type_words(hint: Any) -> str:
-    origin, args = get_origin(hint), get_args(hint)
-    if origin is Literal:
-        return "one of " + ", ".join(map(repr, args))
-    if origin in (Union, types.UnionType):
-        return " or ".join(_type_words(a) for a in args)
-    names = {int: "an integer", float: "a finite number", str: "text", bool: "true or false", type(None): "null", dict: "an object"}
-    return names.get(origin or hint, getattr(origin or hint, "__name__", str(hint)))

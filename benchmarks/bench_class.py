@@ -153,16 +153,33 @@ def _proc_tree_rss(pid: int) -> int:
     return total
 
 
+def cpu_seconds(pids: set[int]) -> float:
+    """CPU seconds (user + system) of these processes and of their children they have reaped."""
+    tick, total = os.sysconf("SC_CLK_TCK"), 0
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            total += sum(int(v) for v in stat[stat.rindex(")") + 2:].split()[11:15])  # utime stime cutime cstime
+        except (OSError, ValueError):
+            pass
+    return total / tick
+
+
 class MemorySampler(threading.Thread):
-    """The peak of tree_rss(pid), sampled every `every` seconds until stop()."""
+    """The peak of tree_rss(pid), sampled every `every` seconds until stop(); also the CPU seconds
+    of the server's tree and of the browsers' (every other process below this one), at the last sample."""
 
     def __init__(self, pid: int, every: float = 0.25) -> None:
         super().__init__(daemon=True)
         self.pid, self.every, self.peak, self._done = pid, every, 0, threading.Event()
+        self.server_cpu = self.browser_cpu = 0.0
 
     def run(self) -> None:
         while not self._done.is_set():
             self.peak = max(self.peak, tree_rss(self.pid))
+            server = proc_descendants(self.pid)
+            self.server_cpu = max(self.server_cpu, cpu_seconds(server))
+            self.browser_cpu = max(self.browser_cpu, cpu_seconds(proc_descendants(os.getpid()) - server - {os.getpid()}))
             self._done.wait(self.every)
 
     def stop(self) -> int:
@@ -312,6 +329,8 @@ def run_class(n: int, csv_path: Path, settle: float, timeout: float, scratch: Pa
                 v.errors.append(f"stopped by the --timeout while waiting for: {v.doing}")
     finally:
         peak = sampler.stop()
+        print(f"  CPU seconds: the server {sampler.server_cpu:.0f}, the browsers {sampler.browser_cpu:.0f} "
+              f"(over {time.perf_counter() - start:.0f} s of wall time on {os.cpu_count()} CPUs)")
         server.terminate()
         try:
             server.wait(timeout=20)

@@ -32,7 +32,7 @@ def first_start(cache: Path, runs: Path) -> float:
     from albert_lab.data.corpora import DEFAULT
     from albert_lab.spec import PRESETS
     from albert_lab.training import jobs
-    from albert_lab.training.config import browser_config
+    from albert_lab.training.recipe import browser_config
 
     os.environ["ALBERT_LAB_CACHE"], os.environ["ALBERT_LAB_RUNS"] = str(cache), str(runs)
     spec = PRESETS["lab-albert"]  # the form's default model, its fields as the form fills them

@@ -56,8 +56,8 @@ BACKWARD = "autograd::engine::evaluate_function: "
 
 def build_trainer(checkpoint: str, precision: str, args: argparse.Namespace, run_dir: Path, prepared=None):
     """The Trainer of an uptraining run from `checkpoint`, as `albert-lab train --init-from` builds it."""
-    from albert_lab.training.config import uptrain_config
     from albert_lab.training.loop import Trainer
+    from albert_lab.training.recipe import uptrain_config
 
     config = uptrain_config(checkpoint, "sop", corpus="long-mix", steps=1000, optimizer="adamw", lr=2e-4,
                             weight_decay=0.01, batch_size=args.batch_size, max_seq_len=args.seq_len, precision=precision,

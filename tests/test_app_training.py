@@ -296,7 +296,7 @@ def test_a_browser_run_records_the_command_that_makes_it_again(monkeypatch):
 
     import albert_lab.training.jobs as jobs
     from albert_lab.cli import main
-    from albert_lab.training.config import browser_config
+    from albert_lab.training.recipe import browser_config
 
     config = browser_config("lab-tiny", "nsp", hidden=64, layers=3, embedding=32, heads=2, sharing="attention",
                             corpus="wiki-vital[:600]", steps=40, vocab=1000, max_seq_len=64, batch_size=8, lr=0.002,

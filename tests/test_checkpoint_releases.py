@@ -238,7 +238,8 @@ def test_a_config_of_another_model_is_one_line(copy):
 def test_xxlarge_index_reads_no_optimizer_slot(tmp_path, monkeypatch):
     """An index of ALBERT-xxlarge's shapes with its Adam slots, over a sparse data file: the release
     is planned from the index alone, and what it would read is the model's weights, not the slots."""
-    from albert_lab.checkpoint.release import expected_names, release_spec
+    from albert_lab.checkpoint.release import release_spec
+    from albert_lab.checkpoint.release_names import expected_names
 
     folder = tmp_path / "albert_xxlarge"
     folder.mkdir()

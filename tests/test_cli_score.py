@@ -137,7 +137,7 @@ def test_the_out_probe_never_follows_a_link_or_blocks_on_a_pipe(tmp_path):
     user's link, and waited forever on a named pipe without a reader (now refused at once)."""
     import os
 
-    from albert_lab.cli.common import check_out
+    from albert_lab.cli.outputs import check_out
     from albert_lab.errors import AlbertLabError
 
     (link := tmp_path / "out.csv").symlink_to(tmp_path / "target.csv")

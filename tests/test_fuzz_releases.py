@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 from tf_bundle import Spec, write_index
 
 from albert_lab.checkpoint.archive import unpacked_release
-from albert_lab.checkpoint.release import converted_release, open_release
+from albert_lab.checkpoint.release import open_release
+from albert_lab.checkpoint.release_convert import converted_release
 from albert_lab.checkpoint.tf1 import DTYPES, read_bundle
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tf_releases"

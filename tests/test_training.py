@@ -97,27 +97,27 @@ def test_a_foreground_run_prepares_its_corpus_once_and_a_worker_from_the_checked
 
 
 def test_the_last_steps_are_logged_when_not_a_multiple_of_log_every(monkeypatch, capfd):
-    from albert_lab.training import loop
-    from albert_lab.training.loop import Trainer
+    from albert_lab.training import evaluation
+    from albert_lab.training.evaluation import HeldOut
 
     run_dir, _ = create_run(config(name="odd", max_steps=7, eval_every=100, checkpoint_every=100, gradflow_every=100))
-    seen, score = [], Trainer._score
-    def final_evaluation(self, pairs, limit, tasks):  # what run.json says while the last evaluation runs
+    seen, score = [], HeldOut._score
+    def final_evaluation(self, limit, tasks):  # what run.json says while the last evaluation runs
         seen.append((limit, tuple(tasks), json.loads((run_dir / "run.json").read_text())["message"]))  # (no worker here)
-        return score(self, pairs, limit, tasks)
-    monkeypatch.setattr(Trainer, "_score", final_evaluation)
-    monkeypatch.setattr(loop, "FINAL_EVAL_SHARE", 0.0)  # the smallest sample: the calibration's size
+        return score(self, limit, tasks)
+    monkeypatch.setattr(HeldOut, "_score", final_evaluation)
+    monkeypatch.setattr(evaluation, "FINAL_EVAL_SHARE", 0.0)  # the smallest sample: the calibration's size
     assert run_worker(run_dir) == "succeeded"
-    assert seen[0][:2] == (loop.CALIBRATION_ROWS, loop.TASKS)  # timed first, to size the sample
-    assert [s[:2] for s in seen[1:]] == [(loop.CALIBRATION_ROWS, (task,)) for task in loop.TASKS]
+    assert seen[0][:2] == (evaluation.CALIBRATION_ROWS, evaluation.TASKS)  # timed first, to size the sample
+    assert [s[:2] for s in seen[1:]] == [(evaluation.CALIBRATION_ROWS, (task,)) for task in evaluation.TASKS]
     assert all(message.startswith("final evaluation: ") for *_, message in seen[1:]), seen
     assert "a sample sized to the run" in seen[1][2] and "about" in seen[1][2] and "scored, about" in seen[2][2]
     assert read_run(run_dir).message == ""
     card = load_checkpoint(run_dir / "checkpoint").card
     evaluated = card["evaluation"]
-    assert not evaluated["full"] and evaluated["evaluated_rows"] <= 3 * loop.CALIBRATION_ROWS < evaluated["held_out_rows"]
+    assert not evaluated["full"] and evaluated["evaluated_rows"] <= 3 * evaluation.CALIBRATION_ROWS < evaluated["held_out_rows"]
     evaluated_sop_n = card["metrics"]["sop"]["n"]
-    assert card["metrics"]["sop"]["n"] <= loop.CALIBRATION_ROWS and card["metrics"]["sop"]["low"] < card["metrics"]["sop"]["high"]
+    assert card["metrics"]["sop"]["n"] <= evaluation.CALIBRATION_ROWS and card["metrics"]["sop"]["low"] < card["metrics"]["sop"]["high"]
     log = capfd.readouterr().out  # a worker's output is its log.txt
     assert f"final evaluation on {evaluated['evaluated_rows']:,} of {evaluated['held_out_rows']:,} held-out" in log
     assert "(95% intervals)" in log and "sop_interior" in log

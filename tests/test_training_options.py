@@ -18,11 +18,9 @@ from albert_lab.training.config import (
     SCRATCH_LR,
     UPTRAIN_LR,
     TrainConfig,
-    browser_config,
-    snapshots,
-    uptrain_config,
 )
 from albert_lab.training.options import SPEC_OPTIONS, Range
+from albert_lab.training.recipe import browser_config, snapshots, uptrain_config
 
 ROWS = {row.name: row for row in OPTIONS}
 RUN_CONTROL = {"--preset", "--runs-dir", "--run-id", "--foreground", "--detach", "--resume", "--help"}  # how, not what, to train

@@ -79,7 +79,7 @@ def test_a_browser_uptraining_run_records_the_command_that_makes_it_again(tiny_b
 
     import albert_lab.training.jobs as jobs
     from albert_lab.cli import main
-    from albert_lab.training.config import uptrain_config
+    from albert_lab.training.recipe import uptrain_config
 
     folder, source = tiny_bert
     config = uptrain_config(str(folder), "sop", corpus="wiki-vital[:600]", steps=40, max_seq_len=64, batch_size=8,

@@ -26,10 +26,10 @@ import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import IO
+from typing import IO, Any
 
 from albert_lab.checkpoint.files import check_regular
-from albert_lab.checkpoint.release import ARCHIVE_CARD, CONFIGS, release_family
+from albert_lab.checkpoint.release import CONFIGS, release_family
 from albert_lab.checkpoint.sources import sha256
 from albert_lab.checkpoint.store import remove_dead_temporaries
 from albert_lab.errors import CheckpointError
@@ -42,6 +42,7 @@ MAX_BYTES = 16 << 30  # the largest release (ALBERT-xxlarge with its optimizer s
 # any release, and a bomb stops there; FLOOR lets small archives of text hold what they hold
 RATIO, FLOOR = 10, 256 << 20
 RESERVE = 512 << 20  # left free on the cache's disk after unpacking
+ARCHIVE_CARD = ".archive.json"  # in an archive's unpacked folder: {"name", "sha256", "bytes"} of the archive
 _HASHES: dict[tuple[int, ...], str] = {}  # (dev, inode, size, mtime, ctime) -> SHA-256 in this process
 
 
@@ -100,6 +101,20 @@ def unpacked_release(archive: Path) -> Path:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
     return _release_in(archive, out)
+
+
+def unpacked_from(folder: Path) -> dict[str, Any] | None:
+    """The archive a release folder was unpacked from ({"name", "sha256", "bytes"}), or None."""
+    root = cache_dir() / "releases" / "unpacked"
+    for above in [folder, *folder.parents]:
+        if above.parent == root:
+            try:
+                return json.loads((above / ARCHIVE_CARD).read_text())
+            except (OSError, ValueError):
+                return None
+        if above == root:
+            break
+    return None
 
 
 def _release_in(archive: Path, folder: Path) -> Path:

@@ -23,7 +23,8 @@ from albert_lab.checkpoint.files import (
     safetensors_keys,
 )
 from albert_lab.checkpoint.heads import MLM_KEYS, PAIR_KEYS, HeadStatus, head_status
-from albert_lab.checkpoint.release import CONFIGS, converted_release, release_family
+from albert_lab.checkpoint.release import CONFIGS, release_family
+from albert_lab.checkpoint.release_convert import converted_release
 from albert_lab.checkpoint.store import recover_interrupted_save
 from albert_lab.errors import AlbertLabError, CheckpointError
 from albert_lab.paths import checkpoints_dir, runs_dir, user_path

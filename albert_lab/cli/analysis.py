@@ -19,7 +19,6 @@ from albert_lab.cli.common import (
     add_option_arguments,
     add_text_arguments,
     check_bounds,
-    check_outputs,
     command,
     input_texts,
     load_bundle,
@@ -27,8 +26,8 @@ from albert_lab.cli.common import (
     option_values,
     print_frame,
     progress_line,
-    write_csv,
 )
+from albert_lab.cli.outputs import check_outputs, write_csv
 from albert_lab.errors import AlbertLabError
 
 

@@ -7,7 +7,8 @@ import shlex
 import sys
 from typing import get_args
 
-from albert_lab.cli.common import check_not_input, check_outputs, command, path_option, seed_option
+from albert_lab.cli.common import command, path_option, seed_option
+from albert_lab.cli.outputs import check_not_input, check_outputs
 from albert_lab.spec import Init, Sharing
 
 
@@ -52,7 +53,8 @@ def _import_tf_arguments(p: argparse.ArgumentParser) -> None:
 @command("import-tf", "keep one of Google's original ALBERT or BERT releases (TF1 checkpoint) as a checkpoint folder")(_import_tf_arguments)
 def cmd_import_tf(args: argparse.Namespace) -> int:
     from albert_lab.checkpoint.archive import is_archive, unpacked_release
-    from albert_lab.checkpoint.release import convert_release, open_release
+    from albert_lab.checkpoint.release import open_release
+    from albert_lab.checkpoint.release_convert import convert_release
     from albert_lab.checkpoint.store import check_new_folder
 
     check_not_input(args.out, [("the release", args.source)], "--out")  # never into the release it reads

@@ -15,9 +15,7 @@ from albert_lab.cli.common import (
     add_spec_arguments,
     check_at_least,
     check_bf16,
-    check_outputs,
     command,
-    command_inputs,
     emit,
     int_in,
     load_bundles,
@@ -28,6 +26,7 @@ from albert_lab.cli.common import (
     spec_from_args,
     table,
 )
+from albert_lab.cli.outputs import check_outputs, command_inputs
 from albert_lab.errors import AlbertLabError
 from albert_lab.limits import MAX_PROBE_PAIRS, MAX_PROBE_STEPS
 from albert_lab.training.config import OPTIONS_OF_CONFIG, TrainConfig

@@ -15,16 +15,13 @@ import os
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import torch
-from safetensors.torch import load_file
 
 from albert_lab.analysis.gradflow import gradient_flow_on_batch
-from albert_lab.analysis.intrinsic import TASKS, accuracy_table, card_metrics, flat_metrics, score_eval_pairs
+from albert_lab.analysis.intrinsic import card_metrics, flat_metrics
 from albert_lab.checkpoint.store import recover_checkpoint_dir, save_checkpoint
 from albert_lab.data.batching import Batch, BatchesAhead, PretrainingData
 from albert_lab.data.masking import masking_config
@@ -37,37 +34,20 @@ from albert_lab.objective import PretrainingLoss
 from albert_lab.runfolder import RunFolder, append_jsonl, loss_words
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.distributed import DistContext
+from albert_lab.training.evaluation import HeldOut
 from albert_lab.training.init import load_init_weights, standardize_pooler
 from albert_lab.training.optim import build_optimizer, lr_factor
 from albert_lab.training.prepare import Prepared, prepare
+from albert_lab.training.progress import Progress
 from albert_lab.training.provenance import run_card
-from albert_lab.training.runs import FINAL_EVALUATION, HEARTBEAT_S, update_run
-from albert_lab.training.state import has_trainer_state, load_trainer_state, save_trainer_state
-
-FINAL_EVAL_SHARE = 0.25  # a run's final evaluation costs at most about this share of its training time (unless full_eval)
-CALIBRATION_ROWS = 32  # per task: timed first, to size the sample
-
-
-def _seconds(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+from albert_lab.training.runs import HEARTBEAT_S, update_run
+from albert_lab.training.state import has_trainer_state, resume_checkpoint, save_trainer_state
 
 STANDARDIZE_BATCHES = 8  # batches whose [CLS] states set a standardized pooler (512 pairs at batch 64)
 
 
 class Cancelled(Exception):
     pass
-
-
-@dataclass
-class Progress:
-    step: int = 0
-    tokens: int = 0
-    elapsed: float = 0.0  # seconds of training, summed over resumes
-    window: dict[str, float] = field(default_factory=dict)  # sums since the last log line
-
-    def add(self, **values: float) -> None:
-        for key, value in values.items():
-            self.window[key] = self.window.get(key, 0.0) + value
 
 
 class Trainer:
@@ -84,6 +64,7 @@ class Trainer:
         model = build_model(self.prepared.spec, seed=config.seed)
         self.init_card = load_init_weights(model, self.prepared.tokenizer_dir) if config.init_from else None
         self.model = tune_for_training(model, self.device).to(self.device).train()
+        self.held_out = HeldOut(self.model, self.prepared.tokenizer, self.prepared.eval_pairs, config.max_seq_len, self.dtype)
         parts = Parts.of(self.model)
         if config.heads_only:  # a probe: the encoder stays as loaded (the MLM decoder is the frozen word embeddings)
             parts.encoder.requires_grad_(False)
@@ -231,97 +212,24 @@ class Trainer:
             frame = gradient_flow_on_batch(self.model, self.prepared.spec, batch, config.objective, self.dtype)
             append_jsonl(self.folder.gradflow, {"step": step, "rows": frame.to_dict(orient="records")})
         if step % config.eval_every == 0:
-            metrics = self._evaluate(limit=config.eval_limit)
+            metrics = self.held_out.metrics(limit=config.eval_limit)
             self._metrics({"kind": "eval", "step": step, **{f"eval_{k}": v for k, v in metrics.items()}})
         if step % config.checkpoint_every == 0:
             self._save({})
 
     def _log_window(self, lr: float) -> None:
-        p, w = self.progress, self.progress.window
-        rate = w["tokens"] / max(w["time"], 1e-9)
-        if self.config.max_steps and (not self.budget_s or p.step / self.config.max_steps >= p.elapsed / self.budget_s):
-            eta = (self.config.max_steps - p.step) * w["time"] / w["steps"]
-        else:
-            eta = max(0.0, (self.budget_s or 0.0) - p.elapsed)
-        n = w["steps"]
-        # a metric that was not measured is absent, never a number: no pair loss or accuracy under 'none'
-        pair = {"pair_loss": w["pair_loss"] / n, "pair_acc": w["pair_hits"] / w["pair_n"]} if w["pair_n"] else {}
-        row = {"kind": "train", "step": p.step, "epoch": round(self.data.epoch_of(p.step), 3), "loss": w["loss"] / n,
-               "mlm_loss": w["mlm_loss"] / n, **pair, "mlm_acc": w["mlm_hits"] / max(1, w["mlm_n"]),
-               "grad_norm": w["grad_norm"] / n, "lr": lr,
-               "tokens": p.tokens, "tokens_per_s": rate, "run_tokens_per_s": p.tokens / max(p.elapsed, 1e-9),
-               "elapsed_s": p.elapsed, "eta_s": eta, **({"distil_loss": w["distil_loss"] / n} if self.teacher else {})}
+        step = self.progress.step
+        row = self.progress.train_row(lr, self.data.epoch_of(step), self.config.max_steps, self.budget_s, bool(self.teacher))
         self._metrics(row)
-        p.window = {}
-        self._say(f"step {p.step}: {loss_words(row)}, {rate:,.0f} tok/s, eta {eta:,.0f} s")
+        self._say(f"step {step}: {loss_words(row)}, {row['tokens_per_s']:,.0f} tok/s, eta {row['eta_s']:,.0f} s")
 
     def _metrics(self, row: dict[str, Any]) -> None:
         append_jsonl(self.folder.metrics, {**row, "time": time.time()})
 
-    def _evaluate(self, limit: int | None) -> dict[str, float]:
-        table = self._evaluate_table(limit)
-        return {} if table is None else flat_metrics(table)
-
     def _final_evaluation(self) -> tuple[Any, dict[str, Any] | None]:
-        """(accuracy_table, what was scored) at the end of a run: every held-out pair with
-        config.full_eval, else a fixed sample sized so that scoring takes about
-        FINAL_EVAL_SHARE of the training time (timed on a first small sample), its 95%
-        intervals in the log and the card. Progress and the time left go to the log and
-        run.json's message, task by task."""
-        pairs = self.prepared.eval_pairs
-        if pairs.empty:
-            return None, None
-        tasks = [t for t in TASKS if (pairs.task == t).any()]
-        sizes = pairs.task.value_counts()
-        self.model.eval()
-        try:
-            started = time.perf_counter()
-            probe = self._score(pairs, CALIBRATION_ROWS, tasks)  # for the time estimate, and the sample's size
-            per_row, limit = (time.perf_counter() - started) / max(1, len(probe)), None
-            if not self.config.full_eval:
-                budget = FINAL_EVAL_SHARE * max(self.progress.elapsed, 1.0)
-                limit = max(CALIBRATION_ROWS, int(budget / per_row / len(tasks)))
-                if limit >= sizes.max():
-                    limit = None
-            rows = sum(int(min(sizes[t], limit or sizes[t])) for t in tasks)
-            what = (f"all {rows:,} held-out pairs and texts" if limit is None else
-                    f"{rows:,} of {len(pairs):,} held-out pairs and texts, a sample sized to the run "
-                    f"(train --full-eval, or albert-lab evaluate, scores all)")
-            eta = f", about {_seconds(rows * per_row)}"
-            self.update_run(message=f"{FINAL_EVALUATION}: {what}{eta}")
-            self._say(f"{FINAL_EVALUATION} on {what}{eta} ...")
-            frames = []
-            for i, task in enumerate(tasks):
-                frames.append(self._score(pairs, limit, [task]))
-                done = sum(len(f) for f in frames)
-                spent = time.perf_counter() - started
-                left = spent / done * (rows - done) if done < rows else 0.0
-                self._say(f"{FINAL_EVALUATION}: {task} scored ({i + 1} of {len(tasks)} tasks, {done:,} of {rows:,} rows), "
-                          f"about {_seconds(left)} left")
-                self.update_run(message=f"{FINAL_EVALUATION}: {done:,} of {rows:,} scored, about {_seconds(left)} left")
-            table = accuracy_table(pd.concat(frames, ignore_index=True))
-        finally:
-            self.model.train()
-        lines = [f"{r.metric} {r.accuracy:.3f} [{r.low:.3f}, {r.high:.3f}] n={r.n:,}" for r in table.itertuples()]
-        self._say(f"{FINAL_EVALUATION} done in {_seconds(time.perf_counter() - started)}: " + "; ".join(lines)
-                  + " (95% intervals)")
-        return table, {"evaluated_rows": rows, "held_out_rows": len(pairs), "full": limit is None,
-                       "seconds": round(time.perf_counter() - started, 1)}
-
-    def _score(self, pairs, limit: int | None, tasks: list[str]):
-        return score_eval_pairs(self.model, self.prepared.tokenizer, pairs, self.config.max_seq_len, self.dtype, limit,
-                                tasks)
-
-    def _evaluate_table(self, limit: int | None):
-        """`accuracy_table` of the held-out pairs, or None without any."""
-        if self.prepared.eval_pairs.empty:
-            return None
-        self.model.eval()
-        try:
-            return accuracy_table(score_eval_pairs(self.model, self.prepared.tokenizer, self.prepared.eval_pairs,
-                                                   self.config.max_seq_len, self.dtype, limit))
-        finally:
-            self.model.train()
+        """The held-out evaluation at the end of a run, its progress in the log and run.json's message."""
+        return self.held_out.final(self.progress.elapsed, self.config.full_eval, self._say,
+                                   lambda words: self.update_run(message=words))
 
     # ---- checkpoints -------------------------------------------------------------------
     def _save(self, metrics: dict[str, dict[str, float]], evaluated: dict[str, Any] | None = None) -> None:
@@ -337,24 +245,7 @@ class Trainer:
                         extra=lambda folder: save_trainer_state(folder, self.optimizer, scalars))
 
     def _resume(self, checkpoint: Path) -> None:
-        try:
-            state = load_file(str(checkpoint / "model.safetensors"), device=str(self.device))
-            missing, unexpected = self.model.load_state_dict(state, strict=False)
-            self.model.tie_weights()
-            untied = [k for k in missing if "decoder" not in k]
-            if untied or unexpected:
-                raise RunError(f"{checkpoint} does not match this run's model (missing {untied[:3]}, unexpected {unexpected[:3]})")
-            scalars = load_trainer_state(checkpoint, self.optimizer)
-            step, tokens, elapsed = int(scalars["step"]), int(scalars["tokens"]), float(scalars["elapsed"])
-        except RunError:
-            raise
-        except Exception as err:  # a shape mismatch (RuntimeError), a truncated file (SafetensorError), an edited state
-            first = (str(err).strip().splitlines() or [""])[0][:200]
-            if "size mismatch" in str(err):
-                first = "its weights have other shapes than this run's model: " + next(
-                    (line.strip() for line in str(err).splitlines() if "size mismatch" in line), "")[:200]
-            raise RunError(f"{checkpoint} cannot be resumed ({type(err).__name__}: {first}); if it was damaged or "
-                           "replaced, start a new run") from None
+        step, tokens, elapsed = resume_checkpoint(checkpoint, self.model, self.optimizer, self.device)
         self.progress.step, self.progress.tokens, self.progress.elapsed = step, tokens, elapsed
         if self.dist.is_main:
             self._metrics({"kind": "resume", "step": self.progress.step})
