@@ -143,16 +143,19 @@ def _one(part: Part[T], keep: bool, shown: _Shown, i: int) -> T:
 
 class _Shown:
     """What the page shows while parts compute: with a cost, a bar with the time left and a Stop
-    button; without, a note while the part waits its turn."""
+    button; without, a note while the part waits its turn. Drawn from the first part not kept on
+    (kept results draw nothing, not even an empty placeholder)."""
 
     def __init__(self, cost: Cost | None, each: bool, todo: Sequence[Part]) -> None:
         self.cost, self.each, self.todo = cost, each, todo
-        self.slot, self.stop = st.empty(), st.empty()
+        self.slot = self.stop = None
         self.i, self.label, self.guess, self.began = 0, "", 0.0, time.perf_counter()
-        self.stop_shown, self.script_thread = False, threading.get_ident()
+        self.script_thread = threading.get_ident()
 
     def begin(self, i: int, part: Part) -> None:
         self.i, self.began = i, time.perf_counter()
+        if self.slot is None:
+            self.slot = st.empty()
         if self.cost is None:
             if TURNS.busy() and not TURNS.holds():  # said at once: the part waits
                 self.waiting(TURNS.busy())
@@ -161,12 +164,12 @@ class _Shown:
         self.guess = ui.estimate(self.cost.kind, part.units, self.cost.seconds)
         left = ui.estimate(self.cost.kind, sum(p.units for p in self.todo[i:]), self.cost.seconds)
         self.slot.progress(i / len(self.todo), text=f"{self.label}: about {fmt_duration(left)} left")
-        if not self.stop_shown:
-            self.stop_shown = True
+        if self.stop is None:
+            words = ("Stops the checkpoint being computed at its next step, or when it ends; those finished are drawn"
+                     if self.each else "Stops the computation at its next step; nothing is lost but the time spent")
+            self.stop = st.empty()
             self.stop.button("Stop", key=f"_stop_{self.cost.kind}", icon=":material/stop:", on_click=_stop,
-                             args=(self.cost.kind,),
-                             help="Stops after the checkpoint being computed; those finished are drawn" if self.each
-                             else "Stops the computation at its next step; nothing is lost but the time spent")
+                             args=(self.cost.kind,), help=words)
 
     def say(self, fraction: float, words: str, note: str | None = None) -> None:
         """`words` after the part's name on the bar; without a bar, `note` in a box."""
@@ -207,8 +210,9 @@ class _Shown:
             ui.learn(self.cost.kind, seconds, units)
 
     def clear(self) -> None:
-        self.slot.empty()
-        self.stop.empty()
+        for placeholder in (self.slot, self.stop):
+            if placeholder is not None:
+                placeholder.empty()
 
 
 def _state(kind: str, request: tuple, asked: bool) -> dict[str, Any]:
