@@ -8,11 +8,11 @@ as parts (one per checkpoint, or one). For each part it
   between its progress reports when someone waits, and whoever waits is told how many are ahead;
 - with the analysis record's cost (albert_lab.analysis.registry.Cost), shows a progress bar with
   the time left (the record's guess until this server has timed its own pace, ui.estimate) and a
-  Stop button. Checkpoints one at a time (`each`): a Stop ends after the checkpoint being computed,
-  and the page draws those finished and offers the others. One computation: it reports its progress
-  through the library's `progress(fraction, what)` callbacks (analysis.common.Progress), and a Stop
-  ends it at its next report (the callback's Streamlit call is where a rerun interrupts the
-  script); the page says so and offers to compute it after all. Without a cost, a short
+  Stop button. A Stop ends the part being computed at its next progress report (the library's
+  `progress(fraction, what)` callbacks, analysis.common.Progress: the callback's Streamlit call is
+  where a rerun interrupts the script), or when it ends if it reports none; then the page draws
+  the checkpoints finished and offers the others (`each`: checkpoints one at a time), or says the
+  one computation was stopped and offers to compute it after all. Without a cost, a short
   computation (a typed pair, a lens): no bar, the page's spinner if it draws one;
 - gives a part that fails with a user's error (AlbertLabError) its note, naming it, and goes on
   with the others; when every part fails, the error goes to the page's guard."""
