@@ -110,7 +110,7 @@ def test_shared_gradients_are_points_with_values_on_their_log_axis():
 
 
 def test_gradients_are_computed_once_per_input_and_a_failure_leaves_no_stop_button(app, monkeypatch):
-    """The page computes through app.shell.stoppable.computation: a second visit with the same
+    """The page computes through app.shell.runner.run: a second visit with the same
     checkpoint files and inputs reuses the result; an error is shown without the progress
     bar's Stop button left behind."""
     import albert_lab.analysis.gradflow as gradflow

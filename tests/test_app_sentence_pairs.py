@@ -166,7 +166,13 @@ def test_live_table5_says_its_sample_and_what_each_n_counts(app, small_corpus, m
     captions = " ".join(c.value for c in at.caption)
     assert "A fixed sample of 50 pairs per task" in captions and "MLM counts masked tokens" in captions
     assert "lead + interior exceeds SOP" in captions  # why SOP's n is not lead's + interior's
-    assert set(at.session_state["room:sentence_pairs"].t5_live) == set(at.sidebar.multiselect(key="picked").value)
+    picked = at.sidebar.multiselect(key="picked").value
+    assert set(at.dataframe[-1].value.checkpoint) == set(picked)  # the live table, drawn last: every picked checkpoint
+    calls = []
+    monkeypatch.setattr(evaluation, "evaluation_pairs", lambda: calls.append(1) or pairs)
+    at.select_slider(key="t5_limit").set_value(100).run()  # another widget: the table stays, nothing computed again
+    assert not calls and set(at.dataframe[-1].value.checkpoint) == set(picked)
+    assert "A fixed sample of 50 pairs per task" in " ".join(c.value for c in at.caption)  # the sample it was measured on
 
 
 def test_shipped_sop_counts_are_explained_where_they_are_shown():

@@ -235,3 +235,40 @@ def test_each_room_keeps_one_typed_object():
                 assert room_of(module), f"{module} keeps a room's object outside a room"
                 by_room.setdefault(room_of(module), set()).add(ast.unparse(node.args[0]).split(".")[-1])
     assert by_room and all(len(kinds) == 1 for kinds in by_room.values()), by_room
+
+
+def test_rooms_compute_analyses_only_through_the_one_runner():
+    """app/shell/runner.py is the one runner of the pages' analyses (a queue turn, progress with the
+    time left, Stop, results kept for every visitor, per-checkpoint notes): only it takes turns,
+    the ways it replaced are gone, and a room calls an analysis's function only inside a part it
+    gives the runner (`Part(..., lambda progress: f(...))`, or a function named in `Part.of`)."""
+    from albert_lab.analysis.registry import ANALYSES
+
+    takers = sorted(m for m, p in APP_MODULES.items() if "app.shell.turns" in app_imports(p))
+    assert takers == ["app.shell.runner"], f"only the runner takes turns: {takers}"
+    gone = {"stoppable", "each_checkpoint", "computation", "queued", "forget_stop"}
+    functions = {a.function for a in ANALYSES} | {o.writes for a in ANALYSES for o in a.options if o.writes}
+    outside = []
+    for module, path in APP_MODULES.items():
+        tree = ast.parse(path.read_text())
+        names = ({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+                 | {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names})
+        assert not names & gone, f"{module} uses {sorted(names & gone)}: pages run their analyses through app.shell.runner.run"
+        assert not [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "app.shell.selection"
+                    and "run" in {a.name for a in n.names}], f"{module}: analyses run through app.shell.runner.run"
+        if not room_of(module):
+            continue
+        parts = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func).split(".")[-1] in ("Part", "of")]
+        given = {id(n) for call in parts for arg in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(arg)
+                 if isinstance(n, ast.Lambda)}
+        given_names = {n.id for call in parts for arg in call.args for n in ast.walk(arg) if isinstance(n, ast.Name)}
+        parent = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        for call in ast.walk(tree):
+            if isinstance(call, ast.Call) and ast.unparse(call.func).split(".")[-1] in functions:
+                node, inside = call, False
+                while id(node) in parent and not inside:
+                    node = parent[id(node)]
+                    inside = id(node) in given or (isinstance(node, ast.FunctionDef) and node.name in given_names)
+                if not inside:
+                    outside.append(f"{module}:{call.lineno} {ast.unparse(call.func)}")
+    assert outside == [], f"analyses computed outside app.shell.runner.run: {outside}"

@@ -1,26 +1,21 @@
-"""What the sidebar picked, read once per script run as a typed value, and the one cached
-runner of analyses on it: pages name the analysis and its inputs, never the device or
-dtype, and a checkpoint rewritten in place (a run that saved again) is computed afresh."""
+"""What the sidebar picked, read once per script run as a typed value: the checkpoints, the
+device and dtype, the added folders and the casings given (app.shell.runner runs the analyses
+on it, keyed on its `key`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeVar
-
-import streamlit as st
+from typing import TYPE_CHECKING, Any
 
 from albert_lab.checkpoint.files import stamp
 from app.shell import ui
 from app.shell.guard import guard
 from app.shell.places import cased_form, link_form
 from app.shell.state import shell, widget
-from app.shell.stoppable import TURNS, queue_words
 
 if TYPE_CHECKING:
     from albert_lab.checkpoint.load import ModelBundle
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -68,7 +63,7 @@ class Selection:
 
     def key(self) -> tuple:
         """What a result computed on this selection depends on: checkpoints, device,
-        dtype, the casings given and the files' stamps (for app.shell.stoppable.computation's kept results)."""
+        dtype, the casings given and the files' stamps (for app.shell.runner's kept results)."""
         return self.checkpoints, self.device, self.dtype, self.casings, self.stamps()
 
     def bundles(self) -> list[ModelBundle]:
@@ -88,28 +83,3 @@ class Selection:
         when they say enough, else loaded on this selection's device and dtype; a casing given
         in the sidebar is the card's)."""
         return ui.checkpoint_card(dict(self.checkpoints)[name], name, self.device, self.dtype, self.casing(name))
-
-
-def run(analysis: Callable[..., T], selection: Selection, *args: Any, **kwargs: Any) -> T:
-    """`analysis(bundles, *args, **kwargs)`, cached on the analysis, the selection
-    (checkpoints, device, dtype, casings), the checkpoint files' stamps and the arguments."""
-    code = analysis.__code__  # pages all run as __main__: the file tells two pages' helpers apart
-    # A computation takes its turn inside the cache (a cached result never queues); the
-    # note, drawn outside it (what a cached function draws is replayed), says why it may wait.
-    note = st.empty() if TURNS.busy() and not TURNS.holds() else None
-    if note is not None:
-        note.info(queue_words(TURNS.busy()), icon=":material/hourglass_top:")
-    try:
-        return _run(analysis, (code.co_filename, analysis.__qualname__), selection.checkpoints, selection.device,
-                    selection.dtype, selection.casings, selection.stamps(), args, tuple(sorted(kwargs.items())))
-    finally:
-        if note is not None:
-            note.empty()
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def _run(_analysis: Callable[..., Any], name: tuple[str, str], checkpoints: tuple, device: str, dtype: str,
-         casings: tuple, stamps: tuple[float, ...], args: tuple, kwargs: tuple) -> Any:
-    selection = Selection(checkpoints, device, dtype, casings=casings)
-    with TURNS.turn():
-        return _analysis(selection.bundles(), *args, **dict(kwargs))

@@ -12,7 +12,6 @@ Nothing else reads or writes session-state strings (tests/test_layering.py check
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -38,8 +37,7 @@ class Shell:
     my_runs: set[str] = field(default_factory=set)  # the runs this session started
     owner_cookie_sent: bool = False
     plotly_prefetched: bool = False
-    each: dict[str, dict[str, Any]] = field(default_factory=dict)  # app.shell.stoppable.each_checkpoint, by kind
-    stopped: dict[str, Hashable] = field(default_factory=dict)  # app.shell.stoppable.computation's Stop, by kind
+    each: dict[str, dict[str, Any]] = field(default_factory=dict)  # app.shell.runner's Stops, by kind: request, done, stopped
 
 
 def shell() -> Shell:

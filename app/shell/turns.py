@@ -10,9 +10,9 @@ step of someone else's upload, never for all of it. Whoever waits is told how ma
 computations are ahead (`waiting(n)`, called every `poll` seconds: the page's message, and
 where Streamlit can interrupt a visitor who left).
 
-A thread already holding a turn gets nested ones at once (an analysis that loads its
-checkpoint, a cached runner inside a computation). No Streamlit here: app/shell/stoppable.py
-draws the queue; tests drive this class with plain threads."""
+A thread already holding a turn gets nested ones at once (a computation that asks for another
+within its turn). No Streamlit here: app/shell/runner.py, the one user of `Turns`, draws the
+queue; tests drive this class with plain threads."""
 
 from __future__ import annotations
 

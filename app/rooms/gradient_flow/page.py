@@ -13,8 +13,9 @@ from albert_lab.paths import runs_dir
 from albert_lab.spec import Objective
 from albert_lab.training.runs import list_runs
 from app.rooms.gradient_flow.figures import gradflow_figure, gradflow_steps_figure, hidden_grad_figure, shared_sum_figure
-from app.shell import costs, links, stoppable, ui
+from app.shell import links, runner, ui
 from app.shell.guard import guard
+from app.shell.runner import Part
 from app.shell.selection import Selection
 from app.shell.state import set_widget, widget
 
@@ -66,12 +67,12 @@ with tab_now:
                 st.warning(f"{name}'s {heads['pair_kind'].upper()} head was never trained (a random head, as its model card "
                            f"says): the {objective.upper()} part of this loss, and the gradients it sends into the encoder, "
                            "come from a random classifier. Pick 'none' for the MLM loss alone.", icon=":material/warning:")
-            frame = stoppable.computation(
-                "gradflow", ("gradflow", selection.key(), tuple(texts), objective, int(seed)),
-                f"Gradients of {name} on {len(texts)} texts",
+            frames = runner.run([Part(
+                f"Gradients of {name} on {len(texts)} texts", ("gradflow", selection.key(), tuple(texts), objective, int(seed)),
                 lambda progress: gradient_flow(selection.bundles()[0], texts, objective=objective, seed=int(seed),
-                                               progress=progress), size / 1e6, costs.SECONDS_PER_UNIT["gradflow"])
-            if frame is not None:
+                                               progress=progress), size / 1e6)], GRADFLOW.cost)
+            if frames:  # none when stopped
+                [frame] = frames
                 ui.chart(gradflow_figure(frame, name), f"gradflow-{name}")
                 left, right = st.columns(2)
                 ui.chart(hidden_grad_figure(frame), f"gradflow-hidden-{name}", container=left, share=0.5)

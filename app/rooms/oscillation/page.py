@@ -9,10 +9,10 @@ from albert_lab.analysis.registry import OSCILLATION
 from albert_lab.data.samples import sample_texts
 from app.rooms.oscillation.figures import oscillation_panels, roughness_figure, similarity_figure
 from app.rooms.oscillation.reading import PAPER, against_the_paper
-from app.shell import costs, links, ui
+from app.shell import links, runner, ui
 from app.shell.guard import guard
-from app.shell.selection import Selection, run
-from app.shell.stoppable import each_checkpoint
+from app.shell.runner import Part
+from app.shell.selection import Selection
 from app.shell.text import smoother_sentence
 
 INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
@@ -39,37 +39,37 @@ if ui.need_checkpoints():
     CONTROLS.share(osc_text=text)  # a typed text travels; the built-in sample needs none
     with guard("oscillation"):
         chosen = Selection.read()
-        frames, _ = each_checkpoint("oscillation", (chosen, tuple(texts), aggregate), chosen.names,
-                                    lambda n: run(oscillation, chosen.only([n]), list(texts), aggregate),
-                                    costs.SECONDS_PER_UNIT["oscillation"])
-        frame = pd.concat(frames, ignore_index=True)
-        verdicts = verdict(frame)
-        where = (f"on your {len(texts)} text{'s' if len(texts) != 1 else ''}" if text is not None
-                 else f"on {len(texts)} held-out Wikipedia lead sections")
-        st.markdown("**Input vs output of each layer**")
-        for column, fig, name in zip(st.columns(2), oscillation_panels(frame), ("oscillation-l2", "oscillation-angle")):
-            ui.chart(fig, name, container=column, share=0.5)  # columns: side by side, stacked on a phone
-        for row in verdicts.itertuples():
-            st.markdown(f"**{row.checkpoint}**: {row.verdict}; roughness {row.roughness:.2f} (lower is smoother)")
-        left, right = st.columns([2, 3])
-        ui.chart(roughness_figure(verdicts), "oscillation-roughness", container=left, share=0.4)
-        right.markdown(smoother_sentence(verdicts, where))
-        right.caption("Roughness measures the zig-zag of the L2 curve: the share of its path (all its ups and downs "
-                      "added) beyond the shortest path that turns at most once. A curve that only falls or only rises "
-                      "scores 0, and so does one that turns once (falls, then rises: a smooth U); each extra bump up and "
-                      "back adds twice its height to the path. A run of changes under 5% of the distance is not "
-                      "counted (a bump no one sees), and the first transition (embeddings to the first layer), large "
-                      "in every model, is left out. The verdicts above name each curve's shape.")
-        ui.download(frame, "oscillation.csv")
-        ui.paper_note(PAPER + " Neither goes to 0: the embeddings 'oscillate rather than converge' to the fixed point "
-                      "that Deep Equilibrium Models posit (oscillate in the sense of never settling, which a smooth "
-                      "decline does too). The paper does not say how tokens are aggregated; here: per token, then the "
-                      + aggregate + " over non-padding tokens.")
-        families = dict(zip(frame.checkpoint, frame.family, strict=False))
-        st.markdown(against_the_paper(verdicts, families, {n: chosen.card(n) for n in verdicts.checkpoint}))
+        frames = runner.run([Part.of(n, chosen.only([n]), oscillation, list(texts), aggregate) for n in chosen.names],
+                            OSCILLATION.cost, each=True)
+        if frames:  # none when a Stop came before the first checkpoint was done
+            frame = pd.concat(frames, ignore_index=True)
+            verdicts = verdict(frame)
+            where = (f"on your {len(texts)} text{'s' if len(texts) != 1 else ''}" if text is not None
+                     else f"on {len(texts)} held-out Wikipedia lead sections")
+            st.markdown("**Input vs output of each layer**")
+            for column, fig, name in zip(st.columns(2), oscillation_panels(frame), ("oscillation-l2", "oscillation-angle")):
+                ui.chart(fig, name, container=column, share=0.5)  # columns: side by side, stacked on a phone
+            for row in verdicts.itertuples():
+                st.markdown(f"**{row.checkpoint}**: {row.verdict}; roughness {row.roughness:.2f} (lower is smoother)")
+            left, right = st.columns([2, 3])
+            ui.chart(roughness_figure(verdicts), "oscillation-roughness", container=left, share=0.4)
+            right.markdown(smoother_sentence(verdicts, where))
+            right.caption("Roughness measures the zig-zag of the L2 curve: the share of its path (all its ups and downs "
+                          "added) beyond the shortest path that turns at most once. A curve that only falls or only rises "
+                          "scores 0, and so does one that turns once (falls, then rises: a smooth U); each extra bump up and "
+                          "back adds twice its height to the path. A run of changes under 5% of the distance is not "
+                          "counted (a bump no one sees), and the first transition (embeddings to the first layer), large "
+                          "in every model, is left out. The verdicts above name each curve's shape.")
+            ui.download(frame, "oscillation.csv")
+            ui.paper_note(PAPER + " Neither goes to 0: the embeddings 'oscillate rather than converge' to the fixed point "
+                          "that Deep Equilibrium Models posit (oscillate in the sense of never settling, which a smooth "
+                          "decline does too). The paper does not say how tokens are aggregated; here: per token, then the "
+                          + aggregate + " over non-padding tokens.")
+            families = dict(zip(frame.checkpoint, frame.family, strict=False))
+            st.markdown(against_the_paper(verdicts, families, {n: chosen.card(n) for n in verdicts.checkpoint}))
 
-        with st.expander("Layer-by-layer cosine similarity"):
-            name = st.selectbox("Checkpoint", chosen.names, key="osc_sim")
-            sim = run(similarity_matrix, chosen.only([name]), list(texts)).pivot(index="layer_i", columns="layer_j",
-                                                                              values="cosine")
-            ui.chart(similarity_figure(sim, name), f"{name}-layer-similarity")
+            with st.expander("Layer-by-layer cosine similarity"):
+                name = st.selectbox("Checkpoint", chosen.names, key="osc_sim")
+                [sim] = runner.run([Part.of(name, chosen.only([name]), similarity_matrix, list(texts))])
+                sim = sim.pivot(index="layer_i", columns="layer_j", values="cosine")
+                ui.chart(similarity_figure(sim, name), f"{name}-layer-similarity")

@@ -10,8 +10,9 @@ import streamlit as st
 from albert_lab.analysis.attribution import attribute_pair, attribution_html
 from albert_lab.analysis.registry import ATTRIBUTION
 from app.rooms.sentence_pairs.common import PairsState, pace_words
-from app.shell import costs, stoppable, ui
+from app.shell import costs, runner, ui
 from app.shell.guard import guard
+from app.shell.runner import Part
 from app.shell.state import kept
 from app.shell.text import fmt_duration
 
@@ -43,18 +44,17 @@ def attribution_tab(bundles: list, a: str, b: str) -> None:
             explain = st.form_submit_button("Explain", type="primary")
         request = (name, a, b, target, steps)
         if explain:
-            stoppable.forget_stop("attribution")
             with guard("attribution"):
                 bundle = next(bd for bd in usable if bd.name == name)
                 units, _ = attribution_estimate(bundle, a, b, steps)
-                result = stoppable.computation(
-                    "attribution", request, f"Integrated gradients of {name}, {steps} steps",
-                    lambda progress: attribute_pair(bundle, a, b, target, steps, progress=progress),
-                    units, costs.SECONDS_PER_UNIT["attribution"], keep=False)
-                if result is not None:
-                    kept(PairsState).attribution = (request, result)
+                # asked anew: computed even if stopped before; the page keeps the result (PairsState), not the runner
+                done = runner.run([Part(f"Integrated gradients of {name}, {steps} steps", request,
+                                        lambda progress: attribute_pair(bundle, a, b, target, steps, progress=progress),
+                                        units)], ATTRIBUTION.cost, keep=False, asked=True)
+                if done:  # none when stopped
+                    kept(PairsState).attribution = (request, done[0])
         stored = kept(PairsState).attribution
-        stopped = stoppable.was_stopped("attribution", request)
+        stopped = runner.was_stopped(ATTRIBUTION.cost.kind, request)
         if stopped:
             st.info("Stopped before it finished: press Explain to run it again.", icon=":material/stop_circle:")
         if stored is None:

@@ -7,8 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from albert_lab.paths import checkpoints_dir
 from app.shell import costs, ui
 
@@ -25,8 +23,7 @@ def results_path() -> Path:
 class PairsState:
     """What the Sentence pairs page keeps between runs (app.shell.state.kept)."""
 
-    t5_live: dict[str, pd.DataFrame] | None = None  # Table 5 measured now, by checkpoint
-    t5_stopped: bool = False  # that measurement was stopped (the checkpoints finished are kept)
+    t5_asked: tuple[int, tuple[str, ...]] | None = None  # Table 5 measured now: the pairs per task and checkpoints asked for
     upload: tuple[str, bytes] | None = None  # the last pairs file uploaded: name and bytes, kept for the session
     attribution: tuple[tuple, Any] | None = None  # the last attribution: its request and result
 

@@ -1,29 +1,33 @@
 """The Sentence pairs page's Table 5: the paper's, the shipped checkpoints' (results.json), and
-one measured now behind a Stop."""
+one measured now through the runner."""
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
+from functools import cache, partial
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import streamlit as st
 
 from albert_lab.analysis import evaluation  # evaluation_pairs through the module: a test stands in for it
 from albert_lab.analysis.evaluation import evaluate, paper_table5, read_results, table5_cells
+from albert_lab.analysis.registry import EVALUATE
 from app.rooms.sentence_pairs.common import PairsState, model_size, pace_words, results_path
-from app.shell import costs, ui
+from app.shell import costs, runner, ui
 from app.shell.guard import guard
+from app.shell.runner import Part
+from app.shell.selection import Selection
 from app.shell.state import kept
 from app.shell.text import fmt_duration
 
-
-def _stop_t5() -> None:
-    kept(PairsState).t5_stopped = True
+if TYPE_CHECKING:
+    from albert_lab.analysis.common import Progress
 
 
 def live_table5(bundles: list) -> None:
-    """Table 5 measured now on a sample of the held-out pairs, one checkpoint at a time
-    behind a progress bar with a Stop button (the checkpoints finished are kept)."""
+    """Table 5 measured now on a sample of the held-out pairs, when asked: one checkpoint at a time
+    through the runner (a bar with the time left, a Stop that keeps the checkpoints finished)."""
     cols = st.columns([1, 3])
     limit = cols[0].select_slider("Pairs per task", [50, 100, 200, 500], 100, key="t5_limit",
                                   help="A fixed random sample per task (SOP, NSP, MLM) and pairs set; more pairs, "
@@ -31,27 +35,21 @@ def live_table5(bundles: list) -> None:
     size = sum(map(model_size, bundles))
     eta = ui.estimate("table5", limit * size, costs.SECONDS_PER_UNIT["table5"])
     pace = pace_words("table5")
-    if cols[1].button(f"Evaluate the picked checkpoints now (about {fmt_duration(eta)} {pace})", key="t5_run"):
-        state = kept(PairsState)
-        state.t5_live, state.t5_stopped = {}, False
-        bar, stop = st.progress(0.0, text="Building held-out pairs ..."), st.empty()
-        stop.button("Stop", key="t5_stop", icon=":material/stop:", on_click=_stop_t5,
-                    help="Stops after the task being scored; the checkpoints finished are kept")
-        with guard("evaluation"):
-            pairs, start = evaluation.evaluation_pairs(), time.perf_counter()
-            for i, bundle in enumerate(bundles):
-                def progress(f: float, what: str, i: int = i) -> None:
-                    bar.progress((i + f) / len(bundles), text=f"Scoring {what} ({i + 1} of {len(bundles)}) ...")
-
-                state.t5_live[bundle.name] = evaluate([bundle], pairs, limit=limit, progress=progress)
-            ui.learn("table5", time.perf_counter() - start, limit * size)
-        bar.empty()
-        stop.empty()
     state = kept(PairsState)
-    if done := state.t5_live:
-        if state.t5_stopped:
-            st.info(f"Stopped: {len(done)} of {len(bundles)} checkpoints scored.", icon=":material/stop_circle:")
-        live = pd.concat(done.values(), ignore_index=True)
+    names = tuple(bd.name for bd in bundles)
+    asked = cols[1].button(f"Evaluate the picked checkpoints now (about {fmt_duration(eta)} {pace})", key="t5_run")
+    if asked:
+        state.t5_asked = (limit, names)
+    if state.t5_asked is None or state.t5_asked[1] != names:  # other checkpoints picked since: asked anew
+        return
+    limit, done = state.t5_asked[0], []
+    with guard("evaluation"):
+        chosen, pairs = Selection.read(), cache(evaluation.evaluation_pairs)  # built once, in the first turn that needs it
+        done = runner.run([Part(bd.name, ("table5", chosen.only([bd.name]).key(), limit),
+                                partial(_evaluate, bd, pairs, limit), limit * model_size(bd)) for bd in bundles],
+                          EVALUATE.cost, each=True, asked=asked)
+    if done:
+        live = pd.concat(done, ignore_index=True)
         cells, notes = table5_cells(live)
         st.dataframe(cells, hide_index=True, width="stretch")
         st.caption(f"A fixed sample of {limit:,} pairs per task and pairs set, so each cell's n counts what it "
@@ -61,6 +59,12 @@ def live_table5(bundles: list) -> None:
         for note in notes:
             st.caption(note)
         ui.download(live, "table5.csv")
+
+
+def _evaluate(bundle, pairs: Callable[[], pd.DataFrame], limit: int, progress: Progress) -> pd.DataFrame:
+    """One checkpoint's Table 5 on `limit` pairs per task, telling which pairs it scores."""
+    return evaluate([bundle], pairs(), limit=limit,
+                    progress=lambda done, what: progress(done, f"scoring {what.removeprefix(bundle.name + ': ')}"))
 
 
 def table5_tab(bundles: list) -> None:

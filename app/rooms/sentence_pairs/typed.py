@@ -12,8 +12,9 @@ from albert_lab.analysis.pairs import pairs_frame, score_pairs
 from app.rooms.sentence_pairs import figures as pair_figures
 from app.rooms.sentence_pairs.common import EXAMPLE_A, EXAMPLE_B, results_path
 from app.rooms.sentence_pairs.scores import show_scores
-from app.shell import links, stoppable, ui
+from app.shell import links, runner, ui
 from app.shell.guard import guard
+from app.shell.runner import Part
 
 
 @st.cache_data(show_spinner=False)
@@ -47,8 +48,10 @@ def typed_tab(bundles: list) -> tuple[str, str]:
         st.form_submit_button("Score this pair", type="primary")
     typed.share()
     with guard("scoring"):
-        with stoppable.queued():  # one pair: a moment of the cores, in turn with others' uploads
-            scores = score_pairs(bundles, pairs_frame([typed["pair_a"]], [typed["pair_b"]]))
+        pair = pairs_frame([typed["pair_a"]], [typed["pair_b"]])
+        # one pair: a moment of the cores, in its turn between others' upload batches; computed anew each time
+        [scores] = runner.run([Part("the typed pair", ("typed pair", tuple(bd.name for bd in bundles), typed["pair_a"],
+                                                        typed["pair_b"]), lambda _: score_pairs(bundles, pair))], keep=False)
         ui.chart(pair_figures.pair_figure(scores), "pair-probabilities")
         show_scores(scores, "typed", bundles)
     trust_caption()

@@ -11,12 +11,13 @@ from albert_lab.analysis.cka import layer_cka
 from albert_lab.analysis.common import checkpoint_notes
 from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
 from albert_lab.analysis.lens import lens_predictions, logit_lens
+from albert_lab.analysis.registry import EXTRAPOLATE
 from app.rooms.shared_block.figures import attention_figure, cka_figure, entropy_figure, extrapolation_figure, lens_figure, top_k_figure
-from app.shell import costs, links, ui
+from app.shell import links, runner, ui
 from app.shell.guard import guard
-from app.shell.selection import Selection, run
+from app.shell.runner import Part
+from app.shell.selection import Selection
 from app.shell.state import set_widget
-from app.shell.stoppable import each_checkpoint
 
 MASKED_ACCURACY = ("Accuracy here counts tokens replaced by [MASK], all of them. The model card's MLM accuracy follows "
                    "the training recipe instead: of the tokens to predict, 10% are left as they are (easy to get right) "
@@ -37,9 +38,10 @@ def extrapolation_section(chosen: Selection, texts: tuple[str, ...], repeat: int
     """Where the states go when the shared block runs past its depth, with a verdict per checkpoint."""
     st.header("1. Depth extrapolation")
     with guard("depth extrapolation"):
-        frames, _ = each_checkpoint("extrapolation", (chosen, texts, repeat, int(seed)), chosen.names,
-                                    lambda n: run(extrapolate, chosen.only([n]), list(texts), repeat, seed=int(seed)),
-                                    costs.SECONDS_PER_UNIT["extrapolation"] * repeat)
+        frames = runner.run([Part.of(n, chosen.only([n]), extrapolate, list(texts), repeat, seed=int(seed), units=repeat)
+                             for n in chosen.names], EXTRAPOLATE.cost, each=True)
+        if not frames:  # a Stop came before the first checkpoint was done
+            return
         frame = pd.concat(frames, ignore_index=True)
         verdicts = extrapolation_verdict(frame)
         ui.chart(extrapolation_figure(frame), "extrapolation")
@@ -69,7 +71,8 @@ def lens_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: i
             st.warning(f"{name}: no MLM head in this checkpoint, so no logit lens (random head weights would mean nothing)")
         if usable:
             with st.spinner("Reading every layer through the MLM head ..."):
-                lens, top = run(lens_and_top_k, chosen.only(usable), list(texts), watched, repeat, int(seed))
+                [(lens, top)] = runner.run([Part.of("logit lens", chosen.only(usable), lens_and_top_k, list(texts), watched,
+                                                    repeat, int(seed))])
             ui.chart(lens_figure(lens), "lens")
             st.caption(MASKED_ACCURACY)
             captions_of_notes(lens)
@@ -90,13 +93,13 @@ def attention_section(chosen: Selection, texts: tuple[str, ...], repeat: int, se
         c, a, h = st.columns(3)
         name = c.selectbox("Checkpoint", chosen.names, key="sb_att_model")
         with st.spinner("Computing attention maps ..."):
-            maps = run(attention_maps, chosen.only([name]), texts[0], repeat)
+            [maps] = runner.run([Part.of(name, chosen.only([name]), attention_maps, texts[0], repeat)])
         application = a.slider("Application", 1, int(maps.application.max()), 1, key="sb_app")
         head = h.selectbox("Head", sorted(maps["head"].unique()), key="sb_head")
         ui.chart(attention_figure(maps, application, int(head)), "attention")
         st.caption(f"{name}, first text. Rows: the token that attends; columns: the token attended to.")
         with st.spinner("Computing attention entropy ..."):
-            entropy = run(attention_entropy, chosen, list(texts), repeat)
+            [entropy] = runner.run([Part.of("attention entropy", chosen, attention_entropy, list(texts), repeat)])
         ui.chart(entropy_figure(entropy), "entropy")
         captions_of_notes(entropy)
         ui.download(entropy, "attention_entropy.csv")
@@ -125,7 +128,8 @@ def cka_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: in
             set_widget(other.key, others[0])
         second = st.selectbox("Compare with", others, key=other.key)
         with st.spinner("Computing CKA ..."):
-            cka = run(cka_of, chosen.only([first] + ([second] if second != "(itself)" else [])), list(texts), repeat)
+            [cka] = runner.run([Part.of("CKA", chosen.only([first] + ([second] if second != "(itself)" else [])), cka_of,
+                                        list(texts), repeat)])
         ui.chart(cka_figure(cka), "cka")
         st.warning(f"Caution: {cka.note.iloc[0]}.", icon=":material/warning:")
         ui.download(cka, "cka.csv")

@@ -1,0 +1,280 @@
+"""The one runner of the pages' analyses: every computation a page asks for goes through `run`,
+as parts (one per checkpoint, or one). For each part it
+- returns a finished result at once: results are kept in this server process for every visitor,
+  under the part's key (the analysis, the checkpoints and their files' stamps, every input), and
+  a result many visitors ask for is computed by the first while the others wait for it;
+- else computes it in this visitor's turn (`TURNS`, app/shell/turns.py): one heavy computation at
+  a time on this server, first come first served (each uses every core); a long one passes its turn
+  between its progress reports when someone waits, and whoever waits is told how many are ahead;
+- with the analysis record's cost (albert_lab.analysis.registry.Cost), shows a progress bar with
+  the time left (the record's guess until this server has timed its own pace, ui.estimate) and a
+  Stop button. A Stop ends the part being computed at its next progress report (the library's
+  `progress(fraction, what)` callbacks, analysis.common.Progress: the callback's Streamlit call is
+  where a rerun interrupts the script), or when it ends if it reports none; then the page draws
+  the checkpoints finished and offers the others (`each`: checkpoints one at a time), or says the
+  one computation was stopped and offers to compute it after all. Without a cost, a short
+  computation (a typed pair, a lens): no bar, the page's spinner if it draws one;
+- gives a part that fails with a user's error (AlbertLabError) its note, naming it, and goes on
+  with the others; when every part fails, the error goes to the page's guard."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import streamlit as st
+
+from albert_lab.errors import AlbertLabError
+from app.shell import ui
+from app.shell.state import shell
+from app.shell.text import fmt_duration, plural
+from app.shell.turns import Turns
+
+if TYPE_CHECKING:
+    from albert_lab.analysis.common import Progress
+    from albert_lab.analysis.registry import Cost
+    from app.shell.selection import Selection
+
+T = TypeVar("T")
+TURNS = Turns(slots=1)  # this server process's heavy computations, one at a time: each uses every core
+KEPT = 96  # finished results kept in this server process, least recently used first out
+MISSING = object()
+
+
+@dataclass(frozen=True)
+class Part(Generic[T]):
+    """One part of a page's computation: one checkpoint's share, or all of it."""
+
+    name: str  # the checkpoint, or what is computed ('Gradients of albert-sop on 16 texts'): the bar's and a note's words
+    key: Hashable  # what the result depends on: the analysis, the checkpoints and their files' stamps, every input
+    work: Callable[[Progress], T]  # the computation, given the callback it may report its progress to
+    units: float = 1.0  # units of work: the time guess is units x the cost's seconds per unit
+
+    @classmethod
+    def of(cls, name: str, selection: Selection, analysis: Callable[..., T], /, *args: Any, units: float = 1.0,
+           **kwargs: Any) -> Part[T]:
+        """`analysis(selection.bundles(), *args, **kwargs)`, keyed on the analysis, the selection
+        (checkpoints, device, dtype, casings given, the files' stamps) and the arguments: pages
+        name the analysis and its inputs, never the device or dtype, and a checkpoint rewritten in
+        place (a run that saved again) is computed afresh."""
+        code = analysis.__code__  # pages run as __main__: the file tells two pages' functions apart
+        key = (code.co_filename, analysis.__qualname__, selection.key(), _frozen(args), _frozen(kwargs))
+        return cls(name, key, lambda progress: analysis(selection.bundles(), *args, **kwargs), units)
+
+
+def run(parts: Sequence[Part[T]], cost: Cost | None = None, *, each: bool = False, keep: bool = True,
+        asked: bool = False) -> list[T]:
+    """The parts' results, in their order. `cost`: the analysis record's, for the bar, the time
+    left and the Stop (None: a short computation, no bar). `each`: the parts are checkpoints,
+    computed one at a time; else one part, one computation. `keep`: results kept for every
+    visitor (False: the page keeps its own). `asked`: a button pressed anew, which computes even
+    what was stopped. After a Stop, only the parts finished before it (none for one computation),
+    with what was stopped said and a button for the rest."""
+    request = tuple(part.key for part in parts)
+    state = _state(cost.kind, request, asked) if cost is not None else None
+    todo = [p for p in parts if p.name in state["done"]] if state is not None and state["stopped"] else list(parts)
+    shown = _Shown(cost, each, todo)
+    results, failed = [], []
+    try:
+        for i, part in enumerate(todo):
+            try:
+                results.append(_one(part, keep, shown, i))
+            except AlbertLabError as err:
+                failed.append((part.name, err))
+                continue
+            if state is not None and part.name not in state["done"]:
+                state["done"].append(part.name)
+    finally:  # an error is shown without a bar or a Stop button that would do nothing
+        shown.clear()
+    if failed and not results:
+        raise failed[0][1]
+    for name, err in failed:
+        st.error(f"{name}: {err}", icon=":material/error:")
+    if state is not None and state["stopped"] and len(todo) < len(parts):
+        if each:
+            st.info(f"Stopped: {len(todo)} of {len(parts)} checkpoints computed.", icon=":material/stop_circle:")
+        else:
+            st.info(f"Stopped before it finished: {_lower(parts[0].name)}.", icon=":material/stop_circle:")
+        st.button("Compute the others" if each else "Compute it after all", key=f"_{'go_on' if each else 'again'}_{cost.kind}",
+                  on_click=_go_on, args=(cost.kind,))
+    return results
+
+
+def was_stopped(kind: str, key: Hashable) -> bool:
+    """Whether the one computation of `key` was stopped before it finished (for a page that
+    computes only when a button is pressed, and says so itself)."""
+    state = shell().each.get(kind)
+    return state is not None and state["stopped"] and state["request"] == (key,)
+
+
+def queue_words(ahead: int) -> str:
+    return (f"Waiting for {plural(ahead, 'computation')} of other visitors to finish: this server computes one "
+            "thing at a time, in the order asked")
+
+
+def _one(part: Part[T], keep: bool, shown: _Shown, i: int) -> T:
+    """The part's kept result, or the one computed now (by this visitor, or by another who asked first)."""
+    results, lock = _results()
+    if keep:
+        with lock:
+            if part.key in results:
+                results.move_to_end(part.key)
+                return copy.deepcopy(results[part.key])
+    shown.begin(i, part)
+    kept = _join_or_claim(part.key, results, lock, shown.shared) if keep else MISSING
+    if kept is not MISSING:
+        return copy.deepcopy(kept)
+    result: Any = MISSING
+    try:
+        with TURNS.turn(shown.waiting):
+            shown.turn_came()
+            result = part.work(shown.progress)
+    finally:
+        if keep:
+            _release(part.key, result, results, lock)
+    shown.learn(part.units)
+    return copy.deepcopy(result) if keep else result
+
+
+class _Shown:
+    """What the page shows while parts compute: with a cost, a bar with the time left and a Stop
+    button; without, a note while the part waits its turn. Drawn from the first part not kept on
+    (kept results draw nothing, not even an empty placeholder)."""
+
+    def __init__(self, cost: Cost | None, each: bool, todo: Sequence[Part]) -> None:
+        self.cost, self.each, self.todo = cost, each, todo
+        self.slot = self.stop = None
+        self.i, self.label, self.guess, self.began = 0, "", 0.0, time.perf_counter()
+        self.script_thread = threading.get_ident()
+
+    def begin(self, i: int, part: Part) -> None:
+        self.i, self.began = i, time.perf_counter()
+        if self.slot is None:
+            self.slot = st.empty()
+        if self.cost is None:
+            if TURNS.busy() and not TURNS.holds():  # said at once: the part waits
+                self.waiting(TURNS.busy())
+            return
+        self.label = f"{part.name} ({i + 1} of {len(self.todo)})" if self.each else part.name
+        self.guess = ui.estimate(self.cost.kind, part.units, self.cost.seconds)
+        left = ui.estimate(self.cost.kind, sum(p.units for p in self.todo[i:]), self.cost.seconds)
+        self.slot.progress(i / len(self.todo), text=f"{self.label}: about {fmt_duration(left)} left")
+        if self.stop is None:
+            words = ("Stops the checkpoint being computed at its next step, or when it ends; those finished are drawn"
+                     if self.each else "Stops the computation at its next step; nothing is lost but the time spent")
+            self.stop = st.empty()
+            self.stop.button("Stop", key=f"_stop_{self.cost.kind}", icon=":material/stop:", on_click=_stop,
+                             args=(self.cost.kind,), help=words)
+
+    def say(self, fraction: float, words: str, note: str | None = None) -> None:
+        """`words` after the part's name on the bar; without a bar, `note` in a box."""
+        if self.cost is not None:
+            self.slot.progress((self.i + min(max(fraction, 0.0), 1.0)) / len(self.todo), text=f"{self.label}: {words}")
+        elif note is not None:
+            self.slot.info(note, icon=":material/hourglass_top:")
+
+    def waiting(self, ahead: int) -> None:
+        self.say(0.0, _lower(queue_words(ahead)), queue_words(ahead))
+
+    def shared(self) -> None:
+        self.say(0.0, "being computed for another visitor; it is shown here when done",
+                 "Being computed for another visitor; it is shown here when done")
+
+    def turn_came(self) -> None:
+        self.began = time.perf_counter()  # the time left and the pace learned count from here
+        if self.cost is None:
+            self.slot.empty()
+
+    def progress(self, fraction: float, doing: str) -> None:
+        if threading.get_ident() != self.script_thread:  # e.g. a GPU backward's own thread: no page to draw on
+            return
+        passed = TURNS.pass_turn(lambda ahead: self.say(fraction, f"{doing}; paused, {_lower(queue_words(ahead))}",
+                                                        queue_words(ahead)))
+        if self.cost is None:
+            if passed:
+                self.slot.empty()
+            return
+        elapsed = time.perf_counter() - self.began
+        left = elapsed * (1 - fraction) / fraction if fraction >= 0.1 else max(self.guess - elapsed, 0.0)
+        later = sum(p.units for p in self.todo[self.i + 1:])
+        left += ui.estimate(self.cost.kind, later, self.cost.seconds) if later else 0.0
+        self.say(fraction, f"{doing}; {'under a second left' if left < 1 else f'about {fmt_duration(left)} left'}")
+
+    def learn(self, units: float) -> None:
+        if self.cost is not None and (seconds := time.perf_counter() - self.began) > 0.5:  # a blink teaches little about the pace
+            ui.learn(self.cost.kind, seconds, units)
+
+    def clear(self) -> None:
+        for placeholder in (self.slot, self.stop):
+            if placeholder is not None:
+                placeholder.empty()
+
+
+def _state(kind: str, request: tuple, asked: bool) -> dict[str, Any]:
+    """This session's Stop of `kind`: the request it holds for, the parts done, whether stopped."""
+    state = shell().each.setdefault(kind, {"request": None, "done": [], "stopped": False})
+    if state["request"] != request or asked:
+        state.update(request=request, done=[], stopped=False)
+    return state
+
+
+def _stop(kind: str) -> None:
+    shell().each[kind]["stopped"] = True
+
+
+def _go_on(kind: str) -> None:
+    shell().each[kind]["stopped"] = False
+
+
+def _lower(words: str) -> str:
+    return words[:1].lower() + words[1:]
+
+
+def _frozen(value: Any) -> Hashable:
+    """A hashable stand-in for arguments: lists as tuples, dicts as sorted items."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    return value
+
+
+_COMPUTING: dict[Hashable, threading.Event] = {}  # keys being computed now, with lock; set when done or given up
+
+
+def _join_or_claim(key: Hashable, results: OrderedDict, lock: threading.Lock, tell: Callable[[], None]) -> Any:
+    """The kept result of `key`, waiting while another visitor computes it (twenty first
+    visits of a page, one computation), or MISSING: then this visitor computes it and
+    `_release`s it after. `tell` draws the wait every half second (where a visitor who
+    leaves is interrupted)."""
+    while True:
+        with lock:
+            if key in results:
+                results.move_to_end(key)
+                return results[key]
+            running = _COMPUTING.get(key)
+            if running is None:
+                _COMPUTING[key] = threading.Event()
+                return MISSING
+        tell()
+        running.wait(0.5)
+
+
+def _release(key: Hashable, result: Any, results: OrderedDict, lock: threading.Lock) -> None:
+    """Keep a finished result (MISSING: stopped or failed, a waiting visitor computes it) and wake who waits."""
+    with lock:
+        if result is not MISSING:
+            results[key] = result
+            while len(results) > KEPT:
+                results.popitem(last=False)
+        _COMPUTING.pop(key).set()
+
+
+@st.cache_resource(show_spinner=False)
+def _results() -> tuple[OrderedDict, threading.Lock]:
+    return OrderedDict(), threading.Lock()
