@@ -1,6 +1,7 @@
 """The one runner of the pages' analyses (app/shell/runner.py), seen from a page (AppTest): a
 checkpoint that fails gets its note while the others are drawn, finished results are kept for
-the next run of the page, and when every checkpoint fails the page's guard says it once."""
+the next run of the page, and when every checkpoint fails the page's guard says it once; and
+(plain threads) a quick computation's lane beside the heavy one."""
 
 import json
 
@@ -63,3 +64,34 @@ def test_a_stopped_computation_is_said_and_computed_after_all_when_asked(app):
     assert not charts(at)
     next(b for b in at.button if b.label == "Compute it after all").click().run()
     assert len(charts(at)) == drawn and not any(i.value.startswith("Stopped") for i in at.info)
+
+
+def test_a_quick_computation_never_waits_for_a_long_one():
+    """A typed pair (quick) while an upload holds the heavy lane: scored at once, in a lane of its
+    own, while a second heavy computation waits for the upload's turn. Plain threads."""
+    import threading
+
+    from app.shell import runner
+    from app.shell.runner import Part
+
+    holding, release, done = threading.Event(), threading.Event(), {}
+
+    def upload() -> None:
+        with runner.TURNS.turn():
+            holding.set()
+            release.wait(10)
+
+    def ask(what: str, quick: bool) -> None:
+        done[what] = runner.run([Part(what, (what,), lambda _: what)], keep=False, quick=quick)
+
+    threading.Thread(target=upload, daemon=True).start()
+    assert holding.wait(10)
+    heavy = threading.Thread(target=ask, args=("heavy", False), daemon=True)
+    heavy.start()
+    ask("typed pair", quick=True)  # in this thread: returns while the upload holds its turn
+    assert done == {"typed pair": ["typed pair"]}
+    heavy.join(0.3)
+    assert heavy.is_alive() and "heavy" not in done  # the heavy lane is the upload's
+    release.set()
+    heavy.join(10)
+    assert done["heavy"] == ["heavy"]

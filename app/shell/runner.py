@@ -6,6 +6,10 @@ as parts (one per checkpoint, or one). For each part it
 - else computes it in this visitor's turn (`TURNS`, app/shell/turns.py): one heavy computation at
   a time on this server, first come first served (each uses every core); a long one passes its turn
   between its progress reports when someone waits, and whoever waits is told how many are ahead;
+  a moment of the cores (`quick`: one typed pair) has a lane of its own (`QUICK`), one at a time
+  too, and never waits for a long computation's step: with twenty visitors and an upload, a typed
+  pair waited for the upload's batches under the load (24 s median, 40 s p95 in
+  benchmarks/bench_class.py);
 - with the analysis record's cost (albert_lab.analysis.registry.Cost), shows a progress bar with
   the time left (the record's guess until this server has timed its own pace, ui.estimate) and a
   Stop button. A Stop ends the part being computed at its next progress report (the library's
@@ -42,6 +46,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 TURNS = Turns(slots=1)  # this server process's heavy computations, one at a time: each uses every core
+QUICK = Turns(slots=1)  # its computations of a moment (a typed pair), one at a time beside them
 KEPT = 96  # finished results kept in this server process, least recently used first out
 MISSING = object()
 
@@ -68,17 +73,18 @@ class Part(Generic[T]):
 
 
 def run(parts: Sequence[Part[T]], cost: Cost | None = None, *, each: bool = False, keep: bool = True,
-        asked: bool = False) -> list[T]:
+        asked: bool = False, quick: bool = False) -> list[T]:
     """The parts' results, in their order. `cost`: the analysis record's, for the bar, the time
     left and the Stop (None: a short computation, no bar). `each`: the parts are checkpoints,
     computed one at a time; else one part, one computation. `keep`: results kept for every
     visitor (False: the page keeps its own). `asked`: a button pressed anew, which computes even
-    what was stopped. After a Stop, only the parts finished before it (none for one computation),
+    what was stopped. `quick`: a computation of a moment, in the quick lane (never behind a
+    long computation). After a Stop, only the parts finished before it (none for one computation),
     with what was stopped said and a button for the rest."""
     request = tuple(part.key for part in parts)
     state = _state(cost.kind, request, asked) if cost is not None else None
     todo = [p for p in parts if p.name in state["done"]] if state is not None and state["stopped"] else list(parts)
-    shown = _Shown(cost, each, todo)
+    shown = _Shown(cost, each, todo, QUICK if quick else TURNS)
     results, failed = [], []
     try:
         for i, part in enumerate(todo):
@@ -131,7 +137,7 @@ def _one(part: Part[T], keep: bool, shown: _Shown, i: int) -> T:
         return copy.deepcopy(kept)
     result: Any = MISSING
     try:
-        with TURNS.turn(shown.waiting):
+        with shown.lane.turn(shown.waiting):
             shown.turn_came()
             result = part.work(shown.progress)
     finally:
@@ -146,8 +152,8 @@ class _Shown:
     button; without, a note while the part waits its turn. Drawn from the first part not kept on
     (kept results draw nothing, not even an empty placeholder)."""
 
-    def __init__(self, cost: Cost | None, each: bool, todo: Sequence[Part]) -> None:
-        self.cost, self.each, self.todo = cost, each, todo
+    def __init__(self, cost: Cost | None, each: bool, todo: Sequence[Part], lane: Turns) -> None:
+        self.cost, self.each, self.todo, self.lane = cost, each, todo, lane
         self.slot = self.stop = None
         self.i, self.label, self.guess, self.began = 0, "", 0.0, time.perf_counter()
         self.script_thread = threading.get_ident()
@@ -157,8 +163,8 @@ class _Shown:
         if self.slot is None:
             self.slot = st.empty()
         if self.cost is None:
-            if TURNS.busy() and not TURNS.holds():  # said at once: the part waits
-                self.waiting(TURNS.busy())
+            if self.lane.busy() and not self.lane.holds():  # said at once: the part waits
+                self.waiting(self.lane.busy())
             return
         self.label = f"{part.name} ({i + 1} of {len(self.todo)})" if self.each else part.name
         self.guess = ui.estimate(self.cost.kind, part.units, self.cost.seconds)
@@ -193,7 +199,7 @@ class _Shown:
     def progress(self, fraction: float, doing: str) -> None:
         if threading.get_ident() != self.script_thread:  # e.g. a GPU backward's own thread: no page to draw on
             return
-        passed = TURNS.pass_turn(lambda ahead: self.say(fraction, f"{doing}; paused, {_lower(queue_words(ahead))}",
+        passed = self.lane.pass_turn(lambda ahead: self.say(fraction, f"{doing}; paused, {_lower(queue_words(ahead))}",
                                                         queue_words(ahead)))
         if self.cost is None:
             if passed:

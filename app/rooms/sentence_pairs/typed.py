@@ -49,9 +49,9 @@ def typed_tab(bundles: list) -> tuple[str, str]:
     typed.share()
     with guard("scoring"):
         pair = pairs_frame([typed["pair_a"]], [typed["pair_b"]])
-        # one pair: a moment of the cores, in its turn between others' upload batches; computed anew each time
+        # one pair: a moment of the cores, in the quick lane (never behind an upload's batch); computed anew each time
         [scores] = runner.run([Part("the typed pair", ("typed pair", tuple(bd.name for bd in bundles), typed["pair_a"],
-                                                        typed["pair_b"]), lambda _: score_pairs(bundles, pair))], keep=False)
+                                                        typed["pair_b"]), lambda _: score_pairs(bundles, pair))], keep=False, quick=True)
         ui.chart(pair_figures.pair_figure(scores), "pair-probabilities")
         show_scores(scores, "typed", bundles)
     trust_caption()
