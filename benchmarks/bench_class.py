@@ -256,12 +256,13 @@ async def score_typed(page, visitor: Visitor, settle: float) -> None:
 
 
 async def upload(page, visitor: Visitor, path: Path, settle: float) -> None:
+    pairs = sum(1 for _ in csv.reader(path.open(newline=""))) - 1
     await page.get_by_role("tab", name="Upload pairs").click()
     visitor.doing, start = "upload", time.perf_counter()
     visitor.spans["upload"] = (start, float("inf"))  # until it is drawn (a --timeout may come first)
     await page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(path))
     room = registry.room("sentence_pairs")
-    end = await drawn(page, visitor, room.heading, CHART, settle, UPLOAD_TIMEOUT, f"{UPLOAD_PAIRS:,} pairs scored from")
+    end = await drawn(page, visitor, room.heading, CHART, settle, UPLOAD_TIMEOUT, f"{pairs:,} pairs scored from")
     visitor.times["upload"], visitor.spans["upload"] = end - start, (start, end)
 
 
@@ -302,7 +303,7 @@ def chromium(nice: int, scratch: Path) -> str:
     return str(script)
 
 
-async def class_of(teacher: Visitor | None, visitors: list[Visitor], url: str, csv_path: Path, settle: float, pick: str,
+async def class_of(teacher: Visitor | None, visitors: list[Visitor], url: str, csv_path: Path | None, settle: float, pick: str,
                    browser_path: str) -> None:
     from playwright.async_api import async_playwright
 
@@ -326,7 +327,7 @@ def start_server(runs: Path) -> tuple[subprocess.Popen, str]:
     return server, f"http://127.0.0.1:{port}"
 
 
-def run_class(n: int, csv_path: Path, settle: float, timeout: float, scratch: Path, pick: str, teacher: Visitor | None,
+def run_class(n: int, csv_path: Path | None, settle: float, timeout: float, scratch: Path, pick: str, teacher: Visitor | None,
               browser_path: str) -> tuple[list[Visitor], int, float]:
     """N visitors on a fresh server, after the teacher if any: (visitors, peak server memory in bytes, wall seconds)."""
     server, url = start_server(scratch / f"runs-{n}")
@@ -405,6 +406,8 @@ def main() -> None:
     parser.add_argument("--upload-checkpoints", default="albert-sop-minilm",
                         help="what the uploader picks (the link's ?ckpt=); empty: the sidebar's default")
     parser.add_argument("--timeout", type=float, default=2400.0, help="seconds the whole benchmark may take")
+    parser.add_argument("--upload-pairs", type=int, default=UPLOAD_PAIRS,
+                        help="pairs visitor 1 uploads while the others type theirs (0: no upload)")
     parser.add_argument("--teacher", action=argparse.BooleanOptionalAction, default=True,
                         help="a teacher walks every page once before the class arrives (default: yes)")
     parser.add_argument("--browser-nice", type=int, default=10,
@@ -414,7 +417,7 @@ def main() -> None:
     print(f"machine: {machine()}; teacher first: {'yes' if args.teacher else 'no'}; Chromium at nice {args.browser_nice}")
     end = time.perf_counter() + args.timeout
     with tempfile.TemporaryDirectory(prefix="bench-class-") as scratch:
-        csv_path = pairs_csv(Path(scratch) / "pairs.csv")
+        csv_path = pairs_csv(Path(scratch) / "pairs.csv", args.upload_pairs) if args.upload_pairs else None
         for n in sizes:
             left = end - time.perf_counter()
             if left <= 0:
