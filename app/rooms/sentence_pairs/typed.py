@@ -9,6 +9,7 @@ import streamlit as st
 
 from albert_lab.analysis.evaluation import interior_accuracy, read_results
 from albert_lab.analysis.pairs import pairs_frame, score_pairs
+from albert_lab.checkpoint.files import stamp
 from app.rooms.sentence_pairs import figures as pair_figures
 from app.rooms.sentence_pairs.common import EXAMPLE_A, EXAMPLE_B, results_path
 from app.rooms.sentence_pairs.scores import show_scores
@@ -49,9 +50,11 @@ def typed_tab(bundles: list) -> tuple[str, str]:
     typed.share()
     with guard("scoring"):
         pair = pairs_frame([typed["pair_a"]], [typed["pair_b"]])
-        # one pair: a moment of the cores, in the quick lane (never behind an upload's batch); computed anew each time
-        [scores] = runner.run([Part("the typed pair", ("typed pair", tuple(bd.name for bd in bundles), typed["pair_a"],
-                                                        typed["pair_b"]), lambda _: score_pairs(bundles, pair))], keep=False, quick=True)
+        # one pair: a moment of the cores, in the quick lane (never behind an upload's batch); kept for every
+        # visitor under the pair and the checkpoints' files, so a class opening the page scores its example once
+        models = tuple((bd.name, bd.source, stamp(bd.source), str(bd.device), str(bd.dtype)) for bd in bundles)
+        [scores] = runner.run([Part("the typed pair", ("typed pair", models, typed["pair_a"], typed["pair_b"]),
+                                    lambda _: score_pairs(bundles, pair))], quick=True)
         ui.chart(pair_figures.pair_figure(scores), "pair-probabilities")
         show_scores(scores, "typed", bundles)
     trust_caption()
