@@ -21,8 +21,15 @@ transformers (a foreign config.json read by AutoConfig) takes the same lock in t
 and their buttons that do heavy work (a probe, albertize) call import_model_code first. With
 20 visitors arriving at once, all 20 model cards waited for the warm-up's import, which their
 20 browser tabs slowed to most of a minute (docs/benchmarks.md).
+
+Streamlit collects garbage after every script run (`runner.postScriptGC`, gc.collect(2)), which
+walks every object the process holds: with torch, transformers and four models loaded, 0.3-0.5 s
+of a 2-core CPU with the GIL held, after every click of every visitor (a fifth of the server's
+time with 20 visitors, py-spy). What is imported here lives as long as the server, so it is frozen
+out of the collector (gc.freeze) once imported: a collection then takes 1-3 ms.
 """
 
+import gc
 import threading
 
 from albert_lab.importing import MODEL_CODE
@@ -59,6 +66,7 @@ def import_model_code() -> None:
             import albert_lab.checkpoint.load
             import albert_lab.models
             import albert_lab.tokenizer  # noqa: F401
+            gc.freeze()  # what was imported lives as long as the server: no collection walks it again
             _model_code_imported.set()
 
 
@@ -76,4 +84,5 @@ if __name__ == "__main__":
     from streamlit.web.cli import main
 
     import_first_page()  # the model code after the first page (ui.warm_up), which needs none
+    gc.freeze()
     main(prog_name="streamlit")  # the command line is streamlit's: run app/main.py --server.port ...
