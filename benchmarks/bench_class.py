@@ -19,8 +19,9 @@ server leaves and the server's work is not queued behind 20 tabs' drawing; 0 run
 equals.
 
 Printed per page: the median, 95th percentile and worst seconds to the page's first draw
-(its heading shown), to the server's last message for it (websocket messages as the browser
-received them: what the server took, apart from the drawing) and to a drawn result ("drawn" as in benchmarks/bench_app.py: title, main
+(its heading shown), to the browser's request (its first websocket message after the click), the
+server's answer (from that request to the server's last message for it, as the browser received
+them: what the server took, apart from the browser's own work) and to a drawn result ("drawn" as in benchmarks/bench_app.py: title, main
 element, no stale element, spinner or undrawn chart, held for --settle seconds), for the typed pair the median and worst from the submit to
 its scores, those scored while the upload ran apart; the upload's own time; the errors seen
 (Streamlit exception boxes, "Something went wrong" boxes, page errors, console errors) and
@@ -86,14 +87,22 @@ class Visitor:
     times: dict[str, float] = field(default_factory=dict)  # what -> seconds
     firsts: dict[str, float] = field(default_factory=dict)  # page -> seconds to its heading shown
     answers: dict[str, float] = field(default_factory=dict)  # what -> seconds to the server's last message for it
+    asked: dict[str, float] = field(default_factory=dict)  # what -> seconds from the click to the browser's request
     frames: list[float] = field(default_factory=list)  # perf_counter() of every websocket message the browser received
+    sent: list[float] = field(default_factory=list)  # ... and of every one it sent
 
     def answered(self, what: str, start: float, end: float) -> None:
-        """The server's answer to `what`: its last message between the click and the drawn page (what
-        the server took, apart from the drawing; on the first page also the browser's loading of the app)."""
-        inside = [t for t in self.frames if start <= t <= end]
-        if inside:
-            self.answers[what] = inside[-1] - start
+        """The server's answer to `what`: from the browser's first message after the click (its request to
+        run the page) to the server's last message before the page was drawn: what the server took, apart
+        from the browser's own work before and after (on the first page the request comes once the browser
+        has loaded the app)."""
+        received = [t for t in self.frames if start <= t <= end]
+        request = next((t for t in self.sent if start <= t <= end), None)
+        if received:
+            since = request if request is not None and request <= received[-1] else start
+            self.answers[what] = received[-1] - since
+            if request is not None:
+                self.asked[what] = request - start
     spans: dict[str, tuple[float, float]] = field(default_factory=dict)  # what -> (start, end), perf_counter
     errors: list[str] = field(default_factory=list)
     doing: str = "starting"  # what the visitor waits for now (said when the --timeout stops it)
@@ -270,7 +279,11 @@ async def walk(browser, url: str, visitor: Visitor, csv_path: Path | None, settl
     context = await browser.new_context(viewport={"width": 1400, "height": 1000})
     page = await context.new_page()
     page.on("pageerror", lambda err: visitor.errors.append(f"page error: {err}"))
-    page.on("websocket", lambda ws: ws.on("framereceived", lambda _: visitor.frames.append(time.perf_counter())))
+    def watch(ws) -> None:
+        ws.on("framereceived", lambda _: visitor.frames.append(time.perf_counter()))
+        ws.on("framesent", lambda _: visitor.sent.append(time.perf_counter()))
+
+    page.on("websocket", watch)
     page.on("console", lambda msg: visitor.errors.append(f"console error: {msg.text[:200]}") if msg.type == "error" else None)
     rooms = list(registry.PAGES)
     if csv_path is not None:  # the uploader: Sentence pairs right after the model card
@@ -365,8 +378,10 @@ def report(n: int, visitors: list[Visitor], peak: int, wall: float, teacher: Vis
     upload_span = visitors[0].spans.get("upload")
     rows: dict[str, list[float]] = {room.stem: [] for room in registry.PAGES}
     rows.update({f"{room.stem}, first draw": [] for room in registry.PAGES})
+    rows.update({f"{room.stem}, browser's request": [] for room in registry.PAGES})
     rows.update({f"{room.stem}, server's answer": [] for room in registry.PAGES})
-    rows.update({"typed pair": [], "typed pair during the upload": [], "typed pair, server's answer": [], "upload": []})
+    rows.update({"typed pair": [], "typed pair during the upload": [], "typed pair, browser's request": [],
+                 "typed pair, server's answer": [], "upload": []})
     for v in visitors:
         for what, seconds in v.times.items():
             rows[what].append(seconds)
@@ -374,6 +389,8 @@ def report(n: int, visitors: list[Visitor], peak: int, wall: float, teacher: Vis
             rows[f"{what}, first draw"].append(seconds)
         for what, seconds in v.answers.items():
             rows[f"{what}, server's answer"].append(seconds)
+        for what, seconds in v.asked.items():
+            rows[f"{what}, browser's request"].append(seconds)
         typed = v.spans.get("typed pair")
         if upload_span and typed and typed[0] < upload_span[1] and typed[1] > upload_span[0]:
             rows["typed pair during the upload"].append(v.times["typed pair"])
