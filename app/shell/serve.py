@@ -30,6 +30,7 @@ out of the collector (gc.freeze) once imported: a collection then takes 1-3 ms.
 """
 
 import gc
+import sys
 import threading
 
 from albert_lab.importing import MODEL_CODE
@@ -78,11 +79,26 @@ def import_in_background() -> None:
     import_model_code()
 
 
+SWITCH_INTERVAL = 0.0005  # seconds a thread holds the GIL while another asks for it (Python's default: 0.005)
+
+
+def prepare_process() -> None:
+    """Before the server starts: what the first page needs imported (the model code after the
+    first page, ui.warm_up), frozen out of the collector, and a shorter GIL switch interval.
+    torch hands the GIL back around every operation and must take it again after; while other
+    visitors' scripts run Python (pages, charts, tables), each taking back waited up to Python's
+    5 ms switch interval: one typed pair (about 1,000 operations through four models) took
+    3.4 s beside one busy Python thread and 11 s beside three, instead of 0.07 s alone. At
+    0.5 ms: 0.9 s beside three, while those threads lose about a tenth of their pace."""
+    import_first_page()
+    gc.freeze()
+    sys.setswitchinterval(SWITCH_INTERVAL)
+
+
 if __name__ == "__main__":
     # Streamlit first: its import configures plotly's theme, which tests values against
     # pandas' types (and fails on a pandas imported half-way by another thread).
     from streamlit.web.cli import main
 
-    import_first_page()  # the model code after the first page (ui.warm_up), which needs none
-    gc.freeze()
+    prepare_process()
     main(prog_name="streamlit")  # the command line is streamlit's: run app/main.py --server.port ...
