@@ -4,6 +4,7 @@ the next run of the page, and when every checkpoint fails the page's guard says 
 (plain threads) a quick computation's lane beside the heavy one."""
 
 import json
+import time
 
 from conftest import charts, goto
 
@@ -66,32 +67,109 @@ def test_a_stopped_computation_is_said_and_computed_after_all_when_asked(app):
     assert len(charts(at)) == drawn and not any(i.value.startswith("Stopped") for i in at.info)
 
 
-def test_a_quick_computation_never_waits_for_a_long_one():
-    """A typed pair (quick) while an upload holds the heavy lane: scored at once, in a lane of its
-    own, while a second heavy computation waits for the upload's turn. Plain threads."""
+def test_typed_pairs_never_wait_for_a_long_computation_and_are_scored_together():
+    """Typed pairs (runner.together) while an upload holds the heavy lane: scored at once in a lane
+    of their own; those asked while the quick lane is busy are computed in one pass, each given its
+    own result; one visitor's bad item fails only that visitor. Plain threads."""
     import threading
 
     from app.shell import runner
-    from app.shell.runner import Part
 
-    holding, release, done = threading.Event(), threading.Event(), {}
+    passes, results = [], {}
 
-    def upload() -> None:
+    def many(items):
+        passes.append(list(items))
+        if "bad" in items:
+            raise DataError("a bad pair")
+        return [item.upper() for item in items]
+
+    def ask(item):
+        try:
+            results[item] = runner.together(("typed", item), "models", item, many, "the typed pair")
+        except DataError as err:
+            results[item] = err
+
+    upload_holds, release_upload = threading.Event(), threading.Event()
+
+    def upload():
         with runner.TURNS.turn():
-            holding.set()
-            release.wait(10)
-
-    def ask(what: str, quick: bool) -> None:
-        done[what] = runner.run([Part(what, (what,), lambda _: what)], keep=False, quick=quick)
+            upload_holds.set()
+            release_upload.wait(10)
 
     threading.Thread(target=upload, daemon=True).start()
-    assert holding.wait(10)
-    heavy = threading.Thread(target=ask, args=("heavy", False), daemon=True)
-    heavy.start()
-    ask("typed pair", quick=True)  # in this thread: returns while the upload holds its turn
-    assert done == {"typed pair": ["typed pair"]}
-    heavy.join(0.3)
-    assert heavy.is_alive() and "heavy" not in done  # the heavy lane is the upload's
-    release.set()
-    heavy.join(10)
-    assert done["heavy"] == ["heavy"]
+    assert upload_holds.wait(10)
+    ask("first")  # this thread: while the upload holds the heavy lane
+    assert results == {"first": "FIRST"} and passes == [["first"]]
+
+    lane_held, release_lane = threading.Event(), threading.Event()
+
+    def other_visitor():  # holds the quick lane while three visitors ask
+        with runner.QUICK.turn():
+            lane_held.set()
+            release_lane.wait(10)
+
+    threading.Thread(target=other_visitor, daemon=True).start()
+    assert lane_held.wait(10)
+    askers = [threading.Thread(target=ask, args=(item,), daemon=True) for item in ("a", "bad", "c")]
+    for thread in askers:
+        thread.start()
+    deadline = time.monotonic() + 10
+    while len(runner._TOGETHER.get("models", [])) < 3:
+        assert time.monotonic() < deadline, "the three asks never queued"
+        time.sleep(0.01)
+    release_lane.set()
+    for thread in askers:
+        thread.join(10)
+    release_upload.set()
+    assert sorted(passes[1]) == ["a", "bad", "c"]  # one pass for the three, then each alone after its error
+    assert sorted(map(tuple, passes[2:])) == [("a",), ("bad",), ("c",)]
+    assert results["a"] == "A" and results["c"] == "C" and isinstance(results["bad"], DataError)
+    assert runner.together(("typed", "a"), "models", "a", many, "the typed pair") == "A" and len(passes) == 5  # kept
+
+
+def test_a_typed_pair_whose_visitor_leaves_while_waiting_hands_its_batch_on(monkeypatch):
+    """The first asker takes the quick lane for those who ask after it; if its visitor leaves while
+    it waits (Streamlit raises in its script), the next asker computes the batch: nobody waits forever."""
+    import threading
+
+    from app.shell import runner
+
+    class Left(Exception):
+        pass
+
+    leaver = threading.current_thread  # set below to the leaving thread
+    lane_held, release_lane, results = threading.Event(), threading.Event(), {}
+
+    def waiting(self, ahead):  # the leader's visitor leaves once another has asked after it
+        if threading.current_thread() is leaver and len(runner._TOGETHER.get("g", [])) == 2:
+            raise Left
+
+    monkeypatch.setattr(runner._Shown, "waiting", waiting)
+
+    def holder():
+        with runner.QUICK.turn():
+            lane_held.set()
+            release_lane.wait(10)
+
+    def ask(item):
+        try:
+            results[item] = runner.together(("typed", item), "g", item, lambda items: [i * 2 for i in items], "pair")
+        except Left:
+            results[item] = "left"
+
+    threading.Thread(target=holder, daemon=True).start()
+    assert lane_held.wait(10)
+    first = threading.Thread(target=ask, args=("x",), daemon=True)
+    leaver = first
+    first.start()
+    deadline = time.monotonic() + 10
+    while len(runner._TOGETHER.get("g", [])) < 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    second = threading.Thread(target=ask, args=("y",), daemon=True)
+    second.start()  # follows the first, which leaves while waiting for the lane
+    first.join(10)
+    assert results == {"x": "left"} and runner._TOGETHER["g"][0].leads  # the lead handed on
+    release_lane.set()
+    second.join(10)
+    assert results == {"x": "left", "y": "yy"} and "g" not in runner._TOGETHER

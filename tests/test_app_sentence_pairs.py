@@ -314,3 +314,32 @@ def test_the_integration_steps_take_their_bounds_and_default_from_the_analysis_r
 
     steps, option = goto(app, "sentence_pairs").slider(key="attr_steps"), ATTRIBUTION.option("n_steps")
     assert (steps.min, steps.max, steps.value) == (option.bounds.low, option.bounds.high, option.default) == (10, 200, 50)
+
+
+def test_typed_pairs_scored_together_are_each_scored_as_alone(bundles):
+    """Several visitors' typed pairs scored in one batch (typed.score_together): each visitor gets the
+    rows of its own pair (row 1, one per checkpoint) with the probabilities of scoring it alone, within
+    float32 rounding: the batch pads and blocks the sums differently (tests/tolerance.py; a logit is a
+    dot product of tanh outputs in [-1, 1] with the pair head's weights, so |z| <= sum |w| + |b|)."""
+    import torch
+    from tolerance import probability_bound, relative_bound
+
+    from albert_lab.analysis.pairs import pairs_frame, score_pairs
+    from albert_lab.models import Parts
+    from app.rooms.sentence_pairs.typed import score_together
+
+    pairs = [("The river ran north.", "Then it turned to the sea past the old town and its bridges."),
+             ("A short one.", "Another."), ("Cats sleep.", "Dogs bark at the moon every night.")]
+    together = score_together(list(bundles), pairs)
+    assert len(together) == len(pairs)
+    for (a, b), scores in zip(pairs, together, strict=True):
+        alone = score_pairs(list(bundles), pairs_frame([a], [b]))
+        assert list(scores.columns) == list(alone.columns) and list(scores.row) == [1] * len(bundles)
+        assert list(scores.sentence_a) == [a] * len(bundles) and list(scores.checkpoint) == list(alone.checkpoint)
+        for bundle, (_, got), (_, want) in zip(bundles, scores.iterrows(), alone.iterrows(), strict=True):
+            linear = [m for m in Parts.of(bundle.model).pair_head.modules() if isinstance(m, torch.nn.Linear)][-1]
+            largest = float((linear.weight.abs().sum(dim=1) + linear.bias.abs()).max())
+            tokens = max(len(bundle.tokenizer(x, y)["input_ids"]) for x, y in pairs)
+            bound = probability_bound(relative_bound(bundle.spec.family, bundle.spec.to_dict(), tokens), (largest, largest))
+            assert abs(got.p_ab - want.p_ab) <= bound and abs(got.p_ba - want.p_ba) <= bound, (bundle.name, got, want, bound)
+            assert got.tokens == want.tokens and got.prediction == want.prediction

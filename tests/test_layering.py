@@ -241,7 +241,8 @@ def test_rooms_compute_analyses_only_through_the_one_runner():
     """app/shell/runner.py is the one runner of the pages' analyses (a queue turn, progress with the
     time left, Stop, results kept for every visitor, per-checkpoint notes): only it takes turns,
     the ways it replaced are gone, and a room calls an analysis's function only inside a part it
-    gives the runner (`Part(..., lambda progress: f(...))`, or a function named in `Part.of`)."""
+    gives the runner (`Part(..., lambda progress: f(...))`, a function named in `Part.of`, or the
+    batch function given to `together`)."""
     from albert_lab.analysis.registry import ANALYSES
 
     takers = sorted(m for m, p in APP_MODULES.items() if "app.shell.turns" in app_imports(p))
@@ -258,7 +259,7 @@ def test_rooms_compute_analyses_only_through_the_one_runner():
                     and "run" in {a.name for a in n.names}], f"{module}: analyses run through app.shell.runner.run"
         if not room_of(module):
             continue
-        parts = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func).split(".")[-1] in ("Part", "of")]
+        parts = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func).split(".")[-1] in ("Part", "of", "together")]
         given = {id(n) for call in parts for arg in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(arg)
                  if isinstance(n, ast.Lambda)}
         given_names = {n.id for call in parts for arg in call.args for n in ast.walk(arg) if isinstance(n, ast.Name)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 from albert_lab.analysis.evaluation import interior_accuracy, read_results
@@ -15,7 +16,6 @@ from app.rooms.sentence_pairs.common import EXAMPLE_A, EXAMPLE_B, results_path
 from app.rooms.sentence_pairs.scores import show_scores
 from app.shell import links, runner, ui
 from app.shell.guard import guard
-from app.shell.runner import Part
 
 
 @st.cache_data(show_spinner=False)
@@ -49,13 +49,21 @@ def typed_tab(bundles: list) -> tuple[str, str]:
         st.form_submit_button("Score this pair", type="primary")
     typed.share()
     with guard("scoring"):
-        pair = pairs_frame([typed["pair_a"]], [typed["pair_b"]])
-        # one pair: a moment of the cores, in the quick lane (never behind an upload's batch); kept for every
-        # visitor under the pair and the checkpoints' files, so a class opening the page scores its example once
+        pairs_frame([typed["pair_a"]], [typed["pair_b"]])  # a blank sentence: one line, before any queue
+        # one pair: a moment of the cores, in the quick lane (never behind an upload's batch), scored in one batch
+        # with the pairs other visitors type meanwhile; kept for every visitor under the pair and the checkpoints'
+        # files, so a class opening the page scores its example once
         models = tuple((bd.name, bd.source, stamp(bd.source), str(bd.device), str(bd.dtype)) for bd in bundles)
-        [scores] = runner.run([Part("the typed pair", ("typed pair", models, typed["pair_a"], typed["pair_b"]),
-                                    lambda _: score_pairs(bundles, pair))], quick=True)
+        scores = runner.together(("typed pair", models, typed["pair_a"], typed["pair_b"]), models,
+                                 (typed["pair_a"], typed["pair_b"]), lambda pairs: score_together(bundles, pairs),
+                                 "the typed pair")
         ui.chart(pair_figures.pair_figure(scores), "pair-probabilities")
         show_scores(scores, "typed", bundles)
     trust_caption()
     return typed["pair_a"], typed["pair_b"]
+
+
+def score_together(bundles: list, pairs: list[tuple[str, str]]) -> list[pd.DataFrame]:
+    """score_pairs of several visitors' typed pairs in one pass, each pair's rows as if scored alone (row 1)."""
+    scores = score_pairs(bundles, pairs_frame([a for a, _ in pairs], [b for _, b in pairs]))
+    return [scores[scores.row == i].assign(row=1).reset_index(drop=True) for i in range(1, len(pairs) + 1)]
