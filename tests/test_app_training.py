@@ -1,6 +1,7 @@
 """The Training page (AppTest): the form, a live run, runs of other sessions, starting from a checkpoint."""
 
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -140,6 +141,26 @@ def test_compare_runs_draws_no_pair_accuracy_for_a_run_without_a_pair_task(tmp_p
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     compare = next(s for s in specs if "by run" in json.dumps(s["layout"].get("title", "")))
     assert [trace["name"] for trace in compare["data"]] == ["withsop (sop)"]
+
+
+def test_compare_runs_tells_two_runs_of_one_name_apart(tmp_path, monkeypatch):
+    """Two runs started with one name and loss were one legend entry, and runs.csv had no column to
+    tell their rows apart: the legend names their ids, and runs.csv has a run_id column."""
+    two_runs(tmp_path)
+    first = tmp_path / "runs" / "20261122-000000-withsop-1"
+    second = tmp_path / "runs" / "20261122-000001-withsop-2"
+    shutil.copytree(first, second)
+    (second / "run.json").write_text((first / "run.json").read_text().replace(first.name, second.name))
+    monkeypatch.setenv("ALBERT_LAB_RUNS", str(tmp_path / "runs"))
+    from app.shell import ui
+
+    downloads = {}
+    monkeypatch.setattr(ui, "download", lambda frame, name, *args, **kwargs: downloads.__setitem__(name, frame))
+    at = start("training")
+    at.multiselect(key="compare_runs").set_value([first.name, second.name]).run()
+    compare = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "by run" in c.proto.spec)
+    assert [trace["name"] for trace in compare["data"]] == [f"withsop (sop, {first.name})", f"withsop (sop, {second.name})"]
+    assert list(downloads["runs.csv"].run_id) == [first.name] * 2 + [second.name] * 2
 
 
 def test_compare_runs_selection_and_metric_are_in_the_link(tmp_path, monkeypatch):

@@ -173,12 +173,14 @@ def compare_runs() -> None:
     picked = st.multiselect("Runs", ids, key="compare_runs")
     metric = st.selectbox("Metric", list(COMPARED), format_func=COMPARED.get, key="cmp_metric")
     controls.share()
+    infos = [read_run(runs_dir() / run_id) for run_id in picked]
+    labels = [f"{info.name} ({info.config.get('objective')})" for info in infos]
     frames = []
-    for run_id in picked:
-        info = read_run(runs_dir() / run_id)
+    for info, label in zip(infos, labels, strict=True):
         rows = info.metrics("train")
-        if rows:
-            frames.append(pd.DataFrame(rows).assign(run=f"{info.name} ({info.config.get('objective')})"))
+        if rows:  # two runs of one name and loss are told apart by their ids, in the legend and in runs.csv
+            frames.append(pd.DataFrame(rows).assign(run=label if labels.count(label) == 1 else f"{label[:-1]}, {info.id})",
+                                                    run_id=info.id))
     unmeasured = [f.run.iloc[0] for f in frames if metric not in f or f[metric].isna().all()]
     if unmeasured:
         st.caption(f"No {COMPARED[metric]} for {', '.join(unmeasured)}: not measured (no pair task was trained).")
