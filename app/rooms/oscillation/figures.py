@@ -56,8 +56,9 @@ def roughness_figure(verdicts: pd.DataFrame) -> go.Figure:
     # Bars across, names on the left: upright bars cut a long name ('converted:bert-sop-minilm-e64-all-ave...') and
     # squeezed the plot to 60 px. Values beyond their bars, so a roughness of 0.00 (no bar at all) still reads; the
     # scale is the measure's own, 0-1.
+    # The title on one line: a title wrapped in this half-width column lost its first line at the top.
     fig = px.bar(verdicts, y="checkpoint", x="roughness", color="checkpoint", color_discrete_map=colour_map(verdicts.checkpoint),
-                 orientation="h", text_auto=".2f", range_x=[0, 1.1], title="Roughness of the L2 curve: lower is smoother")
+                 orientation="h", text_auto=".2f", range_x=[0, 1.1], title="Roughness of the L2 curve")
     fig.update_traces(textposition="outside", cliponaxis=False)
     fig.update_layout(showlegend=False)
     fig.update_yaxes(autorange="reversed", automargin=True)
