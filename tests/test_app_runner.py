@@ -73,7 +73,7 @@ def test_typed_pairs_never_wait_for_a_long_computation_and_are_scored_together()
     own result; one visitor's bad item fails only that visitor. Plain threads."""
     import threading
 
-    from app.shell import runner
+    from app.shell import batches, runner
 
     passes, results = [], {}
 
@@ -85,7 +85,7 @@ def test_typed_pairs_never_wait_for_a_long_computation_and_are_scored_together()
 
     def ask(item):
         try:
-            results[item] = runner.together(("typed", item), "models", item, many, "the typed pair")
+            results[item] = batches.together(("typed", item), "models", item, many, "the typed pair")
         except DataError as err:
             results[item] = err
 
@@ -114,7 +114,7 @@ def test_typed_pairs_never_wait_for_a_long_computation_and_are_scored_together()
     for thread in askers:
         thread.start()
     deadline = time.monotonic() + 10
-    while len(runner._TOGETHER.get("models", [])) < 3:
+    while len(batches._TOGETHER.get("models", [])) < 3:
         assert time.monotonic() < deadline, "the three asks never queued"
         time.sleep(0.01)
     release_lane.set()
@@ -124,7 +124,7 @@ def test_typed_pairs_never_wait_for_a_long_computation_and_are_scored_together()
     assert sorted(passes[1]) == ["a", "bad", "c"]  # one pass for the three, then each alone after its error
     assert sorted(map(tuple, passes[2:])) == [("a",), ("bad",), ("c",)]
     assert results["a"] == "A" and results["c"] == "C" and isinstance(results["bad"], DataError)
-    assert runner.together(("typed", "a"), "models", "a", many, "the typed pair") == "A" and len(passes) == 5  # kept
+    assert batches.together(("typed", "a"), "models", "a", many, "the typed pair") == "A" and len(passes) == 5  # kept
 
 
 def test_a_typed_pair_whose_visitor_leaves_while_waiting_hands_its_batch_on(monkeypatch):
@@ -132,7 +132,7 @@ def test_a_typed_pair_whose_visitor_leaves_while_waiting_hands_its_batch_on(monk
     it waits (Streamlit raises in its script), the next asker computes the batch: nobody waits forever."""
     import threading
 
-    from app.shell import runner
+    from app.shell import batches, runner
 
     class Left(Exception):
         pass
@@ -141,7 +141,7 @@ def test_a_typed_pair_whose_visitor_leaves_while_waiting_hands_its_batch_on(monk
     lane_held, release_lane, results = threading.Event(), threading.Event(), {}
 
     def waiting(self, ahead):  # the leader's visitor leaves once another has asked after it
-        if threading.current_thread() is leaver and len(runner._TOGETHER.get("g", [])) == 2:
+        if threading.current_thread() is leaver and len(batches._TOGETHER.get("g", [])) == 2:
             raise Left
 
     monkeypatch.setattr(runner._Shown, "waiting", waiting)
@@ -153,7 +153,7 @@ def test_a_typed_pair_whose_visitor_leaves_while_waiting_hands_its_batch_on(monk
 
     def ask(item):
         try:
-            results[item] = runner.together(("typed", item), "g", item, lambda items: [i * 2 for i in items], "pair")
+            results[item] = batches.together(("typed", item), "g", item, lambda items: [i * 2 for i in items], "pair")
         except Left:
             results[item] = "left"
 
@@ -163,13 +163,13 @@ def test_a_typed_pair_whose_visitor_leaves_while_waiting_hands_its_batch_on(monk
     leaver = first
     first.start()
     deadline = time.monotonic() + 10
-    while len(runner._TOGETHER.get("g", [])) < 1:
+    while len(batches._TOGETHER.get("g", [])) < 1:
         assert time.monotonic() < deadline
         time.sleep(0.01)
     second = threading.Thread(target=ask, args=("y",), daemon=True)
     second.start()  # follows the first, which leaves while waiting for the lane
     first.join(10)
-    assert results == {"x": "left"} and runner._TOGETHER["g"][0].leads  # the lead handed on
+    assert results == {"x": "left"} and batches._TOGETHER["g"][0].leads  # the lead handed on
     release_lane.set()
     second.join(10)
-    assert results == {"x": "left", "y": "yy"} and "g" not in runner._TOGETHER
+    assert results == {"x": "left", "y": "yy"} and "g" not in batches._TOGETHER

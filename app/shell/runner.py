@@ -6,7 +6,7 @@ as parts (one per checkpoint, or one). For each part it
 - else computes it in this visitor's turn (`TURNS`, app/shell/turns.py): one heavy computation at
   a time on this server, first come first served (each uses every core); a long one passes its turn
   between its progress reports when someone waits, and whoever waits is told how many are ahead;
-  a moment of the cores (`together`: typed pairs) has a lane of its own (`QUICK`), one at a time
+  a moment of the cores (`batches.together`: typed pairs) has a lane of its own (`QUICK`), one at a time
   too, and never waits for a long computation's step: with twenty visitors and an upload, a typed
   pair waited for the upload's batches under the load (24 s median, 40 s p95 in
   benchmarks/bench_class.py);
@@ -18,8 +18,8 @@ as parts (one per checkpoint, or one). For each part it
   the checkpoints finished and offers the others (`each`: checkpoints one at a time), or says the
   one computation was stopped and offers to compute it after all. Without a cost, a short
   computation (a typed pair, a lens): no bar, the page's spinner if it draws one;
-- computes what many visitors ask at once in one pass where it can (`together`: the typed pairs
-  asked while one waits for the quick lane or is being scored are scored in one batch next);
+- (app/shell/batches.py) computes what many visitors ask at once in one pass where it can
+  (`together`: the typed pairs asked while one waits for the quick lane are scored in one batch);
 - gives a part that fails with a user's error (AlbertLabError) its note, naming it, and goes on
   with the others; when every part fails, the error goes to the page's guard."""
 
@@ -110,101 +110,6 @@ def run(parts: Sequence[Part[T]], cost: Cost | None = None, *, each: bool = Fals
         st.button("Compute the others" if each else "Compute it after all", key=f"_{'go_on' if each else 'again'}_{cost.kind}",
                   on_click=_go_on, args=(cost.kind,))
     return results
-
-
-class _Ask:
-    """One visitor's item waiting to be computed together with others'."""
-
-    def __init__(self, item: Any) -> None:
-        self.item, self.result, self.error = item, MISSING, None
-        self.leads = False  # this visitor takes the lane for the items asked with it
-        self.done, self.woken = threading.Event(), threading.Event()  # woken: done, or made the leader
-
-
-_TOGETHER: dict[Hashable, list[_Ask]] = {}  # group -> the items asked and not yet taken by a pass, with _TOGETHER_LOCK
-_TOGETHER_LOCK = threading.Lock()
-
-
-def together(key: Hashable, group: Hashable, item: Any, many: Callable[[list[Any]], list[T]], name: str) -> T:
-    """`many([item])[0]`, kept for every visitor under `key` like run's parts, in the quick lane;
-    items of one `group` (the same checkpoints) asked while another waits for the lane or is
-    computed are computed in the same pass: twenty typed pairs asked at once are a few batches,
-    not twenty turns of the lane one after the other (each pass costs about as much in torch
-    operations, which take turns with every visitor's Python for the GIL). When a pass fails,
-    each of its items is computed alone, so one visitor's error is not another's."""
-    results, lock = _results()
-    with lock:
-        if key in results:
-            results.move_to_end(key)
-            return copy.deepcopy(results[key])
-    ask = _Ask(item)
-    with _TOGETHER_LOCK:
-        asks = _TOGETHER.setdefault(group, [])
-        asks.append(ask)
-        ask.leads = len(asks) == 1  # the first asker takes the lane for everyone asking before its turn comes
-    while not ask.done.is_set():
-        if ask.leads:
-            _lead(ask, group, many, Part(name, key, lambda _: None))
-        else:
-            ask.woken.wait(0.5)
-            ask.woken.clear()
-    if ask.error is not None:
-        raise ask.error
-    with lock:
-        results[key] = ask.result
-        while len(results) > KEPT:
-            results.popitem(last=False)
-    return copy.deepcopy(ask.result)
-
-
-def _lead(ask: _Ask, group: Hashable, many: Callable[[list[Any]], list[Any]], part: Part) -> None:
-    """Take the quick lane and compute every item of `group` asked until then. A leader whose
-    visitor leaves while waiting for the lane hands the lead to the next item asked."""
-    shown = _Shown(None, False, [part], QUICK)
-    taken: list[_Ask] = []
-    try:
-        shown.begin(0, part)
-        with QUICK.turn(shown.waiting):
-            shown.turn_came()
-            with _TOGETHER_LOCK:
-                taken = _TOGETHER.pop(group)
-            _compute_together(taken, many)
-    except BaseException:
-        if not taken:
-            with _TOGETHER_LOCK:
-                asks = _TOGETHER.get(group, [])
-                if ask in asks:
-                    asks.remove(ask)
-                if asks:
-                    asks[0].leads = True
-                    asks[0].woken.set()
-                else:
-                    _TOGETHER.pop(group, None)
-        raise
-    finally:
-        shown.clear()
-
-
-def _compute_together(asks: list[_Ask], many: Callable[[list[Any]], list[Any]]) -> None:
-    """Each ask's result or error, then each is told."""
-    try:
-        try:
-            for ask, result in zip(asks, many([a.item for a in asks]), strict=True):
-                ask.result = result
-        except Exception:
-            if len(asks) == 1:
-                raise
-            for ask in asks:  # each alone: the error is the one whose item caused it
-                try:
-                    [ask.result] = many([ask.item])
-                except Exception as err:  # raised in the script of the visitor who asked
-                    ask.error = err
-    except Exception as err:  # the one item's error, raised in its visitor's script
-        asks[0].error = err
-    finally:
-        for ask in asks:
-            ask.done.set()
-            ask.woken.set()
 
 
 def was_stopped(kind: str, key: Hashable) -> bool:

@@ -14,7 +14,7 @@ from albert_lab.checkpoint.files import stamp
 from app.rooms.sentence_pairs import figures as pair_figures
 from app.rooms.sentence_pairs.common import EXAMPLE_A, EXAMPLE_B, results_path
 from app.rooms.sentence_pairs.scores import show_scores
-from app.shell import links, runner, ui
+from app.shell import batches, links, ui
 from app.shell.guard import guard
 
 
@@ -54,7 +54,7 @@ def typed_tab(bundles: list) -> tuple[str, str]:
         # with the pairs other visitors type meanwhile; kept for every visitor under the pair and the checkpoints'
         # files, so a class opening the page scores its example once
         models = tuple((bd.name, bd.source, stamp(bd.source), str(bd.device), str(bd.dtype)) for bd in bundles)
-        scores = runner.together(("typed pair", models, typed["pair_a"], typed["pair_b"]), models,
+        scores = batches.together(("typed pair", models, typed["pair_a"], typed["pair_b"]), models,
                                  (typed["pair_a"], typed["pair_b"]), lambda pairs: score_together(bundles, pairs),
                                  "the typed pair")
         ui.chart(pair_figures.pair_figure(scores), "pair-probabilities")
