@@ -28,8 +28,8 @@ def card() -> None:
         st.subheader("ALBERT, E=128 H=256 L=6 (shared all)")
         st.caption("checkpoints/albert-sop · cpu · float32")
         metric = st.columns(3)
-        metric[0].metric("Parameters (paper's count)", "3.02M")
-        metric[1].metric("Applied per forward pass", "6.99M", help="A shared block counts once per layer")
+        metric[0].metric("Parameters", "3.02M", help="Counted as the paper counts them")
+        metric[1].metric("Applied per pass", "6.99M", help="Per forward pass: a shared block counts once per layer")
         metric[2].metric("FLOPs / token", "12.3M", help="forward, at sequence length 128")
         rows = pd.DataFrame({"component": ["embeddings", "encoder", "pooler", "MLM head", "pair head"],
                              "unique": [1_100_000, 790_000, 66_000, 1_000_000, 514],

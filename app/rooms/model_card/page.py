@@ -85,9 +85,10 @@ if ui.need_checkpoints():
             st.caption(f"{portable_name(card['source'])} · {card['device']} · {card['dtype']}")  # no server path
             params = card["params"]
             metric = st.columns(3)
-            metric[0].metric("Parameters (paper's count)", si(params["total"]))
-            metric[1].metric("Applied per forward pass", si(params["applied"]),
-                             help="A shared block counts once per layer that applies it")
+            # labels short enough for a third of the left column at 1280 px (longer ones were cut: "Applied per forwar...")
+            metric[0].metric("Parameters", si(params["total"]), help="Counted as the paper counts them")
+            metric[1].metric("Applied per pass", si(params["applied"]),
+                             help="Per forward pass: a shared block counts once per layer that applies it")
             metric[2].metric("FLOPs / token", si(params["flops_per_token"]),
                              help=f"forward, at sequence length {params['seq_len']}")
             rows = pd.DataFrame([{"component": k, **v} for k, v in params["by_component"].items()])
