@@ -19,6 +19,21 @@ HUB_PREFIX = "module/"  # TF-Hub exports hold every variable under it
 Names = dict[str, tuple[str, bool, tuple[int, ...]]]  # transformers key -> (TF variable, transpose, transformers shape)
 
 
+# One encoder block's variables: (transformers' name, TF's name, in, out) under the block's own names;
+# "h" the hidden size, "f" the FFN size, out None for a LayerNorm (its size the in). ALBERT's shared block
+# (group_G/inner_group_I) and BERT's layer (layer_N) hold the same maths under different names.
+BLOCK: dict[str, tuple[tuple[str, str, str, str | None], ...]] = {
+    "albert": (("attention.query", "attention_1/self/query", "h", "h"), ("attention.key", "attention_1/self/key", "h", "h"),
+               ("attention.value", "attention_1/self/value", "h", "h"), ("attention.dense", "attention_1/output/dense", "h", "h"),
+               ("attention.LayerNorm", "LayerNorm", "h", None), ("ffn", "ffn_1/intermediate/dense", "h", "f"),
+               ("ffn_output", "ffn_1/intermediate/output/dense", "f", "h"), ("full_layer_layer_norm", "LayerNorm_1", "h", None)),
+    "bert": (("attention.self.query", "attention/self/query", "h", "h"), ("attention.self.key", "attention/self/key", "h", "h"),
+             ("attention.self.value", "attention/self/value", "h", "h"), ("attention.output.dense", "attention/output/dense", "h", "h"),
+             ("attention.output.LayerNorm", "attention/output/LayerNorm", "h", None), ("intermediate.dense", "intermediate/dense", "h", "f"),
+             ("output.dense", "output/dense", "f", "h"), ("output.LayerNorm", "output/LayerNorm", "h", None)),
+}
+
+
 def mapped_names(spec: ModelSpec, bundle: Bundle, config: str) -> tuple[Names, tuple[str, ...]]:
     """The names of `spec`'s weights in `bundle` (with TF-Hub's prefix where it has one), checked
     against it, and the variables of training it holds, skipped."""
@@ -40,6 +55,16 @@ def expected_names(spec: ModelSpec) -> Names:
     def dense(hf: str, tf: str, n_in: int, n_out: int) -> None:
         names[f"{hf}.weight"], names[f"{hf}.bias"] = (f"{tf}/kernel", True, (n_out, n_in)), (f"{tf}/bias", False, (n_out,))
 
+    sizes = {"h": h, "f": f}
+
+    def block(hf: str, tf: str) -> None:
+        """One encoder block's variables, from BLOCK's rows for the family."""
+        for hf_part, tf_part, n_in, n_out in BLOCK[spec.family]:
+            if n_out is None:
+                norm(f"{hf}.{hf_part}", f"{tf}/{tf_part}", sizes[n_in])
+            else:
+                dense(f"{hf}.{hf_part}", f"{tf}/{tf_part}", sizes[n_in], sizes[n_out])
+
     model = spec.family  # 'albert.' or 'bert.' prefixes transformers' encoder
     for table, rows in (("word", v), ("position", spec.max_positions), ("token_type", spec.type_vocab_size)):
         names[f"{model}.embeddings.{table}_embeddings.weight"] = (f"bert/embeddings/{table}_embeddings", False, (rows, e))
@@ -49,28 +74,14 @@ def expected_names(spec: ModelSpec) -> Names:
         groups = transformers_fields(spec)["num_hidden_groups"]
         for g in range(groups):
             for i in range(spec.inner_group_num):
-                hf, tf = f"albert.encoder.albert_layer_groups.{g}.albert_layers.{i}", f"bert/encoder/transformer/group_{g}/inner_group_{i}"
-                for part in ("query", "key", "value"):
-                    dense(f"{hf}.attention.{part}", f"{tf}/attention_1/self/{part}", h, h)
-                dense(f"{hf}.attention.dense", f"{tf}/attention_1/output/dense", h, h)
-                norm(f"{hf}.attention.LayerNorm", f"{tf}/LayerNorm", h)
-                dense(f"{hf}.ffn", f"{tf}/ffn_1/intermediate/dense", h, f)
-                dense(f"{hf}.ffn_output", f"{tf}/ffn_1/intermediate/output/dense", f, h)
-                norm(f"{hf}.full_layer_layer_norm", f"{tf}/LayerNorm_1", h)
+                block(f"albert.encoder.albert_layer_groups.{g}.albert_layers.{i}", f"bert/encoder/transformer/group_{g}/inner_group_{i}")
         dense("albert.pooler", "bert/pooler/dense", h, h)
         mlm, pair = "predictions", "sop_classifier.classifier"
         dense(f"{mlm}.dense", "cls/predictions/transform/dense", h, e)
         norm(f"{mlm}.LayerNorm", "cls/predictions/transform/LayerNorm", e)
     else:
         for n in range(spec.num_layers):
-            hf, tf = f"bert.encoder.layer.{n}", f"bert/encoder/layer_{n}"
-            for part in ("query", "key", "value"):
-                dense(f"{hf}.attention.self.{part}", f"{tf}/attention/self/{part}", h, h)
-            dense(f"{hf}.attention.output.dense", f"{tf}/attention/output/dense", h, h)
-            norm(f"{hf}.attention.output.LayerNorm", f"{tf}/attention/output/LayerNorm", h)
-            dense(f"{hf}.intermediate.dense", f"{tf}/intermediate/dense", h, f)
-            dense(f"{hf}.output.dense", f"{tf}/output/dense", f, h)
-            norm(f"{hf}.output.LayerNorm", f"{tf}/output/LayerNorm", h)
+            block(f"bert.encoder.layer.{n}", f"bert/encoder/layer_{n}")
         dense("bert.pooler.dense", "bert/pooler/dense", h, h)
         mlm, pair = "cls.predictions", "cls.seq_relationship"
         dense(f"{mlm}.transform.dense", "cls/predictions/transform/dense", h, h)
