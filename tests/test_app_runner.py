@@ -144,7 +144,7 @@ def test_a_typed_pair_whose_visitor_leaves_while_waiting_hands_its_batch_on(monk
         if threading.current_thread() is leaver and len(batches._TOGETHER.get("g", [])) == 2:
             raise Left
 
-    monkeypatch.setattr(runner._Shown, "waiting", waiting)
+    monkeypatch.setattr(runner.Shown, "waiting", waiting)
 
     def holder():
         with runner.QUICK.turn():

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-from app.shell.runner import KEPT, MISSING, QUICK, Part, _results, _Shown
+from app.shell.runner import MISSING, QUICK, Part, Shown, keep_result, kept_result
 
 T = TypeVar("T")
 
@@ -34,11 +34,8 @@ def together(key: Hashable, group: Hashable, item: Any, many: Callable[[list[Any
     lane; items of one `group` (the same checkpoints) asked while another waits for the lane or is
     computed are computed in the same pass. When a pass fails, each of its items is computed
     alone, so one visitor's error is not another's."""
-    results, lock = _results()
-    with lock:
-        if key in results:
-            results.move_to_end(key)
-            return copy.deepcopy(results[key])
+    if (found := kept_result(key)) is not MISSING:
+        return found
     ask = _Ask(item)
     with _TOGETHER_LOCK:
         asks = _TOGETHER.setdefault(group, [])
@@ -52,17 +49,14 @@ def together(key: Hashable, group: Hashable, item: Any, many: Callable[[list[Any
             ask.woken.clear()
     if ask.error is not None:
         raise ask.error
-    with lock:
-        results[key] = ask.result
-        while len(results) > KEPT:
-            results.popitem(last=False)
+    keep_result(key, ask.result)
     return copy.deepcopy(ask.result)
 
 
 def _lead(ask: _Ask, group: Hashable, many: Callable[[list[Any]], list[Any]], part: Part) -> None:
     """Take the quick lane and compute every item of `group` asked until then. A leader whose
     visitor leaves while waiting for the lane hands the lead to the next item asked."""
-    shown = _Shown(None, False, [part], QUICK)
+    shown = Shown(None, False, [part], QUICK)
     taken: list[_Ask] = []
     try:
         shown.begin(0, part)

@@ -85,7 +85,7 @@ def run(parts: Sequence[Part[T]], cost: Cost | None = None, *, each: bool = Fals
     request = tuple(part.key for part in parts)
     state = _state(cost.kind, request, asked) if cost is not None else None
     todo = [p for p in parts if p.name in state["done"]] if state is not None and state["stopped"] else list(parts)
-    shown = _Shown(cost, each, todo, TURNS)
+    shown = Shown(cost, each, todo, TURNS)
     results, failed = [], []
     try:
         for i, part in enumerate(todo):
@@ -124,14 +124,11 @@ def queue_words(ahead: int) -> str:
             "thing at a time, in the order asked")
 
 
-def _one(part: Part[T], keep: bool, shown: _Shown, i: int) -> T:
+def _one(part: Part[T], keep: bool, shown: Shown, i: int) -> T:
     """The part's kept result, or the one computed now (by this visitor, or by another who asked first)."""
+    if keep and (found := kept_result(part.key)) is not MISSING:
+        return found
     results, lock = _results()
-    if keep:
-        with lock:
-            if part.key in results:
-                results.move_to_end(part.key)
-                return copy.deepcopy(results[part.key])
     shown.begin(i, part)
     kept = _join_or_claim(part.key, results, lock, shown.shared) if keep else MISSING
     if kept is not MISSING:
@@ -148,7 +145,7 @@ def _one(part: Part[T], keep: bool, shown: _Shown, i: int) -> T:
     return copy.deepcopy(result) if keep else result
 
 
-class _Shown:
+class Shown:
     """What the page shows while parts compute: with a cost, a bar with the time left and a Stop
     button; without, a note while the part waits its turn. Drawn from the first part not kept on
     (kept results draw nothing, not even an empty placeholder)."""
@@ -276,10 +273,31 @@ def _release(key: Hashable, result: Any, results: OrderedDict, lock: threading.L
     """Keep a finished result (MISSING: stopped or failed, a waiting visitor computes it) and wake who waits."""
     with lock:
         if result is not MISSING:
-            results[key] = result
-            while len(results) > KEPT:
-                results.popitem(last=False)
+            _store(results, key, result)
         _COMPUTING.pop(key).set()
+
+
+def kept_result(key: Hashable) -> Any:
+    """A copy of the result kept under `key` for every visitor, or MISSING."""
+    results, lock = _results()
+    with lock:
+        if key in results:
+            results.move_to_end(key)
+            return copy.deepcopy(results[key])
+    return MISSING
+
+
+def keep_result(key: Hashable, result: Any) -> None:
+    """Keep `result` under `key` for every visitor (the least recently used out beyond KEPT)."""
+    results, lock = _results()
+    with lock:
+        _store(results, key, result)
+
+
+def _store(results: OrderedDict, key: Hashable, result: Any) -> None:
+    results[key] = result
+    while len(results) > KEPT:
+        results.popitem(last=False)
 
 
 @st.cache_resource(show_spinner=False)
