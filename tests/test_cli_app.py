@@ -213,3 +213,19 @@ def test_the_server_process_hands_the_gil_over_quickly():
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.stdout.split() == ["0.0005", "True", "True"], (result.stdout, result.stderr[-2000:])
+
+
+def test_the_server_does_not_collect_garbage_after_every_script_run():
+    """Streamlit's gc.collect(2) after every script run was, with twenty visitors, a third of the
+    time the server held the GIL (py-spy --gil during benchmarks/bench_class.py): the server's
+    command line turns it off, unless the user's command line sets it. Read back through
+    Streamlit's own command line and config."""
+    code = ("import sys\nfrom app.shell.serve import streamlit_argv\nimport streamlit.config as c\n"
+            "c.show_config = lambda: print(c.get_option('runner.postScriptGC'))\n"
+            "sys.argv = streamlit_argv(['streamlit', 'config', 'show', *sys.argv[1:]])\n"
+            "from streamlit.web.cli import main\nmain(prog_name='streamlit')")
+    for given, expected in (([], "False"), (["--runner.postScriptGC", "true"], "True"),
+                            (["--runner.postScriptGC=true"], "True")):
+        result = subprocess.run([sys.executable, "-c", code, *given], cwd=ROOT, capture_output=True, text=True,
+                                timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert result.stdout.split() == [expected], (given, result.stdout, result.stderr[-2000:])

@@ -26,7 +26,11 @@ Streamlit collects garbage after every script run (`runner.postScriptGC`, gc.col
 walks every object the process holds: with torch, transformers and four models loaded, 0.3-0.5 s
 of a 2-core CPU with the GIL held, after every click of every visitor (a fifth of the server's
 time with 20 visitors, py-spy). What is imported here lives as long as the server, so it is frozen
-out of the collector (gc.freeze) once imported: a collection then takes 1-3 ms.
+out of the collector (gc.freeze) once imported: a collection then takes 1-3 ms. With twenty visitors
+the objects made since (their sessions, kept results, figures, Streamlit's own) still made that
+collection a third of the time the server held the GIL (py-spy --gil during
+benchmarks/bench_class.py), so the server runs without it (`runner.postScriptGC false`, unless the
+command line says otherwise): Python's own collector still runs when enough objects were made.
 """
 
 import gc
@@ -95,10 +99,22 @@ def prepare_process() -> None:
     sys.setswitchinterval(SWITCH_INTERVAL)
 
 
+GC_AFTER_RUN = "--runner.postScriptGC"
+
+
+def streamlit_argv(argv: list[str]) -> list[str]:
+    """`streamlit run ...`'s command line with Streamlit's collection after every script run off,
+    unless the command line sets it."""
+    if any(arg == GC_AFTER_RUN or arg.startswith(GC_AFTER_RUN + "=") for arg in argv):
+        return argv
+    return [*argv, GC_AFTER_RUN, "false"]
+
+
 if __name__ == "__main__":
     # Streamlit first: its import configures plotly's theme, which tests values against
     # pandas' types (and fails on a pandas imported half-way by another thread).
     from streamlit.web.cli import main
 
     prepare_process()
+    sys.argv = streamlit_argv(sys.argv)
     main(prog_name="streamlit")  # the command line is streamlit's: run app/main.py --server.port ...
