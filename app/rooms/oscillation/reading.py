@@ -42,14 +42,25 @@ def against_the_paper(verdicts: pd.DataFrame, families: Mapping[str, str], cards
     if not broken:
         return (f"**As in the paper, for the models picked:** every ALBERT curve ({_listed(albert, rough)}) is smoother "
                 f"than every BERT one ({_listed(bert, rough)}).")
-    pairs = "; ".join(f"{a} (ALBERT, {shown(rough[a])}) is no smoother than {b} (BERT, {shown(rough[b])})" for a, b in broken)
+    ties = [(a, b) for a, b in broken if shown(rough[a]) == shown(rough[b])]
+    rougher = [(a, b) for a, b in broken if (a, b) not in ties]
     involved = dict.fromkeys([a for a, _ in broken if shapes[a] not in ALBERT_SHAPES]
                              + [b for _, b in broken if shapes[b] != BERT_SHAPE])
     reasons = "\n".join(f"- {why(n, families[n], shapes[n], cards.get(n, {}))}" for n in involved)
-    return (f"**Not as in the paper, for the models picked:** {pairs}. The paper's ALBERT falls steadily after its first "
-            f"layer and its BERT goes up and down; where a curve here does otherwise, its card says why:\n{reasons}\n\n"
-            "The paper's models are 24 layers deep and trained from scratch for 125,000 steps; a curve of a few layers "
-            "has few places to zig-zag, and it moves with the texts (the error bars).")
+    tied = "; ".join(_tied([a for a, b in ties if b == bert_name], bert_name, shown(rough[bert_name]))
+                     for bert_name in dict.fromkeys(b for _, b in ties))
+    if rougher:  # the paper's pattern reversed for at least one pair
+        head = "**Not as in the paper, for the models picked:** " + "; ".join(
+            f"{a} (ALBERT, {shown(rough[a])}) is rougher than {b} (BERT, {shown(rough[b])})" for a, b in rougher)
+        head += f"; {tied}." if ties else "."
+    else:  # only ties: the measure does not tell the two kinds apart, it does not put them the other way round
+        head = (f"**Neither smoother, for the models picked:** {tied}. The paper's ALBERT is the smoother one; this "
+                "measure does not tell these apart.")
+    if reasons:
+        head += (" The paper's ALBERT falls steadily after its first layer and its BERT goes up and down; where a curve "
+                 f"here does otherwise, its card says why:\n{reasons}")
+    return (f"{head}\n\nThe paper's models are 24 layers deep and trained from scratch for 125,000 steps; a curve of a "
+            "few layers has few places to zig-zag, and it moves with the texts (the error bars).")
 
 
 def why(name: str, family: str, shape: str, card: Mapping[str, Any]) -> str:
@@ -71,6 +82,18 @@ def why(name: str, family: str, shape: str, card: Mapping[str, Any]) -> str:
                 f"scratch as the paper's {family.upper()}-large was.")
     return (f"**{name}** ({curve}) was trained from scratch {'with one shared block' if family == 'albert' else 'without sharing'}"
             f", as the paper's {family.upper()}, and still differs from it on these texts.")
+
+
+def _tied(alberts: list[str], bert: str, score: str) -> str:
+    """ALBERTs whose roughness, as shown, equals a BERT's."""
+    which = "it" if len(alberts) == 1 else "each"
+    flat = ": no zig-zag in either" if len(alberts) == 1 else ": no zig-zag in any of them"
+    return (f"{_and(alberts)} (ALBERT) {'is' if len(alberts) == 1 else 'are'} as smooth as {bert} (BERT), {score} "
+            f"{which}{flat if float(score) == 0 else ''}")
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _listed(names: list[str], rough: Mapping[str, float]) -> str:
