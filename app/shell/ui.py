@@ -222,8 +222,12 @@ def chart(fig, name: str, key: str | None = None, container=None, share: float =
     """A plotly figure, full width of its container, whose camera icon saves PNG or SVG as
     `name`; `share`: how much of the main column the container is (its title is wrapped to fit)."""
     config = look.chart_config(name, widget("image_format", "png"))
-    look.wrap_title(fig, look.title_chars(share))  # in place, and again harmless: a wrapped title fits
-    (container or st).plotly_chart(fig, width="stretch", config=config, key=key)
+    with _DRAWING:  # a figure may be every visitor's (app.shell.built): wrapped by one while no other reads it
+        look.wrap_title(fig, look.title_chars(share))  # in place, and again harmless: a wrapped title fits
+        (container or st).plotly_chart(fig, width="stretch", config=config, key=key)
+
+
+_DRAWING = threading.Lock()  # charts drawn one at a time (the GIL ran them one at a time anyway)
 
 
 # ---- progress --------------------------------------------------------------------------------

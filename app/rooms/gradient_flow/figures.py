@@ -7,9 +7,11 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from app.shell.built import built_once
 from app.shell.look import COMPONENT_COLORS, GRAD_AXIS, SERIES_COLOURS, style
 
 
+@built_once
 def gradflow_figure(frame: pd.DataFrame, name: str) -> go.Figure:
     """Mean (solid) and max (dashed) |dL/dW| per layer application, by component."""
     per_app = frame[frame.view == "per_application"]
@@ -21,6 +23,7 @@ def gradflow_figure(frame: pd.DataFrame, name: str) -> go.Figure:
     return style(fig, x="layer application", y="|dL/dW| (log scale)", layers=True, log_y=True)
 
 
+@built_once
 def shared_sum_figure(frame: pd.DataFrame) -> go.Figure:
     """The summed gradient of each shared block (what the optimizer sees), by component."""
     shared = frame[frame.view == "shared_sum"].assign(group=lambda f: "shared block, applications " + f.applications,
@@ -35,6 +38,7 @@ def shared_sum_figure(frame: pd.DataFrame) -> go.Figure:
     return fig.update_yaxes(range=[low - 0.3, high + 0.3])  # room for the top point and its value
 
 
+@built_once
 def hidden_grad_figure(frame: pd.DataFrame) -> go.Figure:
     """|dL/dh| of the hidden state leaving each layer: mean (solid) and max (dashed), in colours
     of their own (the theme's colourway swapped them between light and dark)."""
@@ -47,6 +51,7 @@ def hidden_grad_figure(frame: pd.DataFrame) -> go.Figure:
                  legend_title="statistic")
 
 
+@built_once
 def gradflow_steps_figure(frame: pd.DataFrame, component: str, title: str) -> go.Figure:
     """One component's mean |dL/dW| per layer application, a line per training step
     (`frame`: analysis.gradflow.snapshot_frame)."""

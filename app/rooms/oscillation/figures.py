@@ -7,12 +7,14 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from app.shell.built import built_once
 from app.shell.look import colour_for, colour_map, style
 
 PANELS = (("l2", "l2_spread", "L2 distance ||h_l - h_(l-1)||", "L2 distance (hidden-state units)"),
           ("angle_deg", "angle_spread", "Angle between h_l and h_(l-1)", "angle (degrees)"))
 
 
+@built_once
 def oscillation_panels(frame: pd.DataFrame) -> tuple[go.Figure, go.Figure]:
     """L2 distance per layer and angle per layer, each a figure of its own (one line per
     checkpoint, BERT dashed): the page sets them side by side in columns, which a phone
@@ -51,6 +53,7 @@ def oscillation_figure(frame: pd.DataFrame) -> go.Figure:
     return fig.update_layout(legend_y=1.12, margin_t=140)  # above the subplot titles, not on them
 
 
+@built_once
 def roughness_figure(verdicts: pd.DataFrame) -> go.Figure:
     """Roughness of each checkpoint's L2 curve (its zig-zag; lower: smoother), one bar per checkpoint."""
     # Bars across, names on the left: upright bars cut a long name ('converted:bert-sop-minilm-e64-all-ave...') and
@@ -66,6 +69,7 @@ def roughness_figure(verdicts: pd.DataFrame) -> go.Figure:
     return fig.update_layout(margin_t=60)
 
 
+@built_once
 def similarity_figure(sim: pd.DataFrame, name: str) -> go.Figure:
     """Mean cosine similarity of the token states after layer i and layer j (a square pivot)."""
     fig = px.imshow(sim, zmin=0, zmax=1, color_continuous_scale="Blues", text_auto=".2f",

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from albert_lab.spec import SHARING_LABELS
+from app.shell.built import built_once
 from app.shell.look import NEUTRAL, SERIES_COLOURS, style
 
 # One colour per strategy, fixed (the themes' colorways differ); points of one E side by side.
@@ -18,6 +19,7 @@ OFFSETS = dict(zip(SHARING_LABELS, (-0.18, -0.06, 0.06, 0.18)))
 CORRECTION_HOVER = "open marker: measured a conversion bug fixed since (see below the table)"
 
 
+@built_once
 def ablation_figure(rows: pd.DataFrame, tokens: int) -> go.Figure:
     """Left: uptrained masked-token accuracy with its 95% interval per E, a colour per sharing
     strategy (failed rows have no point; rows a later correction qualifies are open markers). Right: the paper's average downstream score of
@@ -69,6 +71,7 @@ def ablation_figure(rows: pd.DataFrame, tokens: int) -> go.Figure:
     return fig.update_layout(legend_y=1.1, margin_t=140)  # above the subplot titles, not on them
 
 
+@built_once
 def parameter_bars(rows: pd.DataFrame, title: str) -> go.Figure:
     long = rows.melt(id_vars="component", value_vars=["unique", "applied"], var_name="count", value_name="parameters")
     long["count"] = long["count"].map({"unique": "held in memory", "applied": "applied per forward pass"})
@@ -77,6 +80,7 @@ def parameter_bars(rows: pd.DataFrame, title: str) -> go.Figure:
     return style(fig, x="component", y="parameters (count, log scale)", log_y=True, legend_title="")
 
 
+@built_once
 def sweep_figure(frame: pd.DataFrame, field: str, axis: str, y: str) -> go.Figure:
     """Cost against one of E, H, L, a line per sharing strategy. Log y only where the values
     span a factor of 10 or more; else linear from 0, so a nearly flat cost looks flat.

@@ -7,12 +7,14 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from app.shell.built import built_once
 from app.shell.look import SERIES_COLOURS, chance_line, colour_map, style
 
 ORDERS = {"p_ab": "A → B (as typed)", "p_ba": "B → A (swapped)"}
 ORDER_COLOURS = dict(zip(ORDERS.values(), SERIES_COLOURS))  # the same in light and dark themes
 
 
+@built_once
 def pair_figure(scores: pd.DataFrame) -> go.Figure:
     """P(label 0) of each checkpoint for the pair as typed and swapped."""
     long = scores.melt(id_vars=["checkpoint", "head"], value_vars=list(ORDERS), var_name="order")
@@ -24,6 +26,7 @@ def pair_figure(scores: pd.DataFrame) -> go.Figure:
     return chance_line(style(fig, legend_title="order"))
 
 
+@built_once
 def accuracy_figure(labelled: pd.DataFrame) -> go.Figure:
     """Accuracy with its 95% interval per checkpoint (analysis.pairs.labelled_accuracy)."""
     fig = px.scatter(labelled, x="checkpoint", y="accuracy", range_y=[0, 1.04], title="Accuracy on the labelled pairs (95% interval)",
@@ -34,6 +37,7 @@ def accuracy_figure(labelled: pd.DataFrame) -> go.Figure:
     return chance_line(style(fig))
 
 
+@built_once
 def spread_figure(scores: pd.DataFrame) -> go.Figure:
     """How P(A → B) is spread over a file without labels."""
     fig = px.histogram(scores.dropna(subset=["p_ab"]), x="p_ab", color="checkpoint", nbins=20, barmode="overlay",

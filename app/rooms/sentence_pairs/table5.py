@@ -22,6 +22,8 @@ from app.shell.state import kept
 from app.shell.text import fmt_duration
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from albert_lab.analysis.common import Progress
 
 
@@ -67,6 +69,15 @@ def _evaluate(bundle, pairs: Callable[[], pd.DataFrame], limit: int, progress: P
                     progress=lambda done, what: progress(done, f"scoring {what.removeprefix(bundle.name + ': ')}"))
 
 
+@st.cache_data(show_spinner=False, max_entries=4)
+def shipped_table5(path: Path, stamp: float) -> tuple[pd.DataFrame, list[str]] | None:
+    """The shipped checkpoints' Table 5 cells and notes (results.json), read once per version of the
+    file for every visitor: read and laid out again on every visit and every typed pair, they were a
+    quarter of the Sentence pairs page's script with twenty visitors (py-spy, benchmarks/bench_class.py)."""
+    results = read_results(path)
+    return table5_cells(results) if results is not None else None
+
+
 def table5_tab(bundles: list) -> None:
     """The paper's Table 5, the shipped checkpoints' (results.json), and one measured now."""
     st.markdown("**The paper** (ALBERT-base, 125k steps; accuracy as a fraction)")
@@ -77,9 +88,9 @@ def table5_tab(bundles: list) -> None:
                "`albert-lab evaluate --checkpoint albert_base --checkpoint uncased_L-12_H-768_A-12` (README: "
                "\"The paper's own models\"); nothing is downloaded.")
     path = results_path()
-    results = read_results(path)
-    if results is not None:
-        cells, notes = table5_cells(results)
+    shipped = shipped_table5(path, path.stat().st_mtime if path.is_file() else 0.0)
+    if shipped is not None:
+        cells, notes = shipped
         st.markdown("**The shipped checkpoints** (`albert-lab evaluate`; accuracy [95% interval] and number of pairs "
                     "or masked tokens)")
         st.dataframe(cells, hide_index=True, width="stretch")

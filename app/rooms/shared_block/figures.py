@@ -8,6 +8,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from app.shell.built import built_once
 from app.shell.look import NEUTRAL, colour_for
 
 READABLE = 13  # columns of a heatmap that still leave room for text in its cells
@@ -32,6 +33,7 @@ def _lines(fig: go.Figure, frame: pd.DataFrame, columns: list[str]) -> None:
                                      mode="lines+markers", line=line), row=1, col=col)
 
 
+@built_once
 def extrapolation_figure(frame: pd.DataFrame) -> go.Figure:
     """Step distance, distance to the state at depth L and masked-token accuracy per
     application, one line per checkpoint (BERT dashed); the dotted line marks depth L."""
@@ -48,6 +50,7 @@ def extrapolation_figure(frame: pd.DataFrame) -> go.Figure:
     return fig
 
 
+@built_once
 def lens_figure(frame: pd.DataFrame) -> go.Figure:
     """Logit lens: masked-token accuracy and NLL of every state through the MLM head."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("Masked-token accuracy", "NLL of the right token (nats)"))
@@ -58,6 +61,7 @@ def lens_figure(frame: pd.DataFrame) -> go.Figure:
     return fig
 
 
+@built_once
 def top_k_figure(frame: pd.DataFrame, name: str) -> go.Figure:
     """Top-k tokens (text) and their probabilities (colour) per application for one checkpoint."""
     part = frame[frame.checkpoint == name]
@@ -87,6 +91,7 @@ def top_k_figure(frame: pd.DataFrame, name: str) -> go.Figure:
     return fig
 
 
+@built_once
 def attention_figure(maps: pd.DataFrame, application: int, head: int) -> go.Figure:
     """Raw and norm-weighted attention of one head at one application, side by side."""
     part = maps[(maps.application == application) & (maps["head"] == head) & (maps.inner == 0)]
@@ -108,6 +113,7 @@ def attention_figure(maps: pd.DataFrame, application: int, head: int) -> go.Figu
     return fig
 
 
+@built_once
 def entropy_figure(frame: pd.DataFrame) -> go.Figure:
     """Attention entropy per application (x) and head (y), one panel per checkpoint;
     applications a model does not have stay blank."""
@@ -128,6 +134,7 @@ def entropy_figure(frame: pd.DataFrame) -> go.Figure:
     return fig
 
 
+@built_once
 def cka_figure(frame: pd.DataFrame) -> go.Figure:
     grid = frame.pivot(index="application_x", columns="application_y", values="cka")
     fig = px.imshow(grid, zmin=0, zmax=1, color_continuous_scale="Blues", text_auto=".2f" if len(grid) <= READABLE else False,

@@ -7,6 +7,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from app.shell.built import built_once
 from app.shell.look import NEUTRAL, SERIES_COLOURS, chance_line, colour_map, style
 
 LOSSES = {"loss": "total", "mlm_loss": "MLM", "pair_loss": "pair (SOP or NSP)"}
@@ -14,6 +15,7 @@ HELD_OUT = {"eval_mlm_acc": "MLM", "eval_nsp_acc": "NSP", "eval_sop_acc": "SOP",
 STEP = {"step": "optimizer step"}
 
 
+@built_once
 def loss_figure(train: pd.DataFrame, resumes: list[int]) -> go.Figure:
     """A run's training losses by step; a dotted line where it was resumed."""
     long = train.melt(id_vars=["step"], value_vars=[c for c in LOSSES if c in train], var_name="loss", value_name="nats")
@@ -26,6 +28,7 @@ def loss_figure(train: pd.DataFrame, resumes: list[int]) -> go.Figure:
     return style(fig, legend_title="loss")
 
 
+@built_once
 def accuracy_figure(train: pd.DataFrame, evals: pd.DataFrame) -> go.Figure:
     """Held-out accuracy by step once the run has evaluated, else training accuracy."""
     acc_cols = [c for c in HELD_OUT if c in evals]
@@ -45,6 +48,7 @@ def accuracy_figure(train: pd.DataFrame, evals: pd.DataFrame) -> go.Figure:
     return style(fig, legend_title="task")
 
 
+@built_once
 def runs_figure(frame: pd.DataFrame, metric: str, title: str) -> go.Figure:
     """One metric of several runs by step (`frame`: their training rows with a 'run' column)."""
     fig = px.line(frame, x="step", y=metric, color="run", title=f"{title} by run",

@@ -1,0 +1,75 @@
+"""Figures built once for every visitor of this server process: `@built_once` on a room's figure
+builder returns the figure built before from equal inputs (the same kept results make the same
+figure for each of twenty visitors). With twenty visitors, building them again, plotly validating
+every property of every trace, was most of what the pages' scripts did with the GIL held (py-spy
+--gil during benchmarks/bench_class.py), and a page waits for every visitor's script before it.
+
+Inputs are told equal by their content: a frame by its columns, dtypes and every value with its
+index, an array by its bytes, a number or string by itself, containers by their items. An input of
+any other kind builds afresh. The figure returned is shared: it is drawn (app.shell.ui.chart, which
+draws one chart at a time) and never changed by its callers."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+import numpy as np
+import pandas as pd
+
+F = TypeVar("F", bound=Callable[..., Any])
+KEPT = 256  # figures kept, least recently drawn first out: a page draws a few per selection
+_BUILT: OrderedDict[Hashable, Any] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+class _Unknown(Exception):
+    """An input whose content this module cannot fingerprint."""
+
+
+def built_once(build: F) -> F:
+    @functools.wraps(build)
+    def shared(*args: Any, **kwargs: Any) -> Any:
+        try:
+            key = (build, fingerprint(args), fingerprint(kwargs))
+        except _Unknown:
+            return build(*args, **kwargs)
+        with _LOCK:
+            if key in _BUILT:
+                _BUILT.move_to_end(key)
+                return _BUILT[key]
+        figure = build(*args, **kwargs)  # outside the lock: two visitors may build it at once, both the same
+        with _LOCK:
+            figure = _BUILT.setdefault(key, figure)
+            _BUILT.move_to_end(key)
+            while len(_BUILT) > KEPT:
+                _BUILT.popitem(last=False)
+        return figure
+
+    return shared  # type: ignore[return-value]
+
+
+def fingerprint(value: Any) -> Hashable:
+    """A hashable stand-in for `value`'s content; raises _Unknown for a kind it does not know."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return type(value).__name__, value
+    if isinstance(value, (list, tuple)):
+        return type(value).__name__, tuple(fingerprint(v) for v in value)
+    if isinstance(value, dict):
+        return "dict", tuple((fingerprint(k), fingerprint(v)) for k, v in value.items())
+    if isinstance(value, (pd.DataFrame, pd.Series)):
+        columns = tuple(map(str, value.columns)) if isinstance(value, pd.DataFrame) else (str(value.name),)
+        dtypes = tuple(map(str, value.dtypes)) if isinstance(value, pd.DataFrame) else (str(value.dtype),)
+        try:
+            values = pd.util.hash_pandas_object(value, index=True).to_numpy()
+        except TypeError as err:  # a cell pandas cannot hash (a list)
+            raise _Unknown from err
+        index = tuple(map(str, value.index.names))
+        return type(value).__name__, columns, dtypes, index, hashlib.sha256(values.tobytes()).hexdigest()
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        return "ndarray", value.shape, str(value.dtype), hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
+    raise _Unknown(type(value).__name__)
