@@ -70,6 +70,35 @@ def test_the_landing_card_draws_without_plotly_then_the_browser_loads_it_while_i
 
 
 @pytest.mark.browser
+def test_the_downloads_are_written_when_clicked(server, tmp_path):
+    """A page's CSV and SVG are written when their button is clicked (deferred), not on every script
+    run for every visitor; what arrives is the card's table and figure."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = chromium(p)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            errors = []
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.goto(server)
+            expect(page.get_by_role("heading", name="Model card")).to_be_visible(timeout=90_000)
+            got = {}
+            for label in ("Download the data (CSV)", "Download the figure (SVG)"):
+                with page.expect_download(timeout=30_000) as download:
+                    page.get_by_role("button", name=label).first.click()
+                got[label] = (download.value.suggested_filename, download.value.path().read_text())
+        finally:
+            browser.close()
+    name, csv = got["Download the data (CSV)"]
+    assert name.endswith("-parameters.csv") and csv.splitlines()[0].startswith("component,"), (name, csv[:200])
+    assert len(csv.splitlines()) >= 4  # embeddings, attention, FFN, ...
+    name, svg = got["Download the figure (SVG)"]
+    assert name.endswith("-parameters.svg") and svg.lstrip().startswith("<svg"), (name, svg[:200])
+    assert not [e for e in errors if "404" in e], errors
+
+
+@pytest.mark.browser
 def test_the_sidebar_note_of_a_training_run_goes_when_the_run_ends(server, tmp_path):
     """'A training run is using the CPU' stayed in the sidebar after the run had ended, until
     the next click (issue 26's walk): it is redrawn every 5 s while a run is active."""

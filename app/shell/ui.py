@@ -207,8 +207,11 @@ def paper_note(text: str, source: str = "the paper") -> None:
 
 
 def download(frame: pd.DataFrame, name: str, label: str = "Download the data (CSV)") -> None:
-    st.download_button(label, frame.to_csv(index=False).encode(), file_name=name, mime="text/csv",
-                       key=f"download-{name}")
+    """The frame as CSV, written when the button is clicked (Streamlit's deferred download): written
+    on every script run, it was encoded for every visitor on every click, and kept as a file the
+    browser checked for and could find already replaced by the next run (a 404 in the console)."""
+    st.download_button(label, lambda: frame.to_csv(index=False).encode(), file_name=name, mime="text/csv",
+                       key=f"download-{name}", on_click="ignore")
 
 
 def read_upload(uploaded) -> bytes:
