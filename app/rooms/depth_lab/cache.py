@@ -69,8 +69,10 @@ def _precomputed() -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
     return found
 
 
+@lru_cache(maxsize=1)
 def made_on() -> dict[str, object]:
-    """devices.cpu_kind() of the machine that wrote the shipped file ({} for a file without it)."""
+    """devices.cpu_kind() of the machine that wrote the shipped file ({} for a file without it); read
+    once, as the curves are (parsing the whole file on every visit was most of the page's script)."""
     return json.loads(DEFAULT_FILE.read_text()).get("made_on", {}) if DEFAULT_FILE.is_file() else {}
 
 
