@@ -1,11 +1,14 @@
-"""The app's time estimates against measurement: what a page says before it starts (app/shell/costs.py:
-units of work times the guessed seconds per unit, as app.shell.ui.estimate answers before this process
-has timed anything) and what the same work then takes, for token attributions (Sentence pairs,
-Explain) and an uploaded pairs file (Sentence pairs, upload), on the shipped checkpoints.
+"""The app's time estimates against measurement: for every analysis whose record has a cost
+(albert_lab.analysis.registry), what a page says before it starts (the page's units of work times
+the record's seconds per unit, as app.shell.ui.estimate answers before this process has timed
+anything) and what the same work then takes, called as the page calls it, on the shipped
+checkpoints: Table 5 measured now, oscillation, gradient flow, depth extrapolation, an uploaded
+pairs file, token attributions.
 
-The first attribution in a process also imports captum: it is timed apart ('cold') from the
-ones after it ('warm'). The load average is printed beside: on a shared 2-core machine the
-same work takes twice as long at load 4 as alone.
+Each work is timed once cold (the first in this process: imports, captum's hooks) and then warm
+(the best of --repeat); `ratio` is warm / estimate, and `s/unit` the warm seconds per unit, what
+the record's guess would be to be right here. The load average is printed beside: on a shared
+2-core machine the same work takes about twice as long at load 4 as alone.
 
 Run: .venv/bin/python benchmarks/bench_estimates.py [--checkpoint albert-sop --checkpoint ...] [--steps 50]
 """
@@ -32,40 +35,73 @@ def timed(work) -> float:
     return time.perf_counter() - start
 
 
+def works(bundle, args, texts: list[str], pairs: pd.DataFrame, held_out) -> list[tuple[str, str, float, object]]:
+    """(what, cost kind, the page's units, the call) for each costed analysis on `bundle`."""
+    from albert_lab.analysis.attribution import attribute_pair
+    from albert_lab.analysis.evaluation import evaluate
+    from albert_lab.analysis.extrapolation import extrapolate
+    from albert_lab.analysis.gradflow import default_objective, gradient_flow
+    from albert_lab.analysis.oscillation import oscillation
+    from albert_lab.analysis.pairs import score_pairs
+    from albert_lab.card import model_card
+
+    size = costs.size(bundle.spec)
+    tokens = len(bundle.tokenizer(EXAMPLE_A, EXAMPLE_B)["input_ids"])
+    applied = model_card(bundle)["params"]["applied"]
+    own = default_objective(bundle)
+    return [
+        (f"Table 5, {args.limit} pairs per task", "table5", args.limit * size,
+         lambda: evaluate([bundle], held_out(), limit=args.limit)),
+        (f"oscillation, {len(texts)} texts", "oscillation", costs.text_units(bundle.spec, len(texts)),
+         lambda: oscillation([bundle], texts, "mean")),
+        (f"gradient flow, {len(texts)} texts", "gradflow", applied / 1e6,
+         lambda: gradient_flow(bundle, texts, objective=own, seed=0)),
+        (f"extrapolation, K = {args.repeat}", "extrapolation", costs.text_units(bundle.spec, len(texts)) * args.repeat,
+         lambda: extrapolate([bundle], texts, args.repeat, seed=0)),
+        (f"upload, {len(pairs)} pairs", "score_upload", len(pairs) * size, lambda: score_pairs(bundle, pairs)),
+        (f"attribution, {args.steps} steps", "attribution", costs.attribution_units(bundle.spec, args.steps, tokens),
+         lambda: attribute_pair(bundle, EXAMPLE_A, EXAMPLE_B, 0, args.steps)),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", action="append", help="shipped checkpoint names (default: albert-sop, albert-sop-minilm)")
+    parser.add_argument("--checkpoint", action="append",
+                        help="shipped checkpoint names (default: albert-sop, albert-sop-minilm, bert-nsp)")
     parser.add_argument("--steps", type=int, default=50, help="integration steps (the page's default: 50)")
     parser.add_argument("--pairs", type=int, default=200, help="pairs in the upload")
+    parser.add_argument("--limit", type=int, default=100, help="Table 5's pairs per task (the page's default: 100)")
+    parser.add_argument("--repeat", type=int, default=2, help="extrapolation's K (the page's default: 2)")
+    parser.add_argument("--rounds", type=int, default=2, help="warm timings per work, the best kept")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    names = args.checkpoint or ["albert-sop", "albert-sop-minilm"]
+    names = args.checkpoint or ["albert-sop", "albert-sop-minilm", "bert-nsp"]
+    texts = sample_texts(16)  # the pages' built-in sample
     sentences = [s.strip() + "." for t in sample_texts(64) for s in t.split(". ") if len(s) > 20]
     pairs = pd.DataFrame(dict(sentence_a=sentences[0:2 * args.pairs:2], sentence_b=sentences[1:2 * args.pairs:2]))
     pairs = pairs.assign(row=range(2, len(pairs) + 2), label=pd.array([None] * len(pairs), dtype="Int64"))
+    from functools import cache
+
+    from albert_lab.analysis.evaluation import evaluation_pairs
+    held_out = cache(evaluation_pairs)
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {args.threads} threads")
     rows = []
-    for k, name in enumerate(names):
+    for name in names:
         bundle = load_checkpoint(checkpoints_dir() / name, device="cpu")
-        from albert_lab.analysis.attribution import attribute_pair
-        from albert_lab.analysis.pairs import score_pairs
-
-        tokens = len(bundle.tokenizer(EXAMPLE_A, EXAMPLE_B)["input_ids"])
-        units = costs.attribution_units(bundle.spec, args.steps, tokens)
-        guess = units * costs.SECONDS_PER_UNIT["attribution"]
-        run = lambda: attribute_pair(bundle, EXAMPLE_A, EXAMPLE_B, 0, args.steps)  # noqa: B023 (called at once)
-        first = timed(run)
-        warm = min(timed(run) for _ in range(2))
-        rows.append(dict(work=f"attribution, {args.steps} steps", checkpoint=name, units=round(units, 1), estimate_s=guess,
-                         measured_s=warm, first_s=first if k == 0 else None, ratio=warm / guess))
-        units = len(pairs) * costs.size(bundle.spec)
-        guess = units * costs.SECONDS_PER_UNIT["score_upload"]
-        measured = timed(lambda: score_pairs(bundle, pairs))  # noqa: B023
-        rows.append(dict(work=f"upload, {len(pairs)} pairs", checkpoint=name, units=round(units, 1), estimate_s=guess,
-                         measured_s=measured, first_s=None, ratio=measured / guess))
-    print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+        for what, kind, units, run in works(bundle, args, texts, pairs, held_out):
+            first = timed(run)
+            warm = min(timed(run) for _ in range(args.rounds))
+            guess = units * costs.SECONDS_PER_UNIT[kind]
+            rows.append(dict(work=what, checkpoint=name, units=round(units, 2), estimate_s=guess, cold_s=first,
+                             measured_s=warm, ratio=warm / guess, s_per_unit=warm / units, guess_per_unit=costs.SECONDS_PER_UNIT[kind]))
+    frame = pd.DataFrame(rows)
+    print(frame.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     print(f"load average after: {os.getloadavg()[0]:.1f}; ratio = measured / estimated (1: the estimate was right)")
+    fitted = frame.groupby("work", sort=False).s_per_unit.agg(["median", "min", "max"])
+    print("seconds per unit measured (median [min-max] over the checkpoints):")
+    for work, row in fitted.iterrows():
+        print(f"  {work}: {row['median']:.3g} [{row['min']:.3g}-{row['max']:.3g}]")
 
 
 if __name__ == "__main__":

@@ -83,10 +83,26 @@ def test_the_command_line_has_one_command_per_record_with_its_help_flags_and_def
 def test_the_app_reads_its_time_guesses_from_the_records():
     from app.shell import costs
 
-    assert costs.SECONDS_PER_UNIT["table5"] == analysis("evaluate").cost.seconds == 0.15
-    assert costs.SECONDS_PER_UNIT["score_upload"] == analysis("score").cost.seconds == 0.005
-    assert costs.SECONDS_PER_UNIT["attribution"] == analysis("attribution").cost.seconds == 0.1
-    assert costs.FIRST_TIME_SECONDS == {"attribution": 8.0}
+    for kind, name in (("table5", "evaluate"), ("score_upload", "score"), ("attribution", "attribution"),
+                       ("oscillation", "oscillation"), ("gradflow", "gradflow"), ("extrapolation", "extrapolate")):
+        assert costs.SECONDS_PER_UNIT[kind] == analysis(name).cost.seconds > 0
+    assert costs.FIRST_TIME_SECONDS == {"attribution": analysis("attribution").cost.first}
+
+
+def test_the_units_of_the_texts_pages_grow_with_the_model_and_the_texts():
+    """Oscillation and extrapolation were one unit per checkpoint whatever its size and the texts:
+    a BERT-base was guessed as long as albert-sop on 16 texts, and 16 texts as long as one."""
+    from dataclasses import asdict
+
+    from albert_lab.spec import ModelSpec
+    from app.shell import costs
+
+    small = {"spec": asdict(ModelSpec.from_name("lab-tiny"))}
+    large = {"spec": asdict(ModelSpec.from_name("bert-base"))}
+    assert costs.card_units(small, 16) == 16 * costs.card_units(small, 1)
+    ratio = costs.card_units(large, 1) / costs.card_units(small, 1)
+    assert ratio == (768 ** 2 * 12) / (small["spec"]["hidden_size"] ** 2 * small["spec"]["num_layers"]
+                                       * small["spec"]["inner_group_num"]) > 10
 
 
 def test_a_closed_range_is_checked_as_it_is_read_and_an_open_one_before_any_work(shipped):

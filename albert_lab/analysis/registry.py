@@ -141,14 +141,20 @@ def size(spec: ModelSpec) -> float:
     return forward_cost(spec) / REFERENCE_COST
 
 
+def text_units(spec: ModelSpec, texts: int) -> float:
+    """`texts` texts (up to MAX_LEN tokens each) through a model: one unit per text at albert-sop's size."""
+    return texts * size(spec)
+
+
 def attribution_units(spec: ModelSpec, steps: int, tokens: int) -> float:
     """Integrated gradients: `steps` forward and backward passes over the pair's `tokens`."""
     return steps * size(spec) * max(tokens, 8) / REFERENCE_TOKENS
 
 
 # ---- the analyses, in the order `albert-lab --help` lists them ------------------------------------------
-# Seconds per unit measured busy (load 4 on 2 cores: a class server is busy) with benchmarks/bench_estimates.py;
-# docs/benchmarks.md has the runs.
+# Seconds per unit: the median over albert-sop, albert-sop-minilm and bert-nsp of benchmarks/bench_estimates.py on
+# 2 cores at load 1-2, the pages' default inputs (docs/benchmarks.md has the run); a busier server takes longer, and a
+# bar's time left follows the work's own pace from 10% on, and the server's own pace once it has timed one.
 EVALUATE = Analysis(
     "evaluate", "intrinsic MLM / NSP / SOP accuracy on held-out pairs, with 95% intervals (paper Table 5)",
     "evaluation", "evaluate", "held-out",
@@ -158,14 +164,14 @@ EVALUATE = Analysis(
      AnalysisOption("by_source", bool, False, help="also one row per source"),
      AnalysisOption("out_of_domain", bool, True, flag="--no-ood", use="inputs", help="skip the out-of-domain source")),
     heads=("mlm", "pair"), report="report", progress=True,
-    cost=Cost("table5", 0.15, "one held-out pair per task and pairs set (200 of albert-sop: 52 s busy)"))
+    cost=Cost("table5", 0.045, "one held-out pair per task and pairs set at albert-sop's size"))
 
 OSCILLATION = Analysis(
     "oscillation", "L2 distance and angle between each layer's input and output (paper Figure 1)",
     "oscillation", "oscillation", "texts",
     (SEQ_LEN, AnalysisOption("aggregate", Aggregate, "mean")),
     columns=("checkpoint", "layer", "l2", "angle_deg", "l2_spread", "angle_spread", "norm_out"), report="report",
-    cost=Cost("oscillation", 3.0, "one checkpoint on the built-in sample (the page's guess, not yet measured)"))
+    cost=Cost("oscillation", 0.008, "one text through a model of albert-sop's size (text_units)"))
 
 GRADFLOW = Analysis(
     "gradflow", "mean and max |grad| per layer, per application of shared layers",
@@ -174,7 +180,7 @@ GRADFLOW = Analysis(
      AnalysisOption("objective", Objective, None, follows="default_objective", help="pair loss to add (default: the checkpoint's)"),
      AnalysisOption("seed", int, 0, bounds=Range(0, MAX_SEED), help="seed of the pairs and masks")),
     heads=("mlm", "pair"), most=1,
-    cost=Cost("gradflow", 1.0, "a million applied parameters (the page's guess, not yet measured)"))
+    cost=Cost("gradflow", 0.06, "a million applied parameters, on the page's 16 texts"))
 
 SCORE = Analysis(
     "score", "P(original order) / P(is next) from SOP and NSP heads for sentence pairs",
@@ -187,7 +193,7 @@ SCORE = Analysis(
                     help=f"score at most this many rows (default {{default:,}}); files up to {MAX_UPLOAD_MB} MB, "
                          "as in the browser")),
     heads=("pair",), report="report",
-    cost=Cost("score_upload", 0.005, "one pair, read both ways (600 pairs of albert-sop: 2.5 s)"))
+    cost=Cost("score_upload", 0.009, "one pair, read both ways, at albert-sop's size"))
 
 EXTRAPOLATE = Analysis(
     "extrapolate", "run a shared block for K x L applications: distances, angles, MLM accuracy, verdict",
@@ -195,7 +201,7 @@ EXTRAPOLATE = Analysis(
     heads=("mlm",), report="report", notes=True,
     columns=("checkpoint", "application", "l2_step", "angle_step_deg", "l2_to_depth_L", "l2_return", "mlm_accuracy",
              "beyond_L"),
-    cost=Cost("extrapolation", 4.0, "one checkpoint at K = 1 on the built-in sample (the page's guess, not yet measured)"))
+    cost=Cost("extrapolation", 0.009, "one text through a model of albert-sop's size at K = 1 (text_units x K)"))
 
 LOGIT_LENS = Analysis(
     "logit-lens", "masked-token accuracy of every layer's state read through the model's own MLM head",
@@ -236,8 +242,8 @@ ATTRIBUTION = Analysis(
      SEQ_LEN),
     heads=("pair",), most=1, command=False,
     # the first in a process imports captum and builds its hooks: 13.2 s against 5.4 s for the next, at load 8
-    cost=Cost("attribution", 0.1, f"one integration step of a {REFERENCE_TOKENS}-token pair (50 steps of albert-sop: "
-                                  "4.9 s busy)", first=8.0))
+    cost=Cost("attribution", 0.0035, f"one integration step of a {REFERENCE_TOKENS}-token pair at albert-sop's size",
+              first=1.0))  # captum's import: 0.2-0.25 s from the page cache, longer from a cold disk
 
 ANALYSES: tuple[Analysis, ...] = (EVALUATE, OSCILLATION, GRADFLOW, SCORE, EXTRAPOLATE, LOGIT_LENS, LENS_TOP, ATTENTION, CKA,
                                   ATTRIBUTION)

@@ -6,7 +6,10 @@ No Streamlit here: benchmarks/bench_estimates.py checks these guesses against me
 
 from __future__ import annotations
 
-from albert_lab.analysis.registry import ANALYSES, attribution_units, size
+from types import SimpleNamespace
+from typing import Any
+
+from albert_lab.analysis.registry import ANALYSES, attribution_units, size, text_units
 
 SECONDS_PER_UNIT = {a.cost.kind: a.cost.seconds for a in ANALYSES if a.cost is not None}
 # Seconds a kind of work takes the first time in a server process, on top of its units (captum's import and hooks)
@@ -17,4 +20,10 @@ FIRST_TIME_SECONDS = {a.cost.kind: a.cost.first for a in ANALYSES if a.cost is n
 # tokenizer made (at install: `corpora --install`), and when a corpus and vocabulary need a new one first.
 START_SECONDS = {"tokenizer made": 1.5, "new tokenizer": 41.0}
 
-__all__ = ["FIRST_TIME_SECONDS", "SECONDS_PER_UNIT", "START_SECONDS", "attribution_units", "size"]
+def card_units(card: dict[str, Any], texts: int) -> float:
+    """text_units of the checkpoint a model card describes (pages know its card before loading it; its
+    spec as the card shows it, which may say 'not recorded' where a ModelSpec would refuse it)."""
+    return text_units(SimpleNamespace(**card["spec"]), texts)
+
+
+__all__ = ["FIRST_TIME_SECONDS", "SECONDS_PER_UNIT", "START_SECONDS", "attribution_units", "card_units", "size", "text_units"]

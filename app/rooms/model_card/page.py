@@ -96,7 +96,8 @@ if ui.need_checkpoints():
             figure = parameters_by_component(rows)
             st.markdown(figure, unsafe_allow_html=True)
             ui.download(rows, f"{name}-parameters.csv")
-            st.download_button("Download the figure (SVG)", lambda: figure, on_click="ignore", file_name=f"{name}-parameters.svg", mime="image/svg+xml",
+            st.download_button("Download the figure (SVG)", lambda: figure, on_click="ignore",
+                               file_name=f"{name}-parameters.svg", mime="image/svg+xml",
                                icon=":material/download:", key="card_svg")
         with right:
             heads = card["heads"]

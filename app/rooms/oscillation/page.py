@@ -9,7 +9,7 @@ from albert_lab.analysis.registry import OSCILLATION
 from albert_lab.data.samples import sample_texts
 from app.rooms.oscillation.figures import oscillation_panels, roughness_figure, similarity_figure
 from app.rooms.oscillation.reading import PAPER, against_the_paper
-from app.shell import links, runner, ui
+from app.shell import costs, links, runner, ui
 from app.shell.guard import guard
 from app.shell.runner import Part
 from app.shell.selection import Selection
@@ -39,7 +39,8 @@ if ui.need_checkpoints():
     CONTROLS.share(osc_text=text)  # a typed text travels; the built-in sample needs none
     with guard("oscillation"):
         chosen = Selection.read()
-        frames = runner.run([Part.of(n, chosen.only([n]), oscillation, list(texts), aggregate) for n in chosen.names],
+        frames = runner.run([Part.of(n, chosen.only([n]), oscillation, list(texts), aggregate,
+                                     units=costs.card_units(chosen.card(n), len(texts))) for n in chosen.names],
                             OSCILLATION.cost, each=True)
         if frames:  # none when a Stop came before the first checkpoint was done
             frame = pd.concat(frames, ignore_index=True)

@@ -13,7 +13,7 @@ from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
 from albert_lab.analysis.lens import lens_predictions, logit_lens
 from albert_lab.analysis.registry import EXTRAPOLATE
 from app.rooms.shared_block.figures import attention_figure, cka_figure, entropy_figure, extrapolation_figure, lens_figure, top_k_figure
-from app.shell import links, runner, ui
+from app.shell import costs, links, runner, ui
 from app.shell.guard import guard
 from app.shell.runner import Part
 from app.shell.selection import Selection
@@ -38,7 +38,8 @@ def extrapolation_section(chosen: Selection, texts: tuple[str, ...], repeat: int
     """Where the states go when the shared block runs past its depth, with a verdict per checkpoint."""
     st.header("1. Depth extrapolation")
     with guard("depth extrapolation"):
-        frames = runner.run([Part.of(n, chosen.only([n]), extrapolate, list(texts), repeat, seed=int(seed), units=repeat)
+        frames = runner.run([Part.of(n, chosen.only([n]), extrapolate, list(texts), repeat, seed=int(seed),
+                                     units=costs.card_units(chosen.card(n), len(texts)) * repeat)
                              for n in chosen.names], EXTRAPOLATE.cost, each=True)
         if not frames:  # a Stop came before the first checkpoint was done
             return
