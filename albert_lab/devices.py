@@ -6,6 +6,8 @@ import functools
 import hashlib
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 
@@ -86,14 +88,26 @@ def _measure_bf16_speed(budget_s: float = 0.5) -> float:
     0.1 GFLOP/s of an emulated bf16), 512x512 only where bf16 is not hopeless, each timed
     for at most `budget_s`, on one thread (two threads on a busy 2-core machine measured
     128x128 products 400x slower than one: the ratio is what counts)."""
+    def ratio(size: int) -> float:
+        return matmul_rate(torch.bfloat16, size=size, budget_s=budget_s) / matmul_rate(torch.float32, size=size,
+                                                                                         budget_s=budget_s)
+
+    with one_thread():
+        small = ratio(128)
+        return small if small < UNUSABLE * 2 else ratio(512)
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """torch computes on the calling thread alone for the block, then on as many as before. For
+    work of a moment on cores others use: a team of threads waits for all of its members at every
+    operation, and a member the scheduler has put aside holds the others up (benchmarks/bench_quick_lane.py:
+    a typed pair through four models beside an upload, 0.50 s on one thread against 0.79 s on two;
+    alone 0.060 s against 0.047 s)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        def ratio(size: int) -> float:
-            return matmul_rate(torch.bfloat16, size=size, budget_s=budget_s) / matmul_rate(torch.float32, size=size,
-                                                                                             budget_s=budget_s)
-        small = ratio(128)
-        return small if small < UNUSABLE * 2 else ratio(512)
+        yield
     finally:
         torch.set_num_threads(threads)
 

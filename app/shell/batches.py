@@ -64,7 +64,10 @@ def _lead(ask: _Ask, group: Hashable, many: Callable[[list[Any]], list[Any]], pa
             shown.turn_came()
             with _TOGETHER_LOCK:
                 taken = _TOGETHER.pop(group)
-            _compute_together(taken, many)
+            from albert_lab.devices import one_thread  # torch: only a lane's computation needs it
+
+            with one_thread():  # a moment's work: one thread, never a team held up by the cores' other users
+                _compute_together(taken, many)
     except BaseException:
         if not taken:
             with _TOGETHER_LOCK:
