@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -99,12 +100,36 @@ def device_name(choice: str) -> str:
     return str(resolve_device(choice))
 
 
+VISITING = 300.0  # seconds after a browser session's last script run that it still counts as here
+_SEEN: dict[str, float] = {}  # browser session -> when its script last ran (monotonic), with _SEEN_LOCK
+_SEEN_LOCK = threading.Lock()
+
+
+def visitors() -> int:
+    """Browser sessions whose script ran in the last VISITING seconds, this one counted (main.py
+    marks each run through use_threads)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    now = time.monotonic()
+    with _SEEN_LOCK:
+        if ctx is not None:
+            _SEEN[ctx.session_id] = now
+        for session, seen in list(_SEEN.items()):
+            if now - seen > VISITING:
+                del _SEEN[session]
+        return max(len(_SEEN), 1)
+
+
 def use_threads(wait: bool = True) -> None:
     """While a training run uses the cores, the app computes on one thread (see the notes on
-    2-vCPU machines in the reference); otherwise on all of them. With wait=False (every
+    2-vCPU machines in the reference); while other visitors are here, on all cores but one, which
+    their pages and typed pairs keep (a long computation on every core took their share: at 20
+    visitors on 2 cores, see docs/benchmarks.md); alone, on all of them. With wait=False (every
     script run) only if torch is imported already: a page that has not needed torch does not
     import it, nor wait for the background import (load_bundle calls this before computing)."""
-    threads = 1 if active_run() else max(1, os.cpu_count() or 1)
+    cores = max(1, os.cpu_count() or 1)
+    threads = 1 if active_run() else max(1, cores - 1) if visitors() > 1 else cores
     torch = sys.modules.get("torch")
     # A module another thread is still importing is in sys.modules, its spec marked _initializing.
     if not wait and (torch is None or getattr(getattr(torch, "__spec__", None), "_initializing", False)):
