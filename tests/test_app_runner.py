@@ -188,3 +188,37 @@ def test_the_quick_lane_computes_on_one_thread_and_gives_the_others_back():
     assert batches.together(("threads", 1), "threads", 1, lambda items: seen.append(torch.get_num_threads()) or items,
                             "the typed pair") == 1
     assert seen == [1] and torch.get_num_threads() == 2
+
+
+def test_a_computation_leaves_a_core_to_the_other_visitors(monkeypatch):
+    """A long computation on every core took the pages' and typed pairs' share of a 2-core server with
+    twenty visitors: while another browser session has run its script in the last VISITING seconds, a
+    computation uses all cores but one; alone, all of them; with a training run, one."""
+    from types import SimpleNamespace
+
+    import streamlit.runtime.scriptrunner as scriptrunner
+    import torch
+
+    from app.shell import ui
+
+    before = torch.get_num_threads()
+    session, clock = SimpleNamespace(session_id="teacher"), [1000.0]
+    monkeypatch.setattr(scriptrunner, "get_script_run_ctx", lambda: session)
+    monkeypatch.setattr(ui.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(ui.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(ui, "active_run", lambda: False)
+    monkeypatch.setattr(ui, "_SEEN", {})
+    try:
+        ui.use_threads()
+        assert torch.get_num_threads() == 4 and ui.visitors() == 1
+        session.session_id = "student"
+        ui.use_threads()
+        assert torch.get_num_threads() == 3 and ui.visitors() == 2
+        clock[0] += ui.VISITING + 1  # the teacher's tab closed five minutes ago: the student alone
+        ui.use_threads()
+        assert torch.get_num_threads() == 4 and ui.visitors() == 1
+        monkeypatch.setattr(ui, "active_run", lambda: True)
+        ui.use_threads()
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
