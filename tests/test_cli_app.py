@@ -55,7 +55,8 @@ def test_the_server_entry_point_imports_the_first_page_then_is_streamlit_run():
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[0] == "streamlit ['run', 'app/main.py', '--server.port', '8600'] False False True"
+    assert done.stdout.split("\n")[0] == ("streamlit ['run', 'app/main.py', '--server.port', '8600', "
+                                          "'--runner.postScriptGC', 'false'] False False True")
 
 
 def test_the_model_card_draws_without_importing_torch():
