@@ -172,6 +172,9 @@ def test_the_paper_is_not_quoted_against_the_measurement():
            in defaults
     assert "**albert-sop**" not in defaults  # its curve falls steadily, as the paper's ALBERT: the BERT breaks the pattern
     assert "Add a BERT" in against_the_paper(pick("albert-sop", "albert-sop-minilm"), FAMILIES, cards)
+    two = against_the_paper(pick("albert-sop", "bert-sop-minilm"), FAMILIES, cards)
+    assert two.startswith("**Neither smoother, for the models picked:** albert-sop (ALBERT) is as smooth as "
+                          "bert-sop-minilm (BERT), 0.00 each: no zig-zag in either."), two
 
 
 def test_an_albert_rougher_than_a_bert_is_told_apart_from_a_draw():

@@ -86,10 +86,9 @@ def why(name: str, family: str, shape: str, card: Mapping[str, Any]) -> str:
 
 def _tied(alberts: list[str], bert: str, score: str) -> str:
     """ALBERTs whose roughness, as shown, equals a BERT's."""
-    which = "it" if len(alberts) == 1 else "each"
     flat = ": no zig-zag in either" if len(alberts) == 1 else ": no zig-zag in any of them"
     return (f"{_and(alberts)} (ALBERT) {'is' if len(alberts) == 1 else 'are'} as smooth as {bert} (BERT), {score} "
-            f"{which}{flat if float(score) == 0 else ''}")
+            f"each{flat if float(score) == 0 else ''}")
 
 
 def _and(names: list[str]) -> str:
