@@ -203,7 +203,8 @@ def test_the_install_makes_the_tokenizer_a_first_start_needs(tmp_path, monkeypat
     said = []
     (folder,) = prepare_tokenizers([CORPUS], said.append, config)
     assert start_words(at_corpus) == "Checking the settings and preparing the corpus: about 2 s on two cores"
-    assert (folder / "tokenizer_config.json").is_file() and len(said) == 1 and "once" in said[0]
+    assert (folder / "tokenizer_config.json").is_file() and len(said) == 2 and "once" in said[0]
+    assert said[1].startswith("made in ") and said[1].endswith(" s")  # what it took, beside what it said it would
 
     def refuse(*args, **kwargs):
         raise AssertionError("a tokenizer was trained after the install had made it")
@@ -216,7 +217,7 @@ def test_the_install_makes_the_tokenizer_a_first_start_needs(tmp_path, monkeypat
     assert prepared.tokenizer_dir == folder and (run / "run.json").is_file()
     (tmp_path / "cache" / "tokenizers" / "made-at-install.json").write_text("{not json")  # damaged: made again
     monkeypatch.setattr(prepare, "train_tokenizer", real)
-    assert prepare_tokenizers([CORPUS], said.append, config) == [folder] and len(said) == 1  # found in the cache
+    assert prepare_tokenizers([CORPUS], said.append, config) == [folder] and len(said) == 2  # found in the cache
 
 
 

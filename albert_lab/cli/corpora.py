@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -81,11 +83,15 @@ def prepare_tokenizers(corpora: Sequence[str], log: Callable[[str], None], confi
         key = f"{corpus.fingerprint}-{config.vocab_size}-{'lower' if config.lowercase else 'cased'}"
         folder = made.get(key)
         if folder is None or not (Path(folder) / "tokenizer_config.json").is_file():
-            log(f"making the tokenizer runs on {name} start with ({config.vocab_size:,} pieces), once: about a minute on "
-                "two cores, so that the first Start does not wait for it ...")
+            load, cores = os.getloadavg()[0], os.cpu_count() or 1
+            busy = f"; longer now, the machine is busy (load {load:.0f} on {cores} cores)" if load > cores else ""
+            log(f"making the tokenizer runs on {name} start with ({config.vocab_size:,} pieces), once: 30-50 s on two "
+                f"quiet cores{busy}, so that the first Start does not wait for it ...")
             from albert_lab.training.prepare import prepare  # torch and transformers: only when there is work
 
+            started = time.monotonic()
             folder = str(prepare(dataclasses.replace(config, corpus=name)).tokenizer_dir)
+            log(f"made in {time.monotonic() - started:.0f} s")
             made = {**_read_made(made_file), key: folder}  # another install may have added one meanwhile
             write_json_atomic(made_file, made)
         folders.append(Path(folder))
