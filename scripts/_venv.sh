@@ -1,5 +1,6 @@
-# Sourced by app.sh and test.sh: a virtual environment in .venv with the pinned
-# requirements (torch is the CPU wheel; see requirements.txt) and this project.
+# Sourced by app.sh and test.sh (`source _venv.sh REQUIREMENTS [flags of corpora --install]`): a
+# virtual environment in .venv with the pinned requirements (torch is the CPU wheel; see
+# requirements.txt) and this project.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PYTHON=${PYTHON:-python3.11}
@@ -31,4 +32,4 @@ if ! command -v npm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq npm >/dev/null
 fi
-.venv/bin/albert-lab corpora --install --quiet
+.venv/bin/albert-lab corpora --install --quiet "${@:2}"  # test.sh: --no-tokenizers (the tests make their own)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what is needed into .venv (first time only), plus Debian's Chromium for the
 # real-browser test, and run the whole test suite on two workers. Extra arguments go to pytest.
-source "$(dirname "$0")/_venv.sh" requirements-test.txt
+# The corpora, not the app's default tokenizer (a minute; the tests train their own, the app's first start makes it).
+source "$(dirname "$0")/_venv.sh" requirements-test.txt --no-tokenizers
 if ! command -v chromium >/dev/null 2>&1; then
   echo "installing Debian's chromium for the browser test ..."
   SUDO=$([ "$(id -u)" = 0 ] || echo sudo)

@@ -116,19 +116,21 @@ def make_checkpoint(tmp_path, tokenizer):
     return make
 
 
-def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, isolated: bool = False):
-    """Run the command line `albert-lab ARGS`; returns a CompletedProcess.
+def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, isolated: bool = False,
+            input: str | None = None):
+    """Run the command line `albert-lab ARGS`, with `input` on its standard input; returns a
+    CompletedProcess.
 
-    By default in this process (`albert_lab.cli.main` with its own stdout, stderr,
+    By default in this process (`albert_lab.cli.main` with its own stdin, stdout, stderr,
     environment, working folder, threads and random state, all restored afterwards), which
-    spares each call the 3-5 s of importing torch and transformers again. isolated=True runs
+    spares each call the 3-10 s of importing torch and transformers again. isolated=True runs
     `python -m albert_lab ARGS` in a subprocess, for the tests of the entry point itself."""
     import subprocess
 
     if isolated:
-        return subprocess.run([sys.executable, "-m", "albert_lab", *args], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "albert_lab", *args], capture_output=True, text=True, input=input,
                               env={**os.environ, **(env or {})}, cwd=str(cwd or ROOT), timeout=600)
-    return _run_cli_here(list(args), env or {}, Path(cwd or ROOT))
+    return _run_cli_here(list(args), env or {}, Path(cwd or ROOT), input or "")
 
 
 def one_line_error(result, *words: str, alone: bool = False) -> str:
@@ -144,7 +146,7 @@ def one_line_error(result, *words: str, alone: bool = False) -> str:
     return lines[0]
 
 
-def _run_cli_here(args: list[str], env: dict, cwd: Path):
+def _run_cli_here(args: list[str], env: dict, cwd: Path, input: str):
     import contextlib
     import io
     import random
@@ -154,7 +156,9 @@ def _run_cli_here(args: list[str], env: dict, cwd: Path):
     from albert_lab.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    saved_env, saved_cwd, threads = dict(os.environ), os.getcwd(), torch.get_num_threads()
+    stdin = io.TextIOWrapper(io.BytesIO(input.encode()), encoding="utf-8")  # .buffer too, as a real one has
+    saved_env, saved_cwd, threads, saved_stdin = dict(os.environ), os.getcwd(), torch.get_num_threads(), sys.stdin
+    sys.stdin = stdin
     sigterm, py_random = signal.getsignal(signal.SIGTERM), random.getstate()
     os.environ.update(env)
     os.chdir(cwd)
@@ -167,6 +171,7 @@ def _run_cli_here(args: list[str], env: dict, cwd: Path):
                 if not isinstance(exit_.code, (int, type(None))):
                     print(exit_.code, file=sys.stderr)
     finally:
+        sys.stdin = saved_stdin
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)

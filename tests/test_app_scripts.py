@@ -28,11 +28,13 @@ def test_app_sh_after_test_sh_does_not_install_again(tmp_path):
 
     def source(requirements: str) -> list[str]:
         log.write_text("")
-        script = f'source "{tmp_path}/scripts/_venv.sh" {requirements}'
+        flags = " --no-tokenizers" if requirements == "requirements-test.txt" else ""  # as test.sh and app.sh give them
+        script = f'source "{tmp_path}/scripts/_venv.sh" {requirements}{flags}'
         subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, check=True, capture_output=True)
         calls = log.read_text().splitlines()
-        # every start: the corpora and the default tokenizers, installed if missing, and no table printed (0.4 s)
-        assert [line for line in calls if line.startswith("albert-lab")] == ["albert-lab corpora --install --quiet"]
+        # every start: the corpora, installed if missing, and no table printed (0.4 s); the app's default tokenizers
+        # too, but not for the tests (they train their own: a minute on two cores saved)
+        assert [line for line in calls if line.startswith("albert-lab")] == [f"albert-lab corpora --install --quiet{flags}"]
         return [line for line in calls if "pip install" in line]
 
     assert len(source("requirements-test.txt")) == 4  # test.sh on a fresh venv: pip, the app's, the project, the extras
@@ -40,6 +42,25 @@ def test_app_sh_after_test_sh_does_not_install_again(tmp_path):
     assert source("requirements-test.txt") == []
     Path(tmp_path / "requirements-test.txt").write_text("-r requirements.txt\npytest\n")  # the extras changed
     assert source("requirements-test.txt") == ["python -m pip install --quiet -r requirements-test.txt"]
+
+
+def test_the_tests_install_makes_no_tokenizer(monkeypatch):
+    """`corpora --install --no-tokenizers` (test.sh's) installs the sources and makes no tokenizer;
+    without the flag (app.sh's) the default tokenizers are made; alone, the flag is refused."""
+    from conftest import run_cli
+
+    import albert_lab.cli.corpora as corpora_cli
+    import albert_lab.data.sources as sources
+
+    installed, made = [], []
+    monkeypatch.setattr(sources, "install", lambda names, log, force: installed.append(names))
+    monkeypatch.setattr(corpora_cli, "prepare_tokenizers", lambda corpora, log: made.append(corpora))
+    assert run_cli("corpora", "--install", "--quiet", "--no-tokenizers").returncode == 0
+    assert installed == [None] and made == []
+    assert run_cli("corpora", "--install", "--quiet").returncode == 0
+    assert installed == [None, None] and len(made) == 1
+    result = run_cli("corpora", "--no-tokenizers")
+    assert result.returncode == 2 and "--no-tokenizers goes with --install" in result.stderr
 
 
 def test_quiet_goes_with_install():

@@ -69,16 +69,14 @@ def test_analysis_commands_refuse_bad_sizes_before_any_work(shipped, args, words
 
 
 def test_score_reads_pairs_typed_on_standard_input(shipped):
-    import subprocess
-    import sys
+    def score(text: str, isolated: bool = False):
+        return run_cli("score", "-", "--checkpoint", str(shipped / "albert-sop"), "--json", input=text, isolated=isolated)
 
-    def score(text: str):
-        return subprocess.run([sys.executable, "-m", "albert_lab", "score", "-", "--checkpoint", str(shipped / "albert-sop"),
-                               "--json"], input=text, capture_output=True, text=True, timeout=300)
-
-    for text in ("sentence_a\tsentence_b\nThe cat sat.\tIt purred.\n", "sentence_a,sentence_b\nThe cat sat.,It purred.\n",
-                 '{"sentence_a": "The cat sat.", "sentence_b": "It purred."}\n'):
-        result = score(text)
+    # the entry point's real standard input once (a subprocess: 5-10 s of imports), its formats in this process
+    for text, isolated in (("sentence_a\tsentence_b\nThe cat sat.\tIt purred.\n", True),
+                           ("sentence_a,sentence_b\nThe cat sat.,It purred.\n", False),
+                           ('{"sentence_a": "The cat sat.", "sentence_b": "It purred."}\n', False)):
+        result = score(text, isolated)
         assert result.returncode == 0, result.stderr
         rows = json.loads(result.stdout)
         assert len(rows) == 1 and rows[0]["sentence_b"] == "It purred." and 0 <= rows[0]["p_ab"] <= 1

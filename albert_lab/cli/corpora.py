@@ -26,6 +26,9 @@ def _corpora_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="with --install: re-extract installed sources too")
     p.add_argument("--quiet", action="store_true", help="with --install: no table after it (what scripts/app.sh runs: "
                                                         "describing the corpora reads them, 0.4 s)")
+    p.add_argument("--no-tokenizers", dest="tokenizers", action="store_false",
+                   help="with --install: the sources only, not the tokenizer a run trains with by default (what "
+                        "scripts/test.sh runs: the tests make their own; a minute saved; the first Start makes it)")
     p.add_argument("--json", action="store_true")
 
 
@@ -34,8 +37,9 @@ def cmd_corpora(args: argparse.Namespace) -> int:
     from albert_lab.data.corpora import DEFAULT, NAMED, PLUS, describe_corpora, mix_installed
     from albert_lab.data.sources import SOURCES, install
 
-    if (args.force or args.quiet) and args.install is None:
-        raise AlbertLabError(f"{'--force' if args.force else '--quiet'} goes with --install")
+    if args.install is None and (given := [flag for flag, on in (("--force", args.force), ("--quiet", args.quiet),
+                                                                  ("--no-tokenizers", not args.tokenizers)) if on]):
+        raise AlbertLabError(f"{given[0]} goes with --install")
     if args.install is not None:
         names = []
         for name in args.install:
@@ -43,7 +47,8 @@ def cmd_corpora(args: argparse.Namespace) -> int:
                 raise AlbertLabError(f"--install: unknown source or mix {name!r}; allowed: {', '.join([*NAMED, *SOURCES])}")
             names += [part for part in NAMED.get(name, (name,)) if part in SOURCES and part not in names]
         install(names or None, log=lambda line: print(line, file=sys.stderr), force=args.force)
-        prepare_tokenizers([mix for mix in NAMED if mix_installed(mix)], log=lambda line: print(line, file=sys.stderr))
+        if args.tokenizers:
+            prepare_tokenizers([mix for mix in NAMED if mix_installed(mix)], log=lambda line: print(line, file=sys.stderr))
         if args.quiet:
             return 0
     rows = describe_corpora()
@@ -67,9 +72,10 @@ def prepare_tokenizers(corpora: Sequence[str], log: Callable[[str], None], confi
     """The tokenizer, and the tokenized training text, that a run of `config` (default: TrainConfig's,
     the Training page's and `train`'s vocabulary and case) needs on each of `corpora`, made now,
     as a Start makes them (training.prepare), so that a first Start finds them cached: training
-    the tokenizer of long-mix took 45 s on two idle cores and 185 s on a busy machine, inside the
-    first Start. Where they are made already, only the corpus is read (0.4 s for long-mix) and
-    neither torch nor transformers is imported. Returns the tokenizer folders."""
+    the tokenizer of long-mix took 45 s on two idle AMD Zen 4 cores, 72 s on two idle Intel Xeon
+    (Skylake) ones and 185 s on a busy machine, inside the first Start. Where they are made
+    already, only the corpus is read (0.4 s for long-mix) and neither torch nor transformers is
+    imported. Returns the tokenizer folders."""
     import dataclasses
 
     from albert_lab.data.corpora import load_corpus
@@ -85,8 +91,8 @@ def prepare_tokenizers(corpora: Sequence[str], log: Callable[[str], None], confi
         if folder is None or not (Path(folder) / "tokenizer_config.json").is_file():
             load, cores = os.getloadavg()[0], os.cpu_count() or 1
             busy = f"; longer now, the machine is busy (load {load:.0f} on {cores} cores)" if load > cores else ""
-            log(f"making the tokenizer runs on {name} start with ({config.vocab_size:,} pieces), once: 30-50 s on two "
-                f"quiet cores{busy}, so that the first Start does not wait for it ...")
+            log(f"making the tokenizer runs on {name} start with ({config.vocab_size:,} pieces), once: 40-80 s on two "
+                f"quiet cores, by their kind{busy}, so that the first Start does not wait for it ...")
             from albert_lab.training.prepare import prepare  # torch and transformers: only when there is work
 
             started = time.monotonic()
