@@ -8,7 +8,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 
 from app.shell.built import built_once
-from app.shell.look import SERIES_COLOURS, chance_line, colour_map, style
+from app.shell.look import SERIES_COLOURS, chance_line, colour_map, style, styled
 
 ORDERS = {"p_ab": "A → B (as typed)", "p_ba": "B → A (swapped)"}
 ORDER_COLOURS = dict(zip(ORDERS.values(), SERIES_COLOURS))  # the same in light and dark themes
@@ -16,14 +16,18 @@ ORDER_COLOURS = dict(zip(ORDERS.values(), SERIES_COLOURS))  # the same in light 
 
 @built_once
 def pair_figure(scores: pd.DataFrame) -> go.Figure:
-    """P(label 0) of each checkpoint for the pair as typed and swapped."""
-    long = scores.melt(id_vars=["checkpoint", "head"], value_vars=list(ORDERS), var_name="order")
-    long["order"] = long["order"].map(ORDERS)
-    fig = px.bar(long.dropna(), x="checkpoint", y="value", color="order", barmode="group", range_y=[0, 1],
-                 color_discrete_map=ORDER_COLOURS,
-                 hover_data=["head"], labels={"value": "P(label 0)", "checkpoint": "checkpoint", "order": "order"},
-                 title="P(original order) for SOP heads, P(is next) for NSP heads")
-    return chance_line(style(fig, legend_title="order"))
+    """P(label 0) of each checkpoint for the pair as typed and swapped. Built for each visitor's
+    own pair, so from plain dicts (look.styled: a tenth of plotly express's time)."""
+    bars = []
+    for column, name in ORDERS.items():
+        rows = scores.dropna(subset=[column])  # a checkpoint without a usable pair head: no bar (its warning says why)
+        bars.append(dict(type="bar", name=name, x=list(rows.checkpoint), y=list(rows[column]), customdata=list(rows["head"]),
+                         marker=dict(color=ORDER_COLOURS[name]),
+                         hovertemplate="%{x}, %{customdata} head<br>P(label 0) = %{y:.3f}"))
+    return styled(bars, dict(barmode="group", title=dict(text="P(original order) for SOP heads, P(is next) for NSP heads"),
+                             xaxis=dict(title=dict(text="checkpoint")),
+                             yaxis=dict(title=dict(text="P(label 0)"), range=[0, 1])),
+                  legend_title="order", chance=0.5)
 
 
 @built_once
