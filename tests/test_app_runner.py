@@ -127,6 +127,47 @@ def test_typed_pairs_never_wait_for_a_long_computation_and_are_scored_together()
     assert batches.together(("typed", "a"), "models", "a", many, "the typed pair") == "A" and len(passes) == 5  # kept
 
 
+def test_a_long_computation_waits_between_its_steps_while_typed_pairs_are_scored(monkeypatch):
+    """An upload's step report (Shown.progress in the heavy lane) waits while the quick lane
+    computes, so the typed pairs have the cores; at most YIELD_SECONDS a step; a computation in
+    the quick lane never waits for itself. Plain threads."""
+    import threading
+
+    from app.shell import runner
+
+    heavy = runner.Shown(None, False, [], runner.TURNS)
+    started = time.monotonic()
+    heavy.progress(0.5, "scoring")  # nothing in the quick lane: on at once
+    assert time.monotonic() - started < 1
+
+    holds, release = threading.Event(), threading.Event()
+
+    def typed_pairs():
+        with runner.QUICK.turn():
+            holds.set()
+            release.wait(10)
+
+    threading.Thread(target=typed_pairs, daemon=True).start()
+    assert holds.wait(10)
+    threading.Timer(0.4, release.set).start()
+    started = time.monotonic()
+    heavy.progress(0.5, "scoring")
+    assert 0.35 <= time.monotonic() - started < 5  # waited for the typed pairs, and went on when they were done
+
+    release.clear()
+    threading.Thread(target=typed_pairs, daemon=True).start()
+    assert holds.wait(10)
+    monkeypatch.setattr(runner, "YIELD_SECONDS", 0.3)
+    started = time.monotonic()
+    heavy.progress(0.5, "scoring")
+    assert 0.25 <= time.monotonic() - started < 5  # typed pairs that never end hold an upload a step at most
+    quick = runner.Shown(None, False, [], runner.QUICK)
+    started = time.monotonic()
+    quick.progress(0.5, "scoring")
+    assert time.monotonic() - started < 0.25
+    release.set()
+
+
 def test_a_typed_pair_whose_visitor_leaves_while_waiting_hands_its_batch_on(monkeypatch):
     """The first asker takes the quick lane for those who ask after it; if its visitor leaves while
     it waits (Streamlit raises in its script), the next asker computes the batch: nobody waits forever."""

@@ -155,3 +155,26 @@ def test_many_visitors_asking_for_one_computation_wait_for_the_first(finished):
     if not finished:
         _release(key, "frame", results, lock)
         assert _join_or_claim(key, results, lock, lambda: None) == "frame" and key not in _COMPUTING
+
+
+def test_waiting_for_a_lane_to_be_idle():
+    """wait_idle: at once when nothing runs or waits; until the last leaves, at most its timeout;
+    never for the caller's own turn."""
+    lane = Turns()
+    assert lane.wait_idle(5)
+    holds, release = threading.Event(), threading.Event()
+
+    def hold():
+        with lane.turn():
+            holds.set()
+            release.wait(10)
+
+    threading.Thread(target=hold, daemon=True).start()
+    assert holds.wait(10)
+    started = time.monotonic()
+    assert not lane.wait_idle(0.2) and time.monotonic() - started >= 0.2
+    threading.Timer(0.3, release.set).start()
+    started = time.monotonic()
+    assert lane.wait_idle(10) and 0.25 <= time.monotonic() - started < 5
+    with lane.turn():
+        assert not lane.wait_idle(5)  # its own turn: no wait (it would be for ever)

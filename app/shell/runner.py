@@ -9,7 +9,8 @@ as parts (one per checkpoint, or one). For each part it
   a moment of the cores (`batches.together`: typed pairs) has a lane of its own (`QUICK`), one at a time
   too, and never waits for a long computation's step: with twenty visitors and an upload, a typed
   pair waited for the upload's batches under the load (24 s median, 40 s p95 in
-  benchmarks/bench_class.py);
+  benchmarks/bench_class.py); while it works, a long computation waits between its steps
+  (`YIELD_SECONDS` at most a step), leaving it the cores;
 - with the analysis record's cost (albert_lab.analysis.registry.Cost), shows a progress bar with
   the time left (the record's guess until this server has timed its own pace, ui.estimate) and a
   Stop button. A Stop ends the part being computed at its next progress report (the library's
@@ -49,6 +50,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 TURNS = Turns(slots=1)  # this server process's heavy computations, one at a time: each uses every core
 QUICK = Turns(slots=1)  # its computations of a moment (a typed pair), one at a time beside them
+# A heavy computation waits between its steps while the quick lane works, at most this long a step:
+# beside an upload's thread, 13 typed pairs took 11.8 s on two shared cores and their visitors waited
+# 13 s for the lane (bench_class, 20 visitors); a stream of typed pairs still never stops an upload.
+YIELD_SECONDS = 10.0
 KEPT = 96  # finished results kept in this server process, least recently used first out
 MISSING = object()
 
@@ -199,6 +204,9 @@ class Shown:
             return
         passed = self.lane.pass_turn(lambda ahead: self.say(fraction, f"{doing}; paused, {_lower(queue_words(ahead))}",
                                                         queue_words(ahead)))
+        if self.lane is TURNS and QUICK.busy():  # the visitors' moments first: they wait on the page for it
+            self.say(fraction, f"{doing}; paused while typed pairs are scored")
+            QUICK.wait_idle(YIELD_SECONDS)
         if self.cost is None:
             if passed:
                 self.slot.empty()

@@ -6,7 +6,8 @@ compute threads fighting for two cores. `Turns` lets `slots` computations run at
 (one: each already uses every core) and queues the others in the order they asked. A long
 computation (a 5,000-pair upload) passes its turn between steps when someone waits
 (`pass_turn`, called from its progress reports), so a visitor's typed pair waits for one
-step of someone else's upload, never for all of it. Whoever waits is told how many
+step of someone else's upload, never for all of it; and between its steps it waits while a
+computation of a moment runs in the other lane (`wait_idle`: app/shell/runner.py). Whoever waits is told how many
 computations are ahead (`waiting(n)`, called every `poll` seconds: the page's message, and
 where Streamlit can interrupt a visitor who left).
 
@@ -81,6 +82,14 @@ class Turns:
         self._enter(waiting)
         self._held.depth = depth
         return True
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no computation runs or waits in this lane, at most `timeout` seconds (at
+        once when this thread holds its turn: it would wait for itself). Whether it is idle."""
+        if self.holds():
+            return False
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._running and not self._queue, timeout)
 
     def _enter(self, waiting: Waiting | None) -> None:
         with self._cond:
