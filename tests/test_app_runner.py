@@ -67,6 +67,22 @@ def test_a_stopped_computation_is_said_and_computed_after_all_when_asked(app):
     assert len(charts(at)) == drawn and not any(i.value.startswith("Stopped") for i in at.info)
 
 
+def held(lane):
+    """A thread holding `lane`'s turn (plain threads: a computation in it) until the returned event is set."""
+    import threading
+
+    holds, release = threading.Event(), threading.Event()
+
+    def hold():
+        with lane.turn():
+            holds.set()
+            release.wait(10)
+
+    threading.Thread(target=hold, daemon=True).start()
+    assert holds.wait(10)
+    return release
+
+
 def test_typed_pairs_never_wait_for_a_long_computation_and_are_scored_together():
     """Typed pairs (runner.together) while an upload holds the heavy lane: scored at once in a lane
     of their own; those asked while the quick lane is busy are computed in one pass, each given its
@@ -89,27 +105,11 @@ def test_typed_pairs_never_wait_for_a_long_computation_and_are_scored_together()
         except DataError as err:
             results[item] = err
 
-    upload_holds, release_upload = threading.Event(), threading.Event()
-
-    def upload():
-        with runner.TURNS.turn():
-            upload_holds.set()
-            release_upload.wait(10)
-
-    threading.Thread(target=upload, daemon=True).start()
-    assert upload_holds.wait(10)
+    release_upload = held(runner.TURNS)  # an upload
     ask("first")  # this thread: while the upload holds the heavy lane
     assert results == {"first": "FIRST"} and passes == [["first"]]
 
-    lane_held, release_lane = threading.Event(), threading.Event()
-
-    def other_visitor():  # holds the quick lane while three visitors ask
-        with runner.QUICK.turn():
-            lane_held.set()
-            release_lane.wait(10)
-
-    threading.Thread(target=other_visitor, daemon=True).start()
-    assert lane_held.wait(10)
+    release_lane = held(runner.QUICK)  # another visitor's pair, while three visitors ask
     askers = [threading.Thread(target=ask, args=(item,), daemon=True) for item in ("a", "bad", "c")]
     for thread in askers:
         thread.start()
@@ -140,23 +140,13 @@ def test_a_long_computation_waits_between_its_steps_while_typed_pairs_are_scored
     heavy.progress(0.5, "scoring")  # nothing in the quick lane: on at once
     assert time.monotonic() - started < 1
 
-    holds, release = threading.Event(), threading.Event()
-
-    def typed_pairs():
-        with runner.QUICK.turn():
-            holds.set()
-            release.wait(10)
-
-    threading.Thread(target=typed_pairs, daemon=True).start()
-    assert holds.wait(10)
+    release = held(runner.QUICK)  # typed pairs being scored
     threading.Timer(0.4, release.set).start()
     started = time.monotonic()
     heavy.progress(0.5, "scoring")
     assert 0.35 <= time.monotonic() - started < 5  # waited for the typed pairs, and went on when they were done
 
-    release.clear()
-    threading.Thread(target=typed_pairs, daemon=True).start()
-    assert holds.wait(10)
+    release = held(runner.QUICK)
     monkeypatch.setattr(runner, "YIELD_SECONDS", 0.3)
     started = time.monotonic()
     heavy.progress(0.5, "scoring")
