@@ -13,6 +13,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -260,6 +261,20 @@ def pairs_file(tmp_path) -> Path:
     path = tmp_path / "p.csv"
     path.write_bytes(HEADER + b"The sky is blue.,It rains often.\n")
     return path
+
+
+def held(lane):
+    """A thread holding `lane`'s turn (plain threads: a computation in it) until the returned event is set."""
+    holds, release = threading.Event(), threading.Event()
+
+    def hold():
+        with lane.turn():
+            holds.set()
+            release.wait(10)
+
+    threading.Thread(target=hold, daemon=True).start()
+    assert holds.wait(10)
+    return release
 
 
 # ---- the app under Streamlit's AppTest ----------------------------------------------------

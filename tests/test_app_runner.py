@@ -6,7 +6,7 @@ the next run of the page, and when every checkpoint fails the page's guard says 
 import json
 import time
 
-from conftest import charts, goto
+from conftest import charts, goto, held
 
 from albert_lab.errors import DataError
 
@@ -65,22 +65,6 @@ def test_a_stopped_computation_is_said_and_computed_after_all_when_asked(app):
     assert not charts(at)
     next(b for b in at.button if b.label == "Compute it after all").click().run()
     assert len(charts(at)) == drawn and not any(i.value.startswith("Stopped") for i in at.info)
-
-
-def held(lane):
-    """A thread holding `lane`'s turn (plain threads: a computation in it) until the returned event is set."""
-    import threading
-
-    holds, release = threading.Event(), threading.Event()
-
-    def hold():
-        with lane.turn():
-            holds.set()
-            release.wait(10)
-
-    threading.Thread(target=hold, daemon=True).start()
-    assert holds.wait(10)
-    return release
 
 
 def test_typed_pairs_never_wait_for_a_long_computation_and_are_scored_together():

@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+from conftest import held
 
 from app.shell.turns import Turns
 
@@ -162,15 +163,7 @@ def test_waiting_for_a_lane_to_be_idle():
     never for the caller's own turn."""
     lane = Turns()
     assert lane.wait_idle(5)
-    holds, release = threading.Event(), threading.Event()
-
-    def hold():
-        with lane.turn():
-            holds.set()
-            release.wait(10)
-
-    threading.Thread(target=hold, daemon=True).start()
-    assert holds.wait(10)
+    release = held(lane)
     started = time.monotonic()
     assert not lane.wait_idle(0.2) and time.monotonic() - started >= 0.2
     threading.Timer(0.3, release.set).start()
