@@ -27,8 +27,8 @@ import torch  # noqa: E402
 
 from albert_lab.analysis.pairs import pairs_frame, score_pairs  # noqa: E402
 from albert_lab.checkpoint.load import load_checkpoint  # noqa: E402
-from albert_lab.paths import checkpoints_dir  # noqa: E402
 from albert_lab.devices import one_thread  # noqa: E402
+from albert_lab.paths import checkpoints_dir  # noqa: E402
 from app.shell.scorer import Load, Scorer  # noqa: E402
 from app.shell.serve import SWITCH_INTERVAL  # noqa: E402
 
