@@ -16,7 +16,10 @@ computed before for another visitor, except each visitor's own typed pair and th
 The browsers share the server's cores here, where a class's run on their own machines:
 --browser-nice N starts Chromium at that niceness (default 10), so the tabs take what the
 server leaves and the server's work is not queued behind 20 tabs' drawing; 0 runs them as
-equals.
+equals. Niceness weighs each process: twenty tabs at nice 10 still took 60% of two cores while the
+server waited for them (its CPU seconds and theirs are printed). --browser-idle starts Chromium
+under Linux's SCHED_IDLE (`chrt --idle 0`): the tabs run only on CPU time nothing else of the
+machine wants, the nearest one machine comes to a class whose browsers run on their own.
 
 Printed per page: the median, 95th percentile and worst seconds to the page's first draw
 (its heading shown), to the browser's request (its first websocket message after the click), the
@@ -305,13 +308,14 @@ async def walk(browser, url: str, visitor: Visitor, csv_path: Path | None, settl
         await context.close()
 
 
-def chromium(nice: int, scratch: Path) -> str:
-    """Chromium's path, or a script that starts it at niceness `nice`."""
+def chromium(nice: int, scratch: Path, idle: bool = False) -> str:
+    """Chromium's path, or a script that starts it at niceness `nice`, or under SCHED_IDLE."""
     binary = shutil.which("chromium") or "/usr/bin/chromium"
-    if not nice:
+    if not nice and not idle:
         return binary
     script = scratch / "chromium-nice"
-    script.write_text(f'#!/bin/sh\nexec nice -n {int(nice)} {binary} "$@"\n')
+    start = "chrt --idle 0" if idle else f"nice -n {int(nice)}"
+    script.write_text(f'#!/bin/sh\nexec {start} {binary} "$@"\n')
     script.chmod(0o755)
     return str(script)
 
@@ -429,9 +433,12 @@ def main() -> None:
                         help="a teacher walks every page once before the class arrives (default: yes)")
     parser.add_argument("--browser-nice", type=int, default=10,
                         help="Chromium's niceness: the tabs take what the server leaves (0: as equals)")
+    parser.add_argument("--browser-idle", action="store_true",
+                        help="Chromium under SCHED_IDLE: the tabs run only on CPU time the server leaves")
     args = parser.parse_args()
     sizes = [int(s) for s in args.visitors.split(",") if s.strip()]
-    print(f"machine: {machine()}; teacher first: {'yes' if args.teacher else 'no'}; Chromium at nice {args.browser_nice}")
+    print(f"machine: {machine()}; teacher first: {'yes' if args.teacher else 'no'}; Chromium "
+          f"{'under SCHED_IDLE' if args.browser_idle else f'at nice {args.browser_nice}'}")
     end = time.perf_counter() + args.timeout
     with tempfile.TemporaryDirectory(prefix="bench-class-") as scratch:
         csv_path = pairs_csv(Path(scratch) / "pairs.csv", args.upload_pairs) if args.upload_pairs else None
@@ -442,7 +449,7 @@ def main() -> None:
                 continue
             teacher = Visitor(0) if args.teacher else None
             visitors, peak, wall = run_class(n, csv_path, args.settle, left, Path(scratch), args.upload_checkpoints,
-                                             teacher, chromium(args.browser_nice, Path(scratch)))
+                                             teacher, chromium(args.browser_nice, Path(scratch), args.browser_idle))
             report(n, visitors, peak, wall, teacher)
 
 
