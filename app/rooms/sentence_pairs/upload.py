@@ -38,9 +38,10 @@ def _upload_changed() -> None:
 
 
 def upload_tab(bundles: list) -> None:
-    """A pairs file scored by every picked checkpoint, behind a progress bar with the time
-    left and a Stop button (5,000 pairs take minutes with the larger models); the scores are
-    kept for the same file and checkpoints, so the page's other widgets do not score it again."""
+    """A pairs file scored by every picked checkpoint, in a process of its own (app/shell/scorer.py),
+    behind a progress bar with the time left and a Stop button (5,000 pairs take minutes with the
+    larger models); the scores are kept for the same file and checkpoints, so the page's other
+    widgets do not score it again."""
     st.markdown("A **.csv**, **.tsv** or **.jsonl** file with columns `sentence_a`, `sentence_b` and, optionally, "
                 f"`label` (0 = A then B is the original order / B follows A, 1 = not). Up to {MAX_UPLOAD_MB} MB "
                 f"and {MAX_PAIR_ROWS:,} rows.")
