@@ -190,6 +190,21 @@ def test_a_typed_pair_whose_visitor_leaves_while_waiting_hands_its_batch_on(monk
     assert results == {"x": "left", "y": "yy"} and "g" not in batches._TOGETHER
 
 
+def test_the_quick_lane_computes_on_one_thread_and_gives_the_others_back():
+    """A team of torch threads waits for every member at every operation: beside an upload, on cores
+    the browsers share, a batch of typed pairs took seconds on two threads. The quick lane computes on
+    the calling thread alone (albert_lab.devices.one_thread), and the thread gets its threads back."""
+    import torch
+
+    from app.shell import batches
+
+    torch.set_num_threads(2)
+    seen = []
+    assert batches.together(("threads", 1), "threads", 1, lambda items: seen.append(torch.get_num_threads()) or items,
+                            "the typed pair") == 1
+    assert seen == [1] and torch.get_num_threads() == 2
+
+
 def test_a_computation_leaves_a_core_to_the_other_visitors(monkeypatch):
     """A long computation on every core took the pages' and typed pairs' share of a 2-core server with
     twenty visitors: while another browser session has run its script in the last VISITING seconds, a

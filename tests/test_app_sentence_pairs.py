@@ -317,9 +317,8 @@ def test_the_integration_steps_take_their_bounds_and_default_from_the_analysis_r
 
 
 def test_typed_pairs_scored_together_are_each_scored_as_alone(bundles):
-    """Several visitors' typed pairs scored in one batch (typed.score_together), in the typed pairs'
-    process of their own (app.shell.scorer): each visitor gets the
-    rows of its own pair (row 1, one per checkpoint) with the probabilities of scoring it alone here, within
+    """Several visitors' typed pairs scored in one batch (typed.score_together): each visitor gets the
+    rows of its own pair (row 1, one per checkpoint) with the probabilities of scoring it alone, within
     float32 rounding: the batch pads and blocks the sums differently (tests/tolerance.py; a logit is a
     dot product of tanh outputs in [-1, 1] with the pair head's weights, so |z| <= sum |w| + |b|)."""
     import torch
@@ -331,9 +330,7 @@ def test_typed_pairs_scored_together_are_each_scored_as_alone(bundles):
 
     pairs = [("The river ran north.", "Then it turned to the sea past the old town and its bridges."),
              ("A short one.", "Another."), ("Cats sleep.", "Dogs bark at the moon every night.")]
-    from app.shell.scorer import Load
-
-    together = score_together([Load(bundle.source, bundle.name) for bundle in bundles], pairs)
+    together = score_together(list(bundles), pairs)
     assert len(together) == len(pairs)
     for (a, b), scores in zip(pairs, together, strict=True):
         alone = score_pairs(list(bundles), pairs_frame([a], [b]))

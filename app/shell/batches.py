@@ -2,7 +2,7 @@
 typed pair) in the quick lane of app/shell/runner.py, and items of one group asked while another
 waits for that lane or is computed are computed with it. Twenty typed pairs asked at once are a
 few batches, not twenty turns of the lane one after the other: each pass costs about as much in
-torch operations and in requests to the typed pairs' process (app/shell/scorer.py)."""
+torch operations, which take turns with every visitor's Python for the GIL."""
 
 from __future__ import annotations
 
@@ -64,7 +64,10 @@ def _lead(ask: _Ask, group: Hashable, many: Callable[[list[Any]], list[Any]], pa
             shown.turn_came()
             with _TOGETHER_LOCK:
                 taken = _TOGETHER.pop(group)
-            _compute_together(taken, many)
+            from albert_lab.devices import one_thread  # torch: only a lane's computation needs it
+
+            with one_thread():  # a moment's work: one thread, never a team held up by the cores' other users
+                _compute_together(taken, many)
     except BaseException:
         if not taken:
             with _TOGETHER_LOCK:

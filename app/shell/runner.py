@@ -10,8 +10,7 @@ as parts (one per checkpoint, or one). For each part it
   too, and never waits for a long computation's step: with twenty visitors and an upload, a typed
   pair waited for the upload's batches under the load (24 s median, 40 s p95 in
   benchmarks/bench_class.py); while it works, a long computation waits between its steps
-  (`YIELD_SECONDS` at most a step), leaving it the cores; the typed pairs compute in a process of
-  their own (app/shell/scorer.py), where no visitor's script takes the GIL from them;
+  (`YIELD_SECONDS` at most a step), leaving it the cores;
 - with the analysis record's cost (albert_lab.analysis.registry.Cost), shows a progress bar with
   the time left (the record's guess until this server has timed its own pace, ui.estimate) and a
   Stop button. A Stop ends the part being computed at its next progress report (the library's

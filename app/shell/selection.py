@@ -12,7 +12,6 @@ from albert_lab.checkpoint.files import stamp
 from app.shell import ui
 from app.shell.guard import guard
 from app.shell.places import cased_form, link_form
-from app.shell.scorer import Load
 from app.shell.state import shell, widget
 
 if TYPE_CHECKING:
@@ -69,13 +68,6 @@ class Selection:
 
     def bundles(self) -> list[ModelBundle]:
         return [ui.load_bundle(source, name, self.device, self.dtype, self.casing(name)) for name, source in self.checkpoints]
-
-    def loads(self, names: Sequence[str] | None = None) -> list[Load]:
-        """How the checkpoints `names` (None: all) load, for a process of their own (app.shell.scorer):
-        the same folders, device, dtype and casings as `bundles`."""
-        return [Load(source, name, self.device, self.dtype, self.casing(name),
-                     self.casing(name) and ui.SIDEBAR_CASING.format(casing=self.casing(name)))
-                for name, source in self.checkpoints if names is None or name in names]
 
     def usable_bundles(self) -> list[ModelBundle]:
         """The picked checkpoints that load; each one that does not is named in an error

@@ -79,11 +79,7 @@ def import_in_background() -> None:
     """import_model_code from a thread of its own (ui.warm_up, after the first page). At the
     thread's normal priority: at the lowest (nice 19), on a busy machine it was starved while the
     next page, which needs the model code, waited for it (Oscillation clicked at once: 22 s against
-    18 s when the import came before the server listened), and every page that waits needs it.
-    The typed pairs' process (app.shell.scorer) starts first: it imports the same in its own."""
-    from app.shell import scorer
-
-    scorer.TYPED.start()
+    18 s when the import came before the server listened), and every page that waits needs it."""
     import_model_code()
 
 

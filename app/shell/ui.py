@@ -121,12 +121,6 @@ def visitors() -> int:
         return max(len(_SEEN), 1)
 
 
-def compute_threads() -> int:
-    """torch threads for a computation now, by use_threads' policy (for a process of its own too: app.shell.scorer)."""
-    cores = max(1, os.cpu_count() or 1)
-    return 1 if active_run() else max(1, cores - 1) if visitors() > 1 else cores
-
-
 def use_threads(wait: bool = True) -> None:
     """While a training run uses the cores, the app computes on one thread (see the notes on
     2-vCPU machines in the reference); while other visitors are here, on all cores but one, which
@@ -134,7 +128,8 @@ def use_threads(wait: bool = True) -> None:
     visitors on 2 cores, see docs/benchmarks.md); alone, on all of them. With wait=False (every
     script run) only if torch is imported already: a page that has not needed torch does not
     import it, nor wait for the background import (load_bundle calls this before computing)."""
-    threads = compute_threads()
+    cores = max(1, os.cpu_count() or 1)
+    threads = 1 if active_run() else max(1, cores - 1) if visitors() > 1 else cores
     torch = sys.modules.get("torch")
     # A module another thread is still importing is in sys.modules, its spec marked _initializing.
     if not wait and (torch is None or getattr(getattr(torch, "__spec__", None), "_initializing", False)):

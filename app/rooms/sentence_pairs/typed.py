@@ -9,15 +9,13 @@ import pandas as pd
 import streamlit as st
 
 from albert_lab.analysis.evaluation import interior_accuracy, read_results
-from albert_lab.analysis.pairs import pairs_frame
+from albert_lab.analysis.pairs import pairs_frame, score_pairs
 from albert_lab.checkpoint.files import stamp
 from app.rooms.sentence_pairs import figures as pair_figures
 from app.rooms.sentence_pairs.common import EXAMPLE_A, EXAMPLE_B, results_path
 from app.rooms.sentence_pairs.scores import show_scores
-from app.shell import batches, links, scorer, ui
+from app.shell import batches, links, ui
 from app.shell.guard import guard
-from app.shell.scorer import Load
-from app.shell.selection import Selection
 
 
 @st.cache_data(show_spinner=False)
@@ -56,9 +54,8 @@ def typed_tab(bundles: list) -> tuple[str, str]:
         # with the pairs other visitors type meanwhile; kept for every visitor under the pair and the checkpoints'
         # files, so a class opening the page scores its example once
         models = tuple((bd.name, bd.source, stamp(bd.source), str(bd.device), str(bd.dtype)) for bd in bundles)
-        loads = Selection.read().loads([bd.name for bd in bundles])
         scores = batches.together(("typed pair", models, typed["pair_a"], typed["pair_b"]), models,
-                                 (typed["pair_a"], typed["pair_b"]), lambda pairs: score_together(loads, pairs),
+                                 (typed["pair_a"], typed["pair_b"]), lambda pairs: score_together(bundles, pairs),
                                  "the typed pair")
         ui.chart(pair_figures.pair_figure(scores), "pair-probabilities")
         show_scores(scores, "typed", bundles)
@@ -66,8 +63,7 @@ def typed_tab(bundles: list) -> tuple[str, str]:
     return typed["pair_a"], typed["pair_b"]
 
 
-def score_together(loads: list[Load], pairs: list[tuple[str, str]]) -> list[pd.DataFrame]:
-    """score_pairs of several visitors' typed pairs in one pass, in the typed pairs' process of their own
-    (app.shell.scorer: no turns for the GIL with the visitors' scripts), each pair's rows as if scored alone (row 1)."""
-    scores = scorer.TYPED.score(loads, pairs_frame([a for a, _ in pairs], [b for _, b in pairs]))
+def score_together(bundles: list, pairs: list[tuple[str, str]]) -> list[pd.DataFrame]:
+    """score_pairs of several visitors' typed pairs in one pass, each pair's rows as if scored alone (row 1)."""
+    scores = score_pairs(bundles, pairs_frame([a for a, _ in pairs], [b for _, b in pairs]))
     return [scores[scores.row == i].assign(row=1).reset_index(drop=True) for i in range(1, len(pairs) + 1)]

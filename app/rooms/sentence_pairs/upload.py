@@ -8,14 +8,14 @@ import hashlib
 import pandas as pd
 import streamlit as st
 
-from albert_lab.analysis.pairs import labelled_accuracy, summarize
+from albert_lab.analysis.pairs import labelled_accuracy, score_pairs, summarize
 from albert_lab.analysis.registry import SCORE
 from albert_lab.data.pairs_file import read_pairs
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from app.rooms.sentence_pairs import figures as pair_figures
 from app.rooms.sentence_pairs.common import PairsState, model_size
 from app.rooms.sentence_pairs.scores import show_scores
-from app.shell import runner, scorer, ui
+from app.shell import runner, ui
 from app.shell.guard import guard
 from app.shell.runner import Part
 from app.shell.selection import Selection
@@ -38,10 +38,9 @@ def _upload_changed() -> None:
 
 
 def upload_tab(bundles: list) -> None:
-    """A pairs file scored by every picked checkpoint, in a process of its own (app/shell/scorer.py),
-    behind a progress bar with the time left and a Stop button (5,000 pairs take minutes with the
-    larger models); the scores are kept for the same file and checkpoints, so the page's other
-    widgets do not score it again."""
+    """A pairs file scored by every picked checkpoint, behind a progress bar with the time
+    left and a Stop button (5,000 pairs take minutes with the larger models); the scores are
+    kept for the same file and checkpoints, so the page's other widgets do not score it again."""
     st.markdown("A **.csv**, **.tsv** or **.jsonl** file with columns `sentence_a`, `sentence_b` and, optionally, "
                 f"`label` (0 = A then B is the original order / B follows A, 1 = not). Up to {MAX_UPLOAD_MB} MB "
                 f"and {MAX_PAIR_ROWS:,} rows.")
@@ -67,9 +66,8 @@ def upload_tab(bundles: list) -> None:
             st.warning(f"... and {len(parsed.problems) - 20:,} more problems")
         key = ("score_upload", tuple(bd.name for bd in bundles), Selection.read().key(), name,
                hashlib.sha256(data).hexdigest())
-        loads = Selection.read().loads([bd.name for bd in bundles])  # scored in a process of their own: app/shell/scorer.py
         done = runner.run([Part(f"Scoring {plural(len(parsed.pairs), 'pair')} with {plural(len(bundles), 'checkpoint')}", key,
-                                lambda progress: scorer.UPLOADS.score(loads, parsed.pairs, progress, ui.compute_threads()),
+                                lambda progress: score_pairs(bundles, parsed.pairs, progress=progress),
                                 len(parsed.pairs) * sum(map(model_size, bundles)))], SCORE.cost)
         if not done:  # stopped
             return
