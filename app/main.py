@@ -25,19 +25,21 @@ PAGES = {section: [BY_STEM[room.stem] for room in rooms] for section, rooms in r
 LIGHT = {BY_STEM[stem] for stem in registry.LIGHT}
 STEM = {page: stem for stem, page in BY_STEM.items()}
 
-page = st.navigation(PAGES)
-links.keep()  # the pages' controls keep their values through runs that do not draw them
-ui.use_threads(wait=False)  # one thread while a training run uses the cores
-with guard("reading the sidebar"):  # a link's odd value is a message above the page, never a traceback
-    picker.sidebar()
-presets.presets(BY_STEM)
-state.shell().shared = False
-if page not in LIGHT:  # the model code, imported here or by the warm-up (waited for); a light page draws beside it
-    serve.import_model_code()
-with guard():  # what a page's own guards leave: a message, the sidebar and the session kept
-    st.title(registry.room(STEM[page]).heading)  # each page's heading, from the registry
-    page.run()
-links.publish()  # what the page shared, into the link
-owner.remember()  # the browser keeps its owner token: a reload still owns the runs it started
-browser.prefetch_plotly()  # the browser loads plotly.js while idle; the landing page has no plotly chart
-ui.warm_up()  # after the page is drawn: model code imports in the background
+with serve.traced() as run:  # the server's own time per run, when ALBERT_LAB_TRACE names a file
+    page = st.navigation(PAGES)
+    run["page"] = STEM[page]
+    links.keep()  # the pages' controls keep their values through runs that do not draw them
+    ui.use_threads(wait=False)  # one thread while a training run uses the cores
+    with guard("reading the sidebar"):  # a link's odd value is a message above the page, never a traceback
+        picker.sidebar()
+    presets.presets(BY_STEM)
+    state.shell().shared = False
+    if page not in LIGHT:  # the model code, imported here or by the warm-up (waited for); a light page draws beside it
+        serve.import_model_code()
+    with guard():  # what a page's own guards leave: a message, the sidebar and the session kept
+        st.title(registry.room(STEM[page]).heading)  # each page's heading, from the registry
+        page.run()
+    links.publish()  # what the page shared, into the link
+    owner.remember()  # the browser keeps its owner token: a reload still owns the runs it started
+    browser.prefetch_plotly()  # the browser loads plotly.js while idle; the landing page has no plotly chart
+    ui.warm_up()  # after the page is drawn: model code imports in the background

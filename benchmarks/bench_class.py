@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import csv
+import json
 import os
 import random
 import shutil
@@ -329,15 +330,20 @@ async def class_of(teacher: Visitor | None, visitors: list[Visitor], url: str, c
         try:
             if teacher is not None:  # every page once, before the class
                 await walk(browser, url, teacher, None, settle, pick)
+            CLASS_BEGAN[0] = time.time()
             await asyncio.gather(*(walk(browser, url, v, csv_path if v.number == 1 else None, settle, pick) for v in visitors))
         finally:
             await browser.close()
 
 
-def start_server(runs: Path) -> tuple[subprocess.Popen, str]:
-    """`albert-lab app` on a free loopback port, headless, with a runs folder of its own."""
+CLASS_BEGAN = [0.0]  # epoch seconds when the class arrived (after the teacher)
+
+
+def start_server(runs: Path, trace: Path) -> tuple[subprocess.Popen, str]:
+    """`albert-lab app` on a free loopback port, headless, with a runs folder of its own, each script
+    run's own time in the server appended to `trace` (app.shell.serve.traced)."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "ALBERT_LAB_RUNS": str(runs)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ALBERT_LAB_RUNS": str(runs), "ALBERT_LAB_TRACE": str(trace)}
     server = subprocess.Popen([sys.executable, "-m", "albert_lab", "app", "--port", str(port), "--server.headless", "true",
                                "--server.address", "127.0.0.1"],
                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -347,7 +353,8 @@ def start_server(runs: Path) -> tuple[subprocess.Popen, str]:
 def run_class(n: int, csv_path: Path | None, settle: float, timeout: float, scratch: Path, pick: str, teacher: Visitor | None,
               browser_path: str) -> tuple[list[Visitor], int, float]:
     """N visitors on a fresh server, after the teacher if any: (visitors, peak server memory in bytes, wall seconds)."""
-    server, url = start_server(scratch / f"runs-{n}")
+    trace = scratch / f"trace-{n}.jsonl"
+    server, url = start_server(scratch / f"runs-{n}", trace)
     sampler = MemorySampler(server.pid)
     sampler.start()
     start, visitors = time.perf_counter(), [Visitor(i + 1) for i in range(n)]
@@ -367,7 +374,21 @@ def run_class(n: int, csv_path: Path | None, settle: float, timeout: float, scra
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             server.kill()
+        script_runs(trace)
     return visitors, peak, time.perf_counter() - start
+
+
+def script_runs(trace: Path) -> None:
+    """The class's script runs as the server timed them (from the script's start to its end, the
+    browsers apart): per page, the runs, median, p95 and worst seconds."""
+    runs: dict[str, list[float]] = {}
+    for line in trace.read_text().splitlines() if trace.is_file() else []:
+        run = json.loads(line)
+        if run["began"] >= CLASS_BEGAN[0] and run["page"]:
+            runs.setdefault(run["page"], []).append(run["seconds"])
+    print("  script runs in the server (the class's, as the server timed them): runs, median, p95, worst s")
+    for page, seconds in runs.items():
+        print(f"    {page:<16} {len(seconds):5d} {statistics.median(seconds):8.2f} {p95(seconds):6.2f} {max(seconds):7.2f}")
 
 
 def p95(values: list[float]) -> float:

@@ -34,8 +34,14 @@ command line says otherwise): Python's own collector still runs when enough obje
 """
 
 import gc
+import json
+import os
 import sys
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from albert_lab.importing import MODEL_CODE
 
@@ -118,3 +124,26 @@ if __name__ == "__main__":
     prepare_process()
     sys.argv = streamlit_argv(sys.argv)
     main(prog_name="streamlit")  # the command line is streamlit's: run app/main.py --server.port ...
+
+
+TRACE = "ALBERT_LAB_TRACE"  # a file: each script run's page and seconds in this server, one JSON line (bench_class)
+
+
+@contextmanager
+def traced() -> Iterator[dict[str, Any]]:
+    """Time the script run in the block; with the environment variable TRACE naming a file, append
+    {"page", "began" (epoch seconds), "seconds", "ended": "done" or the exception's class} to it: the
+    server's own time per run, apart from the browsers' (benchmarks/bench_class.py reads it)."""
+    run: dict[str, Any] = {"page": None, "began": time.time()}
+    start = time.perf_counter()
+    try:
+        yield run
+        run["ended"] = "done"
+    except BaseException as err:  # a rerun or a visitor who left interrupts the script
+        run["ended"] = type(err).__name__
+        raise
+    finally:
+        if path := os.environ.get(TRACE):
+            run["seconds"] = time.perf_counter() - start
+            with open(path, "a", encoding="utf-8") as file:
+                file.write(json.dumps(run) + "\n")
