@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from conftest import ROOT
@@ -230,3 +231,33 @@ def test_the_server_does_not_collect_garbage_after_every_script_run():
         result = subprocess.run([sys.executable, "-c", code, *given], cwd=ROOT, capture_output=True, text=True,
                                 timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert result.stdout.split() == [expected], (given, result.stdout, result.stderr[-2000:])
+
+
+def test_each_script_run_is_timed_in_the_server_when_asked(tmp_path, monkeypatch):
+    """ALBERT_LAB_TRACE: each script run's page, start and seconds in the server, one JSON line
+    (benchmarks/bench_class.py reads them: the server's own time, apart from the browsers'); a run
+    a rerun interrupts says so and the interruption goes on; without the variable nothing is written."""
+    import json
+
+    from app.shell import serve
+
+    trace = tmp_path / "trace.jsonl"
+    with serve.traced() as run:  # not asked: nothing written
+        run["page"] = "model_card"
+    assert not trace.exists()
+    monkeypatch.setenv(serve.TRACE, str(trace))
+    before = time.time()
+    with serve.traced() as run:
+        run["page"] = "model_card"
+        time.sleep(0.05)
+
+    class Rerun(Exception):
+        pass
+
+    with pytest.raises(Rerun), serve.traced() as run:
+        run["page"] = "oscillation"
+        raise Rerun
+    done, interrupted = (json.loads(line) for line in trace.read_text().splitlines())
+    assert done["page"] == "model_card" and done["ended"] == "done" and 0.05 <= done["seconds"] < 5
+    assert before <= done["began"] <= time.time()
+    assert interrupted["page"] == "oscillation" and interrupted["ended"] == "Rerun" and interrupted["seconds"] < 5
