@@ -261,3 +261,39 @@ def test_each_script_run_is_timed_in_the_server_when_asked(tmp_path, monkeypatch
     assert done["page"] == "model_card" and done["ended"] == "done" and 0.05 <= done["seconds"] < 5
     assert before <= done["began"] <= time.time()
     assert interrupted["page"] == "oscillation" and interrupted["ended"] == "Rerun" and interrupted["seconds"] < 5
+
+
+def test_the_server_reads_streamlit_options_without_waiting_for_their_lock(monkeypatch):
+    """Twenty visitors' scripts waited ~100 s of a class for Streamlit's config lock (serve.read_config_without_lock):
+    the server's reads give Streamlit's values, for every option, while another thread holds that lock."""
+    import threading
+
+    from streamlit import config
+
+    from app.shell import serve
+
+    monkeypatch.setattr(config, "get_option", config.get_option)  # put back after the test
+    locked = config.get_option
+    keys = list(config.get_config_options())
+    serve.read_config_without_lock()
+    assert config.get_option is not locked and [config.get_option(k) for k in keys] == [locked(k) for k in keys]
+    with pytest.raises(RuntimeError, match="not defined"):
+        config.get_option("no.suchOption")
+    size, headless = locked("global.minCachedMessageSize"), locked("server.headless")
+    held, done = threading.Event(), threading.Event()
+
+    def hold():
+        with config._config_lock:
+            held.set()
+            done.wait(10)
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    held.wait(10)
+    try:
+        started = time.monotonic()  # Streamlit's own would wait the 10 s the holder holds it
+        assert config.get_option("global.minCachedMessageSize") == size and config.get_option("server.headless") == headless
+        assert time.monotonic() - started < 1
+    finally:
+        done.set()
+        holder.join(10)

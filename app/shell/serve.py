@@ -103,6 +103,27 @@ def prepare_process() -> None:
     import_first_page()
     gc.freeze()
     sys.setswitchinterval(SWITCH_INTERVAL)
+    read_config_without_lock()
+
+
+def read_config_without_lock() -> None:
+    """Streamlit reads its config options under one lock for the whole process (`get_option`), on
+    every message a script sends and every widget, while the event loop holds the same lock to
+    copy the theme section for every script run. With twenty visitors, their script threads waited
+    for it about 100 s in a 460 s class (py-spy --idle on the server, bench_class.py): whoever held it
+    waited for the GIL with the lock held. The options are one dict, replaced whole (and then filled)
+    only when a config file changes while serving: read without the lock, the value of an option is
+    the dict's at that moment. Options not in it go to Streamlit's own (its error included)."""
+    from streamlit import config
+
+    locked = config.get_option
+
+    def get_option(key: str) -> Any:
+        options = config._config_options
+        return options[key].value if options and key in options else locked(key)
+
+    get_option.__doc__ = locked.__doc__
+    config.get_option = get_option
 
 
 GC_AFTER_RUN = "--runner.postScriptGC"
