@@ -137,16 +137,6 @@ def streamlit_argv(argv: list[str]) -> list[str]:
     return [*argv, GC_AFTER_RUN, "false"]
 
 
-if __name__ == "__main__":
-    # Streamlit first: its import configures plotly's theme, which tests values against
-    # pandas' types (and fails on a pandas imported half-way by another thread).
-    from streamlit.web.cli import main
-
-    prepare_process()
-    sys.argv = streamlit_argv(sys.argv)
-    main(prog_name="streamlit")  # the command line is streamlit's: run app/main.py --server.port ...
-
-
 TRACE = "ALBERT_LAB_TRACE"  # a file: each script run's page and seconds in this server, one JSON line (bench_class)
 
 
@@ -168,3 +158,14 @@ def traced() -> Iterator[dict[str, Any]]:
             run["seconds"] = time.perf_counter() - start
             with open(path, "a", encoding="utf-8") as file:
                 file.write(json.dumps(run) + "\n")
+
+
+if __name__ == "__main__":
+    # Streamlit first: its import configures plotly's theme, which tests values against
+    # pandas' types (and fails on a pandas imported half-way by another thread).
+    from streamlit.web.cli import main
+
+    prepare_process()
+    sys.argv = streamlit_argv(sys.argv)
+    main(prog_name="streamlit")  # the command line is streamlit's: run app/main.py --server.port ...
+
