@@ -322,7 +322,8 @@ def chromium(nice: int, scratch: Path, idle: bool = False) -> str:
 
 
 async def class_of(teacher: Visitor | None, visitors: list[Visitor], url: str, csv_path: Path | None, settle: float, pick: str,
-                   browser_path: str) -> None:
+                   browser_path: str, began: list[float]) -> None:
+    """The teacher's walk, then the class's; `began` gets the epoch seconds the class arrived."""
     from playwright.async_api import async_playwright
 
     async with async_playwright() as p:
@@ -330,13 +331,10 @@ async def class_of(teacher: Visitor | None, visitors: list[Visitor], url: str, c
         try:
             if teacher is not None:  # every page once, before the class
                 await walk(browser, url, teacher, None, settle, pick)
-            CLASS_BEGAN[0] = time.time()
+            began.append(time.time())
             await asyncio.gather(*(walk(browser, url, v, csv_path if v.number == 1 else None, settle, pick) for v in visitors))
         finally:
             await browser.close()
-
-
-CLASS_BEGAN = [0.0]  # epoch seconds when the class arrived (after the teacher)
 
 
 def start_server(runs: Path, trace: Path) -> tuple[subprocess.Popen, str]:
@@ -357,10 +355,10 @@ def run_class(n: int, csv_path: Path | None, settle: float, timeout: float, scra
     server, url = start_server(scratch / f"runs-{n}", trace)
     sampler = MemorySampler(server.pid)
     sampler.start()
-    start, visitors = time.perf_counter(), [Visitor(i + 1) for i in range(n)]
+    start, visitors, began = time.perf_counter(), [Visitor(i + 1) for i in range(n)], []
     try:
         wait_healthy(url)
-        asyncio.run(asyncio.wait_for(class_of(teacher, visitors, url, csv_path, settle, pick, browser_path), timeout))
+        asyncio.run(asyncio.wait_for(class_of(teacher, visitors, url, csv_path, settle, pick, browser_path, began), timeout))
     except TimeoutError:
         for v in [teacher, *visitors] if teacher else visitors:
             if v.doing != "done":
@@ -374,17 +372,17 @@ def run_class(n: int, csv_path: Path | None, settle: float, timeout: float, scra
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             server.kill()
-        script_runs(trace)
+        script_runs(trace, began[0] if began else float("inf"))
     return visitors, peak, time.perf_counter() - start
 
 
-def script_runs(trace: Path) -> None:
-    """The class's script runs as the server timed them (from the script's start to its end, the
-    browsers apart): per page, the runs, median, p95 and worst seconds."""
+def script_runs(trace: Path, began: float) -> None:
+    """The class's script runs (those from `began` on, epoch seconds) as the server timed them (from
+    the script's start to its end, the browsers apart): per page, the runs, median, p95 and worst seconds."""
     runs: dict[str, list[float]] = {}
     for line in trace.read_text().splitlines() if trace.is_file() else []:
         run = json.loads(line)
-        if run["began"] >= CLASS_BEGAN[0] and run["page"]:
+        if run["began"] >= began and run["page"]:
             runs.setdefault(run["page"], []).append(run["seconds"])
     print("  script runs in the server (the class's, as the server timed them): runs, median, p95, worst s")
     for page, seconds in runs.items():

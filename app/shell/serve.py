@@ -33,6 +33,7 @@ benchmarks/bench_class.py), so the server runs without it (`runner.postScriptGC 
 command line says otherwise): Python's own collector still runs when enough objects were made.
 """
 
+import functools
 import gc
 import json
 import os
@@ -118,11 +119,11 @@ def read_config_without_lock() -> None:
 
     locked = config.get_option
 
+    @functools.wraps(locked)
     def get_option(key: str) -> Any:
         options = config._config_options
         return options[key].value if options and key in options else locked(key)
 
-    get_option.__doc__ = locked.__doc__
     config.get_option = get_option
 
 
