@@ -19,7 +19,9 @@ server leaves and the server's work is not queued behind 20 tabs' drawing; 0 run
 equals. Niceness weighs each process: twenty tabs at nice 10 still took 60% of two cores while the
 server waited for them (its CPU seconds and theirs are printed). --browser-idle starts Chromium
 under Linux's SCHED_IDLE (`chrt --idle 0`): the tabs run only on CPU time nothing else of the
-machine wants, the nearest one machine comes to a class whose browsers run on their own.
+machine wants. --without-browsers takes the class's browsers off the machine, as a class's run on
+the students' own: every visitor but the uploader asks for the pages over Streamlit's websocket
+(benchmarks/streamlit_client.py), and a page's time is the server's whole answer.
 
 Printed per page: the median, 95th percentile and worst seconds to the page's first draw
 (its heading shown), to the browser's request (its first websocket message after the click), the
@@ -30,6 +32,9 @@ its scores, those scored while the upload ran apart; the upload's own time; the 
 (Streamlit exception boxes, "Something went wrong" boxes, page errors, console errors) and
 the server's peak memory (RSS of the server process and its children, sampled every
 0.25 s with psutil when installed, else from /proc).
+
+Each tab measures itself (CLOCK, WAIT): it notes its websocket messages' times and polls its own page,
+answering once per wait, so that measuring takes next to nothing of the cores the class shares.
 
 Bounded: every wait has a timeout and the whole run --timeout seconds; the server and the
 browser are stopped whatever happens. Loopback only.
@@ -211,28 +216,61 @@ class MemorySampler(threading.Thread):
         return self.peak
 
 
+# Measured inside each tab, so that measuring costs the machine next to nothing: the tab notes the wall-clock
+# milliseconds of each websocket message it receives and sends (Playwright's own websocket events would copy
+# every message's bytes to this process) and polls its own page for WAIT (one call per wait, not one per poll).
+CLOCK = """(() => {
+  const clock = window.__benchClock = {frames: [], sent: [], errors: [], waits: {}};
+  const Native = window.WebSocket, send = Native.prototype.send;
+  Native.prototype.send = function (...args) { clock.sent.push(Date.now()); return send.apply(this, args); };
+  window.WebSocket = class extends Native {
+    constructor(...args) { super(...args); this.addEventListener('message', () => clock.frames.push(Date.now())); }
+  };
+})()"""
+WAIT = """([title, main, text, settle, key]) => {
+  const clock = window.__benchClock, now = Date.now(), state = (""" + STATE + """)([title, main, text]);
+  const wait = clock.waits[key] = clock.waits[key] || {first: null, calm: null, state: null};
+  for (const error of (""" + ERRORS + """)()) if (!clock.errors.includes(error)) clock.errors.push(error);
+  wait.state = state;
+  if (wait.first === null && state !== 'title') wait.first = now;
+  if (state !== 'drawn') { wait.calm = null; return false; }
+  if (wait.calm === null) wait.calm = now;
+  return now - wait.calm >= settle * 1000 ? {first: wait.first, calm: wait.calm} : false;
+}"""
+TAKE = "() => { const c = window.__benchClock; return c ? [c.frames.splice(0), c.sent.splice(0), c.errors.splice(0)] : [[], [], []]; }"
+SINCE_EPOCH = time.perf_counter() - time.time()  # perf_counter() at the tab's Date.now() of 0, in seconds
+
+
+def counter(ms: float) -> float:
+    """A tab's Date.now() milliseconds as this process's perf_counter() seconds."""
+    return ms / 1000 + SINCE_EPOCH
+
+
+async def take(page, visitor: Visitor) -> None:
+    """What the tab noted since the last take: its websocket messages' times and the error boxes it saw."""
+    frames, sent, errors = await page.evaluate(TAKE)
+    visitor.frames += [counter(ms) for ms in frames]
+    visitor.sent += [counter(ms) for ms in sent]
+    visitor.errors += [e for e in errors if e not in visitor.errors]
+
+
 async def drawn(page, visitor: Visitor, title: str, main: str, settle: float, timeout: float, text: str = "",
                 first: list[float] | None = None) -> float:
     """perf_counter() time at which the page became drawn (and `text` shown) and stayed so for `settle` s;
     the time its heading was first shown is appended to `first`. Error boxes seen meanwhile are recorded on
-    the visitor (once each)."""
-    calm_since, deadline, state = None, time.perf_counter() + timeout, "?"
-    while time.perf_counter() < deadline:
-        state = await page.evaluate(STATE, [title, main, text])
-        if first is not None and not first and state != "title":
-            first.append(time.perf_counter())
-        for error in await page.evaluate(ERRORS):
-            if error not in visitor.errors:
-                visitor.errors.append(error)
-        now = time.perf_counter()
-        if state == "drawn":
-            calm_since = calm_since or now
-            if now - calm_since >= settle:
-                return calm_since
-        else:
-            calm_since = None
-        await page.wait_for_timeout(50)
-    raise TimeoutError(f"{title}: not drawn within {timeout:.0f} s (last state: {state})")
+    the visitor (once each). The tab polls itself every 50 ms (WAIT) and answers once."""
+    key = f"{title}:{time.perf_counter()}"
+    try:
+        handle = await page.wait_for_function(WAIT, arg=[title, main, text, settle, key], polling=50, timeout=timeout * 1000)
+        found = await handle.json_value()
+    except Exception as err:
+        state = await page.evaluate("(key) => window.__benchClock?.waits[key]?.state", key)
+        await take(page, visitor)
+        raise TimeoutError(f"{title}: not drawn within {timeout:.0f} s (last state: {state})") from err
+    await take(page, visitor)
+    if first is not None and found["first"] is not None:
+        first.append(counter(found["first"]))
+    return counter(found["calm"])
 
 
 async def visit_page(page, url: str, visitor: Visitor, room: registry.Room, settle: float) -> None:
@@ -281,13 +319,9 @@ async def upload(page, visitor: Visitor, path: Path, settle: float) -> None:
 
 async def walk(browser, url: str, visitor: Visitor, csv_path: Path | None, settle: float, pick: str) -> None:
     context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    await context.add_init_script(CLOCK)
     page = await context.new_page()
     page.on("pageerror", lambda err: visitor.errors.append(f"page error: {err}"))
-    def watch(ws) -> None:
-        ws.on("framereceived", lambda _: visitor.frames.append(time.perf_counter()))
-        ws.on("framesent", lambda _: visitor.sent.append(time.perf_counter()))
-
-    page.on("websocket", watch)
     page.on("console", lambda msg: visitor.errors.append(f"console error: {msg.text[:200]}") if msg.type == "error" else None)
     rooms = list(registry.PAGES)
     if csv_path is not None:  # the uploader: Sentence pairs right after the model card
@@ -309,6 +343,38 @@ async def walk(browser, url: str, visitor: Visitor, csv_path: Path | None, settl
         await context.close()
 
 
+async def walk_without_browser(url: str, visitor: Visitor, settle: float) -> None:
+    """The visitor's walk over Streamlit's websocket (benchmarks/streamlit_client.py), its browser elsewhere:
+    every page in turn, `settle` s between them as the browser's walk waits to see each drawn, and on
+    Sentence pairs a pair of its own, sent as a link carrying it (the form's submit runs the page the same way).
+    A page's time is the server's whole answer (to the end of its script run), its first draw the first element."""
+    from benchmarks.streamlit_client import Session
+
+    a = f"Visitor {visitor.number} walked along the river to the old stone bridge."
+    b = f"From there visitor {visitor.number} could see the whole town and the hills beyond it."
+    steps = [(room.stem, room.url_path, {}, "") for room in registry.PAGES]
+    at = [stem for stem, *_ in steps].index("sentence_pairs") + 1
+    steps.insert(at, ("typed pair", "sentence_pairs", {"pair_a": a, "pair_b": b}, "Preferred order"))
+    try:
+        async with Session(url) as session:
+            for what, url_path, query, text in steps:
+                visitor.doing = what
+                answer = await session.open(url_path, query, PAGE_TIMEOUT, text)
+                visitor.errors += [e for e in answer.errors if e not in visitor.errors]
+                if answer.done is None:
+                    raise TimeoutError(f"{what}: no answer within {PAGE_TIMEOUT:.0f} s")
+                if text and not answer.shown:
+                    visitor.errors.append(f"{what}: '{text}' not shown")
+                visitor.times[what] = visitor.answers[what] = answer.done - answer.asked
+                visitor.spans[what] = (answer.asked, answer.done)
+                if answer.first is not None and what != "typed pair":
+                    visitor.firsts[what] = answer.first - answer.asked
+                await asyncio.sleep(settle)
+        visitor.doing = "done"
+    except Exception as err:
+        visitor.errors.append(f"gave up: {type(err).__name__}: {str(err)[:300]}")
+
+
 def chromium(nice: int, scratch: Path, idle: bool = False) -> str:
     """Chromium's path, or a script that starts it at niceness `nice`, or under SCHED_IDLE."""
     binary = shutil.which("chromium") or "/usr/bin/chromium"
@@ -322,8 +388,9 @@ def chromium(nice: int, scratch: Path, idle: bool = False) -> str:
 
 
 async def class_of(teacher: Visitor | None, visitors: list[Visitor], url: str, csv_path: Path | None, settle: float, pick: str,
-                   browser_path: str, began: list[float]) -> None:
-    """The teacher's walk, then the class's; `began` gets the epoch seconds the class arrived."""
+                   browser_path: str, began: list[float], without_browsers: bool = False) -> None:
+    """The teacher's walk, then the class's; `began` gets the epoch seconds the class arrived. Without
+    browsers, every visitor but the uploader walks over the websocket alone (walk_without_browser)."""
     from playwright.async_api import async_playwright
 
     async with async_playwright() as p:
@@ -332,7 +399,8 @@ async def class_of(teacher: Visitor | None, visitors: list[Visitor], url: str, c
             if teacher is not None:  # every page once, before the class
                 await walk(browser, url, teacher, None, settle, pick)
             began.append(time.time())
-            await asyncio.gather(*(walk(browser, url, v, csv_path if v.number == 1 else None, settle, pick) for v in visitors))
+            await asyncio.gather(*(walk_without_browser(url, v, settle) if without_browsers and (v.number != 1 or csv_path is None) else
+                                   walk(browser, url, v, csv_path if v.number == 1 else None, settle, pick) for v in visitors))
         finally:
             await browser.close()
 
@@ -349,7 +417,7 @@ def start_server(runs: Path, trace: Path) -> tuple[subprocess.Popen, str]:
 
 
 def run_class(n: int, csv_path: Path | None, settle: float, timeout: float, scratch: Path, pick: str, teacher: Visitor | None,
-              browser_path: str) -> tuple[list[Visitor], int, float]:
+              browser_path: str, without_browsers: bool = False) -> tuple[list[Visitor], int, float]:
     """N visitors on a fresh server, after the teacher if any: (visitors, peak server memory in bytes, wall seconds)."""
     trace = scratch / f"trace-{n}.jsonl"
     server, url = start_server(scratch / f"runs-{n}", trace)
@@ -358,7 +426,8 @@ def run_class(n: int, csv_path: Path | None, settle: float, timeout: float, scra
     start, visitors, began = time.perf_counter(), [Visitor(i + 1) for i in range(n)], []
     try:
         wait_healthy(url)
-        asyncio.run(asyncio.wait_for(class_of(teacher, visitors, url, csv_path, settle, pick, browser_path, began), timeout))
+        asyncio.run(asyncio.wait_for(class_of(teacher, visitors, url, csv_path, settle, pick, browser_path, began,
+                                                   without_browsers), timeout))
     except TimeoutError:
         for v in [teacher, *visitors] if teacher else visitors:
             if v.doing != "done":
@@ -454,10 +523,15 @@ def main() -> None:
                         help="Chromium's niceness: the tabs take what the server leaves (0: as equals)")
     parser.add_argument("--browser-idle", action="store_true",
                         help="Chromium under SCHED_IDLE: the tabs run only on CPU time the server leaves")
+    parser.add_argument("--without-browsers", action="store_true",
+                        help="every visitor but the uploader asks for the pages over Streamlit's websocket, without a "
+                             "browser here (its browser on its own machine): times are the server's answers")
     args = parser.parse_args()
     sizes = [int(s) for s in args.visitors.split(",") if s.strip()]
     print(f"machine: {machine()}; teacher first: {'yes' if args.teacher else 'no'}; Chromium "
-          f"{'under SCHED_IDLE' if args.browser_idle else f'at nice {args.browser_nice}'}")
+          f"{'under SCHED_IDLE' if args.browser_idle else f'at nice {args.browser_nice}'}"
+          + ("; the class without browsers here (the uploader and the teacher in Chromium): a page's time is the "
+             "server's whole answer, its first draw the first element sent" if args.without_browsers else ""))
     end = time.perf_counter() + args.timeout
     with tempfile.TemporaryDirectory(prefix="bench-class-") as scratch:
         csv_path = pairs_csv(Path(scratch) / "pairs.csv", args.upload_pairs) if args.upload_pairs else None
@@ -468,7 +542,8 @@ def main() -> None:
                 continue
             teacher = Visitor(0) if args.teacher else None
             visitors, peak, wall = run_class(n, csv_path, args.settle, left, Path(scratch), args.upload_checkpoints,
-                                             teacher, chromium(args.browser_nice, Path(scratch), args.browser_idle))
+                                             teacher, chromium(args.browser_nice, Path(scratch), args.browser_idle),
+                                             args.without_browsers)
             report(n, visitors, peak, wall, teacher)
 
 

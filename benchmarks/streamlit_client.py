@@ -1,0 +1,108 @@
+"""A visitor without a browser: the app's pages asked for over Streamlit's own websocket, as the
+browser asks for them, and the server's answer timed from the request to the end of the script run.
+
+What a class on one server looks like when each student's browser runs on the student's own
+machine: the server's cores do the server's work only. The client speaks Streamlit's protocol
+(streamlit.proto: a BackMsg `rerun_script` with the page's hash and the link's query string; the
+server's ForwardMsgs up to `script_finished`) and draws nothing. Errors the page shows (exception
+boxes, "Something went wrong" boxes) are read from the elements it sends. Loopback only, for
+benchmarks/bench_class.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlencode, urlsplit
+
+import websockets
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.util import calc_hash
+
+EARLY = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
+
+
+@dataclass
+class Answer:
+    """One script run as this client saw it, perf_counter() seconds."""
+
+    asked: float
+    first: float | None = None  # the first element of the page
+    done: float | None = None  # script_finished
+    errors: list[str] = field(default_factory=list)
+    shown: bool = False  # the text looked for was in one of the page's elements
+    page: str = ""  # the script hash of the page the server ran
+
+
+class Session:
+    """One visitor's websocket to the app at `url` (http://host:port)."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self.url, self.ws_url = url, f"ws://{parts.netloc}/_stcore/stream"
+        self.ws = None
+        self._reader: asyncio.Task | None = None
+        self._answer: Answer | None = None
+        self._text = b""
+        self._finished = asyncio.Event()
+
+    async def __aenter__(self) -> Session:
+        self.ws = await websockets.connect(self.ws_url, subprotocols=["streamlit"], max_size=None, origin=self.url,
+                                           ping_interval=None, open_timeout=120)
+        self._reader = asyncio.create_task(self._read())
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+        if self.ws is not None:
+            await self.ws.close()
+
+    async def _read(self) -> None:
+        async for data in self.ws:
+            now, msg = time.perf_counter(), ForwardMsg()
+            msg.ParseFromString(data)
+            answer, kind = self._answer, msg.WhichOneof("type")
+            if answer is None:
+                continue
+            if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+                element = msg.delta.new_element
+                if answer.first is None:
+                    answer.first = now
+                answer.shown = answer.shown or (bool(self._text) and self._text in data)
+                which = element.WhichOneof("type")
+                if which == "exception":
+                    answer.errors.append(f"exception: {element.exception.type}: {element.exception.message[:200]}")
+                elif which == "alert" and "Something went wrong" in element.alert.body:
+                    answer.errors.append(f"error box: {element.alert.body[:200]}")
+            elif kind == "script_finished" and msg.script_finished != EARLY:
+                answer.done = now
+                self._finished.set()
+            elif kind == "navigation":
+                answer.page = msg.navigation.page_script_hash
+
+    async def open(self, url_path: str, query: dict[str, str] | None = None, timeout: float = 600.0,
+                   text: str = "") -> Answer:
+        """Run the page at `url_path` ("" for the default page) with the link's `query`, as a browser
+        opening that address or following a link to it does; returns when the script run has ended
+        (Answer.shown: whether `text` was in one of the elements it sent)."""
+        msg = BackMsg()
+        state = msg.rerun_script
+        state.query_string = urlencode(query or {})
+        state.page_script_hash = calc_hash(url_path) if url_path else ""
+        state.page_name = url_path
+        self._text = text.encode()
+        answer = self._answer = Answer(time.perf_counter())
+        self._finished.clear()
+        await self.ws.send(msg.SerializeToString())
+        try:
+            await asyncio.wait_for(self._finished.wait(), timeout)
+        except TimeoutError:
+            answer.errors.append(f"no end of the script run within {timeout:.0f} s")
+        finally:
+            self._answer = None
+        if url_path and answer.page != state.page_script_hash:
+            answer.errors.append(f"asked for the page at /{url_path}, the server ran another")
+        return answer
