@@ -9,8 +9,9 @@ from conftest import one_line_error, run_cli, save_bert
 
 from albert_lab.checkpoint.files import read_card
 from albert_lab.checkpoint.load import load_checkpoint
-from albert_lab.convert import albertize, factorise
+from albert_lab.convert import albertize
 from albert_lab.errors import CheckpointError
+from albert_lab.factorise import factorise
 from albert_lab.models import Parts
 
 
