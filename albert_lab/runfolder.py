@@ -27,6 +27,8 @@ MAX_RUN_ID = 100  # characters; the folder's temporary name adds ~20 and a file 
 RUN_ID_PUNCTUATION = "-_.+=@,"
 
 PAIR_METRICS = ("pair_loss", "pair_acc")  # measured only when the run trains a pair task (not objective 'none')
+# held-out NSP and SOP accuracies and counts (eval rows): measured only where the pair head trained or came with the start
+HELD_OUT_PAIR_METRICS = ("eval_nsp", "eval_sop")
 
 
 class TrainRow(TypedDict):

@@ -53,8 +53,12 @@ def test_twenty_steps_write_the_run_folder_and_a_loadable_checkpoint(tmp_path):
 def test_a_run_without_a_pair_task_logs_no_pair_metric(capfd):
     """Under objective 'none' the batches' pair labels are fillers (every pair in order): an
     untrained head that says 0 scored 'pair_acc' 1.0 on them. Not measured is absent."""
-    info = start_run(config(name="nopair", objective="none", max_steps=6, log_every=2, eval_every=100,
+    info = start_run(config(name="nopair", objective="none", max_steps=6, log_every=2, eval_every=3,
                             checkpoint_every=100, gradflow_every=100), foreground=True)
+    # nor the held-out NSP and SOP accuracy of a pair head nothing trained (the Runs tab drew it at chance)
+    evals = [r for r in read_jsonl(info.folder.metrics) if r.get("kind") == "eval"]
+    assert [r["step"] for r in evals] == [3, 6, 6] and evals[-1].get("final")
+    assert all(0 <= r["eval_mlm_acc"] <= 1 and not any(k.startswith(("eval_nsp", "eval_sop")) for k in r) for r in evals)
     rows = info.metrics("train")
     assert [r["step"] for r in rows] == [1, 2, 4, 6]
     assert all("pair_acc" not in r and "pair_loss" not in r and 0 <= r["mlm_acc"] <= 1 for r in rows)
@@ -74,8 +78,12 @@ def test_runs_logged_before_read_no_pair_metric_under_none(tmp_path):
                                          "config": {"objective": "none", "name": "old"}})
     (run / "metrics.jsonl").write_text(json.dumps({"kind": "train", "step": 1, "loss": 9.0, "mlm_loss": 9.0, "pair_loss": 0.0,
                                                    "mlm_acc": 0.1, "pair_acc": 1.0}) + "\n")
+    (run / "metrics.jsonl").write_text(run.joinpath("metrics.jsonl").read_text() + json.dumps(
+        {"kind": "eval", "step": 1, "eval_mlm_acc": 0.2, "eval_nsp_acc": 0.5, "eval_sop_acc": 0.49, "eval_sop_pairs": 64}) + "\n")
     (row,) = read_run(run).metrics("train")
     assert row["mlm_acc"] == 0.1 and "pair_acc" not in row and "pair_loss" not in row
+    (held_out,) = read_run(run).metrics("eval")
+    assert held_out == {"kind": "eval", "step": 1, "eval_mlm_acc": 0.2}
 
 
 def test_a_foreground_run_prepares_its_corpus_once_and_a_worker_from_the_checked_caches(monkeypatch):

@@ -64,7 +64,10 @@ class Trainer:
         model = build_model(self.prepared.spec, seed=config.seed)
         self.init_card = load_init_weights(model, self.prepared.tokenizer_dir) if config.init_from else None
         self.model = tune_for_training(model, self.device).to(self.device).train()
-        self.held_out = HeldOut(self.model, self.prepared.tokenizer, self.prepared.eval_pairs, config.max_seq_len, self.dtype)
+        eval_pairs = self.prepared.eval_pairs
+        if not self._pair_head_measures():  # a seeded head nothing trained: its held-out accuracy is chance, not a measurement
+            eval_pairs = eval_pairs[eval_pairs.task == "mlm"]
+        self.held_out = HeldOut(self.model, self.prepared.tokenizer, eval_pairs, config.max_seq_len, self.dtype)
         parts = Parts.of(self.model)
         if config.heads_only:  # a probe: the encoder stays as loaded (the MLM decoder is the frozen word embeddings)
             parts.encoder.requires_grad_(False)
@@ -85,6 +88,15 @@ class Trainer:
         self.budget_s = config.max_minutes * 60 if config.max_minutes else None
         self.cancel = threading.Event()
         self.lock = threading.Lock()
+
+    def _pair_head_measures(self) -> bool:
+        """Whether the pair head means something: this run trains it (SOP or NSP), or it came with the
+        checkpoint the run starts from. A run without a pair loss from scratch, or from a checkpoint
+        without a pair head, has a seeded head nothing trained: no held-out NSP or SOP accuracy."""
+        if self.config.objective != "none":
+            return True
+        return self.init_card is not None and not any(head.endswith(("sop_classifier", "seq_relationship"))
+                                                      for head in self.init_card["heads_added"])
 
     def _data(self, rank: int, world_size: int) -> PretrainingData:
         """The run's batches, a pure function of (seed, step), as rank `rank` of `world_size` sees them."""

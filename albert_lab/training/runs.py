@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from albert_lab.errors import RunError
-from albert_lab.runfolder import PAIR_METRICS, RunFolder, check_run_id
+from albert_lab.runfolder import HELD_OUT_PAIR_METRICS, PAIR_METRICS, RunFolder, check_run_id
 
 LOCK = ".train.lock"  # one run trains at a time per runs folder
 OWNERS = ".owners"  # <runs>/.owners/<run id>: an opaque owner tag (the app: a hash of the browser's token)
@@ -81,6 +81,9 @@ class RunInfo:
         rows = self.folder.metric_rows()
         if self.config.get("objective") == "none":  # runs logged before: 'pair_acc' 1.0 on filler labels, measured nothing
             rows = [{k: v for k, v in r.items() if k not in PAIR_METRICS} if r.get("kind") == "train" else r for r in rows]
+            if not self.config.get("init_from"):  # ... and the held-out accuracy of a seeded head nothing trained: chance
+                rows = [{k: v for k, v in r.items() if not k.startswith(HELD_OUT_PAIR_METRICS)} if r.get("kind") == "eval"
+                        else r for r in rows]
         return rows if kind is None else [r for r in rows if r.get("kind") == kind]
 
     @property
