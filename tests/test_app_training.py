@@ -183,6 +183,36 @@ def test_compare_runs_selection_and_metric_are_in_the_link(tmp_path, monkeypatch
     assert [trace["name"] for trace in compare["data"]] == ["withsop (sop)"]
 
 
+def test_the_first_runs_of_a_session_are_picked_in_compare_runs(tmp_path, monkeypatch):
+    """Compare runs opened before any run existed kept its empty pick: the session's first run,
+    finished, was drawn nowhere until picked by hand."""
+    monkeypatch.setenv("ALBERT_LAB_RUNS", str(tmp_path / "runs"))
+    at = start("training")
+    assert "No runs to compare yet: start one under 'New run'." in [i.value for i in at.info]
+    two_runs(tmp_path)
+    at.run()
+    assert at.multiselect(key="compare_runs").value == [r.id for r in list_runs(tmp_path / "runs")][:3] != []
+    assert any("by run" in c.proto.spec for c in at.get("plotly_chart"))
+    at.multiselect(key="compare_runs").set_value([]).run()  # emptied by the visitor: stays empty
+    assert at.multiselect(key="compare_runs").value == []
+
+
+def test_the_new_run_form_is_as_the_visitor_left_it_after_another_page(app):
+    """The form went back to lab-albert, SOP and 200 steps after a visit to the model card, where
+    Oscillation keeps its choices."""
+    at = goto(app, "training")
+    at.selectbox(key="tr_preset").set_value("lab-tiny").run()
+    at.radio(key="tr_objective").set_value("none")
+    at.number_input(key="tr_steps").set_value(20)
+    next(b for b in at.button if b.label == "Start training").click().run()  # a form's values count once it is sent
+    assert any("Nothing is started yet" in w.value for w in at.warning)  # 50 warm-up steps in a run of 20: said first
+    goto(at, "model_card")
+    goto(at, "training")
+    assert at.selectbox(key="tr_preset").value == "lab-tiny"
+    assert at.number_input(key="tr_h").value == PRESETS["lab-tiny"].hidden_size
+    assert at.radio(key="tr_objective").value == "none" and at.number_input(key="tr_steps").value == 20
+
+
 def test_the_install_makes_the_tokenizer_a_first_start_needs(tmp_path, monkeypatch):
     """The first Start on a fresh install trained a SentencePiece tokenizer inside the server (184.6 s on a
     busy machine) before the run existed. `corpora --install` makes it (prepare_tokenizers), once: a Start

@@ -72,27 +72,31 @@ def draw(where: Any, name: str, **given: Any) -> Any:
     such as the choices it knows or `disabled`): a choice of the row's values, a text box, or a
     number box within the row's bounds (the form's own where it narrows them; its `off` number is None)."""
     row = ROWS[name]
-    widget = row.form
-    args = {"key": widget.key, "help": widget.help, **given}
+    form = row.form
+    args = {"key": form.key, "help": form.help, **given}
+    links.kept_control(form.key)  # the form as the visitor left it, after a visit to another page
     if row.choices is not None or "options" in args:
         options = list(args.pop("options", row.choices))
-        if not widget.state and "index" not in args and row.default in options:
+        if has_widget(form.key) and widget(form.key) not in options:  # a checkpoint unpicked since
+            set_widget(form.key, row.default if row.default in options else options[0])
+        if not form.state and "index" not in args and row.default in options:
             args["index"] = options.index(row.default)
-        return (where.radio(widget.label, options, horizontal=True, **args) if widget.radio
-                else where.selectbox(widget.label, options, **args))
+        return (where.radio(form.label, options, horizontal=True, **args) if form.radio
+                else where.selectbox(form.label, options, **args))
     if row.base is str:
-        return where.text_input(widget.label, placeholder=widget.placeholder, **args)
-    if not widget.state:
-        args.setdefault("value", row.default if widget.default is None else widget.default)
+        return where.text_input(form.label, placeholder=form.placeholder, **args)
+    if not form.state:
+        args.setdefault("value", row.default if form.default is None else form.default)
     low, high = row.form_range()
-    value = where.number_input(widget.label, low, high, step=widget.step, format=widget.format, **args)
-    return None if widget.off is not None and value == widget.off else row.base(value)
+    value = where.number_input(form.label, low, high, step=form.step, format=form.format, **args)
+    return None if form.off is not None and value == form.off else row.base(value)
 
 
 def new_run_form() -> None:
     """The form, its corpora beside it, and the run it starts (training.jobs.start_run), or why not."""
     before = widget("tr_preset")
     links.from_url("tr_preset", TRAINABLE[1], options=TRAINABLE)
+    links.kept_control("tr_preset")
     if not has_widget("tr_h") or widget("tr_preset") != before:  # first run, or a link's preset
         apply_preset()
     corpora = corpora_table()

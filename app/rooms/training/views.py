@@ -162,14 +162,16 @@ COMPARED = {"loss": "loss (nats)", "mlm_loss": "MLM loss (nats)", "pair_loss": "
 def compare_runs() -> None:
     """One metric of the runs picked, by step."""
     runs = list_runs(runs_dir())
-    if not runs:
+    if not runs:  # nothing picked yet either: the first runs started in this session are picked when they come
         st.info("No runs to compare yet: start one under 'New run'.")
+        return
     ids = [r.id for r in runs]
     controls = links.Controls(  # in the link, as every page's controls: a shared address shows the same comparison
         links.Control("compare_runs", ids[:3], links.parse_list(ids), param="runs"),
         links.Control("cmp_metric", "loss", options=list(COMPARED), param="metric"))
     controls.restore()
-    set_widget("compare_runs", [r for r in controls["compare_runs"] if r in ids])  # a run removed since
+    still = [r for r in controls["compare_runs"] if r in ids]  # a run removed since
+    set_widget("compare_runs", still if still or not controls["compare_runs"] else ids[:3])  # all removed: the newest
     picked = st.multiselect("Runs", ids, key="compare_runs")
     metric = st.selectbox("Metric", list(COMPARED), format_func=COMPARED.get, key="cmp_metric")
     controls.share()
