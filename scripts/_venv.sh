@@ -13,12 +13,14 @@ command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 stamp() { echo ".venv/.installed-$1-$(cat "${@:2}" | sha256sum | cut -c1-16)"; }
 base=$(stamp app requirements.txt pyproject.toml)
 if [ ! -f "$base" ]; then
+  echo "installing the pinned requirements into .venv (once: a few minutes on a fresh machine) ..."
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet -r requirements.txt
   .venv/bin/python -m pip install --quiet --no-deps -e .
   touch "$base"
 fi
 if [ "$1" != requirements.txt ] && [ ! -f "$(stamp extras "$1" requirements.txt)" ]; then
+  echo "installing the test requirements into .venv (once) ..."
   .venv/bin/python -m pip install --quiet -r "$1"
   touch "$(stamp extras "$1" requirements.txt)"
 fi

@@ -26,11 +26,14 @@ def test_app_sh_after_test_sh_does_not_install_again(tmp_path):
     (fake_path / "npm").chmod(0o755)
     env = {"PATH": f"{fake_path}:/usr/bin:/bin", "PYTHON": shutil.which("python3") or "python3"}
 
+    said = []  # what each call printed: pip runs quietly, so the script says what the wait is for
+
     def source(requirements: str) -> list[str]:
         log.write_text("")
         flags = " --no-tokenizers" if requirements == "requirements-test.txt" else ""  # as test.sh and app.sh give them
         script = f'source "{tmp_path}/scripts/_venv.sh" {requirements}{flags}'
-        subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, check=True, capture_output=True)
+        said.append(subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, check=True, capture_output=True,
+                                   text=True).stdout)
         calls = log.read_text().splitlines()
         # every start: the corpora, installed if missing, and no table printed (0.4 s); the app's default tokenizers
         # too, but not for the tests (they train their own: a minute on two cores saved)
@@ -38,7 +41,9 @@ def test_app_sh_after_test_sh_does_not_install_again(tmp_path):
         return [line for line in calls if "pip install" in line]
 
     assert len(source("requirements-test.txt")) == 4  # test.sh on a fresh venv: pip, the app's, the project, the extras
+    assert "installing the pinned requirements" in said[-1] and "installing the test requirements" in said[-1]
     assert source("requirements.txt") == []  # app.sh next: nothing to install
+    assert "installing" not in said[-1]
     assert source("requirements-test.txt") == []
     Path(tmp_path / "requirements-test.txt").write_text("-r requirements.txt\npytest\n")  # the extras changed
     assert source("requirements-test.txt") == ["python -m pip install --quiet -r requirements-test.txt"]
