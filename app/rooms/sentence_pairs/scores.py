@@ -57,20 +57,25 @@ def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
         st.warning(f"{name}: {note} (see its model card)", icon=":material/warning:")
     by_model = list(scores.groupby("checkpoint", sort=False))  # each warning names the checkpoints it is about
     cut = {name: truncated_rows(group) for name, group in by_model}
+    typed = key == "typed"  # one pair: the models named, no row numbers (an upload's rows count from its header, 2 on)
     if named := {name: rows for name, rows in cut.items() if rows}:
-        st.warning(f"Pairs longer than the {MAX_LEN} tokens a model reads were scored on their first {MAX_LEN}, the "
-                   f"longer sentence cut first: {rows_by_model(named)}. Sentence order is judged at the boundary, so "
+        which = f"for {', '.join(named)}" if typed else rows_by_model(named)
+        st.warning(f"{'This pair is' if typed else 'Pairs'} longer than the {MAX_LEN} tokens a model reads"
+                   f"{' and was' if typed else ' were'} scored on {'its' if typed else 'their'} first {MAX_LEN}, the "
+                   f"longer sentence cut first: {which}. Sentence order is judged at the boundary, so "
                    "shorter pairs say more.", icon=":material/content_cut:")
     if bundles:
         pairs = scores.drop_duplicates("row")
         ui.warn_special_tokens([*pairs.sentence_a, *pairs.sentence_b], {b.name: b.tokenizer for b in bundles})
     unknown = {name: unreadable_rows(group, ui.UNREADABLE) for name, group in by_model}
     if named := {name: rows for name, rows in unknown.items() if len(rows)}:
-        said = "; ".join(f"{rows_by_model({name: list(rows.index)})}, up to {rows.max():.0%} of the pieces unknown"
+        said = "; ".join(f"for {name}, {rows.max():.0%} of its pieces unknown" if typed else
+                         f"{rows_by_model({name: list(rows.index)})}, up to {rows.max():.0%} of the pieces unknown"
                          for name, rows in named.items())
-        st.warning(f"Pairs mostly made of text a model cannot read (pieces unknown to its vocabulary, learned from "
-                   f"English text): {said}. Their scores from {'that model' if len(named) == 1 else 'those models'} say "
-                   "little about sentence order.", icon=":material/translate:")
+        st.warning(f"{'This pair is' if typed else 'Pairs'} partly made of text a model cannot read (pieces unknown "
+                   f"to its vocabulary, learned from English text): {said}. {'Its' if typed else 'Their'} scores from "
+                   f"{'that model' if len(named) == 1 else 'those models'} say little about sentence order.",
+                   icon=":material/translate:")
     if key == "typed":
         preferred_order(scores)
     shown = scores[COLUMNS].assign(  # words, and blanks where there is nothing to say
