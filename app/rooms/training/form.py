@@ -73,8 +73,7 @@ def draw(where: Any, name: str, **given: Any) -> Any:
     number box within the row's bounds (the form's own where it narrows them; its `off` number is None)."""
     row = ROWS[name]
     form = row.form
-    args = {"key": form.key, "help": form.help, **given}
-    links.kept_control(form.key)  # the form as the visitor left it, after a visit to another page
+    args = {"key": form.key, "help": form.help, "persist_state": "session", **given}  # as left, after another page
     if row.choices is not None or "options" in args:
         options = list(args.pop("options", row.choices))
         if has_widget(form.key) and widget(form.key) not in options:  # a checkpoint unpicked since
@@ -96,7 +95,6 @@ def new_run_form() -> None:
     """The form, its corpora beside it, and the run it starts (training.jobs.start_run), or why not."""
     before = widget("tr_preset")
     links.from_url("tr_preset", TRAINABLE[1], options=TRAINABLE)
-    links.kept_control("tr_preset")
     if not has_widget("tr_h") or widget("tr_preset") != before:  # first run, or a link's preset
         apply_preset()
     corpora = corpora_table()
@@ -104,7 +102,7 @@ def new_run_form() -> None:
     trainable = ([DEFAULT] * mix_ready + [PLUS] * mix_installed(PLUS)
                  + [r.name for r in corpora.itertuples() if r.role == "train" and r.installed])
     cols = st.columns(3)
-    preset = cols[0].selectbox("Model", TRAINABLE, key="tr_preset", on_change=apply_preset,
+    preset = cols[0].selectbox("Model", TRAINABLE, key="tr_preset", on_change=apply_preset, persist_state="session",
                                help="lab-tiny: seconds per step; lab-albert / lab-bert: the shipped sizes")
     links.share(tr_preset=preset)
     sources = dict(Selection.read().checkpoints)
