@@ -286,10 +286,15 @@ async def visit_page(page, url: str, visitor: Visitor, room: registry.Room, sett
     visitor.answered(room.stem, start, end)
 
 
+def typed_pair(number: int) -> tuple[str, str]:
+    """Visitor `number`'s own pair, typed in the form or sent in the link."""
+    return (f"Visitor {number} walked along the river to the old stone bridge.",
+            f"From there visitor {number} could see the whole town and the hills beyond it.")
+
+
 async def score_typed(page, visitor: Visitor, settle: float) -> None:
     """Type a pair of this visitor's own into the form and wait for its scores."""
-    a = f"Visitor {visitor.number} walked along the river to the old stone bridge."
-    b = f"From there visitor {visitor.number} could see the whole town and the hills beyond it."
+    a, b = typed_pair(visitor.number)
     await page.get_by_label("Sentence A").fill(a)
     await page.get_by_label("Sentence B").fill(b)
     visitor.doing, start = "typed pair", time.perf_counter()
@@ -350,8 +355,7 @@ async def walk_without_browser(url: str, visitor: Visitor, settle: float) -> Non
     A page's time is the server's whole answer (to the end of its script run), its first draw the first element."""
     from benchmarks.streamlit_client import Session
 
-    a = f"Visitor {visitor.number} walked along the river to the old stone bridge."
-    b = f"From there visitor {visitor.number} could see the whole town and the hills beyond it."
+    a, b = typed_pair(visitor.number)
     steps = [(room.stem, room.url_path, {}, "") for room in registry.PAGES]
     at = [stem for stem, *_ in steps].index("sentence_pairs") + 1
     steps.insert(at, ("typed pair", "sentence_pairs", {"pair_a": a, "pair_b": b}, "Preferred order"))

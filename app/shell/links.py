@@ -47,12 +47,6 @@ def keep() -> None:
             set_widget(key, widget(key))
 
 
-def kept_control(key: str) -> None:
-    """From now on the widget `key`'s value outlives runs that do not draw it (`keep`): a visitor
-    who leaves the page and comes back finds what they chose."""
-    shell().kept_controls.add(key)
-
-
 def share(**params: Any) -> None:
     """This page's inputs for the link (replacing other pages' ones), checkpoints included, so
     the address reproduces the view. A page that shares twice in one run (a form and a tab's
@@ -122,7 +116,7 @@ class Control:
         from_url(self.key, self.default, self.parse, self.name, self.options)
         if self.options is not None and not isinstance(self.value, list) and self.value not in self.options:
             set_widget(self.key, self.default)
-        kept_control(self.key)
+        shell().kept_controls.add(self.key)
 
     @property
     def value(self) -> Any:
