@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 from conftest import one_line_error, run_cli
-from tf_bundle import block, mask, varint
+from tf_bundle import Coded, block, mask, prefix_coded, varint, write_coded_index
 
 from albert_lab.checkpoint.crc32c import crc32c
-from albert_lab.checkpoint.tf1 import MAGIC, read_bundle
+from albert_lab.checkpoint.tf1 import MAGIC, _table_records, read_bundle
 from albert_lab.errors import CheckpointError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tf_releases"
@@ -92,6 +92,87 @@ def test_the_repeating_index_in_a_release_is_one_line_for_every_command(albert, 
     for args in (("card", str(albert)), ("import-tf", str(albert), "--out", str(tmp_path / "out"))):
         one_line_error(run_cli(*args), "two index entries point at the block")
     assert not (tmp_path / "out").exists()
+
+
+# ---- prefix-coded keys: each key repeats what it shares with the one before -------------------------
+HEADER = b"\x08\x01\x1a\x02\x08\x01"  # num_shards 1, version 1
+INDEX_SECONDS, INDEX_BYTES = 2.0, 256 << 20  # a hostile index is refused within these (the issue's bound)
+
+
+def _growing_keys(n: int) -> tuple[bytes, Coded]:
+    """Keys 'a', 'aa', 'aaa', ...: each record (4-6 bytes) repeats the previous key and adds a byte."""
+    return b"b", [(0, b"", HEADER)] + [(i, b"a", b"") for i in range(n)]
+
+
+def _long_prefix_keys(n: int, start: int = 0, length: int = 4000) -> tuple[bytes, Coded]:
+    """Keys of a `length`-byte prefix and a 4-byte counter (the first whole, then 2 bytes a record)."""
+    def key(i: int) -> bytes:
+        return (start + i).to_bytes(4, "big")
+
+    first = b"p" * length + key(0)
+    return first[:-4] + key(n - 1), [(0, first, b"")] + [(length + 2, key(i)[-2:], b"") for i in range(1, n)]
+
+
+def read_bundle_records(index: Path) -> list[tuple[bytes, bytes]]:
+    return _table_records(index.read_bytes())
+
+
+def _refused_within_bounds(prefix: Path, match: str) -> None:
+    """read_bundle refuses the index in one CheckpointError, within INDEX_SECONDS, and the bytes Python
+    allocated for it peak under INDEX_BYTES (tracemalloc sees every bytes object)."""
+    import tracemalloc
+
+    started = time.perf_counter()
+    with pytest.raises(CheckpointError, match=match):
+        read_bundle(prefix)
+    assert time.perf_counter() - started < INDEX_SECONDS
+    tracemalloc.start()
+    try:
+        with pytest.raises(CheckpointError):
+            read_bundle(prefix)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < INDEX_BYTES, f"{peak / 2**20:,.0f} MiB"
+
+
+@pytest.mark.parametrize("records", [57_000, 97_000])  # about the 344 KB and 584 KB indexes of the finding
+def test_an_index_whose_keys_grow_by_a_byte_is_refused_within_bounds(tmp_path, records):
+    """Each key kept whole: a 344 KB index took 2.1 GB, a 584 KB one ended in a MemoryError at 3.9 GB."""
+    prefix = tmp_path / "model.ckpt-best"
+    write_coded_index(Path(f"{prefix}.index"), [_growing_keys(records)])
+    Path(f"{prefix}.data-00000-of-00001").write_bytes(b"")
+    assert Path(f"{prefix}.index").stat().st_size > 300_000
+    _refused_within_bounds(prefix, "than any release's names")
+
+
+def test_an_index_of_long_shared_prefixes_is_refused_within_bounds(tmp_path):
+    prefix = tmp_path / "model.ckpt-best"
+    separator, keys = _long_prefix_keys(90_000)
+    write_coded_index(Path(f"{prefix}.index"), [(separator, [(0, b"", HEADER), *keys])])
+    Path(f"{prefix}.data-00000-of-00001").write_bytes(b"")
+    _refused_within_bounds(prefix, "unfold to more bytes than any release's names")
+
+
+def test_an_index_of_many_blocks_each_restarting_a_long_key_is_refused_within_bounds(tmp_path):
+    """A 10.6 MB index spread over many blocks took 5.2 GB before it was refused."""
+    prefix = tmp_path / "model.ckpt-best"
+    blocks = [(b"\0", [(0, b"", HEADER)])] + [_long_prefix_keys(400, start=400 * b) for b in range(2_600)]
+    write_coded_index(Path(f"{prefix}.index"), blocks)
+    Path(f"{prefix}.data-00000-of-00001").write_bytes(b"")
+    assert Path(f"{prefix}.index").stat().st_size > 10_000_000
+    _refused_within_bounds(prefix, "unfold to more bytes than any release's names")
+
+
+def test_a_release_index_written_prefix_coded_reads_as_written(albert):
+    """TensorFlow's own writer prefix-codes its keys: the bounds refuse no real index."""
+    prefix = albert / "model.ckpt-best"
+    index = Path(f"{prefix}.index")
+    bundle = read_bundle(prefix)
+    records = read_bundle_records(index)
+    blocks = [records[:7], records[7:]]  # two blocks, keys sharing their prefixes
+    write_coded_index(index, [(b[-1][0], prefix_coded(b)) for b in blocks])
+    assert read_bundle(prefix).entries == bundle.entries
 
 
 # ---- A3: the conversion cache cannot be forged ------------------------------------------------------

@@ -25,7 +25,7 @@ import pytest
 from conftest import JSON, fuzz, outcome, scratch_folder
 from hypothesis import given
 from hypothesis import strategies as st
-from tf_bundle import Spec, write_index
+from tf_bundle import Spec, write_coded_index, write_index
 
 from albert_lab.checkpoint.archive import unpacked_release
 from albert_lab.checkpoint.release import open_release
@@ -34,7 +34,7 @@ from albert_lab.checkpoint.tf1 import DTYPES, read_bundle
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tf_releases"
 ALBERT, BERT = FIXTURE / "albert_tiny", FIXTURE / "uncased_L-2_H-16_A-2"
-SHARES = {"configs": 0.06, "convert": 0.01, "vocab": 0.03, "archives": 0.08, "indexes": 0.06}
+SHARES = {"configs": 0.06, "convert": 0.01, "vocab": 0.03, "archives": 0.08, "indexes": 0.06, "prefix_indexes": 0.02}
 CASE_S = 10.0  # seconds a case may take
 CASE_BYTES = 1 << 30  # memory a case may add to the process's peak
 NASTY = st.sampled_from([0, -1, 1, 2, 7, 2**31, 2**63, 10**40, 1.5, -0.0, 1e308, float("inf"), True, False, None, "", "x",
@@ -238,3 +238,34 @@ def test_indexes_of_extreme_entry_counts(count, tmp_path):
     started = time.perf_counter()
     bundle = bounded(read_bundle, prefix)
     assert bundle is not None and len(bundle.entries) == count and time.perf_counter() - started < CASE_S
+
+
+# ---- prefix-coded keys: what each key shares with the one before is stored as a count --------------
+PREFIX_SECONDS = 2.0  # a hostile index is refused within this (tests/test_checkpoint_hostile.py: and 256 MiB)
+HEADER = b"\x08\x01\x1a\x02\x08\x01"  # num_shards 1, version 1
+
+
+@fuzz(SHARES["prefix_indexes"])
+@given(family=st.sampled_from(["grow", "long", "blocks"]), records=st.integers(1, 30_000), length=st.integers(1, 6000),
+       blocks=st.integers(1, 300), step=st.integers(1, 64))
+def test_prefix_coded_indexes_are_read_or_refused_within_bounds(family, records, length, blocks, step):
+    """Keys that grow by `step` bytes a record, keys of a long shared prefix and a counter, and many
+    blocks each restarting a long key: read or refused in one line, within 2 s and 1 GiB."""
+    folder = scratch_folder({"model.ckpt-best.data-00000-of-00001": b""})
+    head = [(0, b"", HEADER)]
+    if family == "grow":
+        coded = [(0, b"a" * length, b"")] + [(length + i * step, b"a" * step, b"") for i in range(records - 1)]
+        layout = [(b"b", head + coded)]
+    else:
+        per_block = records if family == "long" else max(1, records // blocks)
+        count = 1 if family == "long" else blocks
+        layout = [(b"\0", head)]
+        for b in range(count):
+            first = b * per_block
+            keys = [(0, b"p" * length + first.to_bytes(4, "big"), b"")]
+            keys += [(length + 2, (first + i).to_bytes(4, "big")[-2:], b"") for i in range(1, per_block)]
+            layout.append((b"p" * length + (first + per_block - 1).to_bytes(4, "big"), keys))
+    write_coded_index(folder / "model.ckpt-best.index", layout)
+    started = time.perf_counter()
+    bounded(read_bundle, folder / "model.ckpt-best")
+    assert time.perf_counter() - started < PREFIX_SECONDS

@@ -80,3 +80,65 @@ def write_index(index: Path, entries: dict[str, Spec], shards: int = 1) -> None:
     footer = meta + index_handle
     out += footer + b"\0" * (40 - len(footer)) + MAGIC.to_bytes(8, "little")
     index.write_bytes(bytes(out))
+
+
+
+Coded = list[tuple[int, bytes, bytes]]  # a block's records as stored: (bytes shared with the key before, bytes added, value)
+
+
+def prefix_coded(records: list[tuple[bytes, bytes]]) -> Coded:
+    """Whole (key, value) records coded as LevelDB's writer codes them with one restart point."""
+    coded, previous = [], b""
+    for key, value in records:
+        shared = next((i for i, (a, b) in enumerate(zip(previous, key)) if a != b), min(len(previous), len(key)))
+        coded.append((shared, key[shared:], value))
+        previous = key
+    return coded
+
+
+def coded_block(records: Coded) -> bytes:
+    body = b"".join(varint(shared) + varint(len(added)) + varint(len(value)) + added + value for shared, added, value in records)
+    return body + (0).to_bytes(4, "little") + (1).to_bytes(4, "little")  # one restart point, at 0
+
+
+def write_coded_index(index: Path, blocks: list[tuple[bytes, Coded]]) -> None:
+    """An SSTable of prefix-coded data blocks, each given with its separator (a key at or above its
+    last, below the next block's first), and an index block pointing at each once. The first record
+    of the first block should be the header (the empty key)."""
+    out = bytearray()
+
+    def put(contents: bytes) -> bytes:
+        handle = varint(len(out)) + varint(len(contents))
+        out.extend(contents + b"\0" + mask(crc32c(contents + b"\0")).to_bytes(4, "little"))
+        return handle
+
+    handles = [(separator, put(coded_block(records))) for separator, records in blocks]
+    meta = put(block([]))
+    index_handle = put(coded_block(prefix_coded(handles)))
+    footer = meta + index_handle
+    out += footer + b"\0" * (40 - len(footer)) + MAGIC.to_bytes(8, "little")
+    index.write_bytes(bytes(out))
+
+
+def spiece_pieces(data: bytes) -> list[int]:
+    """The byte offsets at which each piece (field 1 of a SentencePiece ModelProto) ends."""
+    from albert_lab.checkpoint.tf1 import _varint
+
+    ends, pos = [], 0
+    while pos < len(data):
+        tag, pos = _varint(data, pos, len(data))
+        length, pos = _varint(data, pos, len(data))
+        pos += length
+        if tag >> 3 == 1:
+            ends.append(pos)
+    return ends
+
+
+def spiece_of_size(data: bytes, size: int) -> bytes:
+    """A SentencePiece model `data` with pieces added up to `size` (repeated fields appended to a
+    serialized message merge into it): what a large release's 30,000-piece model is to a reader."""
+    import struct
+
+    extra = len(spiece_pieces(data))
+    score = int.from_bytes(struct.pack("<f", -100.0), "little")
+    return data + b"".join(field(1, 2, field(1, 2, f"\u2581filler{i}".encode()) + field(2, 5, score)) for i in range(size - extra))

@@ -43,6 +43,7 @@ def _word_tables() -> tuple[np.ndarray, np.ndarray]:
 
 
 LOW, HIGH = _word_tables()
+_WORD_LISTS = (LOW.tolist(), HIGH.tolist())
 LANES = 8192  # lanes of a large buffer; below SMALL bytes the plain loop is quicker
 SMALL = 1 << 16
 COLUMNS = 512  # word columns transposed at a time (bounded extra memory: COLUMNS x LANES x 4 bytes)
@@ -61,7 +62,14 @@ def unmask(masked: int) -> int:
 
 
 def _scalar(crc: int, buf: np.ndarray) -> int:
-    for byte in buf.tobytes():
+    """A word a step (the two word tables, as Python lists), the last 0-3 bytes a byte a step: a small
+    block (an index holds thousands of 4 KB ones) at about 4x the speed of a byte a step."""
+    words = buf.size // 4
+    low, high = _WORD_LISTS
+    for word in buf[:4 * words].view("<u4").tolist():
+        x = crc ^ word
+        crc = low[x & 0xFFFF] ^ high[x >> 16]
+    for byte in buf[4 * words:].tobytes():
         crc = TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
     return crc
 

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,9 +32,17 @@ from albert_lab.errors import CheckpointError
 MAGIC = 0xDB4775248B80FB57
 FOOTER = 48
 TRAILER = 5  # type byte + masked CRC-32C
-MAX_INDEX_BYTES = 64 << 20  # an xxlarge release's index with its slots is ~40 KB
+MAX_INDEX_BYTES = 16 << 20  # an xxlarge release's index with its slots is ~40 KB; its blocks are CRC-checked at ~20 MB/s
 MAX_SHARDS = 10_000
 MAX_RECORDS = 100_000  # an xxlarge release's index holds ~100 variables and their slots; each record takes >= 3 bytes
+# Keys are prefix-coded: a 4-byte record may repeat the previous key and add a byte, so keys kept whole
+# grow with the square of the record count (a 344 KB index made 2.1 GB of them). What they may take in
+# memory is bounded as they are decoded: one key at most MAX_KEY_BYTES (a release's longest name is
+# ~90 bytes), all keys together KEY_BYTES_PER_INDEX_BYTE x the index's size (a release's keys take about
+# as much as its file: a 16-key restart interval and 20-byte entries), within [MIN_KEY_BYTES, MAX_KEYS_BYTES]
+# (MAX_RECORDS names of 100 bytes take 10 MB).
+MAX_KEY_BYTES = 4096
+KEY_BYTES_PER_INDEX_BYTE, MIN_KEY_BYTES, MAX_KEYS_BYTES = 8, 1 << 20, 32 << 20
 MAX_RANK = 8
 # tf.DataType numbers: (numpy dtype, bytes); the releases hold float32 weights and an int64 step
 DTYPES = {1: ("float32", 4), 2: ("float64", 8), 3: ("int32", 4), 9: ("int64", 8), 14: ("bfloat16", 2), 19: ("float16", 2)}
@@ -66,6 +75,7 @@ class Bundle:
     prefix: Path
     entries: dict[str, Entry]
     shards: tuple[Path, ...]
+    index_sha256: str  # of the very bytes the entries were parsed from
 
     @property
     def index(self) -> Path:
@@ -103,13 +113,16 @@ class Bundle:
                 digest.update(data)
         return digest.hexdigest()
 
-    def read(self, name: str, verify: bool = True) -> np.ndarray:
-        """The tensor `name` as float32 (weights) or its own dtype; its CRC checked with `verify`."""
+    def read(self, name: str, verify: bool = True, digest: Any = None) -> np.ndarray:
+        """The tensor `name` as float32 (weights) or its own dtype; its CRC checked with `verify`, and
+        the bytes it was made from fed to `digest` (a hashlib object) where one is given."""
         entry = self.entries[name]
         if entry.sliced or entry.dtype not in DTYPES_BY_NAME:
             raise CheckpointError(f"{self.index}: entry {name!r} is {'a partitioned variable' if entry.sliced else entry.dtype}, "
                                   f"which ALBERT Lab does not read; {ADVICE}")
         data = b"".join(self.raw(name))
+        if digest is not None:
+            digest.update(data)
         file = self.shards[entry.shard]
         if verify and entry.crc is not None and crc32c(data) != entry.crc:
             raise CheckpointError(f"{file}: the bytes of entry {name!r} do not match their recorded CRC-32C; {ADVICE}")
@@ -153,7 +166,7 @@ def read_bundle(prefix: Path) -> Bundle:
         if entry.offset + entry.size > ends[entry.shard]:
             raise CheckpointError(f"{files[entry.shard]} is truncated or the index lies: entry {entry.name!r} needs bytes "
                                   f"{entry.offset:,}-{entry.offset + entry.size:,}, the file has {ends[entry.shard]:,}; {ADVICE}")
-    return Bundle(prefix=Path(prefix), entries=entries, shards=files)
+    return Bundle(prefix=Path(prefix), entries=entries, shards=files, index_sha256=hashlib.sha256(raw).hexdigest())
 
 
 # ---- the SSTable ---------------------------------------------------------------------------
@@ -166,23 +179,39 @@ def _table_records(raw: bytes) -> list[tuple[bytes, bytes]]:
         raise _Bad("the footer's magic number is wrong (not an SSTable)")
     _, pos = _handle(footer, 0, FOOTER - 8)  # the metaindex block: unused
     index_handle, _ = _handle(footer, pos, FOOTER - 8)
+    budget = _Budget(key_bytes=min(max(MIN_KEY_BYTES, KEY_BYTES_PER_INDEX_BYTE * len(raw)), MAX_KEYS_BYTES))
     records: list[tuple[bytes, bytes]] = []
     seen: set[int] = set()
     # Each data block is parsed once and its keys checked as it comes: an index whose entries all
     # point at one block of many records made 100k x 1,300 records of a 604 KB file (gigabytes).
-    for _, value in _block(raw, index_handle, len(raw) - FOOTER):
+    for _, value in _block(raw, index_handle, len(raw) - FOOTER, budget, entries=False):
         handle, _ = _handle(value, 0, len(value))
         if handle[0] in seen:
             raise _Bad(f"two index entries point at the block at byte {handle[0]:,}")
         seen.add(handle[0])
-        block = _block(raw, handle, len(raw) - FOOTER)
+        block = _block(raw, handle, len(raw) - FOOTER, budget)
         for (a, _), (b, _) in pairwise(records[-1:] + block):
             if not a < b:
                 raise _Bad(f"its keys are out of order at {b[:80]!r}")
         records += block
-        if len(records) > MAX_RECORDS:
-            raise _Bad(f"it holds more than {MAX_RECORDS:,} entries, more than any release's index")
     return records
+
+
+@dataclass
+class _Budget:
+    """What the table's records may still take, spent record by record as they are decoded."""
+
+    key_bytes: int  # every block's keys, the index block's too
+    records: int = MAX_RECORDS + 1  # the data blocks' records: the header and the entries
+
+    def spend(self, key_bytes: int, entry: bool) -> None:
+        self.records -= entry
+        self.key_bytes -= key_bytes
+        if self.records < 0:
+            raise _Bad(f"it holds more than {MAX_RECORDS:,} entries, more than any release's index")
+        if self.key_bytes < 0:
+            raise _Bad("its keys, prefix-coded, unfold to more bytes than any release's names "
+                       f"({KEY_BYTES_PER_INDEX_BYTE} times the file's size, at most {MAX_KEYS_BYTES >> 20} MiB)")
 
 
 def _handle(buf: bytes, pos: int, end: int) -> tuple[tuple[int, int], int]:
@@ -191,7 +220,7 @@ def _handle(buf: bytes, pos: int, end: int) -> tuple[tuple[int, int], int]:
     return (offset, size), pos
 
 
-def _block(raw: bytes, handle: tuple[int, int], limit: int) -> list[tuple[bytes, bytes]]:
+def _block(raw: bytes, handle: tuple[int, int], limit: int, budget: _Budget, entries: bool = True) -> list[tuple[bytes, bytes]]:
     offset, size = handle
     if offset + size + TRAILER > limit or size < 4:
         raise _Bad(f"a block handle ({offset}, {size}) points past the end of the file")
@@ -212,7 +241,11 @@ def _block(raw: bytes, handle: tuple[int, int], limit: int) -> list[tuple[bytes,
         length, pos = _varint(contents, pos, end)
         if shared > len(key) or pos + unshared + length > end:
             raise _Bad(f"an entry in the block at byte {offset:,} runs past the block")
+        if shared + unshared > MAX_KEY_BYTES:  # refused before it is made
+            raise _Bad(f"a key of {shared + unshared:,} bytes, longer than any release's names (at most {MAX_KEY_BYTES:,} "
+                       f"read): {(key[:min(shared, 80)] + contents[pos:pos + 80])[:80]!r}...")
         key = key[:shared] + contents[pos:pos + unshared]
+        budget.spend(len(key), entries)
         records.append((key, contents[pos + unshared:pos + unshared + length]))
         pos += unshared + length
     return records
