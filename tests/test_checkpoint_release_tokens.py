@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import ROOT, one_line_error, run_cli
-from tf_bundle import Spec, write_index
+from tf_bundle import Spec, spiece_pieces, write_index
 from tolerance import probability_bound, relative_bound
 
 from albert_lab.analysis.common import encode_pairs
@@ -177,6 +177,47 @@ def test_a_broken_sentencepiece_model_is_one_line(tmp_path, content):
     model = folder / "30k-clean.model"
     model.write_bytes(model.read_bytes()[:200] if content is None else content)
     one_line_error(run_cli("card", str(folder)), "not a SentencePiece model")
+
+
+def test_a_sentencepiece_model_cut_after_its_special_pieces_is_one_line(tmp_path):
+    """Cut in half at a piece's end, the model still loads (30 of 60 pieces): `card` said nothing."""
+    folder = tmp_path / "albert_base"
+    shutil.copytree(ALBERT, folder)
+    model = folder / "30k-clean.model"
+    data = model.read_bytes()
+    model.write_bytes(data[:spiece_pieces(data)[29]])
+    one_line_error(run_cli("card", str(folder)), "holds 30 pieces", "vocab_size 60", "cut short")
+
+
+@pytest.mark.parametrize("change", ["half", "one more"])
+def test_a_vocab_of_another_size_than_its_config_says_is_one_line(tmp_path, change):
+    folder = tmp_path / "uncased_L-2_H-16_A-2"
+    shutil.copytree(BERT, folder)
+    vocab = folder / "vocab.txt"
+    lines = vocab.read_text().splitlines(keepends=True)
+    vocab.write_text("".join(lines[:len(lines) // 2] if change == "half" else [*lines, "zzzz\n"]))
+    one_line_error(run_cli("card", str(folder)), "vocab.txt holds", f"vocab_size {len(lines):,}")
+
+
+def test_a_graph_fine_tuned_from_a_tf_hub_module_reads_the_module(tmp_path):
+    """Every model variable under module/, global_step and a classifier's head outside it (as in every
+    graph that used a TF-Hub module): refused as lacking 32 variables. Read from module/ now, the rest
+    skipped, never read, and named on the card."""
+    folder = _hub_copy(tmp_path)
+    bundle = read_bundle(folder / "model.ckpt-best")
+    entries = {n: Spec(e.dtype, e.shape, e.offset, e.size, e.crc) for n, e in bundle.entries.items() if n != "module/global_step"}
+    step, sop = bundle.entries["module/global_step"], bundle.entries["module/cls/seq_relationship/output_weights"]
+    entries["global_step"] = Spec(step.dtype, step.shape, step.offset, step.size, step.crc)
+    for name in ("output_weights", "output_weights/adam_m", "output_bias"):  # a task head and its slot
+        entries[name] = Spec(sop.dtype, sop.shape, sop.offset, sop.size, sop.crc)
+    write_index(folder / "model.ckpt-best.index", entries)
+    result = run_cli("card", str(folder), "--json")
+    assert result.returncode == 0, result.stderr
+    provenance = json.loads(result.stdout)["provenance"]
+    plain = json.loads(run_cli("card", str(ALBERT), "--json").stdout)["provenance"]
+    assert provenance["weights_sha256"].split()[0] == plain["weights_sha256"].split()[0]  # the same bytes read
+    assert all(name in provenance["skipped"] for name in ("global_step", "output_weights", "output_bias"))
+    assert "outside TF-Hub's module/" in provenance["skipped"]
 
 
 def test_a_vocab_without_cls_is_one_line(tmp_path):

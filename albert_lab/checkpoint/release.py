@@ -13,6 +13,8 @@ BERT's GELU (`bert_gelu`).
 
 from __future__ import annotations
 
+import hashlib
+import io
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -21,7 +23,6 @@ from typing import Any
 
 from albert_lab.checkpoint.files import check_regular
 from albert_lab.checkpoint.release_names import Names, mapped_names
-from albert_lab.checkpoint.sources import sha256
 from albert_lab.checkpoint.tf1 import Bundle, read_bundle
 from albert_lab.data.textfile import read_json, read_user_file
 from albert_lab.errors import AlbertLabError, CheckpointError, DataError
@@ -59,6 +60,8 @@ class Release:
     names: Names
     skipped: tuple[str, ...]
     lowercase: bool
+    tokenizer_bytes: bytes  # the tokenizer file as it was read and checked: what the conversion writes
+    file_sha256: dict[str, str]  # "index", "config", "tokenizer": of the very bytes read, parsed and written
     casing: str = ""  # where the casing came from, in words
     activation: str = ""  # which GELU is computed and why, in words (BERT); ALBERT's tanh otherwise
 
@@ -74,11 +77,11 @@ class Release:
     @cached_property
     def content_sha256(self) -> dict[str, str]:
         """SHA-256 of everything a conversion reads, file by file: the index (which records every
-        tensor's CRC-32C, offset and size), the config, the tokenizer and the weights' bytes (the
-        optimizer slots, never read, are never hashed). Computed once per Release."""
-        files = {"index": self.bundle.index, "config": self.folder / CONFIGS[self.family],
-                 "tokenizer": self.folder / TOKENIZERS[self.family]}
-        return {**{what: sha256(path) for what, path in files.items()}, "weights": self.bundle.digest(self.variables)}
+        tensor's CRC-32C, offset and size), the config and the tokenizer, each of the bytes read once
+        and used (a file swapped after it was read changes nothing), and the weights' bytes (the
+        optimizer slots, never read, are never hashed), which the conversion reads again and checks
+        against this hash. Computed once per Release."""
+        return {**self.file_sha256, "weights": self.bundle.digest(self.variables)}
 
     def describe(self) -> str:
         data = sum(f.stat().st_size for f in self.bundle.shards)
@@ -97,8 +100,9 @@ def open_release(folder: Path) -> Release:
         raise CheckpointError(f"{folder} is not a release folder (it needs albert_config.json or bert_config.json "
                               "beside a TensorFlow checkpoint's .index file)")
     config_file = folder / CONFIGS[family]
+    config_bytes = _read(config_file, 1 << 20, "the release's config file")
     try:
-        config = read_json(read_user_file(config_file, 1 << 20, "the release's config file"), str(config_file))
+        config = read_json(config_bytes, str(config_file))
     except DataError as err:
         raise CheckpointError(f"{err}; re-copy the release") from None
     gelu, activation = bert_gelu(folder.name) if family == "bert" else ("gelu_new", "")
@@ -111,16 +115,29 @@ def open_release(folder: Path) -> Release:
         problem = f"its sizes are out of range ({str(err)[:80]})"
     if problem:
         raise CheckpointError(f"{folder}: this machine cannot load it: {problem}")
-    check_regular(folder / TOKENIZERS[family])
-    vocabulary = check_vocabulary(folder / TOKENIZERS[family], family)
-    if vocabulary > spec.vocab_size:
-        raise CheckpointError(f"{folder / TOKENIZERS[family]} holds {vocabulary:,} pieces, but {config_file.name} says "
-                              f"vocab_size {spec.vocab_size:,}: they belong to different models; re-copy the release")
+    tokenizer_file = folder / TOKENIZERS[family]
+    check_regular(tokenizer_file)
+    tokenizer_bytes = _read(tokenizer_file, 64 << 20, "the release's tokenizer file (a few hundred KB)")
+    vocabulary = check_vocabulary(tokenizer_bytes, tokenizer_file, family)
+    if vocabulary != spec.vocab_size:
+        raise CheckpointError(f"{tokenizer_file} holds {vocabulary:,} pieces, but {config_file.name} says vocab_size "
+                              f"{spec.vocab_size:,}: {'it is cut short, or they' if vocabulary < spec.vocab_size else 'they'} "
+                              "belong to different models; re-copy the release")
     bundle = read_bundle(_checkpoint_prefix(folder))
     names, skipped = mapped_names(spec, bundle, config_file.name)
     lowercase, casing = release_casing(folder.name, family)
+    hashes = {"index": bundle.index_sha256, "config": hashlib.sha256(config_bytes).hexdigest(),
+              "tokenizer": hashlib.sha256(tokenizer_bytes).hexdigest()}
     return Release(folder=folder, family=family, spec=spec, bundle=bundle, names=names, skipped=skipped,
-                   lowercase=lowercase, casing=casing, activation=activation)
+                   lowercase=lowercase, tokenizer_bytes=tokenizer_bytes, file_sha256=hashes, casing=casing,
+                   activation=activation)
+
+
+def _read(file: Path, limit: int, what: str) -> bytes:
+    try:
+        return read_user_file(file, limit, what)
+    except DataError as err:
+        raise CheckpointError(f"{err}; re-copy the release") from None
 
 
 def release_casing(name: str, family: str) -> tuple[bool, str]:
@@ -159,33 +176,31 @@ def bert_gelu(name: str) -> tuple[str, str]:
                     "gelu is the erf form (the tanh approximation came with commit bee6030, 2019-02-07)")
 
 
-def check_vocabulary(file: Path, family: str) -> int:
-    """The size of a release's SentencePiece model or vocab.txt; one line when it is not one, or
-    lacks a special token the model's inputs need."""
-    try:
-        data = read_user_file(file, 64 << 20, "the release's tokenizer file (a few hundred KB)")
-    except DataError as err:
-        raise CheckpointError(f"{err}; re-copy the release") from None
+def check_vocabulary(data: bytes, file: Path, family: str) -> int:
+    """The size of a release's SentencePiece model or vocab.txt (`data`, read from `file`): the ids it
+    gives; one line when it is not one, or lacks a special token the model's inputs need."""
     if family == "albert":
         import sentencepiece as spm
 
         model = spm.SentencePieceProcessor()
         try:
             model.LoadFromSerializedProto(data)
-            pieces = {model.IdToPiece(i) for i in range(model.get_piece_size())}
+            size = model.get_piece_size()
+            pieces = {model.IdToPiece(i) for i in range(size)}
         except (RuntimeError, OSError, ValueError, TypeError):  # empty, garbage or truncated; a piece not UTF-8
             raise CheckpointError(f"{file} is not a SentencePiece model (it cannot be read as one); re-copy the release") from None
         wanted = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
     else:
-        try:
-            pieces = {line.strip() for line in data.decode("utf-8").splitlines()}
+        try:  # one id a line, as the tokenizer reads it (text mode: \n, \r\n or \r ends a line)
+            lines = io.StringIO(data.decode("utf-8"), newline=None).readlines()
+            pieces, size = {line.strip() for line in lines}, len(lines)
         except UnicodeDecodeError as err:
             raise CheckpointError(f"{file} is not a WordPiece vocabulary ({str(err)[:80]}); re-copy the release") from None
         wanted = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
     if missing := [p for p in wanted if p not in pieces]:
         raise CheckpointError(f"{file} lacks {', '.join(missing)}: not the release's {file.name}, "
                               f"whose model inputs need {', '.join(wanted)}; re-copy the release")
-    return len(pieces)
+    return size
 
 
 def release_spec(config: Any, family: str, file: Path, gelu: str = "gelu_new") -> ModelSpec:

@@ -22,28 +22,33 @@ import numpy as np
 from albert_lab.checkpoint.archive import unpacked_from
 from albert_lab.checkpoint.files import CARD, CONFIG, WEIGHTS
 from albert_lab.checkpoint.release import CONFIGS, TOKENIZERS, Release, open_release, size_words
+from albert_lab.checkpoint.release_names import skipped_words
+from albert_lab.checkpoint.sources import sha256
 from albert_lab.checkpoint.store import remove_dead_temporaries
 from albert_lab.errors import CheckpointError
 from albert_lab.paths import cache_dir, parents_made_for
 from albert_lab.spec import transformers_fields
 
 ORIGIN = "Google's original release"
-CONVERSION = 2  # what a converted folder holds (2: the release's own tokenization); a new one is converted anew
+CONVERSION = 3  # what a converted folder holds (2: the release's own tokenization; 3: MANIFEST); a new one is converted anew
+MANIFEST = ".sha256.json"  # in a converted folder: {file name: SHA-256} of every other file, checked before it is served
+_VERIFIED: set[tuple[Any, ...]] = set()  # (folder, each file's dev, inode, size, mtime, ctime) verified in this process
 
 
-def convert_release(release: Release, out: Path, verify: bool = True) -> Path:
+def convert_release(release: Release, out: Path, verify: bool = True, manifest: bool = False) -> Path:
     """Write `release` as a checkpoint folder at `out` (a new folder; written beside it and
-    renamed into place, so no reader sees half of it)."""
+    renamed into place, so no reader sees half of it); with `manifest`, the SHA-256 of each of its
+    files beside them (MANIFEST: the cache's entries are checked against it before they are served)."""
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         with parents_made_for(out):  # removed again if the conversion fails
-            return _convert_into(release, out, tmp, verify)
+            return _convert_into(release, out, tmp, verify, manifest)
     except OSError as err:  # the folders above `out` could not be made
         raise CheckpointError(f"cannot write the converted release to {out} ({err.strerror or err})") from None
 
 
-def _convert_into(release: Release, out: Path, tmp: Path, verify: bool) -> Path:
+def _convert_into(release: Release, out: Path, tmp: Path, verify: bool, manifest: bool) -> Path:
     try:
         tmp.mkdir()
         _write_weights(release, tmp / WEIGHTS, verify)
@@ -52,6 +57,8 @@ def _convert_into(release: Release, out: Path, tmp: Path, verify: bool) -> Path:
         (tmp / CONFIG).write_text(json.dumps(config, indent=2))
         _write_tokenizer(release, tmp)
         (tmp / CARD).write_text(json.dumps(release_card(release), indent=2))
+        if manifest:
+            (tmp / MANIFEST).write_text(json.dumps({p.name: sha256(p) for p in sorted(tmp.iterdir())}, indent=1))
         os.replace(tmp, out)
     except OSError as err:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -65,7 +72,8 @@ def _convert_into(release: Release, out: Path, tmp: Path, verify: bool) -> Path:
 
 
 def _write_weights(release: Release, file: Path, verify: bool) -> None:
-    """A safetensors file written one tensor at a time (float32, transformers' names and layouts)."""
+    """A safetensors file written one tensor at a time (float32, transformers' names and layouts), from
+    bytes hashed as they are read: bytes other than those the cache key hashed are never kept under it."""
     header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
     offset = 0
     for key, (_, _, shape) in release.names.items():
@@ -74,13 +82,17 @@ def _write_weights(release: Release, file: Path, verify: bool) -> None:
         offset += size
     text = json.dumps(header).encode()
     text += b" " * (-len(text) % 8)
+    digest = hashlib.sha256()
     with open(file, "wb") as handle:
         handle.write(len(text).to_bytes(8, "little") + text)
         for tf, transpose, _ in release.names.values():
-            tensor = release.bundle.read(tf, verify=verify).astype(np.float32, copy=False)
+            tensor = release.bundle.read(tf, verify=verify, digest=digest).astype(np.float32, copy=False)
             if not np.isfinite(tensor).all():
                 raise CheckpointError(f"{release.bundle.index}: entry {tf!r} holds NaN or infinite values; re-copy the release")
             handle.write(np.ascontiguousarray(tensor.T if transpose else tensor).tobytes())
+    if digest.hexdigest() != release.content_sha256["weights"]:
+        raise CheckpointError(f"{release.folder}: its weights changed while they were converted (their bytes are not the "
+                              "ones hashed first); nothing was kept: convert it again once the release is whole")
 
 
 def _write_tokenizer(release: Release, out: Path) -> None:
@@ -88,12 +100,12 @@ def _write_tokenizer(release: Release, out: Path) -> None:
 
     from albert_lab.tokenizer import save_release_tokenizer
 
-    source = release.folder / TOKENIZERS[release.family]
+    # the bytes read, checked and hashed when the release was opened: not the file again, which may have changed
     if release.family == "albert":  # ALBERT's SentencePiece: lower-cased, accents stripped, as its own code does
-        shutil.copyfile(source, out / "spiece.model")
+        (out / "spiece.model").write_bytes(release.tokenizer_bytes)
         tokenizer = AlbertTokenizer.from_pretrained(str(out), do_lower_case=True, keep_accents=False)
     else:
-        shutil.copyfile(source, out / "vocab.txt")
+        (out / "vocab.txt").write_bytes(release.tokenizer_bytes)
         tokenizer = BertTokenizer.from_pretrained(str(out), do_lower_case=release.lowercase)
     tokenizer.save_pretrained(str(out))  # transformers' files, for other programs; this project reads the mark below
     save_release_tokenizer(out, release.family, release.lowercase)
@@ -117,7 +129,7 @@ def release_card(release: Release) -> dict[str, Any]:
             "tokenizer": f"{TOKENIZERS[release.family]}, tokenised as the release's own tokenization.py does",
             "casing": release.casing,
             "heads": f"MLM (cls/predictions) and {kind} (cls/seq_relationship) from the release: trained",
-            "skipped": f"{len(release.skipped):,} variables never read: optimizer slots (*/adam_m, */adam_v) and global_step",
+            "skipped": skipped_words(release.skipped),
             "activation": release.activation or f"{release.spec.activation}: "
                           + ("the tanh GELU ALBERT's modeling.py computes for 'gelu'" if release.spec.activation == "gelu_new"
                              else "as the config says"),
@@ -133,6 +145,7 @@ def release_cache_key(release: Release) -> str:
     is another model's answers when the key can be forged."""
     digest = hashlib.sha256(json.dumps({**release.content_sha256, "conversion": CONVERSION}, sort_keys=True).encode())
     digest.update(release.folder.name.encode())
+    digest.update(json.dumps(unpacked_from(release.folder)).encode())  # the card names the archive it came from
     digest.update(json.dumps(release.spec.to_dict(), sort_keys=True).encode() + str(release.lowercase).encode())
     return f"{release.family}-{digest.hexdigest()[:32]}"
 
@@ -143,13 +156,50 @@ def converted_release(folder: Path) -> Path:
     out = cache_dir() / "releases" / release_cache_key(release)
     remove_dead_temporaries(out.parent)
     if (out / CARD).is_file() and (out / WEIGHTS).is_file():
-        return out
+        if verified(out):
+            return out
+        _discard(out)  # edited since it was written: converted again below
     free = shutil.disk_usage(_existing_parent(out)).free
     if free < release.read_bytes + (64 << 20):
         raise CheckpointError(f"{release.describe()}; converting it needs {release.read_bytes / 2**20:,.0f} MiB in "
                               f"{cache_dir()}, which has {free / 2**20:,.0f} MiB free: free space, or move the cache "
                               "(ALBERT_LAB_CACHE)")
-    return convert_release(release, out)
+    return convert_release(release, out, manifest=True)
+
+
+def verified(folder: Path) -> bool:
+    """Whether a converted folder holds exactly the files its MANIFEST lists, each with its SHA-256
+    (hashed once per process while every file keeps its stamp: a change of a file's bytes changes its
+    change time, which no user can set back)."""
+    try:
+        files = sorted(p for p in folder.iterdir() if p.name != MANIFEST)
+        key = (str(folder), *[(p.name, *_stamp(p)) for p in files])
+        if key in _VERIFIED:
+            return True
+        listed = json.loads((folder / MANIFEST).read_text())
+        if not isinstance(listed, dict) or sorted(listed) != [p.name for p in files]:
+            return False
+        if any(not p.is_file() or p.is_symlink() or sha256(p) != listed[p.name] for p in files):
+            return False
+    except (OSError, ValueError):
+        return False
+    _VERIFIED.add(key)
+    return True
+
+
+def _stamp(path: Path) -> tuple[int, ...]:
+    info = path.lstat()
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
+def _discard(out: Path) -> None:
+    """Take a cache entry out of view at once (renamed aside), then remove it."""
+    aside = out.parent / f".{out.name}-edited.tmp-{os.getpid()}"
+    try:
+        os.replace(out, aside)
+    except OSError:
+        return  # gone already, or another process took it aside
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _existing_parent(path: Path) -> Path:

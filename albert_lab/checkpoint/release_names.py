@@ -3,8 +3,9 @@
 ALBERT's shared blocks are `group_G/inner_group_I`, BERT's layers `layer_N`. A weight the
 model needs and the file lacks, or a variable nobody knows, is refused in one line; only the
 optimizer slots (`*/adam_m`, `*/adam_v`) and `global_step` are skipped, and never read.
-TF-Hub exports, whose every name is under `module/`, are read with the prefix taken off
-(ALBERT's own loader does the same).
+TF-Hub exports, and graphs fine-tuned from one, hold the model under `module/`: read from there
+(ALBERT's own loader does the same) whatever else the checkpoint holds outside it (global_step, a
+task head, their optimizer slots), which is skipped, never read, and named on the card.
 """
 
 from __future__ import annotations
@@ -35,13 +36,31 @@ BLOCK: dict[str, tuple[tuple[str, str, str, str | None], ...]] = {
 
 
 def mapped_names(spec: ModelSpec, bundle: Bundle, config: str) -> tuple[Names, tuple[str, ...]]:
-    """The names of `spec`'s weights in `bundle` (with TF-Hub's prefix where it has one), checked
-    against it, and the variables of training it holds, skipped."""
-    prefix = HUB_PREFIX if bundle.entries and all(n.startswith(HUB_PREFIX) for n in bundle.entries) else ""
-    names = {hf: (prefix + tf, transpose, shape) for hf, (tf, transpose, shape) in expected_names(spec).items()}
-    skipped = tuple(n for n in bundle.entries if n.endswith(SKIPPED) or n.removeprefix(prefix) in SKIPPED_NAMES)
+    """The names of `spec`'s weights in `bundle` (under TF-Hub's `module/` when none is found bare and
+    some are found there), checked against it, and the variables of training it holds, skipped: with
+    the prefix, everything outside `module/` too."""
+    expected = expected_names(spec)
+    hub = (not any(tf in bundle.entries for tf, _, _ in expected.values())
+           and any(HUB_PREFIX + tf in bundle.entries for tf, _, _ in expected.values()))
+    prefix = HUB_PREFIX if hub else ""
+    names = {hf: (prefix + tf, transpose, shape) for hf, (tf, transpose, shape) in expected.items()}
+    skipped = tuple(n for n in bundle.entries if n.endswith(SKIPPED) or n.removeprefix(prefix) in SKIPPED_NAMES
+                    or (hub and not n.startswith(HUB_PREFIX)))
     check_names(bundle, names, set(skipped), config)
     return names, skipped
+
+
+def skipped_words(skipped: tuple[str, ...]) -> str:
+    """What a conversion skipped, never reading it, in words for the card."""
+    slots = sum(n.endswith(SKIPPED) for n in skipped)
+    steps = [n for n in skipped if n.removeprefix(HUB_PREFIX) in SKIPPED_NAMES]
+    other = [n for n in skipped if not n.endswith(SKIPPED) and n not in steps]
+    parts = [f"optimizer slots (*/adam_m, */adam_v){f': {slots:,}' if other else ''}"] if slots else []
+    parts += [" and ".join(steps)] if steps else []
+    if other:
+        parts.append(f"{len(other):,} variable{'s' * (len(other) != 1)} outside TF-Hub's module/, of the graph it was "
+                     f"used in (a task head): {', '.join(other[:4])}{', ...' if len(other) > 4 else ''}")
+    return f"{len(skipped):,} variable{'s' * (len(skipped) != 1)} never read: {'; '.join(parts) if other else ' and '.join(parts)}"
 
 
 def expected_names(spec: ModelSpec) -> Names:
