@@ -15,8 +15,16 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _env_path(name: str, default: Path) -> Path:
+    """The folder an environment variable names, symlinks resolved; one line for one that no folder
+    can be (a symlink loop, a user that does not exist, a NUL byte)."""
     value = os.environ.get(name)
-    return Path(value).expanduser().resolve() if value else default
+    if not value:
+        return default
+    try:
+        return Path(value).expanduser().resolve()
+    except (OSError, RuntimeError, ValueError) as err:  # RuntimeError: a symlink loop (Python 3.11, 3.12)
+        words = "is or passes through a symlink loop" if "loop" in str(err).lower() else f"is not a folder ({err})"
+        raise AlbertLabError(f"{name}={value[:200]!r} {words}; set it to a folder, or unset it") from None
 
 
 def checkpoints_dir() -> Path:

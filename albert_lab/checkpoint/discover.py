@@ -6,12 +6,14 @@ name resolved to its folder. No torch, no transformers."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from albert_lab.checkpoint.archive import MAX_MEMBERS, is_archive, unpacked_release
 from albert_lab.checkpoint.files import (
+    CARD,
     CONFIG,
     PICKLE_SUFFIXES,
     WEIGHTS,
@@ -27,7 +29,7 @@ from albert_lab.checkpoint.release import CONFIGS, release_family
 from albert_lab.checkpoint.release_convert import converted_release
 from albert_lab.checkpoint.store import recover_interrupted_save
 from albert_lab.errors import AlbertLabError, CheckpointError
-from albert_lab.paths import checkpoints_dir, runs_dir, user_path
+from albert_lab.paths import cache_dir, checkpoints_dir, runs_dir, user_path
 from albert_lab.runfolder import RunFolder
 from albert_lab.spec import ModelSpec
 
@@ -65,6 +67,41 @@ def make_loadable(path: Path, allow_pickle: bool = False) -> Path:
         raise CheckpointError(f"{path} holds only pickled weights ({', '.join(pickles)}), and a pickle can run code "
                               "when loaded; convert it to safetensors, or allow pickles (--allow-pickle) if you trust it")
     return path
+
+
+def loadable_at_or_above(path: Path) -> Path | None:
+    """The nearest folder at or above `path` (symlinks resolved) that a command could load, or that
+    holds what one loads: a checkpoint (its card, or config.json beside weights), a sentence-transformers
+    folder, a run's folder, one of Google's releases, or the cache. None when there is none."""
+    cache = Path(os.path.realpath(cache_dir()))
+    for folder in [real := Path(os.path.realpath(path)), *real.parents]:
+        if folder == cache or _holds_a_checkpoint(folder):
+            return folder
+    return None
+
+
+def _holds_a_checkpoint(folder: Path) -> bool:
+    try:
+        if not folder.is_dir():
+            return False
+        if any((folder / name).is_file() for name in (CARD, "modules.json", "run.json")) or release_family(folder):
+            return True
+        return (folder / CONFIG).is_file() and any(p.suffix in (".safetensors", *PICKLE_SUFFIXES) for p in folder.iterdir())
+    except OSError:  # unreadable: nothing a command could load from it either
+        return False
+
+
+def check_outside_checkpoints(out: Path, flag: str) -> None:
+    """Refuse an output (a file, or a folder to make) at or inside a folder a command could load, or
+    the cache: writing there would change a checkpoint (a CSV over its config.json) or what is served
+    from the cache. A new folder beside the checkpoints (checkpoints/NAME) is no such place."""
+    found = loadable_at_or_above(out)
+    if found is None:
+        return
+    what = "ALBERT Lab's cache (ALBERT_LAB_CACHE)" if found == Path(os.path.realpath(cache_dir())) else "a checkpoint folder"
+    if found == Path(os.path.realpath(out)):
+        raise CheckpointError(f"{flag} {out} exists and is {what}, which writing would change; give a new path")
+    raise CheckpointError(f"{flag} {out} lies inside {what} ({found}), which writing would change; give a path outside it")
 
 
 def _release_folder(path: Path) -> Path | None:

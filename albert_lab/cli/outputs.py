@@ -85,8 +85,11 @@ def input_identities(source: Path) -> set[tuple[int, int]]:
 
 def check_outputs(args: argparse.Namespace, files: Sequence[str] = ("out", "maps_out"), folders: Sequence[str] = ()) -> None:
     """The one check of a command's outputs, before any work: none is or lies inside an input
-    (command_inputs), and each file output can take the result (check_out); a folder output
-    gets its other checks where it is made (checkpoint.store.check_new_folder)."""
+    (command_inputs) or any other checkpoint or the cache (check_outside_checkpoints), and each file
+    output can take the result (check_out); a folder output gets its other checks where it is made
+    (checkpoint.store.check_new_folder)."""
+    from albert_lab.checkpoint.discover import check_outside_checkpoints
+
     inputs = command_inputs(args)
     for name in (*files, *folders):
         out = getattr(args, name, None)
@@ -94,6 +97,7 @@ def check_outputs(args: argparse.Namespace, files: Sequence[str] = ("out", "maps
             continue
         flag = "--" + name.replace("_", "-")
         check_not_input(out, inputs, flag)
+        check_outside_checkpoints(out, flag)
         if name in files:
             check_out(out, flag=flag)
 

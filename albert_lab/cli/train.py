@@ -26,7 +26,7 @@ from albert_lab.cli.common import (
     spec_from_args,
     table,
 )
-from albert_lab.cli.outputs import check_outputs, command_inputs
+from albert_lab.cli.outputs import check_outputs
 from albert_lab.errors import AlbertLabError
 from albert_lab.limits import MAX_PROBE_PAIRS, MAX_PROBE_STEPS
 from albert_lab.training.config import OPTIONS_OF_CONFIG, TrainConfig
@@ -78,7 +78,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             return _follow(args.resume, args.detach)
         info = read_run(args.resume)
         return _report(info, info.status)
-    command_inputs(args)  # every path it reads checked (`~nouser`, loops, NUL) before a folder is made
+    # every path it reads checked (`~nouser`, loops, NUL) before a folder is made; the runs never inside a checkpoint
+    check_outputs(args, files=(), folders=("runs_dir",))
     spec = init_spec(args) if args.init_from else spec_from_args(args, default_preset="lab-tiny")
     options = option_values(args, OPTIONS_OF_CONFIG)
     if args.minutes is not None and args.steps is None:
