@@ -18,6 +18,18 @@ def test_library_does_not_import_streamlit():
     assert result.returncode == 0, result.stderr
 
 
+def test_library_speaks_none_of_streamlits_vocabulary():
+    """The library said how the Training page shows its options (21 Widget(...) rows with tr_* keys):
+    it says what each option is; how a page shows it is the app's table (app/rooms/training/widgets.py)."""
+    import re
+    from pathlib import Path
+
+    said = [f"{path.name}:{n}" for path in Path(albert_lab.__path__[0]).rglob("*.py")
+            for n, line in enumerate(path.read_text().splitlines(), 1)
+            if re.search(r"\bWidget\b|[\"']tr_\w+[\"']|\bst\.\w+\(", line)]
+    assert not said, said
+
+
 def test_params_path_does_not_import_torch():
     code = "import sys, albert_lab.params, albert_lab.spec, albert_lab.paper; assert 'torch' not in sys.modules"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -21,6 +21,8 @@ from albert_lab.training.config import (
 )
 from albert_lab.training.options import SPEC_OPTIONS, Range
 from albert_lab.training.recipe import browser_config, snapshots, uptrain_config
+from app.rooms.training.form import ROWS as FORM_ROWS
+from app.rooms.training.widgets import WIDGETS
 
 ROWS = {row.name: row for row in OPTIONS}
 RUN_CONTROL = {"--preset", "--runs-dir", "--run-id", "--foreground", "--detach", "--resume", "--help"}  # how, not what, to train
@@ -82,16 +84,17 @@ def test_the_form_and_the_command_line_take_the_same_bounds_from_the_same_row(ap
     at = goto(app, "training")
     drawn = {w.key for kind in ("number_input", "selectbox", "radio", "text_input", "file_uploader") for w in getattr(at, kind)
              if (w.key or "").startswith("tr_")}
-    assert drawn == {row.form.key for row in OPTIONS if row.form} | {"tr_preset", "tr_upload"}  # the table's widgets, all
+    assert drawn == {w.key for w in WIDGETS.values()} | {"tr_preset", "tr_upload"}  # the table's widgets, all
     boxes = {box.key: box for box in at.number_input}
-    for row in OPTIONS:
-        if row.form is None or row.form.key not in boxes:
+    for row in FORM_ROWS.values():
+        if WIDGETS[row.name].key not in boxes:
             continue
-        box = boxes[row.form.key]
-        assert (box.min, box.max) == row.form_range(), row.name
+        form = WIDGETS[row.name]
+        box = boxes[form.key]
+        assert (box.min, box.max) == form.range(row), row.name
         bounds = row.bounds or Range()
         for end in (box.min, box.max):
-            assert end == row.form.off or bounds.holds(end), (row.name, end)
+            assert end == form.off or bounds.holds(end), (row.name, end)
     assert (boxes["tr_lr"].min, boxes["tr_lr"].max) == (0.0001, MAX_LR)  # the smallest rate its 4 decimals show
     assert boxes["tr_lr"].value == SCRATCH_LR  # the library's recipe, no longer the page's own constant
     assert TrainConfig(lr=boxes["tr_lr"].min).validate() and TrainConfig(lr=boxes["tr_lr"].max).validate()

@@ -9,13 +9,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from albert_lab.data.corpora import BUILTIN, DEFAULT, PLUS, builtin_limit
+from albert_lab.data.corpora import BUILTIN, DEFAULT, builtin_limit
 from albert_lab.errors import RunError
 from albert_lab.fields import check_types, field_names, unknown_field
-from albert_lab.limits import APP_MAX_MINUTES, APP_MAX_STEPS, MAX_SEED, max_threads
+from albert_lab.limits import MAX_SEED, max_threads
 from albert_lab.params import fit_problem
 from albert_lab.spec import ModelSpec, Objective
-from albert_lab.training.options import SPEC_OPTIONS, Option, Range, Widget, option, rows_of
+from albert_lab.training.options import SPEC_OPTIONS, Option, Range, option, rows_of
 
 Precision = Literal["auto", "fp32", "bf16"]
 PoolerInit = Literal["keep", "standardize"]
@@ -29,15 +29,14 @@ _AT_LEAST_1 = Range(1)
 @dataclass
 class TrainConfig:
     """A run's settings. Each field made with `option` is a row of the options table
-    (training/options.py): its flag, help, bounds, the form's widget, its place in the
-    recorded command. The command line shows the rows in this order."""
+    (training/options.py): its flag, help, bounds, its place in the recorded command. The
+    command line shows the rows in this order; the Training page's form, those its own
+    table shows (app/rooms/training/widgets.py)."""
 
     spec: dict[str, Any] = field(default_factory=lambda: ModelSpec.from_name("lab-tiny").to_dict())
     objective: Objective = "sop"  # inter-sentence loss (overrides spec.objective); the spec's --objective sets it
     corpus: str = option(DEFAULT, "--corpus", record="always",
-                         help="{default} (the default; `albert-lab corpora`), wiki-vital, a source, a .txt/.jsonl file, or hf:NAME",
-                         form=Widget("Corpus", "tr_corpus", help=f"{DEFAULT}: the built-in mix of long documents; {PLUS}: it "
-                                     "and four software manuals, twice the text, when installed (see 'Corpora' below)"))
+                         help="{default} (the default; `albert-lab corpora`), wiki-vital, a source, a .txt/.jsonl file, or hf:NAME")
     eval_corpus: str | None = option(
         None, "--eval-corpus", metavar="CORPUS",
         help="evaluate on this corpus's held-out documents (default: the training corpus's); none of them may be a training "
@@ -46,19 +45,14 @@ class TrainConfig:
     init_from: str | None = option(
         None, "--init-from", metavar="CHECKPOINT", record="never",  # the recorded command starts with it
         help="start from this checkpoint's weights, spec and tokenizer (uptraining); only --objective and --dropout of the "
-             "spec flags apply; heads it lacks are added",
-        form=Widget("Start from", "tr_start", help="random weights, or a checkpoint picked in the sidebar (uptraining: its "
-                    "weights, architecture and tokenizer; heads it lacks are added)"))
+             "spec flags apply; heads it lacks are added")
     heads_only: bool = option(
         False, "--heads-only",
         help="with --init-from: train only the MLM and pair heads on the frozen encoder (a probe of what it knows)")
     distil_from: str | None = option(
         None, "--distil-from", metavar="TEACHER",
         help="distil from this checkpoint while training: match its hidden state after every layer and, where its MLM head is "
-             "trained, its MLM distributions (same width and tokenizer as the model)",
-        form=Widget("Distil from", "tr_teacher",
-                    help="while uptraining, also match this checkpoint's hidden state after every layer and, where its MLM "
-                         "head is trained, its MLM predictions (same width and tokenizer); its pair head is never copied"))
+             "trained, its MLM distributions (same width and tokenizer as the model)")
     distil_weight: float = option(1.0, "--distil-weight", bounds=Range(0, open=True), help="the distillation term's weight in the loss")
     distil_pair: bool = option(
         False, "--distil-pair",
@@ -67,54 +61,32 @@ class TrainConfig:
     pair_weight: float = option(
         1.0, "--pair-weight", bounds=Range(0, open=True),
         help="the pair (SOP/NSP) loss's weight against MLM's (paper: 1); more lets the order signal reach an encoder whose MLM "
-             "and distillation gradients are hundreds of times larger",
-        form=Widget("Its weight", "tr_pair_weight", high=100.0,
-                    help="the loss is MLM + weight x pair loss (the paper: 1). An uptrained encoder's MLM and distillation "
-                         "gradients can be hundreds of times the pair loss's, which can then leave the pair loss at chance "
-                         "for the whole run"))
+             "and distillation gradients are hundreds of times larger")
     pooler_init: PoolerInit = option(
         "keep", "--pooler-init",
         help="with --init-from: keep the checkpoint's pooler, or standardize it on the run's first batches (pooled = tanh(0.5 "
              "(h_cls - mean) / std)), so that the pair loss reaches a [CLS] that hardly varies")
     vocab_size: int = option(
         8000, "--vocab-size", bounds=Range(100),
-        help="pieces of the tokenizer trained for the run (default {default:,}; not with --init-from)",
-        form=Widget("Vocabulary (new tokenizer)", "tr_vocab", high=32000, step=500))
+        help="pieces of the tokenizer trained for the run (default {default:,}; not with --init-from)")
     lowercase: bool = option(True, "--cased", help="keep case (default: lower-case, as ALBERT)")
-    max_seq_len: int = option(128, "--seq-len", bounds=Range(16), help="tokens per pair (default {default})",
-                              form=Widget("Sequence length", "tr_seq", high=512, step=16))
-    batch_size: int = option(64, "--batch-size", bounds=_AT_LEAST_1, help="pairs per step (default {default})",
-                             form=Widget("Batch size", "tr_batch", default=32, high=512))
+    max_seq_len: int = option(128, "--seq-len", bounds=Range(16), help="tokens per pair (default {default})")
+    batch_size: int = option(64, "--batch-size", bounds=_AT_LEAST_1, help="pairs per step (default {default})")
     lr: float = option(
         1e-3, "--lr", bounds=Range(0, MAX_LR, open=True), noun="learning rate",
-        help="peak learning rate, after the warm-up, decayed linearly to 0 over the budget (default {default:g})",
-        form=Widget("Learning rate", "tr_lr", state=True, format="%.4f",
-                    help=f"{SCRATCH_LR:g} from random weights; {UPTRAIN_LR:g} when starting from a checkpoint (set when you "
-                         "pick one): a from-scratch rate can undo what a checkpoint knows. The shipped MiniLM models were "
-                         f"uptrained with AdamW at 2e-4 (BERT) and 1.5e-3 (ALBERT). Above 0 and at most {MAX_LR:g}, as "
-                         "`albert-lab train --lr`."))
-    optimizer: Literal["lamb", "adamw"] = option("lamb", "--optimizer", help="LAMB (the paper's) or AdamW (default {default})",
-                                                 form=Widget("Optimizer", "tr_opt"))
+        help="peak learning rate, after the warm-up, decayed linearly to 0 over the budget (default {default:g})")
+    optimizer: Literal["lamb", "adamw"] = option("lamb", "--optimizer", help="LAMB (the paper's) or AdamW (default {default})")
     weight_decay: float = option(0.01, "--weight-decay", bounds=Range(0), help="(default {default:g})")
-    warmup_steps: int = option(100, "--warmup", bounds=Range(0), help="warm-up steps (default {default})",
-                               form=Widget("Warm-up steps", "tr_warmup", default=50, high=100_000))
+    warmup_steps: int = option(100, "--warmup", bounds=Range(0), help="warm-up steps (default {default})")
     max_steps: int | None = option(  # budget in optimizer steps ...
-        1000, "--steps", bounds=_AT_LEAST_1, record="always", help="budget in optimizer steps (default {default} unless --minutes)",
-        form=Widget("Steps", "tr_steps", default=200, high=APP_MAX_STEPS,
-                    help=f"at most {APP_MAX_STEPS:,} from this page (and {APP_MAX_MINUTES:,.0f} minutes): the server's one "
-                         "training slot is shared; longer runs with `albert-lab train`"))
+        1000, "--steps", bounds=_AT_LEAST_1, record="always", help="budget in optimizer steps (default {default} unless --minutes)")
     max_minutes: float | None = option(  # ... or in minutes (the first reached ends the run)
         None, "--minutes", bounds=Range(0, open=True),
-        help="budget in minutes (with --steps: whichever comes first; the learning rate decays over the one further along)",
-        form=Widget(f"or minutes (0: the page's {APP_MAX_MINUTES:,.0f})", "tr_minutes", default=0.0, off=0.0, high=APP_MAX_MINUTES))
-    seed: int = option(0, "--seed", bounds=Range(0, MAX_SEED), help="weights, batches and masks (default {default})",
-                       form=Widget("Seed", "tr_seed", help=f"weights, batches and masks: 0..{MAX_SEED:,}, as `albert-lab "
-                                   "train --seed`"))
+        help="budget in minutes (with --steps: whichever comes first; the learning rate decays over the one further along)")
+    seed: int = option(0, "--seed", bounds=Range(0, MAX_SEED), help="weights, batches and masks (default {default})")
     clip_norm: float | None = option(1.0)  # gradients clipped to this global norm; None: not clipped
-    chunk_start: Literal["document", "random"] = option(
-        "document", "--chunk-start", help="where each document's pairs start: its first segment (paper) or a random one",
-        form=Widget("Pairs start at", "tr_chunk", help="document: each document's first segment, as in the paper; random: a "
-                    "random segment, so more pairs come from inside documents"))  # random: not in the paper
+    chunk_start: Literal["document", "random"] = option(  # random: not in the paper
+        "document", "--chunk-start", help="where each document's pairs start: its first segment (paper) or a random one")
     short_seq_prob: float = option(0.1, bounds=Range(0.0, 1.0))  # share of shorter sequences (paper: 10%)
     max_predictions: int = option(20, bounds=_AT_LEAST_1)  # MLM predictions per sequence at most
     precision: Precision = option("auto", "--precision", help="auto: bf16 autocast where the machine runs it fast, else fp32")
@@ -130,8 +102,7 @@ class TrainConfig:
     gradflow_every: int = option(100, "--gradflow-every", bounds=_AT_LEAST_1,
                                  help="steps between gradient-flow records (default {default})")
     log_every: int = option(10, "--log-every", bounds=_AT_LEAST_1, help="steps between log lines (default {default})")
-    name: str = option("", "--name", help="the run's name, in its folder name and card",
-                       form=Widget("Run name", "tr_name", placeholder="e.g. tiny-sop"))
+    name: str = option("", "--name", help="the run's name, in its folder name and card")
     command: str = ""  # how the run was started, for the checkpoint's provenance
 
     def model_spec(self) -> ModelSpec:

@@ -1,10 +1,11 @@
-"""The options of a training run, each written once: its name, type, default, bounds, help
-and where it applies (the `albert-lab train` flag, the Training page's widget, the command a
-run records). A training option is a TrainConfig field made with `option(...)`: that field is
-its row. The spec's options (the architecture flags, shared with `albert-lab params`) are rows
-of SPEC_OPTIONS, their defaults a preset's. The CLI's arguments, the form's widgets and their
-bounds, the recorded command and validation's range and choice checks are all read from the
-rows; nothing here imports argparse or streamlit."""
+"""The options of a training run, each written once: what it is (its name, type, default,
+bounds, choices, help) and where it applies (the `albert-lab train` flag, the command a run
+records). A training option is a TrainConfig field made with `option(...)`: that field is its
+row. The spec's options (the architecture flags, shared with `albert-lab params`) are rows of
+SPEC_OPTIONS, their defaults a preset's. The CLI's arguments, the recorded command and
+validation's range and choice checks are read from the rows, and so are the Training page's
+widgets' types and bounds (how the page shows a row is its own table: app/rooms/training/
+widgets.py); nothing here imports argparse or streamlit."""
 
 from __future__ import annotations
 
@@ -20,26 +21,6 @@ Record = Literal["changed", "always", "never"]
 
 
 @dataclass(frozen=True)
-class Widget:
-    """How the Training page's form shows an option. A number box takes the row's bounds (an open
-    low bound as the smallest number its format shows), or `low`/`high` where the form narrows
-    them for a shared server; the row's choices are a select box (a radio with `radio`)."""
-
-    label: str
-    key: str  # the widget's key (also its name in the page's link)
-    help: str | None = None
-    default: Any = None  # the form's starting value where it is not the config's (a short run); None: the config's
-    state: bool = False  # the form sets the value itself (from the preset, or where the run starts): no starting value
-    low: float | None = None  # the form's own range, inside the row's bounds
-    off: float | None = None  # the number that stands for None, no limit (0 minutes)
-    high: float | None = None
-    step: float | None = None
-    format: str | None = None
-    radio: bool = False
-    placeholder: str | None = None
-
-
-@dataclass(frozen=True)
 class Option(OptionRow):
     """One row of the table."""
 
@@ -49,7 +30,6 @@ class Option(OptionRow):
     flag: str | None = None  # the `albert-lab train` flag; None: not on the command line
     help: str = ""  # the command line's help; {default} is the default (with a format spec: {default:,})
     bounds: Range | None = None
-    form: Widget | None = None  # the Training page's widget; None: not in the form
     record: Record = "changed"  # in the recorded command: when it differs from the default, always, or never
     noun: str = ""  # how an error names the value ('learning rate')
     metavar: str | None = None
@@ -66,17 +46,6 @@ class Option(OptionRow):
             shown = f"{value:g}" if isinstance(value, float) else str(value)[:40] + ("..." if len(str(value)) > 40 else "")
             return f"{self.noun + ' ' if self.noun else ''}must be {self.bounds.words()}, got {shown}"
         return None
-
-    def form_range(self) -> tuple[float | None, float | None]:
-        """The form's number box: its own range where it narrows the row's, else the row's bounds
-        (an open low bound: the smallest number the box's format shows above it)."""
-        widget, bounds = self.form, self.bounds or Range()
-        assert widget is not None, f"{self.name} is not in the form"
-        low = next((v for v in (widget.off, widget.low) if v is not None), bounds.low)
-        if widget.off is None and widget.low is None and bounds.open and low is not None:
-            low += 1 if self.base is int else 10.0 ** -_decimals(widget.format or "%.2f")  # Streamlit's float format
-        high = widget.high if widget.high is not None else bounds.high
-        return (self.base(low) if low is not None else None), (self.base(high) if high is not None else None)
 
 
 def option(default: Any = None, flag: str | None = None, help: str = "", **row: Any) -> Any:
@@ -105,27 +74,23 @@ def _spec(name: str, flag: str, **row: Any) -> Option:
 
 _N = dict(metavar="N", bounds=Range(1))
 # The spec's options: what `albert-lab train` and `albert-lab params` take over a preset (ModelSpec checks each
-# value), and the architecture the form shows (its ranges narrowed for a shared server).
+# value), and the architecture the Training page's form shows.
 SPEC_OPTIONS: tuple[Option, ...] = (
     _spec("family", "--family"),
     _spec("vocab_size", "--vocab", **_N),
-    _spec("embedding_size", "--embedding", **_N, form=Widget("E (embedding size)", "tr_e", state=True, low=8, high=1024, step=16)),
-    _spec("hidden_size", "--hidden", **_N, form=Widget("H (hidden size)", "tr_h", state=True, low=16, high=1024, step=16)),
-    _spec("num_layers", "--layers", **_N, form=Widget("L (layers)", "tr_l", state=True, high=24)),
-    _spec("num_heads", "--heads", **_N, form=Widget("Attention heads", "tr_heads", state=True, high=16)),
+    _spec("embedding_size", "--embedding", **_N),
+    _spec("hidden_size", "--hidden", **_N),
+    _spec("num_layers", "--layers", **_N),
+    _spec("num_heads", "--heads", **_N),
     _spec("ffn_size", "--ffn", **_N),
     _spec("num_groups", "--groups", **_N),
     _spec("inner_group_num", "--inner", **_N),
     _spec("max_positions", "--max-positions", **_N),
-    _spec("sharing", "--sharing", form=Widget("Cross-layer sharing", "tr_sharing", state=True)),
-    _spec("objective", "--objective", form=Widget("Inter-sentence loss", "tr_objective", radio=True)),
+    _spec("sharing", "--sharing"),
+    _spec("objective", "--objective"),
     _spec("dropout", "--dropout"),
 )
 # The spec fields a run that starts from a checkpoint sets; it keeps every other field of the checkpoint's.
 UPTRAIN_SPEC = ("objective", "dropout")
 KEPT_BY_UPTRAINING = tuple(f.name for f in dataclasses.fields(ModelSpec) if f.name not in UPTRAIN_SPEC)
 
-
-def _decimals(fmt: str) -> int:
-    """The digits after the point a printf format shows ('%.4f' -> 4)."""
-    return int(fmt.split(".")[1].rstrip("f")) if "." in fmt else 0

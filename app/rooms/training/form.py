@@ -1,8 +1,8 @@
 """The Training page's 'New run' form: a preset and its architecture, or a checkpoint to
 start from (uptraining), the corpus (built in, installed or uploaded) and the recipe's
 settings; 'Start training' launches the run (training.jobs.start_run, which checks them).
-Each widget, its bounds and its starting value are a row of the options table
-(training/options.py); this file only places them."""
+Each widget is a row of the options table (training/options.py: its type, bounds, choices and
+default) shown as the page's own table says (widgets.py); this file only places them."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from albert_lab.training.options import SPEC_OPTIONS
 from albert_lab.training.recipe import browser_config, uptrain_config
 from albert_lab.training.runs import app_budget, check_queue_room, discard_upload
 from app.rooms.training import views as run_views
+from app.rooms.training.widgets import WIDGETS
 from app.shell import links, owner, ui
 from app.shell.guard import guard
 from app.shell.selection import Selection
@@ -34,8 +35,9 @@ UPLOAD = "upload a .txt / .jsonl file"
 NEW = "random weights"
 NO_TEACHER = "no teacher"
 BUDGET = app_budget()  # runs queued or running at once, per browser and address; their steps and minutes
-ROWS = {row.name: row for row in OPTIONS if row.form is not None}  # the options the form shows
-SPEC_FIELDS = tuple(row.name for row in SPEC_OPTIONS if row.form is not None)  # the spec the form sets (browser_config)
+ROWS = {row.name: row for row in OPTIONS if row.name in WIDGETS}  # the options the form shows (the run's over the spec's)
+# the spec the form sets (browser_config); vocab_size is the run's: the size of the tokenizer it trains
+SPEC_FIELDS = tuple(row.name for row in SPEC_OPTIONS if row.name in WIDGETS and ROWS[row.name] is row)
 # Where the widgets sit: the lines of the form, by field. A row of the table with a widget that no line
 # names is drawn in lines of five after the recipe's, so that a new option needs no edit here.
 TOP = ("objective", "pair_weight", "name")
@@ -43,7 +45,7 @@ ARCHITECTURE_LINES = (("hidden_size", "num_layers", "embedding_size", "num_heads
 RECIPE = (("max_steps", "max_minutes", "lr", "batch_size", "seed"), ("max_seq_len", "vocab_size", "optimizer", "warmup_steps", "chunk_start"))
 OWN_CHOICES = ("init_from", "distil_from", "corpus")  # their choices are the sidebar's checkpoints and the installed corpora
 PLACED = {*TOP, *(n for line in ARCHITECTURE_LINES + RECIPE for n in line), *OWN_CHOICES}
-LR = ROWS["lr"].form.key
+LR = WIDGETS["lr"].key
 
 
 @st.cache_data(show_spinner=False, ttl=600)
@@ -54,7 +56,7 @@ def corpora_table() -> pd.DataFrame:
 def _start_changed() -> None:
     """A checkpoint to start from gets a gentler learning rate while the field holds the
     from-scratch default (4 steps at 3e-3 undid part of what albert-sop knew), and back."""
-    uptraining = widget(ROWS["init_from"].form.key) != NEW
+    uptraining = widget(WIDGETS["init_from"].key) != NEW
     if widget(LR, SCRATCH_LR) == (SCRATCH_LR if uptraining else UPTRAIN_LR):
         set_widget(LR, UPTRAIN_LR if uptraining else SCRATCH_LR)
 
@@ -63,16 +65,15 @@ def apply_preset() -> None:
     """The architecture fields follow the preset picked (before the form reads them)."""
     spec = PRESETS[widget("tr_preset")]
     for name in SPEC_FIELDS:
-        if ROWS[name].form.state:
-            set_widget(ROWS[name].form.key, getattr(spec, name))
+        if WIDGETS[name].state:
+            set_widget(WIDGETS[name].key, getattr(spec, name))
 
 
 def draw(where: Any, name: str, **given: Any) -> Any:
     """The widget of the table's row `name` in `where`, its value read (`given`: what the page adds,
     such as the choices it knows or `disabled`): a choice of the row's values, a text box, or a
     number box within the row's bounds (the form's own where it narrows them; its `off` number is None)."""
-    row = ROWS[name]
-    form = row.form
+    row, form = ROWS[name], WIDGETS[name]
     args = {"key": form.key, "help": form.help, "persist_state": "session", **given}  # as left, after another page
     if row.choices is not None or "options" in args:
         options = list(args.pop("options", row.choices))
@@ -86,7 +87,7 @@ def draw(where: Any, name: str, **given: Any) -> Any:
         return where.text_input(form.label, placeholder=form.placeholder, **args)
     if not form.state:
         args.setdefault("value", row.default if form.default is None else form.default)
-    low, high = row.form_range()
+    low, high = form.range(row)
     value = where.number_input(form.label, low, high, step=form.step, format=form.format, **args)
     return None if form.off is not None and value == form.off else row.base(value)
 
@@ -95,7 +96,7 @@ def new_run_form() -> None:
     """The form, its corpora beside it, and the run it starts (training.jobs.start_run), or why not."""
     before = widget("tr_preset")
     links.from_url("tr_preset", TRAINABLE[1], options=TRAINABLE)
-    if not has_widget("tr_h") or widget("tr_preset") != before:  # first run, or a link's preset
+    if not has_widget(WIDGETS["hidden_size"].key) or widget("tr_preset") != before:  # first run, or a link's preset
         apply_preset()
     corpora = corpora_table()
     mix_ready = default_installed()
