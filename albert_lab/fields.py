@@ -1,6 +1,8 @@
-"""A dict read from a file (run.json, a card, a spec) checked against a dataclass's fields: its
-keys are field names, its values have the fields' types (ints not bools, floats finite, Literal
-choices), and a mistake is one message naming the field."""
+"""A dataclass's fields: a dict read from a file (run.json, a card, a spec) checked against them (its
+keys are field names, its values have the fields' types: ints not bools, floats finite, Literal
+choices; a mistake is one message naming the field), and what a field that is an option says of
+itself: `OptionRow`, a row of an options table (training.options, analysis.registry), and `Range`,
+the bounds of a number option."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import dataclasses
 import math
 import types
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 
@@ -68,3 +71,62 @@ def _type_words(hint: Any) -> str:
         return " or ".join(_type_words(a) for a in args)
     names = {int: "an integer", float: "a finite number", str: "text", bool: "true or false", type(None): "null", dict: "an object"}
     return names.get(origin or hint, getattr(origin or hint, "__name__", str(hint)))
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a number option takes: low..high, `low` itself refused when `open` (a positive number)."""
+
+    low: float | None = None
+    high: float | None = None
+    open: bool = False
+
+    def holds(self, value: float) -> bool:
+        above = self.low is None or (value > self.low if self.open else value >= self.low)
+        return above and (self.high is None or value <= self.high)
+
+    def words(self) -> str:
+        """What an error says the value must be ('positive and at most 1.0', 'at least 1', '0..4,294,967,295')."""
+        if self.open and self.low == 0:
+            return "positive" + (f" and at most {_number(self.high)}" if self.high is not None else "")
+        if self.high is None:
+            return f"at least {_number(self.low)}"
+        return f"{_number(self.low)}..{_number(self.high)}"
+
+
+class OptionRow:
+    """What a row of an option table is beside its own fields (training.options.Option,
+    analysis.registry.AnalysisOption): a typed value with a command-line flag, help and a default."""
+
+    name: str
+    type: Any
+    default: Any
+    help: str
+    flag: str | None
+
+    @property
+    def dest(self) -> str:
+        """argparse's attribute for the flag ('--seq-len' -> 'seq_len')."""
+        return str(self.flag).removeprefix("--").replace("-", "_")
+
+    @property
+    def base(self) -> Any:
+        """The type without None ('int | None' -> int; a Literal stays a Literal)."""
+        args = [a for a in get_args(self.type) if a is not type(None)]
+        return args[0] if get_origin(self.type) in (Union, types.UnionType) and len(args) == 1 else self.type
+
+    @property
+    def choices(self) -> tuple[Any, ...] | None:
+        return get_args(self.base) if get_origin(self.base) is Literal else None
+
+    @property
+    def switch(self) -> bool:
+        """A flag without a value: it turns the default the other way ('--no-mask', '--cased')."""
+        return self.base is bool
+
+    def help_text(self) -> str:
+        return self.help.format(default=self.default)
+
+
+def _number(value: float | None) -> str:
+    return f"{value:,}" if isinstance(value, int) else str(value)

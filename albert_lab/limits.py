@@ -1,18 +1,14 @@
 """The bounds of the numeric options every front end shares, and their one check: a seed
 (numpy's and SentencePiece's range), CPU threads, a probe's steps and pairs, CKA's tokens, an
-analysis's texts, its shortest sequence and its applications of a shared block; `Range`, the
-bounds of a number option as the options tables (training.options, analysis.registry) write them.
-A value outside is an AlbertLabError naming the option, before any work. Beside them the
-budgets of a shared server: runs queued per browser and overall, and the disk its visitors
-may fill under runs/ (check_disk_quota)."""
+analysis's texts, its shortest sequence and its applications of a shared block (the options'
+rows that carry them as a `Range` are albert_lab.fields'). A value outside is an AlbertLabError
+naming the option, before any work. Beside them the budgets of a shared server: runs queued
+per browser and overall, and the disk its visitors may fill under runs/ (check_disk_quota)."""
 
 from __future__ import annotations
 
 import os
-import types
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
 
 from albert_lab.errors import AlbertLabError
 from albert_lab.paths import PROJECT_ROOT
@@ -43,65 +39,6 @@ APP_DISK_QUOTA = 4 << 30  # bytes the app's visitors may fill under runs/ (runs,
 APP_CACHE_QUOTA = 2 << 30  # bytes of tokenizers and tokenized corpora the app's launches may leave in the cache
 APP_RUN_MEMORY_SHARE = 0.4  # of the machine's memory, the most one run started from the app may need (the
 # rest for the pages of every visitor, the server and the queued workers)
-
-
-@dataclass(frozen=True)
-class Range:
-    """The values a number option takes: low..high, `low` itself refused when `open` (a positive number)."""
-
-    low: float | None = None
-    high: float | None = None
-    open: bool = False
-
-    def holds(self, value: float) -> bool:
-        above = self.low is None or (value > self.low if self.open else value >= self.low)
-        return above and (self.high is None or value <= self.high)
-
-    def words(self) -> str:
-        """What an error says the value must be ('positive and at most 1.0', 'at least 1', '0..4,294,967,295')."""
-        if self.open and self.low == 0:
-            return "positive" + (f" and at most {_number(self.high)}" if self.high is not None else "")
-        if self.high is None:
-            return f"at least {_number(self.low)}"
-        return f"{_number(self.low)}..{_number(self.high)}"
-
-
-class OptionRow:
-    """What a row of an option table is beside its own fields (training.options.Option,
-    analysis.registry.AnalysisOption): a typed value with a command-line flag, help and a default."""
-
-    name: str
-    type: Any
-    default: Any
-    help: str
-    flag: str | None
-
-    @property
-    def dest(self) -> str:
-        """argparse's attribute for the flag ('--seq-len' -> 'seq_len')."""
-        return str(self.flag).removeprefix("--").replace("-", "_")
-
-    @property
-    def base(self) -> Any:
-        """The type without None ('int | None' -> int; a Literal stays a Literal)."""
-        args = [a for a in get_args(self.type) if a is not type(None)]
-        return args[0] if get_origin(self.type) in (Union, types.UnionType) and len(args) == 1 else self.type
-
-    @property
-    def choices(self) -> tuple[Any, ...] | None:
-        return get_args(self.base) if get_origin(self.base) is Literal else None
-
-    @property
-    def switch(self) -> bool:
-        """A flag without a value: it turns the default the other way ('--no-mask', '--cased')."""
-        return self.base is bool
-
-    def help_text(self) -> str:
-        return self.help.format(default=self.default)
-
-
-def _number(value: float | None) -> str:
-    return f"{value:,}" if isinstance(value, int) else str(value)
 
 
 def max_threads() -> int:

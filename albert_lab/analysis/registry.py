@@ -20,7 +20,8 @@ from typing import Any, Literal
 
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
-from albert_lab.limits import MAX_CKA_TOKENS, MAX_REPEAT, MAX_SEED, MIN_SEQ_LEN, OptionRow, Range
+from albert_lab.fields import OptionRow, Range
+from albert_lab.limits import MAX_CKA_TOKENS, MAX_REPEAT, MAX_SEED, MIN_SEQ_LEN
 from albert_lab.spec import ModelSpec, Objective, forward_cost
 
 Inputs = Literal["texts", "text", "pairs", "held-out", "pair"]

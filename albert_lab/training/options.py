@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal, get_type_hints
 
-from albert_lab.limits import OptionRow, Range
+from albert_lab.fields import OptionRow, Range
 from albert_lab.spec import ModelSpec
 
 Record = Literal["changed", "always", "never"]

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from albert_lab.data.corpora import DEFAULT, PLUS
-from albert_lab.limits import APP_MAX_MINUTES, APP_MAX_STEPS, MAX_SEED, Range
+from albert_lab.fields import Range
+from albert_lab.limits import APP_MAX_MINUTES, APP_MAX_STEPS, MAX_SEED
 from albert_lab.training.config import MAX_LR, SCRATCH_LR, UPTRAIN_LR
 from albert_lab.training.options import Option
 
