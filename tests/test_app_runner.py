@@ -155,7 +155,7 @@ def test_a_typed_pair_whose_visitor_leaves_while_waiting_hands_its_batch_on(monk
     leaver = threading.current_thread  # set below to the leaving thread
     lane_held, release_lane, results = threading.Event(), threading.Event(), {}
 
-    def waiting(self, ahead):  # the leader's visitor leaves once another has asked after it
+    def waiting(self, ahead, yours=0):  # the leader's visitor leaves once another has asked after it
         if threading.current_thread() is leaver and len(batches._TOGETHER.get("g", [])) == 2:
             raise Left
 

@@ -35,7 +35,7 @@ def test_one_at_a_time_in_the_order_asked_each_told_how_many_are_ahead():
             release.wait(WAIT)
 
     def visitor(name: str) -> None:
-        with turns.turn(lambda ahead: told.setdefault(name, ahead)):
+        with turns.turn(lambda ahead, yours: told.setdefault(name, ahead)):
             order.append(name)
 
     threads = [started(holder)]
@@ -65,7 +65,7 @@ def test_a_long_computation_passes_its_turn_between_steps_only_when_someone_wait
                 events.append(("long step", step))
 
     def short() -> None:
-        with turns.turn(lambda ahead: short_queued.set()):
+        with turns.turn(lambda ahead, yours: short_queued.set()):
             events.append(("short", 0))
 
     first = started(long)
@@ -91,7 +91,7 @@ def test_a_visitor_who_leaves_the_queue_leaves_no_hole_and_nested_turns_do_not_w
             release.wait(WAIT)
 
     def leaver() -> None:
-        def waiting(ahead: int) -> None:
+        def waiting(ahead: int, yours: int) -> None:
             raise Left
 
         with pytest.raises(Left), turns.turn(waiting):
@@ -171,3 +171,123 @@ def test_waiting_for_a_lane_to_be_idle():
     assert lane.wait_idle(10) and 0.25 <= time.monotonic() - started < 5
     with lane.turn():
         assert not lane.wait_idle(5)  # its own turn: no wait (it would be for ever)
+
+
+def test_visitors_take_turns_and_each_is_told_how_many_ahead_are_its_own():
+    """The next turn goes to the visitor whose last one is the oldest: a visitor asking after
+    another's three tabs goes before that visitor's second and third; each waiting tab is told
+    how many computations are ahead and how many of them are its own visitor's."""
+    turns, order, told, release = Turns(slots=1, poll=0.01), [], {}, threading.Event()
+
+    def tab(name: str, visitor: str) -> None:
+        with turns.turn(lambda ahead, yours: told.__setitem__(name, (ahead, yours)), visitor):
+            order.append(name)
+            if name == "a1":
+                release.wait(WAIT)
+
+    threads = [started(tab, "a1", "a")]
+    until(lambda: order == ["a1"], "a1's turn")
+    for i, (name, visitor) in enumerate([("a2", "a"), ("a3", "a"), ("b1", "b")]):
+        threads.append(started(tab, name, visitor))
+        until(lambda i=i, name=name: turns.waiting() == i + 1 and name in told, f"{name} queued")
+    until(lambda: told["a3"] == (3, 2), "a3 told again after b1 came")
+    assert told["b1"] == (1, 0)  # only a1, running: b1 goes before a2 and a3
+    assert told["a2"] == (2, 1)  # a1 and b1; a1 its own
+    assert turns.busy("a") == 3 and turns.busy("b") == 1
+    release.set()
+    for thread in threads:
+        thread.join(WAIT)
+    assert order == ["a1", "b1", "a2", "a3"]
+    assert turns.busy() == 0
+
+
+STEP = 0.02  # seconds of one step of a fake heavy computation
+
+
+def visitors_tabs(monkeypatch):
+    """`tab(visitor, name, steps_until)`: a browser tab's heavy computation through the runner (plain
+    threads, as its scripts' threads), STEP-second steps with a progress report after each, until
+    `steps_until()`; the steps' names in the order they ran; each thread's visitor (the browser whose
+    owner token app.shell.owner.digest gives)."""
+    from app.shell import owner, runner
+
+    who, steps = {}, []
+    monkeypatch.setattr(owner, "digest", lambda: who[threading.get_ident()])  # the browser's owner token
+
+    def tab(visitor: str, name: str, until_done) -> None:
+        who[threading.get_ident()] = visitor
+
+        def work(progress):
+            while not until_done():
+                steps.append(name)
+                time.sleep(STEP)
+                progress(0.5, "a step")
+            return name
+
+        runner.run([runner.Part(name, ("tab", name), work)], keep=False)
+
+    return tab, steps, who
+
+
+def test_one_visitors_six_tabs_share_the_heavy_lane_step_for_step_with_another_visitor(monkeypatch):
+    """Six tabs of one browser hold the heavy lane (runner.TURNS) with long computations; another
+    visitor's computation then waits at most one step of theirs for each of its steps (a
+    seventh of the lane, six steps of theirs for each of its own, when turns went to computations
+    in the order asked)."""
+    from app.shell import runner
+
+    tab, steps, _ = visitors_tabs(monkeypatch)
+    done = threading.Event()
+    tabs = [started(tab, "a", f"a{i}", done.is_set) for i in range(6)]
+    until(lambda: runner.TURNS.busy() == 6, "the six tabs in the heavy lane")
+    asked = len(steps)
+    other = started(tab, "b", "b", lambda: steps.count("b") == 5)
+    other.join(WAIT)
+    done.set()
+    for thread in tabs:
+        thread.join(WAIT)
+    after = steps[asked:]
+    b_steps = [i for i, name in enumerate(after) if name == "b"]
+    waits = [later - earlier - 1 for earlier, later in zip([-1, *b_steps], b_steps)]  # the tabs' steps before each of b's
+    assert len(b_steps) == 5 and max(waits) <= 1, (waits, after)
+    assert runner.TURNS.busy() == 0
+
+
+def test_typed_pairs_never_wait_for_six_heavy_tabs_of_one_visitor(monkeypatch):
+    """The bound of the quick lane (runner.QUICK) while six tabs of one browser hold the heavy lane:
+    another visitor's typed pair is computed at once, and while it is, the heavy tabs start no new
+    step (at most the one that had begun when it was asked): its wait is its own work, never the
+    tabs' queue. Fake work of known duration: 50 ms a pair, STEP a heavy step."""
+    from app.shell import batches, runner
+
+    tab, steps, who = visitors_tabs(monkeypatch)
+    done, pairs, ended = threading.Event(), [], []
+
+    def many(items):
+        time.sleep(0.05)
+        ended.append(len(steps))  # the tabs' steps begun so far
+        return items
+
+    who[threading.get_ident()] = "b"
+    batches.together(("starved pair", "first"), "starved", 0, many, "the typed pair")  # what a first pair imports (torch)
+    tabs = [started(tab, "a", f"a{i}", done.is_set) for i in range(6)]
+    until(lambda: runner.TURNS.busy() == 6, "the six tabs in the heavy lane")
+    for n in range(5):
+        before = len(steps)
+        assert batches.together(("starved pair", n), "starved", n, many, "the typed pair") == n
+        pairs.append(ended[-1] - before)  # the tabs' steps begun from the ask to the pair's scores
+        time.sleep(2 * STEP)  # the tabs step on between the pairs
+    done.set()
+    for thread in tabs:
+        thread.join(WAIT)
+    assert max(pairs) <= 1, pairs  # six or more, were the pair queued behind the tabs
+    assert runner.TURNS.busy() == 0 and runner.QUICK.busy() == 0
+
+
+def test_who_waits_is_told_whose_computations_are_ahead():
+    from app.shell.runner import queue_words
+
+    assert queue_words(3).startswith("Waiting for 3 computations of other visitors to finish: ")
+    assert queue_words(2, 2).startswith("Waiting for 2 computations asked in your other tabs to finish: ")
+    assert queue_words(3, 1).startswith("Waiting for 3 computations, 1 of them asked in your other tabs, to finish: ")
+    assert queue_words(1).endswith("this server computes one thing at a time, each visitor's in turn")

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-from app.shell.runner import MISSING, QUICK, Part, Shown, keep_result, kept_result
+from app.shell.runner import MISSING, QUICK, Part, Shown, keep_result, kept_result, visitor
 
 T = TypeVar("T")
 
@@ -60,7 +60,7 @@ def _lead(ask: _Ask, group: Hashable, many: Callable[[list[Any]], list[Any]], pa
     taken: list[_Ask] = []
     try:
         shown.begin(0, part)
-        with QUICK.turn(shown.waiting):
+        with QUICK.turn(shown.waiting, visitor()):
             shown.turn_came()
             with _TOGETHER_LOCK:
                 taken = _TOGETHER.pop(group)

@@ -4,8 +4,9 @@ as parts (one per checkpoint, or one). For each part it
   under the part's key (the analysis, the checkpoints and their files' stamps, every input), and
   a result many visitors ask for is computed by the first while the others wait for it;
 - else computes it in this visitor's turn (`TURNS`, app/shell/turns.py): one heavy computation at
-  a time on this server, first come first served (each uses every core); a long one passes its turn
-  between its progress reports when someone waits, and whoever waits is told how many are ahead;
+  a time on this server (each uses every core), visitors in turn (`visitor`: one browser's tabs are one
+  visitor) and each visitor's in the order asked; a long one passes its turn between its progress reports
+  when someone waits, and whoever waits is told how many are ahead and how many of those are its other tabs';
   a moment of the cores (`batches.together`: typed pairs) has a lane of its own (`QUICK`), one at a time
   too, and never waits for a long computation's step: with twenty visitors and an upload, a typed
   pair waited for the upload's batches under the load (24 s median, 40 s p95 in
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import streamlit as st
 
 from albert_lab.errors import AlbertLabError
-from app.shell import ui
+from app.shell import owner, ui
 from app.shell.state import shell
 from app.shell.text import fmt_duration, plural
 from app.shell.turns import Turns
@@ -124,9 +125,21 @@ def was_stopped(kind: str, key: Hashable) -> bool:
     return state is not None and state["stopped"] and state["request"] == (key,)
 
 
-def queue_words(ahead: int) -> str:
-    return (f"Waiting for {plural(ahead, 'computation')} of other visitors to finish: this server computes one "
-            "thing at a time, in the order asked")
+def queue_words(ahead: int, yours: int = 0) -> str:
+    """What a visitor waiting for a lane is told: `ahead` computations before its own, `yours` of them its other tabs'."""
+    if not yours:
+        whose = f"{plural(ahead, 'computation')} of other visitors"
+    elif yours == ahead:
+        whose = f"{plural(ahead, 'computation')} asked in your other tabs"
+    else:
+        whose = f"{plural(ahead, 'computation')}, {yours} of them asked in your other tabs,"
+    return f"Waiting for {whose} to finish: this server computes one thing at a time, each visitor's in turn"
+
+
+def visitor() -> str:
+    """Who asks, for the lanes' turns: this browser (its owner token's hash, which its tabs share), so that
+    one visitor's tabs take turns with other visitors rather than a turn each."""
+    return owner.digest()
 
 
 def _one(part: Part[T], keep: bool, shown: Shown, i: int) -> T:
@@ -140,7 +153,7 @@ def _one(part: Part[T], keep: bool, shown: Shown, i: int) -> T:
         return copy.deepcopy(kept)
     result: Any = MISSING
     try:
-        with shown.lane.turn(shown.waiting):
+        with shown.lane.turn(shown.waiting, visitor()):
             shown.turn_came()
             result = part.work(shown.progress)
     finally:
@@ -167,7 +180,7 @@ class Shown:
             self.slot = st.empty()
         if self.cost is None:
             if self.lane.busy() and not self.lane.holds():  # said at once: the part waits
-                self.waiting(self.lane.busy())
+                self.waiting(self.lane.busy(), self.lane.busy(visitor()))
             return
         self.label = f"{part.name} ({i + 1} of {len(self.todo)})" if self.each else part.name
         self.guess = ui.estimate(self.cost.kind, part.units, self.cost.seconds)
@@ -187,26 +200,32 @@ class Shown:
         elif note is not None:
             self.slot.info(note, icon=":material/hourglass_top:")
 
-    def waiting(self, ahead: int) -> None:
-        self.say(0.0, _lower(queue_words(ahead)), queue_words(ahead))
+    def waiting(self, ahead: int, yours: int = 0) -> None:
+        self.say(0.0, _lower(queue_words(ahead, yours)), queue_words(ahead, yours))
 
     def shared(self) -> None:
         self.say(0.0, "being computed for another visitor; it is shown here when done",
                  "Being computed for another visitor; it is shown here when done")
 
     def turn_came(self) -> None:
+        self.after_quick(0.0, "starting")  # a computation's first step too: turns passed between several start them
         self.began = time.perf_counter()  # the time left and the pace learned count from here
         if self.cost is None:
             self.slot.empty()
 
+    def after_quick(self, fraction: float, doing: str) -> None:
+        """In the heavy lane, before a step: the visitors' moments first (they wait on the page for
+        them), at most YIELD_SECONDS."""
+        if self.lane is TURNS and QUICK.busy():
+            self.say(fraction, f"{doing}; paused while typed pairs are scored")
+            QUICK.wait_idle(YIELD_SECONDS)
+
     def progress(self, fraction: float, doing: str) -> None:
         if threading.get_ident() != self.script_thread:  # e.g. a GPU backward's own thread: no page to draw on
             return
-        passed = self.lane.pass_turn(lambda ahead: self.say(fraction, f"{doing}; paused, {_lower(queue_words(ahead))}",
-                                                        queue_words(ahead)))
-        if self.lane is TURNS and QUICK.busy():  # the visitors' moments first: they wait on the page for it
-            self.say(fraction, f"{doing}; paused while typed pairs are scored")
-            QUICK.wait_idle(YIELD_SECONDS)
+        passed = self.lane.pass_turn(lambda ahead, yours: self.say(
+            fraction, f"{doing}; paused, {_lower(queue_words(ahead, yours))}", queue_words(ahead, yours)))
+        self.after_quick(fraction, doing)
         if self.cost is None:
             if passed:
                 self.slot.empty()
