@@ -31,7 +31,8 @@ import copy
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -134,6 +135,26 @@ def queue_words(ahead: int, yours: int = 0) -> str:
     else:
         whose = f"{plural(ahead, 'computation')}, {yours} of them asked in your other tabs,"
     return f"Waiting for {whose} to finish: this server computes one thing at a time, each visitor's in turn"
+
+
+@contextmanager
+def heavy_turn(say: Callable[[str], None]) -> Iterator[Callable[[], None]]:
+    """This visitor's turn of the heavy lane for work that draws its own progress (the Depth lab's
+    trainings, which are not analyses of checkpoints): `say` shows what it waits for. The function
+    it yields, called between steps, passes the turn when others wait and waits while typed pairs
+    are scored, as `run`'s parts do at their progress reports."""
+    def waiting(ahead: int, yours: int) -> None:
+        say(queue_words(ahead, yours))
+
+    def between() -> None:
+        TURNS.pass_turn(waiting)
+        if QUICK.busy():
+            say("Paused while typed pairs are scored")
+            QUICK.wait_idle(YIELD_SECONDS)
+
+    with TURNS.turn(waiting, visitor()):
+        between()
+        yield between
 
 
 def visitor() -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
 
@@ -16,7 +18,7 @@ from albert_lab.analysis import depth as depth_lib  # called through the module:
 from albert_lab.analysis.depth import VGG_NETS, DepthConfig, describe, vgg_label
 from app.rooms.depth_lab import cache as depth_cache
 from app.rooms.depth_lab.cache import VGG_RECORD_EVERY
-from app.shell import ui
+from app.shell import runner, ui
 from app.shell.state import kept
 from app.shell.text import fmt_duration
 
@@ -39,14 +41,21 @@ class _Pace:
     """The bar of a training of `total` units (steps x layers) and the time it has left, at
     this machine's pace measured from step 5 on (loading data and the first steps are
     slower), before that at `kind`'s learned or guessed seconds per unit. The bar moves at
-    most twice a second: a bar update is where a Stop interrupts the script."""
+    most twice a second: a bar update is where a Stop interrupts the script. Each step first
+    calls `between` (runner.heavy_turn's: the heavy lane's turn passed when others wait)."""
 
     def __init__(self, bar, total: float, kind: str, guess_per_unit: float) -> None:
         self.bar, self.total, self.kind, self.guess = bar, total, kind, guess_per_unit
-        self.shown = self.since = 0.0
+        self.shown = self.since = self.fraction = 0.0
         self.done = self.since_units = 0.0  # units of the networks finished; units when the pace was first measured
+        self.between: Callable[[], None] = lambda: None
+
+    def say(self, words: str) -> None:
+        """`words` on the bar, where it stands (what the training waits for)."""
+        self.bar.progress(self.fraction, text=words)
 
     def report(self, step: int, per_step: float, label: str, steps: int) -> None:
+        self.between()
         now = time.perf_counter()
         if now - self.shown < 0.5 and step != 1:
             return
@@ -56,7 +65,8 @@ class _Pace:
         measured = self.since and units > self.since_units
         left = ((now - self.since) / (units - self.since_units) * (self.total - units) if measured
                 else ui.estimate(self.kind, self.total - units, self.guess))
-        self.bar.progress(min(1.0, units / self.total), text=f"Training {label}: step {step} of {steps}, about "
+        self.fraction = min(1.0, units / self.total)
+        self.bar.progress(self.fraction, text=f"Training {label}: step {step} of {steps}, about "
                           f"{fmt_duration(left)} left at this machine's pace")
 
 
@@ -82,16 +92,17 @@ def train_all(configs: list[DepthConfig]) -> tuple[list[tuple[pd.DataFrame, pd.D
         stop.button("Stop training", key="dl_stop", icon=":material/stop:", on_click=_stop_disc,
                     help="Stops at the next step; the networks already trained are kept and drawn")
         try:
-            for i, cfg in enumerate(todo):
-                progress = partial(pace.report, per_step=disc_units(cfg) / cfg.steps, steps=cfg.steps,
-                                   label=f"{describe(cfg)} ({i + 1} of {len(todo)})")
-                started = time.perf_counter()
-                found[cfg] = depth_lib.train_disc(cfg, progress=progress)
-                ui.learn("depth", time.perf_counter() - started, disc_units(cfg))
-                pace.done += disc_units(cfg)
-                _DISC_TRAINED[cfg] = found[cfg]
-                while len(_DISC_TRAINED) > 64:  # the last settings tried, a few MB at most
-                    _DISC_TRAINED.popitem(last=False)
+            with runner.heavy_turn(pace.say) as pace.between:  # one training at a time on this server, visitors in turn
+                for i, cfg in enumerate(todo):
+                    progress = partial(pace.report, per_step=disc_units(cfg) / cfg.steps, steps=cfg.steps,
+                                       label=f"{describe(cfg)} ({i + 1} of {len(todo)})")
+                    started = time.perf_counter()
+                    found[cfg] = depth_lib.train_disc(cfg, progress=progress)
+                    ui.learn("depth", time.perf_counter() - started, disc_units(cfg))
+                    pace.done += disc_units(cfg)
+                    _DISC_TRAINED[cfg] = found[cfg]
+                    while len(_DISC_TRAINED) > 64:  # the last settings tried, a few MB at most
+                        _DISC_TRAINED.popitem(last=False)
         finally:  # an error is shown without a bar or a Stop that would do nothing
             bar.empty()
             stop.empty()
@@ -121,11 +132,13 @@ def vgg_nets(steps: int, lr: float) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
     if todo:
         stop.button("Stop training", key="vgg_stop", icon=":material/stop:", on_click=stop_vgg,
                   help="Stops at the next step; the nets already trained are kept and drawn")
-    for i, (depth, batchnorm) in enumerate(todo):
-        progress = partial(pace.report, per_step=depth, steps=steps, label=f"{vgg_label(depth, batchnorm)} ({i + 1} of {len(todo)})")
-        result = depth_lib.train_vgg(depth, batchnorm, steps, lr, record_every=VGG_RECORD_EVERY, progress=progress)
-        depth_cache.keep_vgg(depth, batchnorm, steps, lr, result)
-        pace.done += steps * depth
+    with runner.heavy_turn(pace.say) if todo else nullcontext(pace.between) as pace.between:
+        for i, (depth, batchnorm) in enumerate(todo):
+            progress = partial(pace.report, per_step=depth, steps=steps,
+                               label=f"{vgg_label(depth, batchnorm)} ({i + 1} of {len(todo)})")
+            result = depth_lib.train_vgg(depth, batchnorm, steps, lr, record_every=VGG_RECORD_EVERY, progress=progress)
+            depth_cache.keep_vgg(depth, batchnorm, steps, lr, result)
+            pace.done += steps * depth
     if todo:
         ui.learn("vgg", time.perf_counter() - start, total)
         bar.empty()
