@@ -37,11 +37,13 @@ class Answer:
 
 
 class Session:
-    """One visitor's websocket to the app at `url` (http://host:port)."""
+    """One visitor's websocket to the app at `url` (http://host:port). `cookies`: what the browser
+    sends with it (one browser's tabs send the same owner cookie, app/shell/owner.py)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, cookies: dict[str, str] | None = None) -> None:
         parts = urlsplit(url)
         self.url, self.ws_url = url, f"ws://{parts.netloc}/_stcore/stream"
+        self.headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())} if cookies else {}
         self.ws = None
         self._reader: asyncio.Task | None = None
         self._answer: Answer | None = None
@@ -50,7 +52,7 @@ class Session:
 
     async def __aenter__(self) -> Session:
         self.ws = await websockets.connect(self.ws_url, subprotocols=["streamlit"], max_size=None, origin=self.url,
-                                           ping_interval=None, open_timeout=120)
+                                           additional_headers=self.headers, ping_interval=None, open_timeout=120)
         self._reader = asyncio.create_task(self._read())
         return self
 
