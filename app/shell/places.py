@@ -18,21 +18,36 @@ def check_local_folder(text: str) -> str:
     """A folder typed into the browser or carried by a link must lie inside the allowed roots. Any
     other path, `~`, `~root` and `~nosuchuser` alike, gets one message that names no folder of the
     server and tells nothing of what exists outside the roots; inside them, the path checks of
-    paths.user_path (symlink loops, lengths) speak."""
+    paths.user_path (symlink loops, lengths) speak. The path returned is the one typed with its
+    '..' taken as written (`within_roots`): nothing outside the roots is looked up on the way."""
     text = text.strip()
-    path = Path(os.path.expanduser(text)) if text.startswith("~") else Path(text)  # a user that does not exist: as is
-    if not path.is_absolute():
-        path = Path.cwd() / path
-    try:
-        inside = is_within(path, allowed_roots())
-    except (OSError, RuntimeError, ValueError):  # a symlink loop or an overlong path outside: outside all the same
-        inside = False
-    if not inside:
+    path = within_roots(text, allowed_roots())
+    if path is None:
         shown = repr(text if len(text) <= 60 else text[:60] + "...")
         raise AlbertLabError(f"{shown} is outside the folders the app may read ({allowed_words()}); copy the checkpoint "
                              "into checkpoints/ or runs/ of the app's folder, or ask whoever serves the app to list its "
                              "folder in ALBERT_LAB_ALLOWED_DIRS")
     return str(user_path(path))
+
+
+def within_roots(text: str, roots: list[Path]) -> Path | None:
+    """The absolute path `text` names, if it lies inside `roots`, else None. `..` are taken as written
+    (os.path.normpath) before anything is looked up: '/etc/../<root>/x' and '/nonexistent/../<root>/x'
+    are both '<root>/x', where walking them told whether /etc exists. A `~` or `~user` counts as
+    inside only when that home folder is itself inside a root: a home outside, a user without one
+    and a user that does not exist are all outside, whatever follows ('~root/../<root>/x' would tell
+    where root's home is), and '~nosuchuser' is never read as a folder of that name here."""
+    head, slash, rest = text.partition("/")
+    try:
+        if text.startswith("~"):
+            home = os.path.expanduser(head)  # as it is for a user that does not exist, or a ~ without a home
+            if home == head or not os.path.isabs(home) or not is_within(Path(home), roots):
+                return None
+            text = home + slash + rest
+        path = Path(os.path.normpath(Path.cwd() / text))
+        return path if is_within(path, roots) else None
+    except (OSError, RuntimeError, ValueError):  # a symlink loop or an overlong path outside: outside all the same
+        return None
 
 
 def allowed_words() -> str:
