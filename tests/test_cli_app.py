@@ -273,6 +273,7 @@ def test_the_server_reads_streamlit_options_without_waiting_for_their_lock(monke
     from app.shell import serve
 
     monkeypatch.setattr(config, "get_option", config.get_option)  # put back after the test
+    monkeypatch.setattr(config, "get_config_options", config.get_config_options)
     locked = config.get_option
     keys = list(config.get_config_options())
     serve.read_config_without_lock()
@@ -297,3 +298,58 @@ def test_the_server_reads_streamlit_options_without_waiting_for_their_lock(monke
     finally:
         done.set()
         holder.join(10)
+
+
+def test_options_read_without_the_lock_are_old_or_new_while_a_changed_config_file_is_read_again(monkeypatch, tmp_path):
+    """Streamlit reads its config files again when one changes while serving (bootstrap's config watcher:
+    load_config_options, then get_config_options(force_reparse=True)): it puts a fresh copy of the
+    defaults in place and fills it from the files and the command line after, under its lock. Pages
+    reading the options without that lock, on other threads meanwhile, must see the old value or the
+    new one of every option, never a default neither gives, never a missing key."""
+    import threading
+
+    from streamlit import config
+    from streamlit.web import bootstrap
+
+    from app.shell import serve
+
+    monkeypatch.setattr(config, "get_option", config.get_option)  # Streamlit's own, put back after the test
+    monkeypatch.setattr(config, "get_config_options", config.get_config_options)
+    monkeypatch.setattr(config, "_config_options", config._config_options)  # the options before the test
+    monkeypatch.chdir(tmp_path)  # the project's config file: $CWD/.streamlit/config.toml
+    (tmp_path / ".streamlit").mkdir()
+    file, flags = tmp_path / ".streamlit" / "config.toml", {"runner_postScriptGC": False}  # as serve.streamlit_argv's
+
+    def config_file(colour: str) -> None:
+        file.write_text(f'[server]\nheadless = true\n[theme.light]\nprimaryColor = "{colour}"\n')
+        bootstrap.load_config_options(flags)
+
+    config_file("#111111")
+    serve.read_config_without_lock()
+    allowed = {"runner.postScriptGC": {False}, "server.headless": {True}, "theme.light.primaryColor": {"#111111", "#222222"}}
+    reads, wrong, done = [0], [], threading.Event()
+
+    def page() -> None:
+        while not done.is_set():
+            for key, values in allowed.items():
+                try:
+                    value = config.get_option(key)
+                except Exception as err:  # a missing key
+                    wrong.append((key, repr(err)))
+                    continue
+                if value not in values:
+                    wrong.append((key, value))
+            reads[0] += 1
+
+    pages = [threading.Thread(target=page, daemon=True)]
+    for thread in pages:
+        thread.start()
+    try:
+        for i in range(20):
+            config_file("#222222" if i % 2 == 0 else "#111111")
+    finally:
+        done.set()
+        for thread in pages:
+            thread.join(10)
+    assert reads[0] > 20 and not wrong, (reads[0], wrong[:5], len(wrong))
+    assert config.get_option("theme.light.primaryColor") == "#111111"  # the last file's

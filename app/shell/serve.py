@@ -40,7 +40,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -107,24 +107,44 @@ def prepare_process() -> None:
     read_config_without_lock()
 
 
-def read_config_without_lock() -> None:
+def read_config_without_lock() -> Callable[[], None]:
     """Streamlit reads its config options under one lock for the whole process (`get_option`), on
     every message a script sends and every widget, while the event loop holds the same lock to
     copy the theme section for every script run. With twenty visitors, their script threads waited
     for it about 100 s in a 460 s class (py-spy --idle on the server, bench_class.py): whoever held it
-    waited for the GIL with the lock held. The options are one dict, replaced whole (and then filled)
-    only when a config file changes while serving: read without the lock, the value of an option is
-    the dict's at that moment. Options not in it go to Streamlit's own (its error included)."""
+    waited for the GIL with the lock held. So the server reads them without the lock, from the last
+    options dict Streamlit finished. The dict is replaced when a config file changes while serving
+    (bootstrap's config watcher: `config.get_config_options(force_reparse=True)`), by a fresh copy
+    of the defaults filled from the files, the environment and the command line after, all under the
+    lock: read in between, an option had its default, which neither the old config nor the new one
+    gives (`runner.postScriptGC` back on, the theme's colours gone). `get_config_options` is wrapped
+    to keep the dict it returns under the lock once a parse is done (its callbacks, which may still
+    change options, included); reads go there, and until the first parse, or for options not in
+    it, to Streamlit's own (its error included). Returns what puts Streamlit's functions back."""
     from streamlit import config
 
-    locked = config.get_option
+    locked, parse = config.get_option, config.get_config_options
+    with config._config_lock:
+        finished = [config._config_options]  # a parse is done under the lock: what is there now is whole
+
+    @functools.wraps(parse)
+    def get_config_options(force_reparse: bool = False, options_from_flags: dict[str, Any] | None = None) -> Any:
+        if not force_reparse and finished[0]:
+            return parse(force_reparse, options_from_flags)
+        with config._config_lock:  # reentrant: Streamlit's parse takes it again
+            finished[0] = parse(force_reparse, options_from_flags)
+            return finished[0]
 
     @functools.wraps(locked)
     def get_option(key: str) -> Any:
-        options = config._config_options
+        options = finished[0]
         return options[key].value if options and key in options else locked(key)
 
-    config.get_option = get_option
+    def put_back() -> None:
+        config.get_option, config.get_config_options = locked, parse
+
+    config.get_config_options, config.get_option = get_config_options, get_option
+    return put_back
 
 
 GC_AFTER_RUN = "--runner.postScriptGC"
