@@ -9,15 +9,15 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # pages import `app.shell.ui`
+if str(ROOT) not in sys.path:  # pages import `app.shell.*`
     sys.path.insert(0, str(ROOT))
 
 import streamlit as st  # noqa: E402
 
-from app.shell import browser, links, owner, picker, presets, registry, serve, state, ui  # noqa: E402
+from app.shell import browser, draw, links, loading, owner, pace, picker, presets, registry, serve, state  # noqa: E402
 from app.shell.guard import guard  # noqa: E402
 
-st.set_page_config(page_title="ALBERT Lab", page_icon=ui.PAGE_ICON, layout="wide")
+st.set_page_config(page_title="ALBERT Lab", page_icon=draw.PAGE_ICON, layout="wide")
 
 BY_STEM = {room.stem: st.Page(room.script, title=room.title, icon=room.icon, url_path=room.url_path,
                               default=room.stem == registry.DEFAULT) for room in registry.PAGES}
@@ -29,7 +29,7 @@ with serve.traced() as run:  # the server's own time per run, when ALBERT_LAB_TR
     page = st.navigation(PAGES)
     run["page"] = STEM[page]
     links.keep()  # the pages' controls keep their values through runs that do not draw them
-    ui.use_threads(wait=False)  # one thread while a training run uses the cores
+    pace.use_threads(wait=False)  # one thread while a training run uses the cores
     with guard("reading the sidebar"):  # a link's odd value is a message above the page, never a traceback
         picker.sidebar()
     presets.presets(BY_STEM)
@@ -42,4 +42,4 @@ with serve.traced() as run:  # the server's own time per run, when ALBERT_LAB_TR
     links.publish()  # what the page shared, into the link
     owner.remember()  # the browser keeps its owner token: a reload still owns the runs it started
     browser.prefetch_plotly()  # the browser loads plotly.js while idle; the landing page has no plotly chart
-    ui.warm_up()  # after the page is drawn: model code imports in the background
+    loading.warm_up()  # after the page is drawn: model code imports in the background

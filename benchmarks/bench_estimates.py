@@ -1,6 +1,6 @@
 """The app's time estimates against measurement: for every analysis whose record has a cost
 (albert_lab.analysis.registry), what a page says before it starts (the page's units of work times
-the record's seconds per unit, as app.shell.ui.estimate answers before this process has timed
+the record's seconds per unit, as app.shell.pace.estimate answers before this process has timed
 anything) and what the same work then takes, called as the page calls it, on the shipped
 checkpoints: Table 5 measured now, oscillation, gradient flow, depth extrapolation, an uploaded
 pairs file, token attributions.

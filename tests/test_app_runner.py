@@ -214,26 +214,26 @@ def test_a_computation_leaves_a_core_to_the_other_visitors(monkeypatch):
     import streamlit.runtime.scriptrunner as scriptrunner
     import torch
 
-    from app.shell import ui
+    from app.shell import pace
 
     before = torch.get_num_threads()
     session, clock = SimpleNamespace(session_id="teacher"), [1000.0]
     monkeypatch.setattr(scriptrunner, "get_script_run_ctx", lambda: session)
-    monkeypatch.setattr(ui.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(ui.os, "cpu_count", lambda: 4)
-    monkeypatch.setattr(ui, "active_run", lambda: False)
-    monkeypatch.setattr(ui, "_SEEN", {})
+    monkeypatch.setattr(pace.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(pace.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(pace, "active_run", lambda: False)
+    monkeypatch.setattr(pace, "_SEEN", {})
     try:
-        ui.use_threads()
-        assert torch.get_num_threads() == 4 and ui.visitors() == 1
+        pace.use_threads()
+        assert torch.get_num_threads() == 4 and pace.visitors() == 1
         session.session_id = "student"
-        ui.use_threads()
-        assert torch.get_num_threads() == 3 and ui.visitors() == 2
-        clock[0] += ui.VISITING + 1  # the teacher's tab closed five minutes ago: the student alone
-        ui.use_threads()
-        assert torch.get_num_threads() == 4 and ui.visitors() == 1
-        monkeypatch.setattr(ui, "active_run", lambda: True)
-        ui.use_threads()
+        pace.use_threads()
+        assert torch.get_num_threads() == 3 and pace.visitors() == 2
+        clock[0] += pace.VISITING + 1  # the teacher's tab closed five minutes ago: the student alone
+        pace.use_threads()
+        assert torch.get_num_threads() == 4 and pace.visitors() == 1
+        monkeypatch.setattr(pace, "active_run", lambda: True)
+        pace.use_threads()
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)

@@ -291,10 +291,10 @@ def test_a_bert_of_one_token_type_is_scored(tmp_path, tokenizer, monkeypatch):
 
 def test_the_attribution_estimate_comes_from_the_cost_model(app):
     """'Press Explain ... (a few seconds)' was said of every model and pair; it took 22 s. The page now
-    says what app.shell.costs and the process's own pace (app.shell.ui.estimate) expect, as its progress bar does."""
+    says what app.shell.costs and the process's own pace (app.shell.pace.estimate) expect, as its progress bar does."""
     import sys
 
-    from app.shell import costs, ui
+    from app.shell import costs, pace
     from app.shell.text import fmt_duration
 
     at = goto(app, "sentence_pairs")
@@ -307,7 +307,7 @@ def test_the_attribution_estimate_comes_from_the_cost_model(app):
     tokens = len(loaded.tokenizer(at.text_area(key="pair_a").value, at.text_area(key="pair_b").value)["input_ids"])
     units = costs.attribution_units(loaded.spec, 50, tokens)
     first = costs.FIRST_TIME_SECONDS["attribution"] if "captum" not in sys.modules else 0.0
-    expected = ui.estimate("attribution", units, costs.SECONDS_PER_UNIT["attribution"]) + first
+    expected = pace.estimate("attribution", units, costs.SECONDS_PER_UNIT["attribution"]) + first
     assert f"about {fmt_duration(expected)} for {bundle} at 50 steps" in info, (info, expected)
 
 

@@ -399,7 +399,7 @@ def test_a_link_names_a_folder_under_checkpoints_or_runs_without_the_servers_pat
 
 def test_an_error_in_the_sidebar_or_a_page_is_a_message_not_a_traceback(app, monkeypatch):
     from albert_lab.errors import AlbertLabError
-    from app.shell import picker, ui
+    from app.shell import loading, picker
 
     def unreadable(*args, **kwargs):
         raise AlbertLabError("runs/: cannot be read (Permission denied)")
@@ -409,7 +409,7 @@ def test_an_error_in_the_sidebar_or_a_page_is_a_message_not_a_traceback(app, mon
     assert not app.exception, [e.value for e in app.exception]
     assert any("reading the sidebar: runs/: cannot be read" in e.value for e in app.error)
     monkeypatch.undo()
-    monkeypatch.setattr(ui, "need_checkpoints", unreadable)
+    monkeypatch.setattr(loading, "need_checkpoints", unreadable)
     at = goto(app, "model_card")
     assert any(e.value == "runs/: cannot be read (Permission denied)" for e in at.error), [e.value for e in at.error]
 

@@ -152,10 +152,10 @@ def test_compare_runs_tells_two_runs_of_one_name_apart(tmp_path, monkeypatch):
     shutil.copytree(first, second)
     (second / "run.json").write_text((first / "run.json").read_text().replace(first.name, second.name))
     monkeypatch.setenv("ALBERT_LAB_RUNS", str(tmp_path / "runs"))
-    from app.shell import ui
+    from app.shell import draw
 
     downloads = {}
-    monkeypatch.setattr(ui, "download", lambda frame, name, *args, **kwargs: downloads.__setitem__(name, frame))
+    monkeypatch.setattr(draw, "download", lambda frame, name, *args, **kwargs: downloads.__setitem__(name, frame))
     at = start("training")
     at.multiselect(key="compare_runs").set_value([first.name, second.name]).run()
     compare = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "by run" in c.proto.spec)

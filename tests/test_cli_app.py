@@ -45,7 +45,7 @@ def test_app_on_a_busy_port_says_so_before_printing_an_address():
 def test_the_server_entry_point_imports_the_first_page_then_is_streamlit_run():
     """app.shell.serve imports what the first page needs, then hands its command line to streamlit's:
     the URL the server prints opens on a page that does not wait for imports, and torch (2.6 s)
-    is imported after that page (ui.warm_up), not before the server listens. In a fresh
+    is imported after that page (loading.warm_up), not before the server listens. In a fresh
     interpreter, so that what is imported is the entry point's doing."""
     probe = ("import runpy, sys\n"
              "import streamlit.web.cli as cli\n"
@@ -65,8 +65,8 @@ def test_the_model_card_draws_without_importing_torch():
     `streamlit run app/main.py` it draws while the model code imports in the background."""
     probe = ("import sys\n"
              "from streamlit.testing.v1 import AppTest\n"
-             "import app.shell.ui as ui\n"
-             "ui._WARMING = True  # no background import: what is imported is the page's doing\n"
+             "import app.shell.loading as loading\n"
+             "loading._WARMING = True  # no background import: what is imported is the page's doing\n"
              "at = AppTest.from_file('app/main.py', default_timeout=60).run()\n"
              "print(not at.exception, [t.value for t in at.title], 'torch' in sys.modules,"
              " [s.options for s in at.sidebar.selectbox if s.label == 'Device'])\n")
@@ -79,16 +79,16 @@ def test_the_model_card_draws_without_importing_torch():
 def test_the_app_computes_on_one_thread_while_a_run_trains(monkeypatch):
     import torch
 
-    from app.shell import ui
+    from app.shell import pace
 
     threads = torch.get_num_threads()
     try:
-        monkeypatch.setattr(ui, "active_run", lambda: True)
+        monkeypatch.setattr(pace, "active_run", lambda: True)
         torch.set_num_threads(2)
-        ui.use_threads(wait=False)
+        pace.use_threads(wait=False)
         assert torch.get_num_threads() == 1
-        monkeypatch.setattr(ui, "active_run", lambda: False)
-        ui.use_threads()
+        monkeypatch.setattr(pace, "active_run", lambda: False)
+        pace.use_threads()
         assert torch.get_num_threads() == max(1, os.cpu_count() or 1)
     finally:
         torch.set_num_threads(threads)
@@ -99,9 +99,9 @@ def test_favicon_is_drawn_locally():
     ':material/...' icon or an image address is fetched from the network on every load."""
     import unicodedata
 
-    from app.shell import ui
+    from app.shell import draw
 
-    assert len(ui.PAGE_ICON) == 1 and unicodedata.category(ui.PAGE_ICON) == "So"
+    assert len(draw.PAGE_ICON) == 1 and unicodedata.category(draw.PAGE_ICON) == "So"
 
 
 IMPORTS_AT_ONCE = """

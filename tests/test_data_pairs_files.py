@@ -154,7 +154,7 @@ def test_the_page_the_uploader_and_the_check_read_one_limit():
     assert config["server"]["maxUploadSize"] == MAX_UPLOAD_MB
     page = (ROOT / "app" / "rooms" / "sentence_pairs" / "upload.py").read_text()  # the upload tab of the Sentence pairs page
     assert "Up to {MAX_UPLOAD_MB} MB" in page and "max_upload_size=MAX_UPLOAD_MB" in page and "5 MB" not in page
-    assert "1024" not in (ROOT / "app" / "shell" / "ui.py").read_text()
+    assert "1024" not in (ROOT / "app" / "shell" / "draw.py").read_text()
 
 
 @pytest.mark.parametrize("header", [b"sentence_a,sentence_b,sentence_a\n", b"sentence_a,sentence_b,label,label\n"])

@@ -152,7 +152,7 @@ APP_MODULES = {app_module_name(p): p for p in sorted(APP.rglob("*.py"))}
 
 def app_imports(path: Path) -> set[str]:
     """The app modules `path` imports, at module level or inside functions (`from app.shell
-    import ui` is app.shell.ui; `from app.rooms.x.views import y` is app.rooms.x.views)."""
+    import pace` is app.shell.pace; `from app.rooms.x.views import y` is app.rooms.x.views)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "app":

@@ -64,7 +64,7 @@ class AnalysisOption(OptionRow):
 class Cost:
     """What an analysis's work costs, for the app's time estimates: seconds per unit, guessed (on the
     2-core CPU the app is served from, busy) until the app has timed this server's own pace under
-    `kind` (app.ui.estimate); benchmarks/bench_estimates.py checks the guesses."""
+    `kind` (app.shell.pace.estimate); benchmarks/bench_estimates.py checks the guesses."""
 
     kind: str  # the name the app times this work under
     seconds: float  # seconds per unit

@@ -6,7 +6,7 @@ every property of every trace, was most of what the pages' scripts did with the 
 
 Inputs are told equal by their content: a frame by its columns, dtypes and every value with its
 index, an array by its bytes, a number or string by itself, containers by their items. An input of
-any other kind builds afresh. The figure returned is shared: it is drawn (app.shell.ui.chart, which
+any other kind builds afresh. The figure returned is shared: it is drawn (app.shell.draw.chart, which
 draws one chart at a time) and never changed by its callers."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The app's time estimates, read from the analyses' records (albert_lab.analysis.registry): the
 units of work (a model's forward cost per token, relative to albert-sop's, times steps, pairs or
 tokens) and the seconds per unit guessed before this process has timed one itself
-(app.shell.ui.estimate: from then on its own pace), by the name the app times each kind of work under.
+(app.shell.pace.estimate: from then on its own pace), by the name the app times each kind of work under.
 No Streamlit here: benchmarks/bench_estimates.py checks these guesses against measurement."""
 
 from __future__ import annotations

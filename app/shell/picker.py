@@ -11,12 +11,13 @@ import streamlit as st
 from albert_lab.checkpoint.files import is_local_source
 from albert_lab.errors import AlbertLabError
 from albert_lab.paths import check_typed_path
-from app.shell import look, ui
+from app.shell import loading, look
 from app.shell.guard import guard
 from app.shell.links import from_url
+from app.shell.loading import available_checkpoints, device_options
+from app.shell.pace import active_run
 from app.shell.places import cased_form, check_local_folder, link_form, split_casing, typed_folder
 from app.shell.state import set_widget, shell, widget
-from app.shell.ui import active_run, available_checkpoints, device_options
 
 # As albert_lab.devices.fast_bf16 finds (training's auto precision times it): AVX512-BF16 alone is no speed-up.
 MAX_LINK_CHECKPOINTS = 16  # checkpoints a link may name; each is checked (and maybe loaded) on opening it
@@ -88,14 +89,14 @@ BIG = 50  # times albert-sop's work per token past which an analysis on a CPU ta
 def _big_models_note(selected: list[tuple[str, str]], device: str) -> None:
     """Say under the device when a picked model is one whose analyses take minutes on this CPU
     (Google's ALBERT-large to -xxlarge): each page still runs, with its progress and Stop."""
-    if ui.device_name(device) != "cpu":
+    if loading.device_name(device) != "cpu":
         return
     from albert_lab.spec import forward_cost  # the cost the pages' estimates are weighted by
 
     big = []
     for name, source in selected:
         try:
-            described = ui.summary(source, name)
+            described = loading.summary(source, name)
         except AlbertLabError:  # a folder that cannot load says so on the page that loads it
             continue
         if described is not None and (times := forward_cost(described.spec) / (256 ** 2 * 6)) >= BIG:
@@ -146,7 +147,7 @@ def _offer_from_link(entry: str, extra: dict[str, str]) -> str:
 
     if entry.startswith("run:"):
         raise AlbertLabError("no training run of that name has a checkpoint on this machine")
-    ui.import_model_code()  # it may load the checkpoint: never beside the warm-up's import
+    loading.import_model_code()  # it may load the checkpoint: never beside the warm-up's import
     entry, casing = split_casing(check_typed_path(entry))
     local = (folder := typed_folder(entry)) or is_local_source(entry)
     if casing is not None and not local:
@@ -187,7 +188,7 @@ def _add_source(text: str, extra: dict[str, str], casing: str | None = None) -> 
     """Add what was typed into 'Add'; `casing` ('cased', 'uncased'; None: the release's own) is
     kept with it, for Google's original releases only (one line refuses it for any other)."""
     text = check_typed_path(text)  # a NUL byte, 5,000 characters: a message; ~ is check_local_folder's
-    ui.import_model_code()  # it loads the checkpoint: never beside the warm-up's import (the sidebar draws before it)
+    loading.import_model_code()  # it loads the checkpoint: never beside the warm-up's import (the sidebar draws before it)
     from albert_lab.checkpoint.load import hub_reachable, load_checkpoint
 
     local = (folder := typed_folder(text)) or is_local_source(text)
@@ -198,7 +199,7 @@ def _add_source(text: str, extra: dict[str, str], casing: str | None = None) -> 
         if not local and not hub_reachable():
             raise AlbertLabError(f"{text!r} looks like a hub id, but the model hub is unreachable (offline)")
         bundle = load_checkpoint(source, device="cpu", casing=casing,  # validates now, with a clear message
-                                 casing_given=casing and ui.SIDEBAR_CASING.format(casing=casing))
+                                 casing_given=casing and loading.SIDEBAR_CASING.format(casing=casing))
         known = (bundle.name if local else text) + (f"-{casing}" if casing else "")
     add_checkpoint(known, source, casing)
 
@@ -255,10 +256,10 @@ def add_checkpoint(name: str, source: str, casing: str | None = None) -> None:
 def _bf16_verdict(device: str) -> tuple[bool, str | None]:
     """devices.bf16_verdict for the sidebar's device (measured once per machine); torch is
     imported only once bfloat16 is picked, never beside the warm-up's import."""
-    ui.import_model_code()
+    loading.import_model_code()
     from albert_lab.devices import bf16_verdict, resolve_device
 
-    return bf16_verdict(resolve_device(ui.device_name(device)))
+    return bf16_verdict(resolve_device(loading.device_name(device)))
 
 
 def _bf16_checked() -> None:

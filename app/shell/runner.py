@@ -13,7 +13,7 @@ as parts (one per checkpoint, or one). For each part it
   benchmarks/bench_class.py); while it works, a long computation waits between its steps
   (`YIELD_SECONDS` at most a step), leaving it the cores;
 - with the analysis record's cost (albert_lab.analysis.registry.Cost), shows a progress bar with
-  the time left (the record's guess until this server has timed its own pace, ui.estimate) and a
+  the time left (the record's guess until this server has timed its own pace, pace.estimate) and a
   Stop button. A Stop ends the part being computed at its next progress report (the library's
   `progress(fraction, what)` callbacks, analysis.common.Progress: the callback's Streamlit call is
   where a rerun interrupts the script), or when it ends if it reports none; then the page draws
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import streamlit as st
 
 from albert_lab.errors import AlbertLabError
-from app.shell import owner, ui
+from app.shell import owner, pace
 from app.shell.state import shell
 from app.shell.text import fmt_duration, plural
 from app.shell.turns import Turns
@@ -204,8 +204,8 @@ class Shown:
                 self.waiting(self.lane.busy(), self.lane.busy(visitor()))
             return
         self.label = f"{part.name} ({i + 1} of {len(self.todo)})" if self.each else part.name
-        self.guess = ui.estimate(self.cost.kind, part.units, self.cost.seconds)
-        left = ui.estimate(self.cost.kind, sum(p.units for p in self.todo[i:]), self.cost.seconds)
+        self.guess = pace.estimate(self.cost.kind, part.units, self.cost.seconds)
+        left = pace.estimate(self.cost.kind, sum(p.units for p in self.todo[i:]), self.cost.seconds)
         self.slot.progress(i / len(self.todo), text=f"{self.label}: about {fmt_duration(left)} left")
         if self.stop is None:
             words = ("Stops the checkpoint being computed at its next step, or when it ends; those finished are drawn"
@@ -254,12 +254,12 @@ class Shown:
         elapsed = time.perf_counter() - self.began
         left = elapsed * (1 - fraction) / fraction if fraction >= 0.1 else max(self.guess - elapsed, 0.0)
         later = sum(p.units for p in self.todo[self.i + 1:])
-        left += ui.estimate(self.cost.kind, later, self.cost.seconds) if later else 0.0
+        left += pace.estimate(self.cost.kind, later, self.cost.seconds) if later else 0.0
         self.say(fraction, f"{doing}; {'under a second left' if left < 1 else f'about {fmt_duration(left)} left'}")
 
     def learn(self, units: float) -> None:
         if self.cost is not None and (seconds := time.perf_counter() - self.began) > 0.5:  # a blink teaches little about the pace
-            ui.learn(self.cost.kind, seconds, units)
+            pace.learn(self.cost.kind, seconds, units)
 
     def clear(self) -> None:
         for placeholder in (self.slot, self.stop):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from albert_lab.checkpoint.files import stamp
-from app.shell import ui
+from app.shell import loading
 from app.shell.guard import guard
 from app.shell.places import cased_form, link_form
 from app.shell.state import shell, widget
@@ -67,7 +67,7 @@ class Selection:
         return self.checkpoints, self.device, self.dtype, self.casings, self.stamps()
 
     def bundles(self) -> list[ModelBundle]:
-        return [ui.load_bundle(source, name, self.device, self.dtype, self.casing(name)) for name, source in self.checkpoints]
+        return [loading.load_bundle(source, name, self.device, self.dtype, self.casing(name)) for name, source in self.checkpoints]
 
     def usable_bundles(self) -> list[ModelBundle]:
         """The picked checkpoints that load; each one that does not is named in an error
@@ -75,11 +75,11 @@ class Selection:
         bundles = []
         for name, source in self.checkpoints:
             with guard(f"loading {name}"):
-                bundles.append(ui.load_bundle(source, name, self.device, self.dtype, self.casing(name)))
+                bundles.append(loading.load_bundle(source, name, self.device, self.dtype, self.casing(name)))
         return bundles
 
     def card(self, name: str) -> dict[str, Any]:
-        """The model card of the picked checkpoint `name` (ui.checkpoint_card: from its files
+        """The model card of the picked checkpoint `name` (loading.checkpoint_card: from its files
         when they say enough, else loaded on this selection's device and dtype; a casing given
         in the sidebar is the card's)."""
-        return ui.checkpoint_card(dict(self.checkpoints)[name], name, self.device, self.dtype, self.casing(name))
+        return loading.checkpoint_card(dict(self.checkpoints)[name], name, self.device, self.dtype, self.casing(name))

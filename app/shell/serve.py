@@ -6,7 +6,7 @@ can draw, its script needs pandas, plotly and Streamlit's emoji table (which
 `st.set_page_config` compiles, a quarter of a second): imported before the server listens
 (0.4 s). The landing page (the model card) needs no torch; torch and transformers' model
 code (2.6 s of imports on a 2-core CPU) are imported after it has drawn, in the background
-(`ui.warm_up`, a second after the page), or by a page that needs them before that. Imported
+(`loading.warm_up`, a second after the page), or by a page that needs them before that. Imported
 before the server listened, they held up the first page: from `scripts/app.sh` to the card
 drawn took 6.1 s, now 3.0 s, and to the Oscillation page clicked as soon as the card is drawn
 10.0 s, now 9.3 s (medians of 3, benchmarks/bench_app_start.py, docs/benchmarks.md). Imported
@@ -83,7 +83,7 @@ def import_model_code() -> None:
 
 
 def import_in_background() -> None:
-    """import_model_code from a thread of its own (ui.warm_up, after the first page). At the
+    """import_model_code from a thread of its own (loading.warm_up, after the first page). At the
     thread's normal priority: at the lowest (nice 19), on a busy machine it was starved while the
     next page, which needs the model code, waited for it (Oscillation clicked at once: 22 s against
     18 s when the import came before the server listened), and every page that waits needs it."""
@@ -95,7 +95,7 @@ SWITCH_INTERVAL = 0.0005  # seconds a thread holds the GIL while another asks fo
 
 def prepare_process() -> None:
     """Before the server starts: what the first page needs imported (the model code after the
-    first page, ui.warm_up), frozen out of the collector, and a shorter GIL switch interval.
+    first page, loading.warm_up), frozen out of the collector, and a shorter GIL switch interval.
     torch hands the GIL back around every operation and must take it again after; while other
     visitors' scripts run Python (pages, charts, tables), each taking back waited up to Python's
     5 ms switch interval: one typed pair (about 1,000 operations through four models) took

@@ -10,7 +10,7 @@ from app.rooms.depth_lab import cache as depth_cache
 from app.rooms.depth_lab import runs as depth_runs
 from app.rooms.depth_lab.cache import DEFAULTS, VARIANTS, VGG_DEFAULTS
 from app.rooms.depth_lab.figures import cut_at_divergence, depth_figures, divergence, flow_heatmap, vgg_figures
-from app.shell import links, ui
+from app.shell import draw, links, pace
 from app.shell.guard import guard
 from app.shell.state import kept, set_widget, widget
 from app.shell.text import fmt_duration
@@ -66,9 +66,9 @@ with tab_mlp:
             else:
                 figs = depth_figures(history, flow)
                 left, right = st.columns(2)
-                ui.chart(figs["loss"], "depth-loss", container=left, share=0.5)
-                ui.chart(figs["accuracy"], "depth-accuracy", container=right, share=0.5)
-                ui.chart(figs["layers"], "depth-gradient-per-layer")
+                draw.chart(figs["loss"], "depth-loss", container=left, share=0.5)
+                draw.chart(figs["accuracy"], "depth-accuracy", container=right, share=0.5)
+                draw.chart(figs["layers"], "depth-gradient-per-layer")
                 trained_first = sorted(history.model.unique(), key=lambda m: m in diverged)  # a diverged model has a column or two
                 if state.heat_for != repr(configs):  # new results: leave a model that now diverged
                     state.heat_for = repr(configs)
@@ -76,11 +76,11 @@ with tab_mlp:
                         set_widget("dl_heat", trained_first[0])
                 model = st.selectbox("Gradient flow over time for", trained_first, key="dl_heat",
                                      format_func=lambda m: f"{m} (diverged at step {diverged[m]})" if m in diverged else m)
-                ui.chart(flow_heatmap(flow, model), "depth-gradient-heatmap")
-            ui.download(flow, "depth-gradflow.csv")
+                draw.chart(flow_heatmap(flow, model), "depth-gradient-heatmap")
+            draw.download(flow, "depth-gradflow.csv")
             if any(depth_cache.is_shipped(c) for c in configs):
                 st.caption(depth_cache.shipped_note())
-    ui.paper_note("The toy: a width-32 MLP of 16 hidden layers, naively initialised (Gaussian), does not train with "
+    draw.paper_note("The toy: a width-32 MLP of 16 hidden layers, naively initialised (Gaussian), does not train with "
                   "plain SGD; gradients vanish toward the input. BatchNorm (before or after the ReLU; after is "
                   "'the current default' in the notes) and residual connections restore them. Transformers, ALBERT "
                   "included, rely on residual connections and post-LN LayerNorm; ALBERT also drops dropout.",
@@ -95,11 +95,11 @@ with tab_vgg:
         st.caption("Ready for these settings (shipped with the app, or trained here earlier): drawn below, nothing to "
                    "train. " + (depth_cache.shipped_note() if depth_cache.is_shipped(steps=steps, lr=lr) else ""))
     else:
-        eta = fmt_duration(ui.estimate("vgg", sum(steps * d for d, _ in missing), depth_runs.VGG_SECONDS_PER_UNIT))
-        pace = (f"about {eta} at this machine's pace last time" if ui.measured("vgg") else
+        eta = fmt_duration(pace.estimate("vgg", sum(steps * d for d, _ in missing), depth_runs.VGG_SECONDS_PER_UNIT))
+        said = (f"about {eta} at this machine's pace last time" if pace.measured("vgg") else
                 f"about {eta} on an idle 2-core CPU, and many times that on a machine shared with other work "
                 "(half an hour was seen)")
-        st.caption(f"Training {len(missing)} conv nets of {steps} steps takes {pace}; a progress bar gives the time "
+        st.caption(f"Training {len(missing)} conv nets of {steps} steps takes {said}; a progress bar gives the time "
                    "left as it goes, and Stop keeps the nets already trained.")
     if missing and st.button("Train VGG-8 and VGG-38, with and without BatchNorm", key="vgg_run"):
         state.vgg_done, state.vgg_stopped = True, False
@@ -114,12 +114,12 @@ with tab_vgg:
                 history, flow = pd.concat([h for h, _ in results]), pd.concat([f for _, f in results])
                 figs = vgg_figures(history, flow)
                 left, right = st.columns(2)
-                ui.chart(figs["accuracy"], "vgg-accuracy", container=left, share=0.5)
-                ui.chart(figs["layers"], "vgg-gradient-per-layer", container=right, share=0.5)
+                draw.chart(figs["accuracy"], "vgg-accuracy", container=left, share=0.5)
+                draw.chart(figs["layers"], "vgg-gradient-per-layer", container=right, share=0.5)
                 st.caption("On this toy (8x8 digits, a few hundred SGD steps) BatchNorm lets VGG-38 learn, but at the "
                            "larger learning rates its test accuracy can swing from step to step and between seeds; the "
                            "coursework's 47-52% below is CIFAR-100 after full training.")
-                ui.download(history, "vgg-history.csv")
-    ui.paper_note("VGG_38 without normalisation had average gradients of about 0 in "
+                draw.download(history, "vgg-history.csv")
+    draw.paper_note("VGG_38 without normalisation had average gradients of about 0 in "
                   "every layer and test accuracy around 1% on CIFAR-100 (chance); BatchNorm after every conv layer "
                   "brought it to 47-52%.", source="the coursework behind this view")

@@ -18,7 +18,7 @@ from albert_lab.analysis import depth as depth_lib  # called through the module:
 from albert_lab.analysis.depth import VGG_NETS, DepthConfig, describe, vgg_label
 from app.rooms.depth_lab import cache as depth_cache
 from app.rooms.depth_lab.cache import VGG_RECORD_EVERY
-from app.shell import runner, ui
+from app.shell import pace, runner
 from app.shell.state import kept
 from app.shell.text import fmt_duration
 
@@ -64,7 +64,7 @@ class _Pace:
             self.since, self.since_units = now, units
         measured = self.since and units > self.since_units
         left = ((now - self.since) / (units - self.since_units) * (self.total - units) if measured
-                else ui.estimate(self.kind, self.total - units, self.guess))
+                else pace.estimate(self.kind, self.total - units, self.guess))
         self.fraction = min(1.0, units / self.total)
         self.bar.progress(self.fraction, text=f"Training {label}: step {step} of {steps}, about "
                           f"{fmt_duration(left)} left at this machine's pace")
@@ -88,18 +88,18 @@ def train_all(configs: list[DepthConfig]) -> tuple[list[tuple[pd.DataFrame, pd.D
     todo = [] if state.stopped else [cfg for cfg in configs if found[cfg] is None]
     if todo:
         bar, stop = st.progress(0.0), st.empty()
-        pace = _Pace(bar, sum(disc_units(c) for c in todo), "depth", DISC_SECONDS_PER_UNIT)
+        timer = _Pace(bar, sum(disc_units(c) for c in todo), "depth", DISC_SECONDS_PER_UNIT)
         stop.button("Stop training", key="dl_stop", icon=":material/stop:", on_click=_stop_disc,
                     help="Stops at the next step; the networks already trained are kept and drawn")
         try:
-            with runner.heavy_turn(pace.say) as pace.between:  # one training at a time on this server, visitors in turn
+            with runner.heavy_turn(timer.say) as timer.between:  # one training at a time on this server, visitors in turn
                 for i, cfg in enumerate(todo):
-                    progress = partial(pace.report, per_step=disc_units(cfg) / cfg.steps, steps=cfg.steps,
+                    progress = partial(timer.report, per_step=disc_units(cfg) / cfg.steps, steps=cfg.steps,
                                        label=f"{describe(cfg)} ({i + 1} of {len(todo)})")
                     started = time.perf_counter()
                     found[cfg] = depth_lib.train_disc(cfg, progress=progress)
-                    ui.learn("depth", time.perf_counter() - started, disc_units(cfg))
-                    pace.done += disc_units(cfg)
+                    pace.learn("depth", time.perf_counter() - started, disc_units(cfg))
+                    timer.done += disc_units(cfg)
                     _DISC_TRAINED[cfg] = found[cfg]
                     while len(_DISC_TRAINED) > 64:  # the last settings tried, a few MB at most
                         _DISC_TRAINED.popitem(last=False)
@@ -128,19 +128,19 @@ def vgg_nets(steps: int, lr: float) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
     todo = [(d, bn) for d, bn in VGG_NETS if depth_cache.vgg_result(d, bn, steps, lr) is None]
     total, start = sum(steps * d for d, _ in todo), time.perf_counter()
     bar, stop = (st.progress(0.0), st.empty()) if todo else (None, None)
-    pace = _Pace(bar, total, "vgg", VGG_SECONDS_PER_UNIT)
+    timer = _Pace(bar, total, "vgg", VGG_SECONDS_PER_UNIT)
     if todo:
         stop.button("Stop training", key="vgg_stop", icon=":material/stop:", on_click=stop_vgg,
                   help="Stops at the next step; the nets already trained are kept and drawn")
-    with runner.heavy_turn(pace.say) if todo else nullcontext(pace.between) as pace.between:
+    with runner.heavy_turn(timer.say) if todo else nullcontext(timer.between) as timer.between:
         for i, (depth, batchnorm) in enumerate(todo):
-            progress = partial(pace.report, per_step=depth, steps=steps,
+            progress = partial(timer.report, per_step=depth, steps=steps,
                                label=f"{vgg_label(depth, batchnorm)} ({i + 1} of {len(todo)})")
             result = depth_lib.train_vgg(depth, batchnorm, steps, lr, record_every=VGG_RECORD_EVERY, progress=progress)
             depth_cache.keep_vgg(depth, batchnorm, steps, lr, result)
-            pace.done += steps * depth
+            timer.done += steps * depth
     if todo:
-        ui.learn("vgg", time.perf_counter() - start, total)
+        pace.learn("vgg", time.perf_counter() - start, total)
         bar.empty()
         stop.empty()
     return [r for r in (depth_cache.vgg_result(d, bn, steps, lr) for d, bn in VGG_NETS) if r is not None]

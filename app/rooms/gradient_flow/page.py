@@ -13,7 +13,7 @@ from albert_lab.paths import runs_dir
 from albert_lab.spec import Objective
 from albert_lab.training.runs import list_runs
 from app.rooms.gradient_flow.figures import gradflow_figure, gradflow_steps_figure, hidden_grad_figure, shared_sum_figure
-from app.shell import links, runner, ui
+from app.shell import draw, links, loading, runner
 from app.shell.guard import guard
 from app.shell.runner import Part
 from app.shell.selection import Selection
@@ -37,7 +37,7 @@ def follow_checkpoint() -> None:
 
 tab_now, tab_runs = st.tabs(["A checkpoint, now", "Over a training run"])
 with tab_now:
-    if ui.need_checkpoints():
+    if loading.need_checkpoints():
         names = Selection.read().names
         checkpoint = links.Control("gf_checkpoint", names[0], options=names)
         checkpoint.restore()
@@ -73,12 +73,12 @@ with tab_now:
                                                progress=progress), size / 1e6)], GRADFLOW.cost)
             if frames:  # none when stopped
                 [frame] = frames
-                ui.chart(gradflow_figure(frame, name), f"gradflow-{name}")
+                draw.chart(gradflow_figure(frame, name), f"gradflow-{name}")
                 left, right = st.columns(2)
-                ui.chart(hidden_grad_figure(frame), f"gradflow-hidden-{name}", container=left, share=0.5)
+                draw.chart(hidden_grad_figure(frame), f"gradflow-hidden-{name}", container=left, share=0.5)
                 shared = frame[frame.view == "shared_sum"]
                 if len(shared):
-                    ui.chart(shared_sum_figure(frame), f"gradflow-shared-{name}", container=right, share=0.5)
+                    draw.chart(shared_sum_figure(frame), f"gradflow-shared-{name}", container=right, share=0.5)
                 else:
                     right.info("This model shares no layers: each layer's gradient is its own.")
                 outside = frame[frame.view == "outside"]
@@ -86,8 +86,8 @@ with tab_now:
                              column_config={"mean_abs": st.column_config.NumberColumn("mean |dL/dW|", format="%.3e"),
                                             "max_abs": st.column_config.NumberColumn("max |dL/dW|", format="%.3e"),
                                             "numel": st.column_config.NumberColumn("parameters", format="localized")})
-                ui.download(frame, f"gradflow-{name}.csv")
-                ui.paper_note("With cross-layer sharing, a parameter's .grad is the sum of what every layer that applies "
+                draw.download(frame, f"gradflow-{name}.csv")
+                draw.paper_note("With cross-layer sharing, a parameter's .grad is the sum of what every layer that applies "
                               "it contributes, which hides how gradient flows through depth. The per-application curves "
                               "undo that sum: each layer application gets its own copy of the weights (same storage), and "
                               "the copies' gradients add up exactly to the shared .grad. The coursework behind this view "
@@ -108,5 +108,5 @@ with tab_runs:
         frame = snapshot_frame(watched.gradflow())
         component = st.radio("Component", applied_components(frame), horizontal=True, key="gf_run_comp")
         title = f"{watched.name}: mean |dL/dW| of {component} per layer application, over training"
-        ui.chart(gradflow_steps_figure(frame, component, title), f"gradflow-{watched.id}-{component}")
-        ui.download(frame, f"gradflow-{watched.id}.csv")
+        draw.chart(gradflow_steps_figure(frame, component, title), f"gradflow-{watched.id}-{component}")
+        draw.download(frame, f"gradflow-{watched.id}.csv")

@@ -9,7 +9,7 @@ import streamlit as st
 
 from albert_lab.checkpoint.sources import portable_name
 from app.rooms.model_card.state import ModelCardState
-from app.shell import picker, ui
+from app.shell import loading, picker
 from app.shell.guard import guard
 from app.shell.state import kept
 
@@ -17,7 +17,7 @@ from app.shell.state import kept
 def albertize_section(name: str, source: str, spec: dict) -> None:
     """For a BERT checkpoint: factorise its embedding and share its layers (albert-lab albertize),
     save the result under runs/albertized/ and offer it in the sidebar."""
-    ui.import_model_code()  # albert_lab.convert is torch's: never beside the warm-up's import
+    loading.import_model_code()  # albert_lab.convert is torch's: never beside the warm-up's import
     from albert_lab.convert import INIT_NOTES
     from albert_lab.spec import Sharing
 
@@ -40,7 +40,7 @@ def albertize_section(name: str, source: str, spec: dict) -> None:
         if go:
             with guard("converting"), st.spinner("Converting ..."):
                 out = albertize_into_runs(name, source, int(e), sharing, None if sharing == "none" else int(groups), init)
-                ui.available_checkpoints.clear()  # listed from now on, as converted:NAME
+                loading.available_checkpoints.clear()  # listed from now on, as converted:NAME
                 kept(ModelCardState).albertize_done = (f"converted:{out.name}", str(out))
         if kept(ModelCardState).albertize_done is not None:
             made, path = kept(ModelCardState).albertize_done

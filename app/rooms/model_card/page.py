@@ -11,7 +11,7 @@ from albert_lab.checkpoint.sources import portable_name
 from app.rooms.model_card.albertize_form import albertize_section
 from app.rooms.model_card.state import ModelCardState
 from app.rooms.model_card.svg import parameters_by_component
-from app.shell import links, picker, ui
+from app.shell import draw, links, loading, picker
 from app.shell.guard import guard
 from app.shell.selection import Selection
 from app.shell.state import kept
@@ -23,7 +23,7 @@ def probe_into_runs(chosen: Selection, name: str, task: str, train_pairs: int, h
     """Fit a probe into a fresh folder under runs/probes/, or give the folder of the same probe fitted
     before (the encoder's files, dtype and every choice alike); within the app's disk quota. The
     cached model the other pages share is only read."""
-    ui.import_model_code()  # the probe trains with torch: never beside the warm-up's import
+    loading.import_model_code()  # the probe trains with torch: never beside the warm-up's import
     from albert_lab import limits
     from albert_lab.paths import runs_dir
     from albert_lab.training.probe import probe_into
@@ -68,7 +68,7 @@ def probe_section(chosen: Selection, name: str, heads: dict) -> None:
                 picker.add_checkpoint(probe_name, probe_path)
 
 
-if ui.need_checkpoints():
+if loading.need_checkpoints():
     chosen = Selection.read()
     names = chosen.names
     controls = links.Controls(links.Control("card_checkpoint", names[0], options=names))
@@ -95,7 +95,7 @@ if ui.need_checkpoints():
             # Drawn on the server (app/rooms/model_card/svg.py): plotly.js would cost the landing page a second.
             figure = parameters_by_component(rows)
             st.markdown(figure, unsafe_allow_html=True)
-            ui.download(rows, f"{name}-parameters.csv")
+            draw.download(rows, f"{name}-parameters.csv")
             st.download_button("Download the figure (SVG)", lambda: figure, on_click="ignore",
                                file_name=f"{name}-parameters.svg", mime="image/svg+xml",
                                icon=":material/download:", key="card_svg")
@@ -123,7 +123,7 @@ if ui.need_checkpoints():
             probe_section(chosen, name, heads)
         if card["spec"]["family"] == "bert":
             albertize_section(name, dict(chosen.checkpoints)[name], card["spec"])
-        ui.paper_note("ALBERT's parameter savings come from two choices you can see above: the factorised "
+        draw.paper_note("ALBERT's parameter savings come from two choices you can see above: the factorised "
                       "embedding (V x E + E x H instead of V x H) and cross-layer sharing (one block held in memory, "
                       "applied L times, so 'applied' exceeds 'held'). ALBERT-base has 12M parameters against "
                       "BERT-base's 108M (Table 1), yet runs about as many FLOPs per token.")

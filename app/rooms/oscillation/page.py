@@ -9,7 +9,7 @@ from albert_lab.analysis.registry import OSCILLATION
 from albert_lab.data.samples import sample_texts
 from app.rooms.oscillation.figures import oscillation_panels, roughness_figure, similarity_figure
 from app.rooms.oscillation.reading import PAPER, against_the_paper
-from app.shell import costs, links, runner, ui
+from app.shell import costs, draw, links, loading, runner
 from app.shell.guard import guard
 from app.shell.runner import Part
 from app.shell.selection import Selection
@@ -23,13 +23,13 @@ CONTROLS = links.Controls(links.Control("osc_input", INPUTS[0], options=INPUTS),
                           links.Control("osc_agg", AGGREGATE.default, options=AGGREGATES), links.Control("osc_text", EXAMPLE))
 
 
-if ui.need_checkpoints():
+if loading.need_checkpoints():
     CONTROLS.restore()
     source = st.radio("Input", INPUTS, horizontal=True, key="osc_input")
     if source.startswith("My"):
         text = st.text_area("Texts, separated by blank lines", height=150, key="osc_text")
         texts = [t for t in text.split("\n\n") if t.strip()]
-        ui.warn_unreadable(texts)
+        draw.warn_unreadable(texts)
     else:
         text = None
         texts = sample_texts(16)
@@ -49,11 +49,11 @@ if ui.need_checkpoints():
                      else f"on {len(texts)} held-out Wikipedia lead sections")
             st.markdown("**Input vs output of each layer**")
             for column, fig, name in zip(st.columns(2), oscillation_panels(frame), ("oscillation-l2", "oscillation-angle")):
-                ui.chart(fig, name, container=column, share=0.5)  # columns: side by side, stacked on a phone
+                draw.chart(fig, name, container=column, share=0.5)  # columns: side by side, stacked on a phone
             for row in verdicts.itertuples():
                 st.markdown(f"**{row.checkpoint}**: {row.verdict}; roughness {row.roughness:.2f} (lower is smoother)")
             left, right = st.columns([2, 3])
-            ui.chart(roughness_figure(verdicts), "oscillation-roughness", container=left, share=0.4)
+            draw.chart(roughness_figure(verdicts), "oscillation-roughness", container=left, share=0.4)
             right.markdown(smoother_sentence(verdicts, where))
             right.caption("Roughness measures the zig-zag of the L2 curve: the share of its path (all its ups and downs "
                           "added) beyond the shortest path that turns at most once. A curve that only falls or only rises "
@@ -61,8 +61,8 @@ if ui.need_checkpoints():
                           "back adds twice its height to the path. A run of changes under 5% of the distance is not "
                           "counted (a bump no one sees), and the first transition (embeddings to the first layer), large "
                           "in every model, is left out. The verdicts above name each curve's shape.")
-            ui.download(frame, "oscillation.csv")
-            ui.paper_note(PAPER + " Neither goes to 0: the embeddings 'oscillate rather than converge' to the fixed point "
+            draw.download(frame, "oscillation.csv")
+            draw.paper_note(PAPER + " Neither goes to 0: the embeddings 'oscillate rather than converge' to the fixed point "
                           "that Deep Equilibrium Models posit (oscillate in the sense of never settling, which a smooth "
                           "decline does too). The paper does not say how tokens are aggregated; here: per token, then the "
                           + aggregate + " over non-padding tokens.")
@@ -73,4 +73,4 @@ if ui.need_checkpoints():
                 name = st.selectbox("Checkpoint", chosen.names, key="osc_sim")
                 [sim] = runner.run([Part.of(name, chosen.only([name]), similarity_matrix, list(texts))])
                 sim = sim.pivot(index="layer_i", columns="layer_j", values="cosine")
-                ui.chart(similarity_figure(sim, name), f"{name}-layer-similarity")
+                draw.chart(similarity_figure(sim, name), f"{name}-layer-similarity")

@@ -12,7 +12,7 @@ from app.rooms.parameters import views as parameter_views
 from app.rooms.parameters.figures import parameter_bars, sweep_figure
 from app.rooms.parameters.state import ParametersState
 from app.rooms.parameters.views import COUNTS
-from app.shell import links, ui
+from app.shell import draw, links
 from app.shell.guard import guard
 from app.shell.state import kept, set_widget, widget
 from app.shell.text import plural, si
@@ -107,9 +107,9 @@ with tab_calc:
         m[3].metric("Forward FLOPs / token", si(report.flops_per_token))
         rows = pd.DataFrame([{"component": c.name, "unique": c.unique, "applied": c.applied,
                               "FLOPs/token": c.flops_per_token} for c in report.components])
-        ui.chart(parameter_bars(rows, f"{spec.label}: parameters by component (log scale)"), "parameters-by-component")
+        draw.chart(parameter_bars(rows, f"{spec.label}: parameters by component (log scale)"), "parameters-by-component")
         st.dataframe(rows, hide_index=True, width="stretch", column_config=COUNTS)
-        ui.download(rows, "parameters.csv")
+        draw.download(rows, "parameters.csv")
 
 with tab_tables:
     parameter_views.paper_tables()
@@ -129,11 +129,11 @@ with tab_curves:
     frame = pd.DataFrame(sweep(base, field, values))
     frame["sharing"] = frame["sharing"].map(SHARING_LABELS)
     left, right = st.columns(2)
-    ui.chart(sweep_figure(frame, field, axis, "params"), f"params-vs-{field}", container=left, share=0.5)
-    ui.chart(sweep_figure(frame, field, axis, "flops_per_token"), f"flops-vs-{field}", container=right, share=0.5)
-    ui.download(frame, f"sweep-{field}.csv")
+    draw.chart(sweep_figure(frame, field, axis, "params"), f"params-vs-{field}", container=left, share=0.5)
+    draw.chart(sweep_figure(frame, field, axis, "flops_per_token"), f"flops-vs-{field}", container=right, share=0.5)
+    draw.download(frame, f"sweep-{field}.csv")
     xxlarge, large = (count(PRESETS[name]).total / 1e6 for name in ("albert-xxlarge", "bert-large"))
-    ui.paper_note("Sharing changes the parameter curves, not the FLOPs: every strategy applies the same L blocks. "
+    draw.paper_note("Sharing changes the parameter curves, not the FLOPs: every strategy applies the same L blocks. "
                   f"That is why ALBERT-xxlarge ({xxlarge:.1f}M parameters as specified; the paper's table says 235M) "
                   f"trains slower than BERT-large ({large:.1f}M; 334M in the paper): speed follows H and L, memory "
                   "follows what is shared.")

@@ -10,7 +10,7 @@ from albert_lab import paper
 from albert_lab.analysis.ablation import read_ablation
 from albert_lab.spec import SHARING_LABELS
 from app.rooms.parameters.figures import ablation_figure
-from app.shell import ui
+from app.shell import draw
 from app.shell.guard import guard
 
 COUNTS = {name: st.column_config.NumberColumn(format="localized")
@@ -38,7 +38,7 @@ def paper_tables() -> None:
         frame = pd.DataFrame(rows).drop(columns=["spec"])
         st.dataframe(frame, hide_index=True, width="stretch", column_config=COUNTS)
         st.caption(note + (f" **paper avg**: {PAPER_AVG}." if "paper avg" in frame else ""))
-    ui.paper_note("Counts are exact for transformers' AlbertModel / BertModel with pooler (V=30,000 or 30,522, 512 "
+    draw.paper_note("Counts are exact for transformers' AlbertModel / BertModel with pooler (V=30,000 or 30,522, 512 "
                   "positions, 2 token types); the paper rounds, sometimes down and sometimes up, and its xxlarge "
                   "numbers disagree with themselves (233M in the text, 235M in the table).")
 
@@ -111,7 +111,7 @@ def real_weights() -> None:
         rows = results.rows
         half = float(((rows.mlm_high - rows.mlm_low) / 2).max())
         st.markdown(ablation_headline(rows, results.tokens))
-        ui.chart(ablation_figure(rows, results.tokens), "ablation-real-weights")
+        draw.chart(ablation_figure(rows, results.tokens), "ablation-real-weights")
         st.dataframe(ablation_table(rows), hide_index=True, width="stretch", column_config={
             "SVD energy": st.column_config.TextColumn(help="share of the word embeddings' energy the truncated SVD to "
                                                       "E kept"),
@@ -133,4 +133,4 @@ def real_weights() -> None:
                    + ", where E = H means 768.")
         st.markdown(f"Made on {results.device} by `{results.command}`. The discussion is in **docs/ablation.md**, whose "
                     "table `scripts/make_ablation.py` writes from the same file.")
-        ui.download(rows, "ablation-real-weights.csv")
+        draw.download(rows, "ablation-real-weights.csv")

@@ -10,7 +10,7 @@ import streamlit as st
 from albert_lab.analysis.attribution import attribute_pair, attribution_html
 from albert_lab.analysis.registry import ATTRIBUTION
 from app.rooms.sentence_pairs.common import PairsState, pace_words
-from app.shell import costs, runner, ui
+from app.shell import costs, draw, pace, runner
 from app.shell.guard import guard
 from app.shell.runner import Part
 from app.shell.state import kept
@@ -24,7 +24,7 @@ def attribution_estimate(bundle, a: str, b: str, steps: int) -> tuple[float, flo
     tokens = len(bundle.tokenizer(a, b)["input_ids"])
     units = costs.attribution_units(bundle.spec, steps, tokens)
     first = costs.FIRST_TIME_SECONDS["attribution"] if "captum" not in sys.modules else 0.0
-    return units, ui.estimate("attribution", units, costs.SECONDS_PER_UNIT["attribution"]) + first
+    return units, pace.estimate("attribution", units, costs.SECONDS_PER_UNIT["attribution"]) + first
 
 
 def attribution_tab(bundles: list, a: str, b: str) -> None:
@@ -70,4 +70,4 @@ def attribution_tab(bundles: list, a: str, b: str) -> None:
             st.caption(f"{for_name}: green pushes P(label {for_target}) up, red pushes it down. P = {result.probability:.3f} "
                        f"for the input, {result.baseline_probability:.3f} for the baseline ({result.baseline}); convergence "
                        f"delta {result.delta:+.2e} (attributions sum to the difference up to it).")
-            ui.download(result.tokens, "attributions.csv")
+            draw.download(result.tokens, "attributions.csv")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from albert_lab.paths import checkpoints_dir
-from app.shell import costs, ui
+from app.shell import costs, pace
 
 EXAMPLE_A = "The Nile is a major north-flowing river in northeastern Africa."
 EXAMPLE_B = "It flows into the Mediterranean Sea and is among the longest rivers in the world."
@@ -37,4 +37,4 @@ def model_size(bundle) -> float:
 
 
 def pace_words(kind: str) -> str:
-    return "at this server's pace so far" if ui.measured(kind) else "on two cores, longer when others use them"
+    return "at this server's pace so far" if pace.measured(kind) else "on two cores, longer when others use them"

@@ -4,13 +4,13 @@ attributions for one decision, and the paper's Table 5 beside ours: one module p
 import streamlit as st
 
 from app.rooms.sentence_pairs import attributions, table5, typed, upload
-from app.shell import ui
+from app.shell import draw, loading
 from app.shell.selection import Selection
 
 st.caption("P(label 0) from each checkpoint's pair head: for an SOP head, P(A then B is the original order); "
            "for an NSP head, P(B is the next segment after A). Each pair is also scored swapped (B → A).")
 
-if ui.need_checkpoints():
+if loading.need_checkpoints():
     bundles = Selection.read().usable_bundles()
     tab_type, tab_upload, tab_attr, tab_table5 = st.tabs(["Type a pair", "Upload pairs", "Token attributions", "Table 5"])
     with tab_type:
@@ -18,7 +18,7 @@ if ui.need_checkpoints():
 
     with tab_upload:
         upload.upload_tab(bundles)
-        ui.paper_note("Table 5: a model trained with NSP cannot do SOP (0.520, chance), while a model trained with SOP "
+        draw.paper_note("Table 5: a model trained with NSP cannot do SOP (0.520, chance), while a model trained with SOP "
                       "does NSP well (0.789). NSP mostly learns topic shift; SOP forces a model to learn coherence.")
 
     with tab_attr:

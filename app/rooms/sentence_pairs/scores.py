@@ -11,7 +11,7 @@ import streamlit as st
 from albert_lab.analysis.common import checkpoint_notes
 from albert_lab.analysis.pairs import truncated_rows, unreadable_rows
 from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS
-from app.shell import ui
+from app.shell import draw
 from app.shell.text import plural
 
 COLUMNS = ["row", "sentence_a", "sentence_b", "checkpoint", "p_ab", "p_ba", "prediction", "label", "correct", "head",
@@ -66,8 +66,8 @@ def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
                    "shorter pairs say more.", icon=":material/content_cut:")
     if bundles:
         pairs = scores.drop_duplicates("row")
-        ui.warn_special_tokens([*pairs.sentence_a, *pairs.sentence_b], {b.name: b.tokenizer for b in bundles})
-    unknown = {name: unreadable_rows(group, ui.UNREADABLE) for name, group in by_model}
+        draw.warn_special_tokens([*pairs.sentence_a, *pairs.sentence_b], {b.name: b.tokenizer for b in bundles})
+    unknown = {name: unreadable_rows(group, draw.UNREADABLE) for name, group in by_model}
     if named := {name: rows for name, rows in unknown.items() if len(rows)}:
         said = "; ".join(f"for {name}, {rows.max():.0%} of its pieces unknown" if typed else
                          f"{rows_by_model({name: list(rows.index)})}, up to {rows.max():.0%} of the pieces unknown"
@@ -99,4 +99,4 @@ def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
                                     "tokens", format="localized",
                                     help=f"The pair's length in tokens, [CLS] and [SEP] included, of each side's first "
                                          f"{MAX_SEGMENT_CHARS:,} characters; the models read {MAX_LEN}")})
-    ui.download(scores, f"pair-scores-{key}.csv", "Download the scores (CSV)")
+    draw.download(scores, f"pair-scores-{key}.csv", "Download the scores (CSV)")

@@ -14,7 +14,7 @@ from albert_lab.analysis import evaluation  # evaluation_pairs through the modul
 from albert_lab.analysis.evaluation import evaluate, paper_table5, read_results, table5_cells
 from albert_lab.analysis.registry import EVALUATE
 from app.rooms.sentence_pairs.common import PairsState, model_size, pace_words, results_path
-from app.shell import costs, runner, ui
+from app.shell import costs, draw, pace, runner
 from app.shell.guard import guard
 from app.shell.runner import Part
 from app.shell.selection import Selection
@@ -35,11 +35,11 @@ def live_table5(bundles: list) -> None:
                                   help="A fixed random sample per task (SOP, NSP, MLM) and pairs set; more pairs, "
                                        "narrower intervals, longer wait")
     size = sum(map(model_size, bundles))
-    eta = ui.estimate("table5", limit * size, costs.SECONDS_PER_UNIT["table5"])
-    pace = pace_words("table5")
+    eta = pace.estimate("table5", limit * size, costs.SECONDS_PER_UNIT["table5"])
+    said = pace_words("table5")
     state = kept(PairsState)
     names = tuple(bd.name for bd in bundles)
-    asked = cols[1].button(f"Evaluate the picked checkpoints now (about {fmt_duration(eta)} {pace})", key="t5_run")
+    asked = cols[1].button(f"Evaluate the picked checkpoints now (about {fmt_duration(eta)} {said})", key="t5_run")
     if asked:
         state.t5_asked = (limit, names)
     if state.t5_asked is None or state.t5_asked[1] != names:  # other checkpoints picked since: asked anew
@@ -60,7 +60,7 @@ def live_table5(bundles: list) -> None:
                    "`albert-lab evaluate` scores every pair.")
         for note in notes:
             st.caption(note)
-        ui.download(live, "table5.csv")
+        draw.download(live, "table5.csv")
 
 
 def _evaluate(bundle, pairs: Callable[[], pd.DataFrame], limit: int, progress: Progress) -> pd.DataFrame:

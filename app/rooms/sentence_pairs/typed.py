@@ -14,7 +14,7 @@ from albert_lab.checkpoint.files import stamp
 from app.rooms.sentence_pairs import figures as pair_figures
 from app.rooms.sentence_pairs.common import EXAMPLE_A, EXAMPLE_B, results_path
 from app.rooms.sentence_pairs.scores import show_scores
-from app.shell import batches, links, ui
+from app.shell import batches, draw, links
 from app.shell.guard import guard
 
 
@@ -57,7 +57,7 @@ def typed_tab(bundles: list) -> tuple[str, str]:
         scores = batches.together(("typed pair", models, typed["pair_a"], typed["pair_b"]), models,
                                  (typed["pair_a"], typed["pair_b"]), lambda pairs: score_together(bundles, pairs),
                                  "the typed pair")
-        ui.chart(pair_figures.pair_figure(scores), "pair-probabilities")
+        draw.chart(pair_figures.pair_figure(scores), "pair-probabilities")
         show_scores(scores, "typed", bundles)
     trust_caption()
     return typed["pair_a"], typed["pair_b"]

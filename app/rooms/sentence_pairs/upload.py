@@ -15,7 +15,7 @@ from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from app.rooms.sentence_pairs import figures as pair_figures
 from app.rooms.sentence_pairs.common import PairsState, model_size
 from app.rooms.sentence_pairs.scores import show_scores
-from app.shell import runner, ui
+from app.shell import draw, runner
 from app.shell.guard import guard
 from app.shell.runner import Part
 from app.shell.selection import Selection
@@ -28,7 +28,7 @@ LABEL_COLUMNS = ("accuracy", "order_accuracy", "labelled")  # the summary's colu
 def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
     """Accuracy with 95% intervals when the file has labels, else how P(A → B) is spread."""
     labelled = labelled_accuracy(summary)
-    ui.chart(pair_figures.accuracy_figure(labelled) if len(labelled) else pair_figures.spread_figure(scores), "pairs-file")
+    draw.chart(pair_figures.accuracy_figure(labelled) if len(labelled) else pair_figures.spread_figure(scores), "pairs-file")
 
 
 def _upload_changed() -> None:
@@ -51,7 +51,7 @@ def upload_tab(bundles: list) -> None:
         return
     with guard("reading the upload"):  # the reader's messages name the file
         # the uploader empties when the user visits another page; the file is kept for the session
-        name, data = (uploaded.name, ui.read_upload(uploaded)) if uploaded is not None else state.upload
+        name, data = (uploaded.name, draw.read_upload(uploaded)) if uploaded is not None else state.upload
         parsed = read_pairs(data, name)
         if uploaded is not None:
             state.upload = (name, data)  # once read: a file that fails is not kept

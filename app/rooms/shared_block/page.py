@@ -6,7 +6,7 @@ import streamlit as st
 from albert_lab.analysis.registry import EXTRAPOLATE
 from albert_lab.data.samples import sample_texts
 from app.rooms.shared_block import views as reapply_views
-from app.shell import links, ui
+from app.shell import draw, links, loading
 from app.shell.selection import Selection
 
 INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
@@ -17,7 +17,7 @@ SECTIONS = ["1. Depth extrapolation", "2. Logit lens through the model's own MLM
 REPEAT, SEED = EXTRAPOLATE.option("repeat"), EXTRAPOLATE.option("seed")
 EXAMPLE = "The river flows through the old town. Its bridges date from the middle ages."
 
-if ui.need_checkpoints():
+if loading.need_checkpoints():
     chosen = Selection.read()
     picked = chosen.names
     controls = links.Controls(
@@ -31,7 +31,7 @@ if ui.need_checkpoints():
     if source.startswith("My"):
         text = st.text_area("Texts, separated by blank lines", height=120, key="sb_text")
         texts = tuple(t for t in text.split("\n\n") if t.strip())
-        ui.warn_unreadable(texts)
+        draw.warn_unreadable(texts)
     else:
         texts = tuple(sample_texts(8))
         st.caption(f"{len(texts)} held-out lead sections, e.g. \u201c{texts[0][:140]}...\u201d")

@@ -13,7 +13,7 @@ from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
 from albert_lab.analysis.lens import lens_predictions, logit_lens
 from albert_lab.analysis.registry import EXTRAPOLATE
 from app.rooms.shared_block.figures import attention_figure, cka_figure, entropy_figure, extrapolation_figure, lens_figure, top_k_figure
-from app.shell import costs, links, runner, ui
+from app.shell import costs, draw, links, runner
 from app.shell.guard import guard
 from app.shell.runner import Part
 from app.shell.selection import Selection
@@ -45,15 +45,15 @@ def extrapolation_section(chosen: Selection, texts: tuple[str, ...], repeat: int
             return
         frame = pd.concat(frames, ignore_index=True)
         verdicts = extrapolation_verdict(frame)
-        ui.chart(extrapolation_figure(frame), "extrapolation")
+        draw.chart(extrapolation_figure(frame), "extrapolation")
         st.caption(MASKED_ACCURACY)
         for row in verdicts.itertuples():
             st.markdown(f"**{row.checkpoint}**: {row.verdict}: {row.words}")
         for name, note in checkpoint_notes(frame).items():
             if not any(note in words for words in verdicts[verdicts.checkpoint == name].words):  # said once
                 st.caption(f"{name}: {note}")
-        ui.download(frame, "extrapolation.csv")
-        ui.paper_note("ALBERT's layers oscillate rather than converge (Figure 1), against the fixed point that Deep "
+        draw.download(frame, "extrapolation.csv")
+        draw.paper_note("ALBERT's layers oscillate rather than converge (Figure 1), against the fixed point that Deep "
                       "Equilibrium Models posit (Bai et al. 2019); Universal Transformers (Dehghani et al. 2019) apply one "
                       "block a variable number of times. Here the trained block runs past its depth: converges = the step "
                       "falls below 2% of a step within depth L; cycles = the state comes back within half a step of a "
@@ -74,14 +74,14 @@ def lens_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: i
             with st.spinner("Reading every layer through the MLM head ..."):
                 [(lens, top)] = runner.run([Part.of("logit lens", chosen.only(usable), lens_and_top_k, list(texts), watched,
                                                     repeat, int(seed))])
-            ui.chart(lens_figure(lens), "lens")
+            draw.chart(lens_figure(lens), "lens")
             st.caption(MASKED_ACCURACY)
             captions_of_notes(lens)
             for name in top.checkpoint.unique():
-                ui.chart(top_k_figure(top, name), f"top_k-{name}")
-            ui.download(lens, "logit_lens.csv")
-            ui.download(top, "logit_lens_top_k.csv", "Download the top-k predictions (CSV)")
-        ui.paper_note("The logit lens (nostalgebraist 2020) reads intermediate states with the output head. For an "
+                draw.chart(top_k_figure(top, name), f"top_k-{name}")
+            draw.download(lens, "logit_lens.csv")
+            draw.download(top, "logit_lens_top_k.csv", "Download the top-k predictions (CSV)")
+        draw.paper_note("The logit lens (nostalgebraist 2020) reads intermediate states with the output head. For an "
                       "encoder trained with MLM it shows at which depth the masked word becomes predictable; Tenney et "
                       "al. (2019) found BERT's lower layers resolve syntax and the upper ones semantics. A shared ALBERT "
                       "block reads a state it also wrote, so its lens can be read past depth L too.")
@@ -97,15 +97,15 @@ def attention_section(chosen: Selection, texts: tuple[str, ...], repeat: int, se
             [maps] = runner.run([Part.of(name, chosen.only([name]), attention_maps, texts[0], repeat)])
         application = a.slider("Application", 1, int(maps.application.max()), 1, key="sb_app")
         head = h.selectbox("Head", sorted(maps["head"].unique()), key="sb_head")
-        ui.chart(attention_figure(maps, application, int(head)), "attention")
+        draw.chart(attention_figure(maps, application, int(head)), "attention")
         st.caption(f"{name}, first text. Rows: the token that attends; columns: the token attended to.")
         with st.spinner("Computing attention entropy ..."):
             [entropy] = runner.run([Part.of("attention entropy", chosen, attention_entropy, list(texts), repeat)])
-        ui.chart(entropy_figure(entropy), "entropy")
+        draw.chart(entropy_figure(entropy), "entropy")
         captions_of_notes(entropy)
-        ui.download(entropy, "attention_entropy.csv")
-        ui.download(maps, f"attention_maps_{name}.csv", "Download these maps (CSV)")
-        ui.paper_note("The same query, key and value weights give different patterns at each application of a shared "
+        draw.download(entropy, "attention_entropy.csv")
+        draw.download(maps, f"attention_maps_{name}.csv", "Download these maps (CSV)")
+        draw.paper_note("The same query, key and value weights give different patterns at each application of a shared "
                       "block, because the states differ. Kobayashi et al. (2020) weigh each weight by the norm of the "
                       "vector it moves, ||alpha_ij f(x_j)||: heads that seem to stare at [CLS], [SEP] or punctuation "
                       "(Clark et al. 2019) often move little. Entropy: low = focused, high = broad (log(tokens) at most).")
@@ -131,10 +131,10 @@ def cka_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: in
         with st.spinner("Computing CKA ..."):
             [cka] = runner.run([Part.of("CKA", chosen.only([first] + ([second] if second != "(itself)" else [])), cka_of,
                                         list(texts), repeat)])
-        ui.chart(cka_figure(cka), "cka")
+        draw.chart(cka_figure(cka), "cka")
         st.warning(f"Caution: {cka.note.iloc[0]}.", icon=":material/warning:")
-        ui.download(cka, "cka.csv")
-        ui.paper_note("Linear CKA (Kornblith et al. 2019) compares representations up to rotation and scale. In a shared "
+        draw.download(cka, "cka.csv")
+        draw.paper_note("Linear CKA (Kornblith et al. 2019) compares representations up to rotation and scale. In a shared "
                       "ALBERT neighbouring applications look alike (the smooth transitions of Figure 1); across ALBERT and "
                       "BERT it asks whether the two reach similar states at similar depths.")
 

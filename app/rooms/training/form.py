@@ -25,7 +25,8 @@ from albert_lab.training.recipe import browser_config, uptrain_config
 from albert_lab.training.runs import app_budget, check_queue_room, discard_upload
 from app.rooms.training import views as run_views
 from app.rooms.training.widgets import WIDGETS
-from app.shell import links, owner, ui
+from app.shell import links, owner
+from app.shell.draw import read_upload
 from app.shell.guard import guard
 from app.shell.selection import Selection
 from app.shell.state import default_widget, has_widget, set_widget, widget
@@ -143,7 +144,7 @@ def new_run_form() -> None:
         if corpus == UPLOAD:
             if upload is None:
                 raise AlbertLabError("choose a corpus file to upload, or pick a built-in corpus")
-            data = ui.read_upload(upload)
+            data = read_upload(upload)
             check_disk_quota(runs_dir(), len(data), what="this upload")
             corpus = str(saved := save_corpus_upload(upload.name, data, runs_dir() / "uploads"))
         else:

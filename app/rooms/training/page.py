@@ -7,12 +7,12 @@ from albert_lab.paths import runs_dir
 from albert_lab.training.runs import list_runs
 from app.rooms.training import form as run_form
 from app.rooms.training import views as run_views
-from app.shell import ui
+from app.shell import draw
 
 tab_new, tab_runs, tab_compare = st.tabs(["New run", "Runs", "Compare runs"])
 with tab_new:
     run_form.new_run_form()
-    ui.paper_note("The recipe follows the paper: MLM with n-gram masking (n <= 3, p(n) proportional to 1/n), SOP "
+    draw.paper_note("The recipe follows the paper: MLM with n-gram masking (n <= 3, p(n) proportional to 1/n), SOP "
                   "(swap two consecutive segments) or BERT's NSP (segment from another document), LAMB with linear "
                   "warm-up and decay, no dropout. One run trains at a time; others wait in the queue.")
 

@@ -13,7 +13,7 @@ from albert_lab.training.jobs import cancel_run
 from albert_lab.training.runs import RunInfo, list_runs, read_run, running_run, single_user
 from app.rooms.training import figures as training_figures
 from app.rooms.training.state import TrainingState
-from app.shell import costs, links, owner, ui
+from app.shell import costs, draw, links, owner
 from app.shell.guard import guard
 from app.shell.state import kept, set_widget, widget
 from app.shell.text import fmt_duration, fmt_tokens
@@ -123,8 +123,8 @@ def progress_panel(run_id: str) -> None:
         m[3].metric("Tokens seen", fmt_tokens(last["tokens"]))
         left, right = st.columns(2)
         resumes = [r["step"] for r in of_kind("resume")]
-        ui.chart(training_figures.loss_figure(train, resumes), f"loss-{run_id}", key=f"loss-{run_id}", container=left, share=0.5)
-        ui.chart(training_figures.accuracy_figure(train, evals), f"accuracy-{run_id}", key=f"acc-{run_id}", container=right, share=0.5)
+        draw.chart(training_figures.loss_figure(train, resumes), f"loss-{run_id}", key=f"loss-{run_id}", container=left, share=0.5)
+        draw.chart(training_figures.accuracy_figure(train, evals), f"accuracy-{run_id}", key=f"acc-{run_id}", container=right, share=0.5)
     if info.status == "failed":
         st.error(info.message or "the run failed", icon=":material/error:")
     skipped_lines(info, expanded=False)
@@ -188,6 +188,6 @@ def compare_runs() -> None:
         st.caption(f"No {COMPARED[metric]} for {', '.join(unmeasured)}: not measured (no pair task was trained).")
     drawn = [f for f in frames if f.run.iloc[0] not in unmeasured]
     if drawn:
-        ui.chart(training_figures.runs_figure(pd.concat(drawn), metric, COMPARED[metric]), f"runs-{metric}")
+        draw.chart(training_figures.runs_figure(pd.concat(drawn), metric, COMPARED[metric]), f"runs-{metric}")
     if frames:
-        ui.download(pd.concat(frames), "runs.csv")  # an unmeasured metric is an empty cell
+        draw.download(pd.concat(frames), "runs.csv")  # an unmeasured metric is an empty cell

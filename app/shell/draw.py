@@ -1,0 +1,104 @@
+"""What pages draw alike: a chart (its export named, its title wrapped to its column), a CSV
+download, a note of what the literature says, an upload read within its cap, and the warnings
+about typed text the picked models will not read as typed. Pages stay thin: read widgets, call
+one library function, draw."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from albert_lab.data.textfile import check_size
+from app.shell import look
+from app.shell.loading import load_bundle
+from app.shell.state import shell, widget
+from app.shell.text import plural
+
+# An emoji favicon is drawn inline by the browser; a ":material/...:" one is fetched
+# from fonts.gstatic.com on every page load.
+PAGE_ICON = "\U0001F9EA"  # test tube
+
+
+UNREADABLE = 0.2  # share of a text's pieces unknown to the vocabulary above which what a model does with it says little
+
+
+def warn_unreadable(texts: Sequence[str]) -> None:
+    """Warn about typed texts the picked models will not read as typed: mostly pieces
+    unknown to a vocabulary (Chinese or emoji for an English SentencePiece: each becomes
+    one unknown piece; each picked model's vocabulary is asked, not only the first's),
+    longer than the MAX_LEN tokens the analyses read (the rest was cut without a word;
+    counted by the first model's pieces), or holding special tokens ("[SEP]" typed is a
+    separator)."""
+    from albert_lab.analysis.pairs import unknown_shares
+    from albert_lab.data.corpus import MAX_LEN
+    device, dtype = widget("device", "auto"), widget("dtype", "float32")  # the sidebar's, as Selection.read reads them
+    casings = shell().casings
+    tokenizers = {name: load_bundle(source, name, device, dtype, casings.get(name)).tokenizer for name, source in shell().selected}
+    pieces = {name: [tokenizer(text)["input_ids"] for text in texts] for name, tokenizer in tokenizers.items()}
+    unreadable = []
+    for name, tokenizer in tokenizers.items():
+        (share,) = unknown_shares([[i for row in pieces[name] for i in row]], tokenizer)
+        if share >= UNREADABLE:
+            unreadable.append(f"{name} ({share:.0%} of them)")
+    if unreadable:
+        st.warning(f"Many of this text's pieces are unknown to the vocabulary, learned from English text, of "
+                   f"{', '.join(unreadable)}: what {'that model does' if len(unreadable) == 1 else 'those models do'} "
+                   "with it says little.", icon=":material/translate:")
+    name, ids = next(iter(pieces.items()))
+    long = [(i, len(row)) for i, row in enumerate(ids, 1) if len(row) > MAX_LEN]
+    if long:
+        which = "; ".join(f"text {i}: {n:,}" for i, n in long[:5]) + (" ..." if len(long) > 5 else "")
+        st.warning(f"The models read the first {MAX_LEN} tokens of each text, and {plural(len(long), 'text')} "
+                   f"{'is' if len(long) == 1 else 'are'} longer ({which} tokens for {name}): the rest is not looked at. "
+                   "Separate texts with a blank line to have all of it read.", icon=":material/content_cut:")
+    warn_special_tokens(texts, tokenizers)
+
+
+def warn_special_tokens(texts: Sequence[str], tokenizers: dict[str, Any]) -> None:
+    """Say so when typed text holds special tokens, and which models read them as such (a
+    typed [PAD] is padding to a WordPiece model, four ordinary pieces to a SentencePiece one)."""
+    readers: dict[str, list[str]] = {}
+    for name, tokenizer in tokenizers.items():
+        for token in tokenizer.all_special_tokens:
+            if any(token in text for text in texts):
+                readers.setdefault(token, []).append(name)
+    if readers:
+        said = "; ".join(f"{token} (by {', '.join(names)})" for token, names in sorted(readers.items()))
+        st.warning(f"Typed in the text and read as special tokens, not as words: {said}. A [SEP] separates segments, "
+                   "[PAD] is padding, [MASK] a masked token.", icon=":material/code:")
+
+
+def paper_note(text: str, source: str = "the paper") -> None:
+    """What the literature says beside a view, and which literature ('the lecture notes', ...)."""
+    st.markdown(f":material/menu_book: **From {source}.** {text}")
+
+
+def download(frame: pd.DataFrame, name: str, label: str = "Download the data (CSV)") -> None:
+    """The frame as CSV, written when the button is clicked (Streamlit's deferred download): written
+    on every script run, it was encoded for every visitor on every click, and kept as a file the
+    browser checked for and could find already replaced by the next run (a 404 in the console)."""
+    st.download_button(label, lambda: frame.to_csv(index=False).encode(), file_name=name, mime="text/csv",
+                       key=f"download-{name}", on_click="ignore")
+
+
+def read_upload(uploaded) -> bytes:
+    """Bytes of an uploaded file, refusing files over the size cap."""
+    data = uploaded.getvalue()
+    check_size(len(data), uploaded.name)  # the one limit, MAX_UPLOAD_BYTES; the uploaders are given it too
+    return data
+
+
+def chart(fig, name: str, key: str | None = None, container=None, share: float = 1.0) -> None:
+    """A plotly figure, full width of its container, whose camera icon saves PNG or SVG as
+    `name`; `share`: how much of the main column the container is (its title is wrapped to fit)."""
+    config = look.chart_config(name, widget("image_format", "png"))
+    with _DRAWING:  # a figure may be every visitor's (app.shell.built): wrapped by one while no other reads it
+        look.wrap_title(fig, look.title_chars(share))  # in place, and again harmless: a wrapped title fits
+        (container or st).plotly_chart(fig, width="stretch", config=config, key=key)
+
+
+_DRAWING = threading.Lock()  # charts drawn one at a time (the GIL ran them one at a time anyway)
