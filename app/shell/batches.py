@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-from app.shell.runner import MISSING, QUICK, Part, Shown, keep_result, kept_result, visitor
+from app.shell.runner import MISSING, Part, keep_result, kept_result, quick_turn
 
 T = TypeVar("T")
 
@@ -56,18 +56,12 @@ def together(key: Hashable, group: Hashable, item: Any, many: Callable[[list[Any
 def _lead(ask: _Ask, group: Hashable, many: Callable[[list[Any]], list[Any]], part: Part) -> None:
     """Take the quick lane and compute every item of `group` asked until then. A leader whose
     visitor leaves while waiting for the lane hands the lead to the next item asked."""
-    shown = Shown(None, False, [part], QUICK)
     taken: list[_Ask] = []
     try:
-        shown.begin(0, part)
-        with QUICK.turn(shown.waiting, visitor()):
-            shown.turn_came()
+        with quick_turn(part):
             with _TOGETHER_LOCK:
                 taken = _TOGETHER.pop(group)
-            from albert_lab.devices import one_thread  # torch: only a lane's computation needs it
-
-            with one_thread():  # a moment's work: one thread, never a team held up by the cores' other users
-                _compute_together(taken, many)
+            _compute_together(taken, many)
     except BaseException:
         if not taken:
             with _TOGETHER_LOCK:
@@ -80,8 +74,6 @@ def _lead(ask: _Ask, group: Hashable, many: Callable[[list[Any]], list[Any]], pa
                 else:
                     _TOGETHER.pop(group, None)
         raise
-    finally:
-        shown.clear()
 
 
 def _compute_together(asks: list[_Ask], many: Callable[[list[Any]], list[Any]]) -> None:

@@ -157,6 +157,24 @@ def heavy_turn(say: Callable[[str], None]) -> Iterator[Callable[[], None]]:
         yield between
 
 
+@contextmanager
+def quick_turn(part: Part) -> Iterator[None]:
+    """Hold the quick lane for a moment's work (`part`: what it is, in the words a wait is told in),
+    on one thread, whoever waits told as the runner tells them: what app/shell/batches.py computes
+    many visitors' typed pairs in."""
+    shown = Shown(None, False, [part], QUICK)
+    try:
+        shown.begin(0, part)
+        with QUICK.turn(shown.waiting, visitor()):
+            shown.turn_came()
+            from albert_lab.devices import one_thread  # torch: only a lane's computation needs it
+
+            with one_thread():  # a moment's work: one thread, never a team held up by the cores' other users
+                yield
+    finally:
+        shown.clear()
+
+
 def visitor() -> str:
     """Who asks, for the lanes' turns: this browser (its owner token's hash, which its tabs share), so that
     one visitor's tabs take turns with other visitors rather than a turn each."""
