@@ -273,3 +273,45 @@ def test_rooms_compute_analyses_only_through_the_one_runner():
                 if not inside:
                     outside.append(f"{module}:{call.lineno} {ast.unparse(call.func)}")
     assert outside == [], f"analyses computed outside app.shell.runner.run: {outside}"
+
+
+
+def test_no_room_computes_outside_the_runner():
+    """Every analysis a page computes goes through the runner, keyed by Part.of (the analysis, the
+    selection and every input): a room never builds a Part by hand, and calls an analysis of the
+    registry only inside a function it hands to the runner (Part.of's analysis; batches.together's
+    many, for typed pairs): in a visitor's turn, with its progress and its Stop."""
+    from albert_lab.analysis.registry import ANALYSES
+
+    heavy = {record.function for record in ANALYSES}
+    found = []
+    for path in sorted((APP / "rooms").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        handed = {name for node in ast.walk(tree) if isinstance(node, ast.Call) for name in _handed(node)}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            if isinstance(node.func, ast.Name) and node.func.id == "Part":
+                found.append(f"{path.relative_to(APP)}:{node.lineno}: Part(...) built by hand; use Part.of")
+            if isinstance(node.func, ast.Name) and node.func.id in heavy and not _within(node, parents, handed):
+                found.append(f"{path.relative_to(APP)}:{node.lineno}: {node.func.id}(...) outside the runner")
+    assert not found, found
+
+
+def _handed(call: ast.Call) -> list[str]:
+    """The functions a call hands to the runner: Part.of's analysis, and what batches.together's `many` calls."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "of" and isinstance(func.value, ast.Name) and func.value.id == "Part":
+        return [a.id for a in call.args[2:3] if isinstance(a, ast.Name)]
+    if isinstance(func, ast.Attribute) and func.attr == "together":
+        return [n.func.id for a in call.args for n in ast.walk(a) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+    return []
+
+
+def _within(node: ast.AST, parents: dict[int, ast.AST], handed: set[str]) -> bool:
+    while id(node) in parents:
+        node = parents[id(node)]
+        if isinstance(node, ast.FunctionDef) and node.name in handed:
+            return True
+    return False

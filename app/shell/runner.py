@@ -71,14 +71,21 @@ class Part(Generic[T]):
 
     @classmethod
     def of(cls, name: str, selection: Selection, analysis: Callable[..., T], /, *args: Any, units: float = 1.0,
-           **kwargs: Any) -> Part[T]:
+           progress: bool = False, **kwargs: Any) -> Part[T]:
         """`analysis(selection.bundles(), *args, **kwargs)`, keyed on the analysis, the selection
         (checkpoints, device, dtype, casings given, the files' stamps) and the arguments: pages
         name the analysis and its inputs, never the device or dtype, and a checkpoint rewritten in
-        place (a run that saved again) is computed afresh."""
+        place (a run that saved again) is computed afresh. With `progress`, the analysis is given
+        the runner's callback as `progress=` (a bar's time left, and a Stop at its reports). Every
+        argument is part of the key, so each must be hashable as it is, or a list, tuple or dict
+        of such; a large input goes in as its digest's holder (see app/rooms/sentence_pairs/upload.py)."""
         code = analysis.__code__  # pages run as __main__: the file tells two pages' functions apart
         key = (code.co_filename, analysis.__qualname__, selection.key(), _frozen(args), _frozen(kwargs))
-        return cls(name, key, lambda progress: analysis(selection.bundles(), *args, **kwargs), units)
+
+        def work(report: Progress) -> T:
+            return analysis(selection.bundles(), *args, **kwargs, **({"progress": report} if progress else {}))
+
+        return cls(name, key, work, units)
 
 
 def run(parts: Sequence[Part[T]], cost: Cost | None = None, *, each: bool = False, keep: bool = True,

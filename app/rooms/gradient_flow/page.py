@@ -1,7 +1,7 @@
 """Gradient flow: mean and max |grad| per layer for the pretraining loss, per application of
 a shared block, the summed gradient the optimizer sees, and gradients w.r.t. hidden states."""
 
-from typing import get_args
+from typing import Any, get_args
 
 import streamlit as st
 
@@ -20,6 +20,11 @@ from app.shell.selection import Selection
 from app.shell.state import set_widget, widget
 
 SEED = GRADFLOW.option("seed")  # the control's bounds and default: the record's, as `albert-lab gradflow`'s
+
+
+def gradients(bundles: list, texts: tuple[str, ...], objective: Objective, seed: int, progress: Any) -> Any:
+    """Gradient flow of the one checkpoint of the selection `bundles`, as the runner's Part.of calls it."""
+    return gradient_flow(bundles[0], list(texts), objective=objective, seed=seed, progress=progress)
 
 
 def own_objective(name: str) -> str:
@@ -67,10 +72,8 @@ with tab_now:
                 st.warning(f"{name}'s {heads['pair_kind'].upper()} head was never trained (a random head, as its model card "
                            f"says): the {objective.upper()} part of this loss, and the gradients it sends into the encoder, "
                            "come from a random classifier. Pick 'none' for the MLM loss alone.", icon=":material/warning:")
-            frames = runner.run([Part(
-                f"Gradients of {name} on {len(texts)} texts", ("gradflow", selection.key(), tuple(texts), objective, int(seed)),
-                lambda progress: gradient_flow(selection.bundles()[0], texts, objective=objective, seed=int(seed),
-                                               progress=progress), size / 1e6)], GRADFLOW.cost)
+            frames = runner.run([Part.of(f"Gradients of {name} on {len(texts)} texts", selection, gradients, tuple(texts),
+                                         objective, int(seed), units=size / 1e6, progress=True)], GRADFLOW.cost)
             if frames:  # none when stopped
                 [frame] = frames
                 draw.chart(gradflow_figure(frame, name), f"gradflow-{name}")

@@ -4,6 +4,7 @@ decision on the typed pair, on request, with its time estimate."""
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import streamlit as st
 
@@ -13,6 +14,7 @@ from app.rooms.sentence_pairs.common import PairsState, pace_words
 from app.shell import costs, draw, pace, runner
 from app.shell.guard import guard
 from app.shell.runner import Part
+from app.shell.selection import Selection
 from app.shell.state import kept
 from app.shell.text import fmt_duration
 
@@ -25,6 +27,11 @@ def attribution_estimate(bundle, a: str, b: str, steps: int) -> tuple[float, flo
     units = costs.attribution_units(bundle.spec, steps, tokens)
     first = costs.FIRST_TIME_SECONDS["attribution"] if "captum" not in sys.modules else 0.0
     return units, pace.estimate("attribution", units, costs.SECONDS_PER_UNIT["attribution"]) + first
+
+
+def attribute(bundles: list, a: str, b: str, target: int, steps: int, progress: Any) -> Any:
+    """Integrated gradients of the one checkpoint of the selection `bundles`, as the runner's Part.of calls it."""
+    return attribute_pair(bundles[0], a, b, target, steps, progress=progress)
 
 
 def attribution_tab(bundles: list, a: str, b: str) -> None:
@@ -43,23 +50,21 @@ def attribution_tab(bundles: list, a: str, b: str) -> None:
                                    key="attr_steps")
             explain = st.form_submit_button("Explain", type="primary")
         request = (name, a, b, target, steps)
+        units, seconds = attribution_estimate(next(bd for bd in usable if bd.name == name), a, b, steps)
+        part = Part.of(f"Integrated gradients of {name}, {steps} steps", Selection.read().only([name]), attribute,
+                       a, b, target, steps, units=units, progress=True)
         if explain:
             with guard("attribution"):
-                bundle = next(bd for bd in usable if bd.name == name)
-                units, _ = attribution_estimate(bundle, a, b, steps)
                 # asked anew: computed even if stopped before; the page keeps the result (PairsState), not the runner
-                done = runner.run([Part(f"Integrated gradients of {name}, {steps} steps", request,
-                                        lambda progress: attribute_pair(bundle, a, b, target, steps, progress=progress),
-                                        units)], ATTRIBUTION.cost, keep=False, asked=True)
+                done = runner.run([part], ATTRIBUTION.cost, keep=False, asked=True)
                 if done:  # none when stopped
                     kept(PairsState).attribution = (request, done[0])
         stored = kept(PairsState).attribution
-        stopped = runner.was_stopped(ATTRIBUTION.cost.kind, request)
+        stopped = runner.was_stopped(ATTRIBUTION.cost.kind, part.key)
         if stopped:
             st.info("Stopped before it finished: press Explain to run it again.", icon=":material/stop_circle:")
         if stored is None:
             if not stopped:
-                _, seconds = attribution_estimate(next(bd for bd in usable if bd.name == name), a, b, steps)
                 st.info(f"Press Explain to attribute the decision to the tokens: about {fmt_duration(seconds)} for "
                         f"{name} at {steps} steps ({pace_words('attribution')}).")
         else:

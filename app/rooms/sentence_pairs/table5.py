@@ -3,8 +3,6 @@ one measured now through the runner."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import cache, partial
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -46,10 +44,9 @@ def live_table5(bundles: list) -> None:
         return
     limit, done = state.t5_asked[0], []
     with guard("evaluation"):
-        chosen, pairs = Selection.read(), cache(evaluation.evaluation_pairs)  # built once, in the first turn that needs it
-        done = runner.run([Part(bd.name, ("table5", chosen.only([bd.name]).key(), limit),
-                                partial(_evaluate, bd, pairs, limit), limit * model_size(bd)) for bd in bundles],
-                          EVALUATE.cost, each=True, asked=asked)
+        chosen = Selection.read()
+        done = runner.run([Part.of(bd.name, chosen.only([bd.name]), _evaluate, limit, units=limit * model_size(bd),
+                                   progress=True) for bd in bundles], EVALUATE.cost, each=True, asked=asked)
     if done:
         live = pd.concat(done, ignore_index=True)
         cells, notes = table5_cells(live)
@@ -63,10 +60,18 @@ def live_table5(bundles: list) -> None:
         draw.download(live, "table5.csv")
 
 
-def _evaluate(bundle, pairs: Callable[[], pd.DataFrame], limit: int, progress: Progress) -> pd.DataFrame:
-    """One checkpoint's Table 5 on `limit` pairs per task, telling which pairs it scores."""
-    return evaluate([bundle], pairs(), limit=limit,
+def _evaluate(bundles: list, limit: int, progress: Progress) -> pd.DataFrame:
+    """One checkpoint's Table 5 (`bundles`: the selection's one) on `limit` pairs per task, telling which
+    pairs it scores."""
+    [bundle] = bundles
+    return evaluate([bundle], held_out_pairs(), limit=limit,
                     progress=lambda done, what: progress(done, f"scoring {what.removeprefix(bundle.name + ': ')}"))
+
+
+@st.cache_data(show_spinner=False, max_entries=1, ttl=600)
+def held_out_pairs() -> pd.DataFrame:
+    """The held-out pairs Table 5 is measured on, built once for every visitor (in the first turn that needs them)."""
+    return evaluation.evaluation_pairs()
 
 
 @st.cache_data(show_spinner=False, max_entries=4)

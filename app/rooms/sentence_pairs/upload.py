@@ -4,6 +4,8 @@ chart and its summary."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -23,6 +25,21 @@ from app.shell.state import kept, widget
 from app.shell.text import fmt_bytes, plural
 
 LABEL_COLUMNS = ("accuracy", "order_accuracy", "labelled")  # the summary's columns about labels
+
+
+@dataclass(frozen=True)
+class Upload:
+    """An uploaded file's pairs, known to the runner's key by the file's name and SHA-256 (its rows are not hashed
+    on every script run)."""
+
+    name: str
+    sha256: str
+    pairs: pd.DataFrame = field(compare=False, hash=False, repr=False)
+
+
+def score_upload(bundles: list, upload: Upload, progress: Any) -> pd.DataFrame:
+    """Both orders of every pair of the upload, by each checkpoint, as the runner's Part.of calls it."""
+    return score_pairs(bundles, upload.pairs, progress=progress)
 
 
 def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
@@ -64,11 +81,10 @@ def upload_tab(bundles: list) -> None:
             st.warning(problem, icon=":material/warning:")
         if len(parsed.problems) > 20:
             st.warning(f"... and {len(parsed.problems) - 20:,} more problems")
-        key = ("score_upload", tuple(bd.name for bd in bundles), Selection.read().key(), name,
-               hashlib.sha256(data).hexdigest())
-        done = runner.run([Part(f"Scoring {plural(len(parsed.pairs), 'pair')} with {plural(len(bundles), 'checkpoint')}", key,
-                                lambda progress: score_pairs(bundles, parsed.pairs, progress=progress),
-                                len(parsed.pairs) * sum(map(model_size, bundles)))], SCORE.cost)
+        upload = Upload(name, hashlib.sha256(data).hexdigest(), parsed.pairs)
+        done = runner.run([Part.of(f"Scoring {plural(len(parsed.pairs), 'pair')} with {plural(len(bundles), 'checkpoint')}",
+                                   Selection.read().only([bd.name for bd in bundles]), score_upload, upload,
+                                   units=len(parsed.pairs) * sum(map(model_size, bundles)), progress=True)], SCORE.cost)
         if not done:  # stopped
             return
         [scores] = done
