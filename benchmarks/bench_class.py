@@ -55,68 +55,19 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.shell import registry  # noqa: E402
-from benchmarks.bench_app import CHART, FLAGS, MAIN_ELEMENT, free_port, wait_healthy  # noqa: E402
+from benchmarks.bench_app import CHART, FLAGS, MAIN_ELEMENT, wait_healthy  # noqa: E402
+from benchmarks.served import WORDS, MemorySampler, machine, p95, start_server, typed_pair  # noqa: E402
+from benchmarks.tab_clock import CLOCK, Visitor, drawn  # noqa: E402
 
 UPLOAD_PAIRS = 5000
 PAGE_TIMEOUT, UPLOAD_TIMEOUT = 600.0, 1500.0  # seconds one wait may take before the visitor gives up
-ERRORS = """() => [
-  ...[...document.querySelectorAll('[data-testid="stException"]')].map(e => 'exception: ' + e.innerText.slice(0, 200)),
-  ...[...document.querySelectorAll('[data-testid="stAlertContentError"]')]
-     .filter(e => e.innerText.includes('Something went wrong')).map(e => 'error box: ' + e.innerText.slice(0, 200)),
-]"""
-STATE = """([title, main, text]) => {
-  const h1 = document.querySelector('h1');
-  if (!h1 || h1.innerText.trim() !== title) return 'title';
-  if (document.querySelector('[data-stale="true"], [data-testid="stSpinner"], [data-testid="stSkeleton"]')) return 'busy';
-  if (document.querySelector('[data-testid="stProgress"]')) return 'busy';
-  // any one shown: the first may sit in a tab not open (Sentence pairs' typed-pair chart, once the upload tab is)
-  if (![...document.querySelectorAll(main)].some(el => el.getClientRects().length)) return 'main';
-  if ([...document.querySelectorAll('[data-testid="stPlotlyChart"]')].some(c => !c.querySelector('.main-svg'))) return 'charts';
-  if (text && !document.body.innerText.includes(text)) return 'text';
-  return 'drawn';
-}"""
-WORDS_TEXT = ("the river city people water north town school year history music world game light family war church "
-         "village king station film road team book island power group century language field market song art "
-         "mountain bridge house army forest coast park club library night system ship garden valley street")
-WORDS = WORDS_TEXT.split()
-
-
-@dataclass
-class Visitor:
-    number: int
-    times: dict[str, float] = field(default_factory=dict)  # what -> seconds
-    firsts: dict[str, float] = field(default_factory=dict)  # page -> seconds to its heading shown
-    answers: dict[str, float] = field(default_factory=dict)  # what -> seconds to the server's last message for it
-    asked: dict[str, float] = field(default_factory=dict)  # what -> seconds from the click to the browser's request
-    frames: list[float] = field(default_factory=list)  # perf_counter() of every websocket message the browser received
-    sent: list[float] = field(default_factory=list)  # ... and of every one it sent
-
-    def answered(self, what: str, start: float, end: float) -> None:
-        """The server's answer to `what`: from the browser's first message after the click (its request to
-        run the page) to the server's last message before the page was drawn: what the server took, apart
-        from the browser's own work before and after (on the first page the request comes once the browser
-        has loaded the app)."""
-        received = [t for t in self.frames if start <= t <= end]
-        request = next((t for t in self.sent if start <= t <= end), None)
-        if received:
-            since = request if request is not None and request <= received[-1] else start
-            self.answers[what] = received[-1] - since
-            if request is not None:
-                self.asked[what] = request - start
-    spans: dict[str, tuple[float, float]] = field(default_factory=dict)  # what -> (start, end), perf_counter
-    errors: list[str] = field(default_factory=list)
-    doing: str = "starting"  # what the visitor waits for now (said when the --timeout stops it)
-
-
 def pairs_csv(path: Path, n: int = UPLOAD_PAIRS, seed: int = 0) -> Path:
     """n labelled pairs of made-up sentences of 8-24 words (about 0.8 MB for 5,000)."""
     rng = random.Random(seed)
@@ -132,147 +83,6 @@ def pairs_csv(path: Path, n: int = UPLOAD_PAIRS, seed: int = 0) -> Path:
     return path
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of process `pid` and all its descendants."""
-    try:
-        import psutil
-    except ImportError:
-        return _proc_tree_rss(pid)
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return 0
-    total = 0
-    for proc in procs:
-        try:
-            total += proc.memory_info().rss
-        except psutil.NoSuchProcess:
-            pass
-    return total
-
-
-def proc_descendants(pid: int) -> set[int]:
-    """`pid` and every process below it, from /proc (where psutil is not installed)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-                parents[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
-            except (OSError, ValueError):
-                pass
-    tree, grew = {pid}, True
-    while grew:
-        more = {child for child, parent in parents.items() if parent in tree} - tree
-        tree |= more
-        grew = bool(more)
-    return tree
-
-
-def _proc_tree_rss(pid: int) -> int:
-    page = os.sysconf("SC_PAGE_SIZE")
-    total = 0
-    for member in proc_descendants(pid):
-        try:
-            total += int(Path(f"/proc/{member}/statm").read_text().split()[1]) * page
-        except (OSError, ValueError, IndexError):
-            pass
-    return total
-
-
-def cpu_seconds(pids: set[int]) -> float:
-    """CPU seconds (user + system) of these processes and of their children they have reaped."""
-    tick, total = os.sysconf("SC_CLK_TCK"), 0
-    for pid in pids:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            total += sum(int(v) for v in stat[stat.rindex(")") + 2:].split()[11:15])  # utime stime cutime cstime
-        except (OSError, ValueError):
-            pass
-    return total / tick
-
-
-class MemorySampler(threading.Thread):
-    """The peak of tree_rss(pid), sampled every `every` seconds until stop(); also the CPU seconds
-    of the server's tree and of the browsers' (every other process below this one), at the last sample."""
-
-    def __init__(self, pid: int, every: float = 0.25) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.every, self.peak, self._done = pid, every, 0, threading.Event()
-        self.server_cpu = self.browser_cpu = 0.0
-
-    def run(self) -> None:
-        while not self._done.is_set():
-            self.peak = max(self.peak, tree_rss(self.pid))
-            server = proc_descendants(self.pid)
-            self.server_cpu = max(self.server_cpu, cpu_seconds(server))
-            self.browser_cpu = max(self.browser_cpu, cpu_seconds(proc_descendants(os.getpid()) - server - {os.getpid()}))
-            self._done.wait(self.every)
-
-    def stop(self) -> int:
-        self._done.set()
-        self.join()
-        return self.peak
-
-
-# Measured inside each tab, so that measuring costs the machine next to nothing: the tab notes the wall-clock
-# milliseconds of each websocket message it receives and sends (Playwright's own websocket events would copy
-# every message's bytes to this process) and polls its own page for WAIT (one call per wait, not one per poll).
-CLOCK = """(() => {
-  const clock = window.__benchClock = {frames: [], sent: [], errors: [], waits: {}};
-  const Native = window.WebSocket, send = Native.prototype.send;
-  Native.prototype.send = function (...args) { clock.sent.push(Date.now()); return send.apply(this, args); };
-  window.WebSocket = class extends Native {
-    constructor(...args) { super(...args); this.addEventListener('message', () => clock.frames.push(Date.now())); }
-  };
-})()"""
-WAIT = """([title, main, text, settle, key]) => {
-  const clock = window.__benchClock, now = Date.now(), state = (""" + STATE + """)([title, main, text]);
-  const wait = clock.waits[key] = clock.waits[key] || {first: null, calm: null, state: null};
-  for (const error of (""" + ERRORS + """)()) if (!clock.errors.includes(error)) clock.errors.push(error);
-  wait.state = state;
-  if (wait.first === null && state !== 'title') wait.first = now;
-  if (state !== 'drawn') { wait.calm = null; return false; }
-  if (wait.calm === null) wait.calm = now;
-  return now - wait.calm >= settle * 1000 ? {first: wait.first, calm: wait.calm} : false;
-}"""
-TAKE = "() => { const c = window.__benchClock; return c ? [c.frames.splice(0), c.sent.splice(0), c.errors.splice(0)] : [[], [], []]; }"
-SINCE_EPOCH = time.perf_counter() - time.time()  # perf_counter() at the tab's Date.now() of 0, in seconds
-
-
-def counter(ms: float) -> float:
-    """A tab's Date.now() milliseconds as this process's perf_counter() seconds."""
-    return ms / 1000 + SINCE_EPOCH
-
-
-async def take(page, visitor: Visitor) -> None:
-    """What the tab noted since the last take: its websocket messages' times and the error boxes it saw."""
-    frames, sent, errors = await page.evaluate(TAKE)
-    visitor.frames += [counter(ms) for ms in frames]
-    visitor.sent += [counter(ms) for ms in sent]
-    visitor.errors += [e for e in errors if e not in visitor.errors]
-
-
-async def drawn(page, visitor: Visitor, title: str, main: str, settle: float, timeout: float, text: str = "",
-                first: list[float] | None = None) -> float:
-    """perf_counter() time at which the page became drawn (and `text` shown) and stayed so for `settle` s;
-    the time its heading was first shown is appended to `first`. Error boxes seen meanwhile are recorded on
-    the visitor (once each). The tab polls itself every 50 ms (WAIT) and answers once."""
-    key = f"{title}:{time.perf_counter()}"
-    try:
-        handle = await page.wait_for_function(WAIT, arg=[title, main, text, settle, key], polling=50, timeout=timeout * 1000)
-        found = await handle.json_value()
-    except Exception as err:
-        state = await page.evaluate("(key) => window.__benchClock?.waits[key]?.state", key)
-        await take(page, visitor)
-        raise TimeoutError(f"{title}: not drawn within {timeout:.0f} s (last state: {state})") from err
-    await take(page, visitor)
-    if first is not None and found["first"] is not None:
-        first.append(counter(found["first"]))
-    return counter(found["calm"])
-
-
 async def visit_page(page, url: str, visitor: Visitor, room: registry.Room, settle: float) -> None:
     visitor.doing, start = room.stem, time.perf_counter()
     if room.stem == registry.DEFAULT:
@@ -284,12 +94,6 @@ async def visit_page(page, url: str, visitor: Visitor, room: registry.Room, sett
     visitor.times[room.stem], visitor.spans[room.stem] = end - start, (start, end)
     visitor.firsts[room.stem] = first[0] - start
     visitor.answered(room.stem, start, end)
-
-
-def typed_pair(number: int) -> tuple[str, str]:
-    """Visitor `number`'s own pair, typed in the form or sent in the link."""
-    return (f"Visitor {number} walked along the river to the old stone bridge.",
-            f"From there visitor {number} could see the whole town and the hills beyond it.")
 
 
 async def score_typed(page, visitor: Visitor, settle: float) -> None:
@@ -409,17 +213,6 @@ async def class_of(teacher: Visitor | None, visitors: list[Visitor], url: str, c
             await browser.close()
 
 
-def start_server(runs: Path, trace: Path) -> tuple[subprocess.Popen, str]:
-    """`albert-lab app` on a free loopback port, headless, with a runs folder of its own, each script
-    run's own time in the server appended to `trace` (app.shell.serve.traced)."""
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "ALBERT_LAB_RUNS": str(runs), "ALBERT_LAB_TRACE": str(trace)}
-    server = subprocess.Popen([sys.executable, "-m", "albert_lab", "app", "--port", str(port), "--server.headless", "true",
-                               "--server.address", "127.0.0.1"],
-                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return server, f"http://127.0.0.1:{port}"
-
-
 def run_class(n: int, csv_path: Path | None, settle: float, timeout: float, scratch: Path, pick: str, teacher: Visitor | None,
               browser_path: str, without_browsers: bool = False) -> tuple[list[Visitor], int, float]:
     """N visitors on a fresh server, after the teacher if any: (visitors, peak server memory in bytes, wall seconds)."""
@@ -462,11 +255,6 @@ def script_runs(trace: Path, began: float) -> None:
         print(f"    {page:<16} {len(seconds):5d} {statistics.median(seconds):8.2f} {p95(seconds):6.2f} {max(seconds):7.2f}")
 
 
-def p95(values: list[float]) -> float:
-    """The 95th percentile, interpolated between the ranked values (the worst of fewer than two)."""
-    return statistics.quantiles(values, n=20, method="inclusive")[-1] if len(values) > 1 else max(values)
-
-
 def report(n: int, visitors: list[Visitor], peak: int, wall: float, teacher: Visitor | None) -> None:
     if teacher is not None:
         print("\nthe teacher, alone before the class: " + ", ".join(f"{what} {s:.1f}" for what, s in teacher.times.items())
@@ -501,15 +289,6 @@ def report(n: int, visitors: list[Visitor], peak: int, wall: float, teacher: Vis
     print(f"  errors: {len(errors)}")
     for number, error in errors[:30]:
         print(f"    visitor {number}: {error}")
-
-
-def machine() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        name = next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), "?")
-    except OSError:
-        name = "?"
-    return f"{name}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start"
 
 
 def main() -> None:

@@ -46,7 +46,7 @@ from albert_lab import limits  # noqa: E402
 from albert_lab.training.jobs import cancel_run  # noqa: E402
 from albert_lab.training.runs import list_runs  # noqa: E402
 from benchmarks.bench_app import FLAGS, free_port, wait_healthy  # noqa: E402
-from benchmarks.bench_class import machine, proc_descendants  # noqa: E402
+from benchmarks.served import machine, proc_descendants  # noqa: E402
 
 WORKER = "albert_lab.training.worker"  # in the command line of a run's worker process (training.jobs.spawn_worker)
 WAITING = 150 << 20  # a queued worker waits in some 20 MB, without torch (tests/test_training_budget.py: under 150 MB)

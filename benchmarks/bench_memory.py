@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.shell import registry  # noqa: E402
 from benchmarks.bench_app import wait_healthy  # noqa: E402
-from benchmarks.bench_class import machine, start_server, tree_rss  # noqa: E402
+from benchmarks.served import machine, start_server, tree_rss  # noqa: E402
 from benchmarks.streamlit_client import Session  # noqa: E402
 
 TIMEOUT = 300.0  # seconds one page may take before the walk gives up

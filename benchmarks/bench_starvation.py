@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_app import wait_healthy  # noqa: E402
-from benchmarks.bench_class import WORDS, machine, p95, start_server, typed_pair  # noqa: E402
+from benchmarks.served import WORDS, machine, p95, start_server, typed_pair  # noqa: E402
 from benchmarks.streamlit_client import Session  # noqa: E402
 
 COOKIE = "albert_lab_owner"  # app.shell.owner.COOKIE: one browser's tabs send the same
