@@ -210,3 +210,35 @@ def test_when_every_variant_diverges_at_once_the_page_says_so_instead_of_empty_c
     (error,) = [e.value for e in at.error if e.value.startswith("Every variant diverged at its first step")]
     assert "48 layers and a Gaussian initialisation of std 2" in error and "Try a smaller std (e.g. 0.1)" in error
     assert not _figure_names(at) and not [s for s in at.selectbox if s.key == "dl_heat"]
+
+
+def test_depth_lab_trains_in_its_turn_after_another_visitors_computation(app, monkeypatch):
+    """Its four networks trained beside another visitor's computation, on every core, outside the queue:
+    now a training waits for the heavy lane's turn, and starts only once the computation holding it ends."""
+    import threading
+    import time
+
+    from conftest import held
+
+    from app.shell import runner
+
+    times, real = {}, depth.train_disc
+
+    def train_disc(cfg, *args, **kwargs):
+        times.setdefault("trained", time.perf_counter())
+        return real(cfg, *args, **kwargs)
+
+    monkeypatch.setattr(depth, "train_disc", train_disc)
+    at = goto(app, "depth_lab")
+    release = held(runner.TURNS)  # another visitor's computation in the heavy lane
+
+    def end_it():
+        time.sleep(1.0)
+        times["released"] = time.perf_counter()
+        release.set()
+
+    threading.Thread(target=end_it, daemon=True).start()
+    at.slider(key="dl_steps").set_value(50).run()  # settings nothing shipped holds: trained now
+    assert not at.exception, [e.value for e in at.exception]
+    assert times["trained"] > times["released"], times  # one after the other, not side by side
+
