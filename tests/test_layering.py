@@ -2,7 +2,7 @@
 floors too (below).
 
 Layers (a module may import its own layer and the ones below):
-  0 errors, importing, fields, paths, spec, runfolder, limits
+  0 errors, importing, fields, paths, spec, runfolder, limits, torch_build
   1 devices, params, models, tokenizer
   2 paper, data.*
   3 kernels, objective, distil, checkpoint.*, card
@@ -30,7 +30,7 @@ from albert_lab.spec import ModelSpec, layer_group
 
 ROOT = Path(__file__).resolve().parent.parent / "albert_lab"
 LAYERS = {
-    0: ("errors", "importing", "fields", "paths", "spec", "runfolder", "limits", "__init__"),
+    0: ("errors", "importing", "fields", "paths", "spec", "runfolder", "limits", "torch_build", "__init__"),
     1: ("devices", "params", "models", "tokenizer"),
     2: ("paper", "data"),
     3: ("kernels", "objective", "distil", "checkpoint", "card"),
