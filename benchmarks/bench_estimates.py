@@ -26,11 +26,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the app's modules, as the other app benchmarks
 
-from albert_lab.checkpoint.load import load_checkpoint  # noqa: E402
-from albert_lab.data.samples import sample_texts  # noqa: E402
-from albert_lab.paths import checkpoints_dir  # noqa: E402
-from app.rooms.sentence_pairs.common import EXAMPLE_A, EXAMPLE_B  # noqa: E402
-from app.shell import costs  # noqa: E402
+from albert_lab.checkpoint.load import load_checkpoint
+from albert_lab.data.samples import sample_texts
+from albert_lab.paths import checkpoints_dir
+from app.rooms.sentence_pairs.common import EXAMPLE_A, EXAMPLE_B
+from app.shell import costs
 
 
 def timed(work) -> float:
