@@ -13,8 +13,9 @@ with the release's model after its preprocessing: spaces collapsed, `` and '' to
 NFKD with combining marks dropped, lower case; a piece ending in a comma after a digit
 split again), and BERT's is its `BasicTokenizer` + WordPiece (transformers' slow
 `BertTokenizerLegacy`, the same code), with the release's casing. Both run in Python
-beside transformers' machinery for pairs, padding and tensors; a converted release's
-tokenizer_config.json says which (`RELEASE_KEY`), and `load_tokenizer` builds it.
+beside transformers' machinery for pairs, padding and tensors; their `ids_of` gives many
+texts' ids at once, the same ids from whole-string steps (release_fast.py). A converted
+release's tokenizer_config.json says which (`RELEASE_KEY`), and `load_tokenizer` builds it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import re
 import shutil
 import tempfile
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegac
 from transformers.tokenization_utils_base import AddedToken
 
 from albert_lab.errors import CheckpointError, DataError
+from albert_lab.release_fast import albert_ids, bert_ids
 
 SPECIAL_PIECES = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")  # ids 0..4
 SPIECE = "spiece.model"
@@ -193,14 +195,25 @@ class ReleaseAlbertTokenizer(LowerFirst, PreTrainedTokenizer):
     def _tokenize(self, text: str, **kwargs: Any) -> list[str]:
         pieces = []
         for piece in self.sp_model.encode(self.preprocess_text(text), out_type=str):
-            if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():  # '9,9' -> '9' ',' '9', not '9,' '9'
-                again = self.sp_model.EncodeAsPieces(piece[:-1].replace(UNDERLINE, ""))
-                if piece[0] != UNDERLINE and again[0][0] == UNDERLINE:
-                    again = again[1:] if len(again[0]) == 1 else [again[0][1:], *again[1:]]
-                pieces += [*again, piece[-1]]
-            else:
-                pieces.append(piece)
+            pieces += self.split_comma(piece) if self.comma_piece(piece) else [piece]
         return pieces
+
+    @staticmethod
+    def comma_piece(piece: str) -> bool:
+        """Whether ALBERT's tokenization.py splits a piece again: one that ends in a comma after a digit."""
+        return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
+
+    def split_comma(self, piece: str) -> list[str]:
+        """A piece that ends in a comma after a digit, encoded again without the comma, then the comma:
+        '9,9' -> '9' ',' '9', not '9,' '9'."""
+        again = self.sp_model.EncodeAsPieces(piece[:-1].replace(UNDERLINE, ""))
+        if piece[0] != UNDERLINE and again[0][0] == UNDERLINE:
+            again = again[1:] if len(again[0]) == 1 else [again[0][1:], *again[1:]]
+        return [*again, piece[-1]]
+
+    def ids_of(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's ids without special tokens, as `self(texts, add_special_tokens=False)` gives them, fast."""
+        return albert_ids(self, texts)
 
     def _convert_token_to_id(self, token: str) -> int:
         return self.sp_model.PieceToId(token)
@@ -240,6 +253,10 @@ class ReleaseAlbertTokenizer(LowerFirst, PreTrainedTokenizer):
 class ReleaseBertTokenizer(LowerFirst, BertTokenizerLegacy):
     """BERT's `tokenization.py` (BasicTokenizer + WordPiece), as transformers 4.46's slow
     `BertTokenizer` ports it (transformers 5 keeps that code as `BertTokenizerLegacy`)."""
+
+    def ids_of(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's ids without special tokens, as `self(texts, add_special_tokens=False)` gives them, fast."""
+        return bert_ids(self, texts)
 
 
 def release_tokenizer(file: Path, family: str, lowercase: bool) -> PreTrainedTokenizerBase:
