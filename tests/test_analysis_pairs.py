@@ -1,5 +1,6 @@
 """Pair scores and the held-out evaluation: batched against one by one, missing heads, attributions, the card's numbers."""
 
+import collections
 import itertools
 import random
 
@@ -12,7 +13,7 @@ from albert_lab.analysis.attribution import attribute_pair
 from albert_lab.analysis.intrinsic import intrinsic_eval, pair_probabilities
 from albert_lab.analysis.pairs import pairs_frame, score_pairs, summarize
 from albert_lab.checkpoint.load import load_checkpoint
-from albert_lab.data.corpus import MAX_SEGMENT_CHARS
+from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS
 from albert_lab.data.heldout import build_eval_pairs
 from albert_lab.errors import DataError
 
@@ -55,7 +56,7 @@ def _truncate_seq_pair(a: list[int], b: list[int], max_length: int) -> tuple[lis
 
 
 def test_long_pairs_are_cut_as_googles_truncate_seq_pair_cuts_them():
-    from albert_lab.analysis.common import clip_sides, encode_pairs, truncate_pair
+    from albert_lab.analysis.common import clip_sides, encode_pairs, truncated_lengths
     from albert_lab.tokenizer import load_tokenizer
 
     tokenizer = load_tokenizer(ROOT / "checkpoints" / "albert-sop")
@@ -69,9 +70,9 @@ def test_long_pairs_are_cut_as_googles_truncate_seq_pair_cuts_them():
         kept_a, kept_b = _truncate_seq_pair(ids_a, ids_b, 125)
         expected = [tokenizer.cls_token_id, *kept_a, tokenizer.sep_token_id, *kept_b, tokenizer.sep_token_id]
         assert encode_pairs(tokenizer, [a], [b], 128)["input_ids"].tolist() == [expected]
-    assert [len(s) for s in truncate_pair(list(range(200)), list(range(200)), 125)] == [63, 62]  # on a tie B is cut
+    assert truncated_lengths(200, 200, 125) == (63, 62)  # on a tie B is cut
     for la, lb, n in itertools.product(range(0, 9), range(0, 9), range(0, 12)):  # the closed form is the loop
-        assert truncate_pair(list(range(la)), list(range(lb)), n) == _truncate_seq_pair(range(la), range(lb), n)
+        assert truncated_lengths(la, lb, n) == tuple(map(len, _truncate_seq_pair(range(la), range(lb), n)))
 
 
 def test_attributions_satisfy_completeness(bundles):
@@ -118,3 +119,83 @@ def test_a_trained_card_carries_intervals_and_counts():
 
     table = pd.DataFrame([dict(metric="sop", source="all", hits=60, n=100, accuracy=0.6, low=0.5, high=0.69)])
     assert metric_lines(card_metrics(table)) == [("sop", "0.600 [0.50, 0.69] n=100")]
+
+
+class Spy:
+    """A tokenizer that counts the strings passed through it (its __call__ and a release's ids_of)."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer, self.seen = tokenizer, collections.Counter()
+
+    def _count(self, *texts) -> None:
+        for text in texts:
+            self.seen.update([text] if isinstance(text, str) else text or [])
+
+    def __call__(self, text, text_pair=None, **kwargs):
+        self._count(text, text_pair)
+        return self.tokenizer(text, text_pair, **kwargs)
+
+    def __getattr__(self, name: str):
+        found = getattr(self.tokenizer, name)
+        if name != "ids_of":
+            return found
+        return lambda texts: self._count(texts) or found(texts)
+
+
+RELEASES = ROOT / "tests" / "fixtures" / "tf_releases"
+HOSTILE_PAIRS = [("The cat sat on the mat.", "It was warm."), ("Rome is in Italy. " * 30, "Short."),  # A cut
+                 ("Short.", "Paris, the capital, is old. " * 40), ("word " * 60, "word " * 60),  # B cut; a tie
+                 ("word " * 61, "word " * 60), (".", "a"), ("\x01", "\x7f"), ("[MASK] is here", "<unk> and [SEP]"),
+                 ("1,2,3,4,5,6,7,8,9,10," * 20, "$3,500,000"), ("\ufdfa" * 300, "한국어 문장입니다."),
+                 ("e\u0301\u0301 naïve café", "\U0001fae8 \U0001f970"), ("x" * 2000, "y" * 150)]
+
+
+def _score_pairs_before(bundle, pairs: pd.DataFrame) -> tuple[list[int], list[float], np.ndarray, np.ndarray]:
+    """What score_pairs computed before each sentence was tokenised once: the pairs through the
+    tokenizer to count their tokens, then every sentence again for A->B and for B->A, cut by Google's
+    loop; the model reads the same rows."""
+    from albert_lab.analysis.common import EncodedPairs
+    from albert_lab.analysis.intrinsic import encoded_probabilities
+    from albert_lab.analysis.pairs import unknown_shares
+
+    tok = bundle.tokenizer
+    length = min(MAX_LEN, bundle.spec.max_positions)
+    a, b = list(pairs.sentence_a), list(pairs.sentence_b)
+    counted = tok(a, b, truncation=False)["input_ids"]
+    first, second = (tok([t[:MAX_SEGMENT_CHARS] for t in side], add_special_tokens=False)["input_ids"] for side in (a + b, b + a))
+    rows = [_truncate_seq_pair(x, y, length - 3) for x, y in zip(first, second)]
+    ids = [[tok.cls_token_id, *x, tok.sep_token_id, *y, tok.sep_token_id] for x, y in rows]
+    types = [[0] * (len(x) + 2) + [1] * (len(y) + 1) for x, y in rows]
+    both = encoded_probabilities(bundle.model, EncodedPairs(ids, types, tok.pad_token_id)) if bundle.heads.pair_usable else None
+    p = both if both is not None else np.full(2 * len(a), np.nan)
+    return [len(i) for i in counted], unknown_shares(counted, tok), p[:len(a)], p[len(a):]
+
+
+def test_scores_equal_the_path_that_tokenised_each_sentence_three_times(bundles, minilm):
+    """Tokens, unknown shares and both probabilities, exactly: lab checkpoints (SentencePiece), Google's
+    releases (their Python code, here its fast path), a real WordPiece (MiniLM, no pair head); pairs cut
+    on either side or on a tie, near-empty ones, special tokens typed in, hostile text."""
+    pairs = pairs_frame([a for a, _ in HOSTILE_PAIRS], [b for _, b in HOSTILE_PAIRS])
+    checkpoints = [*bundles, load_checkpoint(RELEASES / "albert_tiny"), load_checkpoint(RELEASES / "uncased_L-2_H-16_A-2"),
+                   load_checkpoint(minilm)]
+    for bundle in checkpoints:
+        scores = score_pairs(bundle, pairs)
+        tokens, unknown, p_ab, p_ba = _score_pairs_before(bundle, pairs)
+        assert list(scores.tokens) == tokens and list(scores.unknown) == unknown, bundle.name
+        np.testing.assert_array_equal(scores.p_ab, p_ab)
+        np.testing.assert_array_equal(scores.p_ba, p_ba)
+        assert scores.truncated.any() and scores.truncated.sum() < len(pairs), bundle.name
+
+
+@pytest.mark.parametrize("which", ["albert", "bert", "release"])
+def test_each_sentence_passes_through_the_tokenizer_once(bundles, which):
+    """200 distinct pairs, 400 sentences: 400 strings through the tokenizer (it was 1,203, three per
+    sentence and the load's test sentence)."""
+    from dataclasses import replace
+
+    bundle = {"albert": bundles[0], "bert": bundles[1]}.get(which) or load_checkpoint(RELEASES / "albert_tiny")
+    spy = Spy(bundle.tokenizer)
+    a, b = [f"Sentence number {i} is here." for i in range(200)], [f"And {i} follows it." for i in range(200)]
+    scores = score_pairs(replace(bundle, tokenizer=spy), pairs_frame(a, b))
+    assert spy.seen == collections.Counter(a + b) and sum(spy.seen.values()) == 400
+    assert scores.p_ab.notna().all()

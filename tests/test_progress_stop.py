@@ -72,7 +72,8 @@ def test_pair_scoring_tells_each_batch_of_each_checkpoint(bundles):
     assert told.equals(whole)
     fractions = [f for f, _ in heard]
     assert fractions == sorted(fractions) and fractions[0] == 0 and max(fractions) < 1
-    assert heard[0][1] == f"{bundles[0].name} (1 of 2): 0 of 300 pairs"
+    assert [w for _, w in heard[:2]] == [f"{bundles[0].name} (1 of 2): tokenizing, 0 of 600 sentences",
+                                         f"{bundles[0].name} (1 of 2): 0 of 300 pairs"]
     # the second checkpoint starts where the first one's share of the work (H^2 L) ends
     cost = [b.spec.hidden_size ** 2 * b.spec.num_layers for b in bundles]
     assert next(f for f, w in heard if w.startswith(f"{bundles[1].name} (2 of 2): 0 of")) == pytest.approx(cost[0] / sum(cost))
@@ -112,3 +113,42 @@ def test_a_long_upload_shows_its_progress_and_stops_when_asked_in_chromium(tmp_p
             page.screenshot(path=str(ARTIFACTS / "sentence-pairs-upload-stopped.png"))
         finally:
             browser.close()
+
+
+def test_a_stop_while_tokenizing_ends_it_before_the_other_batches(bundles, monkeypatch):
+    """Sentences are tokenised in batches with a report before each: a Stop at the second report leaves
+    the other batches untokenised and no pair scored."""
+    from dataclasses import replace
+
+    from albert_lab.analysis import common
+
+    monkeypatch.setattr(common, "TOKENIZE_CHARS", 3000)  # ~100 of these sentences a batch
+    called = []
+
+    class Counting:
+        def __init__(self, tokenizer):
+            self.tokenizer = tokenizer
+
+        def __getattr__(self, name):
+            return getattr(self.tokenizer, name)
+
+        def __call__(self, texts, **kwargs):
+            called.append(len(texts))
+            return self.tokenizer(texts, **kwargs)
+
+    bundle = replace(bundles[0], tokenizer=Counting(bundles[0].tokenizer))
+    pairs = pairs_frame([f"Sentence number {i} is here." for i in range(500)], ["It follows."] * 500)
+    heard = []
+    with pytest.raises(Stop):
+        score_pairs(bundle, pairs, progress=_stop_at(2, heard))
+    assert len(called) == 1 and 50 < called[0] < 150  # one batch of the 1,000 sentences, then the Stop
+    assert [w for _, w in heard] == [f"{bundle.name} (1 of 1): tokenizing, 0 of 1,000 sentences",
+                                     f"{bundle.name} (1 of 1): tokenizing, {called[0]:,} of 1,000 sentences"]
+
+
+def _stop_at(report: int, heard: list):
+    def progress(done: float, what: str) -> None:
+        heard.append((done, what))
+        if len(heard) == report:
+            raise Stop
+    return progress

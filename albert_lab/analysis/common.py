@@ -13,6 +13,9 @@ from torch import nn
 from albert_lab.data.corpus import MAX_SEGMENT_CHARS, clip_for_tokens
 from albert_lab.errors import DataError
 
+PAIR_SPECIALS = 3  # [CLS] A [SEP] B [SEP]
+TOKENIZE_CHARS = 1 << 16  # characters tokenised between two progress reports (a Stop waits at most that long)
+
 Progress = Callable[[float, str], None]
 """`progress(fraction done, what is being done)`, called between pieces of a long
 computation; it may raise to stop the computation there (the app's Stop button does)."""
@@ -52,14 +55,21 @@ class EncodedPairs:
 
 def tokenize_pairs(tokenizer, first: Sequence[str], second: Sequence[str], max_len: int) -> EncodedPairs:
     """Each pair tokenised once (each side whole, up to MAX_SEGMENT_CHARS) and cut to `max_len`
-    tokens as Google's run_classifier.py cuts it (`truncate_pair`), with [CLS] and [SEP] around."""
+    tokens as Google's run_classifier.py cuts it (`truncated_lengths`), with [CLS] and [SEP] around."""
     a, b = segment_ids(tokenizer, first), segment_ids(tokenizer, second)
+    return pair_rows(tokenizer, a, b, [len(x) for x in a], [len(y) for y in b], max_len)
+
+
+def pair_rows(tokenizer, a: Sequence[list[int]], b: Sequence[list[int]], len_a: Sequence[int], len_b: Sequence[int],
+              max_len: int) -> EncodedPairs:
+    """[CLS] A [SEP] B [SEP] of each (a, b), cut to `max_len` as `truncated_lengths` cuts the whole sides,
+    whose lengths are len_a and len_b (a and b may hold only their first max_len ids: a cut keeps no more)."""
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
     ids, types = [], []
-    for x, y in zip(a, b):
-        x, y = truncate_pair(x, y, max_len - 3)
-        ids.append([cls, *x, sep, *y, sep])
-        types.append([0] * (len(x) + 2) + [1] * (len(y) + 1))
+    for x, y, lx, ly in zip(a, b, len_a, len_b):
+        lx, ly = truncated_lengths(lx, ly, max_len - PAIR_SPECIALS)
+        ids.append([cls, *x[:lx], sep, *y[:ly], sep])
+        types.append([0] * (lx + 2) + [1] * (ly + 1))
     return EncodedPairs(ids, types, tokenizer.pad_token_id)
 
 
@@ -73,22 +83,72 @@ def segment_ids(tokenizer, texts: Sequence[str]) -> list[list[int]]:
     """Each text's token ids without special tokens: the whole text, so that no cut can change a
     word's pieces (WordPiece makes a too-long or unknown word one [UNK]; SentencePiece segments a
     word as a whole). Inputs are capped at MAX_SEGMENT_CHARS where they are read; the cap here only bounds
-    the cost of a caller that did not."""
+    the cost of a caller that did not. A release's tokenizer gives them from its fast path (`ids_of`)."""
     if not texts:
         return []
-    return tokenizer([t[:MAX_SEGMENT_CHARS] for t in texts], add_special_tokens=False)["input_ids"]
+    texts = [t[:MAX_SEGMENT_CHARS] for t in texts]
+    ids_of = getattr(tokenizer, "ids_of", None)  # tokenizer.py's release tokenizers
+    return ids_of(texts) if ids_of is not None else tokenizer(texts, add_special_tokens=False)["input_ids"]
 
 
-def truncate_pair(a: list[int], b: list[int], max_tokens: int) -> tuple[list[int], list[int]]:
+@dataclass(frozen=True)
+class Segments:
+    """Texts tokenised once, without special tokens: each one's first `keep` ids (all a pair cut to
+    `keep` tokens can hold), its whole length, and of its pieces (special tokens aside) how many
+    there are and how many are the unknown token. Memory stays about `keep` ids per text."""
+
+    heads: list[list[int]]
+    lengths: list[int]
+    pieces: list[int]
+    unknown: list[int]
+
+    def pairs(self, tokenizer, first: Sequence[int], second: Sequence[int], max_len: int) -> EncodedPairs:
+        """[CLS] A [SEP] B [SEP] of texts first[i] and second[i], cut to `max_len` as the whole texts are cut."""
+        return pair_rows(tokenizer, [self.heads[i] for i in first], [self.heads[i] for i in second],
+                         [self.lengths[i] for i in first], [self.lengths[i] for i in second], max_len)
+
+
+def tokenize_segments(tokenizer, texts: Sequence[str], keep: int, progress: Progress | None = None) -> Segments:
+    """`segment_ids` of `texts` in batches of about TOKENIZE_CHARS characters; `progress` hears before
+    each batch (and may raise to stop)."""
+    count = piece_counts(tokenizer)
+    found = Segments([], [], [], [])
+    start = 0
+    while start < len(texts):
+        end, size = start, 0
+        while end < len(texts) and (size < TOKENIZE_CHARS or end == start):
+            size += len(texts[end])
+            end += 1
+        if progress is not None:
+            progress(start / len(texts), f"{start:,} of {len(texts):,} sentences")
+        for ids in segment_ids(tokenizer, texts[start:end]):
+            found.heads.append(ids[:keep])
+            found.lengths.append(len(ids))
+            pieces, unknown = count(ids)
+            found.pieces.append(pieces)
+            found.unknown.append(unknown)
+        start = end
+    return found
+
+
+def piece_counts(tokenizer) -> Callable[[list[int]], tuple[int, int]]:
+    """A function of a list of ids: how many pieces it holds, special tokens other than the unknown
+    token aside, and how many of those are the unknown token."""
+    unk = tokenizer.unk_token_id
+    special = set(tokenizer.all_special_ids) - {unk}
+    return lambda ids: (len(ids) - sum(ids.count(s) for s in special), ids.count(unk))
+
+
+def truncated_lengths(la: int, lb: int, max_tokens: int) -> tuple[int, int]:
     """Google's `_truncate_seq_pair`: remove the last token of the longer side, of B on a tie, until
-    the two fit in `max_tokens`; the same, computed at once (the longer side down to the shorter,
-    then B and A in turn, B first)."""
-    la, lb, excess = len(a), len(b), len(a) + len(b) - max_tokens
+    the two fit in `max_tokens`; the lengths it leaves, computed at once (the longer side down to the
+    shorter, then B and A in turn, B first)."""
+    excess = la + lb - max_tokens
     if excess <= 0:
-        return a, b
+        return la, lb
     cut = min(abs(la - lb), excess)
     la, lb, excess = (la - cut, lb, excess - cut) if la > lb else (la, lb - cut, excess - cut)
-    return a[:la - excess // 2], b[:lb - (excess + 1) // 2]
+    return la - excess // 2, lb - (excess + 1) // 2
 
 
 def clip_sides(tokenizer, texts: Sequence[str], max_len: int) -> list[str]:

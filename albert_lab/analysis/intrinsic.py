@@ -17,29 +17,35 @@ import numpy as np
 import pandas as pd
 import torch
 
-from albert_lab.analysis.common import Progress, batch_tokens_for, clip_sides, length_batches, tokenize_pairs
+from albert_lab.analysis.common import EncodedPairs, Progress, batch_tokens_for, clip_sides, length_batches, tokenize_pairs
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.data.masking import mask_sequence, masking_config
 from albert_lab.kernels import autocast
 from albert_lab.models import Parts
 
 
-@torch.inference_mode()
 def pair_probabilities(model, tokenizer, first: Sequence[str], second: Sequence[str], max_len: int = MAX_LEN,
                        device: torch.device | None = None, dtype: torch.dtype | None = None,
                        progress: Progress | None = None) -> np.ndarray:
     """P(label 0) from the pair head for each (A, B): P(original order) for an SOP head,
-    P(is next) for an NSP head. Pairs are batched by length; `progress` hears before each
-    batch (and may raise to stop)."""
+    P(is next) for an NSP head (`encoded_probabilities` of the pairs tokenised once)."""
+    max_len = min(max_len, model.config.max_position_embeddings)
+    return encoded_probabilities(model, tokenize_pairs(tokenizer, first, second, max_len), device, dtype, progress)
+
+
+@torch.inference_mode()
+def encoded_probabilities(model, pairs: EncodedPairs, device: torch.device | None = None, dtype: torch.dtype | None = None,
+                          progress: Progress | None = None) -> np.ndarray:
+    """P(label 0) from the pair head for each encoded pair, in input order. Pairs are batched by
+    length; `progress` hears before each batch (and may raise to stop)."""
     device = device or next(model.parameters()).device
     parts = Parts.of(model)
-    max_len = min(max_len, model.config.max_position_embeddings)
-    pairs = tokenize_pairs(tokenizer, first, second, max_len)  # once; rows in input order
-    out = np.empty(len(first), dtype=np.float64)
+    n = len(pairs.ids)
+    out = np.empty(n, dtype=np.float64)
     done = 0
     for idx in length_batches(pairs.lengths, batch_tokens_for(model), max_batch=512):
         if progress is not None:
-            progress(done / len(first), f"{done:,} of {len(first):,} pairs")
+            progress(done / n, f"{done:,} of {n:,} pairs")
         done += len(idx)
         enc = pairs.batch(idx, device)
         with autocast(device, dtype):

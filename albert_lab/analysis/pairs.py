@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from albert_lab.analysis.common import Progress, check_segment
-from albert_lab.analysis.intrinsic import pair_probabilities, wilson_interval
+from albert_lab.analysis.common import PAIR_SPECIALS, EncodedPairs, Progress, Segments, check_segment, piece_counts, tokenize_segments
+from albert_lab.analysis.intrinsic import encoded_probabilities, wilson_interval
 from albert_lab.analysis.registry import Report
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpus import MAX_LEN
@@ -39,14 +39,9 @@ def pairs_frame(first: Sequence[str], second: Sequence[str], labels: Sequence[in
 
 def unknown_shares(id_lists: Sequence[Sequence[int]], tokenizer) -> list[float]:
     """For each list of ids: the share of its pieces, special tokens aside, that are the
-    unknown token (the special set is built once: a 5,000-pair file asks 5,000 times)."""
-    unk = tokenizer.unk_token_id
-    special = set(tokenizer.all_special_ids) - {unk}
-    shares = []
-    for ids in id_lists:
-        pieces = [i for i in ids if i not in special]
-        shares.append(sum(i == unk for i in pieces) / len(pieces) if pieces else 0.0)
-    return shares
+    unknown token."""
+    count = piece_counts(tokenizer)
+    return [unknown / pieces if pieces else 0.0 for pieces, unknown in map(count, map(list, id_lists))]
 
 
 def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFrame, max_len: int = MAX_LEN,
@@ -56,29 +51,35 @@ def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFram
     the pair's length with [CLS] and [SEP]s, `truncated` whether that exceeds what the
     model reads (max_len, or its position table when shorter), `unknown` the share of its
     pieces the vocabulary does not have (Chinese or emoji for an English SentencePiece).
-    `progress` hears before each batch of each checkpoint (and may raise to stop)."""
+    Each sentence is tokenised once per checkpoint, both orders built from its ids.
+    `progress` hears before each batch of sentences tokenised and of pairs scored, for each
+    checkpoint (and may raise to stop)."""
     frames = []
     bundles = [bundles] if isinstance(bundles, ModelBundle) else list(bundles)
-    costs = [forward_cost(b.spec) for b in bundles]
+    costs, n = [forward_cost(b.spec) for b in bundles], len(pairs)
     for k, bundle in enumerate(bundles):
         frame = pairs.copy()
         frame.insert(0, "checkpoint", bundle.name)
         frame["head"] = bundle.heads.pair_kind
         frame["head_status"] = bundle.heads.pair
-        length = min(max_len, bundle.spec.max_positions)
-        a, b = list(pairs.sentence_a), list(pairs.sentence_b)
-        ids = bundle.tokenizer(a, b, truncation=False)["input_ids"] if len(a) else []
-        frame["tokens"] = pd.array([len(i) for i in ids], dtype="Int64")
-        frame["unknown"] = unknown_shares(ids, bundle.tokenizer)
+        length = min(max_len, bundle.spec.max_positions, bundle.model.config.max_position_embeddings)
+        name = f"{bundle.name} ({k + 1} of {len(bundles)})"
+
+        def read(_: float, words: str, k: int = k, name: str = name) -> None:  # the bar moves once the pairs are scored
+            progress(sum(costs[:k]) / sum(costs), f"{name}: tokenizing, {words}")  # type: ignore[misc]
+
+        def told(f: float, _: str, k: int = k, name: str = name) -> None:
+            done = (sum(costs[:k]) + f * costs[k]) / sum(costs)  # the bar moves with the work, not the checkpoints
+            progress(done, f"{name}: {round(f * n):,} of {n:,} pairs")  # type: ignore[misc]
+
+        seg = tokenize_segments(bundle.tokenizer, [*pairs.sentence_a, *pairs.sentence_b], length,
+                                read if progress is not None else None)
+        frame["tokens"], frame["unknown"] = pair_columns(seg)
         frame["truncated"] = frame["tokens"] > length  # the model sees the first `length` tokens (longest side cut first)
         if bundle.heads.pair_usable:
-            def told(f: float, _: str, k: int = k, name: str = bundle.name, n: int = len(a)) -> None:
-                done = (sum(costs[:k]) + f * costs[k]) / sum(costs)  # the bar moves with the work, not the checkpoints
-                progress(done, f"{name} ({k + 1} of {len(bundles)}): {round(f * n):,} of {n:,} pairs")
-
-            both = pair_probabilities(bundle.model, bundle.tokenizer, a + b, b + a, length, device=bundle.device,
-                                      dtype=bundle.dtype, progress=told if progress is not None else None)
-            frame["p_ab"], frame["p_ba"] = both[: len(a)], both[len(a):]
+            both = encoded_probabilities(bundle.model, both_orders(bundle.tokenizer, seg, length), device=bundle.device,
+                                         dtype=bundle.dtype, progress=told if progress is not None else None)
+            frame["p_ab"], frame["p_ba"] = both[:n], both[n:]
             frame["prediction"] = (frame["p_ab"] < 0.5).astype("Int64").mask(frame["p_ab"].isna())  # NaN predicts nothing
             frame["note"] = np.where(frame["p_ab"].isna(), "not scored: the head's output is NaN", "")
         else:
@@ -88,6 +89,22 @@ def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFram
         frame["correct"] = (frame["prediction"] == frame["label"]).astype("boolean")
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+def pair_columns(seg: Segments) -> tuple[pd.array, list[float]]:
+    """Of the pairs of `seg` (its first half the A sides, its second half the B sides): each one's
+    tokens with [CLS] and [SEP]s, and the share of its pieces that are the unknown token."""
+    n = len(seg.lengths) // 2
+    tokens = pd.array([x + y + PAIR_SPECIALS for x, y in zip(seg.lengths[:n], seg.lengths[n:])], dtype="Int64")
+    unknown = [(ua + ub) / (pa + pb) if pa + pb else 0.0
+               for ua, ub, pa, pb in zip(seg.unknown[:n], seg.unknown[n:], seg.pieces[:n], seg.pieces[n:])]
+    return tokens, unknown
+
+
+def both_orders(tokenizer, seg: Segments, max_len: int) -> EncodedPairs:
+    """The pairs of `seg` (its first half the A sides, its second half the B sides) A->B, then B->A."""
+    n = len(seg.lengths) // 2
+    return seg.pairs(tokenizer, [*range(n), *range(n, 2 * n)], [*range(n, 2 * n), *range(n)], max_len)
 
 
 def summarize(scores: pd.DataFrame) -> pd.DataFrame:
