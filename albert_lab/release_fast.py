@@ -27,13 +27,13 @@ on hostile text, and the per-character equalities on every code point.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from transformers.tokenization_python import _is_control, _is_punctuation, _is_whitespace
 
 CACHE_ENTRIES = 1 << 16  # characters, words or comma pieces remembered per table, then forgotten at once (a few MB)
-ENCODE_CHARS = 1 << 20  # characters SentencePiece encodes in one call: its output stays a few MB
+ENCODE_CHARS = 1 << 20  # characters SentencePiece encodes in one call: its output as Python lists stays tens of MB
 
 
 class CharMap(dict):
@@ -206,19 +206,12 @@ class Prefixes:
 
     def __init__(self, vocab: dict[str, int], unk: str, max_chars: int) -> None:
         self.unk, self.max_chars = unk, max_chars
-        self.starts: dict[str, bool] = {}
-        self.rest: dict[str, bool] = {}
-        for token in vocab:
-            self._add(self.starts, token)
-            if token.startswith("##"):
-                self._add(self.rest, token[2:])
+        self.starts, self.rest = self._prefixes(vocab), self._prefixes([t[2:] for t in vocab if t.startswith("##")])
 
     @staticmethod
-    def _add(prefixes: dict[str, bool], token: str) -> None:
-        for k in range(1, len(token)):
-            prefixes.setdefault(token[:k], False)
-        if token:
-            prefixes[token] = True
+    def _prefixes(tokens: Iterable[str]) -> dict[str, bool]:
+        tokens = [t for t in tokens if t]
+        return {t[:k]: False for t in tokens for k in range(1, len(t))} | dict.fromkeys(tokens, True)
 
     def pieces(self, word: str) -> list[str]:
         """WordpieceTokenizer.tokenize of one word."""

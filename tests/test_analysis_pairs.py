@@ -57,7 +57,7 @@ def _truncate_seq_pair(a: list[int], b: list[int], max_length: int) -> tuple[lis
 
 def test_long_pairs_are_cut_as_googles_truncate_seq_pair_cuts_them():
     from albert_lab.analysis.common import clip_sides, encode_pairs, truncated_lengths
-    from albert_lab.tokenizer import load_tokenizer
+    from albert_lab.tokenizer import load_tokenizer, release_tokenizer
 
     tokenizer = load_tokenizer(ROOT / "checkpoints" / "albert-sop")
     rng = random.Random(0)
@@ -70,6 +70,10 @@ def test_long_pairs_are_cut_as_googles_truncate_seq_pair_cuts_them():
         kept_a, kept_b = _truncate_seq_pair(ids_a, ids_b, 125)
         expected = [tokenizer.cls_token_id, *kept_a, tokenizer.sep_token_id, *kept_b, tokenizer.sep_token_id]
         assert encode_pairs(tokenizer, [a], [b], 128)["input_ids"].tolist() == [expected]
+    bert = release_tokenizer(RELEASES / "uncased_L-2_H-16_A-2" / "vocab.txt", "bert", True)  # a side with no token at all
+    a_id = bert("a", add_special_tokens=False)["input_ids"]
+    assert encode_pairs(bert, ["\x01"], ["\x7f a"], 16)["input_ids"].tolist() == [[bert.cls_token_id, bert.sep_token_id, *a_id,
+                                                                                  bert.sep_token_id]]
     assert truncated_lengths(200, 200, 125) == (63, 62)  # on a tie B is cut
     for la, lb, n in itertools.product(range(0, 9), range(0, 9), range(0, 12)):  # the closed form is the loop
         assert truncated_lengths(la, lb, n) == tuple(map(len, _truncate_seq_pair(range(la), range(lb), n)))

@@ -32,10 +32,10 @@ def check_segment(text: object, what: str, why: str = "a pair needs two non-blan
 @dataclass(frozen=True)
 class EncodedPairs:
     """Sentence pairs tokenised once, in input order: each row [CLS] A [SEP] B [SEP] with its
-    segment ids (0 for [CLS] A [SEP], 1 for B [SEP])."""
+    segment ids (0 for [CLS] A [SEP], 1 for B [SEP]); rows are small arrays (int32 ids, int8 types)."""
 
-    ids: list[list[int]]
-    types: list[list[int]]
+    ids: list[np.ndarray]
+    types: list[np.ndarray]
     pad_id: int
 
     @property
@@ -49,7 +49,7 @@ class EncodedPairs:
         types, mask = torch.zeros_like(ids), torch.zeros_like(ids)
         for row, i in enumerate(idx):
             n = len(self.ids[i])
-            ids[row, :n], types[row, :n], mask[row, :n] = torch.tensor(self.ids[i]), torch.tensor(self.types[i]), 1
+            ids[row, :n], types[row, :n], mask[row, :n] = torch.as_tensor(self.ids[i]), torch.as_tensor(self.types[i]), 1
         return {"input_ids": ids.to(device), "token_type_ids": types.to(device), "attention_mask": mask.to(device)}
 
 
@@ -68,8 +68,10 @@ def pair_rows(tokenizer, a: Sequence[list[int]], b: Sequence[list[int]], len_a: 
     ids, types = [], []
     for x, y, lx, ly in zip(a, b, len_a, len_b):
         lx, ly = truncated_lengths(lx, ly, max_len - PAIR_SPECIALS)
-        ids.append([cls, *x[:lx], sep, *y[:ly], sep])
-        types.append([0] * (lx + 2) + [1] * (ly + 1))
+        row = np.empty(lx + ly + PAIR_SPECIALS, dtype=np.int32)
+        row[0], row[1:lx + 1], row[lx + 1], row[lx + 2:-1], row[-1] = cls, x[:lx], sep, y[:ly], sep
+        ids.append(row)
+        types.append(np.repeat(np.array([0, 1], dtype=np.int8), [lx + 2, ly + 1]))
     return EncodedPairs(ids, types, tokenizer.pad_token_id)
 
 
@@ -94,10 +96,10 @@ def segment_ids(tokenizer, texts: Sequence[str]) -> list[list[int]]:
 @dataclass(frozen=True)
 class Segments:
     """Texts tokenised once, without special tokens: each one's first `keep` ids (all a pair cut to
-    `keep` tokens can hold), its whole length, and of its pieces (special tokens aside) how many
-    there are and how many are the unknown token. Memory stays about `keep` ids per text."""
+    `keep` tokens can hold, as int32: memory stays 4 x `keep` bytes per text), its whole length, and
+    of its pieces (special tokens aside) how many there are and how many are the unknown token."""
 
-    heads: list[list[int]]
+    heads: list[np.ndarray]
     lengths: list[int]
     pieces: list[int]
     unknown: list[int]
@@ -122,7 +124,7 @@ def tokenize_segments(tokenizer, texts: Sequence[str], keep: int, progress: Prog
         if progress is not None:
             progress(start / len(texts), f"{start:,} of {len(texts):,} sentences")
         for ids in segment_ids(tokenizer, texts[start:end]):
-            found.heads.append(ids[:keep])
+            found.heads.append(np.array(ids[:keep], dtype=np.int32))
             found.lengths.append(len(ids))
             pieces, unknown = count(ids)
             found.pieces.append(pieces)
