@@ -2,7 +2,8 @@
 floors too (below).
 
 Layers (a module may import its own layer and the ones below):
-X>>>>>>> 9e8f0af (Release tokenizers give many texts' ids at once (ids_of, albert_lab/release_fast.py), equal to their Python path: the same steps as whole-string operations (one str.lower with a final capital sigma first made small, NFKD without marks as a map of each character, BERT's character rules asked once per character), SentencePiece's ids from one batched call (its pieces only where an unknown piece's text could be looked up as another id), WordPiece's longest match walked up from one character, each distinct word split once; a text holding a special token takes the Python path. Tests: Google's ids on the 2,004 fixture strings for the six tokenizers, the Python path's on hostile text and random code points, the per-character equalities on every code point)
+  0 errors, importing, fields, paths, spec, runfolder, limits, torch_build
+  1 devices, params, models, tokenizer, release_fast
   2 paper, data.*
   3 kernels, objective, distil, checkpoint.*, card
   4 analysis.*, convert (albertize: checkpoints in, a checkpoint out), factorise (its embedding)
