@@ -20,7 +20,8 @@ from conftest import one_line_error, run_cli
 from tf_bundle import Coded, block, mask, prefix_coded, varint, write_coded_index
 
 from albert_lab.checkpoint.crc32c import crc32c
-from albert_lab.checkpoint.tf1 import MAGIC, _table_records, read_bundle
+from albert_lab.checkpoint.sstable import MAGIC, _table_records
+from albert_lab.checkpoint.tf1 import read_bundle
 from albert_lab.errors import CheckpointError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tf_releases"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from albert_lab.checkpoint.crc32c import MASK_DELTA, crc32c
-from albert_lab.checkpoint.tf1 import MAGIC
+from albert_lab.checkpoint.sstable import MAGIC
 
 DT = {"float32": 1, "float64": 2, "int32": 3, "int64": 9, "bfloat16": 14, "float16": 19, "string": 7}
 
@@ -122,7 +122,7 @@ def write_coded_index(index: Path, blocks: list[tuple[bytes, Coded]]) -> None:
 
 def spiece_pieces(data: bytes) -> list[int]:
     """The byte offsets at which each piece (field 1 of a SentencePiece ModelProto) ends."""
-    from albert_lab.checkpoint.tf1 import _varint
+    from albert_lab.checkpoint.sstable import _varint
 
     ends, pos = [], 0
     while pos < len(data):
