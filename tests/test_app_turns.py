@@ -136,11 +136,13 @@ def test_slots_are_counted():
 
 @pytest.mark.parametrize("finished", [True, False])
 def test_many_visitors_asking_for_one_computation_wait_for_the_first(finished):
-    """Twenty first visits of a page compute its kept result once (app.shell.runner): the
+    """Twenty first visits of a page compute its kept result once (app.shell.results): the
     others wait, told so, and take it; when the first stops, the next one computes it."""
     from collections import OrderedDict
 
-    from app.shell.runner import _COMPUTING, MISSING, _join_or_claim, _release
+    from app.shell.results import _COMPUTING, MISSING
+    from app.shell.results import join_or_claim as _join_or_claim
+    from app.shell.results import release as _release
 
     results, lock, told, got = OrderedDict(), threading.Lock(), [], []
     key = ("gradflow", "test", finished)

@@ -11,7 +11,8 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-from app.shell.runner import MISSING, Part, keep_result, kept_result, quick_turn
+from app.shell.results import MISSING, keep_result, kept_result
+from app.shell.runner import Part, quick_turn
 
 T = TypeVar("T")
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ import streamlit as st
 
 from albert_lab.errors import AlbertLabError
 from app.shell import owner, pace
+from app.shell.results import MISSING, join_or_claim, kept_result, release, store
 from app.shell.state import shell
 from app.shell.text import fmt_duration, plural
 from app.shell.turns import Turns
@@ -56,8 +56,6 @@ QUICK = Turns(slots=1)  # its computations of a moment (a typed pair), one at a 
 # beside an upload's thread, 13 typed pairs took 11.8 s on two shared cores and their visitors waited
 # 13 s for the lane (bench_class, 20 visitors); a stream of typed pairs still never stops an upload.
 YIELD_SECONDS = 10.0
-KEPT = 96  # finished results kept in this server process, least recently used first out
-MISSING = object()
 
 
 @dataclass(frozen=True)
@@ -192,9 +190,9 @@ def _one(part: Part[T], keep: bool, shown: Shown, i: int) -> T:
     """The part's kept result, or the one computed now (by this visitor, or by another who asked first)."""
     if keep and (found := kept_result(part.key)) is not MISSING:
         return found
-    results, lock = _results()
+    results, lock = store()
     shown.begin(i, part)
-    kept = _join_or_claim(part.key, results, lock, shown.shared) if keep else MISSING
+    kept = join_or_claim(part.key, results, lock, shown.shared) if keep else MISSING
     if kept is not MISSING:
         return copy.deepcopy(kept)
     result: Any = MISSING
@@ -204,7 +202,7 @@ def _one(part: Part[T], keep: bool, shown: Shown, i: int) -> T:
             result = part.work(shown.progress)
     finally:
         if keep:
-            _release(part.key, result, results, lock)
+            release(part.key, result, results, lock)
     shown.learn(part.units)
     return copy.deepcopy(result) if keep else result
 
@@ -319,60 +317,3 @@ def _frozen(value: Any) -> Hashable:
     if isinstance(value, dict):
         return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
     return value
-
-
-_COMPUTING: dict[Hashable, threading.Event] = {}  # keys being computed now, with lock; set when done or given up
-
-
-def _join_or_claim(key: Hashable, results: OrderedDict, lock: threading.Lock, tell: Callable[[], None]) -> Any:
-    """The kept result of `key`, waiting while another visitor computes it (twenty first
-    visits of a page, one computation), or MISSING: then this visitor computes it and
-    `_release`s it after. `tell` draws the wait every half second (where a visitor who
-    leaves is interrupted)."""
-    while True:
-        with lock:
-            if key in results:
-                results.move_to_end(key)
-                return results[key]
-            running = _COMPUTING.get(key)
-            if running is None:
-                _COMPUTING[key] = threading.Event()
-                return MISSING
-        tell()
-        running.wait(0.5)
-
-
-def _release(key: Hashable, result: Any, results: OrderedDict, lock: threading.Lock) -> None:
-    """Keep a finished result (MISSING: stopped or failed, a waiting visitor computes it) and wake who waits."""
-    with lock:
-        if result is not MISSING:
-            _store(results, key, result)
-        _COMPUTING.pop(key).set()
-
-
-def kept_result(key: Hashable) -> Any:
-    """A copy of the result kept under `key` for every visitor, or MISSING."""
-    results, lock = _results()
-    with lock:
-        if key in results:
-            results.move_to_end(key)
-            return copy.deepcopy(results[key])
-    return MISSING
-
-
-def keep_result(key: Hashable, result: Any) -> None:
-    """Keep `result` under `key` for every visitor (the least recently used out beyond KEPT)."""
-    results, lock = _results()
-    with lock:
-        _store(results, key, result)
-
-
-def _store(results: OrderedDict, key: Hashable, result: Any) -> None:
-    results[key] = result
-    while len(results) > KEPT:
-        results.popitem(last=False)
-
-
-@st.cache_resource(show_spinner=False)
-def _results() -> tuple[OrderedDict, threading.Lock]:
-    return OrderedDict(), threading.Lock()
