@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -157,6 +158,24 @@ def test_score_out_into_another_checkpoint_is_refused(checkpoint, pairs, tmp_pat
     one_line_error(run_cli("score", str(pairs), "--checkpoint", str(ALBERT), "--out", str(cache / "x.csv")), "cache")
     result = run_cli("score", str(pairs), "--checkpoint", str(ALBERT), "--out", str(checkpoint.parent / "scores.csv"))
     assert result.returncode == 0, result.stderr  # beside the checkpoints: no checkpoint's folder
+
+
+def test_score_out_over_a_release_archive_or_the_shipped_results_is_refused(pairs, tmp_path, monkeypatch):
+    """`score --out checkpoints/results.json` replaced the Table 5 results the app reads, and `--out
+    rel/albert_tiny.tar.gz` a release's archive that --checkpoint and import-tf load."""
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    (shipped / "results.json").write_text("{}")
+    monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(shipped))
+    archive = tmp_path / "rel" / "albert_tiny.tar.gz"
+    archive.parent.mkdir()
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(ALBERT, arcname="albert_tiny")
+    packed = archive.read_bytes()
+    for out, words in ((shipped / "results.json", "beside the checkpoints"), (archive, "release's archive")):
+        one_line_error(run_cli("score", str(pairs), "--checkpoint", str(ALBERT), "--out", str(out)), words)
+    assert (shipped / "results.json").read_text() == "{}" and archive.read_bytes() == packed
+    assert run_cli("score", str(pairs), "--checkpoint", str(ALBERT), "--out", str(shipped / "new.csv")).returncode == 0
 
 
 def test_runs_inside_the_checkpoint_a_run_starts_from_are_refused(checkpoint):

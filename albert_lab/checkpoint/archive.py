@@ -184,7 +184,8 @@ def _reading(archive: Path) -> Iterator[None]:
     except CheckpointError:
         raise
     except Exception as err:  # zlib.error, RuntimeError (encrypted), NotImplementedError (method), EOFError, OSError ...
-        reason = f"{type(err).__name__}: {str(err)[:80]}" if str(err) else type(err).__name__
+        said = " ".join(str(err).split())  # tarfile's own reasons run over several lines
+        reason = f"{type(err).__name__}: {said[:80]}" if said else type(err).__name__
         raise CheckpointError(f"{archive} is not a readable {kind} archive ({reason}); download it again") from None
 
 

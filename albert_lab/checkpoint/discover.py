@@ -94,7 +94,13 @@ def _holds_a_checkpoint(folder: Path) -> bool:
 def check_outside_checkpoints(out: Path, flag: str) -> None:
     """Refuse an output (a file, or a folder to make) at or inside a folder a command could load, or
     the cache: writing there would change a checkpoint (a CSV over its config.json) or what is served
-    from the cache. A new folder beside the checkpoints (checkpoints/NAME) is no such place."""
+    from the cache. Nor over a release's archive, which commands load too, or a file the app reads
+    beside the shipped checkpoints (checkpoints/results.json). A new folder or file beside the
+    checkpoints (checkpoints/NAME) is no such place."""
+    real = Path(os.path.realpath(out))
+    if real.is_file() and (is_archive(real) or real.parent == Path(os.path.realpath(checkpoints_dir()))):
+        what = "a release's archive, which commands load" if is_archive(real) else "a file the app reads beside the checkpoints"
+        raise CheckpointError(f"{flag} {out} is {what}, which writing would replace; give a new path")
     found = loadable_at_or_above(out)
     if found is None:
         return

@@ -46,7 +46,8 @@ def decode_utf8(data: bytes, name: str) -> str:
 
 def check_size(size: int, name: str, limit: int = MAX_UPLOAD_BYTES) -> None:
     if size > limit:
-        raise DataError(f"{name} is {size / 1e6:,.1f} MB; the limit is {limit / 1e6:g} MB: split the file or keep its first rows")
+        raise DataError(f"{name} is {size:,} bytes; the limit is {limit:,} ({limit / 1e6:g} MB): split the file or keep its "
+                        "first rows")
 
 
 @contextmanager
