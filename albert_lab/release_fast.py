@@ -15,8 +15,10 @@ each distinct word once. They are equal because:
   piece's text is itself a piece or an added token, or ends in a digit and a comma (`_unsure_unknowns`);
 - WordPiece's greedy longest-match-first finds the same longest piece walking up from one
   character (`Prefixes`) as the Python path's walk down from the whole word;
-- a text that holds a special token (the only place the Python path splits a text before those
-  steps, or keeps a word whole) is tokenised by the Python path.
+- a text that holds a special token is cut where the Python path's `tokenize` cuts it (LowerFirst's
+  lowering, then the split on added tokens, whose lstrip/rstrip strip the text beside them) by one
+  regular expression, equal to its trie where no two added tokens overlap (`with_added_tokens`),
+  and the text between the tokens takes the steps above; the Python path where they could overlap.
 The `tokenizers` library's BERT pipeline is not used: its Unicode tables are older than Python's
 (it drops U+1FAE8, an emoji of Unicode 15, as a control character; the Python path makes it [UNK]),
 and its WordPiece walks down from the whole word (115 us for a random 52-letter word).
@@ -60,6 +62,52 @@ def lower_chars(text: str) -> str:
 def python_ids(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
     """The Python path: what `tokenizer(texts, add_special_tokens=False)["input_ids"]` gives."""
     return [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(t)) for t in texts]
+
+
+def with_added_tokens(tokenizer: Any, texts: Sequence[str], fast: Callable[[Any, Sequence[str], bool], list[list[int]]]
+                      ) -> list[list[int]]:
+    """Ids of texts that hold added tokens (the special tokens), as the Python path gives them: the text
+    lower-cased outside the tokens (LowerFirst), cut on the tokens as PreTrainedTokenizer.tokenize cuts it
+    (each token kept whole, its lstrip/rstrip stripping the text beside it), the text between them by
+    `fast` (each distinct piece once; one its own checks still send to the Python path goes there whole,
+    never cut again: it holds no added token). A regular expression finds the tokens as the Python path's trie
+    does where no token overlaps another and none is single_word; else the Python path itself."""
+    plan = _split_plan(tokenizer)
+    if plan is None:
+        return python_ids(tokenizer, texts)
+    pattern, added = plan
+    cut: list[list[str]] = []
+    for text in texts:
+        if tokenizer.do_lower_case:  # LowerFirst: each character alone, the tokens as they are
+            text = "".join(p if i % 2 else lower_chars(p) for i, p in enumerate(pattern.split(text)))
+        pieces = pattern.split(text)  # text, token, text, ..., text
+        for i in range(1, len(pieces), 2):
+            token = added[pieces[i]]
+            if token.rstrip:
+                pieces[i + 1] = pieces[i + 1].lstrip()
+            if token.lstrip:
+                pieces[i - 1] = pieces[i - 1].rstrip()
+        cut.append(pieces)
+    distinct = list(dict.fromkeys(p for pieces in cut for p in pieces[::2] if p))
+    ids = dict(zip(distinct, fast(tokenizer, distinct, False)))
+    token_ids = {token: tokenizer.convert_tokens_to_ids(token) for token in added}
+    return [[i for n, p in enumerate(pieces) if p for i in (ids[p] if n % 2 == 0 else [token_ids[p]])] for pieces in cut]
+
+
+def _split_plan(tokenizer: Any) -> tuple[Any, dict[str, Any]] | None:
+    """(a pattern that splits a text on the added tokens, keeping them; token -> its AddedToken), or None
+    where a regular expression could cut otherwise than the Python path's trie: tokens that overlap
+    (one inside another, or one's end another's start), or a single_word token (merged with its neighbour)."""
+    import re
+
+    from transformers.tokenization_utils_base import AddedToken
+
+    added = {t: tokenizer._added_tokens_decoder.get(tokenizer._added_tokens_encoder[t]) for t in tokenizer._added_tokens_encoder}
+    added = {t: (a if isinstance(a, AddedToken) else AddedToken(t)) for t, a in added.items()}
+    overlap = any(a != b and (a in b or any(b.startswith(a[k:]) for k in range(1, len(a)))) for a in added for b in added)
+    if not added or overlap or any(a.single_word for a in added.values()):
+        return None
+    return re.compile("(" + "|".join(re.escape(t) for t in sorted(added, key=len, reverse=True)) + ")"), added
 
 
 def _state(tokenizer: Any, make: Callable[[Any], dict]) -> dict:
@@ -136,17 +184,22 @@ def _split_commas(tokenizer: Any, ids: list[int], state: dict) -> list[int]:
     return out
 
 
-def albert_ids(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
-    """`ReleaseAlbertTokenizer`'s ids of `texts` (no special tokens added), from batched SentencePiece."""
+def albert_ids(tokenizer: Any, texts: Sequence[str], cut: bool = True) -> list[list[int]]:
+    """`ReleaseAlbertTokenizer`'s ids of `texts` (no special tokens added), from batched SentencePiece; a text
+    holding a special token cut on it (`cut`), else the Python path's."""
     state = _state(tokenizer, _albert_state)
     out: list[list[int]] = [[] for _ in texts]
     todo: list[tuple[int, str]] = []
+    special: list[int] = []
     for i, text in enumerate(texts):
         lowered = lower_chars(text) if tokenizer.do_lower_case else text
         if _holds_special(state, text, lowered):
-            out[i] = python_ids(tokenizer, [text])[0]
+            special.append(i)
         else:
             todo.append((i, _albert_prepared(tokenizer, lowered, state)))
+    held = [texts[i] for i in special]
+    for i, ids in zip(special, with_added_tokens(tokenizer, held, albert_ids) if cut else python_ids(tokenizer, held)):
+        out[i] = ids
     for chunk in _chunks(todo):
         try:
             _encode_albert(tokenizer, chunk, out, state)
@@ -265,21 +318,27 @@ def _bert_words(tokenizer: Any, text: str, state: dict) -> list[str] | None:
     return state["apart"].map(text).split()
 
 
-def bert_ids(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
-    """`ReleaseBertTokenizer`'s ids of `texts` (no special tokens added): each distinct word split once."""
+def bert_ids(tokenizer: Any, texts: Sequence[str], cut: bool = True) -> list[list[int]]:
+    """`ReleaseBertTokenizer`'s ids of `texts` (no special tokens added): each distinct word split once; a
+    text holding a special token cut on it (`cut`), else the Python path's."""
     if not (tokenizer.do_basic_tokenize and tokenizer.basic_tokenizer.do_split_on_punc):
         return python_ids(tokenizer, texts)
     state = _state(tokenizer, _bert_state)
     words, prefixes, to_id = state["words"], state["prefixes"], tokenizer._convert_token_to_id_with_added_voc
-    out = []
+    out: list[list[int]] = []
+    special: list[int] = []
     for text in texts:
         split = _bert_words(tokenizer, text, state)
         if split is None:
-            out.append(python_ids(tokenizer, [text])[0])
+            special.append(len(out))
+            out.append([])
             continue
         ids: list[int] = []
         for word in split:
             got = words.get(word)
             ids += got if got is not None else _remember(words, word, [to_id(p) for p in prefixes.pieces(word)])
         out.append(ids)
+    held = [texts[i] for i in special]
+    for i, ids in zip(special, with_added_tokens(tokenizer, held, bert_ids) if cut else python_ids(tokenizer, held)):
+        out[i] = ids
     return out

@@ -55,6 +55,34 @@ def test_the_fast_path_equals_the_python_path_on_hostile_text(release):
     assert tokenizer.ids_of(texts[::-1]) == slow[::-1]  # what a batch holds, and the caches, change nothing
 
 
+def special_texts(tokenizer, n: int, seed: int = 1) -> list[str]:
+    """Texts made of the fixture's strings, hostile ones and the special tokens as typed or in other cases,
+    with and without spaces around them: where the Python path cuts a text before its other steps."""
+    rng = random.Random(seed)
+    tokens = [*tokenizer.all_special_tokens, "<UNK>", "[mask]", "[Mask]", "[CLS ]", "[SEP][SEP]", "<unk><unk>", "[MA\x00SK]"]
+    pool = [*STRINGS["strings"][:300], *HOSTILE, " ", "  ", "\n", "x", "Σ", "1,"]
+    return ["".join(rng.choice(tokens) if rng.random() < 0.4 else rng.choice(pool) for _ in range(rng.randint(1, 12)))
+            for _ in range(n)]
+
+
+def test_texts_holding_special_tokens_equal_the_python_path(release):
+    """Texts holding special tokens took the Python path whole: 5 MB of '[MASK] [CLS] <unk> [SEP] ' took 21 s.
+    They are cut on the tokens as the Python path cuts them now, the rest by the fast path."""
+    _, tokenizer = release
+    texts = [*special_texts(tokenizer, 400), "[MASK] [CLS] <unk> [SEP] " * 50, " [MASK]x", "x [MASK] ", "[SEP]"]
+    fast, slow = tokenizer.ids_of(texts), python_ids(tokenizer, texts)
+    wrong = [(t[:60], f[:8], s[:8]) for t, f, s in zip(texts, fast, slow) if f != s]
+    assert not wrong, f"{len(wrong)} texts differ, e.g. {wrong[:3]}"
+
+
+def test_a_text_of_special_tokens_is_not_tokenized_by_the_python_path(release, monkeypatch):
+    _, tokenizer = release
+    text = "[MASK] [CLS] <unk> [SEP] " * 400
+    expected = python_ids(tokenizer, [text])
+    monkeypatch.setattr(type(tokenizer), "tokenize", lambda *args, **kwargs: pytest.fail("the Python path"))
+    assert tokenizer.ids_of([text]) == expected
+
+
 def test_tables_that_forget_give_the_same_ids(monkeypatch):
     """The per-tokenizer tables (characters, words, comma pieces) forget all at CACHE_ENTRIES: memory stays small."""
     monkeypatch.setattr(release_fast, "CACHE_ENTRIES", 3)
