@@ -125,7 +125,7 @@ def read_bundle(prefix: Path) -> Bundle:
     if size > MAX_INDEX_BYTES:
         raise CheckpointError(f"{index} is {size:,} bytes, more than any release's index ({MAX_INDEX_BYTES:,}); {ADVICE}")
     with open(index, "rb") as handle:
-        raw = handle.read(MAX_INDEX_BYTES + 1)
+        raw = handle.read(size + 1)  # what stat said, and one byte more: a file that grew since is read no further
     entry_name = ""
     try:
         records = _table_records(raw)
