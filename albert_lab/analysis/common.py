@@ -138,7 +138,11 @@ def piece_counts(tokenizer) -> Callable[[list[int]], tuple[int, int]]:
     token aside, and how many of those are the unknown token."""
     unk = tokenizer.unk_token_id
     special = set(tokenizer.all_special_ids) - {unk}
-    return lambda ids: (len(ids) - sum(ids.count(s) for s in special), ids.count(unk))
+
+    def count(ids: list[int]) -> tuple[int, int]:
+        return len(ids) - (0 if special.isdisjoint(ids) else sum(map(ids.count, special))), ids.count(unk)
+
+    return count
 
 
 def truncated_lengths(la: int, lb: int, max_tokens: int) -> tuple[int, int]:
