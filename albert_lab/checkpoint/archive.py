@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
-from albert_lab.checkpoint.files import check_regular
+from albert_lab.checkpoint.files import check_regular, file_identity
 from albert_lab.checkpoint.release import CONFIGS, release_family
 from albert_lab.checkpoint.sources import sha256
 from albert_lab.checkpoint.store import remove_dead_temporaries
@@ -53,8 +53,7 @@ def is_archive(path: Path) -> bool:
 def archive_sha256(archive: Path) -> str:
     """The archive's SHA-256, hashed once per process while it stays the same file (its change
     time, which no user can set, is part of the memo's key)."""
-    info = archive.stat()
-    key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    key = file_identity(archive.resolve())
     if key not in _HASHES:
         _HASHES[key] = sha256(archive)
     return _HASHES[key]

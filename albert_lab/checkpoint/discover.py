@@ -69,22 +69,13 @@ def make_loadable(path: Path, allow_pickle: bool = False) -> Path:
     return path
 
 
-def loadable_at_or_above(path: Path) -> Path | None:
-    """The nearest folder at or above `path` (symlinks resolved) that a command could load, or that
-    holds what one loads: a checkpoint (its card, or config.json beside weights), a sentence-transformers
-    folder, a run's folder, one of Google's releases, or the cache. None when there is none."""
-    cache = Path(os.path.realpath(cache_dir()))
-    for folder in [real := Path(os.path.realpath(path)), *real.parents]:
-        if folder == cache or _holds_a_checkpoint(folder):
-            return folder
-    return None
-
-
 def _holds_a_checkpoint(folder: Path) -> bool:
+    """Whether a command could load `folder`, or what it holds: a checkpoint (its card, or config.json
+    beside weights), a sentence-transformers folder, a run's folder, or one of Google's releases."""
     try:
         if not folder.is_dir():
             return False
-        if any((folder / name).is_file() for name in (CARD, "modules.json", "run.json")) or release_family(folder):
+        if (folder / CARD).is_file() or (folder / "modules.json").is_file() or RunFolder(folder).is_run() or release_family(folder):
             return True
         return (folder / CONFIG).is_file() and any(p.suffix in (".safetensors", *PICKLE_SUFFIXES) for p in folder.iterdir())
     except OSError:  # unreadable: nothing a command could load from it either
@@ -93,19 +84,19 @@ def _holds_a_checkpoint(folder: Path) -> bool:
 
 def check_outside_checkpoints(out: Path, flag: str) -> None:
     """Refuse an output (a file, or a folder to make) at or inside a folder a command could load, or
-    the cache: writing there would change a checkpoint (a CSV over its config.json) or what is served
-    from the cache. Nor over a release's archive, which commands load too, or a file the app reads
-    beside the shipped checkpoints (checkpoints/results.json). A new folder or file beside the
-    checkpoints (checkpoints/NAME) is no such place."""
-    real = Path(os.path.realpath(out))
+    the cache (symlinks resolved): writing there would change a checkpoint (a CSV over its config.json)
+    or what is served from the cache. Nor over a release's archive, which commands load too, or a file
+    the app reads beside the shipped checkpoints (checkpoints/results.json). A new folder or file beside
+    the checkpoints (checkpoints/NAME) is no such place."""
+    real, cache = Path(os.path.realpath(out)), Path(os.path.realpath(cache_dir()))
     if real.is_file() and (is_archive(real) or real.parent == Path(os.path.realpath(checkpoints_dir()))):
         what = "a release's archive, which commands load" if is_archive(real) else "a file the app reads beside the checkpoints"
         raise CheckpointError(f"{flag} {out} is {what}, which writing would replace; give a new path")
-    found = loadable_at_or_above(out)
+    found = next((f for f in [real, *real.parents] if f == cache or _holds_a_checkpoint(f)), None)
     if found is None:
         return
-    what = "ALBERT Lab's cache (ALBERT_LAB_CACHE)" if found == Path(os.path.realpath(cache_dir())) else "a checkpoint folder"
-    if found == Path(os.path.realpath(out)):
+    what = "ALBERT Lab's cache (ALBERT_LAB_CACHE)" if found == cache else "a checkpoint folder"
+    if found == real:
         raise CheckpointError(f"{flag} {out} exists and is {what}, which writing would change; give a new path")
     raise CheckpointError(f"{flag} {out} lies inside {what} ({found}), which writing would change; give a path outside it")
 

@@ -52,6 +52,13 @@ def stamp(source: str | Path) -> float:
     return max((f.stat().st_mtime for f in files if f.is_file()), default=0.0)
 
 
+def file_identity(path: Path) -> tuple[int, ...]:
+    """(device, inode, size, mtime, ctime) of `path` itself (a link not followed): a file whose bytes change
+    gets a new change time, which no user can set back, so a memo keyed on it is never stale."""
+    info = path.lstat()
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
 def read_card(folder: Path) -> dict[str, Any]:
     file = folder / CARD
     if not file.exists():

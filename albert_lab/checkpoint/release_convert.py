@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from albert_lab.checkpoint.archive import unpacked_from
-from albert_lab.checkpoint.files import CARD, CONFIG, WEIGHTS
+from albert_lab.checkpoint.files import CARD, CONFIG, WEIGHTS, file_identity
 from albert_lab.checkpoint.release import CONFIGS, TOKENIZERS, Release, open_release, size_words
 from albert_lab.checkpoint.release_names import skipped_words
 from albert_lab.checkpoint.sources import sha256
@@ -173,7 +173,7 @@ def verified(folder: Path) -> bool:
     change time, which no user can set back)."""
     try:
         files = sorted(p for p in folder.iterdir() if p.name != MANIFEST)
-        key = (str(folder), *[(p.name, *_stamp(p)) for p in files])
+        key = (str(folder), *[(p.name, *file_identity(p)) for p in files])
         if key in _VERIFIED:
             return True
         listed = json.loads((folder / MANIFEST).read_text())
@@ -185,11 +185,6 @@ def verified(folder: Path) -> bool:
         return False
     _VERIFIED.add(key)
     return True
-
-
-def _stamp(path: Path) -> tuple[int, ...]:
-    info = path.lstat()
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def _discard(out: Path) -> None:
