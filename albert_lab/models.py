@@ -41,6 +41,10 @@ def build_model(spec: ModelSpec, seed: int | None = None) -> PretrainingModel:
         torch.manual_seed(seed)
     config = hf_config(spec)
     model = AlbertForPreTraining(config) if spec.family == "albert" else BertForPreTraining(config)
+    if spec.relaxed:
+        from albert_lab.relaxed import relax_modules
+
+        relax_modules(model, spec)
     tie_shared_modules(model, spec)
     one_token_type(model, spec)
     return model
@@ -63,12 +67,18 @@ def one_token_type(model: nn.Module, spec: ModelSpec) -> None:
 
 def tie_shared_modules(model: nn.Module, spec: ModelSpec, check_equal: bool = False) -> None:
     """Tie the attention (sharing='attention') or FFN (sharing='ffn') modules of all
-    layers in a sharing group to the group's first layer. No-op for other strategies.
+    layers in a sharing group to the group's first layer; in a relaxed model, the shared
+    matrices (albert_lab/relaxed.py). No-op for other strategies.
 
     With `check_equal`, refuse to tie copies that differ (a checkpoint whose copies
     were edited is not the shared model its card claims).
     """
-    if spec.family != "albert" or not spec.sharing_rule.tied:
+    if spec.family != "albert" or not spec.per_layer_modules:
+        return
+    if spec.relaxed:  # the shared matrices only: biases and LayerNorms are each application's own
+        from albert_lab.relaxed import tie_relaxed
+
+        tie_relaxed(model, spec, check_equal)
         return
     groups = model.albert.encoder.albert_layer_groups if hasattr(model, "albert") else model.encoder.albert_layer_groups
     names = tuple(name for half in spec.sharing_rule.shares for name in HALF_MODULES[half])

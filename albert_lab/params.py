@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
-from albert_lab.spec import HALVES, ModelSpec, Sharing
+from albert_lab.spec import HALVES, Half, ModelSpec, Sharing
 
 # Components in forward order. The paper's "params" column is the encoder model
 # with pooler (transformers' AlbertModel / BertModel): every component but the heads.
@@ -102,13 +102,21 @@ def layer_norm(n: int) -> int:
     return 2 * n
 
 
-def block_sizes(spec: ModelSpec) -> tuple[int, int]:
-    """(attention, FFN) parameters of one transformer block; each includes the
-    LayerNorm that closes it (post-LN), as in AlbertLayer / BertLayer."""
+def half_sizes(spec: ModelSpec, half: Half) -> tuple[int, int]:
+    """(matrices, vectors) of one block's half: attention's Q, K, V and output projection, the
+    FFN's two maps; their biases and the LayerNorm that closes the half (post-LN), as in
+    AlbertLayer / BertLayer."""
     h, f = spec.hidden_size, spec.ffn_size
-    attention = 4 * linear(h, h) + layer_norm(h)  # Q, K, V, output projection
-    ffn = linear(h, f) + linear(f, h) + layer_norm(h)
-    return attention, ffn
+    if half == "attention":
+        return 4 * h * h, 4 * h + layer_norm(h)
+    return 2 * h * f, f + h + layer_norm(h)
+
+
+def correction_size(spec: ModelSpec, half: Half) -> int:
+    """Parameters of one application's low-rank corrections to `half`'s matrices in a relaxed
+    model: r x (in + out) per map (A is r x in, B out x r); 0 at rank 0."""
+    h, f = spec.hidden_size, spec.ffn_size
+    return spec.ranks[half] * (4 * 2 * h if half == "attention" else 2 * (h + f))
 
 
 def unique_blocks(spec: ModelSpec) -> tuple[int, int]:
@@ -125,15 +133,24 @@ def unique_blocks(spec: ModelSpec) -> tuple[int, int]:
     return attention, ffn
 
 
+def unique_half(spec: ModelSpec, half: Half) -> int:
+    """Distinct parameters of `half` over the whole encoder. A relaxed model holds each shared
+    matrix once per group, and per application its own vectors and corrections."""
+    matrices, vectors = half_sizes(spec, half)
+    blocks = unique_blocks(spec)[HALVES.index(half)]
+    if not spec.relaxed or half not in spec.sharing_rule.shares:
+        return blocks * (matrices + vectors)
+    return blocks * matrices + spec.num_layers * (vectors + correction_size(spec, half))
+
+
 def count(spec: ModelSpec, seq_len: int = 512) -> ParamReport:
     """Parameters and forward FLOPs per token of `spec` at sequence length `seq_len`."""
     v, e, h, t = spec.vocab_size, spec.embedding_size, spec.hidden_size, seq_len
     applications = spec.num_layers * spec.inner_group_num
-    attention, ffn = block_sizes(spec)
-    n_attention, n_ffn = unique_blocks(spec)
-    # Each application: Q, K, V, O projections, scores QK^T and weights x V, then the FFN.
-    attention_flops = 2 * 4 * h * h + 2 * 2 * t * h
-    ffn_flops = 2 * 2 * h * spec.ffn_size
+    # Each application: Q, K, V, O projections (and their corrections), scores QK^T and weights x V, then the FFN.
+    attention, ffn = (sum(half_sizes(spec, half)) + correction_size(spec, half) for half in HALVES)
+    attention_flops = 2 * 4 * h * h + 2 * correction_size(spec, "attention") + 2 * 2 * t * h
+    ffn_flops = 2 * 2 * h * spec.ffn_size + 2 * correction_size(spec, "FFN")
     if spec.factorised:
         mlm = linear(h, e) + layer_norm(e) + v  # dense H->E, LayerNorm, bias; decoder tied to embeddings
         mlm_flops = 2 * h * e + 2 * e * v
@@ -147,8 +164,8 @@ def count(spec: ModelSpec, seq_len: int = 512) -> ParamReport:
         Component("word embeddings", v * e, v * e, 0.0),
         Component("position/type embeddings + LayerNorm", position, position, 0.0),
         Component("E->H projection", projection, projection, 2.0 * e * h if spec.factorised else 0.0),
-        Component("attention", n_attention * attention, applications * attention, float(applications * attention_flops)),
-        Component("FFN", n_ffn * ffn, applications * ffn, float(applications * ffn_flops)),
+        Component("attention", unique_half(spec, "attention"), applications * attention, float(applications * attention_flops)),
+        Component("FFN", unique_half(spec, "FFN"), applications * ffn, float(applications * ffn_flops)),
         Component("pooler", pooler, pooler, 2.0 * h * h / t),  # applied to [CLS] only
         Component("MLM head", mlm, mlm, float(mlm_flops)),  # per predicted token
         Component("pair head", pair, pair, 2.0 * h * 2 / t),

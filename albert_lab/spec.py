@@ -87,6 +87,10 @@ class ModelSpec:
     type_vocab_size: int = 2  # segment A / segment B
     objective: Objective = "sop"  # inter-sentence loss the pair head is trained with
     activation: str | None = None  # default gelu_new (ALBERT) / gelu (BERT), as in transformers
+    # Relaxed sharing (albert_lab/relaxed.py): each layer application adds a rank-r correction to the shared
+    # weight matrices of each shared half, and keeps its own biases and LayerNorms. 0: the plain shared model.
+    rank_attention: int = 0  # rank of the corrections to Q, K, V and the attention output
+    rank_ffn: int = 0  # rank of the corrections to the FFN's two matrices
 
     def __post_init__(self) -> None:
         _check_choice("family", self.family, Family)
@@ -119,6 +123,7 @@ class ModelSpec:
                             f"allowed: {_divisors(self.num_layers)[:12]}")
         if self.sharing == "none" and self.num_groups != self.num_layers:
             raise SpecError("num_groups", f"not-shared layers form one group per layer ({self.num_layers}), got {self.num_groups}")
+        self._check_ranks()
         if not 0.0 <= self.dropout < 1.0:
             raise SpecError("dropout", f"{self.dropout} is not a probability in [0, 1)")
         if self.family == "bert":
@@ -130,7 +135,40 @@ class ModelSpec:
             if self.inner_group_num != 1:
                 raise SpecError("inner_group_num", "BERT runs one block per layer: allowed 1")
 
+    def _check_ranks(self) -> None:
+        for half, name in zip(HALVES, ("rank_attention", "rank_ffn")):
+            rank = getattr(self, name)
+            if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+                raise SpecError(name, f"must be a whole number >= 0, got {rank!r}")
+            if rank and half not in self.sharing_rule.shares:
+                raise SpecError(name, f"relaxes the shared {half} matrices; this model's {half} is not shared "
+                                f"(sharing {self.sharing!r}): allowed 0")
+            if rank > (full := self.full_rank(half)):
+                raise SpecError(name, f"{rank} is above full rank: the {half} matrices have rank at most {full}")
+        if self.relaxed and self.inner_group_num != 1:
+            raise SpecError("inner_group_num", "relaxed sharing corrects one block per layer application: allowed 1")
+
     # ---- derived -------------------------------------------------------------------
+    def full_rank(self, half: Half) -> int:
+        """The rank at which a correction to one of `half`'s matrices is any matrix of its shape:
+        min(rows, columns) (H for attention's H x H maps; min(H, FFN size) for the FFN's)."""
+        return self.hidden_size if half == "attention" else min(self.hidden_size, self.ffn_size)
+
+    @property
+    def relaxed(self) -> bool:
+        """Each layer application corrects the shared matrices (rank > 0 on some half)."""
+        return bool(self.rank_attention or self.rank_ffn)
+
+    @property
+    def ranks(self) -> dict[Half, int]:
+        return {"attention": self.rank_attention, "FFN": self.rank_ffn}
+
+    @property
+    def per_layer_modules(self) -> bool:
+        """One module per layer application (transformers' num_hidden_groups = L), the shared parts tied
+        across each group (models.tie_shared_modules): partial sharing, and every relaxed model."""
+        return self.family == "albert" and (self.sharing_rule.tied or self.relaxed)
+
     @property
     def factorised(self) -> bool:
         """True when tokens go V -> E -> H (always for ALBERT, even with E == H)."""
@@ -153,6 +191,8 @@ class ModelSpec:
         """The label with the objective in the caller's words ('pair objective not recorded'
         for a folder whose files never say: the spec's objective is then only a default)."""
         share = SHARING_LABELS[self.sharing] + (f" in {self.num_groups} groups" if 1 < self.num_groups < self.num_layers else "")
+        if self.relaxed:
+            share += ", relaxed " + relaxed_words(self)
         return f"{self.family.upper()} L={self.num_layers} H={self.hidden_size} E={self.embedding_size} {share}, {objective}"
 
     def replace(self, **changes: Any) -> ModelSpec:
@@ -192,10 +232,19 @@ def transformers_fields(spec: ModelSpec) -> dict[str, Any]:
         hidden_dropout_prob=spec.dropout, attention_probs_dropout_prob=spec.dropout, max_position_embeddings=spec.max_positions,
         type_vocab_size=spec.type_vocab_size)
     if spec.family == "albert":  # partial sharing needs a module per layer, tied afterwards
-        groups = spec.num_groups if spec.sharing_rule.whole_block else spec.num_layers
+        groups = spec.num_layers if spec.per_layer_modules else spec.num_groups
         fields.update(embedding_size=spec.embedding_size, num_hidden_groups=groups,
                       inner_group_num=spec.inner_group_num, classifier_dropout_prob=spec.dropout)
     return fields
+
+
+def relaxed_words(spec: ModelSpec) -> str:
+    """'rank 16', or per half where they differ: 'rank 8 attention, 32 FFN'."""
+    shared = [half for half in HALVES if half in spec.sharing_rule.shares]
+    ranks = [spec.ranks[half] for half in shared]
+    if len(set(ranks)) == 1:
+        return f"rank {ranks[0]}"
+    return "rank " + ", ".join(f"{spec.ranks[half]} {half}" for half in shared)
 
 
 def forward_cost(spec: ModelSpec) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal, get_args
 
 import numpy as np
@@ -55,42 +56,69 @@ def encoded_probabilities(model, pairs: EncodedPairs, device: torch.device | Non
     return out
 
 
+@dataclass(frozen=True)
+class MaskedPairs:
+    """Pairs tokenised and masked once (the training masking: n-grams, 80/10/10, drawn with a
+    fixed seed), to be batched by length: every model scored on them predicts the same tokens."""
+
+    ids: list[list[int]]
+    types: list[list[int]]
+    masked: list[tuple]  # per pair: mask_sequence's (masked ids, positions, labels, ...)
+    pad_id: int
+
+    @classmethod
+    def of(cls, tokenizer, first: Sequence[str], second: Sequence[str], max_len: int, seed: int = 4321) -> MaskedPairs:
+        cfg, rng = masking_config(tokenizer), np.random.default_rng(seed)
+        enc = tokenizer(clip_sides(tokenizer, first, max_len), clip_sides(tokenizer, second, max_len),
+                        truncation="longest_first", max_length=max_len, return_token_type_ids=True)
+        masked = [mask_sequence(np.asarray(ids, dtype=np.int64), cfg, rng) for ids in enc["input_ids"]]
+        return cls(enc["input_ids"], enc["token_type_ids"], masked, tokenizer.pad_token_id)
+
+    @property
+    def lengths(self) -> list[int]:
+        return [len(ids) for ids in self.ids]
+
+    def batch(self, idx: Sequence[int]) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, np.ndarray]:
+        """The model inputs of pairs `idx`, padded; the masked positions (into the flattened batch),
+        their labels, and the pair each belongs to."""
+        lengths = self.lengths
+        width = max(lengths[i] for i in idx)
+        ids = torch.full((len(idx), width), self.pad_id, dtype=torch.long)
+        types, attn = torch.zeros_like(ids), torch.zeros_like(ids)
+        positions, labels, owners = [], [], []
+        for row, i in enumerate(idx):
+            masked, pos, lab, _ = self.masked[i]
+            n = lengths[i]
+            ids[row, :n] = torch.from_numpy(masked)
+            types[row, :n] = torch.tensor(self.types[i])
+            attn[row, :n] = 1
+            positions.append(torch.from_numpy(pos) + row * width)
+            labels.append(torch.from_numpy(lab))
+            owners.append(np.full(len(lab), i))
+        inputs = dict(input_ids=ids, token_type_ids=types, attention_mask=attn)
+        return inputs, torch.cat(positions), torch.cat(labels), np.concatenate(owners)
+
+
+def masked_logits(model, inputs: dict[str, torch.Tensor], positions: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """The MLM head's logits (M, V) at the masked positions of one batch of MaskedPairs."""
+    device = next(model.parameters()).device
+    parts = Parts.of(model)
+    with autocast(device, dtype):
+        hidden = parts.encoder(**{k: v.to(device) for k, v in inputs.items()}).last_hidden_state
+        return parts.mlm_head(hidden.reshape(-1, hidden.shape[-1]).index_select(0, positions.to(device)))
+
+
 @torch.inference_mode()
 def mlm_hits(model, tokenizer, first: Sequence[str], second: Sequence[str], max_len: int = MAX_LEN,
              seed: int = 4321, dtype: torch.dtype | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per pair: (correct, predicted) masked tokens, with the training masking (n-grams,
     80/10/10) drawn with a fixed seed."""
-    device = next(model.parameters()).device
-    parts = Parts.of(model)
-    max_len = min(max_len, model.config.max_position_embeddings)
-    cfg = masking_config(tokenizer)
-    rng = np.random.default_rng(seed)
-    enc = tokenizer(clip_sides(tokenizer, first, max_len), clip_sides(tokenizer, second, max_len),
-                    truncation="longest_first", max_length=max_len, return_token_type_ids=True)
-    lengths = [len(ids) for ids in enc["input_ids"]]
-    masked_all = [mask_sequence(np.asarray(ids, dtype=np.int64), cfg, rng) for ids in enc["input_ids"]]
-    correct, predicted = np.zeros(len(lengths), dtype=np.int64), np.zeros(len(lengths), dtype=np.int64)
-    for idx in length_batches(lengths, batch_tokens_for(model), max_batch=512):
-        width = max(lengths[i] for i in idx)
-        ids = torch.full((len(idx), width), tokenizer.pad_token_id, dtype=torch.long)
-        types, attn = torch.zeros_like(ids), torch.zeros_like(ids)
-        positions, labels, owners = [], [], []
-        for row, i in enumerate(idx):
-            masked, pos, lab, _ = masked_all[i]
-            n = lengths[i]
-            ids[row, :n] = torch.from_numpy(masked)
-            types[row, :n] = torch.tensor(enc["token_type_ids"][i])
-            attn[row, :n] = 1
-            positions.append(torch.from_numpy(pos) + row * width)
-            labels.append(torch.from_numpy(lab))
-            owners.append(np.full(len(lab), i))
-        pos, lab = torch.cat(positions).to(device), torch.cat(labels).to(device)
-        with autocast(device, dtype):
-            hidden = parts.encoder(input_ids=ids.to(device), token_type_ids=types.to(device),
-                                   attention_mask=attn.to(device)).last_hidden_state
-            logits = parts.mlm_head(hidden.reshape(-1, hidden.shape[-1]).index_select(0, pos))
-        hit = (logits.argmax(-1) == lab).cpu().numpy()
-        owner = np.concatenate(owners)
+    pairs = MaskedPairs.of(tokenizer, first, second, min(max_len, model.config.max_position_embeddings), seed)
+    correct, predicted = np.zeros(len(pairs.ids), dtype=np.int64), np.zeros(len(pairs.ids), dtype=np.int64)
+    for idx in length_batches(pairs.lengths, batch_tokens_for(model), max_batch=512):
+        inputs, pos, lab, owner = pairs.batch(idx)
+        logits = masked_logits(model, inputs, pos, dtype)
+        hit = (logits.argmax(-1).cpu() == lab).numpy()
         np.add.at(correct, owner, hit)
         np.add.at(predicted, owner, 1)
     return correct, predicted

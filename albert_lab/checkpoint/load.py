@@ -67,7 +67,7 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
         card = read_card(folder)
         config = read_transformers_config(folder)
         spec = read_spec(folder, card, config)
-        model, (missing, unused) = _load_weights(folder, config, allow_pickle)
+        model, (missing, unused) = _load_relaxed(folder, spec) if spec.relaxed else _load_weights(folder, config, allow_pickle)
         tokenizer = load_tokenizer(folder, None if casing is None else casing == "uncased")
         card = with_casing(card, casing, casing_given)
         label = checkpoint_label(path.absolute(), name)  # the folder given, not a sentence-transformers module in it
@@ -106,6 +106,31 @@ def _load_weights(folder: Path, config: AlbertConfig | BertConfig, allow_pickle:
         first = str(err).splitlines()[0][:200] if str(err) else ""
         raise CheckpointError(f"{folder}: the weights cannot be loaded ({type(err).__name__}: {first}); "
                               "re-copy or re-train the checkpoint") from None
+    return model, checked_keys(folder, model, info)
+
+
+def _load_relaxed(folder: Path, spec: ModelSpec) -> tuple[PretrainingModel, tuple[set[str], set[str]]]:
+    """A relaxed checkpoint's model, built from its spec and filled from its safetensors (transformers'
+    from_pretrained knows no RelaxedLinear). The tied copies of shared matrices, never on disk, are not missing."""
+    from safetensors.torch import load_file
+
+    from albert_lab.models import build_model
+    from albert_lab.relaxed import shared_keys
+
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        raise CheckpointError(f"{folder}: a relaxed model's weights are read from safetensors files, and there are none")
+    try:
+        state = {k: v for path in files for k, v in load_file(str(path)).items()}
+        model = build_model(spec, seed=0)
+        result = model.load_state_dict(state, strict=False)
+        model.tie_weights()
+        tied = set(getattr(model, "_tied_weights_keys", None) or ()) | shared_keys(spec)
+        info = {"missing_keys": [k for k in result.missing_keys if k not in tied], "unexpected_keys": list(result.unexpected_keys)}
+    except Exception as err:  # a broken file fails in SafetensorError, a wrong shape in RuntimeError
+        first = str(err).splitlines()[0][:200] if str(err) else ""
+        raise CheckpointError(f"{folder}: the weights cannot be loaded ({type(err).__name__}: {first}); "
+                              "re-copy or re-make the checkpoint") from None
     return model, checked_keys(folder, model, info)
 
 

@@ -94,6 +94,10 @@ def _save(model, tokenizer, spec, out: Path, tmp: Path, card, tokenizer_source, 
     # loads an equivalent model. The MLM decoder's tie to the word embeddings is
     # transformers' own: its keys are left out (as save_pretrained does) and re-tied on load.
     tied = set(getattr(model, "_tied_weights_keys", None) or ())
+    if spec.relaxed:  # a relaxed model's shared matrices once each, under their group's first layer
+        from albert_lab.relaxed import shared_keys
+
+        tied |= shared_keys(spec)
     state = {k: v.detach().to("cpu", torch.float32).clone().contiguous() for k, v in model.state_dict().items()
              if k not in tied and not k.startswith(omit)}
     if unknown := sorted(set(weights) - set(state)):

@@ -3,7 +3,7 @@
 Every command prints a readable table, or one JSON document with --json. Errors a
 user can cause end in one line on stderr and exit status 2, never a traceback.
 Commands are grouped by subject, one module each, as the README lists them: models,
-convert, train, corpora, analysis (every analysis, one command per record of
+convert, relax, train, corpora, analysis (every analysis, one command per record of
 analysis.registry), app; each registers its commands in common.COMMANDS on import. Heavy imports (torch, transformers)
 happen inside the commands that need them, so `albert-lab params` answers at once.
 """
@@ -14,11 +14,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from albert_lab.cli import analysis, app, convert, corpora, models, train
+from albert_lab.cli import analysis, app, convert, corpora, models, relax, train
 from albert_lab.cli.common import COMMANDS
 from albert_lab.errors import AlbertLabError
 
-GROUPS = (models, convert, train, corpora, analysis, app)  # --help lists the commands in this order, as the README does
+GROUPS = (models, convert, relax, train, corpora, analysis, app)  # --help lists the commands in this order, as the README does
 
 
 def build_parser() -> argparse.ArgumentParser:
