@@ -237,6 +237,16 @@ def test_each_room_keeps_one_typed_object():
     assert by_room and all(len(kinds) == 1 for kinds in by_room.values()), by_room
 
 
+def test_each_room_keys_its_widgets_with_a_prefix_of_its_own():
+    """A prefix ends at the key's first underscore, so two rooms' keys never meet."""
+    from app.shell.registry import PAGES, keys, room
+
+    prefixes = [page.prefix for page in PAGES]
+    assert len(set(prefixes)) == len(prefixes) and all(p.isalnum() for p in prefixes), prefixes
+    assert keys(str(APP / "rooms" / "depth_lab" / "page.py"))("heat") == "dl_heat" == room("depth_lab").key("heat")
+    assert room("training").key("loss", "20261101-000000-x") == "tr_loss_20261101-000000-x"
+
+
 def test_rooms_compute_analyses_only_through_the_one_runner():
     """app/shell/runner.py is the one runner of the pages' analyses (a queue turn, progress with the
     time left, Stop, results kept for every visitor, per-checkpoint notes): only it takes turns,
