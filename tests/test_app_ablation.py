@@ -69,7 +69,7 @@ def test_an_absent_or_broken_file_is_one_clear_error(tmp_path):
 def open_tab(app: AppTest) -> AppTest:
     """The Parameters page with the tab chosen, as a click on it does (the tabs track state)."""
     at = goto(app, "parameters")
-    at.session_state["params_tab"] = TAB
+    at.session_state["calc_tab"] = TAB
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at

@@ -114,7 +114,7 @@ def test_vgg_comparison_at_its_default_settings_trains_nothing(app, monkeypatch)
     assert any("Ready for these settings" in c.value and "drawn below" in c.value for c in at.caption)
     # drawn without a click ('it draws at once' showed nothing until Train), and no Train button for nothing to train
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert not [b for b in at.button if b.key == "vgg_run"]
+    assert not [b for b in at.button if b.key == "dl_vgg_run"]
     names = {t["name"] for c in charts(at) if "8x8 digits" in c.proto.spec for t in json.loads(c.proto.spec)["data"]}
     assert names == {"VGG-8", "VGG-8 + BatchNorm", "VGG-38", "VGG-38 + BatchNorm"}
 
@@ -136,10 +136,10 @@ def test_vgg_comparison_says_how_long_and_keeps_what_a_stop_left(app, monkeypatc
 
     monkeypatch.setattr(depth, "train_vgg", quick)
     at = goto(app, "depth_lab")
-    at.slider(key="vgg_steps").set_value(100).run()
+    at.slider(key="dl_vgg_steps").set_value(100).run()
     caption = next(c.value for c in at.caption if "conv nets of 100 steps" in c.value)
     assert "idle 2-core CPU" in caption and "Stop keeps" in caption
-    at.button(key="vgg_run").click().run()
+    at.button(key="dl_vgg_run").click().run()
     assert len(trained) == 4 and not at.exception
     assert not at.get("progress")  # the bar is gone once the nets are trained
     depth_cache._VGG_TRAINED.pop(depth_cache.vgg_key(38, True, 100, 0.1))  # as if Stop came during the last net

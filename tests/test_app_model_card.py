@@ -64,7 +64,7 @@ def test_a_sentence_transformers_folder_in_the_app_is_named_and_never_labelled_n
 def test_fit_a_probe_from_the_model_card(app):
     at = goto(app, "model_card")
     at.selectbox(key="card_checkpoint").set_value("hub-albert").run()
-    for key, value in (("probe_train", 100), ("probe_held", 100), ("probe_steps", 10)):
+    for key, value in (("card_probe_train", 100), ("card_probe_held", 100), ("card_probe_steps", 10)):
         at.number_input(key=key).set_value(value)
     next(b for b in at.button if b.label.startswith("Fit the probe")).click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -78,7 +78,7 @@ def test_fit_a_probe_from_the_model_card(app):
         next(b for b in at.button if b.label.startswith("Fit the probe")).click().run()
         assert [t.value for t in at.toast] == ["The same probe was fitted before: hub-albert-sop-probe is reused."]
     assert at.session_state["room:model_card"].probe_done == (name, path, accuracy)
-    at.number_input(key="probe_steps").set_value(20)
+    at.number_input(key="card_probe_steps").set_value(20)
     next(b for b in at.button if b.label.startswith("Fit the probe")).click().run()
     assert at.session_state["room:model_card"].probe_done[0] == "hub-albert-sop-probe-2" and not at.toast  # other steps: another probe
     assert sorted(p.name for p in Path(path).parent.iterdir() if not p.name.startswith(".")) == [name, f"{name}-2"]
@@ -91,8 +91,8 @@ def test_the_model_card_albertizes_a_bert(app, tmp_path):
     assert not [e for e in at.expander if "albertize" in e.label]  # albert-sop is already an ALBERT
     at.selectbox(key="card_checkpoint").set_value("bert-nsp").run()
     assert [e for e in at.expander if "albertize" in e.label]
-    at.number_input(key="alb_e").set_value(8)
-    at.selectbox(key="alb_sharing").set_value("all")
+    at.number_input(key="card_albertize_e").set_value(8)
+    at.selectbox(key="card_albertize_sharing").set_value("all")
     at.button[[b.label for b in at.button].index("Convert (seconds)")].click().run()
     assert not at.exception, [e.value for e in at.exception]
     done = next(s.value for s in at.success if "Saved" in s.value)
@@ -106,7 +106,7 @@ def test_the_model_card_albertizes_a_bert(app, tmp_path):
         at.button[[b.label for b in at.button].index("Convert (seconds)")].click().run()
         assert [t.value for t in at.toast] == ["The same conversion was made before: bert-nsp-e8-all-average is reused."]
     assert [p.name for p in out.parent.iterdir() if not p.name.startswith(".")] == [out.name]
-    at.button(key="albertize_pick").click().run()
+    at.button(key="card_albertize_pick").click().run()
     assert "converted:bert-nsp-e8-all-average" in at.sidebar.multiselect(key="picked").value  # as `checkpoints` lists it
     assert "converted:bert-nsp-e8-all-average" in at.sidebar.multiselect(key="picked").options  # once, not also as an extra
     assert len([o for o in at.sidebar.multiselect(key="picked").options if "e8-all-average" in o]) == 1
@@ -142,7 +142,7 @@ def test_convert_takes_a_bert_without_pooler_weights(tmp_path, tokenizer, monkey
               metadata={"format": "pt"})
     monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(tmp_path / "ckpts"))
     at = start("model_card")
-    at.number_input(key="alb_e").set_value(8)
+    at.number_input(key="card_albertize_e").set_value(8)
     at.button[[b.label for b in at.button].index("Convert (seconds)")].click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("Saved" in s.value for s in at.success)

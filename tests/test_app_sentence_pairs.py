@@ -24,7 +24,7 @@ def test_sentence_pairs_upload_and_bad_files(app):
     (label,) = [a for a in layout["annotations"] if a["text"] == "chance"]
     assert label["x"] >= 1 and label["xanchor"] == "left" and layout["margin"]["r"] >= 60
     assert {b["name"]: b["marker"]["color"] for b in bars} == {"A → B (as typed)": "#4c78a8", "B → A (swapped)": "#f58518"}
-    at.file_uploader(key="pairs_file").set_value(("pairs.csv", PAIRS_CSV, "text/csv"))
+    at.file_uploader(key="pair_file").set_value(("pairs.csv", PAIRS_CSV, "text/csv"))
     at.run()
     assert any("row 4: sentence_a is empty; skipped" in w.value for w in at.warning)
     summary = next(d.value for d in at.dataframe if "accuracy" in d.value)
@@ -34,11 +34,11 @@ def test_sentence_pairs_upload_and_bad_files(app):
     scored = scores[scores.checkpoint != "hub-albert"]
     assert scored.p_ab.between(0, 1).all() and scored.p_ba.between(0, 1).all()
     assert [h.value for h in at.subheader if "scored" in h.value] == ["2 pairs scored from pairs.csv"]  # which file
-    at.file_uploader(key="pairs_file").set_value(("bad.csv", b"sentence_a;sentence_b\nx;y\n", "text/csv"))
+    at.file_uploader(key="pair_file").set_value(("bad.csv", b"sentence_a;sentence_b\nx;y\n", "text/csv"))
     at.run()
     assert any("semicolons as delimiter" in e.value for e in at.error) and not at.exception
     assert all(e.value.count("bad.csv") == 1 for e in at.error)  # was 'reading bad.csv: bad.csv: ...'
-    at.file_uploader(key="pairs_file").set_value(("latin.csv", b"sentence_a,sentence_b\ncaf\xe9,x\n", "text/csv"))
+    at.file_uploader(key="pair_file").set_value(("latin.csv", b"sentence_a,sentence_b\ncaf\xe9,x\n", "text/csv"))
     at.run()
     assert any("not UTF-8" in e.value for e in at.error)
 
@@ -47,7 +47,7 @@ def test_a_file_without_labels_shows_no_none_and_the_sentences_first(app):
     """An unlabelled file printed 'None' under accuracy and 'by order'; the per-pair table began with
     'row 2' and had the sentences at its far right, out of sight at 1280 px."""
     at = goto(app, "sentence_pairs")
-    at.file_uploader(key="pairs_file").set_value(("plain.csv", b"sentence_a,sentence_b\nThe Nile is long.,It flows north.\n",
+    at.file_uploader(key="pair_file").set_value(("plain.csv", b"sentence_a,sentence_b\nThe Nile is long.,It flows north.\n",
                                                   "text/csv"))
     at.run()
     summary = next(d.value for d in at.dataframe if "prefers_ab" in d.value)
@@ -160,10 +160,10 @@ def test_live_table5_says_its_sample_and_what_each_n_counts(app, small_corpus, m
     pairs = build_eval_pairs(small_corpus.train[:60]).assign(domain="in")
     monkeypatch.setattr(evaluation, "evaluation_pairs", lambda: pairs)
     at = goto(app, "sentence_pairs")
-    button = at.button(key="t5_run")
+    button = at.button(key="pair_t5_run")
     assert "about a minute" not in button.label and "two cores" in button.label
-    at.select_slider(key="t5_limit").set_value(50).run()
-    at.button(key="t5_run").click().run()
+    at.select_slider(key="pair_t5_limit").set_value(50).run()
+    at.button(key="pair_t5_run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     captions = " ".join(c.value for c in at.caption)
     assert "A fixed sample of 50 pairs per task" in captions and "MLM counts masked tokens" in captions
@@ -172,7 +172,7 @@ def test_live_table5_says_its_sample_and_what_each_n_counts(app, small_corpus, m
     assert set(at.dataframe[-1].value.checkpoint) == set(picked)  # the live table, drawn last: every picked checkpoint
     calls = []
     monkeypatch.setattr(evaluation, "evaluation_pairs", lambda: calls.append(1) or pairs)
-    at.select_slider(key="t5_limit").set_value(100).run()  # another widget: the table stays, nothing computed again
+    at.select_slider(key="pair_t5_limit").set_value(100).run()  # another widget: the table stays, nothing computed again
     assert not calls and set(at.dataframe[-1].value.checkpoint) == set(picked)
     assert "A fixed sample of 50 pairs per task" in " ".join(c.value for c in at.caption)  # the sample it was measured on
 
@@ -233,24 +233,24 @@ def test_an_uploaded_file_outlives_a_visit_to_another_page_until_removed(app):
     """Sentence pairs -> Upload -> Oscillation -> Sentence pairs: the uploader was empty and
     the scores gone, without a word. The file is kept for the session; its x forgets it."""
     at = goto(app, "sentence_pairs")
-    at.file_uploader(key="pairs_file").set_value(("pairs.csv", PAIRS_CSV, "text/csv"))
+    at.file_uploader(key="pair_file").set_value(("pairs.csv", PAIRS_CSV, "text/csv"))
     at.run()
     assert [h.value for h in at.subheader if "scored" in h.value] == ["2 pairs scored from pairs.csv"]
     goto(at, "oscillation")
     goto(at, "sentence_pairs")
-    assert at.file_uploader(key="pairs_file").value is None  # what the browser shows: an empty uploader
+    assert at.file_uploader(key="pair_file").value is None  # what the browser shows: an empty uploader
     assert any(c.value.startswith("pairs.csv (") and "uploaded earlier in this session" in c.value for c in at.caption)
     assert [h.value for h in at.subheader if "scored" in h.value] == ["2 pairs scored from pairs.csv"]
-    at.file_uploader(key="pairs_file").set_value(("bad.csv", b"sentence_a;sentence_b\nx;y\n", "text/csv"))
+    at.file_uploader(key="pair_file").set_value(("bad.csv", b"sentence_a;sentence_b\nx;y\n", "text/csv"))
     at.run()  # a file that fails to read is not kept in place of the good one
     goto(at, "oscillation")
     goto(at, "sentence_pairs")
     assert any(c.value.startswith("pairs.csv (") for c in at.caption) and not at.error
-    at.button(key="forget_upload").click().run()
+    at.button(key="pair_forget").click().run()
     assert not [h.value for h in at.subheader if "scored" in h.value]
-    at.file_uploader(key="pairs_file").set_value(("pairs.csv", PAIRS_CSV, "text/csv"))
+    at.file_uploader(key="pair_file").set_value(("pairs.csv", PAIRS_CSV, "text/csv"))
     at.run()
-    at.file_uploader(key="pairs_file").set_value(None)  # the uploader's x
+    at.file_uploader(key="pair_file").set_value(None)  # the uploader's x
     at.run()
     assert not [h.value for h in at.subheader if "scored" in h.value]
 
@@ -282,7 +282,7 @@ def test_a_bert_of_one_token_type_is_scored(tmp_path, tokenizer, monkeypatch):
     assert not at.error, [e.value for e in at.error]
     typed = at.dataframe[0].value
     assert list(typed.checkpoint) == ["one-type"] and typed.p_ab.between(0, 1).all() and typed.p_ba.between(0, 1).all()
-    at.file_uploader(key="pairs_file").set_value(("pairs.csv", PAIRS_CSV, "text/csv"))
+    at.file_uploader(key="pair_file").set_value(("pairs.csv", PAIRS_CSV, "text/csv"))
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     scores = next(d.value for d in at.dataframe if "p_ab" in d.value and len(d.value) == 2)
@@ -302,7 +302,7 @@ def test_the_attribution_estimate_comes_from_the_cost_model(app):
     assert "a few seconds" not in info
     from albert_lab.checkpoint.load import load_checkpoint
 
-    bundle = at.session_state["attr_checkpoint"]
+    bundle = at.session_state["pair_attr_checkpoint"]
     loaded = load_checkpoint(next(s for n, s in at.session_state["_shell"].selected if n == bundle), device="cpu")
     tokens = len(loaded.tokenizer(at.text_area(key="pair_a").value, at.text_area(key="pair_b").value)["input_ids"])
     units = costs.attribution_units(loaded.spec, 50, tokens)
@@ -314,7 +314,7 @@ def test_the_attribution_estimate_comes_from_the_cost_model(app):
 def test_the_integration_steps_take_their_bounds_and_default_from_the_analysis_record(app):
     from albert_lab.analysis.registry import ATTRIBUTION
 
-    steps, option = goto(app, "sentence_pairs").slider(key="attr_steps"), ATTRIBUTION.option("n_steps")
+    steps, option = goto(app, "sentence_pairs").slider(key="pair_attr_steps"), ATTRIBUTION.option("n_steps")
     assert (steps.min, steps.max, steps.value) == (option.bounds.low, option.bounds.high, option.default) == (10, 200, 50)
 
 

@@ -165,10 +165,10 @@ def test_links_reproduce_the_calculator_the_shared_layer_view_a_typed_pair_and_t
     app.sidebar.multiselect(key="picked").set_value(["bert-nsp", "albert-sop"]).run()
     at = goto(app, "parameters")
     at.selectbox(key="calc_preset").set_value("albert-xxlarge").run()
-    at.number_input(key="l-albert-xxlarge").set_value(24).run()
+    at.number_input(key="calc_l_albert-xxlarge").set_value(24).run()
     fresh = _open_link(link_of(at), "parameters")
     assert fresh.selectbox(key="calc_preset").value == "albert-xxlarge"
-    assert fresh.number_input(key="l-albert-xxlarge").value == 24 and fresh.metric[0].value == at.metric[0].value
+    assert fresh.number_input(key="calc_l_albert-xxlarge").value == 24 and fresh.metric[0].value == at.metric[0].value
 
     at = goto(at, "shared_block")
     at.radio(key="sb_input").set_value("My text").run()

@@ -12,34 +12,36 @@ from app.rooms.depth_lab.cache import DEFAULTS, VARIANTS, VGG_DEFAULTS
 from app.rooms.depth_lab.figures import cut_at_divergence, depth_figures, divergence, flow_heatmap, vgg_figures
 from app.shell import draw, links, pace
 from app.shell.guard import guard
+from app.shell.registry import keys
 from app.shell.state import kept, set_widget, widget
 from app.shell.text import fmt_duration
 
 state = kept(depth_runs.DepthLabState)
+key = keys(__file__)  # this room's widget keys
 
 
 WIDTHS, INITS = [8, 16, 32, 64, 128], ["gaussian", "pytorch", "he"]
 # each value from a link checked against its widget's range (a slider refuses 500 of at most 48)
 CONTROLS = links.Controls(
-    links.Control("dl_depth", DEFAULTS["depth"], links.parse_int(1, 48)),
-    links.Control("dl_width", DEFAULTS["width"], int, options=WIDTHS), links.Control("dl_init", DEFAULTS["init"], options=INITS),
-    links.Control("dl_std", DEFAULTS["init_std"], links.parse_float(0.001, 2.0)),
-    links.Control("dl_steps", DEFAULTS["steps"], links.parse_int(50, 2000, step=50)),
-    links.Control("dl_dropout", DEFAULTS["dropout"], links.parse_float(0.0, 0.8)),
-    links.Control("dl_variants", DEFAULTS["variants"], links.parse_list(VARIANTS)))
+    links.Control(key("depth"), DEFAULTS["depth"], links.parse_int(1, 48)),
+    links.Control(key("width"), DEFAULTS["width"], int, options=WIDTHS), links.Control(key("init"), DEFAULTS["init"], options=INITS),
+    links.Control(key("std"), DEFAULTS["init_std"], links.parse_float(0.001, 2.0)),
+    links.Control(key("steps"), DEFAULTS["steps"], links.parse_int(50, 2000, step=50)),
+    links.Control(key("dropout"), DEFAULTS["dropout"], links.parse_float(0.0, 0.8)),
+    links.Control(key("variants"), DEFAULTS["variants"], links.parse_list(VARIANTS)))
 tab_mlp, tab_vgg = st.tabs(["Deep MLP on the disc", "VGG-8 vs VGG-38"])
 with tab_mlp:
     CONTROLS.restore()
     cols = st.columns(4)
-    depth = cols[0].slider("Hidden layers", 1, 48, key="dl_depth")
-    width = cols[1].select_slider("Width", WIDTHS, key="dl_width")
-    init = cols[2].selectbox("Initialisation", INITS, key="dl_init",
+    depth = cols[0].slider("Hidden layers", 1, 48, key=key("depth"))
+    width = cols[1].select_slider("Width", WIDTHS, key=key("width"))
+    init = cols[2].selectbox("Initialisation", INITS, key=key("init"),
                              help="gaussian: N(0, std^2), the notes' naive init; he: Kaiming normal")
-    std = cols[3].number_input("Gaussian std", 0.001, 2.0, format="%.3f", key="dl_std")
+    std = cols[3].number_input("Gaussian std", 0.001, 2.0, format="%.3f", key=key("std"))
     cols = st.columns([1, 1, 2])  # room for the compared variants
-    steps = cols[0].slider("SGD steps (lr 0.1)", 50, 2000, step=50, key="dl_steps")
-    dropout = cols[1].slider("Dropout", 0.0, 0.8, step=0.1, key="dl_dropout")
-    variants = cols[2].multiselect("Compare", VARIANTS, key="dl_variants", format_func=lambda v: v.replace("_", " "))
+    steps = cols[0].slider("SGD steps (lr 0.1)", 50, 2000, step=50, key=key("steps"))
+    dropout = cols[1].slider("Dropout", 0.0, 0.8, step=0.1, key=key("dropout"))
+    variants = cols[2].multiselect("Compare", VARIANTS, key=key("variants"), format_func=lambda v: v.replace("_", " "))
     CONTROLS.share()
     with guard("depth lab"):
         configs = [depth_cache.config(v, depth, width, init, std, steps, dropout) for v in variants]
@@ -47,7 +49,7 @@ with tab_mlp:
         if stopped:
             st.info(f"Stopped: {len(results)} of {len(configs)} networks trained for these settings.",
                     icon=":material/stop_circle:")
-            st.button("Train the others", key="dl_go_on", on_click=depth_runs.go_on_disc)
+            st.button("Train the others", key=key("go_on"), on_click=depth_runs.go_on_disc)
         if results:
             history, flow = pd.concat([h for h, _ in results]), pd.concat([f for _, f in results])
             diverged = divergence(history)
@@ -72,9 +74,9 @@ with tab_mlp:
                 trained_first = sorted(history.model.unique(), key=lambda m: m in diverged)  # a diverged model has a column or two
                 if state.heat_for != repr(configs):  # new results: leave a model that now diverged
                     state.heat_for = repr(configs)
-                    if widget("dl_heat") in diverged:
-                        set_widget("dl_heat", trained_first[0])
-                model = st.selectbox("Gradient flow over time for", trained_first, key="dl_heat",
+                    if widget(key("heat")) in diverged:
+                        set_widget(key("heat"), trained_first[0])
+                model = st.selectbox("Gradient flow over time for", trained_first, key=key("heat"),
                                      format_func=lambda m: f"{m} (diverged at step {diverged[m]})" if m in diverged else m)
                 draw.chart(flow_heatmap(flow, model), "depth-gradient-heatmap")
             draw.download(flow, "depth-gradflow.csv")
@@ -88,8 +90,8 @@ with tab_mlp:
 
 with tab_vgg:
     cols = st.columns(2)
-    steps = cols[0].slider("Steps", 50, 600, VGG_DEFAULTS["steps"], 50, key="vgg_steps")
-    lr = cols[1].select_slider("SGD learning rate", [0.01, 0.02, 0.05, 0.1, 0.2], VGG_DEFAULTS["lr"], key="vgg_lr")
+    steps = cols[0].slider("Steps", 50, 600, VGG_DEFAULTS["steps"], 50, key=key("vgg_steps"))
+    lr = cols[1].select_slider("SGD learning rate", [0.01, 0.02, 0.05, 0.1, 0.2], VGG_DEFAULTS["lr"], key=key("vgg_lr"))
     missing = [(d, bn) for d, bn in VGG_NETS if depth_cache.vgg_result(d, bn, steps, lr) is None]
     if not missing:  # drawn below without a click: nothing to train
         st.caption("Ready for these settings (shipped with the app, or trained here earlier): drawn below, nothing to "
@@ -101,7 +103,7 @@ with tab_vgg:
                 "(half an hour was seen)")
         st.caption(f"Training {len(missing)} conv nets of {steps} steps takes {said}; a progress bar gives the time "
                    "left as it goes, and Stop keeps the nets already trained.")
-    if missing and st.button("Train VGG-8 and VGG-38, with and without BatchNorm", key="vgg_run"):
+    if missing and st.button("Train VGG-8 and VGG-38, with and without BatchNorm", key=key("vgg_run")):
         state.vgg_done, state.vgg_stopped = True, False
     if state.vgg_done or state.vgg_stopped or not missing:
         with guard("VGG comparison"):

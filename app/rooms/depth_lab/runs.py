@@ -19,8 +19,11 @@ from albert_lab.analysis.depth import VGG_NETS, DepthConfig, describe, vgg_label
 from app.rooms.depth_lab import cache as depth_cache
 from app.rooms.depth_lab.cache import VGG_RECORD_EVERY
 from app.shell import pace, runner
+from app.shell.registry import keys
 from app.shell.state import kept
 from app.shell.text import fmt_duration
+
+key = keys(__file__)  # this room's widget keys
 
 
 @dataclass
@@ -89,7 +92,7 @@ def train_all(configs: list[DepthConfig]) -> tuple[list[tuple[pd.DataFrame, pd.D
     if todo:
         bar, stop = st.progress(0.0), st.empty()
         timer = _Pace(bar, sum(disc_units(c) for c in todo), "depth", DISC_SECONDS_PER_UNIT)
-        stop.button("Stop training", key="dl_stop", icon=":material/stop:", on_click=_stop_disc,
+        stop.button("Stop training", key=key("stop"), icon=":material/stop:", on_click=_stop_disc,
                     help="Stops at the next step; the networks already trained are kept and drawn")
         try:
             with runner.heavy_turn(timer.say) as timer.between:  # one training at a time on this server, visitors in turn
@@ -130,7 +133,7 @@ def vgg_nets(steps: int, lr: float) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
     bar, stop = (st.progress(0.0), st.empty()) if todo else (None, None)
     timer = _Pace(bar, total, "vgg", VGG_SECONDS_PER_UNIT)
     if todo:
-        stop.button("Stop training", key="vgg_stop", icon=":material/stop:", on_click=stop_vgg,
+        stop.button("Stop training", key=key("vgg_stop"), icon=":material/stop:", on_click=stop_vgg,
                   help="Stops at the next step; the nets already trained are kept and drawn")
     with runner.heavy_turn(timer.say) if todo else nullcontext(timer.between) as timer.between:
         for i, (depth, batchnorm) in enumerate(todo):

@@ -15,10 +15,12 @@ from albert_lab.training.runs import list_runs
 from app.rooms.gradient_flow.figures import gradflow_figure, gradflow_steps_figure, hidden_grad_figure, shared_sum_figure
 from app.shell import draw, links, loading, runner
 from app.shell.guard import guard
+from app.shell.registry import keys
 from app.shell.runner import Part
 from app.shell.selection import Selection
 from app.shell.state import set_widget, widget
 
+key = keys(__file__)  # this room's widget keys
 SEED = GRADFLOW.option("seed")  # the control's bounds and default: the record's, as `albert-lab gradflow`'s
 
 
@@ -37,25 +39,25 @@ def own_objective(name: str) -> str:
 
 def follow_checkpoint() -> None:
     """Another checkpoint picked: the pair loss follows to its own."""
-    set_widget("gf_objective", own_objective(widget("gf_checkpoint")))
+    set_widget(key("objective"), own_objective(widget(key("checkpoint"))))
 
 
 tab_now, tab_runs = st.tabs(["A checkpoint, now", "Over a training run"])
 with tab_now:
     if loading.need_checkpoints():
         names = Selection.read().names
-        checkpoint = links.Control("gf_checkpoint", names[0], options=names)
+        checkpoint = links.Control(key("checkpoint"), names[0], options=names)
         checkpoint.restore()
-        controls = links.Controls(checkpoint, links.Control("gf_objective", own_objective(checkpoint.value),
+        controls = links.Controls(checkpoint, links.Control(key("objective"), own_objective(checkpoint.value),
                                                             options=list(get_args(Objective))),
-                                  links.Control("gf_seed", SEED.default, links.parse_int(int(SEED.bounds.low), int(SEED.bounds.high))))
+                                  links.Control(key("seed"), SEED.default, links.parse_int(int(SEED.bounds.low), int(SEED.bounds.high))))
         controls.restore()
         cols = st.columns(3)
-        name = cols[0].selectbox("Checkpoint", names, key="gf_checkpoint", on_change=follow_checkpoint)
-        objective = cols[1].selectbox("Pair loss", get_args(Objective), key="gf_objective",
+        name = cols[0].selectbox("Checkpoint", names, key=key("checkpoint"), on_change=follow_checkpoint)
+        objective = cols[1].selectbox("Pair loss", get_args(Objective), key=key("objective"),
                                       help="MLM + this inter-sentence loss, as in pretraining; it starts at the "
                                            "checkpoint's own (as `albert-lab gradflow` does)")
-        seed = cols[2].number_input("Seed (pairs and masks)", int(SEED.bounds.low), int(SEED.bounds.high), key="gf_seed",
+        seed = cols[2].number_input("Seed (pairs and masks)", int(SEED.bounds.low), int(SEED.bounds.high), key=key("seed"),
                                     help=f"{SEED.bounds.words()}, as `albert-lab gradflow --seed`")
         controls.share(gf_seed=int(seed))
         texts = sample_texts(16)
@@ -107,9 +109,9 @@ with tab_runs:
     if not runs:
         st.info("No training run has recorded gradient-flow snapshots yet; start one on the Training page.")
     else:
-        watched = st.selectbox("Run", runs, format_func=lambda r: f"{r.name} ({r.status})", key="gf_run")
+        watched = st.selectbox("Run", runs, format_func=lambda r: f"{r.name} ({r.status})", key=key("run"))
         frame = snapshot_frame(watched.gradflow())
-        component = st.radio("Component", applied_components(frame), horizontal=True, key="gf_run_comp")
+        component = st.radio("Component", applied_components(frame), horizontal=True, key=key("run_comp"))
         title = f"{watched.name}: mean |dL/dW| of {component} per layer application, over training"
         draw.chart(gradflow_steps_figure(frame, component, title), f"gradflow-{watched.id}-{component}")
         draw.download(frame, f"gradflow-{watched.id}.csv")

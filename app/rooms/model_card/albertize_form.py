@@ -11,7 +11,10 @@ from albert_lab.checkpoint.sources import portable_name
 from app.rooms.model_card.state import ModelCardState
 from app.shell import loading, picker
 from app.shell.guard import guard
+from app.shell.registry import keys
 from app.shell.state import kept
+
+key = keys(__file__)  # this room's widget keys
 
 
 def albertize_section(name: str, source: str, spec: dict) -> None:
@@ -28,13 +31,13 @@ def albertize_section(name: str, source: str, spec: dict) -> None:
                     "BERT has are carried over where ALBERT has a counterpart, the others are left out (never random). "
                     "The result is converted, not trained: uptrain it with `albert-lab train --init-from`. What each "
                     "choice cost all-MiniLM-L6-v2: docs/ablation.md.")
-        with st.form("albertize_form"):
+        with st.form(key("albertize_form")):
             cols = st.columns(4)
-            e = cols[0].number_input("E (embedding)", 1, hidden, min(128, hidden), key="alb_e")
-            sharing = cols[1].selectbox("Sharing", get_args(Sharing), key="alb_sharing")
-            groups = cols[2].selectbox("Groups", [g for g in range(1, layers + 1) if layers % g == 0], key="alb_groups",
+            e = cols[0].number_input("E (embedding)", 1, hidden, min(128, hidden), key=key("albertize_e"))
+            sharing = cols[1].selectbox("Sharing", get_args(Sharing), key=key("albertize_sharing"))
+            groups = cols[2].selectbox("Groups", [g for g in range(1, layers + 1) if layers % g == 0], key=key("albertize_groups"),
                                        help="ignored when not shared (one group per layer)")
-            init = cols[3].selectbox("Shared blocks start from", list(INIT_NOTES), key="alb_init",
+            init = cols[3].selectbox("Shared blocks start from", list(INIT_NOTES), key=key("albertize_init"),
                                      help="; ".join(f"{k}: {v}" for k, v in INIT_NOTES.items()))
             go = st.form_submit_button("Convert (seconds)", type="primary")
         if go:
@@ -53,7 +56,7 @@ def albertize_section(name: str, source: str, spec: dict) -> None:
                        f"{facts['groups']} group(s). MLM head: {facts['heads']['mlm']}; pair head: {facts['heads']['pair']}.")
             if warning := attention_warning(facts):
                 st.warning(warning, icon=":material/warning:")
-            if st.button(f"Pick {made} in the sidebar", key="albertize_pick"):
+            if st.button(f"Pick {made} in the sidebar", key=key("albertize_pick")):
                 picker.add_checkpoint(made, path)
 
 

@@ -13,9 +13,12 @@ from app.rooms.model_card.state import ModelCardState
 from app.rooms.model_card.svg import parameters_by_component
 from app.shell import draw, links, loading, picker
 from app.shell.guard import guard
+from app.shell.registry import keys
 from app.shell.selection import Selection
 from app.shell.state import kept
 from app.shell.text import field_label, fmt_value, metric_label, provenance_view, si
+
+key = keys(__file__)  # this room's widget keys
 
 
 def probe_into_runs(chosen: Selection, name: str, task: str, train_pairs: int, held_pairs: int, steps: int,
@@ -45,13 +48,13 @@ def probe_section(chosen: Selection, name: str, heads: dict) -> None:
         st.markdown("Only a linear pair head (and the pooler, if it is missing) is trained, on [CLS] vectors of the frozen "
                     "encoder for pairs from the training documents of the built-in corpus; it is scored on held-out "
                     "pairs. The result is a new checkpoint whose card says **probe**, never 'trained'.")
-        with st.form("probe_form"):
+        with st.form(key("probe_form")):
             cols = st.columns(4)
             task = cols[0].radio("Task", ["sop", "nsp"], index=["sop", "nsp"].index(heads["pair_kind"]), horizontal=True,
-                                 format_func=str.upper, key="probe_task")
-            train_pairs = cols[1].number_input("Training pairs", 100, 20_000, 1000, step=100, key="probe_train")
-            held_pairs = cols[2].number_input("Held-out pairs", 100, 5_000, 500, step=100, key="probe_held")
-            steps = cols[3].number_input("Steps", 10, 5_000, 300, step=10, key="probe_steps")
+                                 format_func=str.upper, key=key("probe_task"))
+            train_pairs = cols[1].number_input("Training pairs", 100, 20_000, 1000, step=100, key=key("probe_train"))
+            held_pairs = cols[2].number_input("Held-out pairs", 100, 5_000, 500, step=100, key=key("probe_held"))
+            steps = cols[3].number_input("Steps", 10, 5_000, 300, step=10, key=key("probe_steps"))
             go = st.form_submit_button("Fit the probe (about a minute)", type="primary")
         if go:
             with guard("fitting the probe"), st.status("Fitting the probe ...", expanded=True) as status:
@@ -64,16 +67,16 @@ def probe_section(chosen: Selection, name: str, heads: dict) -> None:
         if kept(ModelCardState).probe_done is not None:
             probe_name, probe_path, accuracy = kept(ModelCardState).probe_done
             st.success(f"Saved {portable_name(probe_path)} (held-out accuracy {accuracy:.3f}).")
-            if st.button(f"Pick {probe_name} in the sidebar", key="probe_pick"):
+            if st.button(f"Pick {probe_name} in the sidebar", key=key("probe_pick")):
                 picker.add_checkpoint(probe_name, probe_path)
 
 
 if loading.need_checkpoints():
     chosen = Selection.read()
     names = chosen.names
-    controls = links.Controls(links.Control("card_checkpoint", names[0], options=names))
+    controls = links.Controls(links.Control(key("checkpoint"), names[0], options=names))
     controls.restore()
-    name = st.selectbox("Checkpoint", names, key="card_checkpoint")
+    name = st.selectbox("Checkpoint", names, key=key("checkpoint"))
     controls.share()
     with guard(f"reading {name}"):
         card = chosen.card(name)
@@ -98,7 +101,7 @@ if loading.need_checkpoints():
             draw.download(rows, f"{name}-parameters.csv")
             st.download_button("Download the figure (SVG)", lambda: figure, on_click="ignore",
                                file_name=f"{name}-parameters.svg", mime="image/svg+xml",
-                               icon=":material/download:", key="card_svg")
+                               icon=":material/download:", key=key("svg"))
         with right:
             heads = card["heads"]
             st.markdown("**Heads**")

@@ -11,30 +11,32 @@ from app.rooms.oscillation.figures import oscillation_panels, roughness_figure, 
 from app.rooms.oscillation.reading import PAPER, against_the_paper
 from app.shell import costs, draw, links, loading, runner
 from app.shell.guard import guard
+from app.shell.registry import keys
 from app.shell.runner import Part
 from app.shell.selection import Selection
 from app.shell.text import smoother_sentence
 
+key = keys(__file__)  # this room's widget keys
 INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
 AGGREGATE = OSCILLATION.option("aggregate")  # its choices and default: the record's, as `albert-lab oscillation`'s
 AGGREGATES = list(AGGREGATE.choices)
 EXAMPLE = "The river flows through the old town. Its bridges date from the middle ages."
-CONTROLS = links.Controls(links.Control("osc_input", INPUTS[0], options=INPUTS),
-                          links.Control("osc_agg", AGGREGATE.default, options=AGGREGATES), links.Control("osc_text", EXAMPLE))
+CONTROLS = links.Controls(links.Control(key("input"), INPUTS[0], options=INPUTS),
+                          links.Control(key("agg"), AGGREGATE.default, options=AGGREGATES), links.Control(key("text"), EXAMPLE))
 
 
 if loading.need_checkpoints():
     CONTROLS.restore()
-    source = st.radio("Input", INPUTS, horizontal=True, key="osc_input")
+    source = st.radio("Input", INPUTS, horizontal=True, key=key("input"))
     if source.startswith("My"):
-        text = st.text_area("Texts, separated by blank lines", height=150, key="osc_text")
+        text = st.text_area("Texts, separated by blank lines", height=150, key=key("text"))
         texts = [t for t in text.split("\n\n") if t.strip()]
         draw.warn_unreadable(texts)
     else:
         text = None
         texts = sample_texts(16)
         st.caption(f"{len(texts)} held-out lead sections, e.g. \u201c{texts[0][:140]}...\u201d")
-    aggregate = st.selectbox("Aggregate over tokens", AGGREGATES, key="osc_agg",
+    aggregate = st.selectbox("Aggregate over tokens", AGGREGATES, key=key("agg"),
                              help="Per-token distances and angles, then the mean (or median) over all non-padding tokens")
     CONTROLS.share(osc_text=text)  # a typed text travels; the built-in sample needs none
     with guard("oscillation"):
@@ -70,7 +72,7 @@ if loading.need_checkpoints():
             st.markdown(against_the_paper(verdicts, families, {n: chosen.card(n) for n in verdicts.checkpoint}))
 
             with st.expander("Layer-by-layer cosine similarity"):
-                name = st.selectbox("Checkpoint", chosen.names, key="osc_sim")
+                name = st.selectbox("Checkpoint", chosen.names, key=key("sim"))
                 [sim] = runner.run([Part.of(name, chosen.only([name]), similarity_matrix, list(texts))])
                 sim = sim.pivot(index="layer_i", columns="layer_j", values="cosine")
                 draw.chart(similarity_figure(sim, name), f"{name}-layer-similarity")

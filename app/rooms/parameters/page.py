@@ -14,18 +14,20 @@ from app.rooms.parameters.state import ParametersState
 from app.rooms.parameters.views import COUNTS
 from app.shell import draw, links
 from app.shell.guard import guard
+from app.shell.registry import keys
 from app.shell.state import kept, set_widget, widget
 from app.shell.text import plural, si
 
 CALCULATOR_LABELS = {"vocab_size": "V (vocabulary)", "hidden_size": "H (hidden)", "num_layers": "L (layers)",
                      "embedding_size": "E (embedding)", "num_heads": "Heads", "ffn_size": "FFN size",
                      "num_groups": "Groups (N)", "inner_group_num": "Inner blocks per layer"}
+key = keys(__file__)  # this room's widget keys
 
 
-def follow_hidden(hidden_key: str, heads_key: str, ffn_key: str, previous_key: str) -> None:
+def follow_hidden(hidden_key: str, heads_key: str, ffn_key: str) -> None:
     """Heads and FFN follow a new H while they hold what the previous H derives (H/64, 4H): the CLI's rule.
     H = 4,096 from albert-base had kept 12 heads and FFN 3,072, and counted 524M against the CLI's 1.83B."""
-    old, new = kept(ParametersState).previous_h.get(previous_key), int(widget(hidden_key))
+    old, new = kept(ParametersState).previous_h.get(hidden_key), int(widget(hidden_key))
     if old is None:
         return
     if int(widget(heads_key)) == derived_heads(old):
@@ -35,18 +37,20 @@ def follow_hidden(hidden_key: str, heads_key: str, ffn_key: str, previous_key: s
 
 
 TABS = ["Calculator", "Paper tables", "Curves", "On real weights"]
-links.from_url("params_tab", TABS[0], options=TABS)  # tabs that track state: a link can open one, hidden ones can wait
-tab_calc, tab_tables, tab_curves, tab_real = st.tabs(TABS, key="params_tab", on_change="rerun")
+# tabs that track state: a link can open one, hidden ones can wait; the link's names (params_tab, curve_axis) are
+# those of the links made before the keys were derived
+links.from_url(key("tab"), TABS[0], options=TABS, param="params_tab")
+tab_calc, tab_tables, tab_curves, tab_real = st.tabs(TABS, key=key("tab"), on_change="rerun")
 
 with tab_calc:
-    links.from_url("calc_preset", "albert-base", options=list(PRESETS))
-    preset = st.selectbox("Start from", list(PRESETS), key="calc_preset")
+    links.from_url(key("preset"), "albert-base", options=list(PRESETS))
+    preset = st.selectbox("Start from", list(PRESETS), key=key("preset"))
     base = PRESETS[preset]
 
-    def linked(key: str, default, low: int = 0, high: int = 0, options=None) -> str:
-        """The widget key for this preset, its value taken from the link (?calc_<key>=) when given."""
-        widget_key = f"{key}-{preset}"
-        links.from_url(widget_key, default, str if options else links.parse_int(low, high), param=f"calc_{key}", options=options)
+    def linked(option: str, default, low: int = 0, high: int = 0, options=None) -> str:
+        """The widget key of `option` for this preset, its value taken from the link (?calc_<option>=) when given."""
+        widget_key = key(option, preset)
+        links.from_url(widget_key, default, str if options else links.parse_int(low, high), param=key(option), options=options)
         return widget_key
 
     cols = st.columns(4)
@@ -56,13 +60,13 @@ with tab_calc:
     # H moves by the number of heads, so every step lands on a valid H (heads must divide H)
     heads_key, ffn_key = linked("heads", base.num_heads, 1, 256), linked("ffn", base.ffn_size, 16, 65536)
     heads_now = int(widget(heads_key))
-    hidden_key, previous_key = linked("h", base.hidden_size, 16, 16384), f"calc-previous-h-{preset}"
+    hidden_key = linked("h", base.hidden_size, 16, 16384)
     hidden = cols[2].number_input("H (hidden)", 16, 16384, step=heads_now, key=hidden_key,
-                                  on_change=follow_hidden, args=(hidden_key, heads_key, ffn_key, previous_key),
+                                  on_change=follow_hidden, args=(hidden_key, heads_key, ffn_key),
                                   help=f"Steps by the number of heads ({heads_now}): H must be a multiple of it. Heads "
                                        "and FFN follow H (H/64 and 4H, as `albert-lab params --hidden` does) until "
                                        "you set them.")
-    kept(ParametersState).previous_h[previous_key] = int(hidden)
+    kept(ParametersState).previous_h[hidden_key] = int(hidden)
     layers = cols[3].number_input("L (layers)", 1, 96, key=linked("l", base.num_layers, 1, 96))
     cols = st.columns(4)
     if bert:  # one rule (E = H, no sharing, no groups): shown, not editable
@@ -72,11 +76,11 @@ with tab_calc:
         embedding = cols[0].number_input("E (embedding)", 8, 16384, step=32, key=linked("e", base.embedding_size, 8, 16384))
     heads = cols[1].number_input("Heads", 1, 256, key=heads_key)
     ffn = cols[2].number_input("FFN size", 16, 65536, step=256, key=ffn_key)
-    links.from_url("calc_seq", 512, links.parse_int(8, 8192))
-    seq_len = cols[3].number_input("Sequence length (for FLOPs)", 8, 8192, step=64, key="calc_seq")
+    links.from_url(key("seq"), 512, links.parse_int(8, 8192))
+    seq_len = cols[3].number_input("Sequence length (for FLOPs)", 8, 8192, step=64, key=key("seq"))
     cols = st.columns(4)
     if bert:
-        cols[0].selectbox("Sharing", ["none"], format_func=SHARING_LABELS.get, disabled=True, key=f"share-bert-{preset}",
+        cols[0].selectbox("Sharing", ["none"], format_func=SHARING_LABELS.get, disabled=True, key=key("share_bert", preset),
                           help="BERT shares no layers")
         sharing, groups, inner = "none", int(layers), 1
     else:
@@ -119,12 +123,12 @@ with tab_curves:
     choices = {"E (embedding)": ("embedding_size", [32, 64, 128, 256, 512, 768, 1024]),
                "H (hidden)": ("hidden_size", [256, 512, 768, 1024, 2048, 4096]),
                "L (layers)": ("num_layers", [1, 3, 6, 12, 24, 48])}
-    links.from_url("curve_axis", "E (embedding)", options=list(choices))
-    axis = st.radio("Vary", list(choices), horizontal=True, key="curve_axis")
+    links.from_url(key("curve_axis"), "E (embedding)", options=list(choices), param="curve_axis")
+    axis = st.radio("Vary", list(choices), horizontal=True, key=key("curve_axis"))
     links.share(calc_preset=preset, calc_fam=family, calc_v=int(vocab), calc_h=typed_hidden, calc_l=int(layers),
                 calc_e=None if bert else int(embedding), calc_heads=int(heads), calc_ffn=int(ffn), calc_seq=int(seq_len),
                 calc_share=None if bert else sharing, calc_groups=None if bert else int(groups),
-                calc_inner=None if bert else int(inner), curve_axis=axis, params_tab=widget("params_tab"))
+                calc_inner=None if bert else int(inner), curve_axis=axis, params_tab=widget(key("tab")))
     field, values = choices[axis]
     frame = pd.DataFrame(sweep(base, field, values))
     frame["sharing"] = frame["sharing"].map(SHARING_LABELS)

@@ -13,11 +13,13 @@ from albert_lab.analysis.registry import ATTRIBUTION
 from app.rooms.sentence_pairs.common import PairsState, pace_words
 from app.shell import costs, draw, pace, runner
 from app.shell.guard import guard
+from app.shell.registry import keys
 from app.shell.runner import Part
 from app.shell.selection import Selection
 from app.shell.state import kept
 from app.shell.text import fmt_duration
 
+key = keys(__file__)  # this room's widget keys
 STEPS = ATTRIBUTION.option("n_steps")  # the slider's bounds and default: the record's
 
 
@@ -41,13 +43,13 @@ def attribution_tab(bundles: list, a: str, b: str) -> None:
         st.warning("None of the picked checkpoints has a usable pair head.")
     else:
         st.markdown(f"Explaining the pair from **Type a pair**: A = *{a[:200]}*, B = *{b[:200]}*")
-        with st.form("attr_form"):
+        with st.form(key("attr_form")):
             cols = st.columns([2, 1, 1])
-            name = cols[0].selectbox("Checkpoint", [bd.name for bd in usable], key="attr_checkpoint")
-            target = cols[1].radio("Explain", [0, 1], key="attr_target", horizontal=True,
+            name = cols[0].selectbox("Checkpoint", [bd.name for bd in usable], key=key("attr_checkpoint"))
+            target = cols[1].radio("Explain", [0, 1], key=key("attr_target"), horizontal=True,
                                    format_func=lambda t: "label 0 (in order / next)" if t == 0 else "label 1")
             steps = cols[2].slider("Integration steps", int(STEPS.bounds.low), int(STEPS.bounds.high), STEPS.default, 10,
-                                   key="attr_steps")
+                                   key=key("attr_steps"))
             explain = st.form_submit_button("Explain", type="primary")
         request = (name, a, b, target, steps)
         units, seconds = attribution_estimate(next(bd for bd in usable if bd.name == name), a, b, steps)

@@ -14,6 +14,7 @@ from albert_lab.analysis.registry import EVALUATE
 from app.rooms.sentence_pairs.common import PairsState, model_size, pace_words, results_path
 from app.shell import costs, draw, pace, runner
 from app.shell.guard import guard
+from app.shell.registry import keys
 from app.shell.runner import Part
 from app.shell.selection import Selection
 from app.shell.state import kept
@@ -24,12 +25,14 @@ if TYPE_CHECKING:
 
     from albert_lab.analysis.common import Progress
 
+key = keys(__file__)  # this room's widget keys
+
 
 def live_table5(bundles: list) -> None:
     """Table 5 measured now on a sample of the held-out pairs, when asked: one checkpoint at a time
     through the runner (a bar with the time left, a Stop that keeps the checkpoints finished)."""
     cols = st.columns([1, 3])
-    limit = cols[0].select_slider("Pairs per task", [50, 100, 200, 500], 100, key="t5_limit",
+    limit = cols[0].select_slider("Pairs per task", [50, 100, 200, 500], 100, key=key("t5_limit"),
                                   help="A fixed random sample per task (SOP, NSP, MLM) and pairs set; more pairs, "
                                        "narrower intervals, longer wait")
     size = sum(map(model_size, bundles))
@@ -37,7 +40,7 @@ def live_table5(bundles: list) -> None:
     said = pace_words("table5")
     state = kept(PairsState)
     names = tuple(bd.name for bd in bundles)
-    asked = cols[1].button(f"Evaluate the picked checkpoints now (about {fmt_duration(eta)} {said})", key="t5_run")
+    asked = cols[1].button(f"Evaluate the picked checkpoints now (about {fmt_duration(eta)} {said})", key=key("t5_run"))
     if asked:
         state.t5_asked = (limit, names)
     if state.t5_asked is None or state.t5_asked[1] != names:  # other checkpoints picked since: asked anew

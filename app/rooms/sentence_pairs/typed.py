@@ -16,6 +16,9 @@ from app.rooms.sentence_pairs.common import EXAMPLE_A, EXAMPLE_B, results_path
 from app.rooms.sentence_pairs.scores import show_scores
 from app.shell import batches, draw, links
 from app.shell.guard import guard
+from app.shell.registry import keys
+
+key = keys(__file__)  # this room's widget keys
 
 
 @st.cache_data(show_spinner=False)
@@ -41,26 +44,26 @@ def trust_caption() -> None:
 def typed_tab(bundles: list) -> tuple[str, str]:
     """A pair typed and scored by every picked checkpoint; returns the pair (the attributions explain it)."""
     # A form: typing does not rerun the models; the pair is scored (and explained) when submitted.
-    typed = links.Controls(links.Control("pair_a", EXAMPLE_A), links.Control("pair_b", EXAMPLE_B))
+    typed = links.Controls(links.Control(key("a"), EXAMPLE_A), links.Control(key("b"), EXAMPLE_B))
     typed.restore()
-    with st.form("pair_form"):
-        st.text_area("Sentence A", key="pair_a")
-        st.text_area("Sentence B", key="pair_b")
+    with st.form(key("form")):
+        st.text_area("Sentence A", key=key("a"))
+        st.text_area("Sentence B", key=key("b"))
         st.form_submit_button("Score this pair", type="primary")
     typed.share()
+    a, b = typed[key("a")], typed[key("b")]
     with guard("scoring"):
-        pairs_frame([typed["pair_a"]], [typed["pair_b"]])  # a blank sentence: one line, before any queue
+        pairs_frame([a], [b])  # a blank sentence: one line, before any queue
         # one pair: a moment of the cores, in the quick lane (never behind an upload's batch), scored in one batch
         # with the pairs other visitors type meanwhile; kept for every visitor under the pair and the checkpoints'
         # files, so a class opening the page scores its example once
         models = tuple((bd.name, bd.source, stamp(bd.source), str(bd.device), str(bd.dtype)) for bd in bundles)
-        scores = batches.together(("typed pair", models, typed["pair_a"], typed["pair_b"]), models,
-                                 (typed["pair_a"], typed["pair_b"]), lambda pairs: score_together(bundles, pairs),
+        scores = batches.together(("typed pair", models, a, b), models, (a, b), lambda pairs: score_together(bundles, pairs),
                                  "the typed pair")
         draw.chart(pair_figures.pair_figure(scores), "pair-probabilities")
         show_scores(scores, "typed", bundles)
     trust_caption()
-    return typed["pair_a"], typed["pair_b"]
+    return a, b
 
 
 def score_together(bundles: list, pairs: list[tuple[str, str]]) -> list[pd.DataFrame]:

@@ -19,11 +19,13 @@ from app.rooms.sentence_pairs.common import PairsState, model_size
 from app.rooms.sentence_pairs.scores import show_scores
 from app.shell import draw, runner
 from app.shell.guard import guard
+from app.shell.registry import keys
 from app.shell.runner import Part
 from app.shell.selection import Selection
 from app.shell.state import kept, widget
 from app.shell.text import fmt_bytes, plural
 
+key = keys(__file__)  # this room's widget keys
 LABEL_COLUMNS = ("accuracy", "order_accuracy", "labelled")  # the summary's columns about labels
 
 
@@ -50,7 +52,7 @@ def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
 
 def _upload_changed() -> None:
     """The file removed from the uploader (its x) is forgotten; leaving the page is not a removal."""
-    if widget("pairs_file") is None:
+    if widget(key("file")) is None:
         kept(PairsState).forget_upload()
 
 
@@ -61,7 +63,7 @@ def upload_tab(bundles: list) -> None:
     st.markdown("A **.csv**, **.tsv** or **.jsonl** file with columns `sentence_a`, `sentence_b` and, optionally, "
                 f"`label` (0 = A then B is the original order / B follows A, 1 = not). Up to {MAX_UPLOAD_MB} MB "
                 f"and {MAX_PAIR_ROWS:,} rows.")
-    uploaded = st.file_uploader("Pairs file", type=["csv", "tsv", "jsonl"], key="pairs_file", max_upload_size=MAX_UPLOAD_MB,
+    uploaded = st.file_uploader("Pairs file", type=["csv", "tsv", "jsonl"], key=key("file"), max_upload_size=MAX_UPLOAD_MB,
                                 on_change=_upload_changed)
     state = kept(PairsState)
     if uploaded is None and state.upload is None:
@@ -76,7 +78,7 @@ def upload_tab(bundles: list) -> None:
             left, right = st.columns([5, 1], vertical_alignment="center")
             left.caption(f"{name} ({fmt_bytes(len(data))}), uploaded earlier in this session, is scored below "
                          "(its scores are kept); upload another file to replace it.")
-            right.button("Forget it", key="forget_upload", on_click=state.forget_upload)
+            right.button("Forget it", key=key("forget"), on_click=state.forget_upload)
         for problem in parsed.problems[:20]:
             st.warning(problem, icon=":material/warning:")
         if len(parsed.problems) > 20:

@@ -7,8 +7,10 @@ from albert_lab.analysis.registry import EXTRAPOLATE
 from albert_lab.data.samples import sample_texts
 from app.rooms.shared_block import views as reapply_views
 from app.shell import draw, links, loading
+from app.shell.registry import keys
 from app.shell.selection import Selection
 
+key = keys(__file__)  # this room's widget keys
 INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
 SECTIONS = ["1. Depth extrapolation", "2. Logit lens through the model's own MLM head", "3. Attention at every application",
             "4. Layer similarity (linear CKA)"]
@@ -21,27 +23,27 @@ if loading.need_checkpoints():
     chosen = Selection.read()
     picked = chosen.names
     controls = links.Controls(
-        links.Control("sb_input", INPUTS[0], options=INPUTS), links.Control("sb_text", EXAMPLE),
-        links.Control("sb_repeat", REPEAT.default, links.parse_int(int(REPEAT.bounds.low), int(REPEAT.bounds.high))),
-        links.Control("sb_seed", SEED.default, links.parse_int(int(SEED.bounds.low), int(SEED.bounds.high))),
-        links.Control("sb_section", SECTIONS[0], lambda raw: next((s for s in SECTIONS if s.startswith(raw)), None)),
+        links.Control(key("input"), INPUTS[0], options=INPUTS), links.Control(key("text"), EXAMPLE),
+        links.Control(key("repeat"), REPEAT.default, links.parse_int(int(REPEAT.bounds.low), int(REPEAT.bounds.high))),
+        links.Control(key("seed"), SEED.default, links.parse_int(int(SEED.bounds.low), int(SEED.bounds.high))),
+        links.Control(key("section"), SECTIONS[0], lambda raw: next((s for s in SECTIONS if s.startswith(raw)), None)),
         *reapply_views.cka_controls(picked))
     controls.restore()
-    source = st.radio("Input", INPUTS, horizontal=True, key="sb_input")
+    source = st.radio("Input", INPUTS, horizontal=True, key=key("input"))
     if source.startswith("My"):
-        text = st.text_area("Texts, separated by blank lines", height=120, key="sb_text")
+        text = st.text_area("Texts, separated by blank lines", height=120, key=key("text"))
         texts = tuple(t for t in text.split("\n\n") if t.strip())
         draw.warn_unreadable(texts)
     else:
         texts = tuple(sample_texts(8))
         st.caption(f"{len(texts)} held-out lead sections, e.g. \u201c{texts[0][:140]}...\u201d")
     left, right = st.columns(2)
-    repeat = left.slider("Apply the shared block k x L times", int(REPEAT.bounds.low), int(REPEAT.bounds.high), key="sb_repeat",
+    repeat = left.slider("Apply the shared block k x L times", int(REPEAT.bounds.low), int(REPEAT.bounds.high), key=key("repeat"),
                          help="k = 1 is the model as trained; unshared models (BERT) always stop at L")
     seed = right.number_input("Seed of the masked tokens (15% of each text)", int(SEED.bounds.low), int(SEED.bounds.high),
-                              key="sb_seed", help=f"{SEED.bounds.words()}, as the command line's `--seed`")
+                              key=key("seed"), help=f"{SEED.bounds.words()}, as the command line's `--seed`")
     # One section at a time: the first visit computes one analysis, not four for every model.
-    section = st.radio("Analysis", SECTIONS, horizontal=True, key="sb_section")
+    section = st.radio("Analysis", SECTIONS, horizontal=True, key=key("section"))
     cka = section.startswith("4.")  # 'Compare with' travels in the link of the CKA section only
     controls.share(sb_text=text if source.startswith("My") else None, sb_repeat=int(repeat), sb_seed=int(seed),
                    sb_section=section.split(" ")[0], **({} if cka else dict(sb_cka_x=None, sb_cka_y=None)))

@@ -15,10 +15,12 @@ from albert_lab.analysis.registry import EXTRAPOLATE
 from app.rooms.shared_block.figures import attention_figure, cka_figure, entropy_figure, extrapolation_figure, lens_figure, top_k_figure
 from app.shell import costs, draw, links, runner
 from app.shell.guard import guard
+from app.shell.registry import keys
 from app.shell.runner import Part
 from app.shell.selection import Selection
 from app.shell.state import set_widget
 
+key = keys(__file__)  # this room's widget keys
 MASKED_ACCURACY = ("Accuracy here counts tokens replaced by [MASK], all of them. The model card's MLM accuracy follows "
                    "the training recipe instead: of the tokens to predict, 10% are left as they are (easy to get right) "
                    "and 10% replaced by a random token, so the card's number reads higher. The two are not comparable.")
@@ -64,7 +66,7 @@ def extrapolation_section(chosen: Selection, texts: tuple[str, ...], repeat: int
 def lens_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: int) -> None:
     """Every application read through the model's own MLM head, and one watched token's top-k."""
     st.header("2. Logit lens through the model's own MLM head")
-    watched = st.text_input("Watch one token: type [MASK] where the model should fill in", key="sb_watched",
+    watched = st.text_input("Watch one token: type [MASK] where the model should fill in", key=key("watched"),
                             value="The capital of France is [MASK].")
     with guard("logit lens"):
         usable = [n for n, bundle in zip(chosen.names, chosen.bundles()) if bundle.heads.mlm != "missing"]
@@ -92,11 +94,11 @@ def attention_section(chosen: Selection, texts: tuple[str, ...], repeat: int, se
     st.header("3. Attention at every application")
     with guard("attention"):
         c, a, h = st.columns(3)
-        name = c.selectbox("Checkpoint", chosen.names, key="sb_att_model")
+        name = c.selectbox("Checkpoint", chosen.names, key=key("att_model"))
         with st.spinner("Computing attention maps ..."):
             [maps] = runner.run([Part.of(name, chosen.only([name]), attention_maps, texts[0], repeat)])
-        application = a.slider("Application", 1, int(maps.application.max()), 1, key="sb_app")
-        head = h.selectbox("Head", sorted(maps["head"].unique()), key="sb_head")
+        application = a.slider("Application", 1, int(maps.application.max()), 1, key=key("app"))
+        head = h.selectbox("Head", sorted(maps["head"].unique()), key=key("head"))
         draw.chart(attention_figure(maps, application, int(head)), "attention")
         st.caption(f"{name}, first text. Rows: the token that attends; columns: the token attended to.")
         with st.spinner("Computing attention entropy ..."):
@@ -113,8 +115,8 @@ def attention_section(chosen: Selection, texts: tuple[str, ...], repeat: int, se
 
 def cka_controls(picked: list[str]) -> tuple[links.Control, links.Control]:
     """The CKA section's two pickers, declared once: the page restores them and puts them in its link."""
-    return (links.Control("sb_cka_x", picked[0], options=picked),
-            links.Control("sb_cka_y", "(itself)", options=["(itself)", *picked]))
+    return (links.Control(key("cka_x"), picked[0], options=picked),
+            links.Control(key("cka_y"), "(itself)", options=["(itself)", *picked]))
 
 
 def cka_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: int) -> None:
