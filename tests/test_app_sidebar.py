@@ -193,7 +193,7 @@ def test_links_reproduce_the_calculator_the_shared_layer_view_a_typed_pair_and_t
     at = goto(at, "training")
     at.selectbox(key="tr_preset").set_value("lab-bert").run()
     fresh = _open_link(link_of(at), "training")
-    assert fresh.selectbox(key="tr_preset").value == "lab-bert" and fresh.number_input(key="tr_e").value == 256
+    assert fresh.selectbox(key="tr_preset").value == "lab-bert" and fresh.number_input(key="tr_embedding_size").value == 256
 
 
 def test_a_link_with_values_its_widgets_refuse_opens_on_the_defaults(app):

@@ -19,7 +19,7 @@ from app.rooms.training.views import warmup_note
 
 def test_training_form_and_live_run(app, small_corpus):
     at = goto(app, "training")
-    at.number_input(key="tr_seq").set_value(256)  # lab-albert has 128 positions
+    at.number_input(key="tr_max_seq_len").set_value(256)  # lab-albert has 128 positions
     next(b for b in at.button if b.label == "Start training").click().run()
     assert any("max_seq_len: must be between 16 and the model's max_positions (128), got 256" in e.value for e in at.error)
     lines = [json.dumps({"text": " ".join(d.segments)}) for d in small_corpus.train[:80]]
@@ -27,9 +27,9 @@ def test_training_form_and_live_run(app, small_corpus):
     corpus = ("corpus.jsonl", "\n".join(lines).encode(), "application/json")
     at.selectbox(key="tr_corpus").set_value("upload a .txt / .jsonl file")
     at.file_uploader(key="tr_upload").set_value(corpus)
-    for key, value in (("tr_lr", 0.003), ("tr_steps", 6), ("tr_batch", 4), ("tr_vocab", 100), ("tr_seq", 64)):
+    for key, value in (("tr_lr", 0.003), ("tr_max_steps", 6), ("tr_batch_size", 4), ("tr_vocab_size", 100), ("tr_max_seq_len", 64)):
         at.number_input(key=key).set_value(value)
-    for key, value in (("tr_h", 32), ("tr_l", 2), ("tr_heads", 2), ("tr_e", 16)):
+    for key, value in (("tr_hidden_size", 32), ("tr_num_layers", 2), ("tr_num_heads", 2), ("tr_embedding_size", 16)):
         at.number_input(key=key).set_value(value)
     at.text_input(key="tr_name").set_value("tiny-form")
     next(b for b in at.button if b.label == "Start training").click().run()
@@ -44,7 +44,7 @@ def test_training_form_and_live_run(app, small_corpus):
     (run,) = list_runs(Path(__import__("os").environ["ALBERT_LAB_RUNS"]))
     spec = run.config["spec"]  # the run trains what the form showed
     assert (spec["hidden_size"], spec["num_layers"], spec["num_heads"], spec["embedding_size"]) == (32, 2, 2, 16)
-    assert at.session_state["watch_select"] == run.id  # the Runs tab follows the new run
+    assert at.session_state["tr_watch"] == run.id  # the Runs tab follows the new run
     skipped = [e for e in at.expander if "of its corpus skipped" in e.label]  # where it started, and under 'Runs'
     assert len(skipped) == 2 and {e.label for e in skipped} == {"2 lines of its corpus skipped"}
     assert all("line 4: not valid JSON" in e.text[0].value and "line 5: has no string field 'text'" in e.text[0].value
@@ -66,14 +66,14 @@ def test_training_form_and_live_run(app, small_corpus):
 
 def test_picking_a_preset_sets_the_architecture_fields(app):
     at = goto(app, "training")
-    assert at.number_input(key="tr_h").value == PRESETS["lab-albert"].hidden_size
+    assert at.number_input(key="tr_hidden_size").value == PRESETS["lab-albert"].hidden_size
     at.selectbox(key="tr_preset").set_value("lab-bert").run()
     bert = PRESETS["lab-bert"]
-    assert at.number_input(key="tr_h").value == bert.hidden_size and at.number_input(key="tr_l").value == bert.num_layers
-    assert at.number_input(key="tr_e").disabled and at.selectbox(key="tr_sharing").disabled
+    assert at.number_input(key="tr_hidden_size").value == bert.hidden_size and at.number_input(key="tr_num_layers").value == bert.num_layers
+    assert at.number_input(key="tr_embedding_size").disabled and at.selectbox(key="tr_sharing").disabled
     at.selectbox(key="tr_preset").set_value("lab-tiny").run()
-    assert at.number_input(key="tr_h").value == PRESETS["lab-tiny"].hidden_size
-    assert not at.number_input(key="tr_e").disabled
+    assert at.number_input(key="tr_hidden_size").value == PRESETS["lab-tiny"].hidden_size
+    assert not at.number_input(key="tr_embedding_size").disabled
 
 
 def test_training_page_without_the_long_document_sources_offers_what_is_installed(app, tmp_path, monkeypatch):
@@ -135,7 +135,7 @@ def test_compare_runs_draws_no_pair_accuracy_for_a_run_without_a_pair_task(tmp_p
     two_runs(tmp_path)
     monkeypatch.setenv("ALBERT_LAB_RUNS", str(tmp_path / "runs"))
     at = start("training")
-    at.selectbox(key="cmp_metric").set_value("pair_acc").run()
+    at.selectbox(key="tr_compare_metric").set_value("pair_acc").run()
     captions = " ".join(c.value for c in at.caption)
     assert "No pair accuracy for nopair (none): not measured" in captions
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
@@ -157,7 +157,7 @@ def test_compare_runs_tells_two_runs_of_one_name_apart(tmp_path, monkeypatch):
     downloads = {}
     monkeypatch.setattr(draw, "download", lambda frame, name, *args, **kwargs: downloads.__setitem__(name, frame))
     at = start("training")
-    at.multiselect(key="compare_runs").set_value([first.name, second.name]).run()
+    at.multiselect(key="tr_compare_runs").set_value([first.name, second.name]).run()
     compare = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "by run" in c.proto.spec)
     assert [trace["name"] for trace in compare["data"]] == [f"withsop (sop, {first.name})", f"withsop (sop, {second.name})"]
     assert list(downloads["runs.csv"].run_id) == [first.name] * 2 + [second.name] * 2
@@ -171,14 +171,14 @@ def test_compare_runs_selection_and_metric_are_in_the_link(tmp_path, monkeypatch
     two_runs(tmp_path)
     monkeypatch.setenv("ALBERT_LAB_RUNS", str(tmp_path / "runs"))
     at = start("training")
-    sop = next(r for r in at.multiselect(key="compare_runs").options if "withsop" in r)
-    at.multiselect(key="compare_runs").set_value([sop]).run()
-    at.selectbox(key="cmp_metric").set_value("pair_acc").run()
+    sop = next(r for r in at.multiselect(key="tr_compare_runs").options if "withsop" in r)
+    at.multiselect(key="tr_compare_runs").set_value([sop]).run()
+    at.selectbox(key="tr_compare_metric").set_value("pair_acc").run()
     link = link_of(at)
     assert link["runs"] == sop and link["metric"] == "pair_acc" and "tr_preset" in link and "ckpt" in link
     fresh = opened_by_link({**link, "runs": f"{sop},no-such-run"}, "training")  # a run unknown here is left out
     assert not fresh.exception, [e.value for e in fresh.exception]
-    assert fresh.multiselect(key="compare_runs").value == [sop] and fresh.selectbox(key="cmp_metric").value == "pair_acc"
+    assert fresh.multiselect(key="tr_compare_runs").value == [sop] and fresh.selectbox(key="tr_compare_metric").value == "pair_acc"
     compare = next(json.loads(c.proto.spec) for c in fresh.get("plotly_chart") if "by run" in c.proto.spec)
     assert [trace["name"] for trace in compare["data"]] == ["withsop (sop)"]
 
@@ -191,10 +191,10 @@ def test_the_first_runs_of_a_session_are_picked_in_compare_runs(tmp_path, monkey
     assert "No runs to compare yet: start one under 'New run'." in [i.value for i in at.info]
     two_runs(tmp_path)
     at.run()
-    assert at.multiselect(key="compare_runs").value == [r.id for r in list_runs(tmp_path / "runs")][:3] != []
+    assert at.multiselect(key="tr_compare_runs").value == [r.id for r in list_runs(tmp_path / "runs")][:3] != []
     assert any("by run" in c.proto.spec for c in at.get("plotly_chart"))
-    at.multiselect(key="compare_runs").set_value([]).run()  # emptied by the visitor: stays empty
-    assert at.multiselect(key="compare_runs").value == []
+    at.multiselect(key="tr_compare_runs").set_value([]).run()  # emptied by the visitor: stays empty
+    assert at.multiselect(key="tr_compare_runs").value == []
 
 
 def test_the_new_run_form_is_as_the_visitor_left_it_after_another_page(app):
@@ -203,14 +203,14 @@ def test_the_new_run_form_is_as_the_visitor_left_it_after_another_page(app):
     at = goto(app, "training")
     at.selectbox(key="tr_preset").set_value("lab-tiny").run()
     at.radio(key="tr_objective").set_value("none")
-    at.number_input(key="tr_steps").set_value(20)
+    at.number_input(key="tr_max_steps").set_value(20)
     next(b for b in at.button if b.label == "Start training").click().run()  # a form's values count once it is sent
     assert any("Nothing is started yet" in w.value for w in at.warning)  # 50 warm-up steps in a run of 20: said first
     goto(at, "model_card")
     goto(at, "training")
     assert at.selectbox(key="tr_preset").value == "lab-tiny"
-    assert at.number_input(key="tr_h").value == PRESETS["lab-tiny"].hidden_size
-    assert at.radio(key="tr_objective").value == "none" and at.number_input(key="tr_steps").value == 20
+    assert at.number_input(key="tr_hidden_size").value == PRESETS["lab-tiny"].hidden_size
+    assert at.radio(key="tr_objective").value == "none" and at.number_input(key="tr_max_steps").value == 20
 
 
 def test_the_install_makes_the_tokenizer_a_first_start_needs(tmp_path, monkeypatch):
@@ -293,7 +293,7 @@ def test_a_queued_run_names_the_run_it_waits_for(app, monkeypatch):
         row = dict(kind="train", step=5, loss=6.0, mlm_loss=5.3, pair_loss=0.69, mlm_acc=0.1, pair_acc=0.5, lr=1e-3,
                    tokens=5000, tokens_per_s=1000.0, eta_s=0.0)
         (first / "metrics.jsonl").write_text(json.dumps(row) + "\n")  # run.json's step lags its metrics
-        at.selectbox(key="watch_select").set_value(first.name).run()
+        at.selectbox(key="tr_watch").set_value(first.name).run()
         assert any(c.value.startswith("All steps done; now the final evaluation: 2,481") for c in at.caption)
         assert any(m.value.endswith("**ahead**: running, step 5 of 5") for m in at.markdown)  # was 'step 3 of 5' beside it
         runs = next(d.value for d in at.dataframe if "status" in d.value)
@@ -377,16 +377,16 @@ def test_the_training_page_starts_a_run_from_a_picked_checkpoint(shipped, monkey
     at = AppTest.from_file(MAIN, default_timeout=120).run()
     at.switch_page("rooms/training/page.py").run()
     assert not at.exception
-    start = at.selectbox(key="tr_start")
+    start = at.selectbox(key="tr_init_from")
     assert start.value == "random weights" and "bert-nsp" in start.options
-    assert at.selectbox(key="tr_teacher").disabled  # a teacher only for a run that starts from a checkpoint
+    assert at.selectbox(key="tr_distil_from").disabled  # a teacher only for a run that starts from a checkpoint
     assert at.number_input(key="tr_lr").value == 3e-3
     start.set_value("bert-nsp").run()
     assert any("Starting from **bert-nsp**" in c.value for c in at.caption)
     assert at.number_input(key="tr_lr").value == 1e-3  # a gentler default from a checkpoint (3e-3 undid what it knew)
-    at.selectbox(key="tr_teacher").set_value("bert-nsp")
+    at.selectbox(key="tr_distil_from").set_value("bert-nsp")
     at.selectbox(key="tr_corpus").set_value(at.selectbox(key="tr_corpus").options[0])
-    at.number_input(key="tr_seq").set_value(64)  # the fixture's positions
+    at.number_input(key="tr_max_seq_len").set_value(64)  # the fixture's positions
     at.number_input(key="tr_pair_weight").set_value(10.0)
     at.button[[b.label for b in at.button].index("Start training")].click().run()
     assert len(started) == 1, [e.value for e in at.error]
@@ -430,7 +430,7 @@ def test_start_clicks_past_the_browsers_budget_say_the_queue_is_full_and_keep_no
     uploads = sorted(p.name.split("-", 1)[1] for p in (Path(os.environ["ALBERT_LAB_RUNS"]) / "uploads").iterdir())
     assert uploads == ["corpus-0.txt", "corpus-1.txt"]  # the refused runs' uploads were never kept
     monkeypatch.setattr(owner, "_cookie", lambda: "another-browser-token-0123456789")
-    at.number_input(key="tr_seq").set_value(256)  # refused after the upload was kept: then it goes
+    at.number_input(key="tr_max_seq_len").set_value(256)  # refused after the upload was kept: then it goes
     at.file_uploader(key="tr_upload").set_value(("corpus-x.txt", b"Text x. More.\n" * 50, "text/plain"))
     next(b for b in at.button if b.label == "Start training").click().run()
     assert any("max_seq_len: must be between 16" in e.value for e in at.error), [e.value for e in at.error]

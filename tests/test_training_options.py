@@ -22,6 +22,7 @@ from albert_lab.training.config import (
 from albert_lab.training.options import SPEC_OPTIONS, Range
 from albert_lab.training.recipe import browser_config, snapshots, uptrain_config
 from app.rooms.training.form import ROWS as FORM_ROWS
+from app.rooms.training.form import key
 from app.rooms.training.widgets import WIDGETS
 
 ROWS = {row.name: row for row in OPTIONS}
@@ -84,13 +85,12 @@ def test_the_form_and_the_command_line_take_the_same_bounds_from_the_same_row(ap
     at = goto(app, "training")
     drawn = {w.key for kind in ("number_input", "selectbox", "radio", "text_input", "file_uploader") for w in getattr(at, kind)
              if (w.key or "").startswith("tr_")}
-    assert drawn == {w.key for w in WIDGETS.values()} | {"tr_preset", "tr_upload"}  # the table's widgets, all
+    assert drawn == {key(name) for name in WIDGETS} | {"tr_preset", "tr_upload"}  # the table's widgets, all
     boxes = {box.key: box for box in at.number_input}
     for row in FORM_ROWS.values():
-        if WIDGETS[row.name].key not in boxes:
+        if key(row.name) not in boxes:
             continue
-        form = WIDGETS[row.name]
-        box = boxes[form.key]
+        form, box = WIDGETS[row.name], boxes[key(row.name)]
         assert (box.min, box.max) == form.range(row), row.name
         bounds = row.bounds or Range()
         for end in (box.min, box.max):

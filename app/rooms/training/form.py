@@ -28,9 +28,11 @@ from app.rooms.training.widgets import WIDGETS
 from app.shell import links, owner
 from app.shell.draw import read_upload
 from app.shell.guard import guard
+from app.shell.registry import keys
 from app.shell.selection import Selection
 from app.shell.state import default_widget, has_widget, set_widget, widget
 
+key = keys(__file__)  # this room's widget keys; an option's is its row's name: key("lr") is tr_lr
 TRAINABLE = ["lab-tiny", "lab-albert", "lab-bert"]
 UPLOAD = "upload a .txt / .jsonl file"
 NEW = "random weights"
@@ -46,7 +48,7 @@ ARCHITECTURE_LINES = (("hidden_size", "num_layers", "embedding_size", "num_heads
 RECIPE = (("max_steps", "max_minutes", "lr", "batch_size", "seed"), ("max_seq_len", "vocab_size", "optimizer", "warmup_steps", "chunk_start"))
 OWN_CHOICES = ("init_from", "distil_from", "corpus")  # their choices are the sidebar's checkpoints and the installed corpora
 PLACED = {*TOP, *(n for line in ARCHITECTURE_LINES + RECIPE for n in line), *OWN_CHOICES}
-LR = WIDGETS["lr"].key
+LR = key("lr")
 
 
 @st.cache_data(show_spinner=False, ttl=600)
@@ -57,17 +59,17 @@ def corpora_table() -> pd.DataFrame:
 def _start_changed() -> None:
     """A checkpoint to start from gets a gentler learning rate while the field holds the
     from-scratch default (4 steps at 3e-3 undid part of what albert-sop knew), and back."""
-    uptraining = widget(WIDGETS["init_from"].key) != NEW
+    uptraining = widget(key("init_from")) != NEW
     if widget(LR, SCRATCH_LR) == (SCRATCH_LR if uptraining else UPTRAIN_LR):
         set_widget(LR, UPTRAIN_LR if uptraining else SCRATCH_LR)
 
 
 def apply_preset() -> None:
     """The architecture fields follow the preset picked (before the form reads them)."""
-    spec = PRESETS[widget("tr_preset")]
+    spec = PRESETS[widget(key("preset"))]
     for name in SPEC_FIELDS:
         if WIDGETS[name].state:
-            set_widget(WIDGETS[name].key, getattr(spec, name))
+            set_widget(key(name), getattr(spec, name))
 
 
 def draw(where: Any, name: str, **given: Any) -> Any:
@@ -75,11 +77,11 @@ def draw(where: Any, name: str, **given: Any) -> Any:
     such as the choices it knows or `disabled`): a choice of the row's values, a text box, or a
     number box within the row's bounds (the form's own where it narrows them; its `off` number is None)."""
     row, form = ROWS[name], WIDGETS[name]
-    args = {"key": form.key, "help": form.help, "persist_state": "session", **given}  # as left, after another page
+    args = {"key": key(name), "help": form.help, "persist_state": "session", **given}  # as left, after another page
     if row.choices is not None or "options" in args:
         options = list(args.pop("options", row.choices))
-        if has_widget(form.key) and widget(form.key) not in options:  # a checkpoint unpicked since
-            set_widget(form.key, row.default if row.default in options else options[0])
+        if has_widget(key(name)) and widget(key(name)) not in options:  # a checkpoint unpicked since
+            set_widget(key(name), row.default if row.default in options else options[0])
         if not form.state and "index" not in args and row.default in options:
             args["index"] = options.index(row.default)
         return (where.radio(form.label, options, horizontal=True, **args) if form.radio
@@ -95,16 +97,16 @@ def draw(where: Any, name: str, **given: Any) -> Any:
 
 def new_run_form() -> None:
     """The form, its corpora beside it, and the run it starts (training.jobs.start_run), or why not."""
-    before = widget("tr_preset")
-    links.from_url("tr_preset", TRAINABLE[1], options=TRAINABLE)
-    if not has_widget(WIDGETS["hidden_size"].key) or widget("tr_preset") != before:  # first run, or a link's preset
+    before = widget(key("preset"))
+    links.from_url(key("preset"), TRAINABLE[1], options=TRAINABLE)
+    if not has_widget(key("hidden_size")) or widget(key("preset")) != before:  # first run, or a link's preset
         apply_preset()
     corpora = corpora_table()
     mix_ready = default_installed()
     trainable = ([DEFAULT] * mix_ready + [PLUS] * mix_installed(PLUS)
                  + [r.name for r in corpora.itertuples() if r.role == "train" and r.installed])
     cols = st.columns(3)
-    preset = cols[0].selectbox("Model", TRAINABLE, key="tr_preset", on_change=apply_preset, persist_state="session",
+    preset = cols[0].selectbox("Model", TRAINABLE, key=key("preset"), on_change=apply_preset, persist_state="session",
                                help="lab-tiny: seconds per step; lab-albert / lab-bert: the shipped sizes")
     links.share(tr_preset=preset)
     sources = dict(Selection.read().checkpoints)
@@ -114,7 +116,7 @@ def new_run_form() -> None:
     given = {"objective": {"index": list(ROWS["objective"].choices).index(PRESETS[preset].objective)},
              "embedding_size": {"disabled": bert, "help": "BERT ties E to H" if bert else None},
              "sharing": {"disabled": bert, "help": "BERT shares nothing" if bert else None, "format_func": SHARING_LABELS.get}}
-    with st.form("train_form"):
+    with st.form(key("form")):
         values = {name: draw(col, name, **given.get(name, {})) for col, name in zip(st.columns([2, 1, 2]), TOP)}
         if start != NEW:
             st.caption(f"Starting from **{start}**: its architecture and tokenizer, no dropout; the Model, Architecture "
@@ -128,7 +130,7 @@ def new_run_form() -> None:
             st.caption(f":material/info: {DEFAULT}, the default mix, needs its long-document sources, not installed here: "
                        "`albert-lab corpora --install` fetches them (pinned and checked; the README's commands do).")
         upload = st.file_uploader("Corpus file (.txt: documents separated by blank lines; .jsonl: a 'text' field)",
-                                  type=["txt", "jsonl"], key="tr_upload", max_upload_size=MAX_UPLOAD_MB)
+                                  type=["txt", "jsonl"], key=key("upload"), max_upload_size=MAX_UPLOAD_MB)
         default_widget(LR, UPTRAIN_LR if start != NEW else SCRATCH_LR)  # _start_changed moves it
         more = [name for name in ROWS if name not in PLACED]
         for line in (*RECIPE, *(more[i:i + 5] for i in range(0, len(more), 5))):

@@ -15,8 +15,11 @@ from app.rooms.training import figures as training_figures
 from app.rooms.training.state import TrainingState
 from app.shell import costs, draw, links, owner
 from app.shell.guard import guard
+from app.shell.registry import keys
 from app.shell.state import kept, set_widget, widget
 from app.shell.text import fmt_duration, fmt_tokens
+
+key = keys(__file__)  # this room's widget keys
 
 
 def corpora_expander(corpora: pd.DataFrame) -> None:
@@ -64,7 +67,7 @@ def start_words(config: TrainConfig) -> str:
 
 def started(info: RunInfo, config: TrainConfig) -> None:
     """What a run just started is."""
-    set_widget("watch_select", info.id)  # the Runs tab follows the new run
+    set_widget(key("watch"), info.id)  # the Runs tab follows the new run
     owner.claim(info.id)  # this browser may cancel it, after a reload too
     spec = config.model_spec()
     st.success(f"Run {info.id} started: {spec.label}, {count(spec).total:,} parameters, a vocabulary of "
@@ -123,8 +126,8 @@ def progress_panel(run_id: str) -> None:
         m[3].metric("Tokens seen", fmt_tokens(last["tokens"]))
         left, right = st.columns(2)
         resumes = [r["step"] for r in of_kind("resume")]
-        draw.chart(training_figures.loss_figure(train, resumes), f"loss-{run_id}", key=f"loss-{run_id}", container=left, share=0.5)
-        draw.chart(training_figures.accuracy_figure(train, evals), f"accuracy-{run_id}", key=f"acc-{run_id}", container=right, share=0.5)
+        draw.chart(training_figures.loss_figure(train, resumes), f"loss-{run_id}", key=key("loss", run_id), container=left, share=0.5)
+        draw.chart(training_figures.accuracy_figure(train, evals), f"accuracy-{run_id}", key=key("accuracy", run_id), container=right, share=0.5)
     if info.status == "failed":
         st.error(info.message or "the run failed", icon=":material/error:")
     skipped_lines(info, expanded=False)
@@ -134,7 +137,7 @@ def progress_panel(run_id: str) -> None:
                    f"`albert-lab runs --cancel {run_id}`, or serve the app with ALBERT_LAB_SINGLE_USER=1.")
     if info.active and mine and evaluating:
         st.caption("Its steps are done and saved; the evaluation ends on its own (a cancel would not stop it).")
-    elif info.active and mine and st.button("Cancel this run", key=f"cancel-{run_id}"):
+    elif info.active and mine and st.button("Cancel this run", key=key("cancel", run_id)):
         with guard("cancelling"):
             cancel_run(info.path)
             st.toast("Cancel requested: the run saves its checkpoint and stops.")
@@ -149,9 +152,9 @@ def runs_view() -> None:
                            "objective": r.config.get("objective"), "spec": r.raw.get("spec_label", "")} for r in runs])
     st.dataframe(table, hide_index=True, width="stretch", column_config={"step": st.column_config.NumberColumn(format="localized")})
     ids = [r.id for r in runs]
-    if widget("watch_select") not in ids:
-        set_widget("watch_select", ids[0])
-    run_id = st.selectbox("Watch", ids, key="watch_select")
+    if widget(key("watch")) not in ids:
+        set_widget(key("watch"), ids[0])
+    run_id = st.selectbox("Watch", ids, key=key("watch"))
     progress_panel(run_id)
 
 
@@ -167,13 +170,13 @@ def compare_runs() -> None:
         return
     ids = [r.id for r in runs]
     controls = links.Controls(  # in the link, as every page's controls: a shared address shows the same comparison
-        links.Control("compare_runs", ids[:3], links.parse_list(ids), param="runs"),
-        links.Control("cmp_metric", "loss", options=list(COMPARED), param="metric"))
+        links.Control(key("compare_runs"), ids[:3], links.parse_list(ids), param="runs"),
+        links.Control(key("compare_metric"), "loss", options=list(COMPARED), param="metric"))
     controls.restore()
-    still = [r for r in controls["compare_runs"] if r in ids]  # a run removed since
-    set_widget("compare_runs", still if still or not controls["compare_runs"] else ids[:3])  # all removed: the newest
-    picked = st.multiselect("Runs", ids, key="compare_runs")
-    metric = st.selectbox("Metric", list(COMPARED), format_func=COMPARED.get, key="cmp_metric")
+    still = [r for r in controls[key("compare_runs")] if r in ids]  # a run removed since
+    set_widget(key("compare_runs"), still if still or not controls[key("compare_runs")] else ids[:3])  # all removed: the newest
+    picked = st.multiselect("Runs", ids, key=key("compare_runs"))
+    metric = st.selectbox("Metric", list(COMPARED), format_func=COMPARED.get, key=key("compare_metric"))
     controls.share()
     infos = [read_run(runs_dir() / run_id) for run_id in picked]
     labels = [f"{info.name} ({info.config.get('objective')})" for info in infos]
