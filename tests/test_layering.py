@@ -237,6 +237,23 @@ def test_each_room_keeps_one_typed_object():
     assert by_room and all(len(kinds) == 1 for kinds in by_room.values()), by_room
 
 
+KEYED = {"Control", "widget", "set_widget", "has_widget", "default_widget", "from_url", "form"}  # first argument: a key
+
+
+def test_rooms_type_no_widget_key():
+    """A room's widget keys are derived from the room and the option (registry.Room.key: `key("depth")` is dl_depth
+    on the Depth lab), never typed: 70 hand-picked keys in 20 prefixes said nothing of how to name the next one."""
+    typed = []
+    for path in sorted((APP / "rooms").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+                given = [k.value for k in node.keywords if k.arg == "key"] + (node.args[:1] if name in KEYED else [])
+                typed += [f"{path.relative_to(APP.parent)}:{node.lineno}" for value in given
+                          if isinstance(value, ast.JoinedStr) or isinstance(getattr(value, "value", None), str)]  # "..." or f"..."
+    assert typed == [], f"widget keys typed in a room (write key('option'), key = registry.keys(__file__)): {typed}"
+
+
 def test_each_room_keys_its_widgets_with_a_prefix_of_its_own():
     """A prefix ends at the key's first underscore, so two rooms' keys never meet."""
     from app.shell.registry import PAGES, keys, room

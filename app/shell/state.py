@@ -5,8 +5,9 @@ Streamlit's session state. Three kinds, each typed:
   defaults say what is kept);
 - a room's values: `kept(cls)`, one dataclass per room (declared in the room), one instance
   per browser session under a key derived from the room's name (`room_key`);
-- widget values, which Streamlit keeps under each widget's key (app.shell.links.Control
-  declares a page's keys): `widget`, `set_widget`, `has_widget`, `default_widget`.
+- widget values, which Streamlit keeps under each widget's key (a room's derived from its name
+  and the option's, app.shell.registry.Room.key; app.shell.links.Control declares a page's linked
+  ones): `widget`, `set_widget`, `has_widget`, `default_widget`.
 
 Nothing else reads or writes session-state strings (tests/test_layering.py checks)."""
 
