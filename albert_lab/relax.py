@@ -197,7 +197,9 @@ def relax(source: str | Path, out: str | Path, rank: int | str, attention: int |
                   "pair": "present" if "sop_classifier." not in conv.omit else "missing"},
         "metrics": {},
         "conversion": {**conv.facts, "source": named, "source_name": bundle.name, "source_spec": bundle.spec.label,
-                       "status": "converted, not trained"},
+                       "status": "converted, not trained",
+                       "options": relax_options(source, rank if attention is None and ffn is None else
+                                                f"{rank}/{attention}/{ffn}", embedding_size, sharing, groups, init, seed)},
         "relaxation": {"rank_attention": spec.rank_attention, "rank_ffn": spec.rank_ffn, "parameters_added": added,
                        "parameters": count(spec).total, "source_parameters": count(bundle.spec).total,
                        "energy_kept": relaxation.energy_total(spec.ranks), "energy_kept_by_application": conv.facts["energy_kept"],
@@ -207,6 +209,36 @@ def relax(source: str | Path, out: str | Path, rank: int | str, attention: int |
                        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
     }
     return save_checkpoint(conv.model, bundle.tokenizer, spec, out, card, omit=conv.omit, new=True)
+
+
+def relax_options(source: str | Path, rank: int | str, embedding_size: int | None, sharing: str, groups: int | None,
+                  init: str, seed: int = 0) -> dict[str, Any]:
+    """What makes two relaxed models the same (the card's `conversion.options`; relax_into looks for them)."""
+    from albert_lab.checkpoint.store import source_identity
+
+    return {**source_identity(source), "rank": str(rank), "embedding_size": embedding_size, "sharing": sharing,
+            "groups": int(groups or 1), "init": init, "seed": int(seed)}
+
+
+def relax_into(root: Path, stem: str, source: str | Path, rank: int | str, embedding_size: int | None = None,
+               sharing: Sharing = "all", groups: int | None = None, init: Init = "average", seed: int = 0,
+               quota: int | None = None) -> tuple[Path, bool]:
+    """relax into a new folder `root/stem` (`stem-2`, ... when taken), or give the folder of an identical
+    relaxed model already under `root`: (folder, reused); one maker at a time per `root`, as albertize_into."""
+    import shlex
+
+    from albert_lab.checkpoint.store import made_once
+    from albert_lab.paths import unique_folder
+
+    def make() -> Path:
+        out = unique_folder(root / stem)
+        args = ["--checkpoint", str(source), "--rank", str(rank), "--sharing", sharing, "--init", init, "--out", str(out)]
+        args += (["--groups", str(groups)] if groups else []) + (["--embedding", str(embedding_size)] if embedding_size else [])
+        return relax(source, out, rank, None, None, embedding_size, sharing, groups, init, seed,
+                     command="albert-lab relax " + shlex.join(args))
+
+    return made_once(root, "conversion", relax_options(source, rank, embedding_size, sharing, groups, init, seed), source,
+                     make, quota)
 
 
 def load_source(source: str | Path):

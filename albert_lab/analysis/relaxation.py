@@ -43,11 +43,32 @@ def curve_name(rank: int | str) -> str:
     return "ALBERT (rank 0)" if rank == 0 else f"rank {rank}"
 
 
-@torch.inference_mode()
 def relax_curve(source: str | Path, ranks: Sequence[int | str] = DEFAULT_RANKS, embedding_size: int | None = None,
                 sharing: Sharing = "all", groups: int | None = None, init: Init = "average", pairs: int = DEFAULT_PAIRS,
                 max_len: int = MAX_LEN, seed: int = 0, progress: Progress | None = None) -> pd.DataFrame:
     """One row per rank (in the order given), then the source's: COLUMNS."""
+    return curve_and_energy(source, ranks, embedding_size, sharing, groups, init, pairs, max_len, seed, progress)[0]
+
+
+def energy_frame(relaxation: Relaxation, ranks: Sequence[int | str]) -> pd.DataFrame:
+    """Per rank, application (1-based) and map: the share of that residual's energy the rank keeps
+    (`energy_kept`), and the residual's own size (`energy`, its squared Frobenius norm): which maps
+    sharing changed most, and which need rank most to be given back."""
+    rows = []
+    for rank in ranks:
+        per_half = relaxation.ranks(rank)
+        for (index, name), residual in sorted(relaxation.residuals.items()):
+            half = "attention" if name.startswith("attention") else "FFN"
+            rows.append(dict(rank=str(rank), application=index + 1, map=name, half=half,
+                             energy=float(residual.s.square().sum()), energy_kept=residual.kept(per_half[half])))
+    return pd.DataFrame(rows, columns=["rank", "application", "map", "half", "energy", "energy_kept"])
+
+
+@torch.inference_mode()
+def curve_and_energy(source: str | Path, ranks: Sequence[int | str] = DEFAULT_RANKS, embedding_size: int | None = None,
+                     sharing: Sharing = "all", groups: int | None = None, init: Init = "average", pairs: int = DEFAULT_PAIRS,
+                     max_len: int = MAX_LEN, seed: int = 0, progress: Progress | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The curve (relax_curve's frame) and the energy kept per rank, application and map (energy_frame)."""
     tell = progress or (lambda _fraction, _what: None)
     tell(0.0, "loading the source and decomposing its residuals")
     bundle = load_source(source)
@@ -89,7 +110,7 @@ def relax_curve(source: str | Path, ranks: Sequence[int | str] = DEFAULT_RANKS, 
                          pair_n=n, kl=kl, roughness=float(rough.get(name, np.nan)),
                          end="ALBERT" if rank == 0 else "source BERT" if conv is None else "= source" if rank == FULL else ""))
     tell(1.0, "done")
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return pd.DataFrame(rows, columns=COLUMNS), energy_frame(relaxation, ranks)
 
 
 def _bundle(name: str, source: ModelBundle, conv=None) -> ModelBundle:
