@@ -35,7 +35,7 @@ from albert_lab.data.batching import Batch, batch_from_documents
 from albert_lab.data.corpus import MAX_LEN, Document, split_sentences
 from albert_lab.errors import CheckpointError
 from albert_lab.kernels import autocast, tune_for_training
-from albert_lab.models import PretrainingModel, one_token_type
+from albert_lab.models import PretrainingModel, build_model, one_token_type
 from albert_lab.objective import PretrainingLoss
 from albert_lab.spec import ModelSpec, Objective
 
@@ -51,9 +51,10 @@ def unshared_view(model: PretrainingModel, spec: ModelSpec) -> PretrainingModel:
     if spec.family == "albert":
         config.num_hidden_groups = spec.num_layers
     with torch.device("meta"):
-        clone = type(model)(config)
+        clone = build_model(spec) if spec.relaxed else type(model)(config)  # assigning each name below unties them
     source = model.state_dict()
-    groups = spec.group_of_layer if spec.family == "albert" and spec.sharing_rule.whole_block else list(range(spec.num_layers))
+    one_module_each = spec.family == "bert" or spec.per_layer_modules
+    groups = list(range(spec.num_layers)) if one_module_each else spec.group_of_layer
     state = {}
     for key in clone.state_dict():
         match = _ALBERT_LAYER.match(key)
@@ -168,7 +169,7 @@ def _shared_sum_rows(per_app: dict[tuple[int, str], list[torch.Tensor]], spec: M
     rule = spec.sharing_rule
     if not rule.shares:
         return []
-    shared = rule.shares + (("LayerNorm",) if rule.whole_block else ())  # a whole block shares its LayerNorms too
+    shared = rule.shares + (("LayerNorm",) if rule.whole_block and not spec.relaxed else ())  # a whole block shares its LayerNorms too
     rows = []
     for group in sorted(set(spec.group_of_layer)):
         layers = [i for i, g in enumerate(spec.group_of_layer) if g == group]

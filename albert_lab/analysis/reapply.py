@@ -50,6 +50,9 @@ def reapply_note(spec: ModelSpec) -> str | None:
     """Why the model's block cannot be applied beyond depth L, or None when it can."""
     if spec.family == "bert":
         return "BERT's layers each have their own weights: there is no shared block to apply again (shown to depth L)"
+    if spec.relaxed:
+        return ("each application adds its own low-rank correction to the shared matrices (relaxed sharing): there is "
+                "no one block to apply again (shown to depth L)")
     if spec.sharing_rule.tied:
         shared, own = (" and ".join(h for h in HALVES if (h in spec.sharing_rule.shares) == mine) for mine in (True, False))
         return (f"only the {shared} is shared; the {own} of each layer has its own weights, so no whole block "

@@ -122,11 +122,16 @@ def _load_relaxed(folder: Path, spec: ModelSpec) -> tuple[PretrainingModel, tupl
         raise CheckpointError(f"{folder}: a relaxed model's weights are read from safetensors files, and there are none")
     try:
         state = {k: v for path in files for k, v in load_file(str(path)).items()}
+        if copies := sorted(set(state) & shared_keys(spec)):  # loading them would overwrite the one matrix in turn
+            raise CheckpointError(f"{folder}: the weights hold copies of shared matrices ({copies[0]}{', ...' * (len(copies) > 1)}), "
+                                  "which a relaxed model writes once per group; the folder was edited or its albert_lab.json is wrong")
         model = build_model(spec, seed=0)
         result = model.load_state_dict(state, strict=False)
         model.tie_weights()
         tied = set(getattr(model, "_tied_weights_keys", None) or ()) | shared_keys(spec)
         info = {"missing_keys": [k for k in result.missing_keys if k not in tied], "unexpected_keys": list(result.unexpected_keys)}
+    except CheckpointError:
+        raise
     except Exception as err:  # a broken file fails in SafetensorError, a wrong shape in RuntimeError
         first = str(err).splitlines()[0][:200] if str(err) else ""
         raise CheckpointError(f"{folder}: the weights cannot be loaded ({type(err).__name__}: {first}); "

@@ -1,0 +1,250 @@
+"""Relaxed sharing: the ends of the curve (full rank = the source BERT, rank 0 = albertize), exact
+counts, the checkpoint on disk, uptraining, gradient flow and every bad input as one line.
+
+Tolerances (tests/tolerance.py): the relaxed model computes x W_g^T + (x A^T) B^T + b where the
+source computes x W_l^T + b, with B A = W_l - W_g up to float32's rounding of the factors. Each
+corrected map adds two reductions to an output's path, of lengths `in` and r; so the bound is
+the source's path length plus, per layer, (in + r) for each of the six maps, times u = 2^-24,
+times the output row's largest magnitude. A wrong bias, LayerNorm or factor moves outputs by
+orders of magnitude more."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import one_line_error, run_cli, tiny_spec
+from tolerance import U32, path_length
+
+from albert_lab.checkpoint.load import load_checkpoint
+from albert_lab.convert import albertize_state
+from albert_lab.models import build_model
+from albert_lab.params import count
+from albert_lab.relax import Relaxation, relax, source_eps, source_state
+from albert_lab.spec import ModelSpec
+
+RELEASES = Path(__file__).parent / "fixtures" / "tf_releases"
+IDS = torch.tensor([[2, 11, 25, 7, 40, 3, 9, 17, 30, 3]])
+TYPES = torch.tensor([[0] * 6 + [1] * 4])
+
+
+def _outputs(model):
+    with torch.no_grad():
+        out = model.eval()(input_ids=IDS, token_type_ids=TYPES, output_hidden_states=True)
+    pair = out.sop_logits if hasattr(out, "sop_logits") else out.seq_relationship_logits
+    return out.prediction_logits, pair, out.hidden_states
+
+
+def _bound(spec: ModelSpec, rank: int, head: str) -> float:
+    """Relative bound of one output (module docstring)."""
+    h, f = spec.hidden_size, spec.ffn_size
+    extra = spec.num_layers * (4 * (h + rank) + (h + rank) + (f + rank))
+    return (path_length("bert", h, h, spec.num_heads, f, spec.num_layers, IDS.shape[1], head) + extra) * U32
+
+
+def _close(got: torch.Tensor, want: torch.Tensor, relative: float) -> None:
+    scale = want.abs().amax(-1, keepdim=True).clamp_min(1.0)
+    assert bool(((got - want).abs() <= relative * scale).all()), float(((got - want).abs() / scale).max())
+
+
+def _relaxation(folder, **options) -> tuple[Relaxation, object]:
+    bundle = load_checkpoint(folder, device="cpu")
+    options = {"embedding_size": bundle.spec.hidden_size, **options}
+    return Relaxation.of(source_state(bundle), bundle.spec, layer_norm_eps=source_eps(bundle), **options), bundle
+
+
+def _check_full_rank(folder, **options) -> None:
+    relaxation, bundle = _relaxation(folder, **options)
+    conv = relaxation.at(relaxation.ranks("full"))
+    assert conv.spec.relaxed and conv.spec.rank_attention == bundle.spec.hidden_size
+    (mlm, pair, hidden), (mlm0, pair0, hidden0) = _outputs(conv.model), _outputs(bundle.model)
+    rank = conv.spec.rank_attention
+    _close(mlm, mlm0, _bound(bundle.spec, rank, "mlm"))
+    _close(torch.softmax(pair, -1), torch.softmax(pair0, -1), _bound(bundle.spec, rank, "pair"))
+    assert len(hidden) == len(hidden0) == bundle.spec.num_layers + 1
+    for got, want in zip(hidden, hidden0):
+        _close(got, want, _bound(bundle.spec, rank, "pair"))
+    assert relaxation.energy_total(relaxation.ranks("full")) == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("init", ["average", "stepwise"])
+def test_full_rank_computes_the_source_bert(tiny_bert, init):
+    _check_full_rank(tiny_bert[0], init=init)
+
+
+def test_full_rank_computes_a_shipped_bert():
+    """The repository's own bert-nsp (6 layers, H = 256, trained), in two sharing groups."""
+    _check_full_rank(Path(__file__).parent.parent / "checkpoints" / "bert-nsp", groups=2)
+
+
+def test_full_rank_computes_a_google_bert_release(tmp_path):
+    out = tmp_path / "google-bert"
+    assert run_cli("import-tf", str(RELEASES / "uncased_L-2_H-16_A-2"), "--out", str(out)).returncode == 0
+    _check_full_rank(out)
+
+
+@pytest.mark.parametrize("sharing, init, embedding", [("all", "average", 32), ("attention", "stepwise", 32),
+                                                     ("ffn", "lower", 32), ("all", "average", 16)])
+def test_rank_zero_is_albertize(tiny_bert, sharing, init, embedding):
+    """Same init and embedding size: albertize's model. At E = H to the bit; at E < H albertize fits its
+    projection by least squares, whose LAPACK solve on a rank-deficient design may differ in the last
+    bits from one call to the next (threads), so there the outputs agree within the derived bound."""
+    relaxation, bundle = _relaxation(tiny_bert[0], sharing=sharing, init=init, embedding_size=embedding)
+    conv = relaxation.at(relaxation.ranks(0))
+    plain = albertize_state(source_state(bundle), bundle.spec, embedding, sharing, None, init, source_eps(bundle))
+    assert not conv.spec.relaxed and conv.spec == plain.spec
+    (mlm, pair, hidden), (mlm0, pair0, hidden0) = _outputs(conv.model), _outputs(plain.model)
+    if embedding == bundle.spec.hidden_size:
+        assert torch.equal(mlm, mlm0) and torch.equal(pair, pair0) and all(map(torch.equal, hidden, hidden0))
+    else:
+        for got, want in zip((pair, *hidden), (pair0, *hidden0)):
+            _close(got, want, _bound(bundle.spec, 0, "pair"))
+    assert relaxation.energy_total(relaxation.ranks(0)) == 0.0 or all(
+        v == 1.0 for maps in conv.facts["energy_kept"].values() for v in maps.values())
+
+
+def test_intermediate_ranks_keep_the_energy_their_singular_values_say(tiny_bert):
+    """The correction is the residual's best rank-r approximation: what it misses, in Frobenius norm,
+    is the energy of the singular values it leaves out (Eckart-Young)."""
+    relaxation, _ = _relaxation(tiny_bert[0])
+    conv = relaxation.at(relaxation.ranks(3))
+    layers = conv.model.albert.encoder.albert_layer_groups
+    source = load_checkpoint(tiny_bert[0], device="cpu").model.bert.encoder.layer
+    for index in range(3):
+        query = layers[index].albert_layers[0].attention.query
+        residual = source[index].attention.self.query.weight.double() - query.shared.double()
+        missed = (residual - (query.lora_b @ query.lora_a).double()).square().sum() / residual.square().sum()
+        kept = conv.facts["energy_kept"][str(index + 1)]["attention.query"]
+        assert float(missed) == pytest.approx(1 - kept, abs=1e-5)
+    previous = -1.0
+    for rank in (0, 1, 3, 8, "full"):  # more rank never keeps less
+        kept = relaxation.energy_total(relaxation.ranks(rank))
+        assert kept >= previous - 1e-12
+        previous = kept
+
+
+@pytest.mark.parametrize("changes", [dict(rank_attention=4, rank_ffn=8), dict(rank_attention=3), dict(rank_ffn=5),
+                                     dict(sharing="attention", rank_attention=5), dict(sharing="ffn", rank_ffn=2),
+                                     dict(num_groups=3, num_layers=6, rank_attention=2, rank_ffn=2)])
+def test_counts_equal_the_materialised_model(tokenizer, changes):
+    spec = tiny_spec(len(tokenizer), **changes)
+    model = build_model(spec, seed=0)
+    seen, total = set(), 0
+    for p in model.parameters():
+        if p.data_ptr() not in seen:
+            seen.add(p.data_ptr())
+            total += p.numel()
+    assert total == count(spec).total_with_heads
+
+
+def test_the_saved_model_loads_as_made_and_its_counts_equal_the_saved_tensors(tiny_bert, tmp_path):
+    from safetensors.torch import load_file
+
+    out = relax(tiny_bert[0], tmp_path / "relaxed", 4, groups=1)
+    card = json.loads((out / "albert_lab.json").read_text())
+    loaded = load_checkpoint(out, device="cpu")
+    assert loaded.spec.relaxed and loaded.spec.rank_attention == 4 == loaded.spec.rank_ffn
+    relaxation, _ = _relaxation(tiny_bert[0])
+    made = relaxation.at(relaxation.ranks(4)).model
+    for got, want in zip(_outputs(loaded.model)[:2], _outputs(made)[:2]):
+        assert torch.equal(got, want)
+    saved = load_file(str(out / "model.safetensors"))
+    assert not any(k.endswith(".shared") and ".albert_layer_groups.0." not in k for k in saved)  # each shared matrix once
+    stored = sum(v.numel() for v in saved.values())
+    assert stored == count(loaded.spec).total_with_heads == card["relaxation"]["parameters"] + (
+        count(loaded.spec).total_with_heads - count(loaded.spec).total)
+    assert card["relaxation"]["parameters_added"] == count(loaded.spec).total - count(loaded.spec.replace(rank_attention=0, rank_ffn=0)).total
+    assert set(card["relaxation"]["source_sha256"]) == {"model.safetensors"}
+    assert len(card["relaxation"]["energy_kept_by_application"]) == 3
+
+
+def test_a_file_whose_tied_copies_differ_is_refused(tiny_bert, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    from albert_lab.errors import CheckpointError
+
+    out = relax(tiny_bert[0], tmp_path / "relaxed", 2)
+    weights = load_file(str(out / "model.safetensors"))
+    weights["albert.encoder.albert_layer_groups.1.albert_layers.0.ffn.shared"] = torch.zeros(48, 32)
+    save_file(weights, str(out / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(CheckpointError):
+        load_checkpoint(out, device="cpu")
+
+
+def test_uptraining_trains_the_shared_block_and_the_corrections_together(tiny_bert, tmp_path):
+    from albert_lab.training.init import load_init_weights, uptrain_spec
+    from albert_lab.training.optim import build_optimizer
+
+    out = relax(tiny_bert[0], tmp_path / "relaxed", 2)
+    folder, spec = uptrain_spec(out)
+    assert spec.rank_attention == 2
+    model = build_model(spec, seed=0)
+    load_init_weights(model, folder)
+    query = model.albert.encoder.albert_layer_groups
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    optimizer = build_optimizer(model, "adamw", 1e-2, 0.0)
+    model.train()(input_ids=IDS, token_type_ids=TYPES, labels=IDS, sentence_order_label=torch.tensor([0])).loss.backward()
+    optimizer.step()
+    changed = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
+    assert "albert.encoder.albert_layer_groups.0.albert_layers.0.attention.query.shared" in changed
+    assert {f"albert.encoder.albert_layer_groups.{i}.albert_layers.0.ffn.lora_b" for i in range(3)} <= changed
+    assert query[0].albert_layers[0].ffn.shared is query[2].albert_layers[0].ffn.shared  # still one matrix
+
+
+def test_gradient_flow_sums_each_application_to_the_shared_matrix(tokenizer):
+    from test_analysis_gradflow import _batch
+
+    from albert_lab.analysis.gradflow import unshared_view
+    from albert_lab.objective import PretrainingLoss
+
+    spec = tiny_spec(len(tokenizer), num_layers=4, rank_attention=2, rank_ffn=3)
+    model = build_model(spec, seed=0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_b" in name:
+                p.normal_(0, 0.05)
+    batch = _batch(tokenizer)
+    PretrainingLoss(model, "sop")(batch).loss.backward()
+    view = unshared_view(model, spec)
+    loss = PretrainingLoss(view, "sop")(batch).loss
+    with torch.no_grad():
+        assert math.isclose(float(loss), float(PretrainingLoss(model, "sop")(batch).loss), rel_tol=1e-5)
+    loss.backward()
+    groups = view.albert.encoder.albert_layer_groups
+    summed = sum(groups[i].albert_layers[0].attention.value.shared.grad for i in range(4))
+    want = model.albert.encoder.albert_layer_groups[0].albert_layers[0].attention.value.shared.grad
+    assert torch.allclose(summed, want, atol=1e-6 * float(want.abs().max()) * 4)
+
+
+def test_bad_input_is_one_line(tiny_bert, tmp_path, shipped):
+    source = str(tiny_bert[0])
+    for args, words in [(["--rank", "-1"], ["--rank"]), (["--rank", "2.5"], ["--rank"]), (["--rank", "33", "--out", str(tmp_path / "c")], ["above full rank"]),
+                        (["--ranks", "0,4,4"], ["given twice"]), (["--rank", "4"], ["--out"]),
+                        (["--rank-ffn", "x", "--rank", "1"], ["--rank-ffn"])]:
+        one_line_error(run_cli("relax", "--checkpoint", source, *args), *words)
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "x").write_text("x")
+    one_line_error(run_cli("relax", "--checkpoint", source, "--rank", "2", "--out", str(taken)), "exists")
+    one_line_error(run_cli("relax", "--checkpoint", str(shipped / "albert-sop"), "--rank", "2", "--out", str(tmp_path / "a")),
+                   "already shared")
+    one_line_error(run_cli("relax", "--checkpoint", str(RELEASES / "albert_tiny"), "--rank", "2", "--out", str(tmp_path / "b")),
+                   "already shared")
+    with pytest.raises(Exception, match="above full rank"):
+        tiny_spec(1000, rank_attention=33)
+    with pytest.raises(Exception, match="not shared"):
+        tiny_spec(1000, sharing="attention", rank_ffn=2)
+
+
+def test_the_command_writes_a_model_every_command_loads(tiny_bert, tmp_path):
+    out = tmp_path / "r2"
+    result = run_cli("relax", "--checkpoint", str(tiny_bert[0]), "--rank", "2", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "relaxed rank 2" in result.stdout
+    card = run_cli("card", str(out), "--json")
+    assert card.returncode == 0 and json.loads(card.stdout)["spec"]["rank_attention"] == 2
+    osc = run_cli("oscillation", "--checkpoint", str(out), "--json")
+    assert osc.returncode == 0, osc.stderr
