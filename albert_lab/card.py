@@ -42,6 +42,7 @@ def model_card(bundle: ModelBundle | CheckpointSummary, device: str | None = Non
         "provenance": provenance,
         "metrics": bundle.card.get("metrics", {}),
         "probe": bundle.card.get("probe"),  # a pair head fitted on the frozen encoder (albert-lab fit-head)
+        "relaxation": bundle.card.get("relaxation"),  # a relaxed model's ranks, parameters added, energy kept (albert-lab relax)
         "device": device or str(getattr(bundle, "device", "not loaded")),
         "dtype": dtype or str(getattr(bundle, "dtype", "not loaded")).replace("torch.", ""),
         "folder": str(Path(bundle.source)) if Path(bundle.source).exists() else None,

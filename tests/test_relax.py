@@ -248,3 +248,24 @@ def test_the_command_writes_a_model_every_command_loads(tiny_bert, tmp_path):
     assert card.returncode == 0 and json.loads(card.stdout)["spec"]["rank_attention"] == 2
     osc = run_cli("oscillation", "--checkpoint", str(out), "--json")
     assert osc.returncode == 0, osc.stderr
+
+
+def test_the_curve_runs_from_albertize_to_the_source(tiny_bert):
+    """Its ends are the ALBERT and the source; at full rank every measure equals the source's (the same
+    masked tokens and pairs), and more rank never keeps less energy."""
+    from albert_lab.analysis.relaxation import curve_and_energy, report
+
+    seen = []
+    curve, energy = curve_and_energy(tiny_bert[0], [0, 2, "full"], pairs=12, progress=lambda f, what: seen.append(f))
+    assert list(curve.model) == ["ALBERT (rank 0)", "rank 2", "rank full", "source BERT"]
+    assert list(curve.end) == ["ALBERT", "", "= source", "source BERT"]
+    full, source = curve.iloc[2], curve.iloc[3]
+    assert full.mlm_accuracy == source.mlm_accuracy and full.pair_accuracy == source.pair_accuracy
+    assert abs(full.kl) < 1e-4 and source.kl == 0.0 and curve.iloc[0].kl > 10 * abs(full.kl)
+    assert curve.energy_kept.tolist()[0] == 0.0 and curve.energy_kept.is_monotonic_increasing
+    assert source.parameters == count(load_checkpoint(tiny_bert[0]).spec).total and source.share_of_source == 1.0
+    assert curve.parameters.iloc[0] < curve.parameters.iloc[1] < curve.parameters.iloc[2]
+    assert curve.mlm_n.iloc[0] == source.mlm_n > 0 and curve.pair_task.iloc[0] == "nsp" and curve.pair_n.iloc[0] == 12
+    assert set(energy["rank"]) == {"0", "2", "full"} and len(energy) == 3 * 3 * 6  # ranks x applications x maps
+    assert seen == sorted(seen) and seen[-1] == 1.0
+    assert all("rank" in line for line in report(curve).remarks)

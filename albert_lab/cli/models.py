@@ -96,6 +96,10 @@ def cmd_card(args: argparse.Namespace) -> int:
         lines.append(f"pair head: {probe['kind']} ({probe['task'].upper()}, {probe['pairs']['train']:,} training pairs, "
                      f"{probe['steps']} steps; held-out accuracy {probe['held_out_accuracy']:.3f} [{low:.3f}, {high:.3f}], "
                      f"n={probe['pairs']['held_out']:,})")
+    if relaxed := card["relaxation"]:
+        lines.append(f"relaxation: corrections of rank {relaxed['rank_attention']} (attention) and {relaxed['rank_ffn']} (FFN) "
+                     f"add {relaxed['parameters_added']:,} parameters to the ALBERT and keep {relaxed['energy_kept']:.1%} of "
+                     "what sharing took from the source's layers")
     for key, value in card["provenance"].items():
         if key != "train_config":
             lines.append(f"{key}: {value}")
