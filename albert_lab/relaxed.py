@@ -59,8 +59,23 @@ class RelaxedLinear(nn.Module):
         return self.shared + self.lora_b @ self.lora_a
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = F.linear(x, self.shared, self.bias)
-        return out + F.linear(F.linear(x, self.lora_a), self.lora_b) if self.rank else out
+        if not self.rank:
+            return F.linear(x, self.shared, self.bias)
+        if not torch.is_grad_enabled():  # inference: one matrix, W + B A, made once (as fast as the plain block)
+            return F.linear(x, self._merged(), self.bias)
+        return F.linear(x, self.shared, self.bias) + F.linear(F.linear(x, self.lora_a), self.lora_b)
+
+    def _merged(self) -> torch.Tensor:
+        """W + B A, kept until one of the three changes (an optimizer step, a load, a move to another
+        device or dtype bumps their version or storage). Tensors made under inference_mode count no
+        versions; nothing here changes them in place."""
+        key = tuple((p.data_ptr(), -1 if p.is_inference() else p._version, p.dtype, p.device)
+                    for p in (self.shared, self.lora_a, self.lora_b))
+        if getattr(self, "_merged_key", None) != key:
+            with torch.no_grad():
+                self._merged_weight = torch.addmm(self.shared, self.lora_b, self.lora_a)
+            self._merged_key = key
+        return self._merged_weight
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, rank={self.rank}"

@@ -7,6 +7,8 @@
    same source (rank 0: the shared block alone), on the same batch, in turn (A B A B) for several
    rounds: the median time of each and their ratio, with the spread. Target: at most 1.3x.
    Both models go through the kernels every loaded checkpoint gets (kernels.tune_for_inference).
+   Twice: as analyses run it (no gradients: each correction merged into its matrix once), and as
+   training runs it (gradients on: x W^T + (x A^T) B^T, the backward pass not timed).
 
 Run: .venv/bin/python benchmarks/bench_relax.py [--checkpoint bert-sop-minilm] [--rank 16] [--rounds 7]
      [--curve-rounds 1] [--batch 32] [--tokens 128]
@@ -35,7 +37,7 @@ def curve_seconds(checkpoint: str) -> float:
     return time.perf_counter() - started
 
 
-def forward_times(checkpoint: str, rank: int, rounds: int, batch: int, tokens: int) -> tuple[list[float], list[float]]:
+def forward_times(checkpoint: str, rank: int, rounds: int, batch: int, tokens: int, grad: bool) -> tuple[list[float], list[float]]:
     import torch
 
     from albert_lab.checkpoint.discover import resolve_checkpoint
@@ -53,7 +55,7 @@ def forward_times(checkpoint: str, rank: int, rounds: int, batch: int, tokens: i
 
     def once(model) -> float:
         started = time.perf_counter()
-        with torch.inference_mode():
+        with torch.set_grad_enabled(grad):
             model.albert(**inputs)
         return time.perf_counter() - started
 
@@ -80,13 +82,14 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=128)
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
-    plain, relaxed = forward_times(args.checkpoint, args.rank, args.rounds, args.batch, args.tokens)
-    ratios = [r / p for p, r in zip(plain, relaxed)]
-    print(f"forward of {args.batch} x {args.tokens} tokens, {args.checkpoint}:")
-    print(f"  ALBERT (rank 0):   {spread(plain)}")
-    print(f"  relaxed rank {args.rank}: {spread(relaxed)}")
-    print(f"  ratio relaxed / ALBERT: median {statistics.median(ratios):.2f}x (min {min(ratios):.2f}, max {max(ratios):.2f}); "
-          "target <= 1.3x")
+    for grad, what in ((False, "as analyses run it, no gradients"), (True, "as training runs it, gradients on")):
+        plain, relaxed = forward_times(args.checkpoint, args.rank, args.rounds, args.batch, args.tokens, grad)
+        ratios = [r / p for p, r in zip(plain, relaxed)]
+        print(f"forward of {args.batch} x {args.tokens} tokens, {args.checkpoint}, {what}:")
+        print(f"  ALBERT (rank 0):   {spread(plain)}")
+        print(f"  relaxed rank {args.rank}: {spread(relaxed)}")
+        print(f"  ratio relaxed / ALBERT: median {statistics.median(ratios):.2f}x (min {min(ratios):.2f}, "
+              f"max {max(ratios):.2f}); target <= 1.3x")
     if args.curve_rounds:
         times = [curve_seconds(args.checkpoint) for _ in range(args.curve_rounds)]
         print(f"relax --ranks 0,4,16,64,full on {args.checkpoint}: {spread(times)}; target < 120 s; "

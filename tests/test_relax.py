@@ -221,7 +221,8 @@ def test_gradient_flow_sums_each_application_to_the_shared_matrix(tokenizer):
 
 def test_bad_input_is_one_line(tiny_bert, tmp_path, shipped):
     source = str(tiny_bert[0])
-    for args, words in [(["--rank", "-1"], ["--rank"]), (["--rank", "2.5"], ["--rank"]), (["--rank", "33", "--out", str(tmp_path / "c")], ["above full rank"]),
+    for args, words in [(["--rank", "-1"], ["--rank"]), (["--rank", "2.5"], ["--rank"]),
+                        (["--rank", "33", "--out", str(tmp_path / "c")], ["above full rank"]),
                         (["--ranks", "0,4,4"], ["given twice"]), (["--rank", "4"], ["--out"]),
                         (["--rank-ffn", "x", "--rank", "1"], ["--rank-ffn"])]:
         one_line_error(run_cli("relax", "--checkpoint", source, *args), *words)
@@ -269,3 +270,27 @@ def test_the_curve_runs_from_albertize_to_the_source(tiny_bert):
     assert set(energy["rank"]) == {"0", "2", "full"} and len(energy) == 3 * 3 * 6  # ranks x applications x maps
     assert seen == sorted(seen) and seen[-1] == 1.0
     assert all("rank" in line for line in report(curve).remarks)
+
+
+def test_inference_merges_each_correction_once_and_follows_training(tokenizer):
+    """Without gradients a relaxed map applies W + B A as one matrix, equal to the two-path form
+    within float32's rounding of one extra reduction; an optimizer step is seen at once."""
+    spec = tiny_spec(len(tokenizer), rank_attention=3, rank_ffn=3)
+    model = build_model(spec, seed=0)
+    layer = model.albert.encoder.albert_layer_groups[1].albert_layers[0].ffn
+    with torch.no_grad():
+        layer.lora_b.normal_(0, 0.1)
+    x = torch.randn(4, 32)
+    with torch.enable_grad():
+        two_paths = layer(x).detach()
+    with torch.no_grad():
+        merged = layer(x)
+        assert layer._merged_weight is not None and layer(x).data_ptr() != merged.data_ptr()
+        first = layer._merged_weight
+        layer(x)
+        assert layer._merged_weight is first  # made once
+    _close(merged, two_paths, (32 + 3 + 2) * U32 * 4)
+    with torch.no_grad():
+        layer.lora_b.add_(1.0)  # what an optimizer step does
+        assert not torch.allclose(layer(x), merged)
+        assert layer._merged_weight is not first
