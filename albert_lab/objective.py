@@ -34,6 +34,15 @@ class LossOutput:
     distil_loss: torch.Tensor | None = None  # the distillation term (unweighted), with a teacher
 
 
+def padding_mask(batch: Batch) -> torch.Tensor | None:
+    """The batch's attention mask, or None where no row is padded: decided from the real tokens the
+    batch counted on the host (`Batch.counts`), so that nothing is read from the device, and a batch
+    without padding runs attention without a mask (on a GPU, the flash kernel a mask rules out)."""
+    if batch.counts is not None and batch.counts[0] == batch.input_ids.numel():
+        return None
+    return batch.attention_mask
+
+
 class PretrainingLoss(nn.Module):
     def __init__(self, model: PretrainingModel, objective: str, teacher: Teacher | None = None, distil_weight: float = 1.0,
                  pair_weight: float = 1.0):
@@ -46,7 +55,7 @@ class PretrainingLoss(nn.Module):
 
     def forward(self, batch: Batch, output_hidden_states: bool = False) -> LossOutput:
         parts = Parts.of(self.model)
-        out = parts.encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
+        out = parts.encoder(input_ids=batch.input_ids, attention_mask=padding_mask(batch), token_type_ids=batch.token_type_ids,
                             output_hidden_states=output_hidden_states or bool(self.teachers))
         hidden = out.last_hidden_state  # (B, T, H)
         picked = hidden.reshape(-1, hidden.shape[-1]).index_select(0, batch.mlm_positions)  # (P, H)

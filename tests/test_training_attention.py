@@ -84,3 +84,28 @@ def test_attention_bias_is_finite_and_never_overflows():
         out.float().sum().backward()
         assert bool(torch.isfinite(out).all()) and bool(torch.isfinite(q.grad).all())
     assert attention_bias(torch.ones(2, 4, dtype=torch.long), torch.float32) is None  # nothing padded: no mask at all
+
+
+def test_an_unpadded_batch_trains_without_a_mask_decided_on_the_host(monkeypatch):
+    """The GPU path's attention (SDPA, flash or memory-efficient) gets no mask for a batch with no
+    padding, so flash attention can run it; the choice reads only the counts the batch made on the
+    host: a mask that cannot be read (on the meta device) is never touched. A padded batch keeps its bias."""
+    seen = []
+    original = torch.nn.functional.scaled_dot_product_attention
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("attn_mask", args[3] if len(args) > 3 else None))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", spy)
+    model = tune_for_training(build_model(tiny_spec(100, max_positions=64, num_layers=2), seed=0)).train()
+    set_attention(model, TRAINING_SDPA)
+    padded = padded_batch(0)
+    full = Batch(**{**padded.tensors(), "attention_mask": torch.ones_like(padded.attention_mask)})
+    full = Batch(**{**full.tensors(), "attention_mask": torch.empty(full.attention_mask.shape, device="meta")},
+                 counts=(full.input_ids.numel(), len(full.mlm_positions)))
+    PretrainingLoss(model, "sop")(full).loss.backward()
+    assert len(seen) == 2 and all(mask is None for mask in seen)
+    seen.clear()
+    PretrainingLoss(model, "sop")(padded.to(torch.device("cpu"))).loss.backward()
+    assert len(seen) == 2 and all(mask is not None and mask.shape == (6, 1, 1, 32) for mask in seen)
