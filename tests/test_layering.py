@@ -3,10 +3,10 @@ floors too (below).
 
 Layers (a module may import its own layer and the ones below):
   0 errors, importing, fields, paths, spec, runfolder, limits, torch_build
-  1 devices, params, models, tokenizer, release_fast
+  1 devices, params, models, relaxed (relaxed sharing's layers), tokenizer, release_fast
   2 paper, data.*
   3 kernels, objective, distil, checkpoint.*, card
-  4 analysis.*, convert (albertize: checkpoints in, a checkpoint out), factorise (its embedding)
+  4 analysis.*, convert (albertize: checkpoints in, a checkpoint out), factorise (its embedding), relax (a BERT relaxed)
   5 training.*
   6 the command line (cli.*, __main__)
 Imports inside functions count too (they are how a lower module would sneak upward);
@@ -31,10 +31,10 @@ from albert_lab.spec import ModelSpec, layer_group
 ROOT = Path(__file__).resolve().parent.parent / "albert_lab"
 LAYERS = {
     0: ("errors", "importing", "fields", "paths", "spec", "runfolder", "limits", "torch_build", "__init__"),
-    1: ("devices", "params", "models", "tokenizer", "release_fast"),
+    1: ("devices", "params", "models", "relaxed", "tokenizer", "release_fast"),
     2: ("paper", "data"),
     3: ("kernels", "objective", "distil", "checkpoint", "card"),
-    4: ("analysis", "convert", "factorise"),
+    4: ("analysis", "convert", "factorise", "relax"),
     5: ("training",),
     6: ("cli", "__main__"),
 }
