@@ -294,3 +294,17 @@ def test_inference_merges_each_correction_once_and_follows_training(tokenizer):
         layer.lora_b.add_(1.0)  # what an optimizer step does
         assert not torch.allclose(layer(x), merged)
         assert layer._merged_weight is not first
+
+
+def test_params_counts_a_relaxed_spec_as_the_formulas_do():
+    """albert-base relaxed at rank 16: the shared block's matrices once, and per application 16 x (in + out)
+    per map plus its own biases and LayerNorms, on top of the ALBERT's parameters."""
+    result = run_cli("params", "--preset", "albert-base", "--rank-attention", "16", "--rank-ffn", "16", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    plain = count(ModelSpec.from_name("albert-base"))
+    h, f, layers = 768, 3072, 12
+    corrections = layers * 16 * (4 * 2 * h + 2 * (h + f))
+    vectors = (layers - 1) * (4 * h + 2 * h + f + h + 2 * h)  # each application's own, where the ALBERT had one set
+    assert report["total"] == plain.total + corrections + vectors == 14_447_616
+    one_line_error(run_cli("params", "--preset", "bert-base", "--rank-ffn", "4"), "not shared")

@@ -11,6 +11,9 @@ from albert_lab.errors import AlbertLabError
 
 def _params_arguments(p: argparse.ArgumentParser) -> None:
     add_spec_arguments(p)
+    p.add_argument("--rank-attention", type=int, default=0, metavar="R", help="relaxed sharing: each application's "
+                   "correction rank on Q, K, V and the attention output (albert-lab relax; default 0, not relaxed)")
+    p.add_argument("--rank-ffn", type=int, default=0, metavar="R", help="relaxed sharing: the FFN matrices' correction rank")
     p.add_argument("--seq-len", type=int, default=512, help="sequence length for attention FLOPs (default 512)")
     p.add_argument("--json", action="store_true")
 
@@ -22,7 +25,10 @@ def cmd_params(args: argparse.Namespace) -> int:
 
     if args.seq_len <= 0:
         raise AlbertLabError(f"--seq-len must be positive, got {args.seq_len}")
-    report = count(spec_from_args(args), seq_len=args.seq_len)
+    spec = spec_from_args(args)
+    if args.rank_attention or args.rank_ffn:
+        spec = spec.replace(rank_attention=args.rank_attention, rank_ffn=args.rank_ffn)
+    report = count(spec, seq_len=args.seq_len)
     spec = report.spec
     heads = f"{spec.num_heads} head{'s' if spec.num_heads != 1 else ''}"
     rule = "H // 64" if spec.num_heads == max(1, spec.hidden_size // 64) else "the divisor of H nearest H/64"
