@@ -86,7 +86,8 @@ def test_a_pair_the_vocabulary_cannot_read_is_scored_with_a_warning(app):
 
 def test_each_warning_names_the_checkpoints_it_is_about():
     """'Up to 64% of the pieces are unknown' came with four models picked, when only one had unknown
-    pieces; 'pairs are longer than the 128 tokens the models read' the same. Each names its models."""
+    pieces; 'pairs are longer than the 128 tokens the models read' the same, and named 128 where a model
+    reads 64 (its position table). Each names its models and each model's own limit."""
     from streamlit.testing.v1 import AppTest
 
     def page():  # AppTest runs the function's own source: its imports are inside it
@@ -96,10 +97,11 @@ def test_each_warning_names_the_checkpoints_it_is_about():
 
         rows = [dict(row=r, checkpoint=name, head="sop", head_status="trained", p_ab=0.5, p_ba=0.5, prediction=0,
                      label=None, correct=None, tokens=tokens, sentence_a="a", sentence_b="b", note="",
-                     unknown=unknown, truncated=tokens > 128)
-                for name, r, tokens, unknown in (("albert-sop", 2, 20, 0.0), ("albert-sop", 3, 140, 0.0),
-                                                 ("bert-fixture", 2, 20, 0.64), ("bert-fixture", 3, 120, 0.0),
-                                                 ("albert-sop-minilm", 2, 20, 0.0), ("albert-sop-minilm", 3, 120, 0.0))]
+                     unknown=unknown, reads=reads, truncated=tokens > reads)
+                for name, r, tokens, unknown, reads in (("albert-sop", 2, 20, 0.0, 128), ("albert-sop", 3, 140, 0.0, 128),
+                                                        ("bert-fixture", 2, 20, 0.64, 64), ("bert-fixture", 3, 100, 0.0, 64),
+                                                        ("albert-sop-minilm", 2, 20, 0.0, 128),
+                                                        ("albert-sop-minilm", 3, 100, 0.0, 128))]
         show_scores(pd.DataFrame(rows), "upload")
 
     at = AppTest.from_function(page, default_timeout=60).run()
@@ -109,14 +111,18 @@ def test_each_warning_names_the_checkpoints_it_is_about():
     assert "for bert-fixture, 1 pair (row 2), up to 64% of the pieces unknown" in unknown, unknown
     assert "albert-sop" not in unknown and "that model say" in unknown
     (cut,) = [w for w in warnings if "longer than" in w]
-    assert "for albert-sop, 1 pair (row 3)" in cut and "bert-fixture" not in cut and "minilm" not in cut, cut
+    assert "for albert-sop, 1 pair (row 3); for bert-fixture, 1 pair (row 3)" in cut and "minilm" not in cut, cut
+    assert "longer than the 128 tokens albert-sop reads or the 64 tokens bert-fixture reads" in cut, cut
 
 
 def test_typed_pairs_longer_than_the_model_reads_are_flagged(app):
+    """The warning names each model's own limit, its position table's where that is shorter."""
     at = goto(app, "sentence_pairs")
     at.text_area(key="pair_a").set_value(" ".join(["word"] * 400))
     at.button[0].click().run()
-    assert any("longer than the 128 tokens" in w.value for w in at.warning)
+    (warned,) = [w.value for w in at.warning if "longer than" in w.value]
+    # the test checkpoints have 64 positions: the warning said 'the 128 tokens a model reads' (the analysis's length)
+    assert "longer than the 64 tokens albert-sop" in warned and "128" not in warned, warned
     assert "pair_a" not in link_of(at) and any("not put in the page's link" in c.value for c in at.caption)
     shown = at.dataframe[0].value
     assert "head_status" in shown and "label" not in shown  # no column of blanks (or 'None') where no label was given

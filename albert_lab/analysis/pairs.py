@@ -48,8 +48,8 @@ def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFram
                 progress: Progress | None = None) -> pd.DataFrame:
     """One row per (pair, checkpoint): p_ab = P(label 0 | A->B), p_ba = P(label 0 | B->A),
     the head's prediction for A->B and, when labelled, whether it is correct; `tokens`
-    the pair's length with [CLS] and [SEP]s, `truncated` whether that exceeds what the
-    model reads (max_len, or its position table when shorter), `unknown` the share of its
+    the pair's length with [CLS] and [SEP]s, `reads` the tokens the model reads (max_len, or its
+    position table when shorter), `truncated` whether the pair exceeds that, `unknown` the share of its
     pieces the vocabulary does not have (Chinese or emoji for an English SentencePiece).
     Each sentence is tokenised once per checkpoint, both orders built from its ids.
     `progress` hears before each batch of sentences tokenised and of pairs scored, for each
@@ -75,6 +75,7 @@ def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFram
         seg = tokenize_segments(bundle.tokenizer, [*pairs.sentence_a, *pairs.sentence_b], length,
                                 read if progress is not None else None)
         frame["tokens"], frame["unknown"] = pair_columns(seg)
+        frame["reads"] = length
         frame["truncated"] = frame["tokens"] > length  # the model sees the first `length` tokens (longest side cut first)
         if bundle.heads.pair_usable:
             both = encoded_probabilities(bundle.model, both_orders(bundle.tokenizer, seg, length), device=bundle.device,
@@ -135,7 +136,7 @@ def labelled_accuracy(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def truncated_rows(scores: pd.DataFrame) -> list[int]:
-    """Rows of pairs longer than the tokens the models read (scored on their first max_len)."""
+    """Rows of pairs longer than the tokens the models read (each scored on the first `reads` tokens)."""
     rows = scores.drop_duplicates("row")
     return list(rows[rows.truncated.fillna(False).astype(bool)].row)
 

@@ -45,6 +45,25 @@ def rows_by_model(rows: dict[str, list[int]]) -> str:
     return "; ".join(f"for {name}, {listed(found)}" for name, found in rows.items())
 
 
+def reads(group: pd.DataFrame) -> int:
+    """The tokens a checkpoint reads (analysis.pairs.score_pairs' `reads`: the analysis's length, or its position
+    table when shorter)."""
+    return int(group.reads.iloc[0]) if "reads" in group else MAX_LEN
+
+
+def limit_words(limits: dict[str, int]) -> str:
+    """'the 128 tokens albert-sop and bert-nsp read or the 64 tokens albert-tiny reads': each model's own limit."""
+    by_limit: dict[int, list[str]] = {}
+    for name, limit in limits.items():
+        by_limit.setdefault(limit, []).append(name)
+    return " or ".join(f"the {limit} tokens {_and(names)} read{'s' * (len(names) == 1)}"
+                       for limit, names in sorted(by_limit.items(), reverse=True))
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def order_words(name: str, p_ab: float, p_ba: float) -> str:
     """'**name**: A → B (0.588 against 0.577)', to the table's three decimals; 'neither' when they are equal there."""
     if f"{p_ab:.3f}" == f"{p_ba:.3f}":
@@ -59,11 +78,12 @@ def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
     cut = {name: truncated_rows(group) for name, group in by_model}
     typed = key == "typed"  # one pair: the models named, no row numbers (an upload's rows count from its header, 2 on)
     if named := {name: rows for name, rows in cut.items() if rows}:
-        which = f"for {', '.join(named)}" if typed else rows_by_model(named)
-        st.warning(f"{'This pair is' if typed else 'Pairs'} longer than the {MAX_LEN} tokens a model reads"
-                   f"{' and was' if typed else ' were'} scored on {'its' if typed else 'their'} first {MAX_LEN}, the "
-                   f"longer sentence cut first: {which}. Sentence order is judged at the boundary, so "
-                   "shorter pairs say more.", icon=":material/content_cut:")
+        limits = {name: reads(group) for name, group in by_model if name in named}
+        said = f"This pair is longer than {limit_words(limits)} and was" if typed else \
+            f"Pairs longer than {limit_words(limits)} were"
+        which = "" if typed else f": {rows_by_model(named)}"
+        st.warning(f"{said} scored on the first tokens each model reads, the longer sentence cut first{which}. "
+                   "Sentence order is judged at the boundary, so shorter pairs say more.", icon=":material/content_cut:")
     if bundles:
         pairs = scores.drop_duplicates("row")
         draw.warn_special_tokens([*pairs.sentence_a, *pairs.sentence_b], {b.name: b.tokenizer for b in bundles})
@@ -98,5 +118,6 @@ def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
                                 "tokens": st.column_config.NumberColumn(
                                     "tokens", format="localized",
                                     help=f"The pair's length in tokens, [CLS] and [SEP] included, of each side's first "
-                                         f"{MAX_SEGMENT_CHARS:,} characters; the models read {MAX_LEN}")})
+                                         f"{MAX_SEGMENT_CHARS:,} characters; a model reads at most {MAX_LEN}, or fewer "
+                                         "where its position table is shorter (a warning names pairs cut)")})
     draw.download(scores, f"pair-scores-{key}.csv", "Download the scores (CSV)")
