@@ -44,7 +44,9 @@ def test_oscillation_rejects_empty_text(bundles):
 
 def test_the_oscillation_verdict_says_what_the_curve_does():
     """A steady decline that stays far from 0 is not called 'oscillating' on its own (students read
-    the word literally); a curve that goes up and down is; one that reaches ~0 converges."""
+    the word literally), and a curve that goes up and down is not either: the paper's word for ALBERT's
+    smooth decline ('oscillate rather than converge') is said only beside that shape, as the paper's;
+    one that reaches ~0 converges."""
     import pandas as pd
 
     from albert_lab.analysis.oscillation import verdict
@@ -55,12 +57,17 @@ def test_the_oscillation_verdict_says_what_the_curve_does():
     frame = pd.DataFrame([dict(checkpoint=name, layer=i + 1, l2=v, angle_deg=10.0)
                           for name, values in curves.items() for i, v in enumerate(values)])
     words = verdict(frame).set_index("checkpoint").verdict
-    assert words["steady"].startswith("not converging: the distances fall steadily from layer to layer")
+    assert words["steady"].startswith("falls steadily, never settles: the distances fall from layer to layer")
+    assert words["steady"].endswith("which the paper calls oscillating rather than converging")
     assert "oscillate rather than converge" not in words["steady"]  # a steady decline is not described as going up and down
-    assert words["wobbly"].startswith("oscillating: from layer to layer the distances go up and down")
+    assert words["wobbly"].startswith("zig-zag: from layer to layer the distances go up and down")
     assert words["to-zero"].startswith("converging")
-    assert words["rising"].startswith("not converging: the distances grow")
-    assert words["bert-nsp"].startswith("oscillating")
+    assert words["rising"].startswith("grows: the distances grow")
+    assert words["bert-nsp"].startswith("zig-zag")
+    for name, said in words.items():  # the paper's word only beside ALBERT's shape, and as the paper's
+        assert "oscillat" not in said or (name == "steady" and "the paper calls" in said), said
+    headlines = verdict(frame).set_index("checkpoint").headline
+    assert all(words[name].startswith(headlines[name] + ": ") for name in curves)
 
 
 def test_roughness_calls_a_steady_decay_smoother_than_a_zigzag():
@@ -95,9 +102,9 @@ def test_verdict_and_roughness_count_the_same_changes_of_direction():
     frame = pd.DataFrame([dict(checkpoint=name, layer=i + 1, l2=v, angle_deg=10.0)
                           for name, curve in curves.items() for i, v in enumerate(curve)])
     rows = verdict(frame).set_index("checkpoint")
-    assert "fall steadily" in rows.verdict["bumpy-fall"] and rows.roughness["bumpy-fall"] == 0.0
+    assert rows.verdict["bumpy-fall"].startswith("falls steadily") and rows.roughness["bumpy-fall"] == 0.0
     assert rows.turns["bumpy-fall"] == 0 and rows.turns["dip-then-rise"] == 1
-    assert "fall to layer 4, then grow to the last layer: one turn, no zig-zag" in rows.verdict["dip-then-rise"]
+    assert rows.verdict["dip-then-rise"].startswith("one turn: the distances fall to layer 4, then grow to the last layer, no zig")
     assert rows.roughness["dip-then-rise"] == 0.0
 
 
@@ -128,7 +135,7 @@ def test_roughness_measures_the_zigzag_not_a_single_turn():
     assert rows.roughness["albert-sop-minilm"] == rows.roughness["bert-sop-minilm"] == 0.0
     # bert-nsp from layer 2: runs +0.67, -0.91, +1.74 (all over 5% of 7.4); path 3.32; one turn 6.89 -> 6.65 -> 8.39
     assert rows.roughness["bert-nsp"] == pytest.approx(1 - (0.24 + 1.74) / (0.67 + 0.91 + 1.74))
-    assert rows.verdict["bert-nsp"].startswith("oscillating") and "changing direction 2 times" in rows.verdict["bert-nsp"]
+    assert rows.verdict["bert-nsp"].startswith("zig-zag") and "changing direction 2 times" in rows.verdict["bert-nsp"]
 
 
 def test_a_plateau_then_a_drop_is_not_rougher_than_a_zigzag():
@@ -145,4 +152,4 @@ def test_a_plateau_then_a_drop_is_not_rougher_than_a_zigzag():
     rows = verdict(frame).set_index("checkpoint")
     assert rows.roughness["albert-nsp"] == 0.0  # its +0.02 is under 5% of the distance: not counted, as in its verdict
     assert rows.roughness["albert-nsp"] < rows.roughness["bert-nsp"]
-    assert rows.verdict["bert-nsp"].startswith("oscillating") and "fall steadily from layer to layer" in rows.verdict["albert-nsp"]
+    assert rows.verdict["bert-nsp"].startswith("zig-zag") and rows.verdict["albert-nsp"].startswith("falls steadily")

@@ -5,12 +5,16 @@ import json
 import pandas as pd
 from conftest import ROOT, charts, goto
 
+HEADLINES = {f"**{h}**" for h in ("converging", "zig-zag", "one turn", "level", "grows", "falls steadily, never settles")}
+
 
 def test_oscillation(app):
     at = goto(app, "oscillation")
     assert len(charts(at)) == 4  # L2 curves, angle curves, roughness bars, similarity heatmap
     verdicts = [m.value for m in at.markdown if m.value.startswith("**") and "roughness" in m.value]
-    assert len(verdicts) == 3 and all(("oscillating" in v) or ("converging" in v) for v in verdicts)
+    assert len(verdicts) == 3 and all(v.split(": ")[1] in HEADLINES for v in verdicts), verdicts  # the shape, bold
+    # the paper's word for ALBERT's smooth decline is never a bold verdict, and said only as the paper's
+    assert all("oscillating" not in v or "the paper calls this" in v or "which the paper calls" in v for v in verdicts)
     at.radio(key="osc_input").set_value("My text").run()
     at.text_area(key="osc_text").set_value("   ").run()
     assert not at.exception and any("no text" in e.value for e in at.error)

@@ -95,9 +95,10 @@ def verdict(frame: pd.DataFrame) -> pd.DataFrame:
     """Per checkpoint, in plain words: do the transitions shrink toward 0 (converging
     to a fixed point, as Deep Equilibrium Models would have it), fall or grow steadily,
     turn once, or zig-zag (the paper's BERT)? `shape` names it in one word ('falls', 'zig-zag', ...),
-    `turns` counts the L2 curve's changes of
-    direction and `roughness` (`_roughness`: the share of its path beyond one turn; lower is
-    smoother) measures the zig-zag, both on the same runs (`_turning_points`)."""
+    `headline` in the words `verdict` starts with ('falls steadily, never settles', 'zig-zag', ...),
+    `turns` counts the L2 curve's changes of direction and `roughness` (`_roughness`: the share of
+    its path beyond one turn; lower is smoother) measures the zig-zag, both on the same runs
+    (`_turning_points`)."""
     rows = []
     for name, group in frame.groupby("checkpoint", sort=False):
         l2 = group.sort_values("layer")["l2"].to_numpy()
@@ -120,26 +121,32 @@ def verdict(frame: pd.DataFrame) -> pd.DataFrame:
                    f"angles {angle.min():.1f}-{angle.max():.1f} degrees")
         shape = ("converging" if converging else "zig-zag" if turns >= 2 else "one turn" if turns == 1 else "level" if level
                  else "grows" if rises else "falls")
+        # The headline (before the colon, bold on the page) names the shape, never 'oscillating' alone: the paper
+        # says ALBERT's embeddings 'oscillate rather than converge' of a smooth decline, not of BERT's zig-zag.
         if converging:
-            words = "converging: the distances shrink toward 0 over the last layers"
+            headline, rest = "converging", "the distances shrink toward 0 over the last layers"
         elif turns >= 2:  # the paper's BERT in Figure 1
-            words = (f"oscillating: from layer to layer the distances go up and down, changing direction {turns} times, "
-                     f"and do not go to 0 ({numbers})")
+            headline, rest = "zig-zag", (f"from layer to layer the distances go up and down, changing direction {turns} "
+                                         f"times, and do not go to 0 ({numbers}): the shape of BERT's curve in the paper's "
+                                         "Figure 1")
         elif turns == 1:
             turn = first + int(points[1]) + 1  # the layer where the curve turns
             first_way, then = ("fall", "grow") if runs[0] < 0 else ("grow", "fall")
-            words = (f"not converging: the distances {first_way} to layer {turn}, then {then} to the last layer: one "
-                     f"turn, no zig-zag ({numbers})")
+            headline, rest = "one turn", (f"the distances {first_way} to layer {turn}, then {then} to the last layer, "
+                                          f"no zig-zag, and do not go to 0 ({numbers})")
         elif level:
-            words = f"not converging: the distances stay level from layer to layer, within 5% ({numbers})"
+            headline, rest = "level", f"the distances stay level from layer to layer, within 5%, far from 0 ({numbers})"
         elif rises:
-            words = f"not converging: the distances grow from layer to layer ({numbers})"
+            headline, rest = "grows", f"the distances grow from layer to layer, away from 0 ({numbers})"
         else:  # what the paper's Figure 1 shows for ALBERT, in its words 'oscillating rather than converging'
-            words = (f"not converging: the distances fall steadily from layer to layer (no rise over 5%) but stay far "
-                     f"from 0 ({numbers}): a smooth decline that never settles at a fixed point, the shape of ALBERT's "
-                     "curve in the paper's Figure 1 (which the paper calls oscillating, in the sense of not converging)")
+            headline, rest = "falls steadily, never settles", (
+                f"the distances fall from layer to layer (no rise over 5%) but stay far from 0 ({numbers}): a smooth "
+                "decline that never settles at a fixed point, the shape of ALBERT's curve in the paper's Figure 1, "
+                "which the paper calls oscillating rather than converging")
+        words = f"{headline}: {rest}"
         rows.append(dict(checkpoint=name, converging=converging, last_l2=float(l2[-1]), min_l2=float(l2.min()),
-                         turns=turns, shape=shape, roughness=_roughness(judged, tolerance), verdict=words))
+                         turns=turns, shape=shape, roughness=_roughness(judged, tolerance), headline=headline,
+                         verdict=words))
     return pd.DataFrame(rows)
 
 
