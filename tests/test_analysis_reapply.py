@@ -96,7 +96,7 @@ def test_unshared_models_stay_at_depth_l_with_a_note(bundles):
 def _frame(steps, returns):
     n = len(steps)
     return pd.DataFrame(dict(checkpoint="m", application=range(n), l2_step=[np.nan, *steps[1:]], l2_return=returns,
-                             l2_to_depth_L=1.0, mlm_accuracy=None, beyond_L=[a > 4 for a in range(n)], depth_L=4,
+                             l2_to_depth_L=1.0, norm=8.0, mlm_accuracy=None, beyond_L=[a > 4 for a in range(n)], depth_L=4,
                              reapplicable=True, note=""))
 
 
@@ -109,6 +109,16 @@ def test_verdict_rule_on_hand_made_curves():
     # two curves that look alike get one word, whichever side of 10% their last steps fall
     alike = [_frame([0, 5, 4, 4, 4, 2, 1, 0.6, last], [np.nan] * 2 + [9] * 7) for last in (0.35, 0.44)]
     assert [extrapolation_verdict(f).verdict[0] for f in alike] == ["slows down", "slows down"]
+
+
+def test_verdict_words_define_their_terms_and_give_the_distance_its_scale():
+    """'the last step is still 50% of a step within depth L ... ends 14.3 from where it was': 'a step within
+    depth L' was defined only in the paper note below, and 14.3 had no scale."""
+    drifting = _frame([0, 5, 4, 4, 4, 4, 4, 4, 2], [np.nan] * 2 + [9] * 7)
+    words = extrapolation_verdict(drifting).words[0]
+    assert words.startswith("the last step (the L2 distance the state moves in the last application, 2) is still 50% of "
+                            "a typical step within the trained depth L = 4 (the median over applications 2 to 4, 4)")
+    assert words.endswith("it ends at L2 distance 1 from its state at depth L, 12% of that state's norm (8)")
 
 
 def test_extrapolation_verdict_gives_count_and_interval_and_calls_no_trend_on_few_tokens():

@@ -81,21 +81,32 @@ def extrapolation_verdict(frame: pd.DataFrame, converge: float = 0.02, slow: flo
         reference = float(np.median(steps[2:depth + 1])) if depth > 1 else float(steps[1])
         last, back = float(steps[-1]), float(group.l2_return.iloc[-1])
         away = float(group.l2_to_depth_L.iloc[-1])
+        norm = float(group.norm.iloc[depth])  # the state's size at depth L: the scale `away` is read against
+        ends = (f"it ends at L2 distance {away:.3g} from its state at depth L, {away / norm:.0%} of that state's norm "
+                f"({norm:.3g})") if norm > 0 else f"it ends at L2 distance {away:.3g} from its state at depth L"
         if last < converge * reference:
-            verdict, words = "converges", f"the last step is {last:.3g}, {last / reference:.1%} of a step within depth L"
+            verdict, words = "converges", step_words(last, reference, depth, f"{last / reference:.1%}")
         elif back < cycle * last:
-            verdict, words = "cycles", f"the last state is {back:.3g} from a recent earlier state, under {cycle:g} of a step ({last:.3g})"
+            verdict, words = "cycles", (f"the last state is at L2 distance {back:.3g} from a state 2 to {depth} applications "
+                                        f"back, under {cycle:g} of its last step ({last:.3g})")
         elif last < slow * reference:
-            verdict, words = "slows down", (f"the steps shrink to {last / reference:.0%} of a step within depth L, but the state "
-                                            f"still moves on: it ends {away:.3g} from where it was at depth L")
+            verdict, words = "slows down", (f"{step_words(last, reference, depth, f'only {last / reference:.0%}')}, but the "
+                                            f"state still moves on: {ends}")
         else:
-            verdict, words = "drifts", (f"the last step is still {last / reference:.0%} of a step within depth L and the state "
-                                        f"ends {away:.3g} from where it was at depth L")
+            verdict, words = "drifts", f"{step_words(last, reference, depth, f'still {last / reference:.0%}')}, and {ends}"
         acc = group.mlm_accuracy.to_numpy(dtype=float, na_value=np.nan)
         if not np.isnan(acc[-1]):
             words += "; " + accuracy_words(acc[depth], acc[-1], int(group.masked.iloc[0]), len(group) - 1)
         rows.append(dict(checkpoint=name, verdict=verdict, words=words))
     return pd.DataFrame(rows, columns=["checkpoint", "verdict", "words"])
+
+
+def step_words(last: float, reference: float, depth: int, share: str) -> str:
+    """'the last step (the L2 distance ...) is 11% of a typical step within the trained depth L = 6 (...)': each term
+    defined where it is used."""
+    typical = f"the median over applications 2 to {depth}" if depth > 1 else "the first application's"
+    return (f"the last step (the L2 distance the state moves in the last application, {last:.3g}) is {share} of a "
+            f"typical step within the trained depth L = {depth} ({typical}, {reference:.3g})")
 
 
 def accuracy_words(at_depth: float, last: float, masked: int, applications: int) -> str:

@@ -57,10 +57,10 @@ def extrapolation_section(chosen: Selection, texts: tuple[str, ...], repeat: int
         draw.download(frame, "extrapolation.csv")
         draw.paper_note("ALBERT's layers oscillate rather than converge (Figure 1), against the fixed point that Deep "
                       "Equilibrium Models posit (Bai et al. 2019); Universal Transformers (Dehghani et al. 2019) apply one "
-                      "block a variable number of times. Here the trained block runs past its depth: converges = the step "
-                      "falls below 2% of a step within depth L; cycles = the state comes back within half a step of a "
-                      "recent earlier state; slows down = the step falls below half a step within L, but the state "
-                      "still moves on; drifts = none of these.")
+                      "block a variable number of times. Here the trained block runs past its depth: converges = the last "
+                      "step falls below 2% of a typical step within depth L (their median); cycles = the state comes back "
+                      "within half its last step of a recent earlier state; slows down = the last step falls below half "
+                      "a typical step within L, but the state still moves on; drifts = none of these.")
 
 
 def lens_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: int) -> None:
