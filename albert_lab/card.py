@@ -61,17 +61,21 @@ def metric_counts(metrics: dict[str, Any]) -> dict[str, dict[str, int]]:
 
 
 def count_notes(counts: dict[str, dict[str, int]]) -> list[str]:
-    """What the SOP counts mean, from {domain ('in' | 'out'): {metric: n}}: why lead +
-    interior exceeds SOP, and when SOP and SOP interior are nearly the same pairs."""
+    """What the SOP counts mean, from {domain ('in' | 'out'): {metric: n}}: which pairs each
+    scores (so why SOP lead's and SOP interior's add up to more than SOP's), and when SOP and
+    SOP interior are nearly the same pairs."""
     notes = []
     for domain, n in counts.items():
         sop, lead, interior = n.get("sop"), n.get("sop_lead"), n.get("sop_interior")
         if not (sop and lead is not None and interior):
             continue
         where = "Held-out" if domain == "in" else f"Out of domain ({', '.join(OOD)})"
-        note = (f"{where}: SOP counts the {sop:,} pairs made as training makes them, {lead:,} of them lead pairs; "
-                f"SOP interior counts their {sop - lead:,} interior ones and {interior - (sop - lead):,} more, one "
-                "from inside each document of three or more segments, so lead + interior exceeds SOP.")
+        note = (f"{where}: SOP scores all {sop:,} pairs made as training makes them. SOP lead scores the {lead:,} of "
+                "them that hold a document's first sentence (lead pairs); SOP interior scores the other "
+                f"{sop - lead:,} (interior pairs, which do not) and {interior - (sop - lead):,} more interior pairs that "
+                "SOP does not score, one from inside each document of three or more segments. So SOP lead and SOP "
+                f"interior together count {lead + interior:,} pairs, more than SOP's {sop:,}: they are not a split of "
+                "SOP's pairs.")
         if lead <= 0.05 * sop:
             note += (f" Only {lead:,} of the {sop:,} hold a document's first sentence (long documents): SOP and SOP "
                      "interior score almost the same pairs, so they read alike.")

@@ -56,7 +56,9 @@ def live_table5(bundles: list) -> None:
         st.dataframe(cells, hide_index=True, width="stretch")
         st.caption(f"A fixed sample of {limit:,} pairs per task and pairs set, so each cell's n counts what it "
                    "holds: MLM counts masked tokens; NSP all the pairs sampled; SOP those made as training makes "
-                   "them, lead and interior their subsets (out of domain, few pairs are lead pairs). "
+                   "them; SOP lead those of them that hold a document's first sentence; SOP interior the others, and "
+                   "interior pairs SOP does not score, one from inside each longer document (out of domain, few pairs "
+                   "are lead pairs). "
                    "`albert-lab evaluate` scores every pair.")
         for note in notes:
             st.caption(note)
