@@ -22,6 +22,11 @@ def test_score_writes_csv_and_warns(shipped, tmp_path):
     assert len(scores) == 4 and scores[scores.checkpoint == "hub-albert"].p_ab.isna().all()
     assert scores[scores.checkpoint == "albert-sop"].p_ab.between(0, 1).all()
     assert "accuracy" in result.stdout
+    # the table's columns are explained under it: accuracy, order_accuracy and prefers_ab read as jargon alone
+    legend = result.stdout.split("Columns (label 0: ", 1)[1]
+    for column in ("accuracy", "order_accuracy", "prefers_ab"):
+        assert f"\n  {column}: " in legend, legend
+    assert "by the order the head prefers" in legend and "higher as given than swapped" in legend
 
 
 def test_score_bad_input(shipped, tmp_path):

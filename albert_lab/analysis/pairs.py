@@ -108,6 +108,21 @@ def both_orders(tokenizer, seg: Segments, max_len: int) -> EncodedPairs:
     return seg.pairs(tokenizer, [*range(n), *range(n, 2 * n)], [*range(n, 2 * n), *range(n)], max_len)
 
 
+# What each column of `summarize` means: `albert-lab score`'s legend under its table, the page's column help.
+SUMMARY_MEANINGS = {
+    "pairs": "pairs the checkpoint's pair head scored",
+    "accuracy": "on the labelled pairs, the share the head labels right: label 0 when P(label 0 | A -> B) > 0.5",
+    "order_accuracy": ("on the labelled pairs, the share right by the order the head prefers (label 0 right when "
+                       "P(A -> B) > P(B -> A), label 1 when the reverse): for files whose label-1 pairs are swapped "
+                       "ones, as in SOP; not for random NSP pairs"),
+    "labelled": "pairs with a label (0 or 1)",
+    "mean_p_ab": "mean P(label 0) of the pairs as given (A -> B)",
+    "mean_p_ba": "mean P(label 0) of the pairs swapped (B -> A)",
+    "prefers_ab": "share of the pairs whose P(label 0) is higher as given than swapped",
+}
+LABEL_0 = "label 0: A then B is the original order (an SOP head) or B is the next segment after A (an NSP head)"
+
+
 def summarize(scores: pd.DataFrame) -> pd.DataFrame:
     """Per checkpoint: pairs scored, accuracy on labelled pairs (P(label 0) > 0.5), the same
     judged by the order the head prefers (label 0: P(A->B) > P(B->A); label 1: the other way;
@@ -150,4 +165,7 @@ def unreadable_rows(scores: pd.DataFrame, threshold: float) -> pd.Series:
 
 def report(scores: pd.DataFrame) -> Report:
     """What `albert-lab score` prints instead of the scores (--json and --out give them): one row per checkpoint."""
-    return Report(text=summarize(scores).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    summary = summarize(scores)
+    legend = [f"  {name}: {meaning}" for name, meaning in SUMMARY_MEANINGS.items() if name in summary]
+    return Report(text=summary.to_string(index=False, float_format=lambda v: f"{v:.3f}"),
+                  after=("", f"Columns ({LABEL_0}):", *legend))
