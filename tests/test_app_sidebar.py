@@ -289,6 +289,26 @@ def test_a_google_release_folder_added_in_the_sidebar(app, monkeypatch, tmp_path
     assert set(heads.status) == {"trained"}
 
 
+def test_a_release_archive_added_in_the_sidebar_is_named_as_import_tf_names_it(app, monkeypatch, tmp_path):
+    """albert_tiny_v2.tar.gz added in the sidebar was listed as 'albert_tiny_v2.tar.gz', while import-tf
+    (and the card's provenance) called it 'albert_tiny_v2', the release folder it unpacks to."""
+    import tarfile
+    from pathlib import Path
+
+    from albert_lab.checkpoint.archive import unpacked_release
+    from albert_lab.checkpoint.release import open_release
+
+    archive = tmp_path / "albert_tiny_v2.tar.gz"
+    with tarfile.open(archive, "w:gz") as handle:
+        handle.add(Path(__file__).parent / "fixtures" / "tf_releases" / "albert_tiny", arcname="albert_tiny_v2")
+    monkeypatch.setenv("ALBERT_LAB_ALLOWED_DIRS", str(tmp_path))
+    app.text_input(key="add_source").set_value(str(archive))
+    next(b for b in app.button if b.label == "Add").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    assert "albert_tiny_v2" in app.session_state["picked"] and "albert_tiny_v2.tar.gz" not in app.session_state["picked"]
+    assert open_release(unpacked_release(archive)).describe().startswith("albert_tiny_v2: ")  # import-tf's first line
+
+
 def test_a_model_whose_analyses_take_minutes_on_this_cpu_is_named(app, monkeypatch):
     """ALBERT-xxlarge on a CPU: the sidebar says, under the device, that its analyses take minutes."""
     from app.shell import picker

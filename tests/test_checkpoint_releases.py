@@ -143,6 +143,28 @@ def test_archives_as_downloaded(tmp_path, kind):
     assert json.loads(result.stdout)["provenance"]["release"] == "albert_tiny"
 
 
+def test_an_archive_is_named_after_the_release_it_holds_as_import_tf_names_it(tmp_path):
+    """load_checkpoint named an archive after its file ('albert_base_v2.tar.gz'), import-tf and the card after
+    the release folder inside it ('albert_base', as Google's albert_base_v2.tar.gz holds); a flat zip's folder
+    is its name less the suffix."""
+    from albert_lab.checkpoint.archive import unpacked_release
+    from albert_lab.checkpoint.discover import summarize_checkpoint
+    from albert_lab.checkpoint.load import load_checkpoint
+
+    nested, flat = tmp_path / "albert_base_v2.tar.gz", tmp_path / "albert_tiny_v2.zip"
+    with tarfile.open(nested, "w:gz") as handle:
+        handle.add(ALBERT, "albert_base")
+    with zipfile.ZipFile(flat, "w") as handle:
+        for file in ALBERT.iterdir():
+            handle.write(file, file.name)
+    for archive, release in ((nested, "albert_base"), (flat, "albert_tiny_v2")):
+        bundle = load_checkpoint(archive, device="cpu")
+        assert bundle.name == release == bundle.card["provenance"]["release"], bundle.name
+        assert open_release(unpacked_release(archive)).describe().startswith(f"{release}: ")  # import-tf's first line
+        assert summarize_checkpoint(archive).name == release
+    assert load_checkpoint(nested, device="cpu", name="mine").name == "mine"
+
+
 def _tar_with(tmp_path: Path, member: tarfile.TarInfo, data: bytes = b"") -> Path:
     archive = tmp_path / "albert_base.tar.gz"
     with tarfile.open(archive, "w:gz") as handle:

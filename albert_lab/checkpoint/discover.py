@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from albert_lab.checkpoint.archive import MAX_MEMBERS, is_archive, unpacked_release
+from albert_lab.checkpoint.archive import MAX_MEMBERS, is_archive, is_unpacked, unpacked_release
 from albert_lab.checkpoint.files import (
     CARD,
     CONFIG,
@@ -189,6 +189,16 @@ class CheckpointSummary:
     card: dict[str, Any] = field(default_factory=dict)
 
 
+def checkpoint_name(given: Path, name: str | None = None) -> str:
+    """What a checkpoint given as `given` is called (`name` if given; else files.checkpoint_label). An
+    archive of one of Google's releases is called what `import-tf` calls it, after the release folder it
+    unpacks to (a flat archive's is its file name less .tar.gz, .tgz, .tar or .zip): albert_base_v2.tar.gz
+    holds albert_base; the file's name, suffix and all, was the sidebar's."""
+    if name is None and given.is_file() and is_archive(given) and is_unpacked(given):
+        return unpacked_release(given).name  # unpacked already (make_loadable): a look, not a second unpacking
+    return checkpoint_label(given.absolute(), name)
+
+
 def summarize_checkpoint(folder: str | Path, name: str | None = None) -> CheckpointSummary | None:
     """The summary of a local safetensors checkpoint; None where only loading can tell
     (pickled or sharded weights). Raises CheckpointError for folders that cannot load."""
@@ -204,7 +214,7 @@ def summarize_checkpoint(folder: str | Path, name: str | None = None) -> Checkpo
     # (files from *ForMaskedLM / base models keep the encoder under the same prefix).
     missing = {prefix for prefix in (MLM_KEYS[spec.family], PAIR_KEYS[spec.family])
                if not any(k.startswith(prefix) for k in keys)}
-    return CheckpointSummary(name=checkpoint_label(given.absolute(), name), source=str(folder).strip(), spec=spec,
+    return CheckpointSummary(name=checkpoint_name(given, name), source=str(folder).strip(), spec=spec,
                              heads=head_status(spec, missing, card),
                              card=card)
 

@@ -16,8 +16,8 @@ import torch
 from transformers import AlbertConfig, AlbertForPreTraining, AutoConfig, BertConfig, BertForPreTraining
 from transformers.utils import logging as hf_logging
 
-from albert_lab.checkpoint.discover import make_loadable
-from albert_lab.checkpoint.files import PICKLE_SUFFIXES, checkpoint_label, is_local_source, read_card, read_spec, read_transformers_config
+from albert_lab.checkpoint.discover import checkpoint_name, make_loadable
+from albert_lab.checkpoint.files import PICKLE_SUFFIXES, is_local_source, read_card, read_spec, read_transformers_config
 from albert_lab.checkpoint.heads import HeadStatus, encoder_keys, head_status
 from albert_lab.checkpoint.release import with_casing
 from albert_lab.devices import resolve_device, resolve_dtype
@@ -70,7 +70,7 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
         model, (missing, unused) = _load_relaxed(folder, spec) if spec.relaxed else _load_weights(folder, config, allow_pickle)
         tokenizer = load_tokenizer(folder, None if casing is None else casing == "uncased")
         card = with_casing(card, casing, casing_given)
-        label = checkpoint_label(path.absolute(), name)  # the folder given, not a sentence-transformers module in it
+        label = checkpoint_name(path, name)  # the folder given, not a sentence-transformers module in it
     else:
         if casing is not None:
             raise CheckpointError(f"{text}: --{casing} applies to Google's original releases; a hub checkpoint's "
