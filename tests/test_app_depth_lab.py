@@ -119,6 +119,35 @@ def test_vgg_comparison_at_its_default_settings_trains_nothing(app, monkeypatch)
     assert names == {"VGG-8", "VGG-8 + BatchNorm", "VGG-38", "VGG-38 + BatchNorm"}
 
 
+def test_the_vgg_caption_says_what_its_curves_show(app):
+    """The caption spoke only of BatchNorm letting VGG-38 learn, while the shipped chart shows plain VGG-8 at
+    chance for all 300 steps too: it now reads each curve off the data drawn."""
+    at = goto(app, "depth_lab")
+    (caption,) = [m.value for m in at.markdown if m.value.startswith("Test accuracy at SGD learning rate 0.1 over 300 steps")]
+    assert "**VGG-8** stays at chance" in caption and "**VGG-38** stays at chance" in caption, caption
+    assert "**VGG-8 + BatchNorm** learns" in caption and "**VGG-38 + BatchNorm** learns" in caption, caption
+    assert "without BatchNorm not even 8 layers learn, and with it both depths do" in caption, caption
+
+
+def test_the_vgg_caption_follows_other_curves():
+    """Histories of other settings get their own words: the coursework's case (depth alone stops the plain
+    net), a net that rises and falls back, and a stopped comparison (no summary of nets not trained)."""
+    from app.rooms.depth_lab.reading import vgg_caption
+
+    def history(curves: dict[str, list[float]]) -> pd.DataFrame:
+        return pd.DataFrame([dict(model=name, step=20 * i, loss=1.0, test_accuracy=a)
+                             for name, accs in curves.items() for i, a in enumerate(accs)])
+
+    learns, chance, back = [0.1, 0.5, 0.8, 0.9, 0.9, 0.9], [0.1, 0.09, 0.11, 0.1, 0.08, 0.1], [0.1, 0.4, 0.3, 0.1, 0.1, 0.1]
+    coursework = vgg_caption(history({"VGG-8": learns, "VGG-8 + BatchNorm": learns, "VGG-38": back,
+                                      "VGG-38 + BatchNorm": learns}), 100, 0.05)
+    assert coursework.startswith("Test accuracy at SGD learning rate 0.05 over 100 steps (chance 0.1): **VGG-8** learns")
+    assert "**VGG-38** rises to 0.40, then falls back to 0.10, near chance" in coursework
+    assert "depth alone stops the plain net here, and BatchNorm lets VGG-38 learn" in coursework
+    stopped = vgg_caption(history({"VGG-8": chance, "VGG-8 + BatchNorm": learns}), 100, 0.05)
+    assert "**VGG-8** stays at chance (0.08-0.11 at every record)" in stopped and " So " not in stopped
+
+
 def test_vgg_comparison_says_how_long_and_keeps_what_a_stop_left(app, monkeypatch):
     """Other settings say how long they take before the click, train one net at a time
     behind a progress bar, and a Stop keeps the nets already trained."""

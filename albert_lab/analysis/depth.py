@@ -168,7 +168,10 @@ def describe(cfg: DepthConfig) -> str:
 
 
 # ---- VGG-style conv nets on 8x8 digits ---------------------------------------------
-def build_vgg(weight_layers: int, batchnorm: bool, channels: int = 16, classes: int = 10) -> nn.Sequential:
+DIGIT_CLASSES = 10  # the 8x8 digits' classes, about equally many: chance accuracy is 1/10
+
+
+def build_vgg(weight_layers: int, batchnorm: bool, channels: int = 16, classes: int = DIGIT_CLASSES) -> nn.Sequential:
     """`weight_layers` - 1 conv 3x3 layers in three stages (8x8, 4x4, 2x2) + one linear."""
     convs = weight_layers - 1
     per_stage = [convs // 3 + (1 if i < convs % 3 else 0) for i in range(3)]

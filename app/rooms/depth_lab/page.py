@@ -10,6 +10,7 @@ from app.rooms.depth_lab import cache as depth_cache
 from app.rooms.depth_lab import runs as depth_runs
 from app.rooms.depth_lab.cache import DEFAULTS, VARIANTS, VGG_DEFAULTS
 from app.rooms.depth_lab.figures import cut_at_divergence, depth_figures, divergence, flow_heatmap, vgg_figures
+from app.rooms.depth_lab.reading import vgg_caption
 from app.shell import draw, links, pace
 from app.shell.guard import guard
 from app.shell.registry import keys
@@ -118,9 +119,7 @@ with tab_vgg:
                 left, right = st.columns(2)
                 draw.chart(figs["accuracy"], "vgg-accuracy", container=left, share=0.5)
                 draw.chart(figs["layers"], "vgg-gradient-per-layer", container=right, share=0.5)
-                st.caption("On this toy (8x8 digits, a few hundred SGD steps) BatchNorm lets VGG-38 learn, but at the "
-                           "larger learning rates its test accuracy can swing from step to step and between seeds; the "
-                           "coursework's 47-52% below is CIFAR-100 after full training.")
+                st.markdown(vgg_caption(history, steps, lr))  # read off the curves drawn, whatever the settings
                 draw.download(history, "vgg-history.csv")
     draw.paper_note("VGG_38 without normalisation had average gradients of about 0 in "
                   "every layer and test accuracy around 1% on CIFAR-100 (chance); BatchNorm after every conv layer "

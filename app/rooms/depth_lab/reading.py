@@ -1,0 +1,52 @@
+"""What the Depth lab's VGG chart shows, in words read off its own curves: which nets learn and
+which stay at chance, and what that says at these settings. A pure function of the history the
+chart draws (analysis.depth: model, step, test_accuracy), so the caption follows any settings."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from albert_lab.analysis.depth import DIGIT_CLASSES, vgg_label
+
+CHANCE = 1 / DIGIT_CLASSES  # test accuracy of a guess: the digits' ten classes are about equally many
+LEARNED = 2 * CHANCE  # a net whose last records average at least twice chance has learned something
+SWING = 0.15  # over the last half of the steps, a spread beyond this is called a swing
+
+
+def net_words(group: pd.DataFrame) -> tuple[bool, str]:
+    """(learned, its words) for one net's history: its last accuracy (mean of the last three records),
+    its swing over the last half of the steps, or the band it stayed in at chance."""
+    acc = group.sort_values("step").test_accuracy.to_numpy(dtype=float)
+    final = float(acc[-3:].mean())
+    if final >= LEARNED:
+        late = acc[len(acc) // 2:]
+        swing = (f", swinging between {late.min():.2f} and {late.max():.2f} over the last half of the steps"
+                 if late.max() - late.min() > SWING else "")
+        return True, f"learns, to {final:.2f} (its last three records' mean){swing}"
+    if acc.max() < LEARNED:
+        return False, f"stays at chance ({acc.min():.2f}-{acc.max():.2f} at every record)"
+    return False, f"rises to {acc.max():.2f}, then falls back to {final:.2f}, near chance"
+
+
+def vgg_caption(history: pd.DataFrame, steps: int, lr: float) -> str:
+    """The VGG chart's caption: each net's curve in words, then what the four say together."""
+    said = {name: net_words(group) for name, group in history.groupby("model", sort=False)}
+    nets = {(depth, bn): said[vgg_label(depth, bn)][0] for depth in (8, 38) for bn in (False, True)
+            if vgg_label(depth, bn) in said}
+    text = (f"Test accuracy at SGD learning rate {lr:g} over {steps} steps (chance {CHANCE:.1f}): "
+            + "; ".join(f"**{name}** {words}" for name, (_, words) in said.items()) + ".")
+    if len(nets) == 4:
+        if not nets[8, False] and not nets[38, False] and nets[8, True] and nets[38, True]:
+            finals = {depth: float(history[history.model == vgg_label(depth, True)].sort_values("step")
+                                   .test_accuracy.iloc[-3:].mean()) for depth in (8, 38)}
+            further = " (the 8-layer one further)" if finals[8] > finals[38] + SWING else ""
+            text += (f" So at this learning rate and step budget, without BatchNorm not even 8 layers learn, and with it "
+                     f"both depths do{further}: BatchNorm is what lets either net train here, not only the deep one.")
+        elif nets[8, False] and not nets[38, False] and nets[38, True]:
+            text += (" So depth alone stops the plain net here, and BatchNorm lets VGG-38 learn: the coursework's "
+                     "lesson.")
+        elif all(nets.values()):
+            text += " All four learn at these settings."
+        elif not any(nets.values()):
+            text += " None learns at these settings."
+    return text + " The coursework's 47-52% below is CIFAR-100 after full training."
