@@ -43,6 +43,62 @@ def test_sentence_pairs_upload_and_bad_files(app):
     assert any("not UTF-8" in e.value for e in at.error)
 
 
+def test_an_uploads_note_reads_its_own_numbers(app):
+    """The walk: 20 pairs, every third swapped. Under the results the page said 'a model trained with NSP cannot
+    do SOP (0.520, chance)', the paper's number, not the file's; nothing said what each head's accuracy measures,
+    that always answering 'in order' scores 0.70 here, or that 20 pairs give intervals too wide to conclude."""
+    import io
+
+    import pandas as pd
+
+    sentences = [f"Sentence number {i} of a short story about a river." for i in range(21)]
+    rows = [(sentences[i + 1], sentences[i], 1) if i % 3 == 2 else (sentences[i], sentences[i + 1], 0) for i in range(20)]
+    data = io.StringIO()
+    pd.DataFrame(rows, columns=["sentence_a", "sentence_b", "label"]).to_csv(data, index=False)
+    at = goto(app, "sentence_pairs")
+    at.file_uploader(key="pair_file").set_value(("walk.csv", data.getvalue().encode(), "text/csv"))
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (reading,) = [m.value for m in at.markdown if m.value.startswith("Of the 20 labelled pairs")]
+    assert reading.startswith("Of the 20 labelled pairs, 14 (70%) are label 0") and "scores 0.70" in reading, reading
+    summary = next(d.value for d in at.dataframe if "accuracy" in d.value)
+    for row in summary.itertuples():  # each checkpoint's accuracy, interval and what its head was asked
+        assert f"**{row.checkpoint}** ({row.head.upper()} head, asked: " in reading and f" {row.accuracy:.2f} [" in reading
+    assert "bert-nsp" in set(summary.checkpoint) and "An NSP head (bert-nsp) was trained to tell" in reading
+    # the paper's figure is labelled as the paper's, on its own pairs
+    (note,) = [m.value for m in at.markdown if "Table 5" in m.value and "From the paper" in m.value]
+    assert "on the paper's own held-out pairs, not your file" in note
+    (chart,) = [json.loads(c.proto.spec)["layout"] for c in charts(at) if "labelled pairs right" in c.proto.spec]
+    ticks = " ".join(chart["xaxis"]["ticktext"])
+    assert "SOP: in order?" in ticks and "NSP: is next?" in ticks  # what each head's accuracy means, on the axis
+    assert any(a["text"] == "always<br>one label" for a in chart["annotations"])  # 0.70, beside chance
+
+
+def test_the_reading_says_when_an_interval_is_too_wide_and_why_nsp_scores_on_swaps():
+    """The walk's numbers: albert-sop 0.45 [0.26-0.66] and albert-nsp 0.85 [0.64-0.95] on 20 pairs, 14 in order."""
+    import pandas as pd
+
+    from albert_lab.analysis.pairs import labelled_accuracy, summarize
+    from app.rooms.sentence_pairs.reading import upload_reading
+
+    labels = [1 if i % 3 == 2 else 0 for i in range(20)]
+    guesses = {"albert-sop": ("sop", [1 - label if i < 11 else label for i, label in enumerate(labels)]),
+               "albert-nsp": ("nsp", [1 if i in (2, 5, 8) else 0 for i in range(20)])}  # 'is next' to nearly every pair
+    scores = pd.DataFrame([dict(row=i + 2, checkpoint=name, head=head, head_status="trained", label=label, prediction=said,
+                                correct=label == said, p_ab=0.9 if said == 0 else 0.1, p_ba=0.5)
+                           for name, (head, said_all) in guesses.items()
+                           for i, (label, said) in enumerate(zip(labels, said_all))]).astype({"label": "Int64"})
+    text = upload_reading(labelled_accuracy(summarize(scores)), scores)
+    assert ("**albert-sop** (SOP head, asked: is A then B the original order?) 0.45 [0.26-0.66] on 20 pairs, right on "
+            "6 of 14 label-0 pairs and 3 of 6 label-1 pairs: the interval holds chance (0.50), so 20 pairs cannot tell "
+            "this head from guessing") in text
+    assert ("**albert-nsp** (NSP head, asked: is B the segment that follows A?) 0.85 [0.64-0.95] on 20 pairs, right on "
+            "14 of 14 label-0 pairs and 3 of 6 label-1 pairs: above chance, but the interval holds always answering "
+            "label 0 (0.70)") in text
+    assert "albert-nsp can still score above chance: a swapped pair often reads as an incoherent jump" in text
+    assert "with 70% of the pairs label 0, answering 'is next' to every pair scores 0.70" in text
+
+
 def test_a_file_without_labels_shows_no_none_and_the_sentences_first(app):
     """An unlabelled file printed 'None' under accuracy and 'by order'; the per-pair table began with
     'row 2' and had the sentences at its far right, out of sight at 1280 px."""

@@ -7,6 +7,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from app.rooms.sentence_pairs.reading import HEAD_SHORT
 from app.shell.built import built_once
 from app.shell.look import SERIES_COLOURS, chance_line, colour_map, style, styled
 
@@ -31,14 +32,21 @@ def pair_figure(scores: pd.DataFrame) -> go.Figure:
 
 
 @built_once
-def accuracy_figure(labelled: pd.DataFrame) -> go.Figure:
-    """Accuracy with its 95% interval per checkpoint (analysis.pairs.labelled_accuracy)."""
-    fig = px.scatter(labelled, x="checkpoint", y="accuracy", range_y=[0, 1.04], title="Accuracy on the labelled pairs (95% interval)",
+def accuracy_figure(labelled: pd.DataFrame, always: float | None = None) -> go.Figure:
+    """Accuracy with its 95% interval per checkpoint (analysis.pairs.labelled_accuracy), each named with
+    the question its head answers (an SOP head's accuracy and an NSP head's are not the same measure), and
+    `always`, when given, the accuracy of always answering the file's commoner label."""
+    fig = px.scatter(labelled, x="checkpoint", y="accuracy", range_y=[0, 1.04], title="Share of labelled pairs right (95% interval)",
                      error_y=labelled.high - labelled.accuracy, error_y_minus=labelled.accuracy - labelled.low,
                      color="checkpoint", color_discrete_map=colour_map(labelled.checkpoint),
-                     labels={"accuracy": "accuracy (fraction)"})
+                     labels={"accuracy": "share right"}, hover_data={"labelled": True, "head": True})
     fig.update_traces(cliponaxis=False, marker_size=11)  # a perfect score sits on the top edge, drawn whole
-    return chance_line(style(fig))
+    fig.update_xaxes(tickvals=list(labelled.checkpoint), title_text="",
+                     ticktext=[f"{name}<br>{HEAD_SHORT.get(head, head)}" for name, head in zip(labelled.checkpoint, labelled["head"])])
+    fig = chance_line(style(fig))
+    if always is not None and always - 0.5 >= 0.05:  # a second line, far enough from chance for both labels to read
+        fig = chance_line(fig, always, "always<br>one label")
+    return fig
 
 
 @built_once

@@ -10,12 +10,13 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from albert_lab.analysis.pairs import labelled_accuracy, score_pairs, summarize
+from albert_lab.analysis.pairs import SUMMARY_MEANINGS, labelled_accuracy, score_pairs, summarize
 from albert_lab.analysis.registry import SCORE
 from albert_lab.data.pairs_file import read_pairs
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from app.rooms.sentence_pairs import figures as pair_figures
 from app.rooms.sentence_pairs.common import PairsState, model_size
+from app.rooms.sentence_pairs.reading import majority, upload_reading
 from app.rooms.sentence_pairs.scores import show_scores
 from app.shell import draw, runner
 from app.shell.guard import guard
@@ -45,9 +46,17 @@ def score_upload(bundles: list, upload: Upload, progress: Any) -> pd.DataFrame:
 
 
 def upload_chart(summary: pd.DataFrame, scores: pd.DataFrame) -> None:
-    """Accuracy with 95% intervals when the file has labels, else how P(A → B) is spread."""
+    """Accuracy with 95% intervals when the file has labels, and what they say of this file; else how
+    P(A → B) is spread."""
     labelled = labelled_accuracy(summary)
-    draw.chart(pair_figures.accuracy_figure(labelled) if len(labelled) else pair_figures.spread_figure(scores), "pairs-file")
+    if not len(labelled):
+        draw.chart(pair_figures.spread_figure(scores), "pairs-file")
+        return
+    draw.chart(pair_figures.accuracy_figure(labelled, majority(scores)[1]), "pairs-file")
+    st.caption("Each head is scored on its own question, so the points are not one measure: an SOP head is right when "
+               "it says whether A then B is the original order, an NSP head when it says whether B is the segment "
+               "after A (its label 1: B from another document). The bars are 95% intervals.")
+    st.markdown(upload_reading(labelled, scores))
 
 
 def _upload_changed() -> None:
@@ -99,20 +108,17 @@ def upload_tab(bundles: list) -> None:
             st.caption("The file has no labels, so there is no accuracy: the chart and the table show how the "
                        "checkpoints rate the pairs as given and swapped. Add a `label` column (0 or 1) to measure it.")
         st.dataframe(summary, hide_index=True, width="stretch",
-                     column_config={"head_status": "head is", "pairs": "pairs",  # short names: all fit 1400 px
+                     column_config={"head_status": "head is",  # short names: all fit 1400 px; the help is the CLI's legend
+                                    "pairs": st.column_config.NumberColumn("pairs", help=SUMMARY_MEANINGS["pairs"]),
                                     "accuracy": st.column_config.NumberColumn("accuracy", format="%.3f",
-                                                                              help="on the labelled pairs"),
+                                                                              help=SUMMARY_MEANINGS["accuracy"]),
                                     "order_accuracy": st.column_config.NumberColumn(
-                                        "by order", format="%.3f",
-                                        help="Accuracy on the labelled pairs judged by the order each head prefers "
-                                             "(label 0 right when P(A → B) > P(B → A), label 1 when the reverse): for files "
-                                             "whose label-1 pairs are swapped ones, as in SOP; not for random NSP pairs"),
-                                    "labelled": "labelled",
+                                        "by order", format="%.3f", help=SUMMARY_MEANINGS["order_accuracy"]),
+                                    "labelled": st.column_config.NumberColumn("labelled", help=SUMMARY_MEANINGS["labelled"]),
                                     "mean_p_ab": st.column_config.NumberColumn("mean P(0 | A → B)", format="%.3f",
-                                                                               help="mean P(label 0) of the pairs as given"),
+                                                                               help=SUMMARY_MEANINGS["mean_p_ab"]),
                                     "mean_p_ba": st.column_config.NumberColumn("mean P(0 | B → A)", format="%.3f",
-                                                                               help="mean P(label 0) of the pairs swapped"),
+                                                                               help=SUMMARY_MEANINGS["mean_p_ba"]),
                                     "prefers_ab": st.column_config.NumberColumn(
-                                        "prefers A → B", format="%.3f",
-                                        help="Share of pairs with P(label 0) higher as given than swapped")})
+                                        "prefers A → B", format="%.3f", help=SUMMARY_MEANINGS["prefers_ab"])})
         show_scores(scores, "uploaded", bundles)

@@ -1,0 +1,86 @@
+"""What an uploaded file's accuracies say, in words made from the upload's own numbers: each head's
+accuracy with its interval and what it was asked, the score the labels' base rate gives for free,
+when an interval is too wide to conclude, and why an NSP head can score on swapped pairs. Pure
+functions of analysis.pairs' scores and labelled_accuracy."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+CHANCE = 0.5  # a coin's accuracy on two labels
+HEAD_QUESTION = {"sop": "is A then B the original order?", "nsp": "is B the segment that follows A?"}
+HEAD_SHORT = {"sop": "SOP: in order?", "nsp": "NSP: is next?"}  # the chart's axis, under each checkpoint
+
+
+def base_rate(scores: pd.DataFrame) -> tuple[int, int]:
+    """(label-0 pairs, labelled pairs) of the file, each pair once."""
+    labels = scores.drop_duplicates("row").label.dropna()
+    return int((labels == 0).sum()), len(labels)
+
+
+def majority(scores: pd.DataFrame) -> tuple[int, float]:
+    """The label a head that ignores the pairs would always answer to score best, and its accuracy."""
+    zeros, n = base_rate(scores)
+    return (0, zeros / n) if zeros >= n - zeros else (1, (n - zeros) / n)
+
+
+def by_label(scores: pd.DataFrame, name: str) -> tuple[int, int, int, int]:
+    """A checkpoint's right answers on label-0 pairs, their number, the same on label-1 pairs."""
+    rows = scores[(scores.checkpoint == name) & scores.label.notna() & scores.p_ab.notna()]
+    zero, one = rows[rows.label == 0], rows[rows.label == 1]
+    return int(zero.correct.sum()), len(zero), int(one.correct.sum()), len(one)
+
+
+def verdict(low: float, high: float, always: int, bar: float, n: int) -> str:
+    """What an accuracy's 95% interval [low, high] on n pairs allows one to say, against chance and
+    against always answering label `always` (accuracy `bar`, at least chance)."""
+    chance_in, bar_in = low <= CHANCE <= high, bar > CHANCE and low <= bar <= high
+    narrow = "; more pairs narrow the interval"
+    if chance_in:
+        also = f" and always answering label {always} ({bar:.2f})" if bar_in else ""
+        return f"the interval holds chance ({CHANCE:.2f}){also}, so {n} pairs cannot tell this head from guessing{narrow}"
+    if bar_in:
+        return (f"above chance, but the interval holds always answering label {always} ({bar:.2f}), so {n} pairs "
+                f"cannot tell this head from one that ignores the pair{narrow}")
+    if low > max(CHANCE, bar):
+        return "better than chance and than always answering one label, beyond the interval"
+    if high < CHANCE:
+        return "worse than chance, beyond the interval: the head tends to answer the other way"
+    return f"better than chance but worse than always answering label {always}, beyond the interval"
+
+
+def upload_reading(labelled: pd.DataFrame, scores: pd.DataFrame) -> str:
+    """Markdown under an upload's accuracy chart: the labels' base rate, each checkpoint's accuracy with its
+    interval and what the interval allows, and, where an NSP head was scored, what its label 1 means."""
+    zeros, n = base_rate(scores)
+    always, bar = majority(scores)
+    free = (f", so {bar:.2f}, not {CHANCE:.2f}, is the score to beat" if bar > CHANCE else ", the same as chance")
+    lines = [f"Of the {n} labelled pairs, {zeros} ({zeros / n:.0%}) are label 0 (in order / is next): a head that "
+             f"always answers label {always}, whatever the pair, scores {bar:.2f}{free}."]
+    for row in labelled.itertuples():
+        r0, n0, r1, n1 = by_label(scores, row.checkpoint)
+        question = HEAD_QUESTION.get(row.head, "")
+        lines.append(f"- **{row.checkpoint}** ({row.head.upper()} head, asked: {question}) {row.accuracy:.2f} "
+                     f"[{row.low:.2f}-{row.high:.2f}] on {row.labelled} pairs, right on {r0} of {n0} label-0 pairs and "
+                     f"{r1} of {n1} label-1 pairs: {verdict(row.low, row.high, always, bar, row.labelled)}.")
+    nsp = labelled[labelled["head"] == "nsp"]
+    if len(nsp):
+        scoring = nsp[nsp.low > CHANCE]
+        lines.append(_nsp_words(list(nsp.checkpoint), list(scoring.checkpoint), zeros / n))
+    return "\n".join(lines)
+
+
+def _nsp_words(names: list[str], scoring: list[str], share_zero: float) -> str:
+    """What an NSP head's label 1 means, and, for those above chance, how they can be on swapped pairs."""
+    heads = ", ".join(names)
+    text = (f"An NSP head ({heads}) was trained to tell the true next segment (label 0) from a segment taken from "
+            "another document (label 1), not from a swapped pair.")
+    if scoring:
+        free = (f"; and the labels' base rate gives some for free: with {share_zero:.0%} of the pairs label 0, answering "
+                f"'is next' to every pair scores {share_zero:.2f}" if share_zero > CHANCE else "")
+        text += (f" If this file's label-1 pairs are swapped ones, {', '.join(scoring)} can still score above chance: "
+                 "a swapped pair often reads as an incoherent jump (a pronoun before the name it stands for, an answer "
+                 f"before its question) that looks like a segment from elsewhere{free}. The right answers by label, "
+                 "above, tell these apart: a head that says 'is next' to everything is right on every label-0 pair and "
+                 "on no label-1 pair.")
+    return text
