@@ -1,6 +1,8 @@
 """The Gradient flow page (AppTest): its charts, their axes, and the pair loss a checkpoint was trained with."""
 
 
+import json
+
 import pandas as pd
 from conftest import charts, goto, start, tiny_spec
 
@@ -95,6 +97,21 @@ def test_shared_gradient_chart_says_what_it_sums_in_a_title_that_fits():
     assert " ".join(lines) == text and len(lines) == 2 and max(map(len, lines)) <= title_chars(0.5) == 50
     assert wrap_title(fig, title_chars(0.5)).layout.title.text.split("<br>") == lines  # wrapping again changes nothing
     assert fig.layout.yaxis.type == "log" and {x for bar in fig.data for x in bar.x} == {"attention", "FFN"}
+
+
+def test_chart_titles_fit_a_phone(app):
+    """At 390 px (a phone stacks columns: each chart is the main column's 358 px) the titles of Gradient flow and
+    Sentence pairs were cut at both ends: 'albert-sop: |dL/dW| per layer application (solid: mean, dashed: max)'
+    was not wrapped at all, fitting 1280 px. Every title line drawn fits a phone's width too."""
+    from app.shell.look import PHONE_TITLE_CHARS
+
+    for page in ("gradient_flow", "sentence_pairs"):
+        at = goto(app, page)
+        titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in charts(at)]
+        assert titles, page
+        for title in titles:
+            lines = title.split("<br>")
+            assert max(map(len, lines)) <= PHONE_TITLE_CHARS, (page, lines)
 
 
 def test_shared_gradients_are_points_with_values_on_their_log_axis():

@@ -112,11 +112,20 @@ def styled(traces: list[dict], layout: dict, *, legend_title: str | None = None,
 # main column is about 800 px wide at 1280 x 800 with the sidebar open; the title font (bold, 16 px)
 # takes 6.9-7.3 px a character, measured in Chromium on the app's titles: 8 leaves a margin.
 MAIN_PX, TITLE_PX_PER_CHAR = 800, 8
+# A phone (390 px wide, Streamlit's 16 px padding each side) stacks columns: every chart is the main
+# column's 358 px wide there, and a title longer than this was cut at both ends (Gradient flow, Sentence pairs).
+PHONE_PX = 390 - 2 * 16
+PHONE_TITLE_CHARS = PHONE_PX // TITLE_PX_PER_CHAR  # 44
 
 
 def title_chars(share: float) -> int:
-    """How many characters of title fit a chart `share` of the main column wide."""
+    """How many characters of title fit a chart `share` of the main column wide (at 1280 px)."""
     return max(24, int(share * MAIN_PX / TITLE_PX_PER_CHAR))
+
+
+def fitting_chars(share: float) -> int:
+    """A title's line that fits both a chart `share` of the main column at 1280 px and a phone's one column."""
+    return min(title_chars(share), PHONE_TITLE_CHARS)
 
 
 def wrap_title(fig: go.Figure, chars: int) -> go.Figure:

@@ -10,7 +10,9 @@ from plotly.subplots import make_subplots
 from app.shell.built import built_once
 from app.shell.look import colour_for, colour_map, style
 
-PANELS = (("l2", "l2_spread", "L2 distance ||h_l - h_(l-1)||", "L2 distance (hidden-state units)"),
+# Axis titles short enough for the plot's height on a phone, where the legend's rows take the top of the chart
+# ('L2 distance (hidden-state units)' was clipped at 390 px with several checkpoints picked).
+PANELS = (("l2", "l2_spread", "L2 distance ||h_l - h_(l-1)||", "L2 distance (state units)"),
           ("angle_deg", "angle_spread", "Angle between h_l and h_(l-1)", "angle (degrees)"))
 
 
@@ -25,8 +27,8 @@ def oscillation_panels(frame: pd.DataFrame) -> tuple[go.Figure, go.Figure]:
 def _panel(frame: pd.DataFrame, y: str, spread: str, title: str, axis: str) -> go.Figure:
     fig = go.Figure(_traces(frame, y, spread, legend=True))
     fig.update_layout(title=f"{title} (error bars: spread across texts)")
-    fig = style(fig, x="layer l", y=axis, layers=True, height=440)
-    return fig.update_yaxes(rangemode="tozero")
+    fig = style(fig, x="layer l", y=axis, layers=True, height=480)
+    return fig.update_yaxes(rangemode="tozero", automargin=True)
 
 
 def _traces(frame: pd.DataFrame, y: str, spread: str, legend: bool) -> list[go.Scatter]:
