@@ -108,6 +108,9 @@ class Relaxation:
             want = rank if given is None else given
             full = self.spec.full_rank(half)
             if half not in self.spec.sharing_rule.shares:
+                if given not in (None, 0):
+                    raise AlbertLabError(f"--rank-{'ffn' if half == 'FFN' else 'attention'} {given}: sharing "
+                                         f"{self.spec.sharing!r} leaves the {half} unshared, each layer its own: nothing to relax")
                 ranks[half] = 0
                 continue
             value = full if want == FULL else int(want)

@@ -230,6 +230,8 @@ def test_bad_input_is_one_line(tiny_bert, tmp_path, shipped):
     taken.mkdir()
     (taken / "x").write_text("x")
     one_line_error(run_cli("relax", "--checkpoint", source, "--rank", "2", "--out", str(taken)), "exists")
+    one_line_error(run_cli("relax", "--checkpoint", source, "--sharing", "attention", "--rank", "2", "--rank-ffn", "3", "--out",
+                           str(tmp_path / "d")), "unshared")
     one_line_error(run_cli("relax", "--checkpoint", str(shipped / "albert-sop"), "--rank", "2", "--out", str(tmp_path / "a")),
                    "already shared")
     one_line_error(run_cli("relax", "--checkpoint", str(RELEASES / "albert_tiny"), "--rank", "2", "--out", str(tmp_path / "b")),
