@@ -89,6 +89,11 @@ def parse_float(low: float, high: float) -> Callable[[str], float | None]:
     return lambda raw: value if low <= (value := float(raw)) <= high else None
 
 
+def parse_bool(raw: str) -> bool | None:
+    """A link's switch, as `share` writes it ("True", "False"), or None (ignored)."""
+    return {"True": True, "False": False}.get(raw)
+
+
 def parse_list(options: Sequence[str]) -> Callable[[str], list[str]]:
     return lambda raw: [v for v in raw.split(",") if v in options]
 

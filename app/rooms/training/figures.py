@@ -6,9 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from app.shell.built import built_once
-from app.shell.look import NEUTRAL, SERIES_COLOURS, chance_line, colour_map, style
+from app.shell.look import NEUTRAL, PALETTE, SERIES_COLOURS, chance_line, colour_map, style
 
 LOSSES = {"loss": "total", "mlm_loss": "MLM", "pair_loss": "pair (SOP or NSP)"}
 HELD_OUT = {"eval_mlm_acc": "MLM", "eval_nsp_acc": "NSP", "eval_sop_acc": "SOP", "eval_sop_interior_acc": "SOP interior"}
@@ -48,13 +49,52 @@ def accuracy_figure(train: pd.DataFrame, evals: pd.DataFrame) -> go.Figure:
     return style(fig, legend_title="task")
 
 
+# Compare runs: the raw line behind the smoothed one, as TensorBoard draws it; a wall time shown in a unit that reads
+RAW_OPACITY = 0.25
+TIME_UNITS = ((2 * 3600, 3600, "hours"), (120, 60, "minutes"), (0, 1, "seconds"))  # from this many seconds up: divisor, unit
+X_TITLES = {"step": "optimizer step", "tokens": "tokens seen", "wall time": "wall time from the run's start"}
+
+
+def time_unit(seconds: float) -> tuple[float, str]:
+    """The divisor and unit of a wall-time axis reaching `seconds`."""
+    return next((div, unit) for low, div, unit in TIME_UNITS if seconds >= low)
+
+
+def run_colours(runs: list[str]) -> dict[str, str]:
+    """One qualitative colour per run, in the order given, the same in every panel (plotly's theme colours were shades
+    of one blue); 18 runs before one repeats."""
+    return {run: PALETTE[i % len(PALETTE)] for i, run in enumerate(runs)}
+
+
 @built_once
-def runs_figure(frame: pd.DataFrame, metric: str, title: str) -> go.Figure:
-    """One metric of several runs by step (`frame`: their training rows with a 'run' column)."""
-    fig = px.line(frame, x="step", y=metric, color="run", title=f"{title} by run",
-                  markers=frame.groupby("run").size().max() < 30,  # a short run's one or two points still show
-                  labels={**STEP, metric: title})
-    return style(fig, legend_title="run")
+def runs_figure(curves: pd.DataFrame, panels: list[tuple[str, str]], x: str, weight: float, log_y: bool) -> go.Figure:
+    """Runs' metrics, a panel per (metric, label) of `panels` stacked on one x axis (`x`, a key of X_TITLES).
+    `curves`: columns run, metric, x, raw, smoothed (albert_lab.training.curves.curve per run and metric).
+    Each run a colour in every panel, its smoothed line drawn over its raw one, faint, when `weight` > 0."""
+    runs = list(dict.fromkeys(curves.run))
+    colours, n = run_colours(runs), len(panels)
+    div, unit = time_unit(curves.x.max() if len(curves) else 0) if x == "wall time" else (1, "")
+    plot_px = max(300, 240 * n)
+    fig = make_subplots(rows=n, cols=1, shared_xaxes=True, vertical_spacing=min(0.3, 60 / plot_px),
+                        subplot_titles=[label for _, label in panels] if n > 1 else None)
+    mode = "lines+markers" if curves.groupby(["run", "metric"]).size().max() < 30 else "lines"  # one or two points still show
+    legend: set[str] = set()
+    for row, (metric, _) in enumerate(panels, 1):
+        for run in runs:
+            line = curves[(curves.run == run) & (curves.metric == metric)]
+            if not len(line):
+                continue
+            common = dict(x=line.x / div, mode=mode, legendgroup=run, line=dict(color=colours[run]), marker=dict(size=5))
+            if weight > 0:
+                fig.add_scatter(y=line.raw, name=f"{run} (raw)", showlegend=False, opacity=RAW_OPACITY, **common, row=row, col=1)
+            fig.add_scatter(y=line.smoothed, name=run, showlegend=run not in legend, **common, row=row, col=1)
+            legend.add(run)
+    title = (panels[0][1] if n == 1 else "Training metrics") + " by run" + (f", smoothed (EMA weight {weight:g})" if weight else "")
+    fig.update_layout(title_text=title, height=110 + plot_px)
+    fig.update_xaxes(title_text=X_TITLES[x] + (f" ({unit})" if unit else ""), row=n, col=1)
+    if n == 1:
+        fig.update_yaxes(title_text=panels[0][1])
+    return style(fig, log_y=log_y, legend_title="run")
 
 
 def learning_curve_figure(curves: pd.DataFrame, reference: dict[str, list[tuple[float, float]]] | None = None) -> go.Figure:

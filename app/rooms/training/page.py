@@ -5,6 +5,7 @@ import streamlit as st
 
 from albert_lab.paths import runs_dir
 from albert_lab.training.runs import list_runs
+from app.rooms.training import compare
 from app.rooms.training import form as run_form
 from app.rooms.training import views as run_views
 from app.shell import draw
@@ -24,4 +25,4 @@ with tab_runs:
         st.fragment(run_every=2 if active else None)(run_views.runs_view)()
 
 with tab_compare:
-    run_views.compare_runs()
+    compare.compare_runs()

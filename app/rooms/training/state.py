@@ -8,3 +8,4 @@ from dataclasses import dataclass
 @dataclass
 class TrainingState:
     warmup_seen: tuple[int, int, float] | None = None  # the settings whose whole-run warm-up was said: Start again trains
+    compare_filter_seen: str = ""  # Compare runs' filter as last applied: a new one picks the runs it lists

@@ -1,5 +1,5 @@
-"""The Training page's views of runs: one run's progress (refreshed while it trains) and
-runs compared on one metric."""
+"""The Training page's views of runs: a new run's checks and words, the runs table and one run's
+progress (refreshed while it trains). Runs compared are compare.py's."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from albert_lab.training.jobs import cancel_run
 from albert_lab.training.runs import RunInfo, list_runs, read_run, running_run, single_user
 from app.rooms.training import figures as training_figures
 from app.rooms.training.state import TrainingState
-from app.shell import costs, draw, links, owner
+from app.shell import costs, draw, owner
 from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.state import kept, set_widget, widget
@@ -156,41 +156,3 @@ def runs_view() -> None:
         set_widget(key("watch"), ids[0])
     run_id = st.selectbox("Watch", ids, key=key("watch"))
     progress_panel(run_id)
-
-
-COMPARED = {"loss": "loss (nats)", "mlm_loss": "MLM loss (nats)", "pair_loss": "pair loss (nats)",
-            "mlm_acc": "MLM accuracy", "pair_acc": "pair accuracy", "tokens_per_s": "tokens / s"}  # Compare runs' metrics
-
-
-def compare_runs() -> None:
-    """One metric of the runs picked, by step."""
-    runs = list_runs(runs_dir())
-    if not runs:  # nothing picked yet either: the first runs started in this session are picked when they come
-        st.info("No runs to compare yet: start one under 'New run'.")
-        return
-    ids = [r.id for r in runs]
-    controls = links.Controls(  # in the link, as every page's controls: a shared address shows the same comparison
-        links.Control(key("compare_runs"), ids[:3], links.parse_list(ids), param="runs"),
-        links.Control(key("compare_metric"), "loss", options=list(COMPARED), param="metric"))
-    controls.restore()
-    still = [r for r in controls[key("compare_runs")] if r in ids]  # a run removed since
-    set_widget(key("compare_runs"), still if still or not controls[key("compare_runs")] else ids[:3])  # all removed: the newest
-    picked = st.multiselect("Runs", ids, key=key("compare_runs"))
-    metric = st.selectbox("Metric", list(COMPARED), format_func=COMPARED.get, key=key("compare_metric"))
-    controls.share()
-    infos = [read_run(runs_dir() / run_id) for run_id in picked]
-    labels = [f"{info.name} ({info.config.get('objective')})" for info in infos]
-    frames = []
-    for info, label in zip(infos, labels, strict=True):
-        rows = info.metrics("train")
-        if rows:  # two runs of one name and loss are told apart by their ids, in the legend and in runs.csv
-            frames.append(pd.DataFrame(rows).assign(run=label if labels.count(label) == 1 else f"{label[:-1]}, {info.id})",
-                                                    run_id=info.id))
-    unmeasured = [f.run.iloc[0] for f in frames if metric not in f or f[metric].isna().all()]
-    if unmeasured:
-        st.caption(f"No {COMPARED[metric]} for {', '.join(unmeasured)}: not measured (no pair task was trained).")
-    drawn = [f for f in frames if f.run.iloc[0] not in unmeasured]
-    if drawn:
-        draw.chart(training_figures.runs_figure(pd.concat(drawn), metric, COMPARED[metric]), f"runs-{metric}")
-    if frames:
-        draw.download(pd.concat(frames), "runs.csv")  # an unmeasured metric is an empty cell
