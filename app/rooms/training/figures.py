@@ -75,11 +75,11 @@ def runs_figure(curves: pd.DataFrame, panels: list[tuple[str, str]], x: str, wei
     colours, n = run_colours(runs), len(panels)
     div, unit = time_unit(curves.x.max() if len(curves) else 0) if x == "wall time" else (1, "")
     plot_px = max(300, 240 * n)
-    fig = make_subplots(rows=n, cols=1, shared_xaxes=True, vertical_spacing=min(0.3, 60 / plot_px),
-                        subplot_titles=[label for _, label in panels] if n > 1 else None)
+    fig = make_subplots(rows=n, cols=1, shared_xaxes=True, vertical_spacing=min(0.3, 40 / plot_px))
     mode = "lines+markers" if curves.groupby(["run", "metric"]).size().max() < 30 else "lines"  # one or two points still show
     legend: set[str] = set()
-    for row, (metric, _) in enumerate(panels, 1):
+    for row, (metric, label) in enumerate(panels, 1):
+        fig.update_yaxes(title_text=label, row=row, col=1)  # a panel's name on its axis: a title over it met the legend
         for run in runs:
             line = curves[(curves.run == run) & (curves.metric == metric)]
             if not len(line):
@@ -92,8 +92,6 @@ def runs_figure(curves: pd.DataFrame, panels: list[tuple[str, str]], x: str, wei
     title = (panels[0][1] if n == 1 else "Training metrics") + " by run" + (f", smoothed (EMA weight {weight:g})" if weight else "")
     fig.update_layout(title_text=title, height=110 + plot_px)
     fig.update_xaxes(title_text=X_TITLES[x] + (f" ({unit})" if unit else ""), row=n, col=1)
-    if n == 1:
-        fig.update_yaxes(title_text=panels[0][1])
     return style(fig, log_y=log_y, legend_title="run")
 
 
