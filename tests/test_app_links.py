@@ -2,6 +2,7 @@
 open: each page's link carries the names it carried then, and those names restore the widgets whose keys
 changed (params_tab and curve_axis were the keys themselves; now calc_tab and calc_curve_axis)."""
 
+import pytest
 from conftest import goto, link_of, opened_by_link
 
 from app.shell.registry import PAGES
@@ -14,9 +15,9 @@ LINK_NAMES = {
     "oscillation": {"ckpt", "osc_input", "osc_agg"},
     "gradient_flow": {"ckpt", "gf_checkpoint", "gf_objective", "gf_seed"},
     "shared_block": {"ckpt", "sb_input", "sb_repeat", "sb_section", "sb_seed"},
-    "sentence_pairs": {"ckpt", "pair_a", "pair_b"},
-    "training": {"ckpt", "tr_preset"},
-    "depth_lab": {"ckpt", "dl_depth", "dl_dropout", "dl_init", "dl_std", "dl_steps", "dl_variants", "dl_width"},
+    "sentence_pairs": {"ckpt", "pair_a", "pair_b", "pair_tab"},  # the tabs since links keep them (links.tabs)
+    "training": {"ckpt", "tr_preset", "tr_tab"},
+    "depth_lab": {"ckpt", "dl_tab", "dl_depth", "dl_dropout", "dl_init", "dl_std", "dl_steps", "dl_variants", "dl_width"},
 }
 
 
@@ -35,3 +36,31 @@ def test_an_old_link_restores_the_widgets_whose_keys_changed(app):
     assert fresh.selectbox(key="calc_preset").value == "albert-large" and fresh.number_input(key="calc_l_albert-large").value == 6
     link = link_of(fresh)
     assert (link["params_tab"], link["curve_axis"], link["calc_l"]) == ("Curves", "L (layers)", "6")
+
+
+@pytest.mark.parametrize(("page", "name", "tab"), [("sentence_pairs", "pair_tab", "Table 5"), ("training", "tr_tab", "Compare runs"),
+                                                  ("depth_lab", "dl_tab", "VGG-8 vs VGG-38")])
+def test_a_link_opens_its_tab(app, page, name, tab):
+    """A link made on a page's second or later tab opened on its first."""
+    fresh = opened_by_link({name: tab}, page)
+    assert not fresh.exception, [e.value for e in fresh.exception]
+    assert fresh.session_state[name] == tab and link_of(fresh)[name] == tab
+    assert opened_by_link({name: "No such tab"}, page).session_state[name] != "No such tab"  # the first tab, not an error
+
+
+def test_a_link_made_after_an_upload_opens_the_upload_tab_and_says_the_file_is_not_in_it(app):
+    from app.rooms.sentence_pairs.upload import LINKED_NOTE, MAKER_NOTE
+
+    at = goto(app, "sentence_pairs")
+    at.session_state["pair_tab"] = "Upload pairs"  # what a click on the tab does
+    at.file_uploader(key="pair_file").set_value(("pairs.csv", b"sentence_a,sentence_b,label\nThe Nile is long.,It flows north.,0\n",
+                                                  "text/csv"))
+    at.run()
+    assert MAKER_NOTE in [c.value for c in at.caption]  # the maker is told the file stays theirs
+    link = link_of(at)
+    assert link["pair_tab"] == "Upload pairs" and "pairs.csv" not in str(link)
+    fresh = opened_by_link(link, "sentence_pairs")
+    assert not fresh.exception, [e.value for e in fresh.exception]
+    assert fresh.session_state["pair_tab"] == "Upload pairs" and fresh.file_uploader(key="pair_file").value is None
+    assert LINKED_NOTE in [i.value for i in fresh.info]
+    assert not any("scored from" in h.value for h in fresh.subheader)  # nothing of the maker's file

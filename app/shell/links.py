@@ -17,10 +17,11 @@ URL_TEXT_LIMIT = 1500  # characters of typed text that go into a shareable link
 
 
 def from_url(key: str, default: Any, parse: Callable[[str], Any] = str, param: str | None = None,
-             options: Sequence[Any] | None = None) -> None:
+             options: Sequence[Any] | None = None) -> bool:
     """Give widget `key` its value before it is drawn: from the link (?param=...) when
     the link carries a value not yet applied in this session (a shared link, a preset),
-    else the default on the first run. Bad values in a link are ignored."""
+    else the default on the first run. Bad values in a link are ignored. True when the
+    link's value was given now."""
     param = param or key
     applied = shell().url_applied
     raw = st.query_params.get(param)
@@ -32,9 +33,10 @@ def from_url(key: str, default: Any, parse: Callable[[str], Any] = str, param: s
             value = None
         if value is not None and (options is None or value in options):
             set_widget(key, value)
-            return
+            return True
     if not has_widget(key):
         set_widget(key, default)
+    return False
 
 
 def keep() -> None:
@@ -114,14 +116,16 @@ class Control:
     def name(self) -> str:
         return self.param or self.key
 
-    def restore(self) -> None:
+    def restore(self) -> bool:
         """The value before the widget is drawn: the link's, else this session's, else the default.
         A session's value no longer among the options (a checkpoint unpicked) goes back to the default.
-        From now on the value outlives runs that do not draw its widget (`keep`)."""
-        from_url(self.key, self.default, self.parse, self.name, self.options)
+        From now on the value outlives runs that do not draw its widget (`keep`). True when the link's
+        value was given now (a visitor opened a link)."""
+        linked = from_url(self.key, self.default, self.parse, self.name, self.options)
         if self.options is not None and not isinstance(self.value, list) and self.value not in self.options:
             set_widget(self.key, self.default)
         shell().kept_controls.add(self.key)
+        return linked
 
     @property
     def value(self) -> Any:
@@ -148,3 +152,14 @@ class Controls:
         in the link's form, and None leaves it out (an input the view does not use)."""
         values = {c.name: c.value for c in self._controls.values()}
         share(**{**values, **overrides})
+
+
+def tabs(labels: Sequence[str], key: str) -> tuple[list, bool]:
+    """A page's tabs, the open one in the link (a link made on a page's third tab opened on its
+    first): restored before they are drawn, a click reruns the page so the link follows it. Every
+    tab's body still runs unless it asks `tab.open`. Also whether the link's tab was given now."""
+    control = Control(key, labels[0], options=list(labels))
+    linked = control.restore()
+    drawn = st.tabs(list(labels), key=key, on_change="rerun")
+    share(**{control.name: control.value})
+    return drawn, linked

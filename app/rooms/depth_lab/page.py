@@ -30,7 +30,7 @@ CONTROLS = links.Controls(
     links.Control(key("steps"), DEFAULTS["steps"], links.parse_int(50, 2000, step=50)),
     links.Control(key("dropout"), DEFAULTS["dropout"], links.parse_float(0.0, 0.8)),
     links.Control(key("variants"), DEFAULTS["variants"], links.parse_list(VARIANTS)))
-tab_mlp, tab_vgg = st.tabs(["Deep MLP on the disc", "VGG-8 vs VGG-38"])
+(tab_mlp, tab_vgg), _ = links.tabs(["Deep MLP on the disc", "VGG-8 vs VGG-38"], key("tab"))
 with tab_mlp:
     CONTROLS.restore()
     cols = st.columns(4)

@@ -26,6 +26,7 @@ class PairsState:
     t5_asked: tuple[int, tuple[str, ...]] | None = None  # Table 5 measured now: the pairs per task and checkpoints asked for
     upload: tuple[str, bytes] | None = None  # the last pairs file uploaded: name and bytes, kept for the session
     attribution: tuple[tuple, Any] | None = None  # the last attribution: its request and result
+    linked_upload: bool = False  # a link opened the Upload pairs tab, without the file its maker scored
 
     def forget_upload(self) -> None:
         self.upload = None

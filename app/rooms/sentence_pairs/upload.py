@@ -28,6 +28,10 @@ from app.shell.text import fmt_bytes, plural
 
 key = keys(__file__)  # this room's widget keys
 LABEL_COLUMNS = ("accuracy", "order_accuracy", "labelled")  # the summary's columns about labels
+PRIVATE = "uploaded files are not part of links: an upload stays private to the visitor who made it"
+LINKED_NOTE = (f"This link opens the Upload pairs tab, but not the file its maker scored here: {PRIVATE}. Upload a pairs "
+               "file to score it with the checkpoints picked.")
+MAKER_NOTE = f"The page's link opens this tab without your file: {PRIVATE}."
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,11 @@ def upload_tab(bundles: list) -> None:
                                 on_change=_upload_changed)
     state = kept(PairsState)
     if uploaded is None and state.upload is None:
+        if state.linked_upload:
+            st.info(LINKED_NOTE, icon=":material/link:")
         return
+    state.linked_upload = False  # a file of one's own: the link's note is done
+    st.caption(MAKER_NOTE)
     with guard("reading the upload"):  # the reader's messages name the file
         # the uploader empties when the user visits another page; the file is kept for the session
         name, data = (uploaded.name, draw.read_upload(uploaded)) if uploaded is not None else state.upload

@@ -8,9 +8,11 @@ from albert_lab.training.runs import list_runs
 from app.rooms.training import compare
 from app.rooms.training import form as run_form
 from app.rooms.training import views as run_views
-from app.shell import draw
+from app.shell import draw, links
+from app.shell.registry import keys
 
-tab_new, tab_runs, tab_compare = st.tabs(["New run", "Runs", "Compare runs"])
+key = keys(__file__)  # this room's widget keys
+(tab_new, tab_runs, tab_compare), _ = links.tabs(["New run", "Runs", "Compare runs"], key("tab"))
 with tab_new:
     run_form.new_run_form()
     draw.paper_note("The recipe follows the paper: MLM with n-gram masking (n <= 3, p(n) proportional to 1/n), SOP "
