@@ -1,5 +1,6 @@
 """The Shared layer page (AppTest): its four sections, their figures, its link, a model shared by two sessions."""
 
+import numpy as np
 import pandas as pd
 from conftest import goto, opened_by_link
 
@@ -146,3 +147,84 @@ def test_k_and_the_seed_take_their_bounds_and_defaults_from_the_analysis_record(
     assert (seed.min, seed.max, seed.value) == (masks.bounds.low, masks.bounds.high, masks.default) == (0, MAX_SEED, 0)
     assert LOGIT_LENS.option("seed") == masks and LOGIT_LENS.option("repeat").bounds == k.bounds  # one control for all
     assert "4,294,967,295" in seed.help
+
+
+def _maps_of_shipped(shipped, text: str = "The river flows through the old town."):
+    from albert_lab.analysis.attention import attention_maps
+    from albert_lab.checkpoint.load import load_checkpoint
+
+    bundle = load_checkpoint(shipped / "albert-sop", device="cpu")
+    pieces = bundle.tokenizer.convert_ids_to_tokens(bundle.tokenizer(text)["input_ids"])
+    return attention_maps(bundle, text, 2), pieces
+
+
+def test_model_view_draws_every_application_and_head_with_the_library_weights(shipped):
+    """bertviz's model view: a thumbnail per (application, head), its values the frame's, its
+    labels the tokenizer's pieces, hover naming application, head and tokens; one colour scale."""
+    from app.rooms.shared_block.figures import first_tokens, model_view_figure
+
+    maps, pieces = _maps_of_shipped(shipped)
+    applications, heads = sorted(maps.application.unique()), sorted(maps["head"].unique())
+    assert (len(applications), len(heads)) == (6, 2)  # 3 layers applied twice (k = 2), 2 heads
+    for value in ("weight", "norm_weighted"):
+        fig = model_view_figure(maps, value)
+        assert [t.type for t in fig.data] == ["heatmap"] * len(applications) * len(heads)
+        for trace in fig.data:
+            application, head = (int(w.split(" ")[-1]) for w in trace.name.split(", "))
+            grid = maps[(maps.application == application) & (maps["head"] == head)].pivot(index="query", columns="key",
+                                                                                           values=value)
+            np.testing.assert_array_equal(np.asarray(trace.z), grid.to_numpy())
+            assert list(trace.x) == list(trace.y) == [f"{i} {p}" for i, p in enumerate(pieces)]
+            assert f"application {application}, head {head}" in trace.hovertemplate and trace.coloraxis == "coloraxis"
+        assert fig.layout.coloraxis.cmax == maps[value].max() and fig.layout.coloraxis.cmin == 0
+    long = pd.concat([maps.assign(query=maps["query"] + t * len(pieces), key=maps["key"] + t * len(pieces))
+                      for t in range(5)])  # not real maps: only which rows survive the cut matters here
+    cut, tokens = first_tokens(long, 32)
+    assert tokens == 5 * len(pieces) > 32 and cut["query"].max() == cut["key"].max() == 31
+
+
+def test_head_view_draws_every_head_of_the_application_between_the_pieces(shipped):
+    """bertviz's head view: the pieces left and right, a legend entry per head of the chosen
+    application, a line for every value over FAINTEST of the largest, more opaque when stronger."""
+    from app.rooms.shared_block.figures import FAINTEST, OPACITIES, head_view_figure
+
+    maps, pieces = _maps_of_shipped(shipped)
+    fig = head_view_figure(maps, 4, "weight")
+    assert [t.name for t in fig.data if t.showlegend is not False] == ["head 0", "head 1"]
+    left, right = (t for t in fig.data if t.mode == "text")
+    assert list(left.text) == list(right.text) == pieces and list(left.x) == [0] * len(pieces)
+    assert "head 1:" in left.hovertext[0]
+    part = maps[(maps.application == 4) & (maps["head"] == 1)].set_index(["query", "key"]).weight
+    top, bands, drawn = maps[maps.application == 4].weight.max(), dict((o, low) for low, o in OPACITIES), set()
+    for trace in fig.data:
+        if trace.mode == "lines" and trace.legendgroup == "head 1" and trace.showlegend is False:
+            pairs = {(int(q), int(k)) for q, k, _ in np.asarray(trace.y, dtype=float).reshape(-1, 3)}
+            assert all(part[p] / top >= bands[trace.opacity] for p in pairs)  # as opaque as its value says
+            assert all(part[p] / top < min([b for b in bands.values() if b > bands[trace.opacity]], default=2) for p in pairs)
+            drawn |= pairs
+    assert drawn == set(part[part >= FAINTEST * top].index) and drawn
+
+
+def test_head_and_model_views_draw_and_travel_in_the_link(app):
+    at = goto(app, "shared_block")
+    at.radio(key="sb_section").set_value("3. Attention at every application").run()
+    at.radio(key="sb_att_view").set_value("Head view").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert len(at.get("plotly_chart")) == 2  # the head view and the entropy
+    at.slider(key="sb_app").set_value(5).run()
+    at.radio(key="sb_att_values").set_value("norm-weighted").run()
+    at.selectbox(key="sb_att_model").set_value("bert-nsp").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.slider(key="sb_app").max == 3  # BERT stops at L
+    at.radio(key="sb_att_view").set_value("Model view").run()
+    assert not at.exception and not at.error and len(at.get("plotly_chart")) == 2
+    assert "sb_app" not in [s.key for s in at.slider]  # every application is drawn
+    link = {k: v if isinstance(v, str) else v[0] for k, v in at.query_params.items()}
+    assert (link["sb_att_view"], link["sb_att_values"], link["sb_att_model"]) == ("Model view", "norm-weighted", "bert-nsp")
+    fresh = opened_by_link({**link, "sb_att_view": "Head view", "sb_att_model": "albert-sop", "sb_app": "5"}, "shared_block")
+    assert not fresh.exception and not fresh.error, [e.value for e in fresh.error]
+    assert (fresh.radio(key="sb_att_view").value, fresh.radio(key="sb_att_values").value) == ("Head view", "norm-weighted")
+    assert fresh.selectbox(key="sb_att_model").value == "albert-sop" and fresh.slider(key="sb_app").value == 5
+    assert len(fresh.get("plotly_chart")) == 2
+    elsewhere = opened_by_link({**link, "sb_section": "1."}, "shared_block")
+    assert "sb_att_view" not in {k for k in elsewhere.query_params}  # the section's controls travel with it only

@@ -27,7 +27,7 @@ if loading.need_checkpoints():
         links.Control(key("repeat"), REPEAT.default, links.parse_int(int(REPEAT.bounds.low), int(REPEAT.bounds.high))),
         links.Control(key("seed"), SEED.default, links.parse_int(int(SEED.bounds.low), int(SEED.bounds.high))),
         links.Control(key("section"), SECTIONS[0], lambda raw: next((s for s in SECTIONS if s.startswith(raw)), None)),
-        *reapply_views.cka_controls(picked))
+        *reapply_views.cka_controls(picked), *reapply_views.attention_controls(picked))
     controls.restore()
     source = st.radio("Input", INPUTS, horizontal=True, key=key("input"))
     if source.startswith("My"):
@@ -45,8 +45,10 @@ if loading.need_checkpoints():
     # One section at a time: the first visit computes one analysis, not four for every model.
     section = st.radio("Analysis", SECTIONS, horizontal=True, key=key("section"))
     cka = section.startswith("4.")  # 'Compare with' travels in the link of the CKA section only
+    # the attention section's view, checkpoint, application, head and values travel in its link only
+    attention = {} if section.startswith("3.") else {c.name: None for c in reapply_views.attention_controls(picked)}
     controls.share(sb_text=text if source.startswith("My") else None, sb_repeat=int(repeat), sb_seed=int(seed),
-                   sb_section=section.split(" ")[0], **({} if cka else dict(sb_cka_x=None, sb_cka_y=None)))
+                   sb_section=section.split(" ")[0], **({} if cka else dict(sb_cka_x=None, sb_cka_y=None)), **attention)
 
     views = dict(zip(SECTIONS, [reapply_views.extrapolation_section, reapply_views.lens_section,
                                 reapply_views.attention_section, reapply_views.cka_section]))

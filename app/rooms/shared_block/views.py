@@ -12,18 +12,24 @@ from albert_lab.analysis.common import checkpoint_notes
 from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
 from albert_lab.analysis.lens import lens_predictions, logit_lens
 from albert_lab.analysis.registry import EXTRAPOLATE
+from app.rooms.shared_block import figures
 from app.rooms.shared_block.figures import attention_figure, cka_figure, entropy_figure, extrapolation_figure, lens_figure, top_k_figure
 from app.shell import costs, draw, links, runner
 from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.runner import Part
 from app.shell.selection import Selection
-from app.shell.state import set_widget
+from app.shell.state import set_widget, widget
 
 key = keys(__file__)  # this room's widget keys
 MASKED_ACCURACY = ("Accuracy here counts tokens replaced by [MASK], all of them. The model card's MLM accuracy follows "
                    "the training recipe instead: of the tokens to predict, 10% are left as they are (easy to get right) "
                    "and 10% replaced by a random token, so the card's number reads higher. The two are not comparable.")
+# Attention drawn three ways: one head (raw and norm-weighted side by side), and bertviz's head view (every head of one
+# application) and model view (every application and head), of the raw weights or the norm-weighted ones
+ATTENTION_VIEWS = ["One head", "Head view", "Model view"]
+MEASURES = {"raw weights": "weight", "norm-weighted": "norm_weighted"}
+LINKED = 10_000  # bound of a link's application and head: checked against the maps once they are computed
 
 
 def lens_and_top_k(bundles: list, texts: list[str], watched: str, repeat: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -89,18 +95,39 @@ def lens_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: i
                       "block reads a state it also wrote, so its lens can be read past depth L too.")
 
 
+def attention_controls(picked: list[str]) -> tuple[links.Control, ...]:
+    """The attention section's controls, declared once: the page restores them and puts them in its link."""
+    return (links.Control(key("att_view"), ATTENTION_VIEWS[0], options=ATTENTION_VIEWS),
+            links.Control(key("att_values"), next(iter(MEASURES)), options=list(MEASURES)),
+            links.Control(key("att_model"), picked[0], options=picked),
+            links.Control(key("app"), 1, links.parse_int(1, LINKED)), links.Control(key("head"), 0, links.parse_int(0, LINKED)))
+
+
 def attention_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: int) -> None:
     """One checkpoint's attention at every application, and every checkpoint's attention entropy."""
     st.header("3. Attention at every application")
     with guard("attention"):
+        v, m = st.columns(2)
+        view = v.radio("View", ATTENTION_VIEWS, horizontal=True, key=key("att_view"),
+                       help="One head: raw and norm-weighted side by side. Head view: every head of one application, "
+                            "as bertviz draws it. Model view: every application and head as thumbnails.")
         c, a, h = st.columns(3)
         name = c.selectbox("Checkpoint", chosen.names, key=key("att_model"))
         with st.spinner("Computing attention maps ..."):
             [maps] = runner.run([Part.of(name, chosen.only([name]), attention_maps, texts[0], repeat)])
-        application = a.slider("Application", 1, int(maps.application.max()), 1, key=key("app"))
-        head = h.selectbox("Head", sorted(maps["head"].unique()), key=key("head"))
-        draw.chart(attention_figure(maps, application, int(head)), "attention")
-        st.caption(f"{name}, first text. Rows: the token that attends; columns: the token attended to.")
+        applications, heads = int(maps.application.max()), sorted(int(x) for x in maps["head"].unique())
+        if not 1 <= widget(key("app"), 1) <= applications:  # a link's, or another checkpoint's
+            set_widget(key("app"), applications)
+        if widget(key("head"), 0) not in heads:
+            set_widget(key("head"), heads[0])
+        application = a.slider("Application", 1, applications, key=key("app")) if view != "Model view" else None
+        if view == "One head":
+            head = h.selectbox("Head", heads, key=key("head"))
+            draw.chart(attention_figure(maps, application, int(head)), "attention")
+            st.caption(f"{name}, first text. Rows: the token that attends; columns: the token attended to.")
+        else:
+            measure = MEASURES[m.radio("Values", list(MEASURES), horizontal=True, key=key("att_values"))]
+            every_head_view(maps, name, application, measure)
         with st.spinner("Computing attention entropy ..."):
             [entropy] = runner.run([Part.of("attention entropy", chosen, attention_entropy, list(texts), repeat)])
         draw.chart(entropy_figure(entropy), "entropy")
@@ -111,6 +138,29 @@ def attention_section(chosen: Selection, texts: tuple[str, ...], repeat: int, se
                       "block, because the states differ. Kobayashi et al. (2020) weigh each weight by the norm of the "
                       "vector it moves, ||alpha_ij f(x_j)||: heads that seem to stare at [CLS], [SEP] or punctuation "
                       "(Clark et al. 2019) often move little. Entropy: low = focused, high = broad (log(tokens) at most).")
+
+
+def every_head_view(maps: pd.DataFrame, name: str, application: int | None, measure: str) -> None:
+    """bertviz's head view of one application (`application`), or its model view (None), of the
+    first tokens, with the maps drawn as CSV."""
+    if application is not None:
+        shown, tokens = figures.first_tokens(maps[maps.application == application], figures.HEAD_VIEW_TOKENS)
+        draw.chart(figures.head_view_figure(shown, application, measure), f"attention_head_view_{name}_application{application}")
+        st.caption(f"{name}, first text, application {application}. Left: the token that attends; right: the tokens it "
+                   "attends to; one colour per head (click a head in the legend to hide it, double-click to see it "
+                   "alone); the stronger the value, the more opaque the line (under 4% of the largest, none). Hover a "
+                   "token on the left for each head's two strongest.")
+        limit, file = figures.HEAD_VIEW_TOKENS, f"attention_head_view_{name}_application{application}.csv"
+    else:
+        shown, tokens = figures.first_tokens(maps, figures.MODEL_VIEW_TOKENS)
+        draw.chart(figures.model_view_figure(shown, measure), f"attention_model_view_{name}")
+        st.caption(f"{name}, first text. In each thumbnail, rows: the token that attends; columns: the token attended "
+                   "to; one colour scale for all. Hover a cell for its application, head, tokens and value.")
+        limit, file = figures.MODEL_VIEW_TOKENS, f"attention_model_view_{name}.csv"
+    if tokens > limit:
+        st.caption(f"The first {limit} of the text's {tokens} tokens are drawn: what they give to later tokens is left "
+                   "out (the maps' CSV below holds every token).")
+    draw.download(shown, file, "Download the maps drawn (CSV)")
 
 
 def cka_controls(picked: list[str]) -> tuple[links.Control, links.Control]:
