@@ -132,11 +132,13 @@ def _mlm(bundles: list[ModelBundle], held: pd.DataFrame, limit: int, max_len: in
     for idx in length_batches(masked.lengths, batch_tokens_for(source.model), max_batch=512):
         inputs, pos, labels, _ = masked.batch(idx)
         reference = torch.log_softmax(masked_logits(source.model, inputs, pos).float(), -1)
+        p = reference.exp()
+        negentropy = float((p * reference).sum())  # KL(p || q) = sum p log p - sum p log q, the first term once
         n += len(labels)
         for i, b in enumerate(bundles):
-            logp = reference if b is source else torch.log_softmax(masked_logits(b.model, inputs, pos).float(), -1)
-            hits[i] += float((logp.argmax(-1).cpu() == labels).sum())
-            kl[i] += float((reference.exp() * (reference - logp)).sum())
+            logq = reference if b is source else torch.log_softmax(masked_logits(b.model, inputs, pos).float(), -1)
+            hits[i] += float((logq.argmax(-1).cpu() == labels).sum())
+            kl[i] += 0.0 if b is source else negentropy - float((p * logq).sum())
     return {b.name: (hits[i] / max(n, 1), kl[i] / max(n, 1), n) for i, b in enumerate(bundles)}
 
 
@@ -149,8 +151,13 @@ def report(frame: pd.DataFrame) -> Report:
     if len(source) and len(albert) and np.isfinite(source.mlm_accuracy.iloc[0]):
         top, bottom = float(source.mlm_accuracy.iloc[0]), float(albert.mlm_accuracy.iloc[0])
         for row in frame[(frame.end == "") | (frame.end == "= source")].itertuples():
-            if top > bottom and np.isfinite(row.mlm_accuracy):
-                share = (row.mlm_accuracy - bottom) / (top - bottom)
+            if top <= bottom or not np.isfinite(row.mlm_accuracy):
+                continue
+            share = (row.mlm_accuracy - bottom) / (top - bottom)
+            if share <= 0:
+                remarks.append(f"{row.model}: {row.share_of_source:.0%} of the source's parameters recover none of the MLM "
+                               f"accuracy sharing lost ({row.mlm_accuracy:.3f}, the ALBERT {bottom:.3f}, the source {top:.3f})")
+            else:
                 remarks.append(f"{row.model}: {row.share_of_source:.0%} of the source's parameters recover {share:.0%} of the "
-                               f"MLM accuracy sharing lost ({bottom:.3f} -> {row.mlm_accuracy:.3f}, source {top:.3f})")
+                               f"MLM accuracy sharing lost ({bottom:.3f} -> {row.mlm_accuracy:.3f}, the source {top:.3f})")
     return Report(remarks=tuple(remarks))
