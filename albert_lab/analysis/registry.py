@@ -152,6 +152,13 @@ def attribution_units(spec: ModelSpec, steps: int, tokens: int) -> float:
     return steps * size(spec) * max(tokens, 8) / REFERENCE_TOKENS
 
 
+def relaxation_units(spec: ModelSpec, ranks: int, pairs: int) -> float:
+    """The relaxation curve (analysis/relaxation.curve_and_energy): each rank's model and the source
+    read `pairs` held-out pairs for MLM and again for the pair task, then the oscillation's sample
+    (about as long as 16 pairs: 2 s of the 12 s a model took at 64 pairs, bert-nsp on 2 busy cores)."""
+    return (ranks + 1) * (pairs + 16) * size(spec)
+
+
 # ---- the analyses, in the order `albert-lab --help` lists them ------------------------------------------
 # Seconds per unit: the median over albert-sop, albert-sop-minilm and bert-nsp of benchmarks/bench_estimates.py on
 # 2 cores at load 1-2, the pages' default inputs (docs/benchmarks.md has the run); a busier server takes longer, and a
@@ -245,6 +252,11 @@ ATTRIBUTION = Analysis(
     # the first in a process imports captum and builds its hooks: 13.2 s against 5.4 s for the next, at load 8
     cost=Cost("attribution", 0.0035, f"one integration step of a {REFERENCE_TOKENS}-token pair at albert-sop's size",
               first=1.0))  # captum's import: 0.2-0.25 s from the page cache, longer from a cold disk
+
+# The Parameters page's relaxation curve: `albert-lab relax --ranks` on the command line, so no record of its own
+# (bert-nsp, ranks 0,16,full and 64 pairs: 57 s for 320 units at load 3, 54 s for 400 with 0,4,16,full)
+RELAXATION_COST = Cost("relaxation", 0.15, "one held-out pair through one model of the curve at albert-sop's size "
+                                           "(relaxation_units)")
 
 ANALYSES: tuple[Analysis, ...] = (EVALUATE, OSCILLATION, GRADFLOW, SCORE, EXTRAPOLATE, LOGIT_LENS, LENS_TOP, ATTENTION, CKA,
                                   ATTRIBUTION)

@@ -244,7 +244,7 @@ class CheckpointInfo:
 def discover_checkpoints(shipped: Path | None = None, runs: Path | None = None) -> list[CheckpointInfo]:
     """Shipped checkpoints (sub-folders of checkpoints/), finished runs' checkpoints, and
     conversions saved in the runs folder (`albertize --out runs/NAME`, or runs/albertized/NAME
-    from the app), named 'converted:NAME'."""
+    and runs/relaxed/NAME from the app), named 'converted:NAME'."""
     found = []
     shipped = shipped or checkpoints_dir()
     for folder in sorted(shipped.iterdir()) if shipped.is_dir() else []:
@@ -259,7 +259,7 @@ def discover_checkpoints(shipped: Path | None = None, runs: Path | None = None) 
             found.append(_info(f"run:{run.name}", folder, "run"))
     names = set()
     for folder in _conversions(runs):  # runs/NAME first; runs/albertized/NAME, if that name is taken, by its path
-        info = _info(f"converted:{folder.name}" if folder.name not in names else f"converted:albertized/{folder.name}",
+        info = _info(f"converted:{folder.name}" if folder.name not in names else f"converted:{folder.parent.name}/{folder.name}",
                      folder, "converted")
         if info is not None and "conversion" in info.card:  # converted (albertize), not trained
             names.add(folder.name)
@@ -267,11 +267,14 @@ def discover_checkpoints(shipped: Path | None = None, runs: Path | None = None) 
     return [info for info in found if info is not None]
 
 
+CONVERSIONS = ("albertized", "relaxed")  # the runs folder's sub-folders the app converts into (albertize, relax)
+
+
 def _conversions(runs: Path) -> list[Path]:
-    """Checkpoint folders in the runs folder itself or in runs/albertized/; a folder that
-    cannot be read is skipped."""
+    """Checkpoint folders in the runs folder itself or in its CONVERSIONS sub-folders; a folder
+    that cannot be read is skipped."""
     folders = []
-    for parent in (runs, runs / "albertized"):
+    for parent in (runs, *(runs / name for name in CONVERSIONS)):
         try:
             folders += [p for p in sorted(parent.iterdir()) if (p / CONFIG).is_file()] if parent.is_dir() else []
         except OSError:

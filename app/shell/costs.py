@@ -9,9 +9,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from albert_lab.analysis.registry import ANALYSES, attribution_units, size, text_units
+from albert_lab.analysis.registry import ANALYSES, RELAXATION_COST, attribution_units, relaxation_units, size, text_units
 
-SECONDS_PER_UNIT = {a.cost.kind: a.cost.seconds for a in ANALYSES if a.cost is not None}
+COSTS = (*(a.cost for a in ANALYSES if a.cost is not None), RELAXATION_COST)  # the records', and the relaxation curve's
+SECONDS_PER_UNIT = {cost.kind: cost.seconds for cost in COSTS}
 # Seconds a kind of work takes the first time in a server process, on top of its units (captum's import and hooks)
 FIRST_TIME_SECONDS = {a.cost.kind: a.cost.first for a in ANALYSES if a.cost is not None and a.cost.first}
 
@@ -26,4 +27,5 @@ def card_units(card: dict[str, Any], texts: int) -> float:
     return text_units(SimpleNamespace(**card["spec"]), texts)
 
 
-__all__ = ["FIRST_TIME_SECONDS", "SECONDS_PER_UNIT", "START_SECONDS", "attribution_units", "card_units", "size", "text_units"]
+__all__ = ["FIRST_TIME_SECONDS", "SECONDS_PER_UNIT", "START_SECONDS", "attribution_units", "card_units", "relaxation_units",
+           "size", "text_units"]

@@ -25,8 +25,8 @@ __all__ = ["import_model_code"]  # the pages' import of the model code, as the s
 
 @st.cache_data(ttl=5, show_spinner=False)
 def available_checkpoints() -> list[dict[str, Any]]:
-    return [{"name": c.name, "path": str(c.path), "origin": c.origin, "label": c.label, "objective": c.objective,
-             "uptrained": c.uptrained, "title": c.card.get("name") if c.origin == "run" else None}
+    return [{"name": c.name, "path": str(c.path), "origin": c.origin, "family": c.family, "label": c.label,
+             "objective": c.objective, "uptrained": c.uptrained, "title": c.card.get("name") if c.origin == "run" else None}
             for c in discover_checkpoints()]
 
 

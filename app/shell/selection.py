@@ -57,6 +57,11 @@ class Selection:
         return replace(self, checkpoints=tuple((name, sources[name]) for name in names),
                        casings=tuple((name, casing) for name, casing in self.casings if name in names))
 
+    def on_cpu(self, name: str, source: str) -> Selection:
+        """This one checkpoint, picked in the sidebar or not (a page's own choice among those listed), on
+        the CPU in float32: for work the library does there whatever the sidebar says (relax)."""
+        return Selection(((name, source),), "cpu", "float32", casings=tuple((n, c) for n, c in self.casings if n == name))
+
     def stamps(self) -> tuple[float, ...]:
         """The checkpoint files' stamps (checkpoint.files.stamp): a rewritten folder is a new key."""
         return tuple(stamp(source) for _, source in self.checkpoints)
