@@ -1,6 +1,8 @@
 """The Parameters page's figures: parameters by component, cost against E, H or L, and
-the "On real weights" tab's figure, what E and sharing cost all-MiniLM-L6-v2
-(analysis.ablation.read_ablation's rows), the paper's numbers beside."""
+the "On real weights" tab's figures: what E and sharing cost all-MiniLM-L6-v2
+(analysis.ablation.read_ablation's rows), the paper's numbers beside; and the relaxation curve,
+parameters against quality from the ALBERT back to its BERT, with the residual energy each map
+keeps (analysis.relaxation.curve_and_energy's frames)."""
 
 from __future__ import annotations
 
@@ -99,3 +101,83 @@ def sweep_figure(frame: pd.DataFrame, field: str, axis: str, y: str) -> go.Figur
     if not log:
         fig.update_yaxes(rangemode="tozero", tickformat="~s")
     return fig
+
+
+# ---- relaxed sharing: the curve and its energy ------------------------------------------------
+MAP_LABELS = {"attention.query": "query", "attention.key": "key", "attention.value": "value",
+              "attention.dense": "attention out", "ffn": "FFN in", "ffn_output": "FFN out"}
+CURVE_AXES = {"parameters": "unique parameters", "share_of_source": "parameters, share of the source BERT's"}
+ENDS = {"ALBERT": ("pure ALBERT (rank 0)", "diamond", SERIES_COLOURS[1]),
+        "source BERT": ("source BERT", "star", SERIES_COLOURS[2])}
+
+
+def curve_panels(task: str) -> list[tuple[str, str]]:
+    """(column, title) of the curve's panels; `task` the pair head's ('sop', 'nsp', or '')."""
+    return [("mlm_accuracy", "MLM accuracy (held-out masked tokens)"),
+            ("pair_accuracy", f"{task.upper() or 'pair'} accuracy (95% interval)"),
+            ("kl", "mean KL from the source (nats)"), ("roughness", "oscillation roughness (Figure 1)"),
+            ("energy_kept", "residual energy kept")]
+
+
+@built_once
+def relaxation_figure(curve: pd.DataFrame, x: str, title: str) -> go.Figure:
+    """Each quality measure against parameters (`x`: a CURVE_AXES column), a panel each: the relaxed
+    models as one line labelled by rank, the pure ALBERT and the source BERT marked as its ends, and
+    the source's value as a dotted line across each panel."""
+    task = next((t for t in curve.pair_task if t), "")
+    panels = curve_panels(task)
+    fig = make_subplots(rows=3, cols=2, subplot_titles=[t for _, t in panels], vertical_spacing=0.11, horizontal_spacing=0.1)
+    relaxed = curve[curve.end != "source BERT"].sort_values("parameters")
+    source = curve[curve.end == "source BERT"]
+    ranks = ["r = " + r for r in relaxed["rank"]]
+    for i, (column, _) in enumerate(panels):
+        row, col = i // 2 + 1, i % 2 + 1
+        error = (dict(type="data", array=relaxed.pair_high - relaxed.pair_accuracy,
+                      arrayminus=relaxed.pair_accuracy - relaxed.pair_low, thickness=1.2) if column == "pair_accuracy" else None)
+        fig.add_trace(go.Scatter(x=relaxed[x], y=relaxed[column], mode="lines+markers+text", text=ranks,
+                                 textposition="top center", textfont=dict(size=11), name="relaxed (rank r)",
+                                 legendgroup="relaxed", showlegend=i == 0, line=dict(color=SERIES_COLOURS[0]),
+                                 marker=dict(size=8), error_y=error, customdata=relaxed[["model", "parameters"]],
+                                 hovertemplate="%{customdata[0]}: %{y:.4g} with %{customdata[1]:,} parameters<extra></extra>"),
+                      row=row, col=col)
+        for end, (name, symbol, colour) in ENDS.items():
+            at = curve[curve.end == end]
+            fig.add_trace(go.Scatter(x=at[x], y=at[column], mode="markers", name=name, legendgroup=end, showlegend=i == 0,
+                                     marker=dict(size=15, symbol=symbol, color=colour, line=dict(width=1, color="white")),
+                                     customdata=at[["parameters"]],
+                                     hovertemplate=f"{name}: %{{y:.4g}} with %{{customdata[0]:,}} parameters<extra></extra>"),
+                          row=row, col=col)
+        value = source[column].iloc[0] if len(source) else float("nan")
+        if pd.notna(value):
+            fig.add_hline(y=float(value), line=dict(dash="dot", color=NEUTRAL, width=1), row=row, col=col)
+        if curve[column].isna().all():
+            fig.add_annotation(x=0.5, y=0.5, xref=f"x{i + 1 if i else ''} domain", yref=f"y{i + 1 if i else ''} domain",
+                               showarrow=False, font=dict(color=NEUTRAL), text="not measured: the source has no such head")
+    fig.update_xaxes(title_text=CURVE_AXES[x], tickformat=".0%" if x == "share_of_source" else "~s", row=3, col=1)
+    fig.update_xaxes(title_text=CURVE_AXES[x], tickformat=".0%" if x == "share_of_source" else "~s", row=2, col=2)
+    fig.update_xaxes(tickformat=".0%" if x == "share_of_source" else "~s")
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_layout(title=title)
+    return style(fig, height=860, legend_title="")
+
+
+@built_once
+def energy_figure(energy: pd.DataFrame, rank: str) -> go.Figure:
+    """Left: the share of each residual's energy rank `rank` keeps, per application and map. Right:
+    each map's share of all the residual energy (what sharing took, summed over applications)."""
+    at = energy[energy["rank"] == rank]
+    maps = [m for m in MAP_LABELS if m in set(at["map"])]
+    grid = at.pivot(index="application", columns="map", values="energy_kept")[maps]
+    taken = at.groupby("map").energy.sum()[maps]
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.12, subplot_titles=(
+        f"energy kept at rank {rank}, per application", "what sharing took: each map's share"))
+    fig.add_trace(go.Heatmap(z=grid.values, x=[MAP_LABELS[m] for m in maps], y=[str(a) for a in grid.index], zmin=0, zmax=1,
+                             colorscale="Blues", text=[[f"{v:.0%}" for v in r] for r in grid.values], texttemplate="%{text}",
+                             colorbar=dict(title="kept", tickformat=".0%", x=0.56, len=0.9),
+                             hovertemplate="application %{y}, %{x}: %{z:.1%} of its residual kept<extra></extra>"), row=1, col=1)
+    fig.add_trace(go.Bar(x=[MAP_LABELS[m] for m in maps], y=taken / taken.sum(), marker_color=SERIES_COLOURS[0], showlegend=False,
+                         hovertemplate="%{x}: %{y:.1%} of the residual energy<extra></extra>"), row=1, col=2)
+    fig.update_yaxes(title_text="layer application", autorange="reversed", row=1, col=1)
+    fig.update_yaxes(title_text="share of the residual energy", tickformat=".0%", row=1, col=2)
+    fig.update_layout(title="Which maps need rank most")
+    return style(fig, height=460)

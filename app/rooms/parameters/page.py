@@ -144,4 +144,4 @@ with tab_curves:
 
 with tab_real:
     if tab_real.open:  # read and drawn only when chosen
-        parameter_views.real_weights()
+        parameter_views.real_weights_tab()

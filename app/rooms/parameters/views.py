@@ -1,5 +1,6 @@
 """The Parameters page's tables: the number columns they share, the paper's Tables 1,
-3 and 4 with exact counts beside the paper's, and the same ablations on real weights."""
+3 and 4 with exact counts beside the paper's, and the "On real weights" tab: the same ablations
+on real weights, or relaxed sharing (relaxed.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,13 @@ from albert_lab import paper
 from albert_lab.analysis.ablation import read_ablation
 from albert_lab.spec import SHARING_LABELS
 from app.rooms.parameters.figures import ablation_figure
-from app.shell import draw
+from app.rooms.parameters.relaxed import relaxed_view
+from app.shell import draw, links
 from app.shell.guard import guard
+from app.shell.registry import keys
+
+key = keys(__file__)  # this room's widget keys
+REAL_VIEWS = ["The paper's ablations (all-MiniLM-L6-v2)", "Relaxed sharing (rank r per layer)"]
 
 COUNTS = {name: st.column_config.NumberColumn(format="localized")
           for name in ("unique", "applied", "FLOPs/token", "exact params", "params", "flops_per_token")}
@@ -102,6 +108,16 @@ def corrected_rows(rows: pd.DataFrame) -> str:
     """'E = 64 all-shared, ... and E = 128 shared-FFN': the rows, as a phrase."""
     names = [f"E = {r['E']} {SHARING_LABELS[r['sharing']]}" for _, r in rows.iterrows()]
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def real_weights_tab() -> None:
+    """One view at a time (a curve is a minute of work): the paper's ablations, measured once, or relaxed sharing."""
+    controls = links.Controls(links.Control(key("real_view"), REAL_VIEWS[0],
+                                            lambda raw: next((v for v in REAL_VIEWS if v.lower().startswith(raw.lower())), None)))
+    controls.restore()
+    view = st.radio("View", REAL_VIEWS, horizontal=True, key=key("real_view"), label_visibility="collapsed")
+    controls.share(calc_real_view=view.split(" ")[0].lower())
+    (relaxed_view if view == REAL_VIEWS[1] else real_weights)()
 
 
 def real_weights() -> None:

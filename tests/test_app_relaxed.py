@@ -1,0 +1,86 @@
+"""The Parameters page's 'Relaxed sharing' view (AppTest): the curve computed through the runner equals
+the library's frame, which maps need rank most, a rank's model made and offered in the sidebar, the
+inputs in the link, and bad input said in one line."""
+
+import pytest
+from conftest import charts, link_of, opened_by_link
+
+from albert_lab.checkpoint.files import read_card
+
+SOURCE = "bert-nsp"  # the `shipped` fixture's tiny BERT (H = 32, 3 layers, NSP)
+PAIRS = 8
+
+
+@pytest.fixture
+def held(small_corpus, monkeypatch):
+    """A few held-out pairs from the tiny corpus, and the curve's sample of them kept small."""
+    import albert_lab.analysis.relaxation as relaxation
+    from albert_lab.data.heldout import build_eval_pairs
+
+    pairs = build_eval_pairs(small_corpus.train[:40]).assign(domain="in")
+    monkeypatch.setattr(relaxation, "evaluation_pairs", lambda out_of_domain=True: pairs)
+    monkeypatch.setattr(relaxation, "DEFAULT_PAIRS", PAIRS)
+    return pairs
+
+
+def open_view(app, **link):
+    at = opened_by_link({"params_tab": "On real weights", "calc_real_view": "relaxed", **link}, "parameters")
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_the_curve_shown_is_the_librarys(app, held, shipped):
+    from albert_lab.analysis.relaxation import curve_and_energy
+
+    at = open_view(app, calc_relax_source=SOURCE, calc_relax_ranks="0,2,full")
+    assert at.selectbox(key="calc_relax_source").options == [SOURCE]  # the BERTs only: albert-sop and hub-albert are ALBERTs
+    assert "Compute the curve (about" in at.button(key="calc_relax_go").label
+    others = len(charts(at))  # the other tabs' (calculator, curves): nothing of the view's before it is asked for
+    assert not [t for t in at.dataframe if "share of source" in t.value]
+    at.button(key="calc_relax_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    curve, energy = curve_and_energy(str(shipped / SOURCE), [0, 2, "full"], pairs=PAIRS)
+    table = next(t.value for t in at.dataframe if "share of source" in t.value)
+    assert list(table.model) == list(curve.model) == ["ALBERT (rank 0)", "rank 2", "rank full", "source BERT"]
+    assert list(table["parameters"]) == [f"{p:,}" for p in curve.parameters]
+    assert list(table["MLM accuracy"]) == [f"{a:.3f}" for a in curve.mlm_accuracy]
+    assert list(table["NSP accuracy"]) == [f"{a:.3f} [{lo:.3f}, {hi:.3f}]" for a, lo, hi in
+                                           zip(curve.pair_accuracy, curve.pair_low, curve.pair_high)]
+    assert list(table["energy kept"]) == [f"{e:.1%}" for e in curve.energy_kept]
+    assert len(charts(at)) == others + 2  # the curve, the energy
+    sentence = next(m.value for m in at.markdown if "carries most of what makes each layer its own" in m.value)
+    at2 = energy[energy["rank"] == "2"]
+    top = at2.groupby("map").energy.sum().idxmax()
+    from app.rooms.parameters.figures import MAP_LABELS
+
+    assert sentence.startswith(f"**{MAP_LABELS[top]}**") and "At rank 2" in sentence
+    assert link_of(at)["calc_relax_ranks"] == "0,2,full" and link_of(at)["calc_real_view"] == "relaxed"
+
+
+def test_a_rank_is_made_and_offered_in_the_sidebar(app, held, tmp_path):
+    at = open_view(app, calc_relax_source=SOURCE, calc_relax_ranks="0,2")
+    at.button(key="calc_relax_go").click().run()
+    at.selectbox(key="calc_relax_make_rank").set_value("2")
+    at.button(key="calc_relax_make").click().run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    out = tmp_path / "runs" / "relaxed" / f"{SOURCE}-r2-all-average"
+    card = read_card(out)
+    assert card["relaxation"]["rank_ffn"] == 2 and card["provenance"]["command"].startswith("albert-lab relax")
+    done = next(s.value for s in at.success if "Saved" in s.value)
+    assert f"{card['relaxation']['parameters']:,} parameters" in done
+    at.button(key="calc_relax_pick").click().run()
+    made = f"converted:{out.name}"
+    assert made in at.sidebar.multiselect(key="picked").value
+    assert [o for o in at.sidebar.multiselect(key="picked").options if out.name in o] == [made]  # listed once
+
+
+@pytest.mark.parametrize("ranks, words", [("0, four", "'four' is not a whole number >= 0 or 'full'"),
+                                          ("0, 999", "rank 999 is above full rank")])
+def test_bad_ranks_are_said_in_one_line(app, held, ranks, words):
+    at = open_view(app, calc_relax_source=SOURCE)
+    others = len(charts(at))
+    at.text_input(key="calc_relax_ranks").set_value(ranks).run()
+    at.button(key="calc_relax_go").click().run()
+    assert not at.exception
+    assert any(words in e.value for e in at.error), [e.value for e in at.error]
+    assert len(charts(at)) == others
