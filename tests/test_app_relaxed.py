@@ -47,7 +47,7 @@ def test_the_curve_shown_is_the_librarys(app, held, shipped):
     assert list(table["NSP accuracy"]) == [f"{a:.3f} [{lo:.3f}, {hi:.3f}]" for a, lo, hi in
                                            zip(curve.pair_accuracy, curve.pair_low, curve.pair_high)]
     assert list(table["energy kept"]) == [f"{e:.1%}" for e in curve.energy_kept]
-    assert len(charts(at)) == others + 2  # the curve, the energy
+    assert len(charts(at)) == others + 3  # the curve, the energy kept, what sharing took
     sentence = next(m.value for m in at.markdown if "carries most of what makes each layer its own" in m.value)
     at2 = energy[energy["rank"] == "2"]
     top = at2.groupby("map").energy.sum().idxmax()

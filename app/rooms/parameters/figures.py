@@ -113,9 +113,8 @@ ENDS = {"ALBERT": ("pure ALBERT (rank 0)", "diamond", SERIES_COLOURS[1]),
 
 def curve_panels(task: str) -> list[tuple[str, str]]:
     """(column, title) of the curve's panels; `task` the pair head's ('sop', 'nsp', or '')."""
-    return [("mlm_accuracy", "MLM accuracy (held-out masked tokens)"),
-            ("pair_accuracy", f"{task.upper() or 'pair'} accuracy (95% interval)"),
-            ("kl", "mean KL from the source (nats)"), ("roughness", "oscillation roughness (Figure 1)"),
+    return [("mlm_accuracy", "MLM accuracy"), ("pair_accuracy", f"{task.upper() or 'pair'} accuracy (95% CI)"),
+            ("kl", "KL from the source (nats)"), ("roughness", "oscillation roughness"),
             ("energy_kept", "residual energy kept")]
 
 
@@ -129,13 +128,13 @@ def relaxation_figure(curve: pd.DataFrame, x: str, title: str) -> go.Figure:
     fig = make_subplots(rows=3, cols=2, subplot_titles=[t for _, t in panels], vertical_spacing=0.11, horizontal_spacing=0.1)
     relaxed = curve[curve.end != "source BERT"].sort_values("parameters")
     source = curve[curve.end == "source BERT"]
-    ranks = ["r = " + r for r in relaxed["rank"]]
+    ranks = list(relaxed["rank"])
     for i, (column, _) in enumerate(panels):
         row, col = i // 2 + 1, i % 2 + 1
         error = (dict(type="data", array=relaxed.pair_high - relaxed.pair_accuracy,
                       arrayminus=relaxed.pair_accuracy - relaxed.pair_low, thickness=1.2) if column == "pair_accuracy" else None)
-        fig.add_trace(go.Scatter(x=relaxed[x], y=relaxed[column], mode="lines+markers+text", text=ranks,
-                                 textposition="top center", textfont=dict(size=11), name="relaxed (rank r)",
+        fig.add_trace(go.Scatter(x=relaxed[x], y=relaxed[column], mode="lines+markers+text", text=ranks, cliponaxis=False,
+                                 textposition="top center", textfont=dict(size=11), name="relaxed, labelled by rank",
                                  legendgroup="relaxed", showlegend=i == 0, line=dict(color=SERIES_COLOURS[0]),
                                  marker=dict(size=8), error_y=error, customdata=relaxed[["model", "parameters"]],
                                  hovertemplate="%{customdata[0]}: %{y:.4g} with %{customdata[1]:,} parameters<extra></extra>"),
@@ -158,26 +157,33 @@ def relaxation_figure(curve: pd.DataFrame, x: str, title: str) -> go.Figure:
     fig.update_xaxes(tickformat=".0%" if x == "share_of_source" else "~s")
     fig.update_yaxes(rangemode="tozero")
     fig.update_layout(title=title)
-    return style(fig, height=860, legend_title="")
+    fig = style(fig, height=880, legend_title="")
+    return fig.update_layout(legend_y=1.06, margin_t=130)  # above the panels' titles, not on them
 
 
 @built_once
 def energy_figure(energy: pd.DataFrame, rank: str) -> go.Figure:
-    """Left: the share of each residual's energy rank `rank` keeps, per application and map. Right:
-    each map's share of all the residual energy (what sharing took, summed over applications)."""
+    """The share of each residual's energy rank `rank` keeps, per application (rows) and map (columns)."""
     at = energy[energy["rank"] == rank]
     maps = [m for m in MAP_LABELS if m in set(at["map"])]
     grid = at.pivot(index="application", columns="map", values="energy_kept")[maps]
+    fig = go.Figure(go.Heatmap(z=grid.values, x=[MAP_LABELS[m] for m in maps], y=[str(a) for a in grid.index], zmin=0, zmax=1,
+                               colorscale="Blues", showscale=False, text=[[f"{v:.0%}" for v in r] for r in grid.values],
+                               texttemplate="%{text}",
+                               hovertemplate="application %{y}, %{x}: %{z:.1%} of its residual kept<extra></extra>"))
+    fig.update_yaxes(title_text="layer application", autorange="reversed")
+    fig.update_layout(title=f"Residual energy kept at rank {rank}, per application and map")
+    return style(fig, height=420)
+
+
+@built_once
+def taken_figure(energy: pd.DataFrame) -> go.Figure:
+    """Each map's share of all the residual energy: what sharing took, summed over the applications."""
+    at = energy[energy["rank"] == energy["rank"].iloc[0]]  # the residuals are the same at every rank
+    maps = [m for m in MAP_LABELS if m in set(at["map"])]
     taken = at.groupby("map").energy.sum()[maps]
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.12, subplot_titles=(
-        f"energy kept at rank {rank}, per application", "what sharing took: each map's share"))
-    fig.add_trace(go.Heatmap(z=grid.values, x=[MAP_LABELS[m] for m in maps], y=[str(a) for a in grid.index], zmin=0, zmax=1,
-                             colorscale="Blues", text=[[f"{v:.0%}" for v in r] for r in grid.values], texttemplate="%{text}",
-                             colorbar=dict(title="kept", tickformat=".0%", x=0.56, len=0.9),
-                             hovertemplate="application %{y}, %{x}: %{z:.1%} of its residual kept<extra></extra>"), row=1, col=1)
-    fig.add_trace(go.Bar(x=[MAP_LABELS[m] for m in maps], y=taken / taken.sum(), marker_color=SERIES_COLOURS[0], showlegend=False,
-                         hovertemplate="%{x}: %{y:.1%} of the residual energy<extra></extra>"), row=1, col=2)
-    fig.update_yaxes(title_text="layer application", autorange="reversed", row=1, col=1)
-    fig.update_yaxes(title_text="share of the residual energy", tickformat=".0%", row=1, col=2)
-    fig.update_layout(title="Which maps need rank most")
-    return style(fig, height=460)
+    fig = go.Figure(go.Bar(x=[MAP_LABELS[m] for m in maps], y=taken / taken.sum(), marker_color=SERIES_COLOURS[0],
+                           hovertemplate="%{x}: %{y:.1%} of the residual energy<extra></extra>"))
+    fig.update_yaxes(title_text="share of the residual energy", tickformat=".0%", rangemode="tozero")
+    fig.update_layout(title="What sharing took, map by map")
+    return style(fig, height=420)

@@ -15,7 +15,7 @@ import streamlit as st
 from albert_lab.analysis.registry import RELAXATION_COST
 from albert_lab.errors import AlbertLabError
 from albert_lab.spec import Init, Sharing
-from app.rooms.parameters.figures import CURVE_AXES, MAP_LABELS, energy_figure, relaxation_figure
+from app.rooms.parameters.figures import CURVE_AXES, MAP_LABELS, energy_figure, relaxation_figure, taken_figure
 from app.rooms.parameters.state import ParametersState
 from app.shell import costs, draw, links, loading, pace, picker, runner
 from app.shell.guard import guard
@@ -183,7 +183,9 @@ def energy_section(energy: pd.DataFrame) -> None:
     ranks = list(dict.fromkeys(energy["rank"]))
     middle = [r for r in ranks if r not in ("0", "full")] or ranks
     rank = st.select_slider("At rank", ranks, value=middle[len(middle) // 2], key=key("relax_energy_rank"))
-    draw.chart(energy_figure(energy, rank), "relaxation-energy")
+    left, right = st.columns([3, 2])  # side by side on a wide screen, one above the other on a phone
+    draw.chart(energy_figure(energy, rank), f"relaxation-energy-rank-{rank}", container=left, share=0.6)
+    draw.chart(taken_figure(energy), "relaxation-energy-by-map", container=right, share=0.4)
     st.markdown(energy_sentence(energy, rank))
     draw.download(energy, "relaxation-energy.csv", "Download the energy per application and map (CSV)")
 
@@ -208,9 +210,8 @@ def make_section(request: Request, ranks: list[str]) -> None:
     Model card's albertize does."""
     st.markdown("#### Make this model")
     state = kept(ParametersState)
-    cols = st.columns([1, 2])
+    cols = st.columns([1, 2], vertical_alignment="bottom")
     rank = cols[0].selectbox("Rank", ranks, index=min(1, len(ranks) - 1), key=key("relax_make_rank"))
-    cols[1].markdown("")  # the button on the select box's line
     if cols[1].button(f"Make the rank-{rank} model (seconds)", key=key("relax_make")):
         with guard("relaxing"), st.spinner("Relaxing ..."):
             out = relax_into_runs(request, rank)
