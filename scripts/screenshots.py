@@ -6,7 +6,12 @@ prefers-color-scheme: dark. Pages are shown as a new user first sees them (the
 sidebar's default checkpoints, each page's default controls). Debian's Chromium through
 Playwright, as in scripts/make_figures.py and tests/test_ui.py.
 
+A view inside a page (VIEWS) is opened by its link, computed by a click on its button and shot
+with its first figure near the top: docs/app-<view>-<scheme>.png at 1280 x 800, and
+docs/app-<view>-phone-<scheme>.png at 390 x 844.
+
 Run: .venv/bin/python scripts/screenshots.py [--url http://127.0.0.1:8501] [--pages oscillation,training]
+     [--views parameters-relaxed] (--pages '' for views only)
      (without --url it starts `albert-lab app` on a free port and stops it afterwards)
 """
 
@@ -108,16 +113,52 @@ def shoot(browser, url: str, stems: list[str], scheme: str) -> list[Path]:
     return written
 
 
+# name -> (page, its link, the button that computes it, the text scrolled to the top); bert-nsp: the shipped BERT
+# whose curve is quickest
+VIEWS = {"parameters-relaxed": ("parameters", {"params_tab": "On real weights", "calc_real_view": "relaxed",
+                                               "calc_relax_source": "bert-nsp", "calc_relax_ranks": "0,4,16,64,full"},
+                                "Compute the curve", "Parameters as")}
+VIEW_SIZES = {"": {"width": 1280, "height": 800}, "-phone": {"width": 390, "height": 844}}
+
+
+def shoot_view(browser, url: str, name: str, scheme: str) -> list[Path]:
+    """The view at each of VIEW_SIZES, its first figure scrolled to the top (the computation is kept
+    by the server after the first click: the others draw it at once)."""
+    from urllib.parse import urlencode
+
+    stem, link, button, scroll = VIEWS[name]
+    written = []
+    for suffix, viewport in VIEW_SIZES.items():
+        context = browser.new_context(viewport=viewport, color_scheme=scheme)
+        page = context.new_page()
+        try:
+            page.goto(f"{address(url, stem)}?{urlencode(link)}")
+            wait_drawn(page)
+            page.get_by_role("button", name=button).click()
+            page.mouse.move(0, viewport["height"] - 1)  # away from the button: its tooltip is no part of the view
+            wait_drawn(page)
+            page.get_by_text(scroll, exact=True).first.evaluate("e => e.scrollIntoView()")  # just before the figure
+            page.wait_for_timeout(800)
+            path = DOCS / f"app-{name}{suffix}-{scheme}.png"
+            save_png(page.screenshot(), path)
+            written.append(path)
+            print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size / 1024:.0f} KB)", flush=True)
+        finally:
+            context.close()
+    return written
+
+
 def main(argv: list[str] | None = None) -> list[Path]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", help="a running app (default: start one)")
     parser.add_argument("--pages", default=",".join(BY_STEM), help="comma-separated page stems")
+    parser.add_argument("--views", default=",".join(VIEWS), help="comma-separated views inside pages")
     parser.add_argument("--themes", default="light,dark")
     args = parser.parse_args(argv)
-    stems = [s for s in args.pages.split(",") if s]
-    unknown = sorted(set(stems) - set(BY_STEM))
+    stems, views = [s for s in args.pages.split(",") if s], [v for v in args.views.split(",") if v]
+    unknown = sorted(set(stems) - set(BY_STEM)) + sorted(set(views) - set(VIEWS))
     if unknown:
-        parser.error(f"unknown pages {unknown}; choose from {list(BY_STEM)}")
+        parser.error(f"unknown pages or views {unknown}; choose from {list(BY_STEM)} and {list(VIEWS)}")
     from playwright.sync_api import sync_playwright
 
     DOCS.mkdir(exist_ok=True)
@@ -128,7 +169,9 @@ def main(argv: list[str] | None = None) -> list[Path]:
             browser = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium", args=FLAGS)
             try:
                 for scheme in args.themes.split(","):
-                    written += shoot(browser, url, stems, scheme)
+                    written += shoot(browser, url, stems, scheme) if stems else []
+                    for name in views:
+                        written += shoot_view(browser, url, name, scheme)
             finally:
                 browser.close()
     finally:

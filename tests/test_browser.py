@@ -144,3 +144,41 @@ def test_attention_entropy_of_models_with_unequal_heads_draws_in_chromium(tmp_pa
         browser.close()
     assert errors == [] and drawn == 2, (errors, drawn)
 
+
+
+@pytest.mark.browser
+def test_the_relaxed_sharing_view_computes_and_makes_a_model_in_chromium(server):
+    """The Parameters page's Relaxed sharing view opened by its link: the curve computed on a click,
+    its figures drawn, a rank's model made and picked in the sidebar; desktop and phone screenshots."""
+    from urllib.parse import urlencode
+
+    from playwright.sync_api import expect, sync_playwright
+
+    from app.shell.registry import address
+
+    link = {"params_tab": "On real weights", "calc_real_view": "relaxed", "calc_relax_source": "bert-nsp",
+            "calc_relax_ranks": "0,4,full"}
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = chromium(p)
+        try:
+            for name, viewport in (("desktop", {"width": 1280, "height": 800}), ("phone", {"width": 390, "height": 844})):
+                page = browser.new_page(viewport=viewport)
+                page.goto(f"{address(server, 'parameters')}?{urlencode(link)}")
+                page.get_by_role("button", name="Compute the curve").click(timeout=90_000)
+                expect(page.get_by_text("Which maps need rank most")).to_be_visible(timeout=240_000)
+                charts = page.locator("[data-testid='stPlotlyChart']:visible .main-svg")
+                expect(charts.first).to_be_visible(timeout=60_000)
+                assert not page.locator("[data-testid='stException']").count()
+                page.get_by_text("Which maps need rank most").scroll_into_view_if_needed()
+                page.screenshot(path=str(ARTIFACTS / f"parameters-relaxed-{name}.png"))
+                page.close()
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.goto(f"{address(server, 'parameters')}?{urlencode(link)}")
+            page.get_by_role("button", name="Compute the curve").click(timeout=90_000)  # kept: drawn at once
+            page.get_by_role("button", name="Make the rank-4 model").click(timeout=60_000)
+            page.get_by_role("button", name="Pick converted:bert-nsp-r4-all-average in the sidebar").click(timeout=60_000)
+            picked = page.locator("[data-testid='stSidebar'] [data-baseweb='tag']").filter(has_text="bert-nsp-r4-all-average")
+            expect(picked).to_be_visible(timeout=30_000)
+        finally:
+            browser.close()

@@ -158,7 +158,8 @@ def relaxation_figure(curve: pd.DataFrame, x: str, title: str) -> go.Figure:
     fig.update_yaxes(rangemode="tozero")
     fig.update_layout(title=title)
     fig = style(fig, height=880, legend_title="")
-    return fig.update_layout(legend_y=1.06, margin_t=130)  # above the panels' titles, not on them
+    # in the grid's empty sixth cell: above the panels, it sat on their titles (and on the title on a phone)
+    return fig.update_layout(legend=dict(orientation="v", x=0.56, y=0.22, xanchor="left", yanchor="top"))
 
 
 @built_once

@@ -152,8 +152,8 @@ def draw_curve(request: Request, curve: pd.DataFrame, energy: pd.DataFrame) -> N
         st.markdown(f"- {remark}.")
     x = st.radio("Parameters as", list(CURVE_AXES), horizontal=True, format_func=CURVE_AXES.get, key=key("relax_x"))
     pairs = int(curve.pair_n.max())
-    draw.chart(relaxation_figure(curve, x, f"{request.name}: what each rank gives back ({request.sharing} shared, "
-                                           f"{request.init})"), f"relaxation-{request.name.replace(':', '-')}")
+    draw.chart(relaxation_figure(curve, x, f"{request.name}: what each rank gives back<br><sup>{request.sharing} shared, "
+                                           f"shared blocks start from: {request.init}</sup>"), f"relaxation-{request.name.replace(':', '-')}")
     st.caption(f"MLM on {int(curve.mlm_n.max()):,} masked tokens, the pair task on {pairs:,} held-out pairs (95% Wilson "
                "intervals); KL: the source's MLM distribution against each model's at those tokens; roughness: "
                "Figure 1's zig-zag on the built-in sample. The dotted line in each panel is the source BERT's value.")
