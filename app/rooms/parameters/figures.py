@@ -172,8 +172,8 @@ def energy_figure(energy: pd.DataFrame, rank: str) -> go.Figure:
                                colorscale="Blues", showscale=False, text=[[f"{v:.0%}" for v in r] for r in grid.values],
                                texttemplate="%{text}",
                                hovertemplate="application %{y}, %{x}: %{z:.1%} of its residual kept<extra></extra>"))
-    fig.update_yaxes(title_text="layer application", autorange="reversed")
-    fig.update_layout(title=f"Residual energy kept at rank {rank}, per application and map")
+    fig.update_yaxes(title_text="layer application", type="category", autorange="reversed")  # 1, 2, 3: no 1.5
+    fig.update_layout(title=f"Energy kept at rank {rank}<br><sup>of each residual, per application and map</sup>")
     return style(fig, height=420)
 
 
