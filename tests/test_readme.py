@@ -21,6 +21,7 @@ FAST = {
               "--eval-limit", "8", "--hidden", "32", "--heads", "2", "--ffn", "48", "--embedding", "16", "--foreground"],
     "evaluate": ["--corpus", "wiki-vital[:600]", "--limit", "8", "--no-ood"],
     "albertize": ["--embedding", "8"],  # the fixture's BERT has H = 32
+    "relax": ["--pairs", "8"],
     "fit-head": ["--corpus", "wiki-vital[:600]", "--train-pairs", "60", "--heldout-pairs", "40", "--steps", "5", "--out", "probe"],
 }
 COVERED_ELSEWHERE = {"torchrun": "tests/test_training_ddp.py runs the same entry point under torchrun"}
