@@ -36,6 +36,7 @@ from albert_lab.training.config import TrainConfig
 from albert_lab.training.distributed import DistContext
 from albert_lab.training.evaluation import HeldOut
 from albert_lab.training.init import load_init_weights, standardize_pooler
+from albert_lab.training.late import LateScalars
 from albert_lab.training.optim import build_optimizer, lr_factor
 from albert_lab.training.prepare import Prepared, prepare
 from albert_lab.training.progress import Progress
@@ -185,6 +186,7 @@ class Trainer:
         params = [p for p in self.model.parameters() if p.requires_grad]
         clip = self.config.clip_norm or float("inf")
         last = time.perf_counter()
+        self.scalars = LateScalars(self.device)
         while (fraction := self._fraction()) < 1.0:
             if self.cancel.is_set() or self.folder.cancel.exists():
                 raise Cancelled
@@ -198,23 +200,41 @@ class Trainer:
             grad_norm = torch.nn.utils.clip_grad_norm_(params, clip)
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=True)
-            # The step's numbers come to the host in one copy (one wait for the device, not seven)
+            # The step's numbers: one tensor, read one step late (training/late.py), or now where this step needs them
             distil = out.distil_loss.detach() if out.distil_loss is not None else out.loss.new_zeros(())
-            loss, mlm_loss, pair_loss, norm, mlm_hits, pair_hits, distil_loss = torch.stack(
-                [t.detach().float() for t in (out.loss, out.mlm_loss, out.pair_loss, grad_norm, out.mlm_correct,
-                                              out.pair_correct, distil)]).tolist()
-            if not math.isfinite(loss):
-                raise RunError(f"the loss became {loss} at step {self.progress.step}; settings that can cause it: "
-                               f"{self.config.divergence_causes()}")
+            values = torch.stack([t.detach().float() for t in (out.loss, out.mlm_loss, out.pair_loss, grad_norm, out.mlm_correct,
+                                                               out.pair_correct, distil)])
             now = time.perf_counter()
             tokens = self.dist.all_sum(batch.num_tokens)
+            self._account(self.scalars.take())  # the step before's, long done
             p = self.progress
+            self.scalars.put(values, (p.step, dict(time=now - last, tokens=tokens, steps=1, mlm_n=out.mlm_count,
+                                                    pair_n=out.pair_count)))
             p.step, p.tokens, p.elapsed = p.step + 1, p.tokens + tokens, p.elapsed + now - last
-            p.add(time=now - last, tokens=tokens, steps=1, loss=loss, mlm_loss=mlm_loss, pair_loss=pair_loss, grad_norm=norm,
-                  mlm_hits=mlm_hits, mlm_n=out.mlm_count, pair_hits=pair_hits, pair_n=out.pair_count, distil_loss=distil_loss)
-            if self.dist.is_main:
-                self._periodic(batch, lr)
+            if self._due():
+                self._account(self.scalars.take(now=True))
+                if self.dist.is_main:
+                    self._periodic(batch, lr)
             last = time.perf_counter()  # evaluation and checkpoint time is not step time
+        self._account(self.scalars.take())
+
+    def _due(self) -> bool:
+        """Whether this step logs, evaluates, saves, snapshots its gradients or is the last: it reads its numbers now."""
+        step, config = self.progress.step, self.config
+        return (step == 1 or self._fraction() >= 1.0 or
+                any(step % every == 0 for every in (config.log_every, config.gradflow_every, config.eval_every,
+                                                     config.checkpoint_every)))
+
+    def _account(self, taken: tuple[list[float], Any] | None) -> None:
+        """A step's numbers into the progress window; a loss that is not finite ends the run."""
+        if taken is None:
+            return
+        (loss, mlm_loss, pair_loss, norm, mlm_hits, pair_hits, distil_loss), (step, counts) = taken
+        if not math.isfinite(loss):
+            raise RunError(f"the loss became {loss} at step {step}; settings that can cause it: "
+                           f"{self.config.divergence_causes()}")
+        self.progress.add(**counts, loss=loss, mlm_loss=mlm_loss, pair_loss=pair_loss, grad_norm=norm, mlm_hits=mlm_hits,
+                          pair_hits=pair_hits, distil_loss=distil_loss)
 
     def _periodic(self, batch: Batch, lr: float) -> None:
         step, config = self.progress.step, self.config
