@@ -1,7 +1,8 @@
 """Reading an uploaded sentence-pairs file: CSV, TSV or JSONL with columns sentence_a,
 sentence_b and optionally label (0 = A then B is the original order / B follows A;
-1 = not). Problems are reported per row or column and valid rows are still scored;
-DataError only when nothing can be. (data/pairs.py builds pretraining pairs instead.)
+1 = not). Any other column (a student, a topic) is kept as text, for slicing the results.
+Problems are reported per row or column and valid rows are still scored; DataError only
+when nothing can be. (data/pairs.py builds pretraining pairs instead.)
 """
 
 from __future__ import annotations
@@ -19,11 +20,16 @@ from albert_lab.data.textfile import check_size, decode_utf8, jsonl_records
 from albert_lab.errors import DataError
 
 COLUMNS = ("sentence_a", "sentence_b")
+# Names analysis.pairs.score_pairs gives its own columns: a file's column of that name is not kept.
+RESERVED = ("row", "label", "checkpoint", "head", "head_status", "tokens", "unknown", "reads", "truncated", "p_ab", "p_ba",
+            "prediction", "note", "correct")
+MAX_EXTRA_CHARS = 200  # an extra column's value is a name to slice by (a student, a topic), not a text
 
 
 @dataclass
 class PairsFile:
-    pairs: pd.DataFrame  # columns: row (1-based, as in the file), sentence_a, sentence_b, label (Int64, may be NA)
+    pairs: pd.DataFrame  # columns: row (1-based, as in the file), sentence_a, sentence_b, label (Int64, may be NA),
+    # then the file's other columns in its order (text, NA where blank)
     problems: list[str] = field(default_factory=list)
 
 
@@ -156,10 +162,11 @@ def _jsonl_records(text: str, problems: list[str]) -> Iterator[dict]:
 def _clean(records: Iterable[dict], problems: list[str], name: str, max_rows: int) -> PairsFile:
     """Valid rows, at most `max_rows` of them (the cap counts only rows that are scored);
     `records` is read no further than the row after the cap."""
-    rows, fields_seen, first_keys = [], False, None
+    rows, fields_seen, first_keys, extras = [], False, None, {}
     for record in records:
         number = record["_row"]
         first_keys = sorted(k for k in record if k != "_row")[:6] if first_keys is None else first_keys
+        extras.update((k, None) for k in record if k not in extras and k not in (*COLUMNS, "_row"))
         fields_seen = fields_seen or any(c in record for c in COLUMNS)
         if len(rows) == max_rows:
             rows_word = "row" if max_rows == 1 else "rows"
@@ -181,7 +188,8 @@ def _clean(records: Iterable[dict], problems: list[str], name: str, max_rows: in
                 value = value[:MAX_SEGMENT_CHARS]
             values[column] = " ".join(value.split())
         else:
-            rows.append(dict(row=number, **values, label=_label(record.get("label"), number, problems)))
+            rows.append(dict(row=number, **values, label=_label(record.get("label"), number, problems),
+                             **{f"_{k}": _extra(record.get(k)) for k in extras if k != "label"}))
     if first_keys is not None and not fields_seen:
         raise DataError(f"{name}: missing fields {', '.join(COLUMNS)} (found {first_keys})"
                         + _column_hint(list(COLUMNS), first_keys))
@@ -190,7 +198,29 @@ def _clean(records: Iterable[dict], problems: list[str], name: str, max_rows: in
                         + _column_hint([c for c in COLUMNS if c not in (first_keys or [])], first_keys or []))
     frame = pd.DataFrame(rows)
     frame["label"] = frame["label"].astype("Int64")
-    return PairsFile(frame, problems)
+    return PairsFile(_extra_columns(frame, [k for k in extras if k != "label"], problems), problems)
+
+
+def _extra(value: object) -> str | None:
+    """An extra column's value as text (a number as written), None where blank or not a plain value."""
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    text = " ".join(str(value).split())[:MAX_EXTRA_CHARS]
+    return text or None
+
+
+def _extra_columns(frame: pd.DataFrame, names: list[str], problems: list[str]) -> pd.DataFrame:
+    """The file's other columns (held as `_name` while read) under their own names, as text; a name the
+    scores use, or a blank one, is not kept and is named in `problems`."""
+    for name in names:
+        values = frame.pop(f"_{name}").astype("string") if f"_{name}" in frame else None
+        if name is None or not str(name).strip():
+            problems.append("a column without a name in the header is not kept")
+        elif name in RESERVED:
+            problems.append(f"column {name} is not kept: the scores have a column of that name; rename it to slice by it")
+        elif values is not None:
+            frame[name] = values
+    return frame
 
 
 def _label(value: object, number: int, problems: list[str]) -> int | None:
