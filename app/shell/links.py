@@ -70,6 +70,17 @@ def share(**params: Any) -> None:
     shell().shared, shell().shared_now = True, values
 
 
+def carry(*names: str) -> None:
+    """Link values of controls this run does not draw, kept in the link as they came and not yet applied:
+    a link made on an upload's view (its slice, its filters) opens before the visitor uploads a file, and
+    the view takes them once one is."""
+    if not shell().shared:
+        share()
+    waiting = {name: raw for name in names if (raw := st.query_params.get(name)) is not None
+               and shell().url_applied.get(name) != raw}
+    shell().shared_now = {**shell().shared_now, **waiting}
+
+
 def publish() -> None:
     """After the page: what it shared into the link (a page without inputs of its own still
     links the checkpoints picked)."""

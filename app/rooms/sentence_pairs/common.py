@@ -27,6 +27,7 @@ class PairsState:
     upload: tuple[str, bytes] | None = None  # the last pairs file uploaded: name and bytes, kept for the session
     attribution: tuple[tuple, Any] | None = None  # the last attribution: its request and result
     linked_upload: bool = False  # a link opened the Upload pairs tab, without the file its maker scored
+    edited: tuple[int, str, str] | None = None  # the upload's pair last re-scored: its row, A and B as edited
 
     def forget_upload(self) -> None:
         self.upload = None

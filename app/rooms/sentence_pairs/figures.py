@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from app.rooms.sentence_pairs.reading import HEAD_SHORT
 from app.shell.built import built_once
-from app.shell.look import SERIES_COLOURS, chance_line, colour_map, style, styled
+from app.shell.look import SERIES_COLOURS, chance_line, colour_for, colour_map, style, styled
 
 ORDERS = {"p_ab": "A → B (as typed)", "p_ba": "B → A (swapped)"}
 ORDER_COLOURS = dict(zip(ORDERS.values(), SERIES_COLOURS))  # the same in light and dark themes
@@ -57,3 +57,25 @@ def spread_figure(scores: pd.DataFrame) -> go.Figure:
                        color_discrete_map=colour_map(scores.checkpoint), labels={"p_ab": "P(label 0 | A → B)"})
     fig.update_yaxes(title_text="pairs")
     return style(fig)
+
+
+@built_once
+def slice_figure(table: pd.DataFrame, by: str) -> go.Figure:
+    """Accuracy with its 95% interval per group of a slice (analysis.slices.slice_accuracy), a point per
+    checkpoint side by side in each group, in the checkpoint's colour; groups without labelled pairs left out."""
+    table = table[table.n > 0]
+    traces = []
+    for name, rows in table.groupby("checkpoint", sort=False):
+        traces.append(go.Scatter(
+            x=list(rows.slice.astype(str)), y=list(rows.accuracy), name=name, mode="markers", offsetgroup=name,
+            marker=dict(color=colour_for(name), size=10), cliponaxis=False,
+            error_y=dict(type="data", symmetric=False, array=list(rows.high - rows.accuracy),
+                         arrayminus=list(rows.accuracy - rows.low)),
+            customdata=list(zip(rows.hits, rows.n, rows.low, rows.high)),
+            hovertemplate=f"{name}, %{{x}}<br>%{{customdata[0]}} of %{{customdata[1]}} right: %{{y:.2f}} "
+                          "[%{customdata[2]:.2f}-%{customdata[3]:.2f}]<extra></extra>"))
+    fig = go.Figure(traces, layout=dict(scattermode="group", scattergap=0.5,
+                                        title=dict(text=f"Share right by {by} (95% interval)")))
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=list(dict.fromkeys(table.slice.astype(str))))
+    fig.update_yaxes(range=[0, 1.04])
+    return chance_line(style(fig, y="share right", legend_title="checkpoint"))

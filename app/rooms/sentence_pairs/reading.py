@@ -84,3 +84,20 @@ def _nsp_words(names: list[str], scoring: list[str], share_zero: float) -> str:
                  "above, tell these apart: a head that says 'is next' to everything is right on every label-0 pair and "
                  "on no label-1 pair.")
     return text
+
+
+def slice_words(low: float, high: float, n: int, always: object, base: float, by_label: bool) -> str:
+    """What one group's interval allows, in a table cell: against chance and, unless the slice is by label
+    (where always answering the group's own label scores 1), against always answering its commoner label."""
+    if n == 0:
+        return "no labelled pairs"
+    if low <= CHANCE <= high:
+        return f"too few to tell from chance ({n} pairs)"
+    bar = None if by_label or base != base or base <= CHANCE else base  # base != base: NaN, no labels
+    if bar is not None and low <= bar <= high:
+        return f"too few to tell from always answering {always} ({bar:.2f})"
+    if high < CHANCE:
+        return "below chance"
+    if bar is not None and high < bar:
+        return f"above chance, below always answering {always} ({bar:.2f})"
+    return "above chance" + ("" if bar is None else " and the base rate")

@@ -15,10 +15,11 @@ from albert_lab.analysis.registry import SCORE
 from albert_lab.data.pairs_file import read_pairs
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from app.rooms.sentence_pairs import figures as pair_figures
+from app.rooms.sentence_pairs import pair_rows, slicing
 from app.rooms.sentence_pairs.common import PairsState, model_size
 from app.rooms.sentence_pairs.reading import majority, upload_reading
 from app.rooms.sentence_pairs.scores import show_scores
-from app.shell import draw, runner
+from app.shell import draw, links, runner
 from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.runner import Part
@@ -80,6 +81,7 @@ def upload_tab(bundles: list) -> None:
                                 on_change=_upload_changed)
     state = kept(PairsState)
     if uploaded is None and state.upload is None:
+        links.carry(*slicing.LINKED, *pair_rows.LINKED)  # a link's slice and filters wait for the visitor's own file
         if state.linked_upload:
             st.info(LINKED_NOTE, icon=":material/link:")
         return
@@ -130,3 +132,7 @@ def upload_tab(bundles: list) -> None:
                                     "prefers_ab": st.column_config.NumberColumn(
                                         "prefers A → B", format="%.3f", help=SUMMARY_MEANINGS["prefers_ab"])})
         show_scores(scores, "uploaded", bundles)
+        scored = scores[scores.checkpoint.isin(summary.checkpoint)]  # no columns of blanks for a head not scored
+        if len(scored):
+            by, groups = slicing.slices_view(scored)
+            pair_rows.pairs_view(scored, by, groups, bundles)
