@@ -78,4 +78,7 @@ def slice_figure(table: pd.DataFrame, by: str) -> go.Figure:
                                         title=dict(text=f"Share right by {by} (95% interval)")))
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=list(dict.fromkeys(table.slice.astype(str))))
     fig.update_yaxes(range=[0, 1.04])
-    return chance_line(style(fig, y="share right", legend_title="checkpoint"))
+    fig = style(fig, y="share right")
+    # the legend under the groups: above the plot, four checkpoints on a phone's four lines ran into the title
+    fig.update_layout(legend=dict(yanchor="top", y=-0.12), margin_t=70)
+    return chance_line(fig)

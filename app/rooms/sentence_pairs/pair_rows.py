@@ -20,7 +20,7 @@ from app.shell.state import kept
 key = keys(__file__)  # this room's widget keys
 LINKED = (key("find"), key("flabel"), key("fgroup"), key("row"))  # in the link: the filters and the pair picked
 LABELS = {"any": "any", "0": "0: in order / next", "1": "1: swapped / random", "none": "no label"}
-PREDICTS = {0: "0: in order / next", 1: "1: swapped / random"}
+PREDICTS = {0: "0", 1: "1"}  # the label the head gives A → B (0: in order / next)
 
 
 def rescore(bundles: list, a: str, b: str) -> pd.DataFrame:
@@ -86,10 +86,13 @@ def edit_pair(shown: pd.DataFrame, scores: pd.DataFrame, bundles: list) -> None:
         [edited] = runner.run([Part.of(f"Re-scoring row {row}", Selection.read().only([bd.name for bd in bundles]),
                                        rescore, a, b, units=sum(map(model_size, bundles)))])
         st.dataframe(compared(original, edited), hide_index=True, width="stretch",
-                     column_config={c: st.column_config.NumberColumn(c, format="%.3f") for c in PROBABILITIES})
+                     column_config={**{c: st.column_config.NumberColumn(c, format="%.3f") for c in PROBABILITIES},
+                                    **{c: st.column_config.TextColumn(c, help=SAYS_HELP) for c in SAYS}})
 
 
-PROBABILITIES = ("A → B as uploaded", "A → B edited", "change", "B → A as uploaded", "B → A edited")
+PROBABILITIES = ("A → B as uploaded", "A → B edited", "change", "B → A as uploaded", "B → A edited")  # P(label 0)
+SAYS = ("says as uploaded", "says edited")
+SAYS_HELP = "the label the head gives the pair as A → B: 0 (in order / B is next) when P(label 0) > 0.5, else 1"
 
 
 def compared(original: pd.DataFrame, edited: pd.DataFrame) -> pd.DataFrame:
@@ -98,8 +101,8 @@ def compared(original: pd.DataFrame, edited: pd.DataFrame) -> pd.DataFrame:
     frame = pd.DataFrame({PROBABILITIES[0]: before.p_ab, PROBABILITIES[1]: after.p_ab,
                           PROBABILITIES[2]: after.p_ab - before.p_ab,
                           PROBABILITIES[3]: before.p_ba, PROBABILITIES[4]: after.p_ba,
-                          "predicts as uploaded": before.prediction.astype(object).map(PREDICTS).fillna(""),
-                          "predicts edited": after.prediction.astype(object).map(PREDICTS).fillna("")})
+                          SAYS[0]: before.prediction.astype(object).map(PREDICTS).fillna(""),
+                          SAYS[1]: after.prediction.astype(object).map(PREDICTS).fillna("")})
     return frame.rename_axis("checkpoint").reset_index()
 
 

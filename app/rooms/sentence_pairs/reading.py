@@ -92,7 +92,7 @@ def slice_words(low: float, high: float, n: int, always: object, base: float, by
     if n == 0:
         return "no labelled pairs"
     if low <= CHANCE <= high:
-        return f"too few to tell from chance ({n} pairs)"
+        return "too few to tell from chance"
     bar = None if by_label or base != base or base <= CHANCE else base  # base != base: NaN, no labels
     if bar is not None and low <= bar <= high:
         return f"too few to tell from always answering {always} ({bar:.2f})"

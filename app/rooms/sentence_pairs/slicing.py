@@ -15,6 +15,7 @@ from app.shell.registry import keys
 
 key = keys(__file__)  # this room's widget keys
 LINKED = (key("slice"),)  # in the link: the slice picked
+MAX_ROWS_SHOWN = 24  # the slices' table shows this many rows whole (groups x checkpoints), and scrolls beyond
 SLICE_HELP = {LABEL: "the label your file gives (0: in order / is next; 1: not)",
               LENGTH: "the pair's words, A and B together, in three groups as near equal as ties allow",
               UNKNOWN: "the share of the pair's pieces the vocabulary does not have (the largest over the checkpoints): "
@@ -41,12 +42,13 @@ def slices_view(scores: pd.DataFrame) -> tuple[str, pd.Series]:
     table["reads"] = [slice_words(r.low, r.high, r.n, f"label {r.always}", r.base, by == LABEL)
                       for r in table.itertuples()]
     st.dataframe(table.drop(columns=["head", "always"]).assign(slice=table.slice.astype(str)), hide_index=True,
-                 width="stretch", column_config=_columns(by))
+                 width="stretch", column_config=_columns(by), height="content" if len(table) <= MAX_ROWS_SHOWN else "auto")
     small = table[table.reads.str.startswith("too few")]
     if len(small):
-        st.caption(f"{len(small)} of {len(table[table.n > 0])} groups are too small to conclude: their interval holds "
-                   "chance or what always answering the group's commoner label scores, so a difference between "
-                   "groups there may be luck. More pairs per group narrow the intervals.")
+        st.caption(f"{len(small)} of the {len(table[table.n > 0])} accuracies (a group's, by one checkpoint) rest on "
+                   "too few pairs to conclude: their interval holds chance or what always answering the group's "
+                   "commoner label scores, so a difference between groups there may be luck. More pairs per group "
+                   "narrow the intervals.")
     draw.download(table.assign(slice=table.slice.astype(str)), f"pair-slices-{by.replace(' ', '-')}.csv",
                   "Download the slices (CSV)")
     return by, groups
