@@ -36,7 +36,7 @@ def test_slices_filter_and_a_rescored_pair(app, shipped):
         assert (row.pairs, row.n, row.hits) == (3, 3, hits)
         assert (row.low, row.high) == wilson_interval(hits, 3) and row.accuracy == hits / 3
         assert row.reads.startswith("too few to tell")  # 3 pairs: every interval holds chance or the base rate
-    assert any("too small to conclude" in c.value for c in at.caption)
+    assert any("rest on too few pairs to conclude" in c.value for c in at.caption)
     chart = next(c for c in charts(at) if "Share right by student" in c.proto.spec)
     assert '"offsetgroup":"albert-sop"' in chart.proto.spec.replace(" ", "")
     assert link_of(at)["pair_slice"] == "student"
