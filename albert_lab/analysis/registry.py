@@ -172,7 +172,11 @@ EVALUATE = Analysis(
      AnalysisOption("by_source", bool, False, help="also one row per source"),
      AnalysisOption("out_of_domain", bool, True, flag="--no-ood", use="inputs", help="skip the out-of-domain source")),
     heads=("mlm", "pair"), report="report", progress=True,
-    cost=Cost("table5", 0.045, "one held-out pair per task and pairs set at albert-sop's size"))
+    # the page's default was 100 pairs per task: 600 pairs (3 tasks, held-out and out-of-domain), not 100, per checkpoint.
+    # bench_estimates.py --only table5 --limit 50, 2 cores, load 1.5-2.7: 0.059 (albert-sop), 0.037 (albert-sop-minilm)
+    # s per unit, the pairs built in 1.6 s; at load 4-5: 0.068, 0.043; the walk at load 1-3: 108 s for 3,150 units, 0.034
+    cost=Cost("table5", 0.04, "one held-out pair scored, one forward pass (MLM, NSP or SOP), at albert-sop's size "
+                              "(evaluation.pairs_scored)", first=2.0))
 
 OSCILLATION = Analysis(
     "oscillation", "L2 distance and angle between each layer's input and output (paper Figure 1)",
