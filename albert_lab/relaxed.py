@@ -2,16 +2,18 @@
 all-shared ALBERT and a BERT with every layer its own.
 
 Each layer application l keeps the shared weight matrix W_g of its sharing group g and adds a
-correction of rank r: it computes x (W_g + B_l A_l)^T + b_l as x W_g^T + (x A_l^T) B_l^T + b_l,
-with A_l (r x in) and B_l (out x r) its own. Its biases and LayerNorms (2% of a block) are its
-own too, so that at full rank (r = min(out, in)) the model is any BERT of its shape again, and
+correction of rank r: it computes x (W_g + B_l A_l)^T + b_l, with A_l (r x in) and B_l (out x r)
+its own (the matrix W_g + B_l A_l made first: cheaper than two thin products for any batch of more
+than a few hundred tokens, and made once and kept where no gradient is taken). Its biases and
+LayerNorms (2% of a block) are its own too, so that at full rank (r = min(out, in)) the model is any BERT of its shape again, and
 at rank 0 it is the plain shared ALBERT (the spec then is not relaxed: no correction at all).
 
 In memory: one transformers module per layer application (num_hidden_groups = L, as partial
 sharing has), whose shared half's six linear maps (query, key, value, attention output, FFN
 in, FFN out) are `RelaxedLinear`s; `tie_relaxed` makes the layers of a group hold one and the
 same `shared` Parameter (its gradient sums over the applications, as a shared block's does).
-On disk each shared matrix is written once, under its group's first layer (`saved_state`).
+On disk each shared matrix is written once, under its group's first layer (`shared_keys` names the
+copies left out).
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ RELAXED_MAPS: dict[Half, tuple[str, ...]] = {
 
 
 class RelaxedLinear(nn.Module):
-    """x W^T + (x A^T) B^T + b, W shared with the other applications of its group, A (r x in),
-    B (out x r) and b this application's own. `weight` is the matrix it applies, W + B A."""
+    """x (W + B A)^T + b, W shared with the other applications of its group, A (r x in), B (out x r)
+    and b this application's own. `weight` is the matrix it applies, W + B A."""
 
     def __init__(self, in_features: int, out_features: int, rank: int) -> None:
         super().__init__()
@@ -59,11 +61,14 @@ class RelaxedLinear(nn.Module):
         return self.shared + self.lora_b @ self.lora_a
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (W + B A)^T + b, the matrix made first: out x in x r multiply-adds, where the two thin products
+        x A^T, then B, cost tokens x r x (in + out), more whenever a batch holds over in x out / (in + out)
+        tokens (192 at H = 384), as every training batch does. Autograd takes the gradient to W, A and B."""
         if not self.rank:
             return F.linear(x, self.shared, self.bias)
-        if not torch.is_grad_enabled():  # inference: one matrix, W + B A, made once (as fast as the plain block)
+        if not torch.is_grad_enabled():  # inference: the matrix made once, kept while W, A and B stay
             return F.linear(x, self._merged(), self.bias)
-        return F.linear(x, self.shared, self.bias) + F.linear(F.linear(x, self.lora_a), self.lora_b)
+        return F.linear(x, torch.addmm(self.shared, self.lora_b, self.lora_a), self.bias)
 
     def _merged(self) -> torch.Tensor:
         """W + B A, kept until one of the three changes (an optimizer step, a load, a move to another

@@ -1,9 +1,9 @@
 """Relaxed sharing: the ends of the curve (full rank = the source BERT, rank 0 = albertize), exact
 counts, the checkpoint on disk, uptraining, gradient flow and every bad input as one line.
 
-Tolerances (tests/tolerance.py): the relaxed model computes x W_g^T + (x A^T) B^T + b where the
+Tolerances (tests/tolerance.py): the relaxed model computes x (W_g + B A)^T + b where the
 source computes x W_l^T + b, with B A = W_l - W_g up to float32's rounding of the factors. Each
-corrected map adds two reductions to an output's path, of lengths `in` and r; so the bound is
+corrected map adds a reduction of length r (B A) to the one of length `in`; so the bound is
 the source's path length plus, per layer, (in + r) for each of the six maps, times u = 2^-24,
 times the output row's largest magnitude. A wrong bias, LayerNorm or factor moves outputs by
 orders of magnitude more."""
@@ -275,8 +275,8 @@ def test_the_curve_runs_from_albertize_to_the_source(tiny_bert):
 
 
 def test_inference_merges_each_correction_once_and_follows_training(tokenizer):
-    """Without gradients a relaxed map applies W + B A as one matrix, equal to the two-path form
-    within float32's rounding of one extra reduction; an optimizer step is seen at once."""
+    """Without gradients a relaxed map applies W + B A made once and kept, equal to the matrix made
+    afresh (as with gradients) within float32's rounding; an optimizer step is seen at once."""
     spec = tiny_spec(len(tokenizer), rank_attention=3, rank_ffn=3)
     model = build_model(spec, seed=0)
     layer = model.albert.encoder.albert_layer_groups[1].albert_layers[0].ffn
