@@ -3,7 +3,7 @@
 the record's seconds per unit, as app.shell.pace.estimate answers before this process has timed
 anything) and what the same work then takes, called as the page calls it, on the shipped
 checkpoints: Table 5 measured now, oscillation, gradient flow, depth extrapolation, an uploaded
-pairs file, token attributions.
+pairs file, token attributions, and for a BERT the relaxation curve (Parameters, Relaxed sharing).
 
 Each work is timed once cold (the first in this process: imports, captum's hooks) and then warm
 (the best of --repeat); `ratio` is warm / estimate, and `s/unit` the warm seconds per unit, what
@@ -52,6 +52,7 @@ def works(bundle, args, texts: list[str], pairs: pd.DataFrame, held_out) -> list
     from albert_lab.analysis.gradflow import default_objective, gradient_flow
     from albert_lab.analysis.oscillation import oscillation
     from albert_lab.analysis.pairs import score_pairs
+    from albert_lab.analysis.relaxation import DEFAULT_PAIRS, DEFAULT_RANKS, curve_and_energy
     from albert_lab.card import model_card
 
     size = costs.size(bundle.spec)
@@ -70,7 +71,9 @@ def works(bundle, args, texts: list[str], pairs: pd.DataFrame, held_out) -> list
         (f"upload, {len(pairs)} pairs", "score_upload", len(pairs) * size, lambda: score_pairs(bundle, pairs)),
         (f"attribution, {args.steps} steps", "attribution", costs.attribution_units(bundle.spec, args.steps, tokens),
          lambda: attribute_pair(bundle, EXAMPLE_A, EXAMPLE_B, 0, args.steps)),
-    ]
+    ] + ([(f"relaxation curve, {len(DEFAULT_RANKS)} ranks, {DEFAULT_PAIRS} pairs", "relaxation",
+           costs.relaxation_units(bundle.spec, len(DEFAULT_RANKS), DEFAULT_PAIRS),
+           lambda: curve_and_energy(bundle.source, DEFAULT_RANKS, pairs=DEFAULT_PAIRS))] if bundle.spec.family == "bert" else [])
 
 
 def main() -> None:

@@ -257,9 +257,10 @@ ATTRIBUTION = Analysis(
     cost=Cost("attribution", 0.0035, f"one integration step of a {REFERENCE_TOKENS}-token pair at albert-sop's size",
               first=1.0))  # captum's import: 0.2-0.25 s from the page cache, longer from a cold disk
 
-# The Parameters page's relaxation curve: `albert-lab relax --ranks` on the command line, so no record of its own
-# (bert-nsp, ranks 0,16,full and 64 pairs: 57 s for 320 units at load 3, 54 s for 400 with 0,4,16,full)
-RELAXATION_COST = Cost("relaxation", 0.15, "one held-out pair through one model of the curve at albert-sop's size "
+# The Parameters page's relaxation curve: `albert-lab relax --ranks` on the command line, so no record of its own.
+# benchmarks/bench_estimates.py --only relaxation, ranks 0,4,16,64,full and 128 pairs, load 1.3-2.0: bert-nsp 31.9 s
+# for 864 units, bert-sop-minilm 71.1 s for 1,944 (0.037 s each; at load 3 beside other jobs about 0.15)
+RELAXATION_COST = Cost("relaxation", 0.037, "one held-out pair through one model of the curve at albert-sop's size "
                                            "(relaxation_units)")
 
 ANALYSES: tuple[Analysis, ...] = (EVALUATE, OSCILLATION, GRADFLOW, SCORE, EXTRAPOLATE, LOGIT_LENS, LENS_TOP, ATTENTION, CKA,
