@@ -86,7 +86,7 @@ def test_weights_swapped_after_the_hash_are_refused_and_nothing_is_kept(albert, 
     _after_the_hash(monkeypatch, zero_the_sop_head)
     with pytest.raises(CheckpointError, match="changed while they were converted"):
         converted_release(albert)
-    assert set(cache.iterdir()) == before
+    assert (set(cache.iterdir()) if cache.is_dir() else set()) == before  # nothing kept (the folder may never be made)
 
 
 def _weights_edited(folder: Path) -> bytes:
