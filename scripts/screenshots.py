@@ -104,13 +104,17 @@ def shoot(browser, url: str, stems: list[str], scheme: str) -> list[Path]:
             errors = page.locator("[data-testid='stException']")
             if errors.count():
                 print(f"warning: {stem} ({scheme}) shows an exception: {errors.first.inner_text()[:300]}")
-            path = DOCS / f"app-{BY_STEM[stem].image}-{scheme}.png"
-            save_png(page.screenshot(), path)
-            written.append(path)
-            print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size / 1024:.0f} KB)", flush=True)
+            written.append(shot(page, DOCS / f"app-{BY_STEM[stem].image}-{scheme}.png"))
     finally:
         context.close()
     return written
+
+
+def shot(page, path: Path) -> Path:
+    """The page as it is now, saved at `path` (said on the way)."""
+    save_png(page.screenshot(), path)
+    print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size / 1024:.0f} KB)", flush=True)
+    return path
 
 
 # name -> (page, its link, the button that computes it, the text scrolled to the top); bert-nsp: the shipped BERT
@@ -139,10 +143,7 @@ def shoot_view(browser, url: str, name: str, scheme: str) -> list[Path]:
             wait_drawn(page)
             page.get_by_text(scroll, exact=True).first.evaluate("e => e.scrollIntoView()")  # just before the figure
             page.wait_for_timeout(800)
-            path = DOCS / f"app-{name}{suffix}-{scheme}.png"
-            save_png(page.screenshot(), path)
-            written.append(path)
-            print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size / 1024:.0f} KB)", flush=True)
+            written.append(shot(page, DOCS / f"app-{name}{suffix}-{scheme}.png"))
         finally:
             context.close()
     return written
