@@ -82,11 +82,7 @@ def albertize_state(source: dict[str, torch.Tensor], source_spec: ModelSpec, emb
                      num_groups=groups, dropout=0.0, max_positions=source_spec.max_positions,
                      type_vocab_size=source_spec.type_vocab_size, objective=objective,
                      activation=source_spec.activation)
-    model = build_model(spec, seed=seed)  # heads the source lacks keep this seeded init, and are not saved
-    model.config.layer_norm_eps = layer_norm_eps
-    for module in model.modules():
-        if isinstance(module, torch.nn.LayerNorm):
-            module.eps = layer_norm_eps
+    model = with_layer_norm_eps(build_model(spec, seed=seed), layer_norm_eps)  # heads the source lacks keep this seeded init
     factor = factorise(source["bert.embeddings.word_embeddings.weight"], embedding_size)
     state = factorised_embeddings(source, factor, layer_norm_eps, seed)
     fit_r2 = state.pop("_fit_r2", 1.0)
@@ -111,6 +107,24 @@ def albertize_state(source: dict[str, torch.Tensor], source_spec: ModelSpec, emb
              "heads": {"mlm": "carried over" if carry_mlm else ("left out: no counterpart at E < H" if has_mlm else "absent in the source"),
                        "pair": PAIR_NOTES[objective] if has_pooler else "absent in the source (no pooler weights)"}}
     return Conversion(model=model, spec=spec, omit=omit, facts=facts)
+
+
+def with_layer_norm_eps(model: torch.nn.Module, eps: float) -> torch.nn.Module:
+    """`model` computing every LayerNorm with the source's epsilon (its config says so too)."""
+    model.config.layer_norm_eps = eps
+    for module in model.modules():
+        if isinstance(module, torch.nn.LayerNorm):
+            module.eps = eps
+    return model
+
+
+def source_state(bundle) -> dict[str, torch.Tensor]:
+    """A loaded source's weights, without those transformers made up on load (heads it lacks)."""
+    return {k: v for k, v in bundle.model.state_dict().items() if k not in bundle.missing_keys}
+
+
+def source_eps(bundle) -> float:
+    return float(getattr(bundle.model.config, "layer_norm_eps", 1e-12))
 
 
 def _source_layer(source: dict[str, torch.Tensor], layer: int, albert_name: str, suffix: str) -> torch.Tensor:
@@ -253,9 +267,7 @@ def albertize(source: str | Path, out: str | Path, embedding_size: int = 128, sh
     if bundle.spec.family != "bert":
         raise CheckpointError(f"{source}: albertize converts BERT models; this is an {bundle.spec.family.upper()} "
                               "checkpoint (it already has ALBERT's embedding and sharing)")
-    state = {k: v for k, v in bundle.model.state_dict().items() if k not in bundle.missing_keys}
-    eps = float(getattr(bundle.model.config, "layer_norm_eps", 1e-12))
-    conv = albertize_state(state, bundle.spec, embedding_size, sharing, groups, init, eps, seed)
+    conv = albertize_state(source_state(bundle), bundle.spec, embedding_size, sharing, groups, init, source_eps(bundle), seed)
     facts, named = dict(conv.facts), describe_source(source)  # the card names the source as every machine can
     card = {
         "name": Path(out).name,

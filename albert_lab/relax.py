@@ -19,10 +19,10 @@ from typing import Any
 
 import torch
 
-from albert_lab.convert import LAYER_MAP, Conversion, albertize_state
+from albert_lab.convert import LAYER_MAP, Conversion, albertize_state, source_eps, source_state, with_layer_norm_eps
 from albert_lab.errors import AlbertLabError
 from albert_lab.models import build_model, layer_applications, tie_shared_modules
-from albert_lab.relaxed import RELAXED_MAPS, relaxed_maps
+from albert_lab.relaxed import RELAXED_MAPS, half_of
 from albert_lab.spec import HALVES, Half, Init, ModelSpec, Sharing
 
 FULL = "full"
@@ -126,12 +126,7 @@ class Relaxation:
         facts = {**self.base.facts, "rank_attention": ranks["attention"], "rank_ffn": ranks["FFN"]}
         if not spec.relaxed:
             return Conversion(self.base.model, self.spec, self.base.omit, {**facts, "energy_kept": self.energy_kept(ranks)})
-        model = build_model(spec, seed=seed)
-        eps = self.base.model.config.layer_norm_eps
-        model.config.layer_norm_eps = eps
-        for module in model.modules():
-            if isinstance(module, torch.nn.LayerNorm):
-                module.eps = eps
+        model = with_layer_norm_eps(build_model(spec, seed=seed), self.base.model.config.layer_norm_eps)
         base_state = self.base.model.state_dict()
         own = model.state_dict()
         state = {k: v for k, v in base_state.items() if k in own and ".albert_layer_groups." not in k}
@@ -153,7 +148,7 @@ class Relaxation:
         if leaf == "shared":
             return block.get_submodule(name).weight.detach()
         if leaf in ("lora_a", "lora_b"):
-            half = next(h for h, n in relaxed_maps(spec) if n == name)
+            half = half_of(name)
             a, b = self.residuals[(index, name)].factors(spec.ranks[half])
             return a if leaf == "lora_a" else b
         return self.source_layers[index][key]
@@ -162,7 +157,7 @@ class Relaxation:
         """Per application (1-based) and map, the share of its residual's energy the ranks keep."""
         kept: dict[str, dict[str, float]] = {}
         for (index, name), residual in sorted(self.residuals.items()):
-            half = "attention" if name.startswith("attention") else "FFN"
+            half = half_of(name)
             kept.setdefault(str(index + 1), {})[name] = round(residual.kept(ranks[half]), 6)
         return kept
 
@@ -170,7 +165,7 @@ class Relaxation:
         """The share of all residuals' energy together the ranks keep."""
         total = kept = 0.0
         for (_, name), residual in self.residuals.items():
-            half = "attention" if name.startswith("attention") else "FFN"
+            half = half_of(name)
             energy = residual.s.square()
             total += float(energy.sum())
             kept += float(energy[:ranks[half]].sum())
@@ -253,14 +248,6 @@ def load_source(source: str | Path):
         raise AlbertLabError(f"{source}: relax starts from a BERT, whose layers are each their own; this is an "
                              f"{bundle.spec.family.upper()} checkpoint ({bundle.spec.label}), already shared")
     return bundle
-
-
-def source_state(bundle) -> dict[str, torch.Tensor]:
-    return {k: v for k, v in bundle.model.state_dict().items() if k not in bundle.missing_keys}
-
-
-def source_eps(bundle) -> float:
-    return float(getattr(bundle.model.config, "layer_norm_eps", 1e-12))
 
 
 def weights_sha256(source: str) -> dict[str, str]:

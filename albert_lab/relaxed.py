@@ -31,6 +31,11 @@ RELAXED_MAPS: dict[Half, tuple[str, ...]] = {
 }
 
 
+def half_of(name: str) -> Half:
+    """The half of a block a map of RELAXED_MAPS belongs to."""
+    return next(half for half, names in RELAXED_MAPS.items() if name in names)
+
+
 class RelaxedLinear(nn.Module):
     """x (W + B A)^T + b, W shared with the other applications of its group, A (r x in), B (out x r)
     and b this application's own. `weight` is the matrix it applies, W + B A."""

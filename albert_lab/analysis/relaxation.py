@@ -29,6 +29,7 @@ from albert_lab.data.samples import sample_texts
 from albert_lab.kernels import tune_for_inference
 from albert_lab.params import count
 from albert_lab.relax import FULL, Relaxation, load_source, source_eps, source_state
+from albert_lab.relaxed import half_of
 from albert_lab.spec import Init, Sharing
 
 COLUMNS = ["model", "rank", "rank_attention", "rank_ffn", "parameters", "share_of_source", "energy_kept", "mlm_accuracy",
@@ -58,7 +59,7 @@ def energy_frame(relaxation: Relaxation, ranks: Sequence[int | str]) -> pd.DataF
     for rank in ranks:
         per_half = relaxation.ranks(rank)
         for (index, name), residual in sorted(relaxation.residuals.items()):
-            half = "attention" if name.startswith("attention") else "FFN"
+            half = half_of(name)
             rows.append(dict(rank=str(rank), application=index + 1, map=name, half=half,
                              energy=float(residual.s.square().sum()), energy_kept=residual.kept(per_half[half])))
     return pd.DataFrame(rows, columns=["rank", "application", "map", "half", "energy", "energy_kept"])
