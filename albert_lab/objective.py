@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from albert_lab.data.batching import Batch
+from albert_lab.data.batching import WIDTH_BUCKETS, Batch
 from albert_lab.distil import Teacher, distillation_loss
 from albert_lab.models import Parts, PretrainingModel
 
@@ -54,32 +54,53 @@ class PretrainingLoss(nn.Module):
         self.pair_weight = pair_weight
 
     def forward(self, batch: Batch, output_hidden_states: bool = False) -> LossOutput:
-        parts = Parts.of(self.model)
-        out = parts.encoder(input_ids=batch.input_ids, attention_mask=padding_mask(batch), token_type_ids=batch.token_type_ids,
-                            output_hidden_states=output_hidden_states or bool(self.teachers))
-        hidden = out.last_hidden_state  # (B, T, H)
-        picked = hidden.reshape(-1, hidden.shape[-1]).index_select(0, batch.mlm_positions)  # (P, H)
-        mlm_logits = parts.mlm_head(picked).float()  # (P, V)
-        mlm_loss = F.cross_entropy(mlm_logits, batch.mlm_labels)
-        pair_logits = parts.pair_head(out.pooler_output).float()  # (B, 2)
-        if self.objective == "none":
-            pair_loss = mlm_loss.new_zeros(())
-            pair_logits = pair_logits.detach()
-        else:
-            pair_loss = F.cross_entropy(pair_logits, batch.pair_labels)
-        loss = mlm_loss + self.pair_weight * pair_loss  # x 1.0 is exact: the paper's loss, bit for bit
+        hidden_wanted = output_hidden_states or bool(self.teachers)
+        out = self._core(batch.input_ids, batch.token_type_ids, padding_mask(batch), batch.mlm_positions,
+                         batch.mlm_labels, batch.pair_labels, hidden_wanted)
+        loss, mlm_loss, pair_loss, mlm_correct, pair_correct = out[:5]
         distil = None
         if self.teachers:
-            distil = distillation_loss(self.teachers[0], batch, out.hidden_states, mlm_logits, out.pooler_output,
-                                       pair_logits)
+            mlm_logits, pair_logits, pooled, hidden_states = out[5:]
+            distil = distillation_loss(self.teachers[0], batch, hidden_states, mlm_logits, pooled, pair_logits)
             loss = loss + self.distil_weight * distil
-        with torch.no_grad():
-            mlm_correct = (mlm_logits.argmax(-1) == batch.mlm_labels).sum()
-            pair_correct = (pair_logits.argmax(-1) == batch.pair_labels).sum()
         # Under 'none' the batch's pair labels are fillers (every pair in order): an untrained
         # head that says 0 would score 1.0 on them. Nothing is measured, so nothing is counted.
         pair_count = 0 if self.objective == "none" else len(batch.pair_labels)
         return LossOutput(loss=loss, mlm_loss=mlm_loss, pair_loss=pair_loss,
                           mlm_correct=mlm_correct, mlm_count=batch.num_predictions,
                           pair_correct=pair_correct, pair_count=pair_count,
-                          hidden_states=out.hidden_states if output_hidden_states else None, distil_loss=distil)
+                          hidden_states=out[8] if output_hidden_states else None, distil_loss=distil)
+
+    def compile_core(self, backend: str = "inductor") -> None:
+        """Run the model and the losses (`_core`) compiled, one graph per batch shape and per
+        padded or not (data/batching.py's Shapes.bucketed keeps those few). The batch's host-side
+        counts stay outside the graph: read inside, each new count would compile a new graph."""
+        from torch import _dynamo
+
+        _dynamo.config.recompile_limit = max(_dynamo.config.recompile_limit, 4 * WIDTH_BUCKETS)
+        self._core = torch.compile(self._core, backend=backend, dynamic=False)
+
+    def _core(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, attention_mask: torch.Tensor | None,
+              mlm_positions: torch.Tensor, mlm_labels: torch.Tensor, pair_labels: torch.Tensor, hidden_wanted: bool
+              ) -> tuple:
+        """Of the tensors of a batch: (loss without distillation, MLM loss, pair loss, MLM hits, pair hits,
+        MLM logits, pair logits, pooled [CLS], hidden states (with `hidden_wanted`, else None))."""
+        parts = Parts.of(self.model)
+        out = parts.encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                            output_hidden_states=hidden_wanted)
+        hidden = out.last_hidden_state  # (B, T, H)
+        picked = hidden.reshape(-1, hidden.shape[-1]).index_select(0, mlm_positions)  # (P, H)
+        mlm_logits = parts.mlm_head(picked).float()  # (P, V)
+        mlm_loss = F.cross_entropy(mlm_logits, mlm_labels)
+        pair_logits = parts.pair_head(out.pooler_output).float()  # (B, 2)
+        if self.objective == "none":
+            pair_loss = mlm_loss.new_zeros(())
+            pair_logits = pair_logits.detach()
+        else:
+            pair_loss = F.cross_entropy(pair_logits, pair_labels)
+        loss = mlm_loss + self.pair_weight * pair_loss  # x 1.0 is exact: the paper's loss, bit for bit
+        with torch.no_grad():
+            mlm_correct = (mlm_logits.argmax(-1) == mlm_labels).sum()
+            pair_correct = (pair_logits.argmax(-1) == pair_labels).sum()
+        return (loss, mlm_loss, pair_loss, mlm_correct, pair_correct, mlm_logits, pair_logits, out.pooler_output,
+                out.hidden_states if hidden_wanted else None)

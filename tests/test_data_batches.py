@@ -231,8 +231,31 @@ def test_batches_made_ahead_are_the_steps_own(tokenized, tokenizer):
             ahead.take(50)
 
     def broken(step):
-        raise RuntimeError(f"no batch {step}")
+        raise DataError(f"no batch {step}")
 
     data.batch = broken
-    with BatchesAhead(data, 0, torch.device("cpu")) as ahead, pytest.raises(RuntimeError, match="no batch 0"):
+    with BatchesAhead(data, 0, torch.device("cpu")) as ahead, pytest.raises(DataError, match="^no batch 0$"):
         ahead.take(0)
+
+
+def test_batches_are_made_outside_the_training_process(tokenized, tokenizer, tmp_path):
+    """The producer is another process: it does not hold the training process's Python lock
+    while a step launches its work."""
+    import os
+
+    from albert_lab.data.batching import BatchesAhead
+
+    data, made = _data(tokenized, tokenizer), tmp_path / "made"
+    batch = data.batch
+
+    def recorded(step):
+        with open(made, "a") as out:
+            out.write(f"{os.getpid()}\n")
+        return batch(step)
+
+    data.batch = recorded
+    with BatchesAhead(data, 0, torch.device("cpu")) as ahead:
+        for step in range(3):
+            ahead.take(step)
+    pids = set(made.read_text().split())
+    assert pids and str(os.getpid()) not in pids

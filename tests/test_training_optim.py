@@ -135,3 +135,35 @@ def test_lamb_over_all_tensors_at_once_steps_as_the_reference_does():
             s, r = ours.state[p], reference.state[q]
             assert float(s["step"]) == float(r["step"]) == 6
             assert torch.allclose(s["exp_avg"], r["exp_avg"], atol=1e-7) and torch.allclose(s["exp_avg_sq"], r["exp_avg_sq"], atol=1e-9)
+
+
+def test_compiled_lamb_steps_as_the_eager_one_and_a_new_rate_compiles_nothing():
+    """`compile_update` (here through AOTAutograd and eager kernels, the graphs inductor would fuse):
+    the weights of the eager LAMB, to the reordering of the norms' sums (as above, far below 1e-6 in
+    6 steps at lr 1e-2), with one graph per group however the learning rate changes."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model, twin = build_model(tiny_spec(50)), build_model(tiny_spec(50))
+    twin.load_state_dict(model.state_dict())
+    eager, compiled = Lamb(parameter_groups(model, 0.01), lr=1e-2), Lamb(parameter_groups(twin, 0.01), lr=1e-2)
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled.compile_update(counter)
+    ids = torch.randint(0, 50, (2, 12), generator=torch.Generator().manual_seed(1))
+    graphs = []
+    for step in range(6):
+        graphs.append(counter.frame_count)
+        for m, opt in ((model, eager), (twin, compiled)):
+            for group in opt.param_groups:
+                group["lr"] = 1e-2 * (step + 1) / 6  # warm-up: a new rate every step
+            opt.zero_grad()
+            m(input_ids=ids).prediction_logits.square().mean().backward()
+            opt.step()
+    # the two groups (trust ratio and decay, neither) compile in the first two steps, at most twice each
+    # (dynamo's second try makes what changed an input); a new rate then compiles nothing
+    assert graphs[2] == counter.frame_count <= 4, graphs
+    for p, q in zip(model.parameters(), twin.parameters()):
+        assert (p - q).abs().max() <= 1e-6
+    assert any((p - q).abs().max() > 0 for p, q in zip(model.parameters(), build_model(tiny_spec(50)).parameters()))
+    torch._dynamo.reset()

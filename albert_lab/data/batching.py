@@ -11,15 +11,16 @@ batching (then the batches are shuffled), so little compute is spent on padding.
 
 from __future__ import annotations
 
-import queue
-import threading
+import itertools
+import multiprocessing
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 
 import numpy as np
 import torch
 
-from albert_lab.data.masking import MaskingConfig, mask_sequence
+from albert_lab.data.masking import MaskingConfig, mask_sequence, prediction_budget
 from albert_lab.data.pairs import Instance, create_instances
 from albert_lab.data.tokenized import TokenizedDocs
 from albert_lab.errors import DataError
@@ -31,6 +32,9 @@ SORT_WINDOW = 50  # batches
 # (width, number of predictions) those caches grew by gigabytes over a run.
 WIDTH_MULTIPLE = 16  # sequence length
 PREDICTIONS_MULTIPLE = 64  # masked positions; the padding has label -100 (ignored)
+# A compiled step compiles one graph per shape: there the widths are a few buckets, and the
+# predictions one count per width (Shapes.bucketed).
+WIDTH_BUCKETS = 4
 
 
 @dataclass
@@ -44,6 +48,9 @@ class Batch:
     # (real tokens, predictions), counted on the host before a copy to a device, so that
     # reading them never waits for the device
     counts: tuple[int, int] | None = field(default=None, repr=False, compare=False)
+    # real tokens in the whole step: every rank's slice (each rank builds the global batch, so
+    # each knows it without asking the others)
+    step_tokens: int | None = field(default=None, repr=False, compare=False)
 
     @property
     def num_tokens(self) -> int:
@@ -54,7 +61,7 @@ class Batch:
         return self.counts[1] if self.counts else int((self.mlm_labels != -100).sum())
 
     def tensors(self) -> dict[str, torch.Tensor]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "counts"}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("counts", "step_tokens")}
 
     def dense_mlm_labels(self) -> torch.Tensor:
         """(B, T) labels with -100 where nothing is predicted (transformers' format)."""
@@ -66,12 +73,13 @@ class Batch:
     def to(self, device: torch.device) -> Batch:
         """On `device`; asynchronous from pinned memory (`pin_memory`)."""
         counts = self.counts or (self.num_tokens, self.num_predictions)
-        return Batch(**{k: v.to(device, non_blocking=True) for k, v in self.tensors().items()}, counts=counts)
+        return Batch(**{k: v.to(device, non_blocking=True) for k, v in self.tensors().items()}, counts=counts,
+                     step_tokens=self.step_tokens)
 
     def pin_memory(self) -> Batch:
         """In page-locked host memory, from where a copy to a GPU does not block the host."""
         counts = self.counts or (self.num_tokens, self.num_predictions)
-        return Batch(**{k: v.pin_memory() for k, v in self.tensors().items()}, counts=counts)
+        return Batch(**{k: v.pin_memory() for k, v in self.tensors().items()}, counts=counts, step_tokens=self.step_tokens)
 
 
 def encode_pair(a: np.ndarray, b: np.ndarray, cls_id: int, sep_id: int) -> tuple[np.ndarray, np.ndarray]:
@@ -83,11 +91,39 @@ def encode_pair(a: np.ndarray, b: np.ndarray, cls_id: int, sep_id: int) -> tuple
     return tokens, types
 
 
+@dataclass(frozen=True)
+class Shapes:
+    """The shapes a batch is padded to. Plain: its longest pair rounded up to WIDTH_MULTIPLE, its
+    predictions to PREDICTIONS_MULTIPLE (a few dozen shapes over a run). Bucketed (`bucketed`): the
+    first of `widths` that holds the longest pair, and as many predictions as that width can have
+    (rows x the masking budget of a pair that long), so that each width is one shape."""
+
+    widths: tuple[int, ...] = ()
+    budget: MaskingConfig | None = None
+
+    @classmethod
+    def bucketed(cls, max_seq_len: int, cfg: MaskingConfig, buckets: int = WIDTH_BUCKETS) -> Shapes:
+        """`buckets` widths up to max_seq_len, evenly spaced, each a multiple of WIDTH_MULTIPLE where that fits."""
+        widths = {min(max_seq_len, -(-max_seq_len * k // (buckets * WIDTH_MULTIPLE)) * WIDTH_MULTIPLE)
+                  for k in range(1, buckets + 1)}
+        return cls(tuple(sorted(widths)), cfg)
+
+    def width(self, longest: int) -> int:
+        if self.widths and longest <= self.widths[-1]:
+            return next(w for w in self.widths if w >= longest)
+        return -(-longest // WIDTH_MULTIPLE) * WIDTH_MULTIPLE
+
+    def predictions(self, found: int, rows: int, width: int) -> int:
+        """Positions to pad `found` predictions to."""
+        if self.budget is not None and width in self.widths:
+            return rows * prediction_budget(self.budget, width)
+        return -(-found // PREDICTIONS_MULTIPLE) * PREDICTIONS_MULTIPLE
+
+
 def collate(instances: list[Instance], cfg: MaskingConfig, cls_id: int, sep_id: int, pad_id: int,
-            rngs: list[np.random.Generator]) -> Batch:
-    """Pad to the longest pair (rounded up to WIDTH_MULTIPLE) and mask each pair with its
-    own generator."""
-    width = -(-max(i.length for i in instances) // WIDTH_MULTIPLE) * WIDTH_MULTIPLE
+            rngs: list[np.random.Generator], shapes: Shapes = Shapes()) -> Batch:
+    """Pad to the shapes `shapes` gives and mask each pair with its own generator."""
+    width = shapes.width(max(i.length for i in instances))
     n = len(instances)
     ids = np.full((n, width), pad_id, dtype=np.int64)
     types = np.zeros((n, width), dtype=np.int64)
@@ -100,7 +136,7 @@ def collate(instances: list[Instance], cfg: MaskingConfig, cls_id: int, sep_id: 
         positions.append(pos + row * width)
         labels.append(lab)
     positions, labels = np.concatenate(positions), np.concatenate(labels).astype(np.int64)
-    pad = -len(positions) % PREDICTIONS_MULTIPLE
+    pad = shapes.predictions(len(positions), n, width) - len(positions)
     positions = np.concatenate([positions, np.zeros(pad, dtype=np.int64)])
     labels = np.concatenate([labels, np.full(pad, -100, dtype=np.int64)])
     return Batch(
@@ -119,12 +155,12 @@ class PretrainingData:
 
     def __init__(self, docs: TokenizedDocs, objective: Objective, cfg: MaskingConfig, special: tuple[int, int, int],
                  max_seq_len: int, batch_size: int, seed: int, short_seq_prob: float = 0.1,
-                 rank: int = 0, world_size: int = 1, chunk_start: str = "document"):
+                 rank: int = 0, world_size: int = 1, chunk_start: str = "document", shapes: Shapes = Shapes()):
         self.docs, self.objective, self.cfg = docs, objective, cfg
         self.cls_id, self.sep_id, self.pad_id = special
         self.max_seq_len, self.batch_size, self.seed = max_seq_len, batch_size, seed
         self.short_seq_prob, self.rank, self.world_size = short_seq_prob, rank, world_size
-        self.chunk_start = chunk_start
+        self.chunk_start, self.shapes = chunk_start, shapes
         self._epoch_batches: dict[int, list[list[Instance]]] = {}
         self._epoch_sizes: list[int] = []  # batches per epoch, computed in order
 
@@ -155,11 +191,13 @@ class PretrainingData:
 
     def batch(self, step: int) -> Batch:
         epoch, index = self.locate(step)
-        rows = range(self.rank, self.batch_size, self.world_size)
-        instances = [self.epoch_batches(epoch)[index][r] for r in rows]
+        rows, step_batch = range(self.rank, self.batch_size, self.world_size), self.epoch_batches(epoch)[index]
+        instances = [step_batch[r] for r in rows]
         # One generator per row of the global batch: masks do not depend on the rank count.
         rngs = [np.random.default_rng([self.seed, 1_000_003, step, r]) for r in rows]
-        return collate(instances, self.cfg, self.cls_id, self.sep_id, self.pad_id, rngs)
+        batch = collate(instances, self.cfg, self.cls_id, self.sep_id, self.pad_id, rngs, self.shapes)
+        batch.step_tokens = sum(i.length for i in step_batch)
+        return batch
 
     def epoch_of(self, step: int) -> float:
         epoch, index = self.locate(step)
@@ -167,46 +205,32 @@ class PretrainingData:
 
 
 class BatchesAhead:
-    """The batches of steps `first`, `first` + 1, ... made by a background thread up to
-    `depth` steps ahead of the step that takes them (on CUDA in pinned memory, copied to
-    the device without blocking), so that the device never waits for the host to mask
-    the next pairs. The batches are `data.batch(step)`'s, unchanged: a pure function of
-    (seed, step), so a resumed run sees the batches an uninterrupted one saw.
+    """The batches of steps `first`, `first` + 1, ... made by a worker process up to `depth` steps
+    ahead of the step that takes them (on CUDA in pinned memory, copied to the device without
+    blocking), so that neither the device nor the training thread waits for the host to mask the
+    next pairs: a thread in the training process held Python's lock while the step launched its
+    kernels. The batches are `data.batch(step)`'s, unchanged: a pure function of (seed, step), so
+    a resumed run sees the batches an uninterrupted one saw.
 
-    `waited` sums the seconds `take` spent waiting for a batch not yet made."""
+    The worker is forked where the platform can (the corpus is not copied, nor pickled); an error
+    making a batch is raised, as it was, in the training thread. `waited` sums the seconds `take`
+    spent waiting for a batch not yet made."""
 
     def __init__(self, data: PretrainingData, first: int, device: torch.device, depth: int = 2):
-        self.data, self.device, self.next = data, device, first
-        self.pin = device.type == "cuda"
-        self.waited = 0.0
-        self._queue: queue.Queue = queue.Queue(maxsize=depth)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._work, args=(first,), daemon=True, name="batches")
-        self._thread.start()
+        from torch.utils.data import DataLoader
 
-    def _work(self, step: int) -> None:
-        while not self._stop.is_set():
-            try:
-                batch = self.data.batch(step)
-                item: tuple[Batch | None, BaseException | None] = (batch.pin_memory() if self.pin else batch, None)
-            except BaseException as err:  # handed to the training thread, raised there
-                item = (None, err)
-            while not self._stop.is_set():
-                try:
-                    self._queue.put(item, timeout=0.1)
-                    break
-                except queue.Full:
-                    continue
-            if item[1] is not None:
-                return
-            step += 1
+        self.device, self.next, self.waited = device, first, 0.0
+        fork = "fork" in multiprocessing.get_all_start_methods()
+        self._loader = DataLoader(_Steps(data, first), batch_size=None, num_workers=1, prefetch_factor=depth,
+                                  pin_memory=device.type == "cuda", multiprocessing_context="fork" if fork else None)
+        self._items = iter(self._loader)
 
     def take(self, step: int) -> Batch:
         """The batch of `step` (the next one in order) on the device."""
         if step != self.next:
             raise ValueError(f"batches are made in order: asked for step {step}, the next is {self.next}")
         start = time.perf_counter()
-        batch, err = self._queue.get()
+        batch, err = next(self._items)
         self.waited += time.perf_counter() - start
         if err is not None:
             raise err
@@ -214,14 +238,28 @@ class BatchesAhead:
         return batch.to(self.device)
 
     def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
+        del self._items  # ends the worker
 
     def __enter__(self) -> BatchesAhead:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Steps(torch.utils.data.IterableDataset):
+    """(batch(step), None) for step = first, first + 1, ..., or (None, the error) once a batch fails."""
+
+    def __init__(self, data: PretrainingData, first: int):
+        self.data, self.first = data, first
+
+    def __iter__(self) -> Iterator[tuple[Batch | None, BaseException | None]]:
+        for step in itertools.count(self.first):
+            try:
+                yield self.data.batch(step), None
+            except Exception as err:  # handed to the training thread, raised there as it was
+                yield None, err
+                return
 
 
 def batch_from_documents(docs, tokenizer, objective: Objective, max_seq_len: int = 128, seed: int = 0,

@@ -68,6 +68,11 @@ def sample_ngram_length(rng: np.random.Generator, cfg: MaskingConfig, longest: i
     return int(cfg.ngram_cdfs[longest].searchsorted(rng.random(), side="right")) + 1
 
 
+def prediction_budget(cfg: MaskingConfig, length: int) -> int:
+    """Predictions in a sequence of `length` tokens at most (it grows with the length)."""
+    return min(cfg.max_predictions, max(1, round(length * cfg.masked_lm_prob)))
+
+
 def mask_sequence(tokens: np.ndarray, cfg: MaskingConfig, rng: np.random.Generator
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
     """Mask one sequence (with its special tokens).
@@ -75,7 +80,7 @@ def mask_sequence(tokens: np.ndarray, cfg: MaskingConfig, rng: np.random.Generat
     Returns (masked tokens (T,), predicted positions (P,), their labels (P,), the
     n-gram lengths in words that were used)."""
     words = _words(tokens, cfg)
-    budget = min(cfg.max_predictions, max(1, round(len(tokens) * cfg.masked_lm_prob)))
+    budget = prediction_budget(cfg, len(tokens))
     chosen: list[int] = []
     covered: set[int] = set()
     lengths: list[int] = []

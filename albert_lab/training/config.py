@@ -19,6 +19,8 @@ from albert_lab.training.options import SPEC_OPTIONS, Option, Range, option, row
 
 Precision = Literal["auto", "fp32", "bf16"]
 PoolerInit = Literal["keep", "standardize"]
+Compile = Literal["auto", "on", "off"]
+COMPILE_MIN_STEPS = 2000
 MAX_LR = 1.0  # above it these models diverge at once (LAMB and AdamW alike); 1e30 or inf is a typo
 # The recipe of a run started from the Training page (browser_config, uptrain_config): its learning rate from
 # random weights, and from a checkpoint (4 steps at 3e-3 undid part of what albert-sop knew).
@@ -90,6 +92,10 @@ class TrainConfig:
     short_seq_prob: float = option(0.1, bounds=Range(0.0, 1.0))  # share of shorter sequences (paper: 10%)
     max_predictions: int = option(20, bounds=_AT_LEAST_1)  # MLM predictions per sequence at most
     precision: Precision = option("auto", "--precision", help="auto: bf16 autocast where the machine runs it fast, else fp32")
+    compile: Compile = option(
+        "auto", "--compile",
+        help="run the model compiled (torch.compile; batch widths in a few buckets): auto compiles on a GPU for runs of "
+             f"{COMPILE_MIN_STEPS:,} steps or more, where the minutes spent compiling pay back")
     threads: int | None = option(None, "--threads", bounds=Range(1, max_threads()),  # torch intra-op threads; None = all cores
                                  help=f"CPU threads, 1..{max_threads()} (default: torch's choice)")
     eval_every: int = option(200, "--eval-every", bounds=_AT_LEAST_1, help="steps between held-out evaluations (default {default})")
@@ -104,6 +110,12 @@ class TrainConfig:
     log_every: int = option(10, "--log-every", bounds=_AT_LEAST_1, help="steps between log lines (default {default})")
     name: str = option("", "--name", help="the run's name, in its folder name and card")
     command: str = ""  # how the run was started, for the checkpoint's provenance
+
+    def compiled(self, device_type: str) -> bool:
+        """Whether the run's model runs compiled on a device of this type."""
+        if self.compile != "auto":
+            return self.compile == "on"
+        return device_type == "cuda" and (self.max_steps or 0) >= COMPILE_MIN_STEPS
 
     def model_spec(self) -> ModelSpec:
         return ModelSpec.from_dict({**self.spec, "objective": self.objective})

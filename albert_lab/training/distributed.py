@@ -47,14 +47,6 @@ class DistContext:
         device_ids = [self.local_rank] if torch.cuda.is_available() else None
         return nn.parallel.DistributedDataParallel(module, device_ids=device_ids, find_unused_parameters=find_unused)
 
-    def all_sum(self, value: int) -> int:
-        """Sum of an integer over all ranks (e.g. tokens in each rank's slice)."""
-        if self.world_size <= 1:
-            return value
-        tensor = torch.tensor([value], dtype=torch.long)
-        torch_dist.all_reduce(tensor)
-        return int(tensor.item())
-
     def barrier(self, timeout_s: float | None = None) -> None:
         """Wait for every rank; with `timeout_s` on gloo, raise RuntimeError after that long
         instead of waiting for ever (a rank that stopped a step apart never comes)."""

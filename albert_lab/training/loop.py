@@ -1,8 +1,8 @@
 """The training loop: `train(run_dir, config)`, run by the worker process (or in the
 foreground, or under torchrun with DDP).
 
-Each step: batch(step) (made ahead by a background thread) -> MLM + pair loss under
-bf16 autocast where the hardware has it -> clip -> LAMB/AdamW step with warm-up and
+Each step: batch(step) (made ahead by a worker process) -> MLM + pair loss under
+bf16 autocast where the hardware has it, compiled on a GPU for long runs -> clip -> LAMB/AdamW step with warm-up and
 linear decay. Every `log_every` steps a metrics line; every `eval_every` held-out MLM/NSP/SOP accuracy; every
 `gradflow_every` (and at the last step) a per-layer gradient-flow snapshot; every `checkpoint_every` an
 atomic checkpoint with the trainer state, so a killed run resumes where it was.
@@ -23,7 +23,7 @@ import torch
 from albert_lab.analysis.gradflow import gradient_flow_on_batch
 from albert_lab.analysis.intrinsic import card_metrics, flat_metrics
 from albert_lab.checkpoint.store import recover_checkpoint_dir, save_checkpoint
-from albert_lab.data.batching import Batch, BatchesAhead, PretrainingData
+from albert_lab.data.batching import Batch, BatchesAhead, PretrainingData, Shapes
 from albert_lab.data.masking import masking_config
 from albert_lab.devices import fast_bf16, resolve_device
 from albert_lab.distil import load_teacher
@@ -37,13 +37,14 @@ from albert_lab.training.distributed import DistContext
 from albert_lab.training.evaluation import HeldOut
 from albert_lab.training.init import load_init_weights, standardize_pooler
 from albert_lab.training.late import LateScalars
-from albert_lab.training.optim import build_optimizer, lr_factor
+from albert_lab.training.optim import Lamb, build_optimizer, lr_factor
 from albert_lab.training.prepare import Prepared, prepare
 from albert_lab.training.progress import Progress
 from albert_lab.training.provenance import run_card
 from albert_lab.training.runs import HEARTBEAT_S, update_run
 from albert_lab.training.state import has_trainer_state, resume_checkpoint, save_trainer_state
 
+COMPILE_BACKEND = "inductor"
 STANDARDIZE_BATCHES = 8  # batches whose [CLS] states set a standardized pooler (512 pairs at batch 64)
 
 
@@ -62,6 +63,7 @@ class Trainer:
         self.device = self.dist.device(resolve_device("auto"))
         use_bf16 = config.precision == "bf16" or (config.precision == "auto" and fast_bf16(self.device))
         self.dtype = torch.bfloat16 if use_bf16 else None
+        self.compiled = config.compiled(self.device.type)
         model = build_model(self.prepared.spec, seed=config.seed)
         self.init_card = load_init_weights(model, self.prepared.tokenizer_dir) if config.init_from else None
         self.model = tune_for_training(model, self.device).to(self.device).train()
@@ -81,9 +83,13 @@ class Trainer:
                 self.model, [self._data(rank=0, world_size=1).batch(i).to(self.device) for i in range(STANDARDIZE_BATCHES)])}
         self.teacher = (load_teacher(config.distil_from, self.prepared.spec, self.prepared.tokenizer, self.device,
                                      pair=config.distil_pair, seq_len=config.max_seq_len) if config.distil_from else None)
-        self.loss_fn = self.dist.wrap(PretrainingLoss(self.model, config.objective, self.teacher, config.distil_weight,
-                                                       config.pair_weight))
+        loss = PretrainingLoss(self.model, config.objective, self.teacher, config.distil_weight, config.pair_weight)
+        if self.compiled:
+            loss.compile_core(COMPILE_BACKEND)
+        self.loss_fn = self.dist.wrap(loss)
         self.optimizer = build_optimizer(self.model, config.optimizer, config.lr, config.weight_decay)
+        if self.compiled and isinstance(self.optimizer, Lamb):  # fused AdamW is one kernel already
+            self.optimizer.compile_update(COMPILE_BACKEND)
         self.progress = Progress()
         self.data = self._data(self.dist.rank, self.dist.world_size)
         self.budget_s = config.max_minutes * 60 if config.max_minutes else None
@@ -102,9 +108,12 @@ class Trainer:
     def _data(self, rank: int, world_size: int) -> PretrainingData:
         """The run's batches, a pure function of (seed, step), as rank `rank` of `world_size` sees them."""
         config, tok = self.config, self.prepared.tokenizer
-        return PretrainingData(self.prepared.train_docs, config.objective, masking_config(tok, config.max_predictions),
+        masking = masking_config(tok, config.max_predictions)
+        shapes = Shapes.bucketed(config.max_seq_len, masking) if self.compiled else Shapes()  # few shapes, few graphs
+        return PretrainingData(self.prepared.train_docs, config.objective, masking,
                                (tok.cls_token_id, tok.sep_token_id, tok.pad_token_id), config.max_seq_len,
-                               config.batch_size, config.seed, config.short_seq_prob, rank, world_size, config.chunk_start)
+                               config.batch_size, config.seed, config.short_seq_prob, rank, world_size, config.chunk_start,
+                               shapes)
 
     # ---- run.json ----------------------------------------------------------------------
     def update_run(self, **changes: Any) -> None:
@@ -135,7 +144,8 @@ class Trainer:
         scored = (f" (scored on {self.prepared.eval_documents:,} documents of {self.config.eval_corpus})"
                   if self.config.eval_corpus else "")
         self._say(f"training {self.prepared.spec.label} on {self.prepared.corpus.describe()}{scored}; device {self.device}, "
-             f"{'bf16 autocast' if self.dtype else 'fp32'}, {threads} thread{'s' if threads != 1 else ''}, "
+             f"{'bf16 autocast' if self.dtype else 'fp32'}{', compiled' if self.compiled else ''}, "
+             f"{threads} thread{'s' if threads != 1 else ''}, "
              f"world size {self.dist.world_size}" + (f"; resuming at step {self.progress.step}" if self.progress.step else ""))
         try:
             self._loop()
@@ -205,7 +215,7 @@ class Trainer:
             values = torch.stack([t.detach().float() for t in (out.loss, out.mlm_loss, out.pair_loss, grad_norm, out.mlm_correct,
                                                                out.pair_correct, distil)])
             now = time.perf_counter()
-            tokens = self.dist.all_sum(batch.num_tokens)
+            tokens = batch.step_tokens  # every rank's, counted on the host: no collective, no wait
             self._account(self.scalars.take())  # the step before's, long done
             p = self.progress
             self.scalars.put(values, (p.step, dict(time=now - last, tokens=tokens, steps=1, mlm_n=out.mlm_count,

@@ -27,35 +27,29 @@ class Lamb(torch.optim.Optimizer):
         if lr <= 0:
             raise ValueError(f"learning rate must be positive, got {lr}")
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, adapt=adapt))
+        self._update = lamb_update
+        self._rates: dict[int, torch.Tensor] = {}  # each group's learning rate as a tensor on its device, refilled each step
 
     @torch.no_grad()
     def step(self, closure=None):  # type: ignore[override]
-        """One update of every parameter with a gradient, a group at a time, each line one
-        `_foreach` op over all of the group's tensors (on a GPU a few kernels per group
-        instead of ten per parameter); the arithmetic is the reference code's, op for op."""
+        """One update of every parameter with a gradient, a group at a time (`lamb_update`)."""
         loss = closure() if closure is not None else None
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
             if not params:
                 continue
-            beta1, beta2 = group["betas"]
-            grads = [p.grad for p in params]
             states = [self._state(p) for p in params]
-            m, v = [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states]
-            torch._foreach_add_([s["step"] for s in states], 1)
-            torch._foreach_mul_(m, beta1)
-            torch._foreach_add_(m, grads, alpha=1 - beta1)
-            torch._foreach_mul_(v, beta2)
-            torch._foreach_addcmul_(v, grads, grads, value=1 - beta2)
-            denominator = torch._foreach_sqrt(v)
-            torch._foreach_add_(denominator, group["eps"])
-            update = torch._foreach_div(m, denominator)  # m / (sqrt(v) + eps), no bias correction
-            if group["weight_decay"]:
-                torch._foreach_add_(update, params, alpha=group["weight_decay"])
-            if group["adapt"]:
-                torch._foreach_mul_(update, _trust_ratios(params, update))
-            torch._foreach_add_(params, update, alpha=-group["lr"])
+            torch._foreach_add_([s["step"] for s in states], 1)  # counts on the host
+            lr = self._rates.setdefault(id(group), torch.zeros((), device=params[0].device)).fill_(group["lr"])
+            self._update(params, [p.grad for p in params], [s["exp_avg"] for s in states],
+                         [s["exp_avg_sq"] for s in states], lr, *group["betas"], group["eps"],
+                         group["weight_decay"], group["adapt"])
         return loss
+
+    def compile_update(self, backend: str = "inductor") -> None:
+        """Run `lamb_update` compiled: on a GPU its dozen passes over the parameters become a few fused
+        kernels. The learning rate is an input of the graph, not a constant: a new one each step compiles nothing."""
+        self._update = torch.compile(lamb_update, backend=backend)
 
     def _state(self, p: torch.Tensor) -> dict:
         state = self.state[p]
@@ -66,12 +60,33 @@ class Lamb(torch.optim.Optimizer):
         return state
 
 
-def _trust_ratios(params: list[torch.Tensor], update: list[torch.Tensor]) -> list[torch.Tensor]:
-    """||w|| / ||update|| per tensor (1 where either is 0), as 0-d tensors on the device: no host sync."""
+def lamb_update(params: list[torch.Tensor], grads: list[torch.Tensor], m: list[torch.Tensor], v: list[torch.Tensor],
+                lr: torch.Tensor, beta1: float, beta2: float, eps: float, weight_decay: float, adapt: bool) -> None:
+    """One LAMB update of a group's tensors in place, each line one `_foreach` op over all of them (on a
+    GPU a few kernels per group instead of ten per parameter); the arithmetic is the reference code's,
+    op for op, but for the step's scale: lr x the trust ratio, one number per tensor, before it meets the
+    update. `lr` is a 0-d tensor on the parameters' device (compiled, a new rate is an input, not a new graph)."""
+    torch._foreach_mul_(m, beta1)
+    torch._foreach_add_(m, grads, alpha=1 - beta1)
+    torch._foreach_mul_(v, beta2)
+    torch._foreach_addcmul_(v, grads, grads, value=1 - beta2)
+    denominator = torch._foreach_sqrt(v)
+    torch._foreach_add_(denominator, eps)
+    update = torch._foreach_div(m, denominator)  # m / (sqrt(v) + eps), no bias correction
+    if weight_decay:
+        torch._foreach_add_(update, params, alpha=weight_decay)
+    if adapt:
+        torch._foreach_mul_(update, list((-lr * _trust_ratios(params, update)).unbind()))
+    else:
+        torch._foreach_mul_(update, -lr)
+    torch._foreach_add_(params, update)
+
+
+def _trust_ratios(params: list[torch.Tensor], update: list[torch.Tensor]) -> torch.Tensor:
+    """||w|| / ||update|| per tensor (1 where either is 0), one (n,) tensor on the device: no host sync."""
     w_norm = torch.stack(torch._foreach_norm(params))  # (n,)
     u_norm = torch.stack(torch._foreach_norm(update))
-    ratio = torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, torch.ones_like(w_norm))
-    return list(ratio.unbind())
+    return torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, torch.ones_like(w_norm))
 
 
 def no_decay(name: str, param: nn.Parameter) -> bool:
