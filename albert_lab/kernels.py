@@ -80,8 +80,9 @@ def attention_bias(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Te
     kernel meets inf - inf (a row of padding alone gets uniform weights, not NaN), and half
     the minimum, so that adding a score never overflows to -inf; exp(bias - max) is exactly
     0 in the fp32 softmax all the same. None where nothing is padded (checked on the CPU
-    only: on a GPU the check would wait for the device)."""
-    if attention_mask.device.type == "cpu" and bool(attention_mask.all()):
+    only: on a GPU the check would wait for the device; and not in a compiled graph, where it
+    would break the graph in two: training decides on the host before, `objective.padding_mask`)."""
+    if attention_mask.device.type == "cpu" and not torch.compiler.is_compiling() and bool(attention_mask.all()):
         return None
     bias = (1 - attention_mask.to(dtype)) * (torch.finfo(dtype).min / 2)
     return bias[:, None, None, :]  # (B, 1, 1, T)

@@ -234,7 +234,7 @@ def test_batches_made_ahead_are_the_steps_own(tokenized, tokenizer):
         raise DataError(f"no batch {step}")
 
     data.batch = broken
-    with BatchesAhead(data, 0, torch.device("cpu")) as ahead, pytest.raises(DataError, match="^no batch 0$"):
+    with BatchesAhead(data, 0, torch.device("cpu")) as ahead, pytest.raises(DataError, match=r"^no batch 0$"):
         ahead.take(0)
 
 

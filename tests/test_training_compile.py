@@ -9,6 +9,7 @@ from conftest import CORPUS, tiny_spec
 from albert_lab.data.batching import WIDTH_BUCKETS, Batch, PretrainingData, Shapes
 from albert_lab.data.masking import masking_config, prediction_budget
 from albert_lab.data.tokenized import tokenize_documents
+from albert_lab.kernels import tune_for_training
 from albert_lab.models import build_model
 from albert_lab.objective import PretrainingLoss, padding_mask
 from albert_lab.training.config import TrainConfig
@@ -58,11 +59,11 @@ def test_bucketed_shapes_are_few_and_hold_every_batch(docs, tokenizer):
 
 @pytest.mark.parametrize("family, objective", [("albert", "sop"), ("bert", "nsp"), ("albert", "none")])
 def test_the_step_traces_without_a_graph_break(docs, tokenizer, family, objective):
-    """`torch._dynamo.explain` of the model and the losses, on a padded batch and on one without padding
+    """`torch._dynamo.explain` of the model as training tunes it and the losses, on a padded batch and on one without padding
     (which runs attention without a mask): one graph each, no break."""
     spec = tiny_spec(tokenizer.vocab_size, family=family, objective="nsp" if objective == "none" else objective,
                      max_positions=128, **({"embedding_size": 32} if family == "bert" else {}))
-    loss = PretrainingLoss(build_model(spec, seed=0).train(), objective)
+    loss = PretrainingLoss(tune_for_training(build_model(spec, seed=0).train()), objective)
     data = _data(docs, tokenizer, Shapes.bucketed(128, masking_config(tokenizer)))
     padded = data.batch(0)
     full = Batch(**{**padded.tensors(), "attention_mask": torch.ones_like(padded.attention_mask)},
@@ -80,7 +81,7 @@ def test_an_epoch_compiles_no_more_graphs_than_it_has_shapes(docs, tokenizer):
     from torch._dynamo.testing import CompileCounter
 
     torch._dynamo.reset()
-    loss = PretrainingLoss(build_model(tiny_spec(tokenizer.vocab_size, max_positions=128), seed=0).train(), "sop")
+    loss = PretrainingLoss(tune_for_training(build_model(tiny_spec(tokenizer.vocab_size, max_positions=128), seed=0).train()), "sop")
     counter = CompileCounter()
     loss.compile_core(counter)
     data = _data(docs, tokenizer, Shapes.bucketed(128, masking_config(tokenizer)))
@@ -101,8 +102,8 @@ def test_compiled_losses_and_gradients_equal_the_eager_ones(docs, tokenizer):
     contraction) through 3 layers: 3 x 48 x 2^-24 relative, x 8 for the backward's longer paths."""
     torch._dynamo.reset()
     spec = tiny_spec(tokenizer.vocab_size, max_positions=128)
-    eager = PretrainingLoss(build_model(spec, seed=0).train(), "sop")
-    compiled = PretrainingLoss(build_model(spec, seed=0).train(), "sop")
+    eager = PretrainingLoss(tune_for_training(build_model(spec, seed=0).train()), "sop")
+    compiled = PretrainingLoss(tune_for_training(build_model(spec, seed=0).train()), "sop")
     compiled.compile_core("aot_eager")
     data = _data(docs, tokenizer, Shapes.bucketed(128, masking_config(tokenizer)))
     bound = 8 * 3 * 48 * 2.0 ** -24
