@@ -2,8 +2,9 @@
 (numpy's and SentencePiece's range), CPU threads, a probe's steps and pairs, CKA's tokens, an
 analysis's texts, its shortest sequence and its applications of a shared block (the options'
 rows that carry them as a `Range` are albert_lab.fields'). A value outside is an AlbertLabError
-naming the option, before any work. Beside them the budgets of a shared server: runs queued
-per browser and overall, and the disk its visitors may fill under runs/ (check_disk_quota)."""
+naming the option, before any work. Beside them how far a faster GPU precision may move a pair
+score, and the budgets of a shared server: runs queued per browser and overall, and the disk its
+visitors may fill under runs/ (check_disk_quota)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ MAX_TEXTS = 256  # texts one analysis reads (paragraphs of a file, or of the tex
 # state of every token (4,000 texts took 15 GB on the 1.9M albert-sop)
 MIN_SEQ_LEN = 8  # tokens an analysis or probe reads at least: [CLS] A [SEP] B [SEP] and a few pieces of each
 MAX_REPEAT = 4  # applications of a shared block an analysis runs: k x L, k = 1..4
+SCORE_TOLERANCE = 0.01  # how far a pair score may move from full float32's where a GPU scores faster (analysis/pairs.py)
 
 # Queued or running runs one browser may have, each a worker process. One run trains at a time per
 # runs folder: its worker holds torch, corpus, model and batches (on long-mix at the form's defaults

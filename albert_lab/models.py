@@ -141,6 +141,11 @@ def pooler_linear(model: PretrainingModel) -> nn.Linear:
     return model.albert.pooler if isinstance(model, AlbertForPreTraining) else model.bert.pooler.dense
 
 
+def pair_linear(model: PretrainingModel) -> nn.Linear:
+    """The pair head's H -> 2 map (ALBERT's SOP head wraps it with a dropout)."""
+    return model.sop_classifier.classifier if isinstance(model, AlbertForPreTraining) else model.cls.seq_relationship
+
+
 def layer_applications(model: PretrainingModel) -> list[nn.Module]:
     """The module run at each of the L layer applications, in order. For a shared
     ALBERT the same module object appears several times."""

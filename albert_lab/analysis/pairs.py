@@ -12,16 +12,21 @@ same frame through pairs_frame.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
+import torch
 
 from albert_lab.analysis.common import PAIR_SPECIALS, EncodedPairs, Progress, Segments, check_segment, piece_counts, tokenize_segments
 from albert_lab.analysis.intrinsic import encoded_probabilities, wilson_interval
 from albert_lab.analysis.registry import Report
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpus import MAX_LEN
+from albert_lab.limits import SCORE_TOLERANCE
+from albert_lab.models import pair_linear
 from albert_lab.spec import forward_cost
 
 
@@ -78,8 +83,10 @@ def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFram
         frame["reads"] = length
         frame["truncated"] = frame["tokens"] > length  # the model sees the first `length` tokens (longest side cut first)
         if bundle.heads.pair_usable:
-            both = encoded_probabilities(bundle.model, both_orders(bundle.tokenizer, seg, length), device=bundle.device,
-                                         dtype=bundle.dtype, progress=told if progress is not None else None)
+            dtype, tf32 = scoring_precision(bundle)
+            with tf32_matmuls(tf32):
+                both = encoded_probabilities(bundle.model, both_orders(bundle.tokenizer, seg, length), device=bundle.device,
+                                             dtype=dtype, progress=told if progress is not None else None)
             frame["p_ab"], frame["p_ba"] = both[:n], both[n:]
             frame["prediction"] = (frame["p_ab"] < 0.5).astype("Int64").mask(frame["p_ab"].isna())  # NaN predicts nothing
             frame["note"] = np.where(frame["p_ab"].isna(), "not scored: the head's output is NaN", "")
@@ -90,6 +97,59 @@ def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFram
         frame["correct"] = (frame["prediction"] == frame["label"]).astype("boolean")
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+# ---- precision on a GPU ------------------------------------------------------------------------------
+# A float32 model scores faster on CUDA with reduced-precision matmul inputs: TF32 (10 mantissa bits, unit
+# roundoff u = 2^-11; products and sums in fp32) or bf16 autocast (7 bits, u = 2^-8, and each matmul's
+# output rounded to bf16 as well). How far either moves a score p = P(label 0) from full float32's:
+# - one matmul: both inputs of each product rounded, a relative error of at most 2u (TF32); bf16 also
+#   rounds the result: 3u. Call it c u.
+# - the path: the pair logits come after N = 6L + 3 matmuls in sequence (per layer application: Q/K/V,
+#   scores, weights x values, output, FFN in, FFN out; the embedding projection, pooler and head). The
+#   LayerNorm after every sub-layer rescales the residual stream, so each error stays relative to the
+#   state's scale; independent roundings add in quadrature: c u sqrt(N) on each component of the pooled
+#   state (tanh: |h_i| <= 1, and tanh' <= 1 passes an error on at most whole).
+# - the head: d = z0 - z1 = (w0 - w1) . h + b; the H components' independent errors add in quadrature
+#   against its weights: |delta d| ~ c u sqrt(N) ||w0 - w1||_2, one standard deviation.
+# - the probability: p = sigmoid(d), dp/dd = p (1 - p) <= 1/4.
+# Four standard deviations (a Gaussian passes them once in 16,000 draws) times 1/4: |delta p| <= c u sqrt(N)
+# ||w0 - w1||_2 (rounding_bound). The shipped checkpoints (L 6, ||w0 - w1||_2 0.43-0.70): TF32 at most
+# 4.3e-3, bf16 0.051. ALBERT-base's shape with a head at its initial scale (L 12, ||w0 - w1||_2 0.78):
+# TF32 6.6e-3, bf16 0.079. So TF32 keeps them within SCORE_TOLERANCE, bf16 does not.
+TF32_PER_MATMUL = 2 * 2.0**-11  # c u
+BF16_PER_MATMUL = 3 * 2.0**-8
+
+
+def rounding_bound(model, per_matmul: float) -> float:
+    """The most a pair score moves (4 standard deviations) when every matmul of `model` rounds with relative error
+    `per_matmul` (derived above)."""
+    weight = pair_linear(model).weight.detach().float()  # (2, H)
+    return per_matmul * math.sqrt(6 * model.config.num_hidden_layers + 3) * float((weight[0] - weight[1]).norm())
+
+
+def scoring_precision(bundle: ModelBundle) -> tuple[torch.dtype, bool]:
+    """(autocast dtype, TF32 matmuls) for scoring `bundle`'s pairs: on CUDA a float32 model under bf16 autocast
+    where that keeps every score within SCORE_TOLERANCE of full float32 (rounding_bound), else in float32 with
+    TF32 matmuls where they do, else in full float32; elsewhere, or loaded in another dtype, as loaded."""
+    if bundle.device.type != "cuda" or bundle.dtype != torch.float32:
+        return bundle.dtype, False
+    if rounding_bound(bundle.model, BF16_PER_MATMUL) <= SCORE_TOLERANCE:
+        return torch.bfloat16, False
+    return torch.float32, rounding_bound(bundle.model, TF32_PER_MATMUL) <= SCORE_TOLERANCE
+
+
+@contextmanager
+def tf32_matmuls(on: bool) -> Iterator[None]:
+    """CUDA's float32 matmuls in TF32 within the block (when `on`), as before after it."""
+    matmul = torch.backends.cuda.matmul
+    before = matmul.fp32_precision
+    if on:
+        matmul.fp32_precision = "tf32"
+    try:
+        yield
+    finally:
+        matmul.fp32_precision = before
 
 
 def pair_columns(seg: Segments) -> tuple[pd.array, list[float]]:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from albert_lab.fields import OptionRow, Range
-from albert_lab.limits import MAX_CKA_TOKENS, MAX_REPEAT, MAX_SEED, MIN_SEQ_LEN
+from albert_lab.limits import MAX_CKA_TOKENS, MAX_REPEAT, MAX_SEED, MIN_SEQ_LEN, SCORE_TOLERANCE
 from albert_lab.spec import ModelSpec, Objective, forward_cost
 
 Inputs = Literal["texts", "text", "pairs", "held-out", "pair"]
@@ -100,6 +100,7 @@ class Analysis:
     most_words: str = ""  # the error past `most`
     cost: Cost | None = None
     command: bool = True  # a command of the command line (attribution is the app's alone)
+    epilog: str = ""  # said after the options in the command's --help
 
     def option(self, name: str) -> AnalysisOption:
         return next(o for o in self.options if o.name == name)
@@ -205,7 +206,11 @@ SCORE = Analysis(
                     help=f"score at most this many rows (default {{default:,}}); files up to {MAX_UPLOAD_MB} MB, "
                          "as in the browser")),
     heads=("pair",), report="report",
-    cost=Cost("score_upload", 0.009, "one pair, read both ways, at albert-sop's size"))
+    cost=Cost("score_upload", 0.009, "one pair, read both ways, at albert-sop's size"),
+    epilog=("Precision: on a GPU (CUDA) a float32 model (the default --dtype) scores with TF32 matmuls, or under bf16 "
+            f"autocast where that too keeps every score within {SCORE_TOLERANCE} of full float32's; in full float32 where "
+            "neither would (a bound from the model's depth and its pair head's weights: albert_lab/analysis/pairs.py). "
+            "On the CPU, in --dtype's precision."))
 
 EXTRAPOLATE = Analysis(
     "extrapolate", "run a shared block for K x L applications: distances, angles, MLM accuracy, verdict",

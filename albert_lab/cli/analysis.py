@@ -38,6 +38,7 @@ def arguments(record: Analysis) -> Callable[[argparse.ArgumentParser], None]:
         if record.inputs in ("texts", "text"):
             add_text_arguments(p)
         add_option_arguments(p, record.options)
+        p.epilog = record.epilog or None
     return add
 
 

@@ -25,7 +25,6 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import AlbertForPreTraining
 
 from albert_lab.analysis.common import batch_tokens_for, length_batches, tokenize_pairs
 from albert_lab.analysis.intrinsic import wilson_interval
@@ -36,7 +35,7 @@ from albert_lab.data.corpora import evaluation_documents, load_corpus
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.data.heldout import build_eval_pairs
 from albert_lab.errors import AlbertLabError
-from albert_lab.models import Parts, PretrainingModel, pooler_linear
+from albert_lab.models import Parts, pair_linear, pooler_linear
 
 PROBE = "probe on a frozen encoder"
 PairTask = Literal["sop", "nsp"]
@@ -62,11 +61,6 @@ class ProbeResult:
     def facts(self) -> dict[str, Any]:
         """What a card or --json says of the probe (the weights aside)."""
         return {k: v for k, v in asdict(self).items() if k != "weights"}
-
-
-def pair_linear(model: PretrainingModel) -> nn.Linear:
-    """The pair head's H -> 2 map (ALBERT's SOP head wraps it with a dropout)."""
-    return model.sop_classifier.classifier if isinstance(model, AlbertForPreTraining) else model.cls.seq_relationship
 
 
 def probe_pairs(corpus: str, task: PairTask, train_pairs: int, heldout_pairs: int, seed: int = 0
