@@ -42,3 +42,25 @@ def test_every_command_line_starts_without_torch():
             "heavy = [m for m in ('torch', 'transformers') if m in sys.modules]\nassert not heavy, heavy\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_score_imports_only_what_scoring_needs(make_checkpoint, pairs_file):
+    """A one-pair `score` spends most of its start importing torch and transformers' model code; of the
+    rest it loads only scoring's modules: no other analysis, no training beyond the options the parser
+    lists, no plotting or app library. (torch._dynamo comes with transformers' ALBERT: its activations
+    import the kernels hub, whose flash attention imports continuous batching, which calls torch.compiler.disable
+    as a class is defined; nothing transformers reads turns that off.)"""
+    folder, _ = make_checkpoint("albert")
+    code = ("import contextlib, io, sys\nfrom albert_lab.cli import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main(['score', {str(pairs_file)!r}, '--checkpoint', {str(folder)!r}, '--device', 'cpu']) == 0\n"
+            "print(' '.join(sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    loaded = set(result.stdout.split())
+    scoring = {"albert_lab.analysis", "albert_lab.analysis.registry", "albert_lab.analysis.common",
+               "albert_lab.analysis.intrinsic", "albert_lab.analysis.pairs",
+               "albert_lab.training", "albert_lab.training.options", "albert_lab.training.config"}
+    unneeded = [m for m in loaded if m.startswith(("albert_lab.analysis.", "albert_lab.training.")) and m not in scoring]
+    unneeded += [m for m in loaded if m.split(".")[0] in ("streamlit", "matplotlib", "captum", "sklearn", "app")]
+    assert "albert_lab.analysis.pairs" in loaded and not unneeded, unneeded

@@ -20,7 +20,7 @@ from albert_lab.checkpoint.discover import checkpoint_name, make_loadable
 from albert_lab.checkpoint.files import PICKLE_SUFFIXES, is_local_source, read_card, read_spec, read_transformers_config
 from albert_lab.checkpoint.heads import HeadStatus, encoder_keys, head_status
 from albert_lab.checkpoint.release import with_casing
-from albert_lab.devices import resolve_device, resolve_dtype
+from albert_lab.devices import one_thread, resolve_device, resolve_dtype
 from albert_lab.errors import AlbertLabError, CheckpointError
 from albert_lab.kernels import tune_for_inference
 from albert_lab.models import PretrainingModel, one_token_type, spec_from_config, tie_shared_modules
@@ -87,7 +87,8 @@ def load_checkpoint(source: str | Path, device: str = "auto", dtype: str = "floa
     one_token_type(model, spec)
     tune_for_inference(model)  # same math, faster CPU kernels (see analysis/common.py)
     model.to(device=torch_device, dtype=torch_dtype).eval()
-    check_finite_outputs(model, spec, text)
+    with one_thread():  # a moment's work (loading albert-sop beside other jobs on 2 cores: 0.2-0.8 s, not 0.6-1.6 s)
+        check_finite_outputs(model, spec, text)
     return ModelBundle(name=label, source=text, model=model, tokenizer=tokenizer, spec=spec,
                        heads=head_status(spec, missing, card, unused), card=card, device=torch_device, dtype=torch_dtype,
                        missing_keys=frozenset(missing))
@@ -151,7 +152,8 @@ def checked_keys(source: str | Path, model: PretrainingModel, info: dict[str, An
                               f"{'are' if len(encoder) != 1 else 'is'} not in the weights file ({shown}); transformers would "
                               "initialise them randomly. config.json may not match the weights (model_type, num_hidden_groups): "
                               "restore it, or re-copy the checkpoint")
-    bad = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
+    with one_thread():  # a moment's work, as check_finite_outputs
+        bad = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
     if bad:
         tensors = f"{len(bad):,} weight tensor{'s hold' if len(bad) != 1 else ' holds'}"
         raise CheckpointError(f"{source}: {tensors} NaN or infinite values "
