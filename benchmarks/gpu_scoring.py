@@ -78,15 +78,29 @@ def loop_scores(folder: Path, a: list[str], b: list[str], device: torch.device) 
     return out
 
 
-def compare_scoring(work: Path, device: torch.device, pairs: int, rounds: int) -> dict:
-    """The command (a process of its own, started each round) against the loop, interleaved."""
+def compare_scoring(work: Path, device: torch.device, sizes: list[int], rounds: int, smoke: bool) -> list[dict]:
+    """The command (a process of its own, started each round) against the loop, interleaved, on random ALBERT-base
+    weights (--smoke: tiny), for each number of pairs in `sizes`: a few pairs show the fixed costs."""
+    from albert_lab.analysis.pairs import BF16_PER_MATMUL, TF32_PER_MATMUL, rounding_bound, scoring_precision
+    from albert_lab.checkpoint.load import load_checkpoint
     from albert_lab.tokenizer import load_tokenizer
 
-    spec = PRESETS["albert-base"].replace(**(SMALL if pairs <= 100 else {}))
-    folder = save_random(spec, work / "albert-base-random")
+    folder = save_random(PRESETS["albert-base"].replace(**(SMALL if smoke else {})), work / "albert-base-random")
+    bundle = load_checkpoint(folder, device=device.type)
+    dtype, tf32 = scoring_precision(bundle)
+    precision = "bf16 autocast" if dtype == torch.bfloat16 else "fp32, TF32 matmuls" if tf32 else "fp32"
+    per_matmul = BF16_PER_MATMUL if dtype == torch.bfloat16 else TF32_PER_MATMUL if tf32 else None
+    bound = rounding_bound(bundle.model, per_matmul) if per_matmul else None
     words = word_list(load_tokenizer(MINILM))
+    return [score_both(work, folder, words, n, device, rounds, precision, bound) for n in sizes]
+
+
+def score_both(work: Path, folder: Path, words: list[str], pairs: int, device: torch.device, rounds: int,
+               precision: str, bound: float | None) -> dict:
+    """`albert-lab score` of `pairs` pairs against loop_scores, interleaved over `rounds`; the largest difference
+    of their probabilities, beside the bound of the reduced precision the command scored in (None in fp32)."""
     a, b = sentences(words, pairs, 1), sentences(words, pairs, 2)
-    csv_path, out_csv = work / "pairs.csv", work / "scores.csv"
+    csv_path, out_csv = work / f"pairs-{pairs}.csv", work / f"scores-{pairs}.csv"
     with csv_path.open("w", newline="") as f:
         csv.writer(f).writerows([("sentence_a", "sentence_b"), *zip(a, b)])
     command = [sys.executable, "-m", "albert_lab", "score", str(csv_path), "--checkpoint", str(folder),
@@ -109,10 +123,12 @@ def compare_scoring(work: Path, device: torch.device, pairs: int, rounds: int) -
     got = np.array([[float(r["p_ab"]), float(r["p_ba"])] for r in rows])
     diff = float(np.abs(got - expected).max()) if got.shape == expected.shape else float("nan")
     row = {"pairs": pairs, "albert_lab_command_s": spread(ours_s), "loop_s": spread(loop_s),
-           "ratio": spread([o / lp for o, lp in zip(ours_s, loop_s)]), "max_abs_difference": diff}
+           "ratio": spread([o / lp for o, lp in zip(ours_s, loop_s)]), "precision": precision,
+           "max_abs_difference": diff, "bound": bound}
     print(f"  score {pairs:,} pairs both ways: `albert-lab score` {fmt(row['albert_lab_command_s'], '.1f')} s "
-          f"(process start included), loop {fmt(row['loop_s'], '.2f')} s (fp32), ratio {fmt(row['ratio'], '.2f')}x; "
-          f"largest difference {diff:.1e}", flush=True)
+          f"(process start included; {precision}), loop {fmt(row['loop_s'], '.2f')} s (fp32), "
+          f"ratio {fmt(row['ratio'], '.2f')}x; largest difference {diff:.1e}" + (f" (bound {bound:.1e})" if bound else ""),
+          flush=True)
     return row
 
 

@@ -36,11 +36,13 @@ def test_bench_gpu_smoke_writes_real_numbers(tmp_path):
         for key in ("albert_lab_tokens_per_s", "loop_tokens_per_s", "ratio", "albert_lab_mfu", "loop_mfu"):
             assert row[key]["min"] > 0, (row["shape"], key)
         assert 0 <= row["wait_share"]["median"] < 1
-    assert result["score"]["albert_lab_command_s"]["median"] > 0 and result["score"]["loop_s"]["median"] > 0
-    # The command scores what the loop scores: fp32 on both sides, only padding and batch composition differ (the
-    # order of fp32 sums): a dot product of H terms is off by at most H x 6e-8 relative (H = 768: 5e-5), and a
-    # probability by at most a quarter of its logits' difference.
-    assert result["score"]["max_abs_difference"] < 1e-4
+    (score,) = result["score"]  # --smoke: 40 pairs only
+    assert score["pairs"] == 40 and score["albert_lab_command_s"]["median"] > 0 and score["loop_s"]["median"] > 0
+    # The command scores what the loop scores. In fp32 on both sides (the CPU) only padding and batch composition
+    # differ (the order of fp32 sums): a dot product of H terms is off by at most H x 6e-8 relative (H = 768: 5e-5),
+    # and a probability by at most a quarter of its logits' difference. On a GPU the command's reduced precision adds
+    # at most its bound.
+    assert score["max_abs_difference"] < 1e-4 + (score["bound"] or 0)
     assert all(result["analyses"][f"{k}_s"]["median"] > 0 for k in ("oscillation", "gradient_flow", "logit_lens"))
     assert result["bf16_matmul_peak_tflops"]["median"] > 0
     assert all(math.isfinite(n) for n in numbers(result))
