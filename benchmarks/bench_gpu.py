@@ -1,6 +1,7 @@
 """albert-lab on a GPU against the loop a user would write, side by side in one process.
 
-One command, sized for at most 4 minutes on an H100 or H200 (process starts included):
+One command, sized for about 4 minutes on an H100 or H200 (process starts included; more where the
+trainer compiles its step):
 
 1. Training, four shapes, random weights, the same batches (synthetic documents in MiniLM's
    30,522-piece vocabulary, masked as in training: benchmarks/bench_batches.py): ALBERT-base
