@@ -101,3 +101,9 @@ def test_tf32_is_on_while_the_pairs_are_scored_and_only_then(bundles, monkeypatc
     with pytest.raises(RuntimeError), tf32_matmuls(True):
         raise RuntimeError("a failed batch")
     assert torch.backends.cuda.matmul.fp32_precision == before
+    first, second = tf32_matmuls(True), tf32_matmuls(True)  # two visitors' scorings, overlapping
+    first.__enter__(), second.__enter__()
+    first.__exit__(None, None, None)
+    assert torch.backends.cuda.matmul.fp32_precision == "tf32"  # the second still scores
+    second.__exit__(None, None, None)
+    assert torch.backends.cuda.matmul.fp32_precision == before

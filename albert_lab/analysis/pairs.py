@@ -13,6 +13,7 @@ same frame through pairs_frame.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -141,15 +142,28 @@ def scoring_precision(bundle: ModelBundle) -> tuple[torch.dtype, bool]:
 
 @contextmanager
 def tf32_matmuls(on: bool) -> Iterator[None]:
-    """CUDA's float32 matmuls in TF32 within the block (when `on`), as before after it."""
-    matmul = torch.backends.cuda.matmul
-    before = matmul.fp32_precision
-    if on:
-        matmul.fp32_precision = "tf32"
+    """CUDA's float32 matmuls in TF32 within the block (when `on`), as before after it. The setting is the
+    process's, not the thread's: the first of concurrent blocks (the app's visitors) sets it, the last restores it."""
+    if not on:
+        yield
+        return
+    with _TF32.lock:
+        if not _TF32.users:
+            _TF32.before, torch.backends.cuda.matmul.fp32_precision = torch.backends.cuda.matmul.fp32_precision, "tf32"
+        _TF32.users += 1
     try:
         yield
     finally:
-        matmul.fp32_precision = before
+        with _TF32.lock:
+            _TF32.users -= 1
+            if not _TF32.users:
+                torch.backends.cuda.matmul.fp32_precision = _TF32.before
+
+
+class _TF32:
+    """tf32_matmuls' blocks running now, and the setting before the first."""
+
+    lock, users, before = threading.Lock(), 0, ""
 
 
 def pair_columns(seg: Segments) -> tuple[pd.array, list[float]]:
