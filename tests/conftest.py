@@ -364,13 +364,16 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90) -> No
 
 
 @contextmanager
-def serve(checkpoints: Path, runs: Path, streamlit_run: bool = False):
+def serve(checkpoints: Path, runs: Path, streamlit_run: bool = False, trace: Path | None = None):
     """The app on these checkpoint and runs folders, started as the README starts it
     (`albert-lab app`, which imports the model code and execs `streamlit run app/main.py`),
     or with streamlit_run=True as Streamlit starts an app (the model code then imports in
-    the background after the first page); yields its URL."""
+    the background after the first page); yields its URL. `trace`: the file its script runs
+    are written to (app.shell.serve.traced)."""
     port = free_port()
     env = {**os.environ, "ALBERT_LAB_CHECKPOINTS": str(checkpoints), "ALBERT_LAB_RUNS": str(runs), "PYTHONPATH": str(ROOT)}
+    if trace is not None:
+        env["ALBERT_LAB_TRACE"] = str(trace)
     command = (["-m", "streamlit", "run", "app/main.py", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
                if streamlit_run else ["-m", "albert_lab", "app", "--port", str(port)])
     process = subprocess.Popen([sys.executable, *command, "--server.headless", "true"],
@@ -385,16 +388,22 @@ def serve(checkpoints: Path, runs: Path, streamlit_run: bool = False):
 
 
 class Served(str):
-    """A served app's URL, with the runs folder it watches."""
+    """A served app's URL, with the runs folder it watches and the file its script runs are traced to."""
     runs: Path
+    trace: Path
+
+    def script_runs(self, page: str) -> int:
+        """The page's full script runs so far (a fragment's rerun is not one)."""
+        lines = self.trace.read_text().splitlines() if self.trace.exists() else []
+        return sum(json.loads(line)["page"] == page for line in lines)
 
 
 @pytest.fixture(scope="session")
 def _shared_server(shipped, tmp_path_factory):
-    runs = tmp_path_factory.mktemp("served") / "runs"
-    with serve(shipped, runs) as url:
+    folder = tmp_path_factory.mktemp("served")
+    with serve(shipped, folder / "runs", trace=folder / "trace.jsonl") as url:
         served = Served(url)
-        served.runs = runs
+        served.runs, served.trace = folder / "runs", folder / "trace.jsonl"
         yield served
 
 

@@ -24,12 +24,6 @@ MAX_LINK_CHECKPOINTS = 16  # checkpoints a link may name; each is checked (and m
 CASINGS = {"release": "as the release says", "cased": "cased", "uncased": "uncased"}  # the 'Add' field's casing choice
 
 
-
-
-
-
-
-
 def sidebar() -> None:
     """The model picker shared by all pages, plus device and dtype. The picked
     checkpoints travel in the link (?ckpt=a,b)."""
@@ -51,12 +45,11 @@ def sidebar() -> None:
     from_url("picked", [n for n in default if n in options], param="ckpt",
              parse=lambda raw: [n for n in (names.get(e, e) for e in link_entries(raw)) if n in options][:MAX_LINK_CHECKPOINTS])
     set_widget("picked", [n for n in widget("picked") if n in options])
+    shell().selected = [(n, by_name[n]["path"] if n in by_name else extra[n]) for n in widget("picked")]
     with st.sidebar:
         st.markdown("### Checkpoints")
         titles = {n: f"{c['title']} · {n}" for n, c in by_name.items() if c.get("title") and c["title"] != n.removeprefix("run:")}
-        picked = st.multiselect("Compare", options, key="picked", format_func=lambda n: titles.get(n, n),
-                                help="Shipped checkpoints, finished training runs, and folders you add below. "
-                                     "Pages that show one model use the first.")
+        st.fragment(_pick)(options, titles)
         with st.expander("Add a folder or hub id"):
             text = st.text_input("Folder (inside checkpoints/ or runs/) or hub id", key="add_source")
             casing = st.selectbox("Casing", list(CASINGS), key="add_casing", format_func=CASINGS.get,
@@ -65,7 +58,6 @@ def sidebar() -> None:
             if st.button("Add", key="add_button") and text.strip():
                 with guard("adding"):
                     _add_source(text, extra, None if casing == "release" else casing)
-        shell().selected = [(n, by_name[n]["path"] if n in by_name else extra[n]) for n in picked]
         device = st.selectbox("Device", device_options(), key="device", help="CUDA, then MPS, then CPU when 'auto'")
         _big_models_note(shell().selected, device)
         st.selectbox("Precision", ["float32", "bfloat16"], key="dtype", on_change=_bf16_checked,
@@ -81,6 +73,19 @@ def sidebar() -> None:
         # redrawn every 5 s while a run is active, so the note goes when the run ends (it stayed until the next click)
         st.fragment(run_every=5 if active_run() else None)(_run_note)()
         st.caption("Wikipedia text: CC BY-SA 4.0 (Wikipedia contributors).")
+
+
+def _pick(options: list[str], titles: dict[str, str]) -> None:
+    """The picks, a fragment: each removal or addition reruns only this, and 'Apply' the page, once
+    (swapping four picks for two reran the page's analysis six times). Any other rerun of the page
+    applies them too."""
+    picked = st.multiselect("Compare", options, key="picked", format_func=lambda n: titles.get(n, n),
+                            help="Shipped checkpoints, finished training runs, and folders you add below. "
+                                 "Pages that show one model use the first.")
+    if picked != [name for name, _ in shell().selected] and st.button(
+            "Apply", key="apply_picks", type="primary", icon=":material/check:",
+            help=f"The page shows {', '.join(name for name, _ in shell().selected) or 'no checkpoint'} until then"):
+        st.rerun()
 
 
 BIG = 50  # times albert-sop's work per token past which an analysis on a CPU takes minutes (ALBERT-large: 64, xxlarge: 512)
