@@ -4,6 +4,9 @@ the record's seconds per unit, as app.shell.pace.estimate answers before this pr
 anything) and what the same work then takes, called as the page calls it, on the shipped
 checkpoints: Table 5 measured now, oscillation, gradient flow, depth extrapolation, an uploaded
 pairs file, token attributions, and for a BERT the relaxation curve (Parameters, Relaxed sharing).
+The Depth lab's trainings need no checkpoint: the disc MLP in each variant (and one deep and wide),
+and the four VGG nets, each timed once (a training from scratch is all the work there is), on one
+thread as the page trains them (pace.one_thread).
 
 Each work is timed once cold (the first in this process: imports, captum's hooks) and then warm
 (the best of --repeat); `ratio` is warm / estimate, and `s/unit` the warm seconds per unit, what
@@ -15,7 +18,7 @@ and, when installed, the out-of-domain sets), and building its held-out pairs, t
 record's Cost.first (the row 'held-out pairs, built').
 
 Run: .venv/bin/python benchmarks/bench_estimates.py [--checkpoint albert-sop --checkpoint ...] [--steps 50]
-     [--only table5 --limit 50]: one kind of work
+     [--only table5 --limit 50]: one kind of work; [--only depth --only vgg --train-steps 100]: the Depth lab's
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import argparse
 import os
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -35,7 +39,7 @@ from albert_lab.checkpoint.load import load_checkpoint
 from albert_lab.data.samples import sample_texts
 from albert_lab.paths import checkpoints_dir
 from app.rooms.sentence_pairs.common import EXAMPLE_A, EXAMPLE_B
-from app.shell import costs
+from app.shell import costs, pace
 
 
 def timed(work) -> float:
@@ -76,6 +80,20 @@ def works(bundle, args, texts: list[str], pairs: pd.DataFrame, held_out) -> list
            lambda: curve_and_energy(bundle.source, DEFAULT_RANKS, pairs=DEFAULT_PAIRS))] if bundle.spec.family == "bert" else [])
 
 
+def depth_works(args) -> list[tuple[str, str, float, object]]:
+    """(what, cost kind, the page's units, the call) of the Depth lab's trainings at its settings, --train-steps
+    steps each: the disc MLP in every variant, one 48 layers deep and 128 wide, and the four VGG nets."""
+    from albert_lab.analysis.depth import VGG_NETS, describe, train_disc, train_vgg, vgg_label
+    from app.rooms.depth_lab.cache import DEFAULTS, VARIANTS, VGG_DEFAULTS, VGG_RECORD_EVERY, config
+
+    settings = {**{k: v for k, v in DEFAULTS.items() if k != "variants"}, "steps": args.train_steps}
+    discs = [config(v, **settings) for v in VARIANTS] + [config("none", **{**settings, "depth": 48, "width": 128})]
+    return [(f"disc, {describe(c)}, width {c.width}", "depth", costs.disc_units(c), partial(train_disc, c))
+            for c in discs] + [
+        (f"{vgg_label(d, bn)}", "vgg", costs.vgg_units(args.train_steps, [(d, bn)]),
+         partial(train_vgg, d, bn, args.train_steps, VGG_DEFAULTS["lr"], record_every=VGG_RECORD_EVERY)) for d, bn in VGG_NETS]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", action="append",
@@ -85,6 +103,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=100, help="Table 5's pairs per task (the page's default: 100)")
     parser.add_argument("--repeat", type=int, default=2, help="extrapolation's K (the page's default: 2)")
     parser.add_argument("--rounds", type=int, default=2, help="warm timings per work, the best kept")
+    parser.add_argument("--train-steps", type=int, default=100, help="the Depth lab's trainings' steps (the page's: 300)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--only", action="append", choices=sorted(costs.SECONDS_PER_UNIT),
                         help="time only these kinds of work (default: every one)")
@@ -106,7 +125,14 @@ def main() -> None:
                          estimate_s=costs.FIRST_TIME_SECONDS["table5"], cold_s=(built := timed(held_out)),
                          measured_s=built, ratio=built / costs.FIRST_TIME_SECONDS["table5"], s_per_unit=built,
                          guess_per_unit=costs.FIRST_TIME_SECONDS["table5"]))
-    for name in names:
+    for what, kind, units, run in depth_works(args):
+        if not args.only or kind in args.only:
+            with pace.one_thread():  # as the page trains them
+                took = timed(run)
+            guess = units * costs.SECONDS_PER_UNIT[kind]
+            rows.append(dict(work=what, checkpoint="-", units=units, estimate_s=guess, cold_s=took, measured_s=took,
+                             ratio=took / guess, s_per_unit=took / units, guess_per_unit=costs.SECONDS_PER_UNIT[kind]))
+    for name in names if not args.only or set(args.only) - {"depth", "vgg"} else []:
         bundle = load_checkpoint(checkpoints_dir() / name, device="cpu")
         for what, kind, units, run in works(bundle, args, texts, pairs, held_out):
             if args.only and kind not in args.only:
@@ -123,6 +149,11 @@ def main() -> None:
     print("seconds per unit measured (median [min-max] over the checkpoints):")
     for work, row in fitted.iterrows():
         print(f"  {work}: {row['median']:.3g} [{row['min']:.3g}-{row['max']:.3g}]")
+    trainings = frame[frame.work.str.startswith(("disc", "VGG"))]
+    if len(trainings):  # what the Depth lab's estimate of several nets at once would take per unit
+        print("  the Depth lab's nets together: " + ", ".join(
+            f"{kind} {group.measured_s.sum() / group.units.sum():.3g}"
+            for kind, group in trainings.groupby(trainings.work.str.startswith("VGG").map({True: "vgg", False: "disc"}))))
 
 
 if __name__ == "__main__":

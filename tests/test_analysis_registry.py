@@ -11,7 +11,7 @@ import sys
 import typing
 
 import pytest
-from conftest import TEXTS, run_cli
+from conftest import ROOT, TEXTS, run_cli
 
 from albert_lab.analysis.registry import ANALYSES, GRADFLOW, Analysis, analysis
 
@@ -88,6 +88,17 @@ def test_the_app_reads_its_time_guesses_from_the_records():
         assert costs.SECONDS_PER_UNIT[kind] == analysis(name).cost.seconds > 0
     assert {"attribution": analysis("attribution").cost.first, "table5": analysis("evaluate").cost.first} == \
         costs.FIRST_TIME_SECONDS
+
+
+def test_the_estimates_benchmark_times_every_kind_of_work_the_app_estimates():
+    """The Depth lab's VGG and disc estimates were guesses no benchmark timed (5e-4 s per unit, 4 to 90 times too
+    short): bench_estimates.py --only takes every kind the app estimates, and times each."""
+    from app.shell import costs
+
+    bench = (ROOT / "benchmarks" / "bench_estimates.py").read_text()
+    assert {"depth", "vgg"} <= set(costs.SECONDS_PER_UNIT)
+    for kind in costs.SECONDS_PER_UNIT:
+        assert f'"{kind}"' in bench, kind  # a work of that kind in works() or depth_works()
 
 
 def test_the_units_of_the_texts_pages_grow_with_the_model_and_the_texts():

@@ -6,12 +6,25 @@ No Streamlit here: benchmarks/bench_estimates.py checks these guesses against me
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from albert_lab.analysis.registry import ANALYSES, RELAXATION_COST, attribution_units, relaxation_units, size, text_units
+from albert_lab.analysis.registry import ANALYSES, RELAXATION_COST, Cost, attribution_units, relaxation_units, size, text_units
 
-COSTS = (*(a.cost for a in ANALYSES if a.cost is not None), RELAXATION_COST)  # the records', and the relaxation curve's
+if TYPE_CHECKING:
+    from albert_lab.analysis.depth import DepthConfig
+
+# The Depth lab's trainings (albert_lab.analysis.depth), on one thread as the page trains them (pace.one_thread).
+# bench_estimates.py --only depth --only vgg --train-steps 100, at load 3.5-4.3 (other jobs): 0.00021-0.00039 s per
+# disc unit, 0.0011-0.0025 per VGG unit (the four nets 19.9 s where 14.9 s is said: 1.34 times). Set about 1.4 times
+# below what was measured at that load, for a machine at load 2 or less (not seen in these runs), so that both fall
+# within 2x. On two threads at that load the same nets took 4 to 12 times as long; the guesses these replace, 5e-4 s
+# for both, were up to 90 times too short for the VGG nets.
+DISC_COST = Cost("depth", 0.00022, "one SGD step of one layer of the disc MLP (disc_units)")
+VGG_COST = Cost("vgg", 0.0012, "one SGD step of one weight layer of a VGG net on the digits (vgg_units)")
+NORM_WEIGHT = 1.5  # a normalised MLP's cost per layer against a plain one's (disc_units)
+COSTS = (*(a.cost for a in ANALYSES if a.cost is not None), RELAXATION_COST, DISC_COST, VGG_COST)
 SECONDS_PER_UNIT = {cost.kind: cost.seconds for cost in COSTS}
 # Seconds a kind of work takes the first time in a server process, on top of its units (captum's import and hooks)
 FIRST_TIME_SECONDS = {a.cost.kind: a.cost.first for a in ANALYSES if a.cost is not None and a.cost.first}
@@ -21,11 +34,23 @@ FIRST_TIME_SECONDS = {a.cost.kind: a.cost.first for a in ANALYSES if a.cost is n
 # tokenizer made (at install: `corpora --install`), and when a corpus and vocabulary need a new one first.
 START_SECONDS = {"tokenizer made": 1.5, "new tokenizer": 41.0}
 
+def disc_units(cfg: DepthConfig) -> float:
+    """One disc MLP's training: steps x (hidden layers + 2), wider than 64 costlier, a normalised one 1.5 times
+    (BatchNorm's or LayerNorm's operations beside each layer's product)."""
+    return cfg.steps * (cfg.depth + 2) * max(1.0, cfg.width / 64) * (1.0 if cfg.norm == "none" else NORM_WEIGHT)
+
+
+def vgg_units(steps: int, nets: Sequence[tuple[int, bool]]) -> float:
+    """VGG nets' training, each (weight layers, BatchNorm) for `steps` SGD steps: steps x (weight layers + 8, a
+    step's batch, loss and bookkeeping: VGG-8 took 26 ms a step, VGG-38 76 ms)."""
+    return sum(steps * (depth + 8) for depth, _ in nets)
+
+
 def card_units(card: dict[str, Any], texts: int) -> float:
     """text_units of the checkpoint a model card describes (pages know its card before loading it; its
     spec as the card shows it, which may say 'not recorded' where a ModelSpec would refuse it)."""
     return text_units(SimpleNamespace(**card["spec"]), texts)
 
 
-__all__ = ["FIRST_TIME_SECONDS", "SECONDS_PER_UNIT", "START_SECONDS", "attribution_units", "card_units", "relaxation_units",
-           "size", "text_units"]
+__all__ = ["DISC_COST", "FIRST_TIME_SECONDS", "SECONDS_PER_UNIT", "START_SECONDS", "VGG_COST", "attribution_units",
+           "card_units", "disc_units", "relaxation_units", "size", "text_units", "vgg_units"]

@@ -8,6 +8,8 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from albert_lab.paths import runs_dir
 from app.shell.serve import import_model_code
@@ -22,7 +24,7 @@ def visitors() -> int:
     marks each run through use_threads)."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    ctx = get_script_run_ctx()
+    ctx = get_script_run_ctx(suppress_warning=True)  # None outside a script run (a benchmark)
     now = time.monotonic()
     with _SEEN_LOCK:
         if ctx is not None:
@@ -52,6 +54,21 @@ def use_threads(wait: bool = True) -> None:
 
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Torch on one thread in the block, then as use_threads says: for the Depth lab's tiny nets, whose small
+    operations a second thread only waits on (at load 4 on 2 cores, two threads took 4 to 12 times as long as
+    one: benchmarks/bench_estimates.py). OpenMP's count is each thread's own: other visitors' runs keep theirs."""
+    import_model_code()
+    import torch
+
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        use_threads()
 
 
 def active_run() -> bool:

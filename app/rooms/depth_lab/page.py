@@ -12,6 +12,7 @@ from app.rooms.depth_lab.cache import DEFAULTS, VARIANTS, VGG_DEFAULTS
 from app.rooms.depth_lab.figures import cut_at_divergence, depth_figures, divergence, flow_heatmap, vgg_figures
 from app.rooms.depth_lab.reading import vgg_caption
 from app.shell import draw, links, pace
+from app.shell.costs import VGG_COST, vgg_units
 from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.state import kept, set_widget, widget
@@ -98,10 +99,9 @@ with tab_vgg:
         st.caption("Ready for these settings (shipped with the app, or trained here earlier): drawn below, nothing to "
                    "train. " + (depth_cache.shipped_note() if depth_cache.is_shipped(steps=steps, lr=lr) else ""))
     else:
-        eta = fmt_duration(pace.estimate("vgg", sum(steps * d for d, _ in missing), depth_runs.VGG_SECONDS_PER_UNIT))
-        said = (f"about {eta} at this machine's pace last time" if pace.measured("vgg") else
-                f"about {eta} on an idle 2-core CPU, and many times that on a machine shared with other work "
-                "(half an hour was seen)")
+        eta = fmt_duration(pace.estimate(VGG_COST.kind, vgg_units(steps, missing), VGG_COST.seconds))
+        said = (f"about {eta} at this machine's pace last time" if pace.measured(VGG_COST.kind) else
+                f"about {eta} on two cores, longer when others use them")
         st.caption(f"Training {len(missing)} conv nets of {steps} steps takes {said}; a progress bar gives the time "
                    "left as it goes, and Stop keeps the nets already trained.")
     if missing and st.button("Train VGG-8 and VGG-38, with and without BatchNorm", key=key("vgg_run")):

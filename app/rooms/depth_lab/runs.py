@@ -16,9 +16,11 @@ import streamlit as st
 
 from albert_lab.analysis import depth as depth_lib  # called through the module: tests stand in for its trainers
 from albert_lab.analysis.depth import VGG_NETS, DepthConfig, describe, vgg_label
+from albert_lab.analysis.registry import Cost
 from app.rooms.depth_lab import cache as depth_cache
 from app.rooms.depth_lab.cache import VGG_RECORD_EVERY
 from app.shell import pace, runner
+from app.shell.costs import DISC_COST, VGG_COST, disc_units, vgg_units
 from app.shell.registry import keys
 from app.shell.state import kept
 from app.shell.text import fmt_duration
@@ -37,18 +39,17 @@ class DepthLabState:
     heat_for: str | None = None  # the results the gradient-heatmap choice was made for
 
 _DISC_TRAINED: OrderedDict[DepthConfig, tuple[pd.DataFrame, pd.DataFrame]] = OrderedDict()  # this process's, newest last
-DISC_SECONDS_PER_UNIT = 5e-4  # one SGD step of one layer of the width-32 MLP, idle 2-core CPU (a guess until measured)
 
 
 class _Pace:
-    """The bar of a training of `total` units (steps x layers) and the time it has left, at
-    this machine's pace measured from step 5 on (loading data and the first steps are
-    slower), before that at `kind`'s learned or guessed seconds per unit. The bar moves at
+    """The bar of a training of `total` units (app.shell.costs: disc_units, vgg_units) and the time it has
+    left, at this machine's pace measured from step 5 on (loading data and the first steps are
+    slower), before that at the cost's learned or measured seconds per unit. The bar moves at
     most twice a second: a bar update is where a Stop interrupts the script. Each step first
     calls `between` (runner.heavy_turn's: the heavy lane's turn passed when others wait)."""
 
-    def __init__(self, bar, total: float, kind: str, guess_per_unit: float) -> None:
-        self.bar, self.total, self.kind, self.guess = bar, total, kind, guess_per_unit
+    def __init__(self, bar, total: float, cost: Cost) -> None:
+        self.bar, self.total, self.cost = bar, total, cost
         self.shown = self.since = self.fraction = 0.0
         self.done = self.since_units = 0.0  # units of the networks finished; units when the pace was first measured
         self.between: Callable[[], None] = lambda: None
@@ -67,15 +68,10 @@ class _Pace:
             self.since, self.since_units = now, units
         measured = self.since and units > self.since_units
         left = ((now - self.since) / (units - self.since_units) * (self.total - units) if measured
-                else pace.estimate(self.kind, self.total - units, self.guess))
+                else pace.estimate(self.cost.kind, self.total - units, self.cost.seconds))
         self.fraction = min(1.0, units / self.total)
         self.bar.progress(self.fraction, text=f"Training {label}: step {step} of {steps}, about "
                           f"{fmt_duration(left)} left at this machine's pace")
-
-
-def disc_units(cfg: DepthConfig) -> float:
-    """Work of one MLP run: steps x layers, wider layers costlier (narrow ones are mostly overhead)."""
-    return cfg.steps * (cfg.depth + 2) * max(1.0, cfg.width / 64)
 
 
 def train_all(configs: list[DepthConfig]) -> tuple[list[tuple[pd.DataFrame, pd.DataFrame]], bool]:
@@ -91,17 +87,17 @@ def train_all(configs: list[DepthConfig]) -> tuple[list[tuple[pd.DataFrame, pd.D
     todo = [] if state.stopped else [cfg for cfg in configs if found[cfg] is None]
     if todo:
         bar, stop = st.progress(0.0), st.empty()
-        timer = _Pace(bar, sum(disc_units(c) for c in todo), "depth", DISC_SECONDS_PER_UNIT)
+        timer = _Pace(bar, sum(disc_units(c) for c in todo), DISC_COST)
         stop.button("Stop training", key=key("stop"), icon=":material/stop:", on_click=_stop_disc,
                     help="Stops at the next step; the networks already trained are kept and drawn")
         try:
-            with runner.heavy_turn(timer.say) as timer.between:  # one training at a time on this server, visitors in turn
+            with runner.heavy_turn(timer.say) as timer.between, pace.one_thread():  # one training at a time, visitors in turn
                 for i, cfg in enumerate(todo):
                     progress = partial(timer.report, per_step=disc_units(cfg) / cfg.steps, steps=cfg.steps,
                                        label=f"{describe(cfg)} ({i + 1} of {len(todo)})")
                     started = time.perf_counter()
                     found[cfg] = depth_lib.train_disc(cfg, progress=progress)
-                    pace.learn("depth", time.perf_counter() - started, disc_units(cfg))
+                    pace.learn(DISC_COST.kind, time.perf_counter() - started, disc_units(cfg))
                     timer.done += disc_units(cfg)
                     _DISC_TRAINED[cfg] = found[cfg]
                     while len(_DISC_TRAINED) > 64:  # the last settings tried, a few MB at most
@@ -121,29 +117,26 @@ def go_on_disc() -> None:
     kept(DepthLabState).stopped = False
 
 
-VGG_SECONDS_PER_UNIT = 5e-4  # one SGD step of one weight layer, idle 2-core CPU: the four nets' 300 steps in ~14 s
-
-
 def vgg_nets(steps: int, lr: float) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
     """The four nets' (history, flow): shipped, kept, or trained now behind a progress bar
     that gives the time left at this machine's measured pace, and a Stop button (a click
     interrupts the run at the next update; the nets already trained are kept)."""
     todo = [(d, bn) for d, bn in VGG_NETS if depth_cache.vgg_result(d, bn, steps, lr) is None]
-    total, start = sum(steps * d for d, _ in todo), time.perf_counter()
+    total, start = vgg_units(steps, todo), time.perf_counter()
     bar, stop = (st.progress(0.0), st.empty()) if todo else (None, None)
-    timer = _Pace(bar, total, "vgg", VGG_SECONDS_PER_UNIT)
+    timer = _Pace(bar, total, VGG_COST)
     if todo:
         stop.button("Stop training", key=key("vgg_stop"), icon=":material/stop:", on_click=stop_vgg,
                   help="Stops at the next step; the nets already trained are kept and drawn")
-    with runner.heavy_turn(timer.say) if todo else nullcontext(timer.between) as timer.between:
+    with runner.heavy_turn(timer.say) if todo else nullcontext(timer.between) as timer.between, pace.one_thread():
         for i, (depth, batchnorm) in enumerate(todo):
-            progress = partial(timer.report, per_step=depth, steps=steps,
+            progress = partial(timer.report, per_step=vgg_units(1, [(depth, batchnorm)]), steps=steps,
                                label=f"{vgg_label(depth, batchnorm)} ({i + 1} of {len(todo)})")
             result = depth_lib.train_vgg(depth, batchnorm, steps, lr, record_every=VGG_RECORD_EVERY, progress=progress)
             depth_cache.keep_vgg(depth, batchnorm, steps, lr, result)
-            timer.done += steps * depth
+            timer.done += vgg_units(steps, [(depth, batchnorm)])
     if todo:
-        pace.learn("vgg", time.perf_counter() - start, total)
+        pace.learn(VGG_COST.kind, time.perf_counter() - start, total)
         bar.empty()
         stop.empty()
     return [r for r in (depth_cache.vgg_result(d, bn, steps, lr) for d, bn in VGG_NETS) if r is not None]
