@@ -17,7 +17,8 @@ LINK_NAMES = {
     "shared_block": {"ckpt", "sb_input", "sb_repeat", "sb_section", "sb_seed"},
     "sentence_pairs": {"ckpt", "pair_a", "pair_b", "pair_tab"},  # the tabs since links keep them (links.tabs)
     "training": {"ckpt", "tr_preset", "tr_tab"},
-    "depth_lab": {"ckpt", "dl_tab", "dl_depth", "dl_dropout", "dl_init", "dl_std", "dl_steps", "dl_variants", "dl_width"},
+    "depth_lab": {"ckpt", "dl_tab", "dl_depth", "dl_dropout", "dl_init", "dl_std", "dl_steps", "dl_variants", "dl_width",
+                  "dl_vgg_steps", "dl_vgg_lr"},  # the VGG tab's settings since links keep them
 }
 
 
@@ -46,6 +47,21 @@ def test_a_link_opens_its_tab(app, page, name, tab):
     assert not fresh.exception, [e.value for e in fresh.exception]
     assert fresh.session_state[name] == tab and link_of(fresh)[name] == tab
     assert opened_by_link({name: "No such tab"}, page).session_state[name] != "No such tab"  # the first tab, not an error
+
+
+def test_a_link_keeps_the_vgg_settings(app):
+    """The VGG tab's steps and learning rate were not in the link: it opened on the shipped 300 steps at lr 0.1."""
+    at = goto(app, "depth_lab")
+    at.session_state["dl_tab"] = "VGG-8 vs VGG-38"
+    at.slider(key="dl_vgg_steps").set_value(100)
+    at.select_slider(key="dl_vgg_lr").set_value(0.05).run()
+    link = link_of(at)
+    assert (link["dl_tab"], link["dl_vgg_steps"], link["dl_vgg_lr"]) == ("VGG-8 vs VGG-38", "100", "0.05")
+    fresh = opened_by_link(link, "depth_lab")
+    assert not fresh.exception, [e.value for e in fresh.exception]
+    assert fresh.slider(key="dl_vgg_steps").value == 100 and fresh.select_slider(key="dl_vgg_lr").value == 0.05
+    assert any("conv nets of 100 steps" in c.value for c in fresh.caption)  # the estimate of these settings, no training
+    assert opened_by_link({"dl_vgg_steps": "75", "dl_vgg_lr": "0.3"}, "depth_lab").slider(key="dl_vgg_steps").value == 300
 
 
 def test_a_link_made_after_an_upload_opens_the_upload_tab_and_says_the_file_is_not_in_it(app):

@@ -31,6 +31,9 @@ CONTROLS = links.Controls(
     links.Control(key("steps"), DEFAULTS["steps"], links.parse_int(50, 2000, step=50)),
     links.Control(key("dropout"), DEFAULTS["dropout"], links.parse_float(0.0, 0.8)),
     links.Control(key("variants"), DEFAULTS["variants"], links.parse_list(VARIANTS)))
+VGG_LRS = [0.01, 0.02, 0.05, 0.1, 0.2]
+VGG_CONTROLS = links.Controls(links.Control(key("vgg_steps"), VGG_DEFAULTS["steps"], links.parse_int(50, 600, step=50)),
+                              links.Control(key("vgg_lr"), VGG_DEFAULTS["lr"], float, options=VGG_LRS))
 (tab_mlp, tab_vgg), _ = links.tabs(["Deep MLP on the disc", "VGG-8 vs VGG-38"], key("tab"))
 with tab_mlp:
     CONTROLS.restore()
@@ -91,9 +94,11 @@ with tab_mlp:
                   source="the lecture notes (F. Fleuret, EE-559, 'Going deeper')")
 
 with tab_vgg:
+    VGG_CONTROLS.restore()
     cols = st.columns(2)
-    steps = cols[0].slider("Steps", 50, 600, VGG_DEFAULTS["steps"], 50, key=key("vgg_steps"))
-    lr = cols[1].select_slider("SGD learning rate", [0.01, 0.02, 0.05, 0.1, 0.2], VGG_DEFAULTS["lr"], key=key("vgg_lr"))
+    steps = cols[0].slider("Steps", 50, 600, step=50, key=key("vgg_steps"))
+    lr = cols[1].select_slider("SGD learning rate", VGG_LRS, key=key("vgg_lr"))
+    VGG_CONTROLS.share()
     missing = [(d, bn) for d, bn in VGG_NETS if depth_cache.vgg_result(d, bn, steps, lr) is None]
     if not missing:  # drawn below without a click: nothing to train
         st.caption("Ready for these settings (shipped with the app, or trained here earlier): drawn below, nothing to "
