@@ -30,9 +30,11 @@ def test_sentence_pairs_upload_and_bad_files(app):
     summary = next(d.value for d in at.dataframe if "accuracy" in d.value)
     assert summary.set_index("checkpoint").loc["albert-sop", "labelled"] == 2
     assert "hub-albert" not in set(summary.checkpoint)  # not scored (its warning says why): no row of blanks
-    scores = next(d.value for d in at.dataframe if "p_ab" in d.value and len(d.value) == 6)
-    scored = scores[scores.checkpoint != "hub-albert"]
-    assert scored.p_ab.between(0, 1).all() and scored.p_ba.between(0, 1).all()
+    tables = [d.value for d in at.dataframe if "row" in d.value]
+    assert len(tables) == 1, [list(t.columns) for t in tables]  # the pairs once: the scores table was drawn twice
+    pairs = tables[0]
+    assert list(pairs.row) == [2, 3] and "p0 hub-albert" not in pairs  # hub-albert's head is missing: no column of blanks
+    assert pairs["p0 albert-sop"].between(0, 1).all() and pairs["p0 bert-nsp"].between(0, 1).all()
     assert [h.value for h in at.subheader if "scored" in h.value] == ["2 pairs scored from pairs.csv"]  # which file
     at.file_uploader(key="pair_file").set_value(("bad.csv", b"sentence_a;sentence_b\nx;y\n", "text/csv"))
     at.run()
@@ -110,9 +112,9 @@ def test_a_file_without_labels_shows_no_none_and_the_sentences_first(app):
     assert not {"accuracy", "order_accuracy", "labelled"} & set(summary.columns)
     assert not summary.isna().any().any(), summary  # a blank is drawn as 'None'
     assert any("no labels, so there is no accuracy" in c.value for c in at.caption)
-    scores = next(d.value for d in at.dataframe if "p_ab" in d.value and "row" in d.value)
-    assert list(scores.columns[:3]) == ["row", "sentence_a", "sentence_b"] and list(scores.row.unique()) == [2]
-    assert not {"label", "correct"} & set(scores.columns)
+    pairs = next(d.value for d in at.dataframe if "row" in d.value)
+    assert list(pairs.columns[:3]) == ["row", "sentence_a", "sentence_b"] and list(pairs.row) == [2]
+    assert not [c for c in pairs.columns if c.startswith("right ")]  # no right or wrong without a label
     typed = at.dataframe[0].value  # the typed pair: no row of a file to number
     assert list(typed.columns[:2]) == ["sentence_a", "sentence_b"] and "row" not in typed
 
@@ -350,8 +352,8 @@ def test_a_bert_of_one_token_type_is_scored(tmp_path, tokenizer, monkeypatch):
     at.file_uploader(key="pair_file").set_value(("pairs.csv", PAIRS_CSV, "text/csv"))
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    scores = next(d.value for d in at.dataframe if "p_ab" in d.value and len(d.value) == 2)
-    assert scores.p_ab.between(0, 1).all()
+    pairs = next(d.value for d in at.dataframe if "p0 one-type" in d.value)
+    assert len(pairs) == 2 and pairs["p0 one-type"].between(0, 1).all()
 
 
 def test_the_attribution_estimate_comes_from_the_cost_model(app):

@@ -26,13 +26,13 @@ def test_slices_filter_and_a_rescored_pair(app, shipped):
     slice_box = at.selectbox(key="pair_slice")
     assert slice_box.options[:3] == ["label", "length", "unknown pieces"] and "student (your column)" in slice_box.options
     slice_box.set_value("student").run()
-    scores = next(d.value for d in at.dataframe if "p_ab" in d.value and "row" in d.value)  # the page's own scores
+    uploaded = next(d.value for d in at.dataframe if "p0 albert-sop" in d.value)  # the page's own pairs
     table = next(d.value for d in at.dataframe if "reads" in d.value)
     assert set(table.checkpoint) == {"albert-sop", "bert-nsp"}  # hub-albert's head is missing: no rows of blanks
     students = {2: "ann", 3: "ann", 4: "ann", 5: "bob", 6: "bob", 7: "bob"}
     for row in table.itertuples():  # each group's numbers, counted here from the scores table
-        mine = scores[(scores.checkpoint == row.checkpoint) & scores.row.map(students).eq(row.slice)]
-        hits = int((mine.correct == "yes").sum())
+        mine = uploaded[uploaded.row.map(students).eq(row.slice)]
+        hits = int(mine[f"right {row.checkpoint}"].eq("right").sum())
         assert (row.pairs, row.n, row.hits) == (3, 3, hits)
         assert (row.low, row.high) == wilson_interval(hits, 3) and row.accuracy == hits / 3
         assert row.reads.startswith("too few to tell")  # 3 pairs: every interval holds chance or the base rate
@@ -59,8 +59,8 @@ def test_slices_filter_and_a_rescored_pair(app, shipped):
         alone = score_pairs(load_checkpoint(shipped / name), pairs_frame([edited_a], ["The Nile is a river in Africa."]))
         assert abs(compared.loc[name, "A → B edited"] - alone.p_ab[0]) < 1e-5
         assert abs(compared.loc[name, "B → A edited"] - alone.p_ba[0]) < 1e-5
-        before = scores[(scores.checkpoint == name) & (scores.row == 3)]
-        assert compared.loc[name, "A → B as uploaded"] == before.p_ab.iloc[0]
+        before = uploaded.set_index("row").loc[3, f"p0 {name}"]
+        assert abs(compared.loc[name, "A → B as uploaded"] - before) < 1e-6
     assert pd.isna(compared.loc["hub-albert", "A → B edited"])  # no pair head, nothing invented
 
 

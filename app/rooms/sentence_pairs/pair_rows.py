@@ -10,6 +10,7 @@ import streamlit as st
 from albert_lab.analysis.pairs import pairs_frame, score_pairs
 from albert_lab.analysis.slices import matching, pair_table
 from app.rooms.sentence_pairs.common import PairsState, model_size
+from app.rooms.sentence_pairs.scores import ROW_HELP
 from app.shell import links, runner
 from app.shell.guard import guard
 from app.shell.registry import keys
@@ -45,7 +46,8 @@ def pairs_view(scores: pd.DataFrame, by: str, groups: pd.Series, bundles: list) 
     st.caption(f"{len(shown)} of {len(table)} pairs shown; click a column's name to sort by it. P(0) is P(label 0 | "
                "A → B): for an SOP head, A then B in the original order; for an NSP head, B the next segment.")
     names = list(scores.checkpoint.unique())
-    config = {"row": st.column_config.NumberColumn("row", width="small"), "label": st.column_config.NumberColumn("label", width="small"),
+    config = {"row": st.column_config.NumberColumn("row", width="small", help=ROW_HELP),
+              "label": st.column_config.NumberColumn("label", width="small"),
               "sentence_a": st.column_config.TextColumn("sentence A", width="medium"),
               "sentence_b": st.column_config.TextColumn("sentence B", width="medium")}
     for name in names:
@@ -53,7 +55,10 @@ def pairs_view(scores: pd.DataFrame, by: str, groups: pd.Series, bundles: list) 
         config[f"right {name}"] = st.column_config.TextColumn(f"{name} right?", width="small")
     rights = {f"right {name}": shown[f"right {name}"].astype(object).map({True: "right", False: "wrong"}).fillna("")
               for name in names}
-    st.dataframe(shown.assign(**rights), hide_index=True, width="stretch", column_config=config)
+    drawn = shown.assign(**rights)
+    if table.label.isna().all():  # a file without labels: no columns of blanks
+        drawn = drawn.drop(columns=["label", *rights])
+    st.dataframe(drawn, hide_index=True, width="stretch", column_config=config)
     if len(shown):
         edit_pair(shown, scores, bundles)
 

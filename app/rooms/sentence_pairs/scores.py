@@ -14,12 +14,11 @@ from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS
 from app.shell import draw
 from app.shell.text import plural
 
-COLUMNS = ["row", "sentence_a", "sentence_b", "checkpoint", "p_ab", "p_ba", "prediction", "label", "correct", "head",
-           "head_status", "tokens"]  # the scores table, in this order: the pair, then what each checkpoint says of it
-LABELS = {"head_status": "head is", "prediction": "predicts", "label": "your label", "sentence_a": "sentence A",
-          "sentence_b": "sentence B"}
+COLUMNS = ["sentence_a", "sentence_b", "checkpoint", "p_ab", "p_ba", "prediction", "head", "head_status",
+           "tokens"]  # a typed pair's table, in this order: the pair, then what each checkpoint says of it
+LABELS = {"head_status": "head is", "prediction": "predicts", "sentence_a": "sentence A", "sentence_b": "sentence B"}
 ROW_HELP = ("The pair's row in your file as a spreadsheet numbers it: the header is row 1, so the first pair is row 2 "
-            "(in a .jsonl file, its line). Warnings and problems name rows the same way.")
+            "(in a .jsonl file, its line). Warnings and problems name rows the same way.")  # an upload's Pairs table
 
 
 def preferred_order(scores: pd.DataFrame) -> None:
@@ -72,6 +71,8 @@ def order_words(name: str, p_ab: float, p_ba: float) -> str:
 
 
 def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
+    """The warnings about `scores` ('typed' or 'uploaded'), a typed pair's preferred order and table (an upload's
+    pairs are its Pairs table, app.rooms.sentence_pairs.pair_rows: one row a pair), and the CSV."""
     for name, note in checkpoint_notes(scores).items():
         st.warning(f"{name}: {note} (see its model card)", icon=":material/warning:")
     by_model = list(scores.groupby("checkpoint", sort=False))  # each warning names the checkpoints it is about
@@ -96,23 +97,21 @@ def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
                    f"to its vocabulary, learned from English text): {said}. {'Its' if typed else 'Their'} scores from "
                    f"{'that model' if len(named) == 1 else 'those models'} say little about sentence order.",
                    icon=":material/translate:")
-    if key == "typed":
+    if typed:
         preferred_order(scores)
-    shown = scores[COLUMNS].assign(  # words, and blanks where there is nothing to say
-        prediction=scores.prediction.astype(object).map({0: "0: in order / next", 1: "1: swapped / random"}).fillna(""),
-        label=scores.label.astype("string").fillna(""),
-        correct=scores.correct.astype(object).map({True: "yes", False: "no"}).fillna(""))
-    if scores.label.isna().all():  # no labels given: no columns of blanks
-        shown = shown.drop(columns=["label", "correct"])
-    if key == "typed":  # one pair, typed: no row of a file to name
-        shown = shown.drop(columns=["row"])
-    small = {name: st.column_config.Column(LABELS.get(name, name), width="small")
-             for name in ("head", "head_status", "label", "correct")}
+        _typed_table(scores)
+    draw.download(scores, f"pair-scores-{key}.csv", "Download the scores (CSV)")
+
+
+def _typed_table(scores: pd.DataFrame) -> None:
+    """Each checkpoint's scores of the typed pair: words, and blanks where there is nothing to say."""
+    shown = scores[COLUMNS].assign(
+        prediction=scores.prediction.astype(object).map({0: "0: in order / next", 1: "1: swapped / random"}).fillna(""))
+    small = {name: st.column_config.Column(LABELS.get(name, name), width="small") for name in ("head", "head_status")}
     sentences = {name: st.column_config.TextColumn(LABELS[name], width="medium", help="Hover or widen to read it all")
                  for name in ("sentence_a", "sentence_b")}
     st.dataframe(shown, hide_index=True, width="stretch",
                  column_config={**LABELS, **small, **sentences,
-                                "row": st.column_config.NumberColumn("row", width="small", help=ROW_HELP),
                                 "p_ab": st.column_config.ProgressColumn("P(label 0 | A → B)", min_value=0, max_value=1, format="%.3f"),
                                 "p_ba": st.column_config.ProgressColumn("P(label 0 | B → A)", min_value=0, max_value=1, format="%.3f"),
                                 "tokens": st.column_config.NumberColumn(
@@ -120,4 +119,3 @@ def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
                                     help=f"The pair's length in tokens, [CLS] and [SEP] included, of each side's first "
                                          f"{MAX_SEGMENT_CHARS:,} characters; a model reads at most {MAX_LEN}, or fewer "
                                          "where its position table is shorter (a warning names pairs cut)")})
-    draw.download(scores, f"pair-scores-{key}.csv", "Download the scores (CSV)")
