@@ -31,3 +31,27 @@ def test_the_pair_figure_has_a_bar_per_order_for_each_scored_checkpoint():
     assert list(fig.data[0].customdata) == ["sop", "nsp"]  # the hover names each bar's head
     assert fig.layout.barmode == "group" and list(fig.layout.yaxis.range) == [0, 1]
     assert fig.layout.legend.title.text == "order" and fig.layout.annotations[0].text == "chance"
+
+
+def test_a_legend_of_seven_checkpoints_stays_off_the_title_on_a_phone():
+    """On a phone (390 x 844) with seven checkpoints picked, Oscillation's legend wrapped into four rows above the
+    plot and covered its two-line title (measured in Chromium: legend top 30 px above the title's bottom). The top
+    margin now holds the rows beyond two, as Chromium draws them: 29 px each, the names packed as plotly packs them."""
+    from app.rooms.oscillation.figures import oscillation_panels
+    from app.shell.look import PHONE_PX, fit_legend, fitting_chars, legend_rows, wrap_title
+
+    names = ["albert-sop", "albert-nsp", "albert-none", "albert-sop-minilm", "albert-nsp-minilm", "bert-nsp",
+             "bert-sop-minilm"]
+    frame = pd.DataFrame([dict(checkpoint=n, family="bert" if n.startswith("bert") else "albert", layer=layer, l2=1.0,
+                               l2_spread=0.1, angle_deg=10.0, angle_spread=1.0) for n in names for layer in (1, 2)])
+    fig = go.Figure(oscillation_panels(frame)[0])
+    assert legend_rows(fig, PHONE_PX) == 4  # albert-sop, albert-nsp | albert-none, albert-sop-minilm | ... | bert-sop-minilm
+    assert legend_rows(fig, 800) == 2 and legend_rows(go.Figure(oscillation_panels(frame.head(2))[0]), PHONE_PX) == 0
+    wrap_title(fig, fitting_chars(0.5))
+    lines = fig.layout.title.text.count("<br>") + 1
+    assert lines == 2 and fig.layout.margin.t == 110 + 20  # the title's second line only, so far
+    fit_legend(fig, 0.5)
+    assert fig.layout.margin.t == 110 + 20 + 2 * 29
+    assert fit_legend(fig, 0.5).layout.margin.t == 110 + 20 + 2 * 29  # again harmless (a figure built once for all)
+    three = go.Figure(oscillation_panels(frame[frame.checkpoint.isin(names[:3])])[0])
+    assert fit_legend(three, 0.5).layout.margin.t == 110  # two rows: the margin holds them

@@ -98,6 +98,7 @@ def chart(fig, name: str, key: str | None = None, container=None, share: float =
     config = look.chart_config(name, widget("image_format", "png"))
     with _DRAWING:  # a figure may be every visitor's (app.shell.built): wrapped by one while no other reads it
         look.wrap_title(fig, look.fitting_chars(share))  # in place, and again harmless: a wrapped title fits
+        look.fit_legend(fig, share)
         (container or st).plotly_chart(fig, width="stretch", config=config, key=key)
 
 

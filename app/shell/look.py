@@ -147,6 +147,41 @@ def wrap_title(fig: go.Figure, chars: int) -> go.Figure:
     return fig
 
 
+# A horizontal legend above the plot wraps into rows; on a phone seven checkpoints took four and covered the title
+# (Oscillation). An entry is its symbol and gaps (40 px) and its name (12 px: 7 px a character leaves a margin); it
+# wraps at the chart's width less its margins (60 px); a row is 29 px high (measured in Chromium), and the top
+# margin (110 px) holds two rows under the title.
+LEGEND_ENTRY_PX, LEGEND_PX_PER_CHAR, LEGEND_ROW_PX, LEGEND_ROWS_HELD = 40, 7, 29, 2
+
+
+def legend_rows(fig: go.Figure, px: int) -> int:
+    """The rows the legend above `fig`'s plot takes in a chart `px` wide (0: no legend there)."""
+    legend = fig.layout.legend
+    names = [str(t.name) for t in fig.data if t.name and t.showlegend is not False]
+    if fig.layout.showlegend is False or legend.orientation != "h" or (legend.y or 0) < 1 or not names or (
+            len(names) == 1 and fig.layout.showlegend is not True):
+        return 0
+    rows, used = 1, 0
+    for name in names:
+        wide = LEGEND_ENTRY_PX + LEGEND_PX_PER_CHAR * len(name)
+        if used and used + wide > px - 60:
+            rows, used = rows + 1, 0
+        used += wide
+    return rows
+
+
+def fit_legend(fig: go.Figure, share: float) -> go.Figure:
+    """Room above the plot for the legend's rows beyond two, at a phone's width or the chart's `share` of the main
+    column, whichever is narrower (both draw the same figure), under the title's lines: the legend stays off the
+    title. Again harmless: the margin is what they need, or more."""
+    extra = legend_rows(fig, min(PHONE_PX, int(share * MAIN_PX))) - LEGEND_ROWS_HELD
+    if extra > 0:
+        lines = (fig.layout.title.text or "").count("<br>")
+        top = fig.layout.margin.t if fig.layout.margin.t is not None else 110
+        fig.update_layout(margin_t=max(top, 110 + 20 * lines + LEGEND_ROW_PX * extra))
+    return fig
+
+
 def chance_line(fig: go.Figure, y: float = 0.5, label: str = "chance", position: str = "right") -> go.Figure:
     """A dotted line at chance, its label in the right margin (inside the plot it sat on the
     bars), in a grey that reads on both themes (plotly's default, near black, vanished on dark)."""
