@@ -6,9 +6,11 @@ prefers-color-scheme: dark. Pages are shown as a new user first sees them (the
 sidebar's default checkpoints, each page's default controls). Debian's Chromium through
 Playwright, as in scripts/make_figures.py and tests/test_ui.py.
 
-A view inside a page (VIEWS) is opened by its link, computed by a click on its button and shot
-with its first figure near the top: docs/app-<view>-<scheme>.png at 1280 x 800, and
-docs/app-<view>-phone-<scheme>.png at 390 x 844.
+A view inside a page (VIEWS) is opened by its link, computed by a click on its button or given a
+class's pairs file (class_pairs), and shot with its first figure near the top:
+docs/app-<view>-<scheme>.png at 1280 x 800, and docs/app-<view>-phone-<scheme>.png at 390 x 844.
+Compare runs shows the runs in runs/ (ALBERT_LAB_RUNS): the docs' two are lab-tiny's, SOP and NSP
+(`albert-lab train --preset lab-tiny --objective sop --steps 300 --eval-every 100 --name tiny-sop`).
 
 Run: .venv/bin/python scripts/screenshots.py [--url http://127.0.0.1:8501] [--pages oscillation,training]
      [--views parameters-relaxed] (--pages '' for views only)
@@ -24,8 +26,10 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,31 +121,66 @@ def shot(page, path: Path) -> Path:
     return path
 
 
-# name -> (page, its link, the button that computes it, the text scrolled to the top); bert-nsp: the shipped BERT
-# whose curve is quickest
-VIEWS = {"parameters-relaxed": ("parameters", {"params_tab": "On real weights", "calc_real_view": "relaxed",
-                                               "calc_relax_source": "bert-nsp", "calc_relax_ranks": "0,4,16,64,full"},
-                                "Compute the curve", "Parameters as")}
+@dataclass(frozen=True)
+class View:
+    stem: str  # the page
+    scroll: str  # the text scrolled to the top, just before the figure
+    link: dict[str, str] = field(default_factory=dict)
+    button: str | None = None  # the button that computes it
+    upload: bool = False  # a class's pairs file uploaded first (class_pairs)
+
+
+# bert-nsp: the shipped BERT whose curve is quickest
+VIEWS = {"parameters-relaxed": View("parameters", "Parameters as", {
+             "params_tab": "On real weights", "calc_real_view": "relaxed", "calc_relax_source": "bert-nsp",
+             "calc_relax_ranks": "0,4,16,64,full"}, button="Compute the curve"),
+         "training-compare": View("training", "Metrics", {"tr_tab": "Compare runs", "metric": "loss,pair_acc"}),
+         "sentence-pairs-slices": View("sentence_pairs", "Slices", {"pair_tab": "Upload pairs", "pair_slice": "student"},
+                                       upload=True)}
 VIEW_SIZES = {"": {"width": 1280, "height": 800}, "-phone": {"width": 390, "height": 844}}
+STUDENTS = ("ann", "bob", "eve", "joe")
+
+
+def class_pairs(folder: Path) -> Path:
+    """A class's pairs file: consecutive sentences of the built-in held-out texts, every third pair swapped
+    (label 1), each written by one of four students (the file's own column, a slice)."""
+    import pandas as pd
+
+    from albert_lab.data.samples import sample_texts
+
+    pairs = []
+    for text in sample_texts(64):  # a pair's two sentences follow each other in one text
+        sentences = [s.strip().rstrip(".") + "." for s in text.split(". ")]
+        pairs += [(a, b) for a, b in zip(sentences[:-1:2], sentences[1::2]) if max(len(a), len(b)) < 160]
+    rows = [(b, a, 1) if i % 3 == 2 else (a, b, 0) for i, (a, b) in enumerate(pairs[:24])]
+    frame = pd.DataFrame(rows, columns=["sentence_a", "sentence_b", "label"])
+    path = folder / "class-pairs.csv"
+    frame.assign(student=[STUDENTS[i % len(STUDENTS)] for i in range(len(frame))]).to_csv(path, index=False)
+    return path
 
 
 def shoot_view(browser, url: str, name: str, scheme: str) -> list[Path]:
     """The view at each of VIEW_SIZES, its first figure scrolled to the top (the computation is kept
-    by the server after the first click: the others draw it at once)."""
+    by the server after the first click or upload: the others draw it at once)."""
     from urllib.parse import urlencode
 
-    stem, link, button, scroll = VIEWS[name]
+    view = VIEWS[name]
     written = []
     for suffix, viewport in VIEW_SIZES.items():
         context = browser.new_context(viewport=viewport, color_scheme=scheme)
         page = context.new_page()
         try:
-            page.goto(f"{address(url, stem)}?{urlencode(link)}")
+            page.goto(f"{address(url, view.stem)}?{urlencode(view.link)}")
             wait_drawn(page)
-            page.get_by_role("button", name=button).click()
+            if view.button:
+                page.get_by_role("button", name=view.button).click()
+            if view.upload:
+                with tempfile.TemporaryDirectory() as folder:
+                    page.locator("input[type=file]").first.set_input_files(str(class_pairs(Path(folder))))
+                    page.wait_for_timeout(1000)  # the upload reaches the server before its file is removed
             page.mouse.move(0, viewport["height"] - 1)  # away from the button: its tooltip is no part of the view
             wait_drawn(page)
-            page.get_by_text(scroll, exact=True).first.evaluate("e => e.scrollIntoView()")  # just before the figure
+            page.get_by_text(view.scroll, exact=True).first.evaluate("e => e.scrollIntoView()")  # just before the figure
             page.wait_for_timeout(800)
             written.append(shot(page, DOCS / f"app-{name}{suffix}-{scheme}.png"))
         finally:
