@@ -16,12 +16,12 @@ if TYPE_CHECKING:
     from albert_lab.analysis.depth import DepthConfig
 
 # The Depth lab's trainings (albert_lab.analysis.depth), on one thread as the page trains them (pace.one_thread).
-# bench_estimates.py --only depth --only vgg --train-steps 100, at load 3.5-4.3 (other jobs): 0.00021-0.00039 s per
-# disc unit, 0.0011-0.0025 per VGG unit (the four nets 19.9 s where 14.9 s is said: 1.34 times). Set about 1.4 times
-# below what was measured at that load, for a machine at load 2 or less (not seen in these runs), so that both fall
-# within 2x. On two threads at that load the same nets took 4 to 12 times as long; the guesses these replace, 5e-4 s
-# for both, were up to 90 times too short for the VGG nets.
-DISC_COST = Cost("depth", 0.00022, "one SGD step of one layer of the disc MLP (disc_units)")
+# bench_estimates.py --only depth --only vgg --train-steps 100 at load 1.0: 0.00014-0.00018 s per disc unit (the six
+# nets 0.00017), 0.0011-0.0013 per VGG unit (the four nets 16.0 s); at load 3.5-4.3 (other jobs) 0.00021-0.00039 and
+# 0.0011-0.0025 (19.9 s). In the app at load 1.3-2.2, the four VGG nets of 100 steps took 13.8 s where 15 s was said;
+# three MLPs of 24 layers 3.1 s (27,300 units: 4.4 s at this figure). On two threads at load 4 the same nets took
+# 4 to 12 times as long; the guesses these replace, 5e-4 s for both, were up to 90 times too short for the VGG nets.
+DISC_COST = Cost("depth", 0.00016, "one SGD step of one layer of the disc MLP (disc_units)")
 VGG_COST = Cost("vgg", 0.0012, "one SGD step of one weight layer of a VGG net on the digits (vgg_units)")
 NORM_WEIGHT = 1.5  # a normalised MLP's cost per layer against a plain one's (disc_units)
 COSTS = (*(a.cost for a in ANALYSES if a.cost is not None), RELAXATION_COST, DISC_COST, VGG_COST)
