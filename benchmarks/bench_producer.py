@@ -1,8 +1,9 @@
 """Whether making batches slows the step that takes them: a producer thread against the worker process.
 
 A GPU step is mostly Python launching kernels; a thread in the same process that masks the next
-batches holds Python's lock for much of that time. The CPU proxy: a tiny model's forward pass (one
-torch thread, so the producer has a core of its own) on batches of 128 x 512 tokens, taken
+batches holds Python's lock for much of that time. The CPU proxy: FORWARDS forward passes of a tiny
+model on a 4 x 64 corner of each batch (one torch thread, so the producer has a core of its own;
+the step is mostly Python, as on a GPU) while 128 x 512-token batches are made, taken
 - from `BatchesAhead` (data/batching.py: made in a worker process),
 - from a thread in this process making them the same way (how batches were made before),
 - ready-made (the step alone),
@@ -24,6 +25,10 @@ import torch
 from bench_batches import VOCAB, masking, synthetic_docs
 
 
+ROWS, WIDTH = 4, 64  # of each 128 x 512 batch, what the step computes on
+FORWARDS = 60  # per step: a step longer than making a batch, so that no variant waits for one
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=6)
@@ -41,9 +46,10 @@ def main() -> None:
     ready = [data.batch(step) for step in range(args.steps)]
     data.epoch_batches(0)  # built once, before any timing
 
-    def forward(batch) -> None:
+    def forward(batch) -> None:  # a few rows: like a GPU step, mostly Python launching small kernels
         with torch.no_grad():
-            encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids)
+            for _ in range(FORWARDS):
+                encoder(input_ids=batch.input_ids[:ROWS, :WIDTH], token_type_ids=batch.token_type_ids[:ROWS, :WIDTH])
 
     def alone(first: int) -> float:
         start = time.perf_counter()
@@ -96,7 +102,7 @@ def main() -> None:
     def spread(values: list[float]) -> str:
         return f"{statistics.median(values):.1f} [{min(values):.1f}-{max(values):.1f}]"
 
-    print(f"forward of a 2-layer H=32 encoder on 128 x 512 batches, 1 torch thread, {args.rounds} interleaved rounds "
+    print(f"{FORWARDS} forwards of a 2-layer H=32 encoder on {ROWS} x {WIDTH} of each 128 x 512 batch, 1 torch thread, {args.rounds} interleaved rounds "
           f"of {args.steps} steps (ms per step, median [min-max])")
     for name in variants:
         line = f"  {name:15s} {spread(times[name])}"
