@@ -40,7 +40,9 @@ class Lamb(torch.optim.Optimizer):
                 continue
             states = [self._state(p) for p in params]
             torch._foreach_add_([s["step"] for s in states], 1)  # counts on the host
-            lr = self._rates.setdefault(id(group), torch.zeros((), device=params[0].device)).fill_(group["lr"])
+            lr = group["lr"]
+            if self._update is not lamb_update:  # compiled: the rate a tensor input of the graph
+                lr = self._rates.setdefault(id(group), torch.zeros((), device=params[0].device)).fill_(lr)
             self._update(params, [p.grad for p in params], [s["exp_avg"] for s in states],
                          [s["exp_avg_sq"] for s in states], lr, *group["betas"], group["eps"],
                          group["weight_decay"], group["adapt"])
@@ -61,11 +63,12 @@ class Lamb(torch.optim.Optimizer):
 
 
 def lamb_update(params: list[torch.Tensor], grads: list[torch.Tensor], m: list[torch.Tensor], v: list[torch.Tensor],
-                lr: torch.Tensor, beta1: float, beta2: float, eps: float, weight_decay: float, adapt: bool) -> None:
+                lr: float | torch.Tensor, beta1: float, beta2: float, eps: float, weight_decay: float, adapt: bool) -> None:
     """One LAMB update of a group's tensors in place, each line one `_foreach` op over all of them (on a
     GPU a few kernels per group instead of ten per parameter); the arithmetic is the reference code's,
     op for op, but for the step's scale: lr x the trust ratio, one number per tensor, before it meets the
-    update. `lr` is a 0-d tensor on the parameters' device (compiled, a new rate is an input, not a new graph)."""
+    update. Compiled, `lr` is a 0-d tensor on the parameters' device: a new rate is an input, not a new graph
+    (eagerly a number: on a CPU a tensor there costs a copy per parameter)."""
     torch._foreach_mul_(m, beta1)
     torch._foreach_add_(m, grads, alpha=1 - beta1)
     torch._foreach_mul_(v, beta2)
@@ -77,9 +80,12 @@ def lamb_update(params: list[torch.Tensor], grads: list[torch.Tensor], m: list[t
         torch._foreach_add_(update, params, alpha=weight_decay)
     if adapt:
         torch._foreach_mul_(update, list((-lr * _trust_ratios(params, update)).unbind()))
-    else:
+        torch._foreach_add_(params, update)
+    elif isinstance(lr, torch.Tensor):
         torch._foreach_mul_(update, -lr)
-    torch._foreach_add_(params, update)
+        torch._foreach_add_(params, update)
+    else:
+        torch._foreach_add_(params, update, alpha=-lr)
 
 
 def _trust_ratios(params: list[torch.Tensor], update: list[torch.Tensor]) -> torch.Tensor:
