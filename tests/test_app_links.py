@@ -13,7 +13,7 @@ LINK_NAMES = {
     "parameters": {"ckpt", "calc_preset", "calc_fam", "calc_v", "calc_h", "calc_l", "calc_e", "calc_heads", "calc_ffn",
                    "calc_seq", "calc_share", "calc_groups", "calc_inner", "curve_axis", "params_tab"},
     "oscillation": {"ckpt", "osc_input", "osc_agg"},
-    "gradient_flow": {"ckpt", "gf_checkpoint", "gf_objective", "gf_seed"},
+    "gradient_flow": {"ckpt", "gf_tab", "gf_checkpoint", "gf_objective", "gf_seed"},
     "shared_block": {"ckpt", "sb_input", "sb_repeat", "sb_section", "sb_seed"},
     "sentence_pairs": {"ckpt", "pair_a", "pair_b", "pair_tab"},  # the tabs since links keep them (links.tabs)
     "training": {"ckpt", "tr_preset", "tr_tab"},
@@ -40,7 +40,8 @@ def test_an_old_link_restores_the_widgets_whose_keys_changed(app):
 
 
 @pytest.mark.parametrize(("page", "name", "tab"), [("sentence_pairs", "pair_tab", "Table 5"), ("training", "tr_tab", "Compare runs"),
-                                                  ("depth_lab", "dl_tab", "VGG-8 vs VGG-38")])
+                                                  ("depth_lab", "dl_tab", "VGG-8 vs VGG-38"),
+                                                  ("gradient_flow", "gf_tab", "Over a training run")])
 def test_a_link_opens_its_tab(app, page, name, tab):
     """A link made on a page's second or later tab opened on its first."""
     fresh = opened_by_link({name: tab}, page)

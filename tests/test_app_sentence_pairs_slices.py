@@ -25,6 +25,11 @@ def test_slices_filter_and_a_rescored_pair(app, shipped):
     assert not at.exception and not at.error, [e.value for e in at.error]
     slice_box = at.selectbox(key="pair_slice")
     assert slice_box.options[:3] == ["label", "length", "unknown pieces"] and "student (your column)" in slice_box.options
+    slice_box.set_value("label").run()  # each group one label: no base rate shown, none claimed in the words
+    by_label = next(d.value for d in at.dataframe if "reads" in d.value)
+    assert "base" not in by_label and set(by_label.slice.astype(str)) == {"label 0", "label 1"}
+    words = " ".join(c.value for c in at.caption)
+    assert "read the two groups together" in words and "commoner label" not in words
     slice_box.set_value("student").run()
     uploaded = next(d.value for d in at.dataframe if "p0 albert-sop" in d.value)  # the page's own pairs
     table = next(d.value for d in at.dataframe if "reads" in d.value)

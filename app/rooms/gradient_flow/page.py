@@ -42,7 +42,7 @@ def follow_checkpoint() -> None:
     set_widget(key("objective"), own_objective(widget(key("checkpoint"))))
 
 
-tab_now, tab_runs = st.tabs(["A checkpoint, now", "Over a training run"])
+(tab_now, tab_runs), _ = links.tabs(["A checkpoint, now", "Over a training run"], key("tab"))
 with tab_now:
     if loading.need_checkpoints():
         names = Selection.read().names

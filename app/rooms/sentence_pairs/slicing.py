@@ -41,14 +41,20 @@ def slices_view(scores: pd.DataFrame) -> tuple[str, pd.Series]:
     draw.chart(pair_figures.slice_figure(table, by), f"pairs-by-{by.replace(' ', '-')}")
     table["reads"] = [slice_words(r.low, r.high, r.n, f"label {r.always}", r.base, by == LABEL)
                       for r in table.itertuples()]
-    st.dataframe(table.drop(columns=["head", "always"]).assign(slice=table.slice.astype(str)), hide_index=True,
-                 width="stretch", column_config=_columns(by), height="content" if len(table) <= MAX_ROWS_SHOWN else "auto")
+    by_label = by == LABEL  # each group one label: answering it always scores 1 there, so no base rate is compared
+    st.dataframe(table.drop(columns=["head", "always", *(["base"] if by_label else [])]).assign(slice=table.slice.astype(str)),
+                 hide_index=True, width="stretch", column_config=_columns(by),
+                 height="content" if len(table) <= MAX_ROWS_SHOWN else "auto")
+    if by_label:
+        st.caption("By label, a group's accuracy is how often the head gets that label right. A head that always answered "
+                   "label 0 would score 1 on the label-0 group and 0 on the label-1 group, so read the two groups "
+                   "together: each is compared with chance only.")
     small = table[table.reads.str.startswith("too few")]
     if len(small):
+        held = "chance" if by_label else "chance or what always answering the group's commoner label scores"
         st.caption(f"{len(small)} of the {len(table[table.n > 0])} accuracies (a group's, by one checkpoint) rest on "
-                   "too few pairs to conclude: their interval holds chance or what always answering the group's "
-                   "commoner label scores, so a difference between groups there may be luck. More pairs per group "
-                   "narrow the intervals.")
+                   f"too few pairs to conclude: their interval holds {held}, so a difference between groups there may "
+                   "be luck. More pairs per group narrow the intervals.")
     draw.download(table.assign(slice=table.slice.astype(str)), f"pair-slices-{by.replace(' ', '-')}.csv",
                   "Download the slices (CSV)")
     return by, groups
