@@ -24,7 +24,6 @@ import time
 import torch
 from bench_batches import VOCAB, masking, synthetic_docs
 
-
 ROWS, WIDTH = 4, 64  # of each 128 x 512 batch, what the step computes on
 FORWARDS = 60  # per step: a step longer than making a batch, so that no variant waits for one
 
@@ -102,8 +101,8 @@ def main() -> None:
     def spread(values: list[float]) -> str:
         return f"{statistics.median(values):.1f} [{min(values):.1f}-{max(values):.1f}]"
 
-    print(f"{FORWARDS} forwards of a 2-layer H=32 encoder on {ROWS} x {WIDTH} of each 128 x 512 batch, 1 torch thread, {args.rounds} interleaved rounds "
-          f"of {args.steps} steps (ms per step, median [min-max])")
+    print(f"{FORWARDS} forwards of a 2-layer H=32 encoder on {ROWS} x {WIDTH} of each 128 x 512 batch, 1 torch thread, "
+          f"{args.rounds} interleaved rounds of {args.steps} steps (ms per step, median [min-max])")
     for name in variants:
         line = f"  {name:15s} {spread(times[name])}"
         if name != "step alone":

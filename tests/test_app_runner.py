@@ -218,7 +218,7 @@ def test_a_computation_leaves_a_core_to_the_other_visitors(monkeypatch):
 
     before = torch.get_num_threads()
     session, clock = SimpleNamespace(session_id="teacher"), [1000.0]
-    monkeypatch.setattr(scriptrunner, "get_script_run_ctx", lambda: session)
+    monkeypatch.setattr(scriptrunner, "get_script_run_ctx", lambda **_: session)
     monkeypatch.setattr(pace.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(pace.os, "cpu_count", lambda: 4)
     monkeypatch.setattr(pace, "active_run", lambda: False)

@@ -254,8 +254,11 @@ def test_batches_are_made_outside_the_training_process(tokenized, tokenizer, tmp
         return batch(step)
 
     data.batch = recorded
+    rng = torch.get_rng_state()
     with BatchesAhead(data, 0, torch.device("cpu")) as ahead:
         for step in range(3):
             ahead.take(step)
     pids = set(made.read_text().split())
     assert pids and str(os.getpid()) not in pids
+    # nor does starting it draw from the global generator: a resumed run's dropout masks would differ
+    assert torch.equal(torch.get_rng_state(), rng)

@@ -221,8 +221,11 @@ class BatchesAhead:
 
         self.device, self.next, self.waited = device, first, 0.0
         fork = "fork" in multiprocessing.get_all_start_methods()
+        # its own generator: a loader draws its workers' seed from the global one, which would then differ
+        # between a run and its resume, and with it every dropout mask after the resume
         self._loader = DataLoader(_Steps(data, first), batch_size=None, num_workers=1, prefetch_factor=depth,
-                                  pin_memory=device.type == "cuda", multiprocessing_context="fork" if fork else None)
+                                  pin_memory=device.type == "cuda", multiprocessing_context="fork" if fork else None,
+                                  generator=torch.Generator())
         self._items = iter(self._loader)
 
     def take(self, step: int) -> Batch:
