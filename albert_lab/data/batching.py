@@ -99,7 +99,7 @@ class Shapes:
     (rows x the masking budget of a pair that long), so that each width is one shape."""
 
     widths: tuple[int, ...] = ()
-    budget: MaskingConfig | None = None
+    masking: MaskingConfig | None = None  # bucketed: the budget of predictions per pair
 
     @classmethod
     def bucketed(cls, max_seq_len: int, cfg: MaskingConfig, buckets: int = WIDTH_BUCKETS) -> Shapes:
@@ -115,8 +115,8 @@ class Shapes:
 
     def predictions(self, found: int, rows: int, width: int) -> int:
         """Positions to pad `found` predictions to."""
-        if self.budget is not None and width in self.widths:
-            return rows * prediction_budget(self.budget, width)
+        if self.masking is not None and width in self.widths:
+            return rows * prediction_budget(self.masking, width)
         return -(-found // PREDICTIONS_MULTIPLE) * PREDICTIONS_MULTIPLE
 
 

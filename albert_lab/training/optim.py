@@ -28,21 +28,23 @@ class Lamb(torch.optim.Optimizer):
             raise ValueError(f"learning rate must be positive, got {lr}")
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, adapt=adapt))
         self._update = lamb_update
-        self._rates: dict[int, torch.Tensor] = {}  # each group's learning rate as a tensor on its device, refilled each step
+        # compiled (compile_update): each group's learning rate as a tensor on its device, by the group's place
+        # (which a resume keeps), refilled each step
+        self._rates: dict[int, torch.Tensor] | None = None
 
     @torch.no_grad()
     def step(self, closure=None):  # type: ignore[override]
         """One update of every parameter with a gradient, a group at a time (`lamb_update`)."""
         loss = closure() if closure is not None else None
-        for group in self.param_groups:
+        for i, group in enumerate(self.param_groups):
             params = [p for p in group["params"] if p.grad is not None]
             if not params:
                 continue
             states = [self._state(p) for p in params]
             torch._foreach_add_([s["step"] for s in states], 1)  # counts on the host
             lr = group["lr"]
-            if self._update is not lamb_update:  # compiled: the rate a tensor input of the graph
-                lr = self._rates.setdefault(id(group), torch.zeros((), device=params[0].device)).fill_(lr)
+            if self._rates is not None:  # compiled: the rate a tensor input of the graph
+                lr = self._rates.setdefault(i, torch.zeros((), device=params[0].device)).fill_(lr)
             self._update(params, [p.grad for p in params], [s["exp_avg"] for s in states],
                          [s["exp_avg_sq"] for s in states], lr, *group["betas"], group["eps"],
                          group["weight_decay"], group["adapt"])
@@ -51,7 +53,7 @@ class Lamb(torch.optim.Optimizer):
     def compile_update(self, backend: str = "inductor") -> None:
         """Run `lamb_update` compiled: on a GPU its dozen passes over the parameters become a few fused
         kernels. The learning rate is an input of the graph, not a constant: a new one each step compiles nothing."""
-        self._update = torch.compile(lamb_update, backend=backend)
+        self._update, self._rates = torch.compile(lamb_update, backend=backend), {}
 
     def _state(self, p: torch.Tensor) -> dict:
         state = self.state[p]
