@@ -15,7 +15,7 @@
    as a share of the peak of the precision the variant computes in.
 2. Oscillation + gradient flow for 8 x 128 tokens: seconds (target < 3 s).
 
-Run: .venv/bin/python benchmarks/bench_score.py [--threads N] [--pairs 512] [--rounds 3]
+Run: .venv/bin/python benchmarks/bench_score.py [--threads N] [--pairs 512] [--rounds 3] [--bf16 auto | on | off]
 """
 
 from __future__ import annotations
@@ -100,6 +100,20 @@ def bench_analyses(model, tokenizer, spec, dtype) -> float:
     return time.perf_counter() - start
 
 
+def bf16_timed(choice: str) -> bool:
+    """Whether the bf16 variants run: `on`, `off`, or (`auto`) unless bf16 matmuls are unusable here (emulated on an
+    AVX2-only CPU: under 1 GFLOP/s, where one round of a bf16 variant takes many minutes)."""
+    from albert_lab.devices import UNUSABLE, bf16_speed
+
+    if choice != "auto":
+        return choice == "on"
+    if bf16_speed() > UNUSABLE:
+        return True
+    print(f"bf16 matmuls run at {bf16_speed():.3f}x the fp32 rate on this CPU: the bf16 variants are left out (--bf16 on "
+          "times them anyway)")
+    return False
+
+
 def spread(values: list[float], fmt: str) -> str:
     return f"{format(statistics.median(values), fmt)} [{format(min(values), fmt)}-{format(max(values), fmt)}]"
 
@@ -109,6 +123,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--pairs", type=int, default=512)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--bf16", choices=["auto", "on", "off"], default="auto",
+                        help="time the bf16 variants (auto: unless bf16 is unusable on this CPU, where it is emulated)")
     parser.add_argument("--single", type=int, default=64, help="pairs timed for the one-pair-per-call loop (extrapolated)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -123,6 +139,7 @@ def main() -> None:
     work = flops(spec, lengths)
     print(f"albert-base-sized model ({count(spec).total / 1e6:.1f}M params), {len(a)} pairs of "
           f"{min(lengths)}-{max(lengths)} tokens (mean {np.mean(lengths):.0f}), {args.threads} threads, {args.rounds} interleaved rounds")
+    bf16 = bf16_timed(args.bf16)
     variants = {  # name -> (callable scoring all pairs, precision it computes in, pairs it scores)
         "transformers batched bf16": (stock_scorer(stock, tokenizer, a, b, 32, True), "bf16", len(a)),
         "transformers batched fp32": (stock_scorer(stock, tokenizer, a, b, 32, False), "fp32", len(a)),
@@ -131,6 +148,7 @@ def main() -> None:
         "ours fp32": (lambda: pair_probabilities(ours, tokenizer, a, b), "fp32", len(a)),
         "ours bf16 weights": (lambda: pair_probabilities(ours_bf16, tokenizer, a, b), "bf16", len(a)),
     }
+    variants = {name: v for name, v in variants.items() if bf16 or v[1] == "fp32"}
     results = {name: fn() for name, (fn, _, _) in variants.items()}  # warm-up; oneDNN builds kernels per shape
     reference = results["transformers batched fp32"]
     rates: dict[str, list[float]] = {name: [] for name in variants}
@@ -141,23 +159,25 @@ def main() -> None:
             start = time.perf_counter()
             fn()
             rates[name].append(n / (time.perf_counter() - start))
-        peaks["fp32"].append(matmul_peak(torch.float32))
-        peaks["bf16"].append(matmul_peak(torch.bfloat16))
-    print(f"matmul peak measured in the same rounds: fp32 {spread([p / 1e9 for p in peaks['fp32']], ',.0f')} GFLOP/s, "
-          f"bf16 {spread([p / 1e9 for p in peaks['bf16']], ',.0f')} GFLOP/s   (median [min-max])")
+        for dtype, name in ((torch.float32, "fp32"), (torch.bfloat16, "bf16")) if bf16 else ((torch.float32, "fp32"),):
+            peaks[name].append(matmul_peak(dtype))
+    print("matmul peak measured in the same rounds: " + ", ".join(
+        f"{name} {spread([p / 1e9 for p in values], ',.0f')} GFLOP/s" for name, values in peaks.items() if values)
+        + "   (median [min-max])")
     per_pair = work / len(a)
     for name, (_, precision, _) in variants.items():
         mfu = [100 * rate * per_pair / peaks[precision][i] for i, rate in enumerate(rates[name])]
         diff = float(np.abs(results[name] - reference[:len(results[name])]).max())
         print(f"  {name:28s}: {spread(rates[name], ',.1f')} pairs/s, MFU {spread(mfu, '.0f')}% of the {precision} peak; "
               f"max |P - transformers fp32| {diff:.1e}")
-    for mine in ("ours fp32", "ours bf16 weights"):
-        for base in ("transformers batched bf16", "transformers batched fp32", "transformers one pair, fp32"):
+    for mine in [m for m in ("ours fp32", "ours bf16 weights") if m in variants]:
+        for base in [b for b in ("transformers batched bf16", "transformers batched fp32", "transformers one pair, fp32")
+                     if b in variants]:
             ratios = [m / s for m, s in zip(rates[mine], rates[base])]
             # No implementation can beat the peak: at 100% MFU `mine` would be peak / (base's FLOP/s) times base.
             ceiling = [peaks[variants[mine][1]][i] / (rate * per_pair) for i, rate in enumerate(rates[base])]
             print(f"  {mine} / {base}: {spread(ratios, '.2f')}x; ceiling at 100% MFU: {spread(ceiling, '.2f')}x")
-    for name, dtype, model in (("fp32", None, ours), ("bf16 autocast", torch.bfloat16, ours)):
+    for name, dtype, model in (("fp32", None, ours), ("bf16 autocast", torch.bfloat16, ours))[:2 if bf16 else 1]:
         seconds = bench_analyses(model, tokenizer, spec, dtype)
         print(f"oscillation + gradient flow, 8 x 128 tokens, {name}: {seconds:.2f} s (target < 3 s)")
 

@@ -21,6 +21,7 @@ At the end: the held-out MLM loss of every variant after the same tokens (fp32, 
 logits); ours must be no worse.
 
 Run: .venv/bin/python benchmarks/bench_train.py [--preset lab-albert | --init-from checkpoints/bert-sop-minilm] [--rounds 5] [--steps 6]
+     [--loops auto | both | fp32 | none]   (auto: no bf16 loop where bf16 is unusable)
      .venv/bin/python benchmarks/bench_train.py --scaling     (ours only: tokens/s and MFU per size)
 """
 
@@ -155,9 +156,26 @@ def spread(values: list[float], fmt: str) -> str:
     return f"{format(statistics.median(values), fmt)} [{format(min(values), fmt)}-{format(max(values), fmt)}]"
 
 
+def loops_timed(choice: str) -> list[str]:
+    """The transformers loops to time: both, none (ours alone: its own code before and after a change, in
+    alternating processes), or (`auto` where bf16 is unusable here, `fp32`) the fp32 loop only.
+    Where bf16 is emulated (an AVX2-only CPU: under 1 GFLOP/s, 1/100 of fp32) a round of the bf16 loop takes
+    many minutes, and no user would train that way."""
+    from albert_lab.devices import UNUSABLE, bf16_speed
+
+    if choice == "none":
+        return []
+    if choice == "both" or (choice == "auto" and bf16_speed() > UNUSABLE):
+        return ["transformers bf16", "transformers fp32"]
+    if choice == "auto":
+        print(f"bf16 matmuls run at {bf16_speed():.3f}x the fp32 rate on this CPU: the bf16-autocast loop is left out "
+              "(--loops both times it anyway)")
+    return ["transformers fp32"]
+
+
 def compare(args) -> None:
     spec, data, heldout = setup(args.preset, args.batch_size, args.init_from)
-    variants = make_variants(spec, ["transformers bf16", "transformers fp32", "ours"])
+    variants = make_variants(spec, [*loops_timed(args.loops), "ours"])
     peaks: dict[str, list[float]] = {"fp32": [], "bf16": []}
     for v in variants:  # warm-up: oneDNN picks kernels for each shape; not recorded
         v.run(data, spec, args.warmup, record=False)
@@ -165,13 +183,15 @@ def compare(args) -> None:
         order = variants if r % 2 == 0 else variants[::-1]  # A B C, then C B A: no variant always goes first
         for v in order:
             v.run(data, spec, args.steps)
-        peaks["fp32"].append(matmul_peak(torch.float32))
-        peaks["bf16"].append(matmul_peak(torch.bfloat16))
+        for dtype, name in ((torch.float32, "fp32"), (torch.bfloat16, "bf16")):  # the peaks of the precisions timed
+            if name == "fp32" or any(v.bf16 for v in variants):
+                peaks[name].append(matmul_peak(dtype))
     print(f"{args.init_from or args.preset}: {spec.label}, batch {args.batch_size} x <=128 tokens, "
           f"{args.rounds} interleaved rounds of {args.steps} steps per variant after {args.warmup} warm-up steps, "
           f"{torch.get_num_threads()} threads")
-    print(f"matmul peak measured in the same rounds: fp32 {spread([p / 1e9 for p in peaks['fp32']], ',.0f')} GFLOP/s, "
-          f"bf16 {spread([p / 1e9 for p in peaks['bf16']], ',.0f')} GFLOP/s   (median [min-max])")
+    print("matmul peak measured in the same rounds: " + ", ".join(
+        f"{name} {spread([p / 1e9 for p in values], ',.0f')} GFLOP/s" for name, values in peaks.items() if values)
+        + "   (median [min-max])")
     ours = variants[-1]
     for v in variants:
         mfu = [f / peaks["bf16" if v.bf16 else "fp32"][i] for i, f in enumerate(v.flops)]
@@ -222,6 +242,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--loops", choices=["auto", "both", "fp32", "none"], default="auto",
+                        help="the transformers loops timed beside ours (auto: both, but fp32 only where bf16 is unusable)")
     parser.add_argument("--scaling", action="store_true", help="ours only, tokens/s and MFU for sizes up to albert-base")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
