@@ -74,6 +74,9 @@ def test_picking_a_preset_sets_the_architecture_fields(app):
     at.selectbox(key="tr_preset").set_value("lab-tiny").run()
     assert at.number_input(key="tr_hidden_size").value == PRESETS["lab-tiny"].hidden_size
     assert not at.number_input(key="tr_embedding_size").disabled
+    # Enter in a field (Steps, say) submitted the form and started a run: only the button starts one
+    (form,) = [f for f in at.form if f.key == "tr_form"]
+    assert form.proto.form.enter_to_submit is False
 
 
 def test_training_page_without_the_long_document_sources_offers_what_is_installed(app, tmp_path, monkeypatch):
@@ -149,6 +152,28 @@ def test_compare_runs_draws_no_pair_accuracy_for_a_run_without_a_pair_task(tmp_p
     captions = " ".join(c.value for c in at.caption)
     assert "no pair accuracy for nopair (none): not measured" in captions
     assert smoothed_names(compared(at)) == ["withsop (sop)"]
+
+
+def test_compare_runs_names_a_picked_run_that_logged_no_step(tmp_path, monkeypatch):
+    """A picked run with no logged step (failed at once, or queued) was left out of the panels without a word."""
+    two_runs(tmp_path)
+    for name, status in (("early", "failed"), ("waiting", "queued")):
+        run = tmp_path / "runs" / f"20261122-000002-{name}-1"
+        run.mkdir(parents=True)
+        (run / "run.json").write_text(json.dumps({
+            "id": run.name, "status": status, "created": time.time(), "pid": None, "step": 0, "total_steps": 2,
+            "config": {"objective": "sop", "name": name, "max_steps": 2}, "spec_label": "ALBERT tiny", "message": ""}))
+    monkeypatch.setenv("ALBERT_LAB_RUNS", str(tmp_path / "runs"))
+    at = start("training")
+    ids = [r.id for r in list_runs(tmp_path / "runs")]
+    at.multiselect(key="tr_compare_runs").set_value(ids).run()
+    captions = " ".join(c.value for c in at.caption)
+    assert "early (sop) logged no step (failed)" in captions
+    assert "waiting (sop) has logged no step yet (queued)" in captions
+    assert smoothed_names(compared(at)) == ["nopair (none)", "withsop (sop)"]
+    at.multiselect(key="tr_compare_runs").set_value([i for i in ids if "early" in i]).run()  # nothing to draw: still said
+    assert "early (sop) logged no step (failed)" in " ".join(c.value for c in at.caption)
+    assert not any("by run" in c.proto.spec for c in at.get("plotly_chart"))
 
 
 def test_compare_runs_tells_two_runs_of_one_name_apart(tmp_path, monkeypatch):

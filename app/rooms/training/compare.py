@@ -70,22 +70,26 @@ def pick_runs(controls: links.Controls, runs: list[RunInfo]) -> list[str]:
                           help=f"{len(listed)} of {len(ids)} runs listed" + (" (filtered)" if pattern else ""))
 
 
-def run_frames(picked: list[str]) -> list[pd.DataFrame]:
+def run_frames(picked: list[str]) -> tuple[list[pd.DataFrame], list[str]]:
     """The picked runs' training rows, a 'run' column naming each (two runs of one name and objective are told apart
-    by their ids, in the legend and in runs.csv) and its id."""
+    by their ids, in the legend and in runs.csv) and its id; and what is said of each picked run with no row yet."""
     infos = [read_run(runs_dir() / run_id) for run_id in picked]
     labels = [f"{info.name} ({info.config.get('objective')})" for info in infos]
-    frames = []
+    frames, empty = [], []
     for info, label in zip(infos, labels, strict=True):
+        run = label if labels.count(label) == 1 else f"{label[:-1]}, {info.id})"
         if rows := info.metrics("train"):
-            frames.append(pd.DataFrame(rows).assign(run=label if labels.count(label) == 1 else f"{label[:-1]}, {info.id})",
-                                                    run_id=info.id))
-    return frames
+            frames.append(pd.DataFrame(rows).assign(run=run, run_id=info.id))
+        else:
+            empty.append(f"{run} has logged no step yet ({info.status})" if info.active
+                         else f"{run} logged no step ({info.status})")
+    return frames, empty
 
 
-def curves_of(frames: list[pd.DataFrame], metrics: list[str], x: str, weight: float) -> pd.DataFrame:
-    """Each run's curve of each metric (albert_lab.training.curves.curve), a caption for what a run lacks."""
-    parts, missing = [], []
+def curves_of(frames: list[pd.DataFrame], metrics: list[str], x: str, weight: float, missing: list[str]) -> pd.DataFrame:
+    """Each run's curve of each metric (albert_lab.training.curves.curve), a caption for what a run lacks (after
+    `missing`, what is already known to be missing)."""
+    parts, missing = [], list(missing)
     for frame in frames:
         run = frame.run.iloc[0]
         if x == "tokens" and "tokens" not in frame:
@@ -122,10 +126,10 @@ def compare_runs() -> None:
                                 "points are not pulled towards 0; the raw line is drawn faint behind it. 0: none.")
     log_y = low[1].toggle("Log scale (y)", key=key("compare_log"))
     controls.share(**{key("compare_filter"): controls[key("compare_filter")] or None})  # no empty filter in links
-    frames = run_frames(picked)
+    frames, empty = run_frames(picked)
     if not metrics:
         st.caption("Pick a metric to draw.")
-    elif frames and len(lines := curves_of(frames, metrics, x, weight)):
+    elif len(lines := curves_of(frames, metrics, x, weight, empty)):
         panels = [(m, COMPARED[m]) for m in metrics if m in set(lines.metric)]
         draw.chart(training_figures.runs_figure(lines, panels, x, weight, log_y), "runs-" + "-".join(metrics))
     if frames:

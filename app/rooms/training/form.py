@@ -116,7 +116,7 @@ def new_run_form() -> None:
     given = {"objective": {"index": list(ROWS["objective"].choices).index(PRESETS[preset].objective)},
              "embedding_size": {"disabled": bert, "help": "BERT ties E to H" if bert else None},
              "sharing": {"disabled": bert, "help": "BERT shares nothing" if bert else None, "format_func": SHARING_LABELS.get}}
-    with st.form(key("form")):
+    with st.form(key("form"), enter_to_submit=False):  # Enter in a field starts nothing: only the button does
         values = {name: draw(col, name, **given.get(name, {})) for col, name in zip(st.columns([2, 1, 2]), TOP)}
         if start != NEW:
             st.caption(f"Starting from **{start}**: its architecture and tokenizer, no dropout; the Model, Architecture "
