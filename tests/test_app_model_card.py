@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from albert_lab.checkpoint.files import read_card
 from albert_lab.params import count
+from app.shell.text import si
 
 
 def emoji_codes(at: AppTest) -> list[str]:
@@ -27,6 +28,10 @@ def test_model_card(app):
     assert count(tiny_spec(1000, num_layers=3)).total == 26_192
     assert app.metric[0].value == "26.2k"  # SI as the FLOPs beside it: a small model's count read '0.03M'
     assert app.metric[1].value == "41.2k"
+    report = count(tiny_spec(1000, num_layers=3))  # the headline leaves out the heads the bars draw, and says so
+    added = report.total_with_heads - report.total
+    assert added > 0 and any(f"the MLM and pair heads add {si(added)}, drawn below ({si(report.total_with_heads)} in all)"
+                             in c.value for c in app.caption)
     assert not charts(app) and not app.warning  # no plotly.js on the landing page: the chart is SVG (app/rooms/model_card/svg.py)
     svg = next(m.value for m in app.markdown if m.value.startswith("<svg"))
     report = count(tiny_spec(1000, num_layers=3))

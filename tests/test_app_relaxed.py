@@ -2,6 +2,8 @@
 the library's frame, which maps need rank most, a rank's model made and offered in the sidebar, the
 inputs in the link, and bad input said in one line."""
 
+from itertools import pairwise
+
 import pytest
 from conftest import charts, link_of, opened_by_link
 
@@ -84,3 +86,23 @@ def test_bad_ranks_are_said_in_one_line(app, held, ranks, words):
     assert not at.exception
     assert any(words in e.value for e in at.error), [e.value for e in at.error]
     assert len(charts(at)) == others
+
+
+def test_rank_labels_sit_neither_on_one_another_nor_on_the_line():
+    """Ranks 1, 2, 4, 8 lie a few thousand parameters apart on an axis millions wide: their labels were one blot,
+    and a label above a point the line rises into sat on the line."""
+    from app.rooms.parameters.figures import label_side, rank_labels
+
+    assert label_side(None, 1, 2) == "top left" and label_side(1, 2, None) == label_side(2, 1, None) == "top center"
+    assert label_side(1, 2, 1) == "top center" and label_side(2, 1, 2) == "bottom center"  # a peak, a valley
+    assert label_side(1, 2, 3) == "top left" and label_side(3, 2, 1) == "bottom left"  # a rise, a fall
+    assert label_side(float("nan"), 2, 3) == "top left"  # a neighbour not measured is no neighbour
+    xs = [0, 1e3, 2e3, 4e3, 8e3, 2e5, 4e5, 8e5, 1.6e6]  # rank 0 (pure ALBERT) ... 128
+    ys = [0.13, 0.11, 0.12, 0.13, 0.14, 0.15, 0.16, 0.17, 0.17]  # down to rank 1, then up
+    where = rank_labels(xs, ys, span=2e6, gap=0.06)
+    assert where[0] == "top center" and where[1] == "bottom center" and where[2:5] == ["", "", ""]
+    assert where[5:] == ["top left", "top left", "top center", "top center"]  # far apart: every one labelled
+    for side in ("top", "bottom"):  # labels on one side are at least the gap apart
+        placed = [x for x, w in zip(xs, where) if w.startswith(side)]
+        assert all(b - a >= 0.06 * 2e6 for a, b in pairwise(placed))
+    assert rank_labels([0, 1e6], [float("nan"), 0.5], span=1e6) == ["", "top center"]  # not measured: no label

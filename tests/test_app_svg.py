@@ -39,3 +39,20 @@ def test_bars_are_to_scale_and_name_their_values():
     texts = [t.text for t in root.iter(f"{NS}text")]
     assert texts[0] == "A & B" and "parameters (count)" in texts and "4M" in texts  # title, axis title, last tick
     assert root.get("fill") == "currentColor" and root.get("font-family") is None  # the page's colour and font
+
+
+def test_held_and_applied_keep_their_colours_between_the_card_and_the_calculator():
+    """The model card (SVG) and the Parameters page (plotly, whose dark theme orders its colours the other way) drew
+    'held in memory' and 'applied per forward pass' in each other's colours."""
+    import pandas as pd
+
+    from app.rooms.model_card.svg import parameters_by_component
+    from app.rooms.parameters.figures import parameter_bars
+
+    rows = pd.DataFrame({"component": ["attention", "FFN"], "unique": [10, 20], "applied": [30, 60]})
+    root = ET.fromstring(parameters_by_component(rows))
+    swatches = [r.get("fill") for r in root.iter(f"{NS}rect") if r.get("y") == "28"]  # the legend, left to right
+    names = [t.text for t in root.iter(f"{NS}text") if t.get("y") == "39"]
+    card = dict(zip(names, swatches, strict=True))
+    calculator = {trace.name: trace.marker.color for trace in parameter_bars(rows, "bars").data}
+    assert card == calculator and len(set(card.values())) == 2

@@ -10,8 +10,10 @@ checkpoint on every page (`colour_for`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-import plotly.graph_objects as go
+if TYPE_CHECKING:  # plotly is imported where a figure is made: the model card's SVG takes its colours from here
+    import plotly.graph_objects as go
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",  # then mid-tones
            "#bcbd22", "#e15f99", "#b68100", "#00a08b", "#a777f1", "#eb663b", "#6c7c32", "#778aae", "#da60ca",
@@ -22,6 +24,9 @@ LAYER_TICKS = 16  # up to this many layers, one tick each
 # Series that are not checkpoints (losses, tasks, orders), in a fixed order: the theme's
 # colorway differs between light and dark, so plotly's defaults swapped them with the theme.
 SERIES_COLOURS = ["#4c78a8", "#f58518", "#54a24b", "#b279a2"]
+# A component's parameters held in memory and applied per forward pass, on the model card and the calculator alike
+# (Streamlit's first two chart colours, as its light theme orders them; the dark theme swaps them).
+COUNT_COLOURS = {"held in memory": "#0068c9", "applied per forward pass": "#83c9ff"}
 NEUTRAL = "#8c8c8c"  # reference lines (chance, depth L, resumed): mid grey, legible on light and dark
 
 # Checkpoint -> palette slot, in the order checkpoints were first discovered (not the
@@ -105,6 +110,8 @@ def styled(traces: list[dict], layout: dict, *, legend_title: str | None = None,
                 merged[key] = [*merged[key], *value]
             else:
                 merged[key] = value
+    import plotly.graph_objects as go
+
     return go.Figure(dict(data=traces, layout=merged))
 
 

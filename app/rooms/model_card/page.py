@@ -94,6 +94,9 @@ if loading.need_checkpoints():
                              help="Per forward pass: a shared block counts once per layer that applies it")
             metric[2].metric("FLOPs / token", si(params["flops_per_token"]),
                              help=f"forward, at sequence length {params['seq_len']}")
+            heads_count = params["total_with_heads"] - params["total"]
+            st.caption(f"The encoder as the paper counts it, without its heads: the MLM and pair heads add "
+                       f"{si(heads_count)}, drawn below ({si(params['total_with_heads'])} in all).")
             rows = pd.DataFrame([{"component": k, **v} for k, v in params["by_component"].items()])
             # Drawn on the server (app/rooms/model_card/svg.py): plotly.js would cost the landing page a second.
             figure = parameters_by_component(rows)

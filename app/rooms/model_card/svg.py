@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 from html import escape
 
+from app.shell.look import COUNT_COLOURS
 from app.shell.text import si
 
 FONT = 13  # px, Streamlit's small text
@@ -74,12 +75,11 @@ def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[float]], 
     return "".join(out)
 
 
-COUNT_COLOURS = ("#0068c9", "#83c9ff")  # Streamlit's first two chart colours, as plotly drew them on the card
 
 
 def parameters_by_component(rows) -> str:
     """The model card's chart: each component's parameters held in memory against those
     applied per forward pass (a frame with columns component, unique, applied)."""
     return grouped_bars(list(rows.component), {"held in memory": rows.unique, "applied per forward pass": rows.applied},
-                        COUNT_COLOURS, title="Parameters by component: held in memory vs applied",
+                        list(COUNT_COLOURS.values()), title="Parameters by component: held in memory vs applied",
                         x_title="parameters (count)", unit=" parameters")

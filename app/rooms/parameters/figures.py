@@ -6,6 +6,8 @@ keeps (analysis.relaxation.curve_and_energy's frames)."""
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
@@ -13,7 +15,7 @@ from plotly.subplots import make_subplots
 
 from albert_lab.spec import SHARING_LABELS
 from app.shell.built import built_once
-from app.shell.look import NEUTRAL, SERIES_COLOURS, style
+from app.shell.look import COUNT_COLOURS, NEUTRAL, SERIES_COLOURS, style
 
 # One colour per strategy, fixed (the themes' colorways differ); points of one E side by side.
 SHARING_COLOURS = dict(zip(SHARING_LABELS, SERIES_COLOURS))
@@ -77,7 +79,8 @@ def ablation_figure(rows: pd.DataFrame, tokens: int) -> go.Figure:
 def parameter_bars(rows: pd.DataFrame, title: str) -> go.Figure:
     long = rows.melt(id_vars="component", value_vars=["unique", "applied"], var_name="count", value_name="parameters")
     long["count"] = long["count"].map({"unique": "held in memory", "applied": "applied per forward pass"})
-    fig = px.bar(long, x="component", y="parameters", color="count", barmode="group", title=title)
+    fig = px.bar(long, x="component", y="parameters", color="count", barmode="group", title=title,
+                 color_discrete_map=COUNT_COLOURS)  # the model card's colours, in either theme
     fig.update_traces(hovertemplate="%{x}: %{y:,} parameters")
     return style(fig, x="component", y="parameters (count, log scale)", log_y=True, legend_title="")
 
@@ -118,6 +121,46 @@ def curve_panels(task: str) -> list[tuple[str, str]]:
             ("energy_kept", "residual energy kept")]
 
 
+def label_side(before: float | None, here: float, after: float | None) -> str:
+    """Where a point's label stays clear of the line through it: above a peak, below a valley, above and to
+    the left on a rise (the line comes from below left), below and to the left on a fall, above the last point
+    (None: no neighbour, or one not measured)."""
+    rise_in = None if before is None or math.isnan(before) else here - before
+    rise_out = None if after is None or math.isnan(after) else after - here
+    if rise_in is None and rise_out is None:
+        return "top center"
+    if rise_in is None:  # the first point: the line leaves to the right
+        return "top left" if rise_out >= 0 else "top center"
+    if rise_out is None:  # the last point: above (below, it met the axis's tick labels where the curve ends at 0)
+        return "top center"
+    if rise_in >= 0 >= rise_out:
+        return "top center"
+    if rise_in <= 0 <= rise_out:
+        return "bottom center"
+    return "top left" if rise_in > 0 else "bottom left"
+
+
+def rank_labels(xs: list[float], ys: list[float], span: float, gap: float = 0.06) -> list[str]:
+    """Each point's label position (plotly's textposition; '' for no label) for a line through (`xs`, `ys`), `xs`
+    ascending on an axis `span` wide: on the side `label_side` picks, unless a label on that side (above or below)
+    is under `gap` of the span away; then none (the hover still names it). Ranks 1, 2, 4, 8 sit almost on pure
+    ALBERT's parameters, and their labels were written over one another and over the line."""
+    last = {"top": -math.inf, "bottom": -math.inf}
+    shown = []
+    for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        if math.isnan(y):
+            shown.append("")
+            continue
+        where = label_side(ys[i - 1] if i else None, y, ys[i + 1] if i + 1 < len(ys) else None)
+        side = where.split()[0]
+        if x - last[side] >= gap * span:
+            last[side] = x
+            shown.append(where)
+        else:
+            shown.append("")
+    return shown
+
+
 @built_once
 def relaxation_figure(curve: pd.DataFrame, x: str, title: str) -> go.Figure:
     """Each quality measure against parameters (`x`: a CURVE_AXES column), a panel each: the relaxed
@@ -128,13 +171,16 @@ def relaxation_figure(curve: pd.DataFrame, x: str, title: str) -> go.Figure:
     fig = make_subplots(rows=3, cols=2, subplot_titles=[t for _, t in panels], vertical_spacing=0.11, horizontal_spacing=0.1)
     relaxed = curve[curve.end != "source BERT"].sort_values("parameters")
     source = curve[curve.end == "source BERT"]
-    ranks = list(relaxed["rank"])
+    span = float(curve[x].max() - curve[x].min()) or 1.0
     for i, (column, _) in enumerate(panels):
         row, col = i // 2 + 1, i % 2 + 1
+        where = rank_labels(list(relaxed[x]), list(relaxed[column].astype(float)), span)  # each panel's line its own way
+        ranks = [str(r) if w else "" for r, w in zip(relaxed["rank"], where, strict=True)]
+        positions = [w or "top center" for w in where]
         error = (dict(type="data", array=relaxed.pair_high - relaxed.pair_accuracy,
                       arrayminus=relaxed.pair_accuracy - relaxed.pair_low, thickness=1.2) if column == "pair_accuracy" else None)
         fig.add_trace(go.Scatter(x=relaxed[x], y=relaxed[column], mode="lines+markers+text", text=ranks, cliponaxis=False,
-                                 textposition="top center", textfont=dict(size=11), name="relaxed, labelled by rank",
+                                 textposition=positions, textfont=dict(size=11), name="relaxed, labelled by rank",
                                  legendgroup="relaxed", showlegend=i == 0, line=dict(color=SERIES_COLOURS[0]),
                                  marker=dict(size=8), error_y=error, customdata=relaxed[["model", "parameters"]],
                                  hovertemplate="%{customdata[0]}: %{y:.4g} with %{customdata[1]:,} parameters<extra></extra>"),
