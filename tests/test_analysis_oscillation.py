@@ -62,7 +62,7 @@ def test_the_oscillation_verdict_says_what_the_curve_does():
     assert "oscillate rather than converge" not in words["steady"]  # a steady decline is not described as going up and down
     assert words["wobbly"].startswith("zig-zag: from layer to layer the distances go up and down")
     assert words["to-zero"].startswith("converging")
-    assert words["rising"].startswith("grows: the distances grow")
+    assert words["rising"].startswith("grows: from layer 2 on the distances grow to the last layer, away from 0")
     assert words["bert-nsp"].startswith("zig-zag")
     for name, said in words.items():  # the paper's word only beside ALBERT's shape, and as the paper's
         assert "oscillat" not in said or (name == "steady" and "the paper calls" in said), said
@@ -153,3 +153,19 @@ def test_a_plateau_then_a_drop_is_not_rougher_than_a_zigzag():
     assert rows.roughness["albert-nsp"] == 0.0  # its +0.02 is under 5% of the distance: not counted, as in its verdict
     assert rows.roughness["albert-nsp"] < rows.roughness["bert-nsp"]
     assert rows.verdict["bert-nsp"].startswith("zig-zag") and rows.verdict["albert-nsp"].startswith("falls steadily")
+
+
+def test_a_growing_curve_names_the_dip_it_passes_over():
+    """bert-sop-minilm's curve (the default texts) dips over layers 1-3 and then grows: 'the distances grow from
+    layer to layer' was said of it. The dip from layer 2 is under 5% of the mean (0.34 of 8.09), so the shape is
+    still 'grows', and the words now say from where, and which dip they pass over."""
+    import pandas as pd
+
+    from albert_lab.analysis.oscillation import verdict
+
+    curve = [7.028, 6.793, 6.453, 6.831, 9.695, 10.677]
+    frame = pd.DataFrame([dict(checkpoint="bert-sop-minilm", layer=i + 1, l2=v, angle_deg=30.0) for i, v in enumerate(curve)])
+    row = verdict(frame).iloc[0]
+    assert row["shape"] == "grows" and row.turns == 0
+    assert row.verdict.startswith("grows: from layer 2 on the distances grow but for a dip under 5% of their mean at "
+                                  "layer 3 (6.79 to 6.45) to the last layer, away from 0"), row.verdict

@@ -136,8 +136,12 @@ def verdict(frame: pd.DataFrame) -> pd.DataFrame:
                                           f"no zig-zag, and do not go to 0 ({numbers})")
         elif level:
             headline, rest = "level", f"the distances stay level from layer to layer, within 5%, far from 0 ({numbers})"
-        elif rises:
-            headline, rest = "grows", f"the distances grow from layer to layer, away from 0 ({numbers})"
+        elif rises:  # the first transition left out, and any dip under the tolerance: said, as the chart shows them
+            dips = [f"layer {first + k + 2} ({judged[k]:.2f} to {judged[k + 1]:.2f})"
+                    for k in range(len(judged) - 1) if judged[k + 1] < judged[k]]
+            aside = f" but for a dip under 5% of their mean at {', '.join(dips)}" if dips else ""
+            headline, rest = "grows", (f"from layer {first + 1} on the distances grow{aside} to the last layer, away "
+                                       f"from 0 ({numbers})")
         else:  # what the paper's Figure 1 shows for ALBERT, in its words 'oscillating rather than converging'
             headline, rest = "falls steadily, never settles", (
                 f"the distances fall from layer to layer (no rise over 5%) but stay far from 0 ({numbers}): a smooth "

@@ -90,7 +90,10 @@ def flow_heatmap(flow: pd.DataFrame, model: str) -> go.Figure:
     # the steps recorded and the layers as integers (a single recorded step was ticked 0.6, 0.8, 1, ...)
     fig.update_xaxes(tickformat="d", **(dict(tickvals=list(grid.columns)) if len(grid.columns) <= 12 else {}))
     fig.update_yaxes(tickformat="d", **(dict(dtick=1) if len(grid.index) <= LAYER_TICKS else {}))
-    return style(fig, layers=False)
+    fig = style(fig, layers=False)
+    # the colour scale under the plot, across it: at its right, upright, it took a third of a phone's width
+    return fig.update_layout(coloraxis_colorbar=dict(orientation="h", x=0, xanchor="left", y=-0.3, yanchor="top",
+                                                     thickness=12, len=1, title_side="top"), margin_b=120)
 
 
 @built_once

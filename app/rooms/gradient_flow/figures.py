@@ -31,11 +31,14 @@ def shared_sum_figure(frame: pd.DataFrame) -> go.Figure:
     # Points with their values, not bars: on a log axis a bar's length is measured from an arbitrary floor, so
     # 0.0018 beside 0.013 looked like nothing; a point's height on the log scale reads as a ratio.
     fig = px.scatter(shared, x="component", y="mean_abs", color="component", symbol="group", text="value",
-                     color_discrete_map=COMPONENT_COLORS, title="Shared parameters: mean |.grad|, summed over applications")
+                     color_discrete_map=COMPONENT_COLORS,
+                     title="Shared blocks: mean |dL/dW| of the gradient summed over applications (what the optimizer sees)")
     fig.update_traces(marker_size=14, textposition="top center", cliponaxis=False)
-    fig = style(fig, x="component", y="mean |.grad| (log scale)", log_y=True, legend_title="")
+    fig = style(fig, x="component", y="mean |dL/dW|, summed (log scale)", log_y=True, legend_title="")
     low, high = np.log10(shared.mean_abs[shared.mean_abs > 0].agg(["min", "max"]).to_numpy()) if len(shared) else (0, 0)
-    return fig.update_yaxes(range=[low - 0.3, high + 0.3])  # room for the top point and its value
+    # room for the top point and its value; within about a decade plotly labels every digit between powers of 10
+    # (2x10^-3, 3x10^-3, ...), which crowd at half the page: label 2 and 5 only
+    return fig.update_yaxes(range=[low - 0.3, high + 0.3], dtick="D2")
 
 
 @built_once

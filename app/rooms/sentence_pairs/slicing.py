@@ -42,9 +42,10 @@ def slices_view(scores: pd.DataFrame) -> tuple[str, pd.Series]:
     table["reads"] = [slice_words(r.low, r.high, r.n, f"label {r.always}", r.base, by == LABEL)
                       for r in table.itertuples()]
     by_label = by == LABEL  # each group one label: answering it always scores 1 there, so no base rate is compared
-    st.dataframe(table.drop(columns=["head", "always", *(["base"] if by_label else [])]).assign(slice=table.slice.astype(str)),
-                 hide_index=True, width="stretch", column_config=_columns(by),
-                 height="content" if len(table) <= MAX_ROWS_SHOWN else "auto")
+    # what the interval allows beside the interval, the counts after it: at 1280 px the reading, last, was cut off
+    shown = ["slice", "checkpoint", "accuracy", "low", "high", "reads", "n", "hits", "pairs", *([] if by_label else ["base"])]
+    st.dataframe(table[shown].assign(slice=table.slice.astype(str)), hide_index=True, width="stretch",
+                 column_config=_columns(by), height="content" if len(table) <= MAX_ROWS_SHOWN else "auto")
     if by_label:
         st.caption("By label, a group's accuracy is how often the head gets that label right. A head that always answered "
                    "label 0 would score 1 on the label-0 group and 0 on the label-1 group, so read the two groups "
@@ -70,4 +71,4 @@ def _columns(by: str) -> dict:
             "high": number("95% high", format="%.3f"),
             "base": number("base rate", format="%.3f",
                            help="what always answering the group's commoner label scores (by label: 1, so not compared)"),
-            "reads": st.column_config.TextColumn("what it allows", width="medium")}
+            "reads": st.column_config.TextColumn("what it allows", width="large")}
