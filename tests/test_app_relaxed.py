@@ -101,6 +101,8 @@ def test_rank_labels_sit_neither_on_one_another_nor_on_the_line():
     ys = [0.13, 0.11, 0.12, 0.13, 0.14, 0.15, 0.16, 0.17, 0.17]  # down to rank 1, then up
     where = rank_labels(xs, ys, span=2e6, gap=0.06)
     assert where[0] == "top center" and where[1] == "bottom center" and where[2:5] == ["", "", ""]
+    # pure ALBERT's point has its diamond, no label; still, the line from it decides its neighbour's side
+    assert rank_labels(xs, ys, span=2e6, gap=0.06, labelled=[False] + [True] * 8)[:2] == ["", "bottom center"]
     assert where[5:] == ["top left", "top left", "top center", "top center"]  # far apart: every one labelled
     for side in ("top", "bottom"):  # labels on one side are at least the gap apart
         placed = [x for x, w in zip(xs, where) if w.startswith(side)]

@@ -117,7 +117,8 @@ ENDS = {"ALBERT": ("pure ALBERT (rank 0)", "diamond", SERIES_COLOURS[1]),
 def curve_panels(task: str) -> list[tuple[str, str]]:
     """(column, title) of the curve's panels; `task` the pair head's ('sop', 'nsp', or '')."""
     return [("mlm_accuracy", "MLM accuracy"), ("pair_accuracy", f"{task.upper() or 'pair'} accuracy (95% CI)"),
-            ("kl", "KL from the source (nats)"), ("roughness", "oscillation roughness"),
+            ("kl", "KL from the source<br>(nats)"), ("roughness", "oscillation<br>roughness"),  # two lines: side by side
+            # on a phone, they ran into each other
             ("energy_kept", "residual energy kept")]
 
 
@@ -140,15 +141,17 @@ def label_side(before: float | None, here: float, after: float | None) -> str:
     return "top left" if rise_in > 0 else "bottom left"
 
 
-def rank_labels(xs: list[float], ys: list[float], span: float, gap: float = 0.06) -> list[str]:
+def rank_labels(xs: list[float], ys: list[float], span: float, gap: float = 0.1,
+                labelled: list[bool] | None = None) -> list[str]:
     """Each point's label position (plotly's textposition; '' for no label) for a line through (`xs`, `ys`), `xs`
     ascending on an axis `span` wide: on the side `label_side` picks, unless a label on that side (above or below)
-    is under `gap` of the span away; then none (the hover still names it). Ranks 1, 2, 4, 8 sit almost on pure
-    ALBERT's parameters, and their labels were written over one another and over the line."""
+    is under `gap` of the span away (a tenth: two digits wide on a phone's panel); then none (the hover still names
+    it). No label either where y is NaN (not measured) or `labelled` says so (a point marked otherwise). Ranks 1, 2,
+    4, 8 sit almost on pure ALBERT's parameters, and their labels were written over one another and over the line."""
     last = {"top": -math.inf, "bottom": -math.inf}
     shown = []
     for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
-        if math.isnan(y):
+        if math.isnan(y) or (labelled is not None and not labelled[i]):
             shown.append("")
             continue
         where = label_side(ys[i - 1] if i else None, y, ys[i + 1] if i + 1 < len(ys) else None)
@@ -174,7 +177,8 @@ def relaxation_figure(curve: pd.DataFrame, x: str, title: str) -> go.Figure:
     span = float(curve[x].max() - curve[x].min()) or 1.0
     for i, (column, _) in enumerate(panels):
         row, col = i // 2 + 1, i % 2 + 1
-        where = rank_labels(list(relaxed[x]), list(relaxed[column].astype(float)), span)  # each panel's line its own way
+        # each panel's line its own way; pure ALBERT's rank 0 is its diamond's (a label sat on the diamond)
+        where = rank_labels(list(relaxed[x]), list(relaxed[column].astype(float)), span, labelled=list(relaxed.end != "ALBERT"))
         ranks = [str(r) if w else "" for r, w in zip(relaxed["rank"], where, strict=True)]
         positions = [w or "top center" for w in where]
         error = (dict(type="data", array=relaxed.pair_high - relaxed.pair_accuracy,
