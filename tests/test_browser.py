@@ -113,6 +113,9 @@ def test_the_sidebar_note_of_a_training_run_goes_when_the_run_ends(server, tmp_p
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto(f"{server}/parameters")
             expect(page.get_by_text(note)).to_be_visible(timeout=90_000)
+            # the page's own run done first (its chart drawn): a fragment's timed rerun waits for the page's run,
+            # which took over 15 s on a loaded CI machine, and the note stayed as long
+            expect(page.locator("[data-testid='stPlotlyChart'] .main-svg").first).to_be_visible(timeout=90_000)
             (run / "run.json").write_text(json.dumps({**state, "status": "succeeded"}))
             expect(page.get_by_text(note)).to_have_count(0, timeout=15_000)  # no click, no reload
         finally:
