@@ -103,14 +103,14 @@ def bench_analyses(model, tokenizer, spec, dtype) -> float:
 def bf16_timed(choice: str) -> bool:
     """Whether the bf16 variants run: `on`, `off`, or (`auto`) unless bf16 matmuls are unusable here (emulated on an
     AVX2-only CPU: under 1 GFLOP/s, where one round of a bf16 variant takes many minutes)."""
-    from albert_lab.devices import UNUSABLE, bf16_speed
+    from albert_lab.devices import bf16_verdict
 
     if choice != "auto":
         return choice == "on"
-    if bf16_speed() > UNUSABLE:
+    usable, note = bf16_verdict(torch.device("cpu"))  # what the app and the commands decide for bf16 here
+    if usable:
         return True
-    print(f"bf16 matmuls run at {bf16_speed():.3f}x the fp32 rate on this CPU: the bf16 variants are left out (--bf16 on "
-          "times them anyway)")
+    print(f"{note}: the bf16 variants are left out (--bf16 on times them anyway)")
     return False
 
 

@@ -161,15 +161,15 @@ def loops_timed(choice: str) -> list[str]:
     alternating processes), or (`auto` where bf16 is unusable here, `fp32`) the fp32 loop only.
     Where bf16 is emulated (an AVX2-only CPU: under 1 GFLOP/s, 1/100 of fp32) a round of the bf16 loop takes
     many minutes, and no user would train that way."""
-    from albert_lab.devices import UNUSABLE, bf16_speed
+    from albert_lab.devices import bf16_verdict
 
     if choice == "none":
         return []
-    if choice == "both" or (choice == "auto" and bf16_speed() > UNUSABLE):
+    usable, note = bf16_verdict(torch.device("cpu"))  # what the app and the commands decide for bf16 here
+    if choice == "both" or (choice == "auto" and usable):
         return ["transformers bf16", "transformers fp32"]
     if choice == "auto":
-        print(f"bf16 matmuls run at {bf16_speed():.3f}x the fp32 rate on this CPU: the bf16-autocast loop is left out "
-              "(--loops both times it anyway)")
+        print(f"{note}: the bf16-autocast loop is left out (--loops both times it anyway)")
     return ["transformers fp32"]
 
 
