@@ -55,3 +55,23 @@ def test_a_legend_of_seven_checkpoints_stays_off_the_title_on_a_phone():
     assert fit_legend(fig, 0.5).layout.margin.t == 110 + 20 + 2 * 29  # again harmless (a figure built once for all)
     three = go.Figure(oscillation_panels(frame[frame.checkpoint.isin(names[:3])])[0])
     assert fit_legend(three, 0.5).layout.margin.t == 110  # two rows: the margin holds them
+
+
+def test_a_visitors_tags_in_a_figure_are_drawn_as_text_and_the_figures_own_stay():
+    import numpy as np
+
+    from app.shell.look import text_only
+
+    link = '<a href="javascript:alert(1)">c</a>'
+    fig = go.Figure(go.Bar(x=np.array([link, "b"], dtype=object), y=[1, 2], name=link, customdata=[[link], ["b"]],
+                           hovertemplate="%{x}<br>%{customdata[0]}<extra></extra>"))
+    fig.update_layout(title=f"<b>T</b><br><sup>{link}</sup>", xaxis_ticktext=[link],
+                      annotations=[dict(text=link, x=0, y=0)], legend_title_text="<i>runs</i>")
+    before = fig.to_plotly_json()
+    text_only(fig)
+    escaped = '&lt;a href="javascript:alert(1)">c&lt;/a>'
+    assert list(fig.data[0].x) == [escaped, "b"] and fig.data[0].name == escaped
+    assert fig.data[0].customdata[0][0] == escaped and fig.layout.annotations[0].text == escaped
+    assert fig.layout.title.text == f"<b>T</b><br><sup>{escaped}</sup>" and fig.layout.xaxis.ticktext == (escaped,)
+    assert fig.data[0].hovertemplate == before["data"][0]["hovertemplate"] and fig.layout.legend.title.text == "<i>runs</i>"
+    assert text_only(fig).to_plotly_json() == fig.to_plotly_json()  # idempotent

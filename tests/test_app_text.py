@@ -68,3 +68,30 @@ def test_a_card_s_records_are_named_in_one_cell_and_its_early_stop_said():
     assert dict((r["field"], r["value"]) for r in provenance_view(bert)[0])["stopped"].startswith("the 6-minute budget")
     cancelled = {"provenance": {"steps": 50, "wall_time_s": 12.0, "train_config": {"max_steps": 100, "max_minutes": 5}}}
     assert "stopped" not in {r["field"] for r in provenance_view(cancelled)[0]}  # 12 s of 5 minutes: not the budget
+
+
+HOSTILE = "![x](http://h/i.png) [c](javascript:alert(1)) <img src=x onerror=alert(1)> :red[R] $x$ **b** www.h.org a@h.org"
+
+
+def test_plain_text_leaves_no_markup_and_no_autolink_but_reads_the_same():
+    """Streamlit's markdown (CommonMark, GFM autolinks, colours, icons, LaTeX) finds nothing to draw in it; the
+    browser test draws it (tests/test_browser_hostile.py). Decoded, it is the text itself, but for the joiners."""
+    import html
+
+    from app.shell.text import JOINER, plain
+
+    said = plain(HOSTILE)
+    assert not set("[]<>*$`") & set(said) and not {"http:", "www.", "@h"} & {said[i:i + 5] for i in range(len(said))}
+    assert "&#58;red" in said and ":r" not in said  # no colour
+    assert html.unescape(said).replace(JOINER, "") == HOSTILE
+    assert plain("- a list? # no heading") == "&#45; a list? # no heading" and plain("# h") == "&#35; h"
+    assert plain("_em_ ALBERT_LAB_ALLOWED_DIRS 'albert-sop' (2 of 3): run:2") == "&#95;em&#95; ALBERT_LAB_ALLOWED_DIRS 'albert-sop' (2 of 3): run:2"
+    assert plain("~user $5") == "~user $5" and plain("~~s~~ $x$") == "&#126;&#126;s&#126;&#126; &#36;x&#36;"  # pairs only
+    assert plain("line\nbreak") == "line break"
+
+
+def test_quoted_text_is_one_code_span_whatever_its_backticks():
+    from app.shell.text import quoted
+
+    assert quoted("(a+)+$") == "`(a+)+$`" and quoted("a``b") == "```a``b```" and quoted("`x") == "`` `x ``"
+    assert quoted("") == "''"

@@ -96,3 +96,24 @@ def test_the_filter_lists_and_picks_the_runs_it_finds(runs):
     at.text_input(key="tr_compare_filter").set_value("lr(").run()  # not a regular expression: looked for as typed
     assert any("is not a regular expression" in c.value for c in at.caption)
     assert at.multiselect(key="tr_compare_runs").options == []
+
+
+HOSTILE_PATTERNS = {  # -> (what is said, the runs listed). Python's re raised OverflowError and RecursionError on
+    # the first two; RE2 reads a repeat past its limit as text, refuses lookbehinds and nested repeats; a long one is cut
+    "a{4294967295}": (None, []), "(" * 1000 + "a" + ")" * 1000: ("characters long", []), "(" * 99 + "a" + ")" * 99:
+    (None, ["run", "x"]),
+    "(?<=a)b": ("is not a regular expression", ["x"]), "((a{1000}){1000}){1000}": ("is not a regular expression", []),
+    "x" * 5000: ("characters long", [])}
+
+
+@pytest.mark.parametrize("pattern", list(HOSTILE_PATTERNS), ids=["huge-repeat", "deep-nesting", "nesting", "lookbehind", "nested", "long"])
+def test_a_hostile_filter_lists_runs_or_says_why_and_never_raises(pattern):
+    from types import SimpleNamespace
+
+    from app.rooms.training.compare import matching
+
+    runs = [SimpleNamespace(id="run", name="a" * 60 + "!"), SimpleNamespace(id="x", name="(?<=a)b")]
+    listed, problem = matching(runs, pattern)
+    said, expected = HOSTILE_PATTERNS[pattern]
+    assert (problem is None) if said is None else (said in problem)
+    assert listed == expected

@@ -16,7 +16,7 @@ from albert_lab.data.textfile import check_size
 from app.shell import look
 from app.shell.loading import load_bundle
 from app.shell.state import shell, widget
-from app.shell.text import plural
+from app.shell.text import plain, plural
 
 # An emoji favicon is drawn inline by the browser; a ":material/...:" one is fetched
 # from fonts.gstatic.com on every page load.
@@ -67,7 +67,7 @@ def warn_special_tokens(texts: Sequence[str], tokenizers: dict[str, Any]) -> Non
             if any(token in text for text in texts):
                 readers.setdefault(token, []).append(name)
     if readers:
-        said = "; ".join(f"{token} (by {', '.join(names)})" for token, names in sorted(readers.items()))
+        said = "; ".join(f"{token} (by {plain(', '.join(names))})" for token, names in sorted(readers.items()))
         st.warning(f"Typed in the text and read as special tokens, not as words: {said}. A [SEP] separates segments, "
                    "[PAD] is padding, [MASK] a masked token.", icon=":material/code:")
 
@@ -97,6 +97,7 @@ def chart(fig, name: str, key: str | None = None, container=None, share: float =
     `name`; `share`: how much of the main column the container is (its title is wrapped to fit it, and a phone)."""
     config = look.chart_config(name, widget("image_format", "png"))
     with _DRAWING:  # a figure may be every visitor's (app.shell.built): wrapped by one while no other reads it
+        look.text_only(fig)  # a visitor's names, tokens and columns drawn as text (no live link); in place, idempotent
         look.wrap_title(fig, look.fitting_chars(share))  # in place, and again harmless: a wrapped title fits
         look.fit_legend(fig, share)
         (container or st).plotly_chart(fig, width="stretch", config=config, key=key)

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 import streamlit as st
 
 from albert_lab.errors import AlbertLabError
+from app.shell.text import plain
 
 
 @contextmanager
@@ -30,9 +31,9 @@ def guard(what: str = "", labels: dict[str, str] | None = None) -> Iterator[None
         text = str(err)
         for field, label in (labels or {}).items():
             text = re.sub(rf"\b{field}\b", label, text)
-        st.error(f"{what + ': ' if what else ''}{text}", icon=":material/error:")
+        st.error(f"{what + ': ' if what else ''}{plain(text)}", icon=":material/error:")  # it may quote a visitor's text
     except Exception as err:
-        st.error(f"Something went wrong{' while ' + what if what else ''}: {type(err).__name__}: {err}",
+        st.error(f"Something went wrong{' while ' + what if what else ''}: {type(err).__name__}: {plain(err)}",
                  icon=":material/bug_report:")
         with st.expander("Details for a bug report"):
             st.code(traceback.format_exc())

@@ -9,8 +9,9 @@ checkpoint on every page (`colour_for`)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # plotly is imported where a figure is made: the model card's SVG takes its colours from here
     import plotly.graph_objects as go
@@ -203,3 +204,42 @@ def chart_config(filename: str, image_format: str = "png") -> dict:
     """st.plotly_chart(config=...): the modebar's camera saves PNG or SVG under a useful name."""
     return {"displaylogo": False,
             "toImageButtonOptions": {"format": image_format, "filename": filename, "scale": 2 if image_format == "png" else 1}}
+
+
+# ---- a visitor's text in a figure: text, never markup -----------------------------------------
+# plotly draws every label (names, ticks, hover, titles, annotations) as its own small HTML: `<a
+# href>` is a live link there. A figure holds a visitor's text wherever a name, a token, a column or
+# a group is drawn; a tag other than the few the figures write themselves is drawn as typed.
+_NOT_OURS = re.compile(r"<(?!/?(?:br|b|i|em|sup|sub|extra)>)")  # extra: a hovertemplate's box
+
+
+def _as_text(value: Any) -> Any:
+    """`value` with every '<' that does not open one of the figures' own tags written `&lt;`
+    (which plotly draws as '<'), in a string or any list, tuple, dict or object array of them;
+    anything else as it is (the same object, so nothing is copied when nothing changes)."""
+    if isinstance(value, str):
+        return _NOT_OURS.sub("&lt;", value) if "<" in value else value
+    if isinstance(value, dict):
+        items = {k: _as_text(v) for k, v in value.items()}
+        return items if any(items[k] is not value[k] for k in value) else value
+    if isinstance(value, (list, tuple)):
+        items = [_as_text(v) for v in value]
+        return type(value)(items) if any(a is not b for a, b in zip(items, value, strict=True)) else value
+    if getattr(value, "dtype", None) is not None and value.dtype.kind in "OUS":  # numpy arrays of text
+        items = [_as_text(v) for v in value.tolist()]
+        return items if items != value.tolist() else value
+    return value
+
+
+def text_only(fig: go.Figure) -> go.Figure:
+    """`fig` (in place) with a visitor's text in it drawn as text: a '<' of anything but the
+    figures' own tags (<br>, <b>, <i>, <em>, <sup>, <sub>, <extra>) is escaped in every trace
+    and layout property. Idempotent: an escaped figure has no other '<' left."""
+    for trace in fig.data:
+        for prop, value in trace.to_plotly_json().items():
+            if (safe := _as_text(value)) is not value:
+                trace[prop] = safe
+    for prop, value in fig.layout.to_plotly_json().items():
+        if prop != "template" and (safe := _as_text(value)) is not value:
+            fig.layout[prop] = safe
+    return fig

@@ -18,6 +18,7 @@ from app.shell.loading import available_checkpoints, device_options
 from app.shell.pace import active_run
 from app.shell.places import cased_form, check_local_folder, link_form, split_casing, typed_folder
 from app.shell.state import set_widget, shell, widget
+from app.shell.text import plain
 
 # As albert_lab.devices.fast_bf16 finds (training's auto precision times it): AVX512-BF16 alone is no speed-up.
 MAX_LINK_CHECKPOINTS = 16  # checkpoints a link may name; each is checked (and maybe loaded) on opening it
@@ -108,7 +109,7 @@ def _big_models_note(selected: list[tuple[str, str]], device: str) -> None:
             spec = described.spec
             big.append(f"{name} (H = {spec.hidden_size:,}, L = {spec.num_layers}: about {times:,.3g} times albert-sop's work)")
     if big:
-        st.caption(f":material/hourglass_top: On this CPU every analysis of {', '.join(big)} takes minutes; each page shows "
+        st.caption(f":material/hourglass_top: On this CPU every analysis of {plain(', '.join(big))} takes minutes; each page shows "
                    "its progress and a Stop. A CUDA GPU takes seconds.")
 
 
@@ -137,7 +138,7 @@ def _link_sources(options: list[str], extra: dict[str, str]) -> list[str]:
             added.append(_offer_from_link(entry, extra))
         except AlbertLabError as err:
             shown = repr(entry if len(entry) <= 60 else entry[:60] + "...")
-            st.warning(f"This link names the checkpoint {shown}, which is left out: {err}", icon=":material/link_off:")
+            st.warning(f"This link names the checkpoint {plain(shown)}, which is left out: {plain(err)}", icon=":material/link_off:")
     return [name for name in added if name not in options]
 
 

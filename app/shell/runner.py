@@ -41,7 +41,7 @@ from albert_lab.errors import AlbertLabError
 from app.shell import owner, pace
 from app.shell.results import MISSING, join_or_claim, kept_result, release, store
 from app.shell.state import shell
-from app.shell.text import fmt_duration, plural
+from app.shell.text import fmt_duration, plain, plural
 from app.shell.turns import Turns
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def run(parts: Sequence[Part[T]], cost: Cost | None = None, *, each: bool = Fals
     if failed and not results:
         raise failed[0][1]
     for name, err in failed:
-        st.error(f"{name}: {err}", icon=":material/error:")
+        st.error(plain(f"{name}: {err}"), icon=":material/error:")
     if state is not None and state["stopped"] and len(todo) < len(parts):
         if each:
             st.info(f"Stopped: {len(todo)} of {len(parts)} checkpoints computed.", icon=":material/stop_circle:")

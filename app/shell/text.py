@@ -1,6 +1,7 @@
 """Numbers and names as people read them: counts with separators, durations in minutes,
-times to the minute, a card's field names in words. No plotly here: pages and the
-progress messages use them without building a figure."""
+times to the minute, a card's field names in words; a visitor's text put in markdown as text
+(`quoted`, `plain`). No plotly here: pages and the progress messages use them without building
+a figure."""
 
 from __future__ import annotations
 
@@ -8,6 +9,45 @@ import datetime
 import itertools
 import math
 import re
+
+# ---- a visitor's text in markdown: text, never markup --------------------------------------------
+# Streamlit draws captions, messages, labels and toasts as markdown: a run name, a link's filter, a
+# column of an upload or an error quoting them would otherwise draw images fetched from anywhere,
+# live links (javascript: ones too), emphasis, colours and icons. Text a visitor gave goes through
+# one of these two on its way into any of them.
+# What can start markup, and only that (a message's words, paths and snake_case names stay readable in the source):
+# brackets (a link, an image, a footnote, a colour), '<' and '>' (HTML, an autolink), a backtick, '*', an entity, a ':'
+# before a letter (an icon or emoji: ':material/...:'), an '_' at a word's edge (an intraword one never emphasises),
+# a backslash (it would escape the next reference), a list, heading or quote's first character; and '~' or '$' where
+# two of them could pair (strikethrough, LaTeX).
+_MARKUP = re.compile(r"[\\`*\[\]<>]|&(?=#?\w+;)|:(?=[A-Za-z_])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|^\s*[-+=#]|(?<=^\d)[.)]"
+                     r"|(?<=^\d\d)[.)]")
+_PAIRED = re.compile(r"[~$]")
+_AUTOLINKED = re.compile(r"(?i)(https?(?=:)|www(?=\.)|@)")  # where GFM's autolinks start: 'http:', 'www.', 'a@b'
+JOINER = "\u2060"  # WORD JOINER: invisible, and no part of a URL or an address
+
+
+def plain(text: object) -> str:
+    """`text` as markdown that draws exactly those characters: each mark that could start markup
+    written as a character reference (`&#91;` for '['), which CommonMark draws as the mark and never
+    reads as markup (no link, image, HTML, emphasis, code, heading, list, LaTeX, colour or icon),
+    and an invisible word joiner after 'http', 'www' and '@': Streamlit's GFM finds autolinks in the
+    text after the references are read. Line breaks become spaces."""
+    text = _AUTOLINKED.sub(lambda start: start[1] + JOINER, " ".join(str(text).splitlines()))
+    reference = lambda mark: "".join(f"&#{ord(c)};" if not c.isspace() else c for c in mark[0])
+    text = _MARKUP.sub(reference, text)
+    return _PAIRED.sub(lambda mark: reference(mark) if text.count(mark[0]) >= 2 else mark[0], text)
+
+
+def quoted(text: object) -> str:
+    """`text` as inline code: drawn as typed, in a code font (a pattern, a name); the fence is
+    longer than any run of backticks inside, as CommonMark asks."""
+    text = " ".join(str(text).splitlines())
+    if not text:
+        return "''"
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def fmt_count(value: float | int) -> str:

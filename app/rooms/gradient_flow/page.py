@@ -19,6 +19,7 @@ from app.shell.registry import keys
 from app.shell.runner import Part
 from app.shell.selection import Selection
 from app.shell.state import set_widget, widget
+from app.shell.text import plain
 
 key = keys(__file__)  # this room's widget keys
 SEED = GRADFLOW.option("seed")  # the control's bounds and default: the record's, as `albert-lab gradflow`'s
@@ -103,7 +104,7 @@ with tab_runs:
     every_run = list_runs(runs_dir())
     runs = [r for r in every_run if r.folder.gradflow.is_file()]
     if without := [r.name for r in every_run if r not in runs and r.status != "queued"]:
-        st.caption(f"Not listed, no snapshot recorded: {', '.join(without[:5])}{' ...' if len(without) > 5 else ''}. A run "
+        st.caption(f"Not listed, no snapshot recorded: {plain(', '.join(without[:5]))}{' ...' if len(without) > 5 else ''}. A run "
                    "records one every `gradflow_every` steps (the Training page: a tenth of the run, at least 10) and one "
                    "at its last step, so a run has none until then, nor one cancelled before its first.")
     if not runs:

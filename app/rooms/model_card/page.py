@@ -16,9 +16,15 @@ from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.selection import Selection
 from app.shell.state import kept
-from app.shell.text import field_label, fmt_value, metric_label, provenance_view, si
+from app.shell.text import field_label, fmt_value, metric_label, plain, provenance_view, si
 
 key = keys(__file__)  # this room's widget keys
+
+
+def _table(frame: pd.DataFrame) -> None:
+    """st.table, which draws its cells as markdown, with each cell drawn as text: a card's fields and values
+    come from the checkpoint's own files (its command, corpus, names), which a folder from elsewhere can fill."""
+    st.table(frame.map(plain))
 
 
 def probe_into_runs(chosen: Selection, name: str, task: str, train_pairs: int, held_pairs: int, steps: int,
@@ -81,11 +87,11 @@ if loading.need_checkpoints():
     with guard(f"reading {name}"):
         card = chosen.card(name)
         if card["warning"]:
-            st.warning(f"{name}: {card['warning']}", icon=":material/warning:")
+            st.warning(plain(f"{name}: {card['warning']}"), icon=":material/warning:")
         left, right = st.columns([3, 2])
         with left:
-            st.subheader(card["spec_label"])
-            st.caption(f"{portable_name(card['source'])} · {card['device']} · {card['dtype']}")  # no server path
+            st.subheader(plain(card["spec_label"]))
+            st.caption(plain(f"{portable_name(card['source'])} · {card['device']} · {card['dtype']}"))  # no server path
             params = card["params"]
             metric = st.columns(3)
             # labels short enough for a third of the left column at 1280 px (longer ones were cut: "Applied per forwar...")
@@ -108,20 +114,20 @@ if loading.need_checkpoints():
         with right:
             heads = card["heads"]
             st.markdown("**Heads**")
-            st.table(pd.DataFrame([{"head": "MLM", "status": heads["mlm"]},
+            _table(pd.DataFrame([{"head": "MLM", "status": heads["mlm"]},
                                    {"head": f"pair ({heads['pair_kind'].upper()})", "status": heads["pair"]}]))
             st.markdown("**Spec**")
-            st.table(pd.DataFrame([{"field": field_label(k), "value": fmt_value(k, v)} for k, v in card["spec"].items()]))
+            _table(pd.DataFrame([{"field": field_label(k), "value": fmt_value(k, v)} for k, v in card["spec"].items()]))
             st.markdown("**Provenance**")
             rows, records = provenance_view(card)
-            st.table(pd.DataFrame(rows))
+            _table(pd.DataFrame(rows))
             for title, record in records.items():
-                with st.expander(title):
-                    st.table(pd.DataFrame([{"field": field_label(k), "value": fmt_value(k, v)} for k, v in record.items()
+                with st.expander(plain(title)):
+                    _table(pd.DataFrame([{"field": field_label(k), "value": fmt_value(k, v)} for k, v in record.items()
                                            if v not in (None, "", [], {})]))
             if card["metrics"]:
                 st.markdown("**Held-out metrics**")
-                st.table(pd.DataFrame([(metric_label(k), text) for k, text in metric_lines(card["metrics"])],
+                _table(pd.DataFrame([(metric_label(k), text) for k, text in metric_lines(card["metrics"])],
                                       columns=["metric", "accuracy [95% interval] n"]))
                 for note in count_notes(metric_counts(card["metrics"])):
                     st.caption(note)

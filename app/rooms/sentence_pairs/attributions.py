@@ -17,7 +17,7 @@ from app.shell.registry import keys
 from app.shell.runner import Part
 from app.shell.selection import Selection
 from app.shell.state import kept
-from app.shell.text import fmt_duration
+from app.shell.text import fmt_duration, plain
 
 key = keys(__file__)  # this room's widget keys
 STEPS = ATTRIBUTION.option("n_steps")  # the slider's bounds and default: the record's
@@ -42,7 +42,7 @@ def attribution_tab(bundles: list, a: str, b: str) -> None:
     if not usable:
         st.warning("None of the picked checkpoints has a usable pair head.")
     else:
-        st.markdown(f"Explaining the pair from **Type a pair**: A = *{a[:200]}*, B = *{b[:200]}*")
+        st.markdown(f"Explaining the pair from **Type a pair**: A = *{plain(a[:200])}*, B = *{plain(b[:200])}*")
         with st.form(key("attr_form")):
             cols = st.columns([2, 1, 1])
             name = cols[0].selectbox("Checkpoint", [bd.name for bd in usable], key=key("attr_checkpoint"))
@@ -74,7 +74,7 @@ def attribution_tab(bundles: list, a: str, b: str) -> None:
             if (for_name, for_a, for_b, for_target) != request[:4]:
                 st.warning("The pair or the settings changed since: press Explain again.", icon=":material/warning:")
             st.html(attribution_html(result.tokens))
-            st.caption(f"{for_name}: green pushes P(label {for_target}) up, red pushes it down. P = {result.probability:.3f} "
+            st.caption(f"{plain(for_name)}: green pushes P(label {for_target}) up, red pushes it down. P = {result.probability:.3f} "
                        f"for the input, {result.baseline_probability:.3f} for the baseline ({result.baseline}); convergence "
                        f"delta {result.delta:+.2e} (attributions sum to the difference up to it).")
             draw.download(result.tokens, "attributions.csv")

@@ -17,6 +17,7 @@ from app.shell.registry import keys
 from app.shell.runner import Part
 from app.shell.selection import Selection
 from app.shell.state import kept
+from app.shell.text import plain
 
 key = keys(__file__)  # this room's widget keys
 LINKED = (key("find"), key("flabel"), key("fgroup"), key("row"))  # in the link: the filters and the pair picked
@@ -40,7 +41,7 @@ def pairs_view(scores: pd.DataFrame, by: str, groups: pd.Series, bundles: list) 
     text, label, group = st.columns([2, 1, 1])
     text.text_input("Text contains", key=key("find"), placeholder="a word of sentence A or B")
     label.selectbox("Label", list(LABELS), key=key("flabel"), format_func=LABELS.get)
-    group.selectbox(f"By {by}", values, key=key("fgroup"), help="a group of the slice picked above")
+    group.selectbox(f"By {plain(by)}", values, key=key("fgroup"), help="a group of the slice picked above")
     filters.share()
     shown = matching(table, filters[key("find")], filters[key("flabel")], groups, filters[key("fgroup")])
     st.caption(f"{len(shown)} of {len(table)} pairs shown; click a column's name to sort by it. P(0) is P(label 0 | "

@@ -12,7 +12,7 @@ from albert_lab.analysis.common import checkpoint_notes
 from albert_lab.analysis.pairs import truncated_rows, unreadable_rows
 from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS
 from app.shell import draw
-from app.shell.text import plural
+from app.shell.text import plain, plural
 
 COLUMNS = ["sentence_a", "sentence_b", "checkpoint", "p_ab", "p_ba", "prediction", "head", "head_status",
            "tokens"]  # a typed pair's table, in this order: the pair, then what each checkpoint says of it
@@ -66,15 +66,15 @@ def _and(names: list[str]) -> str:
 def order_words(name: str, p_ab: float, p_ba: float) -> str:
     """'**name**: A → B (0.588 against 0.577)', to the table's three decimals; 'neither' when they are equal there."""
     if f"{p_ab:.3f}" == f"{p_ba:.3f}":
-        return f"**{name}**: neither ({p_ab:.3f} both ways)"
-    return f"**{name}**: {'A → B' if p_ab > p_ba else 'B → A'} ({max(p_ab, p_ba):.3f} against {min(p_ab, p_ba):.3f})"
+        return f"**{plain(name)}**: neither ({p_ab:.3f} both ways)"
+    return f"**{plain(name)}**: {'A → B' if p_ab > p_ba else 'B → A'} ({max(p_ab, p_ba):.3f} against {min(p_ab, p_ba):.3f})"
 
 
 def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
     """The warnings about `scores` ('typed' or 'uploaded'), a typed pair's preferred order and table (an upload's
     pairs are its Pairs table, app.rooms.sentence_pairs.pair_rows: one row a pair), and the CSV."""
     for name, note in checkpoint_notes(scores).items():
-        st.warning(f"{name}: {note} (see its model card)", icon=":material/warning:")
+        st.warning(f"{plain(name)}: {plain(note)} (see its model card)", icon=":material/warning:")
     by_model = list(scores.groupby("checkpoint", sort=False))  # each warning names the checkpoints it is about
     cut = {name: truncated_rows(group) for name, group in by_model}
     typed = key == "typed"  # one pair: the models named, no row numbers (an upload's rows count from its header, 2 on)

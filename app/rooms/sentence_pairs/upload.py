@@ -25,7 +25,7 @@ from app.shell.registry import keys
 from app.shell.runner import Part
 from app.shell.selection import Selection
 from app.shell.state import kept, widget
-from app.shell.text import fmt_bytes, plural
+from app.shell.text import fmt_bytes, plain, plural
 
 key = keys(__file__)  # this room's widget keys
 LABEL_COLUMNS = ("accuracy", "order_accuracy", "labelled")  # the summary's columns about labels
@@ -95,11 +95,11 @@ def upload_tab(bundles: list) -> None:
             state.upload = (name, data)  # once read: a file that fails is not kept
         else:
             left, right = st.columns([5, 1], vertical_alignment="center")
-            left.caption(f"{name} ({fmt_bytes(len(data))}), uploaded earlier in this session, is scored below "
+            left.caption(f"{plain(name)} ({fmt_bytes(len(data))}), uploaded earlier in this session, is scored below "
                          "(its scores are kept); upload another file to replace it.")
             right.button("Forget it", key=key("forget"), on_click=state.forget_upload)
         for problem in parsed.problems[:20]:
-            st.warning(problem, icon=":material/warning:")
+            st.warning(plain(problem), icon=":material/warning:")  # its columns and cells, as text
         if len(parsed.problems) > 20:
             st.warning(f"... and {len(parsed.problems) - 20:,} more problems")
         upload = Upload(name, hashlib.sha256(data).hexdigest(), parsed.pairs)
@@ -111,7 +111,7 @@ def upload_tab(bundles: list) -> None:
         [scores] = done
         summary = summarize(scores)
         summary = summary[summary.pairs > 0]  # checkpoints not scored are named in the warnings above
-        st.subheader(f"{plural(len(parsed.pairs), 'pair')} scored from {name}")
+        st.subheader(f"{plural(len(parsed.pairs), 'pair')} scored from {plain(name)}")
         upload_chart(summary, scores)
         if not summary.labelled.any():  # a file without labels: no accuracy to show, no columns of blanks
             summary = summary.drop(columns=list(LABEL_COLUMNS))

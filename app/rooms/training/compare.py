@@ -1,12 +1,12 @@
 """The Training page's Compare runs: runs' metrics side by side as TensorBoard users read them,
 a panel per metric, smoothed (its debiased EMA) over the faint raw line, against step, wall time
-or tokens, a log scale, the runs list filtered by a regular expression. All of it is in the link."""
+or tokens, a log scale, the runs list filtered by a regular expression (RE2: linear time, whatever
+the pattern; a visitor's pattern is run on every visitor's run names). All of it is in the link."""
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
+import re2
 import streamlit as st
 
 from albert_lab.paths import runs_dir
@@ -17,6 +17,7 @@ from app.rooms.training.state import TrainingState
 from app.shell import draw, links
 from app.shell.registry import keys
 from app.shell.state import kept, set_widget
+from app.shell.text import plain, quoted
 
 key = keys(__file__)  # this room's widget keys
 
@@ -25,16 +26,32 @@ COMPARED = {"loss": "loss (nats)", "mlm_loss": "MLM loss (nats)", "pair_loss": "
 SMOOTHING = 0.6  # TensorBoard's default weight
 
 
+MAX_PATTERN = 200  # characters of a filter: RE2 compiles in time and memory bounded by the pattern's size
+_RE2 = re2.Options()
+_RE2.case_sensitive, _RE2.log_errors, _RE2.max_mem = False, False, 8 << 20  # 8 MiB: a pattern over it is refused
+
+
 def matching(runs: list[RunInfo], pattern: str) -> tuple[list[str], str | None]:
     """The ids of the runs whose id or name `pattern` finds (a regular expression, any case), and a
-    word when it is not one (then it is looked for as plain text)."""
+    word when it is not one (then it is looked for as plain text). The pattern runs on RE2, whose
+    matching time is linear in the text whatever the pattern: Python's `re` backtracks, and one
+    pattern in a link (`(a+)+$` against a run named aaaa...) held the server's GIL for good."""
+    if len(pattern) > MAX_PATTERN:
+        return [], f"The filter is {len(pattern):,} characters long; at most {MAX_PATTERN} are used."
     try:
-        found = re.compile(pattern, re.IGNORECASE).search
+        found = re2.compile(pattern, _RE2).search
         problem = None
-    except re.error as err:
-        found = re.compile(re.escape(pattern), re.IGNORECASE).search
-        problem = f"'{pattern}' is not a regular expression ({err}): runs holding it as typed are listed."
+    except Exception as err:  # re2.error, and whatever else a hostile pattern makes the binding raise
+        needle = pattern.casefold()
+        found = lambda text: needle in text.casefold()
+        problem = f"{quoted(pattern)} is not a regular expression RE2 reads ({_reason(err)}): runs holding it as typed are listed."
     return [r.id for r in runs if found(r.id) or found(r.name)], problem
+
+
+def _reason(err: Exception) -> str:
+    """RE2's words for a pattern it refuses, as text (it gives bytes)."""
+    words = err.args[0] if err.args else type(err).__name__
+    return (words.decode(errors="replace") if isinstance(words, bytes) else str(words))[:120]
 
 
 def controls_for(ids: list[str]) -> links.Controls:
@@ -65,7 +82,7 @@ def pick_runs(controls: links.Controls, runs: list[RunInfo]) -> list[str]:
     state.compare_filter_seen = pattern
     set_widget(key("compare_runs"), still)
     if pattern and not listed:
-        st.caption(f"No run's id or name holds '{pattern}'.")
+        st.caption(f"No run's id or name holds {quoted(pattern)}.")
     return st.multiselect("Runs", listed, key=key("compare_runs"),
                           help=f"{len(listed)} of {len(ids)} runs listed" + (" (filtered)" if pattern else ""))
 
@@ -103,7 +120,7 @@ def curves_of(frames: list[pd.DataFrame], metrics: list[str], x: str, weight: fl
                 missing.append(f"no {COMPARED[metric]} for {run}" + (": not measured (no pair task was trained)"
                                                                      if metric.startswith("pair") else ""))
     if missing:
-        st.caption("Not drawn: " + "; ".join(missing) + ".")
+        st.caption("Not drawn: " + plain("; ".join(missing)) + ".")  # run names, as text
     return pd.concat(parts) if parts else pd.DataFrame(columns=["x", "raw", "smoothed", "run", "metric"])
 
 

@@ -31,6 +31,7 @@ from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.selection import Selection
 from app.shell.state import default_widget, has_widget, set_widget, widget
+from app.shell.text import plain
 
 key = keys(__file__)  # this room's widget keys; an option's is its row's name: key("lr") is tr_lr
 TRAINABLE = ["lab-tiny", "lab-albert", "lab-bert"]
@@ -119,9 +120,9 @@ def new_run_form() -> None:
     with st.form(key("form"), enter_to_submit=False):  # Enter in a field starts nothing: only the button does
         values = {name: draw(col, name, **given.get(name, {})) for col, name in zip(st.columns([2, 1, 2]), TOP)}
         if start != NEW:
-            st.caption(f"Starting from **{start}**: its architecture and tokenizer, no dropout; the Model, Architecture "
+            st.caption(f"Starting from **{plain(start)}**: its architecture and tokenizer, no dropout; the Model, Architecture "
                        "and Vocabulary fields are not used.")
-        with st.expander(f"Architecture ({preset})", expanded=start == NEW):
+        with st.expander(f"Architecture ({plain(preset)})", expanded=start == NEW):
             for line in ARCHITECTURE_LINES:
                 where = st.columns(4) if len(line) > 1 else [st]
                 values |= {name: draw(col, name, **given.get(name, {})) for col, name in zip(where, line)}

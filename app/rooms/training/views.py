@@ -17,7 +17,7 @@ from app.shell import costs, draw, owner
 from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.state import kept, set_widget, widget
-from app.shell.text import fmt_duration, fmt_tokens
+from app.shell.text import fmt_duration, fmt_tokens, plain
 
 key = keys(__file__)  # this room's widget keys
 
@@ -107,10 +107,10 @@ def progress_panel(run_id: str) -> None:
     last = train.iloc[-1] if len(train) else None
     status = {"queued": ":material/schedule:", "running": ":material/sync:", "succeeded": ":material/check_circle:",
               "failed": ":material/error:", "cancelled": ":material/cancel:"}[info.status]
-    st.markdown(f"{status} **{info.name}**: {info.status}, step {step:,}" + (f" of {total:,}" if total else ""))
+    st.markdown(f"{status} **{plain(info.name)}**: {info.status}, step {step:,}" + (f" of {total:,}" if total else ""))
     if info.status == "queued":
         ahead = running_run(info.path.parent)
-        st.caption("One run trains at a time in this runs folder: " + (f"this one starts when **{ahead.name}** ends."
+        st.caption("One run trains at a time in this runs folder: " + (f"this one starts when **{plain(ahead.name)}** ends."
                    if ahead else "this one starts as soon as it has loaded the corpus and the model."))
     if evaluating := info.evaluating:
         st.caption(f"All steps done; now the {info.message} (with 95% intervals, as in the checkpoint's card).")
@@ -129,7 +129,7 @@ def progress_panel(run_id: str) -> None:
         draw.chart(training_figures.loss_figure(train, resumes), f"loss-{run_id}", key=key("loss", run_id), container=left, share=0.5)
         draw.chart(training_figures.accuracy_figure(train, evals), f"accuracy-{run_id}", key=key("accuracy", run_id), container=right, share=0.5)
     if info.status == "failed":
-        st.error(info.message or "the run failed", icon=":material/error:")
+        st.error(plain(info.message or "the run failed"), icon=":material/error:")
     skipped_lines(info, expanded=False)
     mine = owner.owns(run_id) or single_user()
     if info.active and not mine:
