@@ -21,6 +21,8 @@ import torch
 
 from albert_lab.convert import LAYER_MAP, Conversion, albertize_state, source_eps, source_state, with_layer_norm_eps
 from albert_lab.errors import AlbertLabError
+from albert_lab.fields import ascii_int
+from albert_lab.limits import MAX_RANKS
 from albert_lab.models import build_model, layer_applications, tie_shared_modules
 from albert_lab.relaxed import RELAXED_MAPS, half_of
 from albert_lab.spec import HALVES, Half, Init, ModelSpec, Sharing
@@ -29,23 +31,33 @@ FULL = "full"
 
 
 def parse_rank(text: str) -> int | str:
-    """A rank as typed: a whole number >= 0, or 'full'."""
+    """A rank as typed: a whole number >= 0 in ASCII digits (fields.ascii_int: '²' and '١' are no
+    rank), or 'full'."""
     text = str(text).strip().lower()
     if text == FULL:
         return FULL
-    if not text.isdigit():
-        raise AlbertLabError(f"rank: {text!r} is not a whole number >= 0 or 'full'")
-    return int(text)
+    rank = ascii_int(text) if text[:1] not in ("+", "-") else None  # no sign: '+4' and '-0' are typos, not ranks
+    if rank is None:
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise AlbertLabError(f"rank: {shown!r} is not a whole number >= 0 or 'full'")
+    return rank
 
 
 def parse_ranks(text: str) -> list[int | str]:
-    """'0,4,16,64,full' -> [0, 4, 16, 64, 'full']; each rank once."""
-    ranks = [parse_rank(part) for part in str(text).split(",") if part.strip()]
-    if not ranks:
+    """'0,4,16,64,full' -> [0, 4, 16, 64, 'full']; each rank once, at most MAX_RANKS (each a model
+    built and measured: a link of thousands was hours of a server's thread, its check of ranks given
+    twice quadratic)."""
+    parts = [part for part in str(text).split(",") if part.strip()]
+    if not parts:
         raise AlbertLabError("--ranks: give ranks separated by commas, such as 0,4,16,64,full")
-    if len(set(ranks)) != len(ranks):
-        twice = next(r for r in ranks if ranks.count(r) > 1)
-        raise AlbertLabError(f"--ranks: {twice} is given twice; give each rank once")
+    if len(parts) > MAX_RANKS:
+        raise AlbertLabError(f"--ranks: {len(parts):,} ranks given; give at most {MAX_RANKS}, such as 0,4,16,64,full")
+    ranks = [parse_rank(part) for part in parts]
+    seen: set[int | str] = set()
+    for rank in ranks:
+        if rank in seen:
+            raise AlbertLabError(f"--ranks: {rank} is given twice; give each rank once")
+        seen.add(rank)
     return ranks
 
 

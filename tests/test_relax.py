@@ -21,6 +21,7 @@ from tolerance import U32, path_length
 
 from albert_lab.checkpoint.load import load_checkpoint
 from albert_lab.convert import albertize_state
+from albert_lab.errors import AlbertLabError
 from albert_lab.models import build_model
 from albert_lab.params import count
 from albert_lab.relax import Relaxation, relax, source_eps, source_state
@@ -217,6 +218,25 @@ def test_gradient_flow_sums_each_application_to_the_shared_matrix(tokenizer):
     summed = sum(groups[i].albert_layers[0].attention.value.shared.grad for i in range(4))
     want = model.albert.encoder.albert_layer_groups[0].albert_layers[0].attention.value.shared.grad
     assert torch.allclose(summed, want, atol=1e-6 * float(want.abs().max()) * 4)
+
+
+def test_ranks_are_whole_numbers_in_ascii_digits(tmp_path):
+    """Issue 67, F4: str.isdigit() passed '²', then int() raised (a traceback in the app); int() alone reads
+    '١٢' and '１２'. A rank is ASCII digits or 'full', and a curve has at most MAX_RANKS of them."""
+    from albert_lab.limits import MAX_RANKS
+    from albert_lab.relax import parse_rank, parse_ranks
+
+    assert parse_ranks(" 0, 4 ,16,FULL") == [0, 4, 16, "full"] and parse_rank("007") == 7
+    for text in ("\u00b2", "\u0661\u0662", "\uff11\uff12", "1_000", "+4", "-0", "4.0", "1e3", "9" * 41):
+        with pytest.raises(AlbertLabError, match="is not a whole number >= 0 or 'full'"):
+            parse_rank(text)
+    with pytest.raises(AlbertLabError, match=f"give at most {MAX_RANKS}"):
+        parse_ranks(",".join(map(str, range(MAX_RANKS + 1))))
+    with pytest.raises(AlbertLabError, match="3 is given twice"):  # found in one pass (it was a count per rank)
+        parse_ranks(",".join(map(str, range(MAX_RANKS - 1))) + ",3")
+    for flag in ("--ranks", "--rank", "--rank-ffn"):
+        one_line_error(run_cli("relax", "--checkpoint", str(tmp_path), flag, "0,\u00b2" if flag == "--ranks" else "\u00b2"),
+                       "'\u00b2' is not a whole number >= 0 or 'full'")
 
 
 def test_bad_input_is_one_line(tiny_bert, tmp_path, shipped):

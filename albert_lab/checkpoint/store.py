@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from albert_lab.checkpoint.files import CARD, WEIGHTS, read_card
 from albert_lab.errors import AlbertLabError, CheckpointError
+from albert_lab.fields import ascii_int
 from albert_lab.paths import nearest_existing, parents_made_for, user_path
 from albert_lab.spec import ModelSpec
 
@@ -169,9 +170,9 @@ def remove_dead_temporaries(folder: Path) -> None:
 
 
 def _pid_alive(text: str) -> bool:
-    if not text.isdigit():
+    pid = ascii_int(text)
+    if pid is None or pid < 0:  # '²' passed str.isdigit() and then int() raised
         return False
-    pid = int(text)
     if pid == os.getpid():
         return True
     try:

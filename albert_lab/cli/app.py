@@ -7,6 +7,7 @@ import sys
 
 from albert_lab.cli.common import command
 from albert_lab.errors import AlbertLabError
+from albert_lab.fields import ascii_int
 
 
 def _app_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,10 +29,9 @@ def _server_port(port: int, streamlit_args: list[str]) -> tuple[int, list[str]]:
             rest.append(arg)
             i += 1
             continue
-        try:
-            port = int(value)
-        except ValueError:
-            raise AlbertLabError(f"--server.port: {value!r} is not a port number") from None
+        port = ascii_int(value)
+        if port is None:
+            raise AlbertLabError(f"--server.port: {value[:40]!r} is not a port number")
     return port, rest
 
 

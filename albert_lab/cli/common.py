@@ -16,6 +16,7 @@ from typing import Any
 from albert_lab.analysis.registry import AnalysisOption
 from albert_lab.analysis.registry import text_table as table  # noqa: F401 (the commands' plain tables)
 from albert_lab.errors import AlbertLabError
+from albert_lab.fields import ascii_int
 from albert_lab.limits import MIN_SEQ_LEN  # noqa: F401 (the train commands take it from here)
 from albert_lab.runfolder import loss_words
 from albert_lab.training.options import SPEC_OPTIONS, Option
@@ -238,10 +239,9 @@ def int_in(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: a whole number in low..high (a seed, threads, steps), else one line naming the flag."""
     def parse(text: str) -> int:
         shown = text if len(text) <= 40 else text[:40] + "..."
-        try:
-            value = int(text)
-        except ValueError:  # '1e21', 'abc', or more digits than Python reads
-            raise argparse.ArgumentTypeError(f"{shown!r} is not a whole number") from None
+        value = ascii_int(text)
+        if value is None:  # '1e21', 'abc', '²', '１２' or more digits than any count
+            raise argparse.ArgumentTypeError(f"{shown!r} is not a whole number")
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"must be {low:,}..{high:,}, got {shown}")
         return value
