@@ -60,11 +60,12 @@ def check_port_free(port: int) -> None:
 def cmd_app(args: argparse.Namespace) -> int:
     import os
 
-    from albert_lab.paths import PROJECT_ROOT
+    from albert_lab.paths import PROJECT_ROOT, allowed_roots, cache_dir, data_dir
 
     entry = PROJECT_ROOT / "app" / "main.py"
     if not entry.is_file():
         raise AlbertLabError(f"{entry} not found: run from a checkout of ALBERT Lab")
+    allowed_roots(), cache_dir(), data_dir()  # every folder the environment names, checked: one line now, not on every page
     port, rest = _server_port(args.port, list(getattr(args, "streamlit_args", [])))
     check_port_free(port)  # before the address is printed (it was printed, then Streamlit's 'not available')
     print(f"ALBERT Lab: http://localhost:{port}", file=sys.stderr)
