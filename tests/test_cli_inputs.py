@@ -155,6 +155,10 @@ def test_a_typed_number_is_read_in_ascii_only():
     # a whole number is written in ASCII digits: int() read '١٢' and '１２' as 12 (issue 67, F4's neighbours)
     *[(("extrapolate", "--checkpoint", "albert-sop", "--seed", seed), "is not a whole number")
       for seed in ("\u0661\u0662", "\uff11\uff12", "\u00b2", "1_000")],
+    *[((*command, "\u0661\u0662"), f"{command[-1]}: '\u0661\u0662' is not a whole number")
+      for command in (("extrapolate", "--checkpoint", "albert-sop", "--seq-len"), ("params", "--seq-len"),
+                      ("params", "--hidden"), ("albertize", "--checkpoint", "x", "--out", "y", "--embedding"),
+                      ("app", "--port"))],
 ])
 def test_numeric_options_are_bounded(shipped, tmp_path, args, words):
     """--threads 1e9 aborted in libgomp, --steps 1e21 ran for ever, --max-tokens 1e9 built 4.3 GB matrices, a seed

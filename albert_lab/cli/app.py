@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from albert_lab.cli.common import command
+from albert_lab.cli.common import command, whole_number
 from albert_lab.errors import AlbertLabError
 from albert_lab.fields import ascii_int
 
 
 def _app_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--port", type=whole_number, default=8501)
     p.epilog = "Other options go to `streamlit run`, e.g. albert-lab app --server.headless true"
 
 
