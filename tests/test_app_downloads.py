@@ -59,6 +59,8 @@ def test_the_scores_and_slices_downloads_are_safe_to_open_in_a_spreadsheet(app, 
     assert numbers.accuracy.between(0, 1).all() and (numbers.n >= 0).all()
     assert set(numbers.slice.astype(str)) == {"'" + HOSTILE_CELL, "'+1+cmd", "'@SUM(A1)", "-2"}  # -2: a number, as it was
     assert "pair-slices-cmd-C-calc-A0.csv" in served  # the column's name in the file's: no quote, bar, space or slash
+    chart = next(c for c in at.get("plotly_chart") if "Share right by" in c.proto.spec)
+    assert '"filename": "pairs-by-cmd-C-calc-A0"' in chart.proto.config.replace('":"', '": "')  # and in a chart's export
 
 
 def test_draw_download_writes_through_the_one_safe_writer(monkeypatch):

@@ -110,7 +110,7 @@ def read_upload(uploaded) -> bytes:
 def chart(fig, name: str, key: str | None = None, container=None, share: float = 1.0) -> None:
     """A plotly figure, full width of its container, whose camera icon saves PNG or SVG as
     `name`; `share`: how much of the main column the container is (its title is wrapped to fit it, and a phone)."""
-    config = look.chart_config(name, widget("image_format", "png"))
+    config = look.chart_config(file_name(name), widget("image_format", "png"))  # a column's name may be in it
     with _DRAWING:  # a figure may be every visitor's (app.shell.built): wrapped by one while no other reads it
         look.wrap_title(fig, look.fitting_chars(share))  # in place, and again harmless: a wrapped title fits
         look.fit_legend(fig, share)
