@@ -63,6 +63,30 @@ def test_the_scores_and_slices_downloads_are_safe_to_open_in_a_spreadsheet(app, 
     assert '"filename": "pairs-by-cmd-C-calc-A0"' in chart.proto.config.replace('":"', '": "')  # and in a chart's export
 
 
+def test_runs_csv_names_a_visitors_run_as_text(tmp_path, monkeypatch):
+    """Run names are a visitor's: Compare runs' runs.csv wrote one named like a formula as it was."""
+    import json
+
+    from conftest import start
+
+    run = tmp_path / "runs" / "20261122-000000-x-1"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({
+        "id": run.name, "status": "succeeded", "created": 1.0, "pid": 1, "step": 2, "total_steps": 2,
+        "config": {"objective": "sop", "name": HOSTILE_CELL, "max_steps": 2}, "spec_label": "ALBERT tiny", "message": ""}))
+    (run / "metrics.jsonl").write_text("".join(json.dumps(
+        {"kind": "train", "step": step, "loss": -9.5, "mlm_loss": 9.0, "mlm_acc": 0.1, "tokens": 100 * step,
+         "tokens_per_s": 50.0, "run_tokens_per_s": 50.0, "eta_s": 1.0, "time": 1.0}) + "\n"
+        for step in (1, 2)))
+    monkeypatch.setenv("ALBERT_LAB_RUNS", str(tmp_path / "runs"))
+    served = served_csvs(monkeypatch)
+    at = start("training")
+    at.multiselect(key="tr_compare_runs").set_value([run.name]).run()
+    assert not at.exception
+    runs = pd.read_csv(io.StringIO(served["runs.csv"]))
+    assert set(runs.run) == {"'" + HOSTILE_CELL + " (sop)"} and list(runs.loss) == [-9.5, -9.5]  # a number stays a number
+
+
 def test_draw_download_writes_through_the_one_safe_writer(monkeypatch):
     from app.shell import draw
 
