@@ -22,6 +22,7 @@ MAX_TEXTS = 256  # texts one analysis reads (paragraphs of a file, or of the tex
 # state of every token (4,000 texts took 15 GB on the 1.9M albert-sop)
 MIN_SEQ_LEN = 8  # tokens an analysis or probe reads at least: [CLS] A [SEP] B [SEP] and a few pieces of each
 MAX_REPEAT = 4  # applications of a shared block an analysis runs: k x L, k = 1..4
+MAX_RANKS = 32  # ranks of one relaxation curve (`relax --ranks`, the relaxed view): each is a model built and measured
 SCORE_TOLERANCE = 0.01  # how far a pair score may move from full float32's where a GPU scores faster (analysis/pairs.py)
 
 # Queued or running runs one browser may have, each a worker process. One run trains at a time per

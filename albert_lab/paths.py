@@ -18,13 +18,17 @@ def _env_path(name: str, default: Path) -> Path:
     """The folder an environment variable names, symlinks resolved; one line for one that no folder
     can be (a symlink loop, a user that does not exist, a NUL byte)."""
     value = os.environ.get(name)
-    if not value:
-        return default
+    return _env_folder(name, value, f"{name}={value[:200]!r}", "a folder") if value else default
+
+
+def _env_folder(name: str, value: str, shown: str, wanted: str) -> Path:
+    """`value`, a folder named in the environment variable `name` (`shown` as the message names it),
+    symlinks resolved; AlbertLabError in one line where no folder can be (the one rule for every variable)."""
     try:
         return Path(value).expanduser().resolve()
     except (OSError, RuntimeError, ValueError) as err:  # RuntimeError: a symlink loop (Python 3.11, 3.12)
         words = "is or passes through a symlink loop" if "loop" in str(err).lower() else f"is not a folder ({err})"
-        raise AlbertLabError(f"{name}={value[:200]!r} {words}; set it to a folder, or unset it") from None
+        raise AlbertLabError(f"{shown} {words}; set {name} to {wanted}, or unset it") from None
 
 
 def checkpoints_dir() -> Path:
@@ -51,7 +55,9 @@ def data_dir() -> Path:
 def allowed_roots() -> list[Path]:
     """Folders a path typed into the app may point into (checkpoints, runs and any
     extra roots listed, separated by os.pathsep, in ALBERT_LAB_ALLOWED_DIRS)."""
-    extra = [Path(p).expanduser().resolve() for p in os.environ.get("ALBERT_LAB_ALLOWED_DIRS", "").split(os.pathsep) if p]
+    name = "ALBERT_LAB_ALLOWED_DIRS"
+    extra = [_env_folder(name, p, f"{name}'s entry {p[:200]!r}", f"folders separated by {os.pathsep!r}")
+             for p in os.environ.get(name, "").split(os.pathsep) if p]
     return [checkpoints_dir(), runs_dir(), *extra]
 
 

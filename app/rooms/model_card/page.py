@@ -109,7 +109,7 @@ if loading.need_checkpoints():
             st.markdown(figure, unsafe_allow_html=True)
             draw.download(rows, f"{name}-parameters.csv")
             st.download_button("Download the figure (SVG)", lambda: figure, on_click="ignore",
-                               file_name=f"{name}-parameters.svg", mime="image/svg+xml",
+                               file_name=draw.file_name(f"{name}-parameters.svg"), mime="image/svg+xml",
                                icon=":material/download:", key=key("svg"))
         with right:
             heads = card["heads"]
