@@ -49,13 +49,6 @@ def max_threads() -> int:
     return 4 * (os.cpu_count() or 1)
 
 
-def check_range(value: int | None, low: int, high: int, name: str) -> None:
-    """Refuse an integer outside low..high, naming the option (`--seed`, `seed`)."""
-    if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
-        shown = str(value)[:40] + ("..." if len(str(value)) > 40 else "")
-        raise AlbertLabError(f"{name}: must be {low:,}..{high:,}, got {shown}")
-
-
 def folder_bytes(folder: Path) -> int:
     """The bytes the files under `folder` hold (symlinks not followed; 0 where there is no folder)."""
     total, stack = 0, [folder]
