@@ -160,8 +160,8 @@ def relaxation_units(spec: ModelSpec, ranks: int, pairs: int) -> float:
 
 # ---- the analyses, in the order `albert-lab --help` lists them ------------------------------------------
 # Seconds per unit: the median over albert-sop, albert-sop-minilm and bert-nsp of benchmarks/bench_estimates.py on
-# 2 cores at load 1-2, the pages' default inputs (docs/benchmarks.md has the run); a busier server takes longer, and a
-# bar's time left follows the work's own pace from 10% on, and the server's own pace once it has timed one.
+# 2 cores (docs/benchmarks.md, "The time estimates", has each run); a busier server takes longer, and a bar's time
+# left follows the work's own pace from 10% on, and the server's own pace once it has timed one.
 EVALUATE = Analysis(
     "evaluate", "intrinsic MLM / NSP / SOP accuracy on held-out pairs, with 95% intervals (paper Table 5)",
     "evaluation", "evaluate", "held-out",
@@ -171,9 +171,7 @@ EVALUATE = Analysis(
      AnalysisOption("by_source", bool, False, help="also one row per source"),
      AnalysisOption("out_of_domain", bool, True, flag="--no-ood", use="inputs", help="skip the out-of-domain source")),
     report="report", progress=True,
-    # the page's default was 100 pairs per task: 600 pairs (3 tasks, held-out and out-of-domain), not 100, per checkpoint.
-    # bench_estimates.py --only table5 --limit 50, 2 cores, load 1.5-2.7: 0.059 (albert-sop), 0.037 (albert-sop-minilm)
-    # s per unit, the pairs built in 1.6 s; at load 4-5: 0.068, 0.043; the walk at load 1-3: 108 s for 3,150 units, 0.034
+    # a unit is one pair of one task: the page's 100 pairs per task are 600 units (3 tasks, held-out and out-of-domain)
     cost=Cost("table5", 0.04, "one held-out pair scored, one forward pass (MLM, NSP or SOP), at albert-sop's size "
                               "(evaluation.pairs_scored)", first=2.0))
 
@@ -256,13 +254,11 @@ ATTRIBUTION = Analysis(
      AnalysisOption("n_steps", int, 50, bounds=Range(10, 200), help="integration steps"),
      SEQ_LEN),
     most=1, command=False,
-    # the first in a process imports captum and builds its hooks: 13.2 s against 5.4 s for the next, at load 8
+    # the first in a process imports captum and builds its hooks (first=)
     cost=Cost("attribution", 0.0035, f"one integration step of a {REFERENCE_TOKENS}-token pair at albert-sop's size",
               first=1.0))  # captum's import: 0.2-0.25 s from the page cache, longer from a cold disk
 
 # The Parameters page's relaxation curve: `albert-lab relax --ranks` on the command line, so no record of its own.
-# benchmarks/bench_estimates.py --only relaxation, ranks 0,4,16,64,full and 128 pairs, load 1.3-2.0: bert-nsp 31.9 s
-# for 864 units, bert-sop-minilm 71.1 s for 1,944 (0.037 s each; at load 3 beside other jobs about 0.15)
 RELAXATION_COST = Cost("relaxation", 0.037, "one held-out pair through one model of the curve at albert-sop's size "
                                            "(relaxation_units)")
 
