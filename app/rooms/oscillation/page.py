@@ -53,8 +53,7 @@ if loading.need_checkpoints():
             for column, fig, name in zip(st.columns(2), oscillation_panels(frame), ("oscillation-l2", "oscillation-angle")):
                 draw.chart(fig, name, container=column, share=0.5)  # columns: side by side, stacked on a phone
             for row in verdicts.itertuples():
-                rest = row.verdict.removeprefix(f"{row.headline}: ")  # the shape's words in bold, never 'oscillating' alone
-                st.markdown(f"**{row.checkpoint}**: **{row.headline}**: {rest}; roughness {row.roughness:.2f} "
+                st.markdown(f"**{row.checkpoint}**: **{row.headline}**: {row.detail}; roughness {row.roughness:.2f} "
                             "(lower is smoother)")
             left, right = st.columns([2, 3])
             draw.chart(roughness_figure(verdicts), "oscillation-roughness", container=left, share=0.4)
