@@ -21,8 +21,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from albert_lab.devices import resolve_device
 from albert_lab.errors import AlbertLabError, RunError
-from albert_lab.paths import PROJECT_ROOT, runs_dir
+from albert_lab.paths import PROJECT_ROOT, compile_folders, runs_dir
 from albert_lab.runfolder import RunFolder, check_run_id, write_json_atomic
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.prepare import Prepared, prepare
@@ -54,6 +55,8 @@ def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None
     if run_id is not None:
         check_run_id(run_id)  # before the corpus and tokenizer work, which takes a while
     _check_writable(root)
+    if config.compiled(resolve_device("auto").type):
+        compile_folders()  # a compiler cache others could write refused before the work (and again where it compiles)
     if budget is not None:
         config = within_budget(config, budget)
         check_queue_room(root, budget, owner, address)  # a full queue refuses at once, without waiting for the lock
