@@ -43,6 +43,9 @@ TEXTS = ["The river flows through the old town. Its bridges are old.",
          "Paris is the capital of France. It has many museums and a famous tower.",
          "Short one."]
 HEADER = b"sentence_a,sentence_b\n"  # a pairs file's first line
+# The bound of a test's wait for a thread, a process or a file: it fails a test that would hang, it paces
+# nothing (what it waits for comes in a second alone, and took five times longer on a loaded CI machine).
+CEILING = 120.0
 CONFIG = {"model_type": "albert", "vocab_size": 100, "embedding_size": 8, "hidden_size": 16, "num_hidden_layers": 2,
           "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 32}  # a tiny ALBERT's config.json
 
@@ -270,10 +273,10 @@ def held(lane):
     def hold():
         with lane.turn():
             holds.set()
-            release.wait(10)
+            release.wait(CEILING)
 
     threading.Thread(target=hold, daemon=True).start()
-    assert holds.wait(10)
+    assert holds.wait(CEILING)
     return release
 
 
@@ -350,7 +353,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 120) -> None:
+def wait_healthy(url: str, process: subprocess.Popen, timeout: float = CEILING) -> None:
     """Until the server answers its health check; `timeout` bounds a failure only (a start takes
     seconds alone, five times that on a loaded machine)."""
     end = time.time() + timeout
@@ -427,9 +430,8 @@ def chromium(playwright):
     return playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS, headless=True)
 
 
-# A ceiling on every Playwright wait that names none: it bounds a failure, it paces nothing (a page
-# of the served app draws in seconds alone, and took five times that beside a busy CI worker).
-BROWSER_CEILING_MS = 120_000
+# The bound of every Playwright wait that names none: CEILING.
+BROWSER_CEILING_MS = int(CEILING * 1000)
 
 
 @pytest.fixture(scope="session")
@@ -484,7 +486,7 @@ def settled(page) -> None:
     page.wait_for_function(f"""() => document.querySelector("{IDLE}") && !document.querySelector("{BUSY}")""")
 
 
-def wait_until(done, what: str, ceiling: float = 120.0) -> None:
+def wait_until(done, what: str, ceiling: float = CEILING) -> None:
     """Until `done()` is true, asked every 0.1 s; `ceiling` seconds bound a failure, they pace nothing."""
     end = time.monotonic() + ceiling
     while not done():
