@@ -66,6 +66,15 @@ def isolated_dirs(tmp_path, session_cache, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Torch on one thread when each test starts: the app's script runs under AppTest set it to every
+    core (app.shell.pace.use_threads), and two test workers on two cores, each then on two threads, waited
+    on each other's (the shipped BERT's relaxation took 55 s in the suite, 3 s alone)."""
+    torch.set_num_threads(1)
+    yield
+
+
+@pytest.fixture(autouse=True)
 def no_leftover_caches():
     """Streamlit's data cache is emptied after each test (once the app has been imported):
     what one test cached from its temporary folders never reaches the next."""
