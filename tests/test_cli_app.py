@@ -53,7 +53,7 @@ def test_the_server_entry_point_imports_the_first_page_then_is_streamlit_run():
              " 'albert_lab.checkpoint.load' in sys.modules, 'plotly.express' in sys.modules)\n"
              "sys.argv = ['serve', 'run', 'app/main.py', '--server.port', '8600']\n"
              "runpy.run_module('app.shell.serve', run_name='__main__')\n")
-    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120,
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[0] == ("streamlit ['run', 'app/main.py', '--server.port', '8600', "
@@ -115,7 +115,7 @@ def test_a_page_importing_beside_the_warm_up_gets_whole_modules():
     importing, and Python handed the page a module half-imported. Without the wait below
     this fails every time here."""
     code = IMPORTS_AT_ONCE.replace("{wait}", "serve.import_model_code()")
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 0 and result.stdout.strip() == "[]", (result.stdout, result.stderr[-2000:])
 
@@ -133,7 +133,7 @@ def importing():
         done.wait(600)
 threading.Thread(target=importing, daemon=True).start()
 held.wait()
-at = AppTest.from_file(sys.argv[1], default_timeout=120).run()
+at = AppTest.from_file(sys.argv[1], default_timeout=600).run()
 drawn = {"": [not at.exception, [t.value for t in at.title], [s.options for s in at.sidebar.selectbox if s.label == "Device"]]}
 for stem in sys.argv[2:]:
     at.switch_page(f"rooms/{stem}/page.py").run()
@@ -215,7 +215,7 @@ def test_the_server_does_not_collect_garbage_after_every_script_run():
     for given, expected in (([], "False"), (["--runner.postScriptGC", "true"], "True"),
                             (["--runner.postScriptGC=true"], "True")):
         result = subprocess.run([sys.executable, "-c", code, *given], cwd=ROOT, capture_output=True, text=True,
-                                timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                                timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert result.stdout.split() == [expected], (given, result.stdout, result.stderr[-2000:])
 
 
