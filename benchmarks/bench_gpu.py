@@ -33,7 +33,7 @@ Every figure is printed as median [min-max] over rounds. The results go to a JSO
 and, unless --smoke, to docs/benchmarks.md (the table between the bench_gpu markers),
 with the device's name.
 
-`--smoke`: tiny shapes (H 32, batch 4 x 32, 40 pairs), one round trip of every part on the
+`--smoke`: tiny shapes (H 32, batch 4 x 32, 40 pairs), one round of one step of every part on the
 CPU in seconds: what CI runs so that the script is ready when a GPU is at hand. It trains two of
 the four shapes, ALBERT with LAMB and BERT with AdamW (the other two, made tiny, are the same
 code at other sizes), and measures the peak on small products (bf16 is emulated on some CPUs).
@@ -301,7 +301,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=5000, help="pairs `score` scores, beside 40 (fixed costs)")
     args = parser.parse_args()
     if args.smoke:
-        args.rounds, args.steps, args.pairs = 2, 2, 40
+        args.rounds, args.steps, args.pairs = 1, 1, 40  # each part once: every line runs, no figure means anything
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({torch.get_num_threads()} threads)"
     print(f"bench_gpu on {name}{' (smoke)' if args.smoke else ''}", flush=True)

@@ -44,6 +44,9 @@ TEXTS = ["The river flows through the old town. Its bridges are old.",
          "Paris is the capital of France. It has many museums and a famous tower.",
          "Short one."]
 HEADER = b"sentence_a,sentence_b\n"  # a pairs file's first line
+# The bound of a test's wait for a thread, a process or a file: it fails a test that would hang, it paces
+# nothing (what it waits for comes in a second alone, and took five times longer on a loaded CI machine).
+CEILING = 120.0
 CONFIG = {"model_type": "albert", "vocab_size": 100, "embedding_size": 8, "hidden_size": 16, "num_hidden_layers": 2,
           "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 32}  # a tiny ALBERT's config.json
 
@@ -69,6 +72,15 @@ def isolated_dirs(tmp_path, session_cache, monkeypatch):
         else:
             os.environ[name] = value
     tempfile.tempdir = temp
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Torch on one thread when each test starts: the app's script runs under AppTest set it to every
+    core (app.shell.pace.use_threads), and two test workers on two cores, each then on two threads, waited
+    on each other's (the shipped BERT's relaxation took 55 s in the suite, 3 s alone)."""
+    torch.set_num_threads(1)
+    yield
 
 
 @pytest.fixture(autouse=True)
@@ -279,10 +291,10 @@ def held(lane):
     def hold():
         with lane.turn():
             holds.set()
-            release.wait(10)
+            release.wait(CEILING)
 
     threading.Thread(target=hold, daemon=True).start()
-    assert holds.wait(10)
+    assert holds.wait(CEILING)
     return release
 
 
@@ -359,7 +371,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90) -> None:
+def wait_healthy(url: str, process: subprocess.Popen, timeout: float = CEILING) -> None:
+    """Until the server answers its health check; `timeout` bounds a failure only (a start takes
+    seconds alone, five times that on a loaded machine)."""
     end = time.time() + timeout
     while time.time() < end:
         if process.poll() is not None:
@@ -368,24 +382,23 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90) -> No
             if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
                 return
         except OSError:
-            time.sleep(0.5)
-    raise AssertionError("the server did not become healthy")
+            time.sleep(0.2)  # the next knock; not yet listening
+    raise AssertionError(f"the server did not become healthy in {timeout:.0f} s")
 
 
 @contextmanager
-def serve(checkpoints: Path, runs: Path, streamlit_run: bool = False, trace: Path | None = None):
-    """The app on these checkpoint and runs folders, started as the README starts it
-    (`albert-lab app`, which imports the model code and execs `streamlit run app/main.py`),
-    or with streamlit_run=True as Streamlit starts an app (the model code then imports in
-    the background after the first page); yields its URL. `trace`: the file its script runs
-    are written to (app.shell.serve.traced)."""
+def serve(checkpoints: Path, runs: Path, trace: Path | None = None, allowed: Path | None = None):
+    """The app on these checkpoint and runs folders, started as the README starts it (`albert-lab
+    app`, which imports the first page's libraries and execs `streamlit run app/main.py`; the model
+    code imports in the background after the first page); yields its URL. `trace`: the file its
+    script runs are written to (app.shell.serve.traced); `allowed`: a further folder a link may name."""
     port = free_port()
     env = {**os.environ, "ALBERT_LAB_CHECKPOINTS": str(checkpoints), "ALBERT_LAB_RUNS": str(runs), "PYTHONPATH": str(ROOT)}
     if trace is not None:
         env["ALBERT_LAB_TRACE"] = str(trace)
-    command = (["-m", "streamlit", "run", "app/main.py", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
-               if streamlit_run else ["-m", "albert_lab", "app", "--port", str(port)])
-    process = subprocess.Popen([sys.executable, *command, "--server.headless", "true"],
+    if allowed is not None:
+        env["ALBERT_LAB_ALLOWED_DIRS"] = str(allowed)
+    process = subprocess.Popen([sys.executable, "-m", "albert_lab", "app", "--port", str(port), "--server.headless", "true"],
                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -401,16 +414,16 @@ class Served(str):
     runs: Path
     trace: Path
 
-    def script_runs(self, page: str) -> int:
-        """The page's full script runs so far (a fragment's rerun is not one)."""
+    def script_runs(self, page: str | None = None) -> int:
+        """The page's full script runs so far (a fragment's rerun is not one); every page's with None."""
         lines = self.trace.read_text().splitlines() if self.trace.exists() else []
-        return sum(json.loads(line)["page"] == page for line in lines)
+        return sum(page is None or json.loads(line)["page"] == page for line in lines)
 
 
 @pytest.fixture(scope="session")
 def _shared_server(shipped, tmp_path_factory):
     folder = tmp_path_factory.mktemp("served")
-    with serve(shipped, folder / "runs", trace=folder / "trace.jsonl") as url:
+    with serve(shipped, folder / "runs", trace=folder / "trace.jsonl", allowed=ROOT / "checkpoints") as url:
         served = Served(url)
         served.runs, served.trace = folder / "runs", folder / "trace.jsonl"
         yield served
@@ -418,9 +431,9 @@ def _shared_server(shipped, tmp_path_factory):
 
 @pytest.fixture
 def server(_shared_server):
-    """The app on the `shipped` checkpoints, started once per test session (half a minute
-    each on two cores); yields its URL (.runs: the runs folder it watches, emptied after
-    each test)."""
+    """The app on the `shipped` checkpoints (a link may also name the project's checkpoints/), started
+    once per test process for every test that serves it; yields its URL (.runs: the runs folder it
+    watches, emptied after each test)."""
     _shared_server.runs.mkdir(parents=True, exist_ok=True)
     yield _shared_server
     for entry in list(_shared_server.runs.iterdir()) + list(_shared_server.runs.glob(".*")):
@@ -433,6 +446,70 @@ def chromium(playwright):
     executable = shutil.which("chromium") or shutil.which("chromium-browser")
     assert executable, "Debian's chromium is needed for this test: scripts/test.sh installs it"
     return playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS, headless=True)
+
+
+# The bound of every Playwright wait that names none: CEILING.
+BROWSER_CEILING_MS = int(CEILING * 1000)
+
+
+@pytest.fixture(scope="session")
+def _chromium():
+    """[Playwright, its Chromium], started once per test process."""
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=BROWSER_CEILING_MS)
+    playwright = sync_playwright().start()
+    running = [playwright, chromium(playwright)]
+    yield running
+    if running[1].is_connected():
+        running[1].close()
+    playwright.stop()
+
+
+class Browsers:
+    """The shared Chromium as a test sees it: each new_context() and new_page() a fresh browser (cookies,
+    storage and cache of its own) whose every wait is bounded by BROWSER_CEILING_MS unless it names its own."""
+
+    def __init__(self, chromium) -> None:
+        self.chromium = chromium
+
+    def new_context(self, **options):
+        context = self.chromium.new_context(**options)
+        context.set_default_timeout(BROWSER_CEILING_MS)
+        return context
+
+    def new_page(self, **options):
+        return self.new_context(**options).new_page()
+
+
+@pytest.fixture
+def browser(_chromium):
+    """One Chromium per test process, launched once (2.4 s a launch) and shared by every browser test; what
+    the test opened in it is closed after it. A Chromium that died is launched again."""
+    if not _chromium[1].is_connected():
+        _chromium[1] = chromium(_chromium[0])
+    yield Browsers(_chromium[1])
+    for context in _chromium[1].contexts:
+        context.close()
+
+
+# Streamlit shows no running widget with toolbarMode = "minimal": a rerun marks what it has not redrawn yet
+# as stale, and cached work shows a spinner. Its app element says whether a script runs.
+BUSY = "[data-stale='true'], [data-testid='stSpinner'], [data-testid='stSkeleton']"
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
+
+def settled(page) -> None:
+    """Until the page's script has run to its end and nothing on it is stale or spinning."""
+    page.wait_for_function(f"""() => document.querySelector("{IDLE}") && !document.querySelector("{BUSY}")""")
+
+
+def wait_until(done, what: str, ceiling: float = CEILING) -> None:
+    """Until `done()` is true, asked every 0.1 s; `ceiling` seconds bound a failure, they pace nothing."""
+    end = time.monotonic() + ceiling
+    while not done():
+        assert time.monotonic() < end, f"waited {ceiling:.0f} s for {what}"
+        time.sleep(0.1)
 
 
 @contextmanager
@@ -551,8 +628,10 @@ def cancel_then_resume(run_dir, step: int, monkeypatch) -> None:
 
 
 def pytest_collection_modifyitems(items):
-    """Under pytest-xdist (scripts/test.sh runs two workers), the tests of the served app
-    share one worker, and so the one server it starts per session."""
+    """Under pytest-xdist (scripts/test.sh runs two workers), the tests of the served app and of the
+    browser share one worker, and so its one server and its one Chromium. A test marked fresh_server
+    runs first (a stable sort: the others keep their order), before any other test has opened a page."""
     for item in items:
-        if "server" in getattr(item, "fixturenames", ()):
+        if {"server", "browser"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group("served"))
+    items.sort(key=lambda item: item.get_closest_marker("fresh_server") is None)

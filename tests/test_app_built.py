@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import charts, goto, start
+from conftest import CEILING, charts, goto, start
 
 from app.shell import built
 from app.shell.built import built_once, fingerprint
@@ -72,7 +72,7 @@ def test_many_visitors_at_once_share_one_figure():
     for t in threads:
         t.start()
     for t in threads:
-        t.join(10)
+        t.join(CEILING)
     assert len(got) == 8 and len({id(f) for f in got}) == 1  # those who built at once keep the first one kept
     assert 1 <= len(calls) <= 8
 

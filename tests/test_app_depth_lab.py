@@ -252,7 +252,7 @@ def test_depth_lab_trains_in_its_turn_after_another_visitors_computation(app, mo
     import threading
     import time
 
-    from conftest import held
+    from conftest import held, wait_until
 
     from app.shell import runner
 
@@ -266,8 +266,8 @@ def test_depth_lab_trains_in_its_turn_after_another_visitors_computation(app, mo
     at = goto(app, "depth_lab")
     release = held(runner.TURNS)  # another visitor's computation in the heavy lane
 
-    def end_it():
-        time.sleep(1.0)
+    def end_it():  # once the page's training waits in the queue behind it
+        wait_until(lambda: runner.TURNS.waiting() > 0, "the Depth lab's training to queue")
         times["released"] = time.perf_counter()
         release.set()
 

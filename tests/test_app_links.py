@@ -5,9 +5,8 @@ changed (params_tab and curve_axis were the keys themselves; now calc_tab and ca
 import pytest
 from conftest import goto, link_of, opened_by_link
 
-from app.shell.registry import PAGES
-
-# The names in each page's link on its default view, as links were made with hand-picked keys.
+# The names in each page's link on its default view, as links were made with hand-picked keys (each page's
+# link is checked where every page is drawn: tests/test_app_pages.py).
 LINK_NAMES = {
     "model_card": {"ckpt", "card_checkpoint"},
     "parameters": {"ckpt", "calc_preset", "calc_fam", "calc_v", "calc_h", "calc_l", "calc_e", "calc_heads", "calc_ffn",
@@ -20,13 +19,6 @@ LINK_NAMES = {
     "depth_lab": {"ckpt", "dl_tab", "dl_depth", "dl_dropout", "dl_init", "dl_std", "dl_steps", "dl_variants", "dl_width",
                   "dl_vgg_steps", "dl_vgg_lr"},  # the VGG tab's settings since links keep them
 }
-
-
-def test_every_page_links_the_names_its_links_had(app):
-    at = app
-    for page in PAGES:
-        at = goto(at, page.stem)
-        assert set(link_of(at)) == LINK_NAMES[page.stem], page.stem
 
 
 def test_an_old_link_restores_the_widgets_whose_keys_changed(app):

@@ -1,11 +1,13 @@
 """Every page of the registry, opened in AppTest on the shipped checkpoints: drawn without an
-exception or an error box, under its own heading, with something to look at. A page added to
-app/shell/registry.py is tested here without a test written for it."""
+exception or an error box, under its own heading, with something to look at, its link carrying the
+names its links had (tests/test_app_links.py). A page added to app/shell/registry.py is tested here
+without a test written for it."""
 
 from __future__ import annotations
 
 import pytest
-from conftest import goto
+from conftest import goto, link_of
+from test_app_links import LINK_NAMES
 
 from app.shell.registry import PAGES
 
@@ -17,3 +19,4 @@ def test_every_page_of_the_registry_draws(app, room):
     assert any(room.heading in h.value for h in at.title), [h.value for h in at.title]
     drawn = [*at.markdown, *at.caption, *at.dataframe, *at.table, *at.get("plotly_chart"), *at.button, *at.selectbox]
     assert len(drawn) >= 3, f"{room.stem} drew {len(drawn)} elements"
+    assert set(link_of(at)) == LINK_NAMES[room.stem]

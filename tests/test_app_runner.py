@@ -6,7 +6,7 @@ the next run of the page, and when every checkpoint fails the page's guard says 
 import json
 import time
 
-from conftest import charts, goto, held
+from conftest import CEILING, charts, goto, held
 
 from albert_lab.errors import DataError
 
@@ -97,13 +97,13 @@ def test_typed_pairs_never_wait_for_a_long_computation_and_are_scored_together()
     askers = [threading.Thread(target=ask, args=(item,), daemon=True) for item in ("a", "bad", "c")]
     for thread in askers:
         thread.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + CEILING
     while len(batches._TOGETHER.get("models", [])) < 3:
         assert time.monotonic() < deadline, "the three asks never queued"
         time.sleep(0.01)
     release_lane.set()
     for thread in askers:
-        thread.join(10)
+        thread.join(CEILING)
     release_upload.set()
     assert sorted(passes[1]) == ["a", "bad", "c"]  # one pass for the three, then each alone after its error
     assert sorted(map(tuple, passes[2:])) == [("a",), ("bad",), ("c",)]
@@ -164,7 +164,7 @@ def test_a_typed_pair_whose_visitor_leaves_while_waiting_hands_its_batch_on(monk
     def holder():
         with runner.QUICK.turn():
             lane_held.set()
-            release_lane.wait(10)
+            release_lane.wait(CEILING)
 
     def ask(item):
         try:
@@ -173,20 +173,20 @@ def test_a_typed_pair_whose_visitor_leaves_while_waiting_hands_its_batch_on(monk
             results[item] = "left"
 
     threading.Thread(target=holder, daemon=True).start()
-    assert lane_held.wait(10)
+    assert lane_held.wait(CEILING)
     first = threading.Thread(target=ask, args=("x",), daemon=True)
     leaver = first
     first.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + CEILING
     while len(batches._TOGETHER.get("g", [])) < 1:
         assert time.monotonic() < deadline
         time.sleep(0.01)
     second = threading.Thread(target=ask, args=("y",), daemon=True)
     second.start()  # follows the first, which leaves while waiting for the lane
-    first.join(10)
+    first.join(CEILING)
     assert results == {"x": "left"} and batches._TOGETHER["g"][0].leads  # the lead handed on
     release_lane.set()
-    second.join(10)
+    second.join(CEILING)
     assert results == {"x": "left", "y": "yy"} and "g" not in batches._TOGETHER
 
 

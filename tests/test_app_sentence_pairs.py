@@ -163,7 +163,7 @@ def test_each_warning_names_the_checkpoints_it_is_about():
                                                         ("albert-sop-minilm", 3, 100, 0.0, 128))]
         show_scores(pd.DataFrame(rows), "upload")
 
-    at = AppTest.from_function(page, default_timeout=60).run()
+    at = AppTest.from_function(page, default_timeout=120).run()
     assert not at.exception, at.exception
     warnings = [w.value for w in at.warning]
     (unknown,) = [w for w in warnings if "unknown" in w]

@@ -6,11 +6,11 @@ import threading
 import time
 
 import pytest
-from conftest import held
+from conftest import CEILING, held
 
 from app.shell.turns import Turns
 
-WAIT = 5.0  # seconds a test waits for a thread before it fails
+WAIT = CEILING  # seconds a test waits for a thread before it fails
 
 
 def until(condition, what: str) -> None:

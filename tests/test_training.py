@@ -7,11 +7,10 @@ import os
 import shutil
 import signal
 import threading
-import time
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, cancel_then_resume, one_line_error, run_cli, tiny_spec
+from conftest import CEILING, CORPUS, cancel_then_resume, one_line_error, run_cli, tiny_spec, wait_until
 
 from albert_lab.checkpoint.load import load_checkpoint
 from albert_lab.errors import AlbertLabError, DataError, RunError, SpecError
@@ -155,17 +154,8 @@ def test_loss_decreases_with_a_fixed_seed():
     assert rows[-1]["mlm_loss"] < math.log(1000) - 0.5  # better than guessing uniformly over the vocabulary
 
 
-def wait_for(predicate, timeout=120.0, what="condition"):
-    end = time.time() + timeout
-    while time.time() < end:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _wait_step(run_dir: Path, step: int) -> None:
-    wait_for(lambda: any(m.get("step", 0) >= step for m in read_jsonl(run_dir / "metrics.jsonl")), what=f"step {step}")
+    wait_until(lambda: any(m.get("step", 0) >= step for m in read_jsonl(run_dir / "metrics.jsonl")), f"step {step}")
 
 
 @pytest.mark.slow
@@ -175,7 +165,7 @@ def test_kill_9_then_resume_continues_from_the_checkpoint():
     _wait_step(run_dir, 25)
     pid = read_run(run_dir).raw["pid"]
     os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: read_run(run_dir).status == "failed", what="failed status")
+    wait_until(lambda: read_run(run_dir).status == "failed", "failed status")
     dead = read_run(run_dir)
     assert "ended without finishing" in dead.message
     saved = load_checkpoint(run_dir / "checkpoint")  # complete, never partial
@@ -186,7 +176,7 @@ def test_kill_9_then_resume_continues_from_the_checkpoint():
     assert all(p.name.startswith((".checkpoint.tmp-", ".checkpoint.old-")) for p in run_dir.iterdir()
                if p.name.startswith(".checkpoint"))
     resume_run(run_dir)
-    wait_for(lambda: read_run(run_dir).status == "succeeded", timeout=240, what="resumed run to finish")
+    wait_until(lambda: read_run(run_dir).status == "succeeded", "the resumed run to finish", 2 * CEILING)
     rows = read_run(run_dir).metrics()
     marker = next(i for i, m in enumerate(rows) if m["kind"] == "resume")
     assert rows[marker]["step"] == saved_step
@@ -246,7 +236,7 @@ def test_cancel_saves_and_ends_cancelled():
     info = start_run(config(max_steps=100_000, checkpoint_every=10_000, eval_every=10_000, gradflow_every=10_000))
     _wait_step(info.path, 5)
     cancel_run(info.path)
-    wait_for(lambda: read_run(info.path).status == "cancelled", what="cancelled status")
+    wait_until(lambda: read_run(info.path).status == "cancelled", "cancelled status")
     assert load_checkpoint(info.path / "checkpoint").card["provenance"]["steps"] >= 5
     with pytest.raises(RunError, match="only queued or running runs can be cancelled"):
         cancel_run(info.path)
@@ -258,14 +248,14 @@ def test_second_run_waits_in_the_queue():
     _wait_step(first.path, 1)
     second = start_run(config(max_steps=5, name="second"))
     third = start_run(config(max_steps=5, name="third"))
-    time.sleep(3)
+    for queued in (second, third):  # each worker says why it waits, in its log, and waits
+        wait_until(lambda queued=queued: "queued: another run in" in read_run(queued.path).log_tail(), "why it waits, in its log")
     assert read_run(second.path).status == "queued" and read_run(third.path).status == "queued"
-    wait_for(lambda: "queued: another run in" in read_run(second.path).log_tail(), what="why it waits, in its log")
     cancel_run(third.path)  # cancelling a queued run ends it as cancelled, without training
-    wait_for(lambda: read_run(third.path).status == "cancelled", what="queued run cancelled")
+    wait_until(lambda: read_run(third.path).status == "cancelled", "queued run cancelled")
     assert read_run(third.path).step == 0
     cancel_run(first.path)
-    wait_for(lambda: read_run(second.path).status == "succeeded", what="queued run to run")
+    wait_until(lambda: read_run(second.path).status == "succeeded", "queued run to run")
     assert sorted(r.status for r in list_runs(first.path.parent)) == ["cancelled", "cancelled", "succeeded"]
 
 

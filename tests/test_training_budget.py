@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import tiny_spec
+from conftest import CEILING, tiny_spec, wait_until
 
 import albert_lab.training.jobs as jobs
 from albert_lab.errors import AlbertLabError, RunError
@@ -188,15 +188,12 @@ def test_a_queued_worker_waits_without_the_training_code(tmp_path):
     run_dir, _ = jobs.create_run(_config(), tmp_path)
     with training_slot(tmp_path):  # another run is training
         pid = jobs.spawn_worker(run_dir)
-        end = time.time() + 60
-        while "queued: another run in" not in read_run(run_dir).log_tail() and time.time() < end:
-            time.sleep(0.1)
-        assert read_run(run_dir).status == "queued" and "queued: another run in" in read_run(run_dir).log_tail()
+        wait_until(lambda: "queued: another run in" in read_run(run_dir).log_tail(), "the worker to say it waits")
+        assert read_run(run_dir).status == "queued"
         maps = Path(f"/proc/{pid}/maps").read_text()
         resident = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * 4096
         jobs.cancel_run(run_dir)
-        while read_run(run_dir).status != "cancelled" and time.time() < end + 30:
-            time.sleep(0.1)
+        wait_until(lambda: read_run(run_dir).status == "cancelled", "the queued run to end cancelled")
     assert "libtorch" not in maps and resident < 150 << 20, f"{resident >> 20} MB"
     assert read_run(run_dir).status == "cancelled"
 
@@ -208,26 +205,26 @@ def test_a_worker_is_gone_when_the_next_run_may_train(tmp_path):
     import fcntl
     import subprocess
     import sys
+    from dataclasses import replace
 
     from albert_lab.training.runs import LOCK
 
-    run_dir, _ = jobs.create_run(_config(), tmp_path)
+    # one small step and a small final evaluation, on one thread: what is timed is the worker's end
+    run_dir, _ = jobs.create_run(replace(_config(), max_steps=1, batch_size=4, eval_limit=8, threads=1), tmp_path)
     worker = subprocess.Popen([sys.executable, "-m", "albert_lab.training.worker", str(run_dir)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while "pid" not in read_run(run_dir).raw or read_run(run_dir).status == "queued":  # it holds the slot
-        time.sleep(0.05)
+    wait_until(lambda: "pid" in read_run(run_dir).raw and read_run(run_dir).status != "queued", "the worker to hold the slot")
+    freed = []
     with open(tmp_path / LOCK, "a+") as slot:
-        while True:
-            try:
-                fcntl.flock(slot, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                time.sleep(0.01)
-        freed = time.perf_counter()
-        worker.wait(timeout=60)
+        taker = threading.Thread(target=lambda: (fcntl.flock(slot, fcntl.LOCK_EX), freed.append(time.perf_counter())),
+                                 daemon=True)
+        taker.start()  # blocks until the worker lets the slot go
+        taker.join(CEILING)
+        assert freed, "the worker never let the slot go"
+        worker.wait(timeout=CEILING)
         gone = time.perf_counter()
     assert worker.returncode == 0 and read_run(run_dir).status == "succeeded"
-    assert gone - freed < 0.5, f"{gone - freed:.2f} s"
+    assert gone - freed[0] < 0.5, f"{gone - freed[0]:.2f} s"
 
 
 def test_cookie_less_visitors_of_one_address_hold_at_most_half_the_server(tmp_path, launches):

@@ -1,7 +1,6 @@
 """What train and --resume check before anything trains: run ids, an edited run.json, learning rates, specs."""
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -71,21 +70,35 @@ def test_resume_refuses_an_edited_run_json_in_one_line(tmp_path, changes, words)
     assert json.loads((run / "run.json").read_text())["status"] == "failed"  # untouched
 
 
-def test_cancel_sends_no_signal_to_the_pid_run_json_names(tmp_path):
+def test_cancel_sends_no_signal_to_the_pid_run_json_names(tmp_path, monkeypatch):
     """run.json is only a file: its pid may be anybody's. Cancelling touches the cancel file the worker
-    polls; the process it names lives on."""
+    polls; no signal goes to the process it names (every way of sending one is watched), which lives on."""
+    import os
+    import signal
     import subprocess
     import sys
 
-    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "albert_lab"])  # looks alive
+    sent, kill = [], os.kill
+
+    def watched(name):
+        def send(*args):
+            if name == "kill" and args[1:] == (0,):  # signal 0 sends nothing: whether the process lives (runs.py)
+                return kill(*args)
+            sent.append((name, args))
+        return send
+
+    for name in ("kill", "killpg"):
+        monkeypatch.setattr(os, name, watched(name))
+    monkeypatch.setattr(signal, "pthread_kill", watched("pthread_kill"))
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "albert_lab"])  # looks alive
     try:
         run = failed_run(tmp_path, status="running", pid=bystander.pid)
         assert read_run(run).status == "running"
         cancel_run(run)
         assert (run / "cancel").exists()
-        time.sleep(0.3)
-        assert bystander.poll() is None
+        assert sent == [] and bystander.poll() is None
     finally:
+        monkeypatch.undo()
         bystander.kill()
         bystander.wait()
 

@@ -65,11 +65,12 @@ def owns(run_id: str) -> bool:
 
 
 def remember() -> None:
-    """Once per session without the cookie: the browser stores this session's token, so
-    the next visit (a reload) owns what this one starts."""
-    if _cookie() or shell().owner_cookie_sent:
+    """In every script run of a session without the cookie: the browser stores this session's
+    token, so the next visit (a reload) owns what this one starts. Every run, not once: a click
+    while the first run was still arriving made the browser drop that run's elements, the cookie's
+    script among them, and no later run sent it again (the cookie never came)."""
+    if _cookie():
         return
-    shell().owner_cookie_sent = True
     cookie = f"{COOKIE}={token()}; path=/; max-age=31536000; SameSite=Strict"
     with st.sidebar:
         st.html(f"<script>document.cookie = {cookie!r};</script>", unsafe_allow_javascript=True)

@@ -36,7 +36,6 @@ class Shell:
     kept_controls: set[str] = field(default_factory=set)  # widget keys whose values outlive runs that do not draw them
     owner_token: str | None = None  # this browser's owner token (app.shell.owner)
     my_runs: set[str] = field(default_factory=set)  # the runs this session started
-    owner_cookie_sent: bool = False
     plotly_prefetched: bool = False
     each: dict[str, dict[str, Any]] = field(default_factory=dict)  # app.shell.runner's Stops, by kind: request, done, stopped
 
