@@ -33,8 +33,8 @@ def figures() -> dict[str, object]:
     from albert_lab.analysis.oscillation import oscillation, verdict
     from albert_lab.checkpoint.load import load_checkpoint
     from albert_lab.data.samples import sample_texts
-    from app.rooms.gradient_flow.figures import gradflow_figure
-    from app.rooms.oscillation.figures import oscillation_figure
+    from albert_lab.figures.gradient_flow import gradflow_figure
+    from albert_lab.figures.oscillation import oscillation_figure
 
     albert = load_checkpoint(ROOT / "checkpoints" / "albert-sop", device="cpu")
     bert = load_checkpoint(ROOT / "checkpoints" / "bert-nsp", device="cpu")
@@ -61,7 +61,7 @@ def learning_curve() -> dict[str, object]:
         return {}
     import pandas as pd
 
-    from app.rooms.training.figures import learning_curve_figure
+    from albert_lab.figures.training import learning_curve_figure
 
     # An earlier probe (lab-albert on a 25 MB long-document mix, on a machine with AMX):
     # interior SOP after about 13.5M and 27M tokens, 1,584 held-out interior pairs.
@@ -86,7 +86,7 @@ def shared_block_figures(albert, bert, texts) -> dict[str, object]:
     from albert_lab.analysis.cka import layer_cka
     from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
     from albert_lab.analysis.lens import logit_lens
-    from app.rooms.shared_block.figures import cka_figure, entropy_figure, extrapolation_figure, lens_figure
+    from albert_lab.figures.shared_block import cka_figure, entropy_figure, extrapolation_figure, lens_figure
 
     extrapolation = extrapolate([albert, bert], texts, repeat=4, seed=0)
     print(extrapolation_verdict(extrapolation).to_string(index=False))

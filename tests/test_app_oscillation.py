@@ -76,7 +76,7 @@ def test_typed_text_the_vocabulary_cannot_read_gets_a_warning(app):
 
 def test_a_roughness_of_zero_still_shows_its_value():
     """Bars of roughness 0.00 were invisible: no bar, and the label inside it."""
-    from app.rooms.oscillation.figures import roughness_figure
+    from albert_lab.figures.oscillation import roughness_figure
 
     fig = roughness_figure(pd.DataFrame(dict(checkpoint=["albert-sop", "bert-nsp"], roughness=[0.0, 0.31])))
     assert all(t.textposition == "outside" and t.cliponaxis is False for t in fig.data)

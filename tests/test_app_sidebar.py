@@ -216,8 +216,8 @@ def test_classroom_preset_labels_fit_the_sidebar():
 def test_a_checkpoint_keeps_its_colour_whatever_else_is_selected():
     import pandas as pd
 
-    from app.rooms.oscillation.figures import oscillation_figure
-    from app.rooms.shared_block.figures import extrapolation_figure, lens_figure
+    from albert_lab.figures.oscillation import oscillation_figure
+    from albert_lab.figures.shared_block import extrapolation_figure, lens_figure
     from app.shell.look import colour_for
 
     def frame(names):

@@ -6,10 +6,10 @@ import pandas as pd
 import streamlit as st
 
 from albert_lab.analysis.depth import VGG_NETS
+from albert_lab.figures.depth_lab import cut_at_divergence, depth_figures, divergence, flow_heatmap, vgg_figures
 from app.rooms.depth_lab import cache as depth_cache
 from app.rooms.depth_lab import runs as depth_runs
 from app.rooms.depth_lab.cache import DEFAULTS, VARIANTS, VGG_DEFAULTS
-from app.rooms.depth_lab.figures import cut_at_divergence, depth_figures, divergence, flow_heatmap, vgg_figures
 from app.rooms.depth_lab.reading import vgg_caption
 from app.shell import draw, links, pace
 from app.shell.costs import VGG_COST, vgg_units

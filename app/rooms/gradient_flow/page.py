@@ -9,10 +9,10 @@ from albert_lab.analysis import gradflow
 from albert_lab.analysis.gradflow import applied_components, gradient_flow, snapshot_frame
 from albert_lab.analysis.registry import GRADFLOW
 from albert_lab.data.samples import sample_texts
+from albert_lab.figures.gradient_flow import gradflow_figure, gradflow_steps_figure, hidden_grad_figure, shared_sum_figure
 from albert_lab.paths import runs_dir
 from albert_lab.spec import Objective
 from albert_lab.training.runs import list_runs
-from app.rooms.gradient_flow.figures import gradflow_figure, gradflow_steps_figure, hidden_grad_figure, shared_sum_figure
 from app.shell import draw, links, loading, runner
 from app.shell.guard import guard
 from app.shell.registry import keys

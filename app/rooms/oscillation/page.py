@@ -7,7 +7,7 @@ import streamlit as st
 from albert_lab.analysis.oscillation import oscillation, similarity_matrix, verdict
 from albert_lab.analysis.registry import OSCILLATION
 from albert_lab.data.samples import sample_texts
-from app.rooms.oscillation.figures import oscillation_panels, roughness_figure, similarity_figure
+from albert_lab.figures.oscillation import oscillation_panels, roughness_figure, similarity_figure
 from app.rooms.oscillation.reading import PAPER, against_the_paper
 from app.shell import costs, draw, links, loading, runner
 from app.shell.guard import guard

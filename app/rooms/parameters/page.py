@@ -6,10 +6,10 @@ from typing import get_args
 import pandas as pd
 import streamlit as st
 
+from albert_lab.figures.parameters import parameter_bars, sweep_figure
 from albert_lab.params import count, sweep
 from albert_lab.spec import PRESETS, SHARING_LABELS, Family, ModelSpec, derived_ffn, derived_heads
 from app.rooms.parameters import views as parameter_views
-from app.rooms.parameters.figures import parameter_bars, sweep_figure
 from app.rooms.parameters.state import ParametersState
 from app.rooms.parameters.views import COUNTS
 from app.shell import draw, links

@@ -14,8 +14,8 @@ import streamlit as st
 
 from albert_lab.analysis.registry import RELAXATION_COST
 from albert_lab.errors import AlbertLabError
+from albert_lab.figures.parameters import CURVE_AXES, MAP_LABELS, energy_figure, relaxation_figure, taken_figure
 from albert_lab.spec import Init, Sharing
-from app.rooms.parameters.figures import CURVE_AXES, MAP_LABELS, energy_figure, relaxation_figure, taken_figure
 from app.rooms.parameters.state import ParametersState
 from app.shell import costs, draw, links, loading, pace, picker, runner
 from app.shell.guard import guard

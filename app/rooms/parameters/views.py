@@ -9,8 +9,8 @@ import streamlit as st
 
 from albert_lab import paper
 from albert_lab.analysis.ablation import read_ablation
+from albert_lab.figures.parameters import ablation_figure
 from albert_lab.spec import SHARING_LABELS
-from app.rooms.parameters.figures import ablation_figure
 from app.rooms.parameters.relaxed import relaxed_view
 from app.shell import draw, links
 from app.shell.guard import guard

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from albert_lab.analysis.slices import LABEL, LENGTH, UNKNOWN, UNKNOWN_BINS, slice_accuracy, slice_names, slice_of
-from app.rooms.sentence_pairs import figures as pair_figures
+from albert_lab.figures import sentence_pairs as pair_figures
 from app.rooms.sentence_pairs.reading import slice_words
 from app.shell import draw, links
 from app.shell.registry import keys

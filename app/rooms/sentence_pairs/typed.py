@@ -11,7 +11,7 @@ import streamlit as st
 from albert_lab.analysis.evaluation import interior_accuracy, read_results
 from albert_lab.analysis.pairs import pairs_frame, score_pairs
 from albert_lab.checkpoint.files import stamp
-from app.rooms.sentence_pairs import figures as pair_figures
+from albert_lab.figures import sentence_pairs as pair_figures
 from app.rooms.sentence_pairs.common import EXAMPLE_A, EXAMPLE_B, results_path
 from app.rooms.sentence_pairs.scores import show_scores
 from app.shell import batches, draw, links

@@ -14,7 +14,7 @@ from albert_lab.analysis.pairs import SUMMARY_MEANINGS, labelled_accuracy, score
 from albert_lab.analysis.registry import SCORE
 from albert_lab.data.pairs_file import read_pairs
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
-from app.rooms.sentence_pairs import figures as pair_figures
+from albert_lab.figures import sentence_pairs as pair_figures
 from app.rooms.sentence_pairs import pair_rows, slicing
 from app.rooms.sentence_pairs.common import PairsState, model_size
 from app.rooms.sentence_pairs.reading import majority, upload_reading

@@ -12,8 +12,8 @@ from albert_lab.analysis.common import checkpoint_notes
 from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
 from albert_lab.analysis.lens import lens_predictions, logit_lens
 from albert_lab.analysis.registry import EXTRAPOLATE
-from app.rooms.shared_block import figures
-from app.rooms.shared_block.figures import attention_figure, cka_figure, entropy_figure, extrapolation_figure, lens_figure, top_k_figure
+from albert_lab.figures import shared_block as figures
+from albert_lab.figures.shared_block import attention_figure, cka_figure, entropy_figure, extrapolation_figure, lens_figure, top_k_figure
 from app.shell import costs, draw, links, runner
 from app.shell.guard import guard
 from app.shell.registry import keys

@@ -9,10 +9,10 @@ import pandas as pd
 import re2
 import streamlit as st
 
+from albert_lab.figures import training as training_figures
 from albert_lab.paths import runs_dir
 from albert_lab.training.curves import X_AXES, curve
 from albert_lab.training.runs import RunInfo, list_runs, read_run
-from app.rooms.training import figures as training_figures
 from app.rooms.training.state import TrainingState
 from app.shell import draw, links
 from app.shell.registry import keys

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from albert_lab.figures import training as training_figures
 from albert_lab.params import count
 from albert_lab.paths import runs_dir
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.jobs import cancel_run
 from albert_lab.training.runs import RunInfo, list_runs, read_run, running_run, single_user
-from app.rooms.training import figures as training_figures
 from app.rooms.training.state import TrainingState
 from app.shell import costs, draw, owner
 from app.shell.guard import guard
