@@ -113,7 +113,8 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     from albert_lab.checkpoint.discover import discover_checkpoints
-    from app.shell.look import register_checkpoints, shipped_first
+    from albert_lab.figures.look import register_checkpoints
+    from app.shell.look import shipped_first
 
     DOCS.mkdir(exist_ok=True)
     entries = [c.to_dict() for c in discover_checkpoints()]

@@ -75,7 +75,7 @@ def test_layer_axes_tick_every_layer_only_while_that_reads():
     import plotly.express as px
 
     from albert_lab.figures.depth_lab import flow_heatmap
-    from app.shell.look import style
+    from albert_lab.figures.look import style
 
     def axis(layers: int):
         frame = pd.DataFrame({"layer": range(1, layers + 1), "mean_abs": [1e-3] * layers})

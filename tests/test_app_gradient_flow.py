@@ -158,7 +158,7 @@ def test_the_hidden_gradient_chart_draws_mean_and_max_in_their_own_colours_and_d
     """The theme's colourway gave mean and max each other's shade in dark theme: both are fixed
     now, mean solid and max dashed, as on the |dL/dW| chart."""
     from albert_lab.figures.gradient_flow import hidden_grad_figure
-    from app.shell.look import SERIES_COLOURS
+    from albert_lab.figures.look import SERIES_COLOURS
 
     frame = pd.DataFrame([dict(view="hidden", component="hidden", layer=layer, applications="", mean_abs=0.01 * (layer + 1),
                                max_abs=0.2 * (layer + 1)) for layer in range(4)])
