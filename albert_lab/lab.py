@@ -23,13 +23,6 @@ from albert_lab.result import Result
 
 Models = Any  # a ModelBundle, a name, folder, archive or hub id, or a list of them
 
-# The figure each analysis draws (a function of its frame in albert_lab.figures.<module>) and what its
-# page says (a function of its frame and the checkpoints' cards in albert_lab.readings.<module>).
-FIGURES = {"oscillation": "oscillation.oscillation_figure", "gradflow": "gradient_flow.gradflow_figure",
-           "score": "sentence_pairs.scores_figure", "extrapolate": "shared_block.extrapolation_figure",
-           "logit-lens": "shared_block.lens_figure", "lens-top": "shared_block.top_k_figure",
-           "attention": "shared_block.entropy_figure", "cka": "shared_block.cka_figure"}
-READINGS = {"oscillation": "oscillation.reading"}
 
 
 def load(source: Models, *, device: str = "auto", dtype: str = "float32", allow_pickle: bool = False,
@@ -144,21 +137,19 @@ def read_inputs(record: Analysis, inputs: Any, options: dict[str, Any]) -> Any:
 
 
 def read_pairs(pairs: Any, max_rows: int) -> pd.DataFrame:
-    """Pairs to score: a frame (sentence_a, sentence_b[, label]) or a file, read as `albert-lab score FILE` reads it."""
-    from albert_lab.analysis.pairs import pairs_frame
+    """Pairs to score: a frame (sentence_a, sentence_b[, label], columns of one's own) or a file, read as
+    `albert-lab score FILE` reads it (a frame as the CSV it would be saved as): the same checks, the same rows."""
     from albert_lab.data.pairs_file import read_pairs as parse
     from albert_lab.data.textfile import read_user_file
 
     if isinstance(pairs, pd.DataFrame):
-        missing = [c for c in ("sentence_a", "sentence_b") if c not in pairs]
-        if missing:
-            raise AlbertLabError(f"the pairs frame has no {' or '.join(missing)} column; it needs sentence_a, sentence_b[, label]")
-        labels = list(pairs["label"]) if "label" in pairs else None
-        return pairs_frame(list(pairs.sentence_a), list(pairs.sentence_b), labels)
-    if pairs is None:
+        data, name = pairs.to_csv(index=False).encode(), "pairs.csv"
+    elif pairs is None:
         raise AlbertLabError("score reads pairs: give a DataFrame (sentence_a, sentence_b[, label]) or a file")
-    path = Path(pairs).expanduser()
-    parsed = parse(read_user_file(path), path.name, max_rows)
+    else:
+        path = Path(pairs).expanduser()
+        data, name = read_user_file(path), path.name
+    parsed = parse(data, name, max_rows)
     for problem in parsed.problems:
         print(f"warning: {problem}", file=sys.stderr)
     return parsed.pairs
@@ -170,15 +161,15 @@ def as_result(record: Analysis, out: Any, bundles: list) -> Result:
 
     if isinstance(out, Attribution):
         return attribution_result(out)
-    draw = named(f"albert_lab.figures.{FIGURES[record.name]}") if record.name in FIGURES else None
+    draw = named(f"albert_lab.figures.{record.figure}") if record.figure else None
     return Result(record.name, out, (lambda theme=None: draw(out, theme=theme)) if draw else None,
                   reading_of(record, out, {b.name: b.card for b in bundles}))
 
 
 def reading_of(record: Analysis, frame: pd.DataFrame, cards: dict[str, Any]) -> str:
     """What the page says of `frame` where the page says something, else what the command line says beside its table."""
-    if record.name in READINGS:
-        return named(f"albert_lab.readings.{READINGS[record.name]}")(frame, cards)
+    if record.reading:
+        return named(f"albert_lab.readings.{record.reading}")(frame, cards)
     if record.report is None:
         return ""
     report = record.load(record.report)(frame)

@@ -36,6 +36,21 @@ def test_every_analysis_record_has_a_verb_with_its_options():
         assert record.help.split()[0].lower() in verb.__doc__.lower() and "Returns a Result" in verb.__doc__
 
 
+def test_each_records_figure_and_reading_name_library_functions():
+    """A record names its figure (albert_lab.figures) and its page's words (albert_lab.readings): al's Result draws them."""
+    import importlib
+
+    for record in ANALYSES:
+        if record.figure:
+            module, _, name = record.figure.rpartition(".")
+            figure = getattr(importlib.import_module(f"albert_lab.figures.{module}"), name)
+            assert getattr(figure, "themed", False), record.name  # takes theme=, draws a visitor's text as text
+        if record.reading:
+            module, _, name = record.reading.rpartition(".")
+            assert callable(getattr(importlib.import_module(f"albert_lab.readings.{module}"), name)), record.name
+    assert sum(bool(r.figure) for r in ANALYSES) >= 8
+
+
 def test_an_option_out_of_bounds_or_unknown_is_one_message(make_checkpoint):
     folder, _ = make_checkpoint("tiny")
     with pytest.raises(al.AlbertLabError, match="max_len must be"):
@@ -121,3 +136,16 @@ def test_a_verb_keeps_its_name_when_the_module_of_that_name_is_imported():
     from albert_lab.relax import parse_rank
 
     assert parse_rank("full") == "full"
+
+
+@pytest.mark.slow
+def test_a_figure_saves_as_png_and_svg_through_kaleido(tmp_path):
+    """kaleido drives Debian's Chromium (found on the PATH): a PNG that is a PNG, an SVG with plotly's drawing."""
+    from albert_lab.result import Result
+
+    frame = pd.DataFrame({"component": ["embeddings", "attention"], "unique": [10, 20], "applied": [10, 40]})
+    from albert_lab.figures.parameters import parameter_bars
+
+    result = Result("params", frame, lambda theme=None: parameter_bars(frame, "counts", theme=theme))
+    assert result.save(tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "main-svg" in result.save(tmp_path / "p.svg").read_text()
