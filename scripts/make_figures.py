@@ -6,7 +6,7 @@
 - docs/app-*-{light,dark}.png  screenshots of every page of the running app (scripts/screenshots.py;
                                `--no-screenshots` skips them).
 
-Figures are the app's own plotly figures (app/rooms/<page>/figures.py), rendered to PNG in Debian's
+Figures are the app's own plotly figures (albert_lab/figures/<page>.py), rendered to PNG in Debian's
 Chromium through Playwright (plotly.js is inlined: nothing is fetched).
 
 Run: .venv/bin/python scripts/make_figures.py [--no-screenshots | --learning-curve-only]
@@ -27,13 +27,11 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "-
 
 
 def figures() -> dict[str, object]:
-    from plotly.subplots import make_subplots
-
     from albert_lab.analysis.gradflow import gradient_flow
     from albert_lab.analysis.oscillation import oscillation, verdict
     from albert_lab.checkpoint.load import load_checkpoint
     from albert_lab.data.samples import sample_texts
-    from albert_lab.figures.gradient_flow import gradflow_figure
+    from albert_lab.figures.gradient_flow import gradflow_side_by_side
     from albert_lab.figures.oscillation import oscillation_figure
 
     albert = load_checkpoint(ROOT / "checkpoints" / "albert-sop", device="cpu")
@@ -43,15 +41,7 @@ def figures() -> dict[str, object]:
     print(verdict(frame).to_string(index=False))
     osc = oscillation_figure(frame)
     osc.update_layout(title="Oscillation: ALBERT (shared, solid) vs BERT (not shared, dashed), 16 held-out texts")
-    flows = {b.name: gradient_flow(b, texts, objective=b.spec.objective) for b in (albert, bert)}
-    grad = make_subplots(rows=1, cols=2, subplot_titles=[f"{name}" for name in flows], shared_yaxes=True)
-    for col, (name, flow) in enumerate(flows.items(), start=1):
-        for trace in gradflow_figure(flow, name).data:
-            trace.showlegend = col == 1
-            grad.add_trace(trace, row=1, col=col)
-    grad.update_yaxes(type="log")
-    grad.update_xaxes(title_text="layer application", dtick=1)
-    grad.update_layout(height=420, title="Gradient flow per layer application: mean (solid) and max (dashed) |dL/dW|")
+    grad = gradflow_side_by_side([gradient_flow(b, texts, objective=b.spec.objective) for b in (albert, bert)])
     return {"oscillation": osc, "gradflow": grad, **shared_block_figures(albert, bert, texts), **learning_curve()}
 
 

@@ -25,6 +25,22 @@ def gradflow_figure(frame: pd.DataFrame, name: str | None = None) -> go.Figure:
 
 
 @themed
+def gradflow_side_by_side(frames: list[pd.DataFrame]) -> go.Figure:
+    """gradflow_figure of several checkpoints, a panel each on one log axis (the docs' image, scripts/make_figures.py)."""
+    from plotly.subplots import make_subplots
+
+    names = [str(f.checkpoint.iloc[0]) for f in frames]
+    fig = make_subplots(rows=1, cols=len(frames), subplot_titles=names, shared_yaxes=True)
+    for col, (frame, name) in enumerate(zip(frames, names, strict=True), start=1):
+        for trace in gradflow_figure.__wrapped__(frame, name).data:
+            trace.showlegend = col == 1
+            fig.add_trace(trace, row=1, col=col)
+    fig.update_yaxes(type="log")
+    fig.update_xaxes(title_text="layer application", dtick=1)
+    return fig.update_layout(height=420, title="Gradient flow per layer application: mean (solid) and max (dashed) |dL/dW|")
+
+
+@themed
 def shared_sum_figure(frame: pd.DataFrame) -> go.Figure:
     """The summed gradient of each shared block (what the optimizer sees), by component."""
     shared = frame[frame.view == "shared_sum"].assign(group=lambda f: "shared block, applications " + f.applications,
