@@ -173,7 +173,8 @@ def reading_of(record: Analysis, frame: pd.DataFrame, cards: dict[str, Any]) -> 
     if record.report is None:
         return ""
     report = record.load(record.report)(frame)
-    return "\n".join([*([report.text] if report.text else []), *report.after, *report.remarks])
+    said = "\n".join([*([report.text] if report.text else []), *report.after, *report.remarks])
+    return f"```\n{said}\n```" if said else ""  # the command line's words, in their columns
 
 
 def attribution_result(out: Any) -> Result:

@@ -123,15 +123,19 @@ def plotlyjs_once() -> str:
 
 
 def markdown_html(text: str) -> str:
-    """Markdown's bold and lists as HTML, everything else escaped: a reading holds checkpoint names and
-    a user's text, drawn as text."""
+    """Markdown's bold, lists and ``` blocks (the command line's tables, in their columns) as HTML, everything
+    else escaped: a reading holds checkpoint names and a user's text, drawn as text."""
     blocks = []
-    for block in text.split("\n\n"):
-        lines = [_inline(line) for line in block.splitlines()]
-        if lines and all(line.startswith("- ") for line in block.splitlines()):
-            blocks.append("<ul>" + "".join(f"<li>{line[2:]}</li>" for line in lines) + "</ul>")
-        else:
-            blocks.append("<p>" + "<br>".join(lines) + "</p>")
+    for i, part in enumerate(text.split("```")):
+        if i % 2:  # inside a fence
+            blocks.append(f"<pre>{html.escape(part.strip(chr(10)))}</pre>")
+            continue
+        for block in filter(str.strip, part.split("\n\n")):
+            lines = [_inline(line) for line in block.splitlines()]
+            if all(line.startswith("- ") for line in block.splitlines()):
+                blocks.append("<ul>" + "".join(f"<li>{line[2:]}</li>" for line in lines) + "</ul>")
+            else:
+                blocks.append("<p>" + "<br>".join(lines) + "</p>")
     return '<div class="albert-lab-reading">' + "".join(blocks) + "</div>"
 
 

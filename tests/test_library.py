@@ -114,6 +114,8 @@ def test_reading_escapes_markup_but_keeps_bold():
     out = markdown_html("- **a<script>**: fine\n- b\n\nSmoothest: <img src=x>")
     assert "<script>" not in out and "&lt;script&gt;" in out and "<b>a&lt;script&gt;</b>" in out
     assert out.count("<li>") == 2 and "&lt;img" in out
+    table = markdown_html("```\nname  accuracy\n<b>   0.5\n\nafter a blank line\n```")
+    assert table.startswith('<div class="albert-lab-reading"><pre>name  accuracy\n&lt;b&gt;   0.5\n\nafter') and "<p>" not in table
 
 
 def test_params_counts_equal_the_command_lines():
