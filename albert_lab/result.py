@@ -128,7 +128,7 @@ def markdown_html(text: str) -> str:
     blocks = []
     for i, part in enumerate(text.split("```")):
         if i % 2:  # inside a fence
-            blocks.append(f"<pre>{html.escape(part.strip(chr(10)))}</pre>")
+            blocks.append(f'<pre style="font-family: monospace; white-space: pre">{html.escape(part.strip(chr(10)))}</pre>')
             continue
         for block in filter(str.strip, part.split("\n\n")):
             lines = [_inline(line) for line in block.splitlines()]
