@@ -178,6 +178,7 @@ def reading_of(record: Analysis, frame: pd.DataFrame, cards: dict[str, Any]) -> 
 
 
 def attribution_result(out: Any) -> Result:
+    """An Attribution as a Result: its tokens' frame, the shaded tokens as its view, what the numbers say."""
     from albert_lab.analysis.attribution import attribution_html
 
     reading = (f"P(label {out.target}) of the {out.head.upper()} head: {out.probability:.3f} for the pair, "
@@ -187,6 +188,7 @@ def attribution_result(out: Any) -> Result:
 
 
 def named(dotted: str) -> Callable[..., Any]:
+    """The function a dotted name ('albert_lab.figures.oscillation.oscillation_figure') names, imported now."""
     import importlib
 
     module, _, function = dotted.rpartition(".")

@@ -33,6 +33,7 @@ def cut_at_divergence(frame: pd.DataFrame, diverged: dict[str, int]) -> pd.DataF
 
 
 def legend_names(models: Iterable[str], diverged: dict[str, int]) -> dict[str, str]:
+    """model -> its legend's name, a diverged one's saying at which step."""
     return {m: f"{m} (diverged at step {diverged[m]})" if m in diverged else m for m in models}
 
 
@@ -82,6 +83,7 @@ def _fit_loss_axis(fig: go.Figure, shown: pd.DataFrame, diverged: list[str]) -> 
 
 @themed
 def flow_heatmap(flow: pd.DataFrame, model: str) -> go.Figure:
+    """log10 mean |dL/dW| of one model's layers (rows) at each recorded step (columns)."""
     grid = flow[flow.model == model].pivot(index="layer", columns="step", values="mean_abs")
     fig = px.imshow(grid.apply(lambda c: c.clip(lower=1e-12)).transform("log10"), aspect="auto",
                     color_continuous_scale="Viridis", labels=dict(x="SGD step", y="weight layer", color="log10 mean |dL/dW|"),

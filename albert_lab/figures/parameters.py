@@ -76,6 +76,7 @@ def ablation_figure(rows: pd.DataFrame, tokens: int) -> go.Figure:
 
 @themed
 def parameter_bars(rows: pd.DataFrame, title: str) -> go.Figure:
+    """Parameters per component (`rows`: component, unique, applied), held in memory beside applied per forward pass, log scale."""
     long = rows.melt(id_vars="component", value_vars=["unique", "applied"], var_name="count", value_name="parameters")
     long["count"] = long["count"].map({"unique": "held in memory", "applied": "applied per forward pass"})
     fig = px.bar(long, x="component", y="parameters", color="count", barmode="group", title=title,

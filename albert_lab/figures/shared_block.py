@@ -137,6 +137,7 @@ def entropy_figure(frame: pd.DataFrame) -> go.Figure:
 
 @themed
 def cka_figure(frame: pd.DataFrame) -> go.Figure:
+    """Linear CKA between the applications of one checkpoint (rows) and another's, or its own (columns)."""
     grid = frame.pivot(index="application_x", columns="application_y", values="cka")
     fig = px.imshow(grid, zmin=0, zmax=1, color_continuous_scale="Blues", text_auto=".2f" if len(grid) <= READABLE else False,
                     aspect="auto", labels=dict(y=frame.checkpoint_x.iloc[0], x=frame.checkpoint_y.iloc[0], color="CKA"),

@@ -16,6 +16,7 @@ PAPER = ("Lan et al. plot these two curves for BERT-large and ALBERT-large (Figu
 
 
 def shown(value: float) -> str:
+    """A roughness as the page shows it (two decimals): comparisons are made on what a reader sees."""
     return f"{value:.2f}"
 
 
