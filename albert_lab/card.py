@@ -70,8 +70,9 @@ def count_notes(counts: dict[str, dict[str, int]]) -> list[str]:
         if not (sop and lead is not None and interior):
             continue
         where = "Held-out" if domain == "in" else f"Out of domain ({', '.join(OOD)})"
-        note = (f"{where}: SOP scores all {sop:,} pairs made as training makes them. SOP lead scores the {lead:,} of "
-                "them that hold a document's first sentence (lead pairs); SOP interior scores the other "
+        held = "the 1 of them that holds" if lead == 1 else f"the {lead:,} of them that hold"
+        note = (f"{where}: SOP scores all {sop:,} pairs made as training makes them. SOP lead scores {held} "
+                "a document's first sentence (lead pairs); SOP interior scores the other "
                 f"{sop - lead:,} (interior pairs, which do not) and {interior - (sop - lead):,} more interior pairs that "
                 "SOP does not score, one from inside each document of three or more segments. So SOP lead and SOP "
                 f"interior together count {lead + interior:,} pairs, more than SOP's {sop:,}: they are not a split of "

@@ -74,14 +74,8 @@ def albertize_state(source: dict[str, torch.Tensor], source_spec: ModelSpec, emb
     has_pooler = "bert.pooler.dense.weight" in source  # BertModel / BertForMaskedLM exports often lack it
     has_nsp = "cls.seq_relationship.weight" in source and has_pooler  # the pair head reads the pooler: none without it
     carry_mlm = has_mlm and embedding_size == source_spec.hidden_size
-    # BERT keeps its pair head in the NSP slot whatever trained it; the spec says which objective did
-    objective = ("sop" if source_spec.objective == "sop" else "nsp") if has_nsp else "none"
-    spec = ModelSpec(family="albert", vocab_size=source_spec.vocab_size, embedding_size=embedding_size,
-                     hidden_size=source_spec.hidden_size, num_layers=source_spec.num_layers,
-                     num_heads=source_spec.num_heads, ffn_size=source_spec.ffn_size, sharing=sharing,
-                     num_groups=groups, dropout=0.0, max_positions=source_spec.max_positions,
-                     type_vocab_size=source_spec.type_vocab_size, objective=objective,
-                     activation=source_spec.activation)
+    spec = albertized_spec(source_spec, embedding_size, sharing, groups, has_nsp)
+    objective = spec.objective
     model = with_layer_norm_eps(build_model(spec, seed=seed), layer_norm_eps)  # heads the source lacks keep this seeded init
     factor = factorise(source["bert.embeddings.word_embeddings.weight"], embedding_size)
     state = factorised_embeddings(source, factor, layer_norm_eps, seed)
@@ -107,6 +101,20 @@ def albertize_state(source: dict[str, torch.Tensor], source_spec: ModelSpec, emb
              "heads": {"mlm": "carried over" if carry_mlm else ("left out: no counterpart at E < H" if has_mlm else "absent in the source"),
                        "pair": PAIR_NOTES[objective] if has_pooler else "absent in the source (no pooler weights)"}}
     return Conversion(model=model, spec=spec, omit=omit, facts=facts)
+
+
+def albertized_spec(source_spec: ModelSpec, embedding_size: int, sharing: Sharing = "all", groups: int | None = None,
+                    pair_head: bool = True) -> ModelSpec:
+    """The ALBERT albertize makes of a BERT of `source_spec`, known before any weight is read (the
+    runs budget counts its bytes first). BERT keeps its pair head in the NSP slot whatever trained
+    it; the spec says which objective did, and 'none' where the source has no pair head."""
+    objective = ("sop" if source_spec.objective == "sop" else "nsp") if pair_head else "none"
+    return ModelSpec(family="albert", vocab_size=source_spec.vocab_size, embedding_size=embedding_size,
+                     hidden_size=source_spec.hidden_size, num_layers=source_spec.num_layers,
+                     num_heads=source_spec.num_heads, ffn_size=source_spec.ffn_size, sharing=sharing,
+                     num_groups=groups, dropout=0.0, max_positions=source_spec.max_positions,
+                     type_vocab_size=source_spec.type_vocab_size, objective=objective,
+                     activation=source_spec.activation)
 
 
 def with_layer_norm_eps(model: torch.nn.Module, eps: float) -> torch.nn.Module:
@@ -238,7 +246,7 @@ def albertize_into(root: Path, stem: str, source: str | Path, embedding_size: in
     with `quota` (bytes), refused before the work when `root`'s parent would hold more."""
     import shlex
 
-    from albert_lab.checkpoint.store import made_once
+    from albert_lab.checkpoint.store import made_once, planned_bytes
     from albert_lab.paths import unique_folder
 
     def convert() -> Path:
@@ -249,7 +257,8 @@ def albertize_into(root: Path, stem: str, source: str | Path, embedding_size: in
                          command="albert-lab albertize " + shlex.join(args))
 
     options = conversion_options(source, embedding_size, sharing, groups, init, seed)
-    return made_once(root, "conversion", options, source, convert, quota)
+    adding = planned_bytes(source, lambda spec: albertized_spec(spec, embedding_size, sharing, groups)) if quota else None
+    return made_once(root, "conversion", options, source, convert, quota, adding)
 
 
 def albertize(source: str | Path, out: str | Path, embedding_size: int = 128, sharing: Sharing = "all",

@@ -2,7 +2,8 @@
 keys are field names, its values have the fields' types: ints not bools, floats finite, Literal
 choices; a mistake is one message naming the field), and what a field that is an option says of
 itself: `OptionRow`, a row of an options table (training.options, analysis.registry), and `Range`,
-the bounds of a number option."""
+the bounds of a number option; and a number typed by a person read in ASCII only (`ascii_int`,
+`ascii_float`)."""
 
 from __future__ import annotations
 
@@ -126,6 +127,33 @@ class OptionRow:
 
     def help_text(self) -> str:
         return self.help.format(default=self.default)
+
+
+MAX_NUMBER_CHARS = 40  # a number a person types: longer is no count (and int() refuses over 4,300 digits)
+
+
+def ascii_int(text: object) -> int | None:
+    """`text` as a whole number when it is written as one in ASCII: an optional sign, then 1 to
+    MAX_NUMBER_CHARS digits 0-9, spaces around it allowed; else None. int() alone also reads other
+    scripts' digits ('١٢', '１２') and '1_000', and str.isdigit() passes '²', which int() refuses."""
+    text = str(text).strip()
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not (0 < len(digits) <= MAX_NUMBER_CHARS and digits.isascii() and digits.isdigit()):
+        return None
+    return int(text)
+
+
+def ascii_float(text: object) -> float | None:
+    """`text` as a finite number written in ASCII ('0.5', '-1e-3'), at most MAX_NUMBER_CHARS; else
+    None (float() also reads other scripts' digits, '1_0', 'nan' and 'inf')."""
+    text = str(text).strip()
+    if not (0 < len(text) <= MAX_NUMBER_CHARS and text.isascii()) or "_" in text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _number(value: float | None) -> str:

@@ -22,6 +22,7 @@ MAX_TEXTS = 256  # texts one analysis reads (paragraphs of a file, or of the tex
 # state of every token (4,000 texts took 15 GB on the 1.9M albert-sop)
 MIN_SEQ_LEN = 8  # tokens an analysis or probe reads at least: [CLS] A [SEP] B [SEP] and a few pieces of each
 MAX_REPEAT = 4  # applications of a shared block an analysis runs: k x L, k = 1..4
+MAX_RANKS = 32  # ranks of one relaxation curve (`relax --ranks`, the relaxed view): each is a model built and measured
 SCORE_TOLERANCE = 0.01  # how far a pair score may move from full float32's where a GPU scores faster (analysis/pairs.py)
 
 # Queued or running runs one browser may have, each a worker process. One run trains at a time per
@@ -46,13 +47,6 @@ APP_RUN_MEMORY_SHARE = 0.4  # of the machine's memory, the most one run started 
 def max_threads() -> int:
     """CPU threads a run may ask for: four per core (more only slows, and 1e9 aborts in libgomp)."""
     return 4 * (os.cpu_count() or 1)
-
-
-def check_range(value: int | None, low: int, high: int, name: str) -> None:
-    """Refuse an integer outside low..high, naming the option (`--seed`, `seed`)."""
-    if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
-        shown = str(value)[:40] + ("..." if len(str(value)) > 40 else "")
-        raise AlbertLabError(f"{name}: must be {low:,}..{high:,}, got {shown}")
 
 
 def folder_bytes(folder: Path) -> int:

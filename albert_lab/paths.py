@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,13 +20,17 @@ def _env_path(name: str, default: Path) -> Path:
     """The folder an environment variable names, symlinks resolved; one line for one that no folder
     can be (a symlink loop, a user that does not exist, a NUL byte)."""
     value = os.environ.get(name)
-    if not value:
-        return default
+    return _env_folder(name, value, f"{name}={value[:200]!r}", "a folder") if value else default
+
+
+def _env_folder(name: str, value: str, shown: str, wanted: str) -> Path:
+    """`value`, a folder named in the environment variable `name` (`shown` as the message names it),
+    symlinks resolved; AlbertLabError in one line where no folder can be (the one rule for every variable)."""
     try:
         return Path(value).expanduser().resolve()
     except (OSError, RuntimeError, ValueError) as err:  # RuntimeError: a symlink loop (Python 3.11, 3.12)
         words = "is or passes through a symlink loop" if "loop" in str(err).lower() else f"is not a folder ({err})"
-        raise AlbertLabError(f"{name}={value[:200]!r} {words}; set it to a folder, or unset it") from None
+        raise AlbertLabError(f"{shown} {words}; set {name} to {wanted}, or unset it") from None
 
 
 def checkpoints_dir() -> Path:
@@ -48,10 +54,76 @@ def data_dir() -> Path:
     return _env_path("ALBERT_LAB_DATA", PROJECT_ROOT / ".data")
 
 
+# The folders torch.compile keeps generated code in (and runs it from), by the variable that names each,
+# and their place under cache_dir() / "compile" unless the user named them: inductor's cache (its Python
+# wrappers, C++ and shared objects, FX graph and AOT autograd caches), Triton's on a GPU, and a temporary folder.
+COMPILE_FOLDERS = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton", "TMPDIR": "tmp"}
+# torch's own default, <temp folder>/torchinductor_<user>: torch writes it into the environment of any process that
+# imports its compiler, and the processes that one starts inherit it, so a variable naming a path through it is torch's
+# choice, not the user's.
+TORCH_DEFAULT_PREFIX = "torchinductor_"
+
+
+def private_folder(path: Path, fix: str) -> Path:
+    """`path`, made if missing (mode 0700), as a folder fit to hold code that will run: this user's
+    (os.getuid), written by no one else (no group or other write bit), in folders no one else can
+    change (each this user's or root's, writable by others only with the sticky bit, as /tmp is).
+    Else AlbertLabError in one line naming the folder; `fix` says what to do. Refused, not replaced:
+    what others could write may already hold their code, and a folder the user named is not ours to empty."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.stat(path)
+    except OSError as err:
+        raise AlbertLabError(f"cannot make the folder {path} ({err.strerror or err}); {fix}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise AlbertLabError(f"{path} is not a folder; {fix}")
+    if st.st_uid != os.getuid():
+        raise AlbertLabError(f"{path} belongs to another user (uid {st.st_uid}), who could put code there that would run; {fix}")
+    if st.st_mode & 0o022:
+        raise AlbertLabError(f"{path} can be written by others (mode {stat.S_IMODE(st.st_mode):04o}), who could put code there "
+                             f"that would run; {fix}")
+    for folder in Path(os.path.realpath(path)).parents:
+        st = os.stat(folder)
+        if st.st_uid not in (os.getuid(), 0) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
+            raise AlbertLabError(f"{path} lies in {folder}, which others can change (mode {stat.S_IMODE(st.st_mode):04o}, "
+                                 f"uid {st.st_uid}) to swap in code that would run; {fix}")
+    return path
+
+
+def compile_folders() -> dict[str, Path]:
+    """COMPILE_FOLDERS, each made and checked by private_folder: the caches where the user's variable
+    names them (checked alike; not torch's default, TORCH_DEFAULT_PREFIX), else under cache_dir() / "compile";
+    the temporary folder always there, since inductor puts folders of fixed names in it (torchinductor_<user>:
+    precompiled headers, its on-disk caches) whatever TORCHINDUCTOR_CACHE_DIR says, and /tmp's are anyone's to make first."""
+    base = cache_dir() / "compile"
+    private_folder(base, "remove it (it is made again, private) or set ALBERT_LAB_CACHE to a folder of your own")
+    folders = {}
+    for name, sub in COMPILE_FOLDERS.items():
+        default = base / sub
+        path = default if name == "TMPDIR" else _env_path(name, default)
+        if any(part.startswith(TORCH_DEFAULT_PREFIX) for part in path.parts):
+            path = default
+        where = f"set {name} to a folder of your own" if path != default else "remove it (it is made again, private)"
+        folders[name] = private_folder(path, f"make it yours alone (chmod 700) or {where}")
+    return folders
+
+
+def use_compile_folders() -> dict[str, Path]:
+    """compile_folders() made this process's (its environment, and tempfile's folder, which tempfile
+    reads once), before torch.compile first reads them: the process that compiles keeps and runs only
+    code that its own user could have written. Returns them."""
+    folders = compile_folders()
+    os.environ.update({name: str(path) for name, path in folders.items()})
+    tempfile.tempdir = str(folders["TMPDIR"])
+    return folders
+
+
 def allowed_roots() -> list[Path]:
     """Folders a path typed into the app may point into (checkpoints, runs and any
     extra roots listed, separated by os.pathsep, in ALBERT_LAB_ALLOWED_DIRS)."""
-    extra = [Path(p).expanduser().resolve() for p in os.environ.get("ALBERT_LAB_ALLOWED_DIRS", "").split(os.pathsep) if p]
+    name = "ALBERT_LAB_ALLOWED_DIRS"
+    extra = [_env_folder(name, p, f"{name}'s entry {p[:200]!r}", f"folders separated by {os.pathsep!r}")
+             for p in os.environ.get(name, "").split(os.pathsep) if p]
     return [checkpoints_dir(), runs_dir(), *extra]
 
 

@@ -19,8 +19,18 @@ from typing import Any
 
 import torch
 
-from albert_lab.convert import LAYER_MAP, Conversion, albertize_state, source_eps, source_state, with_layer_norm_eps
+from albert_lab.convert import (
+    LAYER_MAP,
+    Conversion,
+    albertize_state,
+    albertized_spec,
+    source_eps,
+    source_state,
+    with_layer_norm_eps,
+)
 from albert_lab.errors import AlbertLabError
+from albert_lab.fields import ascii_int
+from albert_lab.limits import MAX_RANKS
 from albert_lab.models import build_model, layer_applications, tie_shared_modules
 from albert_lab.relaxed import RELAXED_MAPS, half_of
 from albert_lab.spec import HALVES, Half, Init, ModelSpec, Sharing
@@ -29,24 +39,64 @@ FULL = "full"
 
 
 def parse_rank(text: str) -> int | str:
-    """A rank as typed: a whole number >= 0, or 'full'."""
+    """A rank as typed: a whole number >= 0 in ASCII digits (fields.ascii_int: '²' and '١' are no
+    rank), or 'full'."""
     text = str(text).strip().lower()
     if text == FULL:
         return FULL
-    if not text.isdigit():
-        raise AlbertLabError(f"rank: {text!r} is not a whole number >= 0 or 'full'")
-    return int(text)
+    rank = ascii_int(text) if text[:1] not in ("+", "-") else None  # no sign: '+4' and '-0' are typos, not ranks
+    if rank is None:
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise AlbertLabError(f"rank: {shown!r} is not a whole number >= 0 or 'full'")
+    return rank
 
 
 def parse_ranks(text: str) -> list[int | str]:
-    """'0,4,16,64,full' -> [0, 4, 16, 64, 'full']; each rank once."""
-    ranks = [parse_rank(part) for part in str(text).split(",") if part.strip()]
-    if not ranks:
+    """'0,4,16,64,full' -> [0, 4, 16, 64, 'full']; each rank once, at most MAX_RANKS (each a model
+    built and measured: a link of thousands was hours of a server's thread, its check of ranks given
+    twice quadratic)."""
+    parts = [part for part in str(text).split(",") if part.strip()]
+    if not parts:
         raise AlbertLabError("--ranks: give ranks separated by commas, such as 0,4,16,64,full")
-    if len(set(ranks)) != len(ranks):
-        twice = next(r for r in ranks if ranks.count(r) > 1)
-        raise AlbertLabError(f"--ranks: {twice} is given twice; give each rank once")
+    if len(parts) > MAX_RANKS:
+        raise AlbertLabError(f"--ranks: {len(parts):,} ranks given; give at most {MAX_RANKS}, such as 0,4,16,64,full")
+    ranks = [parse_rank(part) for part in parts]
+    seen: set[int | str] = set()
+    for rank in ranks:
+        if rank in seen:
+            raise AlbertLabError(f"--ranks: {rank} is given twice; give each rank once")
+        seen.add(rank)
     return ranks
+
+
+def relaxed_ranks(spec: ModelSpec, rank: int | str, attention: int | str | None = None,
+                  ffn: int | str | None = None) -> dict[Half, int]:
+    """Each shared half's rank in the ALBERT of `spec`: `rank` for both unless given per half; 'full'
+    is the half's full rank. A half that is not shared has none."""
+    ranks: dict[Half, int] = {}
+    for half, given in zip(HALVES, (attention, ffn)):
+        want = rank if given is None else given
+        full = spec.full_rank(half)
+        if half not in spec.sharing_rule.shares:
+            if given not in (None, 0):
+                raise AlbertLabError(f"--rank-{'ffn' if half == 'FFN' else 'attention'} {given}: sharing "
+                                     f"{spec.sharing!r} leaves the {half} unshared, each layer its own: nothing to relax")
+            ranks[half] = 0
+            continue
+        value = full if want == FULL else int(want)
+        if value > full:
+            raise AlbertLabError(f"rank {value} is above full rank for the {half} matrices ({full}); give at most {full}, "
+                                 "or 'full'")
+        ranks[half] = value
+    return ranks
+
+
+def relaxed_spec(source_spec: ModelSpec, rank: int | str, embedding_size: int | None = None, sharing: Sharing = "all",
+                 groups: int | None = None) -> ModelSpec:
+    """The relaxed model's spec, known before any weight is read (the runs budget counts its bytes first)."""
+    base = albertized_spec(source_spec, embedding_size or source_spec.hidden_size, sharing, groups)
+    ranks = relaxed_ranks(base, rank)
+    return base.replace(rank_attention=ranks["attention"], rank_ffn=ranks["FFN"])
 
 
 @dataclass(frozen=True)
@@ -101,24 +151,8 @@ class Relaxation:
         return self.base.spec
 
     def ranks(self, rank: int | str, attention: int | str | None = None, ffn: int | str | None = None) -> dict[Half, int]:
-        """Each shared half's rank: `rank` for both unless given per half; 'full' is the half's full rank.
-        A half that is not shared has none."""
-        ranks: dict[Half, int] = {}
-        for half, given in zip(HALVES, (attention, ffn)):
-            want = rank if given is None else given
-            full = self.spec.full_rank(half)
-            if half not in self.spec.sharing_rule.shares:
-                if given not in (None, 0):
-                    raise AlbertLabError(f"--rank-{'ffn' if half == 'FFN' else 'attention'} {given}: sharing "
-                                         f"{self.spec.sharing!r} leaves the {half} unshared, each layer its own: nothing to relax")
-                ranks[half] = 0
-                continue
-            value = full if want == FULL else int(want)
-            if value > full:
-                raise AlbertLabError(f"rank {value} is above full rank for the {half} matrices ({full}); give at most {full}, "
-                                     "or 'full'")
-            ranks[half] = value
-        return ranks
+        """Each shared half's rank (relaxed_ranks) for this relaxation's ALBERT."""
+        return relaxed_ranks(self.spec, rank, attention, ffn)
 
     def at(self, ranks: dict[Half, int], seed: int = 0) -> Conversion:
         """The relaxed model of these ranks (albertize's at rank 0), with the facts its card records."""
@@ -225,7 +259,7 @@ def relax_into(root: Path, stem: str, source: str | Path, rank: int | str, embed
     relaxed model already under `root`: (folder, reused); one maker at a time per `root`, as albertize_into."""
     import shlex
 
-    from albert_lab.checkpoint.store import made_once
+    from albert_lab.checkpoint.store import made_once, planned_bytes
     from albert_lab.paths import unique_folder
 
     def make() -> Path:
@@ -235,8 +269,9 @@ def relax_into(root: Path, stem: str, source: str | Path, rank: int | str, embed
         return relax(source, out, rank, None, None, embedding_size, sharing, groups, init, seed,
                      command="albert-lab relax " + shlex.join(args))
 
+    adding = planned_bytes(source, lambda spec: relaxed_spec(spec, rank, embedding_size, sharing, groups)) if quota else None
     return made_once(root, "conversion", relax_options(source, rank, embedding_size, sharing, groups, init, seed), source,
-                     make, quota)
+                     make, quota, adding)
 
 
 def load_source(source: str | Path):
@@ -257,9 +292,3 @@ def weights_sha256(source: str) -> dict[str, str]:
 
     folder = make_loadable(Path(source))
     return {p.name: sha256(p) for p in sorted(folder.iterdir()) if p.suffix in WEIGHTS_SUFFIXES and p.is_file()}
-
-
-def card_facts(card: dict[str, Any]) -> dict[str, Any] | None:
-    """A relaxed checkpoint's `relaxation` section, or None."""
-    relaxation = card.get("relaxation")
-    return relaxation if isinstance(relaxation, dict) else None

@@ -5,7 +5,8 @@ catalog, the CLI and the pages only read them (training/runs.py interprets statu
 runs/<run-id>/
   run.json        config + status (queued, running, succeeded, failed, cancelled),
                   pid, heartbeat, step; written atomically (tmp file + rename)
-  metrics.jsonl   one TrainRow per log step, one EvalRow per evaluation, ResumeRow on resume
+  metrics.jsonl   a row per log step (kind 'train': training/progress.py's train_row), per evaluation
+                  ('eval') and per resume ('resume')
   gradflow.jsonl  per-layer gradient-flow snapshots ({"step", "rows"})
   checkpoint/     the latest checkpoint, written atomically, with trainer state
   log.txt         the process's output
@@ -19,7 +20,7 @@ import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any
 
 from albert_lab.errors import RunError
 
@@ -29,37 +30,6 @@ RUN_ID_PUNCTUATION = "-_.+=@,"
 PAIR_METRICS = ("pair_loss", "pair_acc")  # measured only when the run trains a pair task (not objective 'none')
 # held-out NSP and SOP accuracies and counts (eval rows): measured only where the pair head trained or came with the start
 HELD_OUT_PAIR_METRICS = ("eval_nsp", "eval_sop")
-
-
-class TrainRow(TypedDict):
-    kind: Literal["train"]
-    step: int
-    epoch: float
-    loss: float
-    mlm_loss: float
-    pair_loss: NotRequired[float]  # absent when not measured (objective 'none'): never a number that means nothing
-    mlm_acc: float
-    pair_acc: NotRequired[float]
-    grad_norm: float
-    lr: float
-    tokens: int
-    tokens_per_s: float  # over the last log interval
-    run_tokens_per_s: float  # over the whole run so far (tokens / training seconds)
-    elapsed_s: float
-    eta_s: float
-    time: float
-
-
-class EvalRow(TypedDict, total=False):
-    kind: Literal["eval"]
-    step: int
-    final: bool
-    eval_mlm_acc: float
-    eval_nsp_acc: float
-    eval_sop_acc: float
-    eval_sop_lead_acc: float
-    eval_sop_interior_acc: float
-    time: float
 
 
 def loss_words(row: dict[str, Any]) -> str:

@@ -33,6 +33,7 @@ def main() -> None:
     from albert_lab.kernels import autocast, tune_for_training
     from albert_lab.models import build_model
     from albert_lab.objective import PretrainingLoss
+    from albert_lab.paths import use_compile_folders
     from albert_lab.training.optim import build_optimizer
 
     spec, data, _ = setup(args.preset, args.batch_size)
@@ -43,6 +44,7 @@ def main() -> None:
         model = tune_for_training(build_model(spec, seed=0).train(), device)
         loss, optimizer = PretrainingLoss(model, spec.objective), build_optimizer(model, "lamb", 1e-3)
         if name == "compiled":
+            use_compile_folders()
             loss.compile_core()
             optimizer.compile_update()
         variants[name] = (loss, optimizer)

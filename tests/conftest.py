@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from albert_lab.checkpoint.files import SAFETENSORS_DTYPES
+from albert_lab.paths import COMPILE_FOLDERS
 
 # A bug inside the app's guard is raised again after its message (app/shell/guard.py): AppTests and the
 # served app's browser tests see it as an exception, as they did before the page ran in a guard.
@@ -59,7 +60,15 @@ def isolated_dirs(tmp_path, session_cache, monkeypatch):
     monkeypatch.setenv("ALBERT_LAB_CHECKPOINTS", str(tmp_path / "checkpoints"))
     monkeypatch.setenv("ALBERT_LAB_CACHE", str(session_cache))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # a compiled run in this process points these at its private folders (paths.use_compile_folders): undone after
+    saved, temp = {name: os.environ.get(name) for name in COMPILE_FOLDERS}, tempfile.tempdir
     yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    tempfile.tempdir = temp
 
 
 @pytest.fixture(autouse=True)

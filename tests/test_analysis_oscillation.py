@@ -153,6 +153,7 @@ def test_a_plateau_then_a_drop_is_not_rougher_than_a_zigzag():
     assert rows.roughness["albert-nsp"] == 0.0  # its +0.02 is under 5% of the distance: not counted, as in its verdict
     assert rows.roughness["albert-nsp"] < rows.roughness["bert-nsp"]
     assert rows.verdict["bert-nsp"].startswith("zig-zag") and rows.verdict["albert-nsp"].startswith("falls steadily")
+    assert all(rows.verdict == rows.headline + ": " + rows.detail)  # the page sets the two apart, never by stripping
 
 
 def test_a_growing_curve_names_the_dip_it_passes_over():

@@ -81,3 +81,72 @@ def test_the_parser_keeps_a_files_own_columns():
                                "a column without a name in the header is not kept"]
     lines = b'{"sentence_a": "a", "sentence_b": "b", "topic": 3}\n{"sentence_a": "c", "sentence_b": "d", "topic": {"x": 1}}\n'
     assert list(read_pairs(lines, "t.jsonl").pairs.topic.astype(object)) == ["3", pd.NA]
+
+
+def many_students(pairs: int, seed: int = 0) -> pd.DataFrame:
+    """score_pairs' frame for `pairs` pairs by two heads, nearly each its own student (every seventh shares one,
+    every eleventh has none), some unlabelled and some not scored (a NaN from the head)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    labels = [None if i % 13 == 0 else int(rng.integers(0, 2)) for i in range(pairs)]
+    students = [None if i % 11 == 0 else "7" if i % 7 == 0 else str(i) for i in range(pairs)]
+    rows = []
+    for name in ("sop", "nsp"):
+        for i in range(pairs):
+            p = float("nan") if (i % 17 == 0 and name == "nsp") else float(rng.random())
+            guess = None if p != p else int(p < 0.5)
+            rows.append(dict(checkpoint=name, row=i + 2, sentence_a="A b.", sentence_b="C d.", label=labels[i],
+                             student=students[i], head=name, unknown=0.0, p_ab=p, prediction=guess,
+                             correct=None if guess is None or labels[i] is None else guess == labels[i]))
+    return pd.DataFrame(rows).astype({"label": "Int64", "student": "string", "prediction": "Int64", "correct": "boolean"})
+
+
+def test_many_distinct_values_are_the_hand_count():
+    """Issue 67, F7: slicing was quadratic in a column's distinct values; made one pass, its numbers are still
+    those counted here by hand, pair by pair, for 400 pairs in some 330 groups."""
+    frame = many_students(400)
+    table = slice_accuracy(frame, "student")
+    counts: dict[tuple, list[int]] = {}
+    labels: dict[str, list[int]] = {}
+    for r in frame.itertuples():
+        group = "(blank)" if pd.isna(r.student) else r.student
+        pairs, n, hits = counts.setdefault((group, r.checkpoint), [0, 0, 0])
+        scored = not pd.isna(r.label) and r.p_ab == r.p_ab
+        counts[(group, r.checkpoint)] = [pairs + 1, n + scored, hits + (scored and bool(r.correct))]
+        if r.checkpoint == "sop" and not pd.isna(r.label):
+            labels.setdefault(group, []).append(int(r.label))
+    assert len(table) == len(counts) == 2 * len({g for g, _ in counts}) > 600
+    assert list(table.slice[:4]) == ["1", "1", "2", "2"] and table.slice.iloc[-1] == "(blank)"  # '2' before '10'
+    assert list(table.checkpoint[:2]) == ["sop", "nsp"]
+    for row in table.itertuples():
+        assert [row.pairs, row.n, row.hits] == counts[(row.slice, row.checkpoint)], row
+        assert (row.low, row.high) == wilson_interval(row.hits, row.n) if row.n else math.isnan(row.low)
+        given = labels.get(row.slice, [])
+        if given:
+            always = int(given.count(1) > given.count(0))
+            assert (row.always, row.base) == (always, given.count(always) / len(given))
+        else:
+            assert pd.isna(row.always) and math.isnan(row.base)
+
+
+def test_slicing_does_no_work_per_group(monkeypatch):
+    """One pass: as many frame lookups and iterations for 300 groups as for 30 (a filter of the whole frame and a
+    set of every value per group made 5,000 students take 15 s). Counted, not timed."""
+    calls = {"getitem": 0, "iter": 0}
+
+    def counting(name, original):
+        def wrapper(self, *args, **kwargs):
+            calls[name] += 1
+            return original(self, *args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(pd.DataFrame, "__getitem__", counting("getitem", pd.DataFrame.__getitem__))
+    monkeypatch.setattr(pd.Series, "__iter__", counting("iter", pd.Series.__iter__))
+    made = []
+    for pairs in (30, 300):
+        frame = many_students(pairs)
+        calls.update(getitem=0, iter=0)
+        slice_accuracy(frame, "student")
+        made.append(dict(calls))
+    assert made[0] == made[1], made

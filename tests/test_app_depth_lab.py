@@ -276,3 +276,20 @@ def test_depth_lab_trains_in_its_turn_after_another_visitors_computation(app, mo
     assert not at.exception, [e.value for e in at.exception]
     assert times["trained"] > times["released"], times  # one after the other, not side by side
 
+
+
+def test_the_vgg_caption_reads_the_gradient_panel_beside_it(app):
+    """VGG-38's first layers at about 1e-20 against VGG-8's 1e-6 is the depth lesson the panel draws; no text said it."""
+    from app.rooms.depth_lab.reading import gradient_words
+
+    def flow(first: dict[str, float]) -> pd.DataFrame:
+        return pd.DataFrame([dict(model=m, step=s, layer=layer, mean_abs=v * (1 if s == 300 else 9) * 10 ** (layer - 1))
+                             for m, v in first.items() for s in (1, 300) for layer in (1, 2, 3)])
+
+    said = gradient_words(flow({"VGG-8": 1e-6, "VGG-38": 1e-20, "VGG-38 + BatchNorm": 3e-6}))
+    assert said.startswith("First layer's mean |dL/dW| at the last step: VGG-8 1.0e-06; VGG-38 1.0e-20;")
+    assert "1e+14 times smaller than VGG-8's: it vanishes on its way down 38 layers" in said
+    assert "With BatchNorm, VGG-38's first layer gets 3.0e-06: the gradient reaches the first layers again." in said
+    assert "vanishes" not in gradient_words(flow({"VGG-8": 1e-6, "VGG-38": 1e-7}))  # the same order: nothing vanished
+    at = goto(app, "depth_lab")  # the shipped view's caption reads its own panel
+    assert any("First layer's mean |dL/dW| at the last step: " in m.value for m in at.markdown)

@@ -196,3 +196,16 @@ def test_the_seed_takes_its_bounds_and_default_from_the_analysis_record(app):
     assert "4,294,967,295" in seed.help
     at = seed.set_value(MAX_SEED).run()  # the top of the range computes, as on the command line
     assert not at.exception and not at.error and at.dataframe, [e.value for e in at.error]
+
+
+def test_the_per_application_chart_draws_max_dashed_as_its_title_says():
+    """The title said 'dashed: max' while plotly's default dash order drew max dotted."""
+    import pandas as pd
+
+    from app.rooms.gradient_flow.figures import gradflow_figure
+
+    frame = pd.DataFrame([dict(view="per_application", layer=layer, component=c, mean_abs=0.1, max_abs=1.0)
+                          for layer in (1, 2) for c in ("attention", "FFN")])
+    fig = gradflow_figure(frame, "m")
+    dashes = {t.name.split(", ")[1]: t.line.dash for t in fig.data}
+    assert dashes == {"mean": "solid", "max": "dash"} and "dashed: max" in fig.layout.title.text

@@ -81,3 +81,13 @@ def test_a_link_made_after_an_upload_opens_the_upload_tab_and_says_the_file_is_n
     assert fresh.session_state["pair_tab"] == "Upload pairs" and fresh.file_uploader(key="pair_file").value is None
     assert LINKED_NOTE in [i.value for i in fresh.info]
     assert not any("scored from" in h.value for h in fresh.subheader)  # nothing of the maker's file
+
+
+def test_a_links_numbers_are_read_in_ascii_only():
+    """int() and float() read '١٢' and '１２' as 12: a link's number is ASCII digits, or ignored."""
+    from app.shell.links import parse_float, parse_int
+
+    assert parse_int(1, 48)("12") == 12 and parse_int(50, 600, step=50)("100") == 100
+    assert [parse_int(1, 48)(t) for t in ("\u0661\u0662", "\uff11\uff12", "\u00b2", "1_2", "1" * 5000)] == [None] * 5
+    assert parse_float(0.0, 0.99)("0.5") == 0.5
+    assert [parse_float(0.0, 2.0)(t) for t in ("\uff11.5", "nan", "1_0", "0." + "1" * 5000)] == [None] * 4

@@ -77,7 +77,10 @@ def test_a_rank_is_made_and_offered_in_the_sidebar(app, held, tmp_path):
 
 
 @pytest.mark.parametrize("ranks, words", [("0, four", "'four' is not a whole number >= 0 or 'full'"),
-                                          ("0, 999", "rank 999 is above full rank")])
+                                          ("0, 999", "rank 999 is above full rank"),
+                                          ("0,\u00b2", "'\u00b2' is not a whole number >= 0 or 'full'"),  # issue 67, F4:
+                                          ("0,\u0661", "'\u0661' is not a whole number"),  # '²' was a ValueError
+                                          (",".join(map(str, range(40))), "40 ranks given; give at most 32")])
 def test_bad_ranks_are_said_in_one_line(app, held, ranks, words):
     at = open_view(app, calc_relax_source=SOURCE)
     others = len(charts(at))

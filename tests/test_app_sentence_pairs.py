@@ -92,8 +92,9 @@ def test_the_reading_says_when_an_interval_is_too_wide_and_why_nsp_scores_on_swa
                            for i, (label, said) in enumerate(zip(labels, said_all))]).astype({"label": "Int64"})
     text = upload_reading(labelled_accuracy(summarize(scores)), scores)
     assert ("**albert-sop** (SOP head, asked: is A then B the original order?) 0.45 [0.26-0.66] on 20 pairs, right on "
-            "6 of 14 label-0 pairs and 3 of 6 label-1 pairs: the interval holds chance (0.50), so 20 pairs cannot tell "
-            "this head from guessing") in text
+            "6 of 14 label-0 pairs and 3 of 6 label-1 pairs: the interval holds chance (0.50) but lies below always "
+            "answering label 0 (0.70): on 20 pairs this head is worse than one that ignores the pair, beyond the "
+            "interval") in text  # its interval's top, 0.66, is under the base rate
     assert ("**albert-nsp** (NSP head, asked: is B the segment that follows A?) 0.85 [0.64-0.95] on 20 pairs, right on "
             "14 of 14 label-0 pairs and 3 of 6 label-1 pairs: above chance, but the interval holds always answering "
             "label 0 (0.70)") in text

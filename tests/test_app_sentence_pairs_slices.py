@@ -80,3 +80,22 @@ def test_a_links_slice_and_filters_wait_for_the_visitors_own_file(app):
     assert fresh.selectbox(key="pair_slice").value == "student" and fresh.selectbox(key="pair_fgroup").value == "bob"
     assert list(next(d.value for d in fresh.dataframe if "p0 albert-sop" in d.value).row) == [6]
     assert fresh.selectbox(key="pair_row").value == 6 and fresh.text_area(key="pair_edit_a_6").value == "The cat sat on the mat."
+
+
+def test_a_slices_reading_says_below_the_base_rate_where_its_interval_holds_chance_but_not_the_base_rate():
+    """bert-sop-minilm at 15-16 words: 3/13 = 0.231 [0.082, 0.503] against a base rate of 0.769: too few to
+    tell from chance, yet reliably worse than always answering the commoner label (the reading stopped at chance)."""
+    from app.rooms.sentence_pairs.reading import slice_words, verdict
+
+    assert slice_words(0.082, 0.503, 13, "label 0", 0.769, False) == \
+        "too few to tell from chance, but below always answering label 0 (0.77)"
+    assert slice_words(0.3, 0.8, 10, "label 0", 0.6, False) == \
+        "too few to tell from chance or from always answering label 0 (0.60)"
+    assert slice_words(0.082, 0.503, 13, "label 0", 1.0, True) == "too few to tell from chance"  # by label: no base rate
+    assert "worse than one that ignores the pair" in verdict(0.082, 0.503, 0, 0.769, 13)
+
+
+def test_shares_round_half_up_as_people_round():
+    from app.shell.text import two
+
+    assert two(19 / 40) == "0.48" and two(0.474) == "0.47" and two(1.0) == "1.00" and two(float("nan")) == "nan"

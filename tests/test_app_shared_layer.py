@@ -177,6 +177,12 @@ def test_model_view_draws_every_application_and_head_with_the_library_weights(sh
             assert list(trace.x) == list(trace.y) == [f"{i} {p}" for i, p in enumerate(pieces)]
             assert f"application {application}, head {head}" in trace.hovertemplate and trace.coloraxis == "coloraxis"
         assert fig.layout.coloraxis.cmax == maps[value].max() and fig.layout.coloraxis.cmin == 0
+        # 6 applications of a 3-layer model: its trained depth marked between rows 3 and 4 (12 rows read as 12 layers)
+        [line] = fig.layout.shapes
+        row = {a: fig.layout[f"yaxis{'' if i == 0 else i * len(heads) + 1}"].domain for i, a in enumerate(applications)}
+        assert row[4][1] < line.y0 == line.y1 < row[3][0]
+        assert any(n.text == "trained depth L = 3; below, the block applied again" for n in fig.layout.annotations)
+    assert not model_view_figure(maps[maps.application <= 3]).layout.shapes  # no mark where nothing is applied again
     long = pd.concat([maps.assign(query=maps["query"] + t * len(pieces), key=maps["key"] + t * len(pieces))
                       for t in range(5)])  # not real maps: only which rows survive the cut matters here
     cut, tokens = first_tokens(long, 32)

@@ -297,7 +297,12 @@ def test_runs_of_other_sessions_are_read_only_unless_single_user(app, monkeypatc
     assert any("One run trains at a time in this runs folder" in c.value for c in at.caption)  # why it waits
     monkeypatch.setenv("ALBERT_LAB_SINGLE_USER", "1")
     at.run()
-    assert any(b.label == "Cancel this run" for b in at.button)
+    next(b for b in at.button if b.label == "Cancel this run").click().run()
+    assert [t.value for t in at.toast] == ["Cancel requested: the run stops before its first step, with no checkpoint "
+                                           "(it had none to save)."]  # queued: it never promises a checkpoint
+    assert (run_dir / "cancel").exists()
+    from app.rooms.training.views import cancel_words
+    assert cancel_words("running", 40) == "Cancel requested: the run saves its checkpoint (step 40 or the next) and stops."
 
 
 def test_a_queued_run_names_the_run_it_waits_for(app, monkeypatch):

@@ -114,8 +114,8 @@ def test_markdown_and_html_from_a_link_a_run_and_an_upload_are_drawn_as_text(ser
                 expect(page.locator("strong", has_text="onerror=alert(1)").first).to_be_attached(timeout=60_000)  # its name
                 no_markup_drawn(page, listener)
 
-                page.goto(f"{server}/sentence_pairs")
-                page.get_by_role("tab", name="Upload pairs").click()
+                page.goto(f"{server}/sentence_pairs?pair_tab=Upload+pairs")  # the tab from the link: no click to miss
+                expect(page.get_by_role("tab", name="Upload pairs", selected=True)).to_be_visible(timeout=90_000)
                 page.locator("input[type=file]").first.set_input_files(
                     {"name": "[f](javascript:alert(1)).csv", "mimeType": "text/csv", "buffer": pairs.read_bytes()})
                 expect(page.get_by_text("3 pairs scored from [f](javascript:alert(1)).csv")).to_be_visible(timeout=90_000)

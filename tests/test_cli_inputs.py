@@ -129,6 +129,17 @@ def test_every_path_a_user_gives_goes_through_one_check(tmp_path, args):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["loop", "p.csv"]  # no ./~nouser, no run folder
 
 
+def test_a_typed_number_is_read_in_ascii_only():
+    from albert_lab.fields import ascii_float, ascii_int
+
+    assert [ascii_int(t) for t in ("12", " -3 ", "+7", "0" * 40)] == [12, -3, 7, 0]
+    for text in ("", "-", "\u00b2", "\u0661\u0662", "\uff11\uff12", "1_000", "1e3", "4.0", "1" * 41, "1 2"):
+        assert ascii_int(text) is None, text
+    assert [ascii_float(t) for t in ("0.5", "-1e-3", " 2 ")] == [0.5, -0.001, 2.0]
+    for text in ("nan", "inf", "-inf", "1e400", "\uff11.5", "1_0", "1" * 41, ""):
+        assert ascii_float(text) is None, text
+
+
 @pytest.mark.parametrize("args, words", [
     (("train", "--threads", "1000000000"), "--threads"),
     (("train", "--threads", "0"), "--threads"),
@@ -140,6 +151,14 @@ def test_every_path_a_user_gives_goes_through_one_check(tmp_path, args):
                       ("extrapolate", "--checkpoint", "albert-sop"), ("logit-lens", "--checkpoint", "albert-sop"),
                       ("gradflow", "--checkpoint", "albert-sop"), ("albertize", "--checkpoint", "x", "--out", "y"))],
     *[(("train", "--corpus", f"wiki-vital[{part}]", "--steps", "1"), "wiki-vital[:N]") for part in (":abc", ":", ":-5", ":0")],
+    *[(("train", "--corpus", f"wiki-vital[:{n}]", "--steps", "1"), "wiki-vital[:N]") for n in ("\u00b2", "\u0661\u0662")],
+    # a whole number is written in ASCII digits: int() read '١٢' and '１２' as 12 (issue 67, F4's neighbours)
+    *[(("extrapolate", "--checkpoint", "albert-sop", "--seed", seed), "is not a whole number")
+      for seed in ("\u0661\u0662", "\uff11\uff12", "\u00b2", "1_000")],
+    *[((*command, "\u0661\u0662"), f"{command[-1]}: '\u0661\u0662' is not a whole number")
+      for command in (("extrapolate", "--checkpoint", "albert-sop", "--seq-len"), ("params", "--seq-len"),
+                      ("params", "--hidden"), ("albertize", "--checkpoint", "x", "--out", "y", "--embedding"),
+                      ("app", "--port"))],
 ])
 def test_numeric_options_are_bounded(shipped, tmp_path, args, words):
     """--threads 1e9 aborted in libgomp, --steps 1e21 ran for ever, --max-tokens 1e9 built 4.3 GB matrices, a seed

@@ -1,6 +1,9 @@
 """albert-lab score: CSV and JSON out, warnings, and one line for each bad option, file or device."""
 
+import csv
+import io
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -175,3 +178,37 @@ def test_evaluate_with_nothing_to_evaluate_says_so(shipped, tmp_path):
     one.write_text("The river flows through the old town. Its bridges are old. The town is quiet.\n")
     one_line_error(run_cli("evaluate", "--checkpoint", str(shipped / "albert-sop"), "--corpus", str(one), "--no-ood"),
                    "no held-out pairs")
+
+
+HOSTILE_CELL = '=HYPERLINK("http://evil.example/","click")'
+HOSTILE_HEADER = "=cmd|' /C calc'!A0"
+
+
+def hostile_pairs(path: Path) -> Path:
+    """A student's file: a formula in a column of its own, in its header, and opening a sentence."""
+    frame = pd.DataFrame({"sentence_a": ["=1+1 is two.", "The cat sat."], "sentence_b": ["It purred.", "-It left."],
+                          "label": [0, 1], HOSTILE_HEADER: [HOSTILE_CELL, "@SUM(A1)"], "grade": ["-2", "+0.5"]})
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_score_out_is_safe_to_open_in_a_spreadsheet(shipped, tmp_path):
+    """F5 (issue 67): uploaded cells and headers starting with = + - @ were written as they are: live formulas in
+    the teacher's spreadsheet. Now they start with ', numbers stay numbers; --raw-csv writes them as they are."""
+    pairs, out, raw = hostile_pairs(tmp_path / "hostile.csv"), tmp_path / "s.csv", tmp_path / "raw.csv"
+    result = run_cli("score", str(pairs), "--checkpoint", str(shipped / "albert-sop"), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    scores = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert "'" + HOSTILE_HEADER in scores.columns and HOSTILE_HEADER not in scores.columns
+    assert list(scores["'" + HOSTILE_HEADER]) == ["'" + HOSTILE_CELL, "'@SUM(A1)"]
+    assert list(scores.sentence_a) == ["'=1+1 is two.", "The cat sat."] and list(scores.sentence_b) == ["It purred.", "'-It left."]
+    assert list(scores.grade) == ["-2", "+0.5"]  # text that is a plain number runs nothing: kept as a number
+    numbers = pd.read_csv(out)
+    assert numbers.p_ab.between(0, 1).all() and list(numbers.label) == [0, 1] and list(numbers.row) == [2, 3]
+    for cells in csv.reader(io.StringIO(out.read_bytes().decode(), newline="")):  # every cell that starts so is a number
+        assert all(re.fullmatch(r"[+-][\d.]+", cell) for cell in cells if cell.startswith(("=", "+", "-", "@"))), cells
+    result = run_cli("score", str(pairs), "--checkpoint", str(shipped / "albert-sop"), "--out", str(raw), "--raw-csv")
+    assert result.returncode == 0, result.stderr
+    kept = pd.read_csv(raw, dtype=str, keep_default_na=False)
+    assert list(kept[HOSTILE_HEADER]) == [HOSTILE_CELL, "@SUM(A1)"]
+    assert (numbers.p_ab == pd.read_csv(raw).p_ab).all()

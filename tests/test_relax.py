@@ -21,6 +21,7 @@ from tolerance import U32, path_length
 
 from albert_lab.checkpoint.load import load_checkpoint
 from albert_lab.convert import albertize_state
+from albert_lab.errors import AlbertLabError
 from albert_lab.models import build_model
 from albert_lab.params import count
 from albert_lab.relax import Relaxation, relax, source_eps, source_state
@@ -219,6 +220,25 @@ def test_gradient_flow_sums_each_application_to_the_shared_matrix(tokenizer):
     assert torch.allclose(summed, want, atol=1e-6 * float(want.abs().max()) * 4)
 
 
+def test_ranks_are_whole_numbers_in_ascii_digits(tmp_path):
+    """Issue 67, F4: str.isdigit() passed '²', then int() raised (a traceback in the app); int() alone reads
+    '١٢' and '１２'. A rank is ASCII digits or 'full', and a curve has at most MAX_RANKS of them."""
+    from albert_lab.limits import MAX_RANKS
+    from albert_lab.relax import parse_rank, parse_ranks
+
+    assert parse_ranks(" 0, 4 ,16,FULL") == [0, 4, 16, "full"] and parse_rank("007") == 7
+    for text in ("\u00b2", "\u0661\u0662", "\uff11\uff12", "1_000", "+4", "-0", "4.0", "1e3", "9" * 41):
+        with pytest.raises(AlbertLabError, match="is not a whole number >= 0 or 'full'"):
+            parse_rank(text)
+    with pytest.raises(AlbertLabError, match=f"give at most {MAX_RANKS}"):
+        parse_ranks(",".join(map(str, range(MAX_RANKS + 1))))
+    with pytest.raises(AlbertLabError, match="3 is given twice"):  # found in one pass (it was a count per rank)
+        parse_ranks(",".join(map(str, range(MAX_RANKS - 1))) + ",3")
+    for flag in ("--ranks", "--rank", "--rank-ffn"):
+        one_line_error(run_cli("relax", "--checkpoint", str(tmp_path), flag, "0,\u00b2" if flag == "--ranks" else "\u00b2"),
+                       "'\u00b2' is not a whole number >= 0 or 'full'")
+
+
 def test_bad_input_is_one_line(tiny_bert, tmp_path, shipped):
     source = str(tiny_bert[0])
     for args, words in [(["--rank", "-1"], ["--rank"]), (["--rank", "2.5"], ["--rank"]),
@@ -310,3 +330,39 @@ def test_params_counts_a_relaxed_spec_as_the_formulas_do():
     vectors = (layers - 1) * (4 * h + 2 * h + f + h + 2 * h)  # each application's own, where the ALBERT had one set
     assert report["total"] == plain.total + corrections + vectors == 14_447_616
     one_line_error(run_cli("params", "--preset", "bert-base", "--rank-ffn", "4"), "not shared")
+
+
+def test_the_runs_budget_counts_the_model_a_relax_will_write(tiny_bert, tmp_path):
+    """Issue 67: a full-rank relaxed model is some 1.4 times its source, and the budget was checked with a copy of the
+    source's folder, so one click could pass it by a model's size. It counts the model's own bytes now, from its spec,
+    before the work: a budget the source fits under but the relaxed model does not is refused, nothing written."""
+    from albert_lab.convert import albertize_into
+    from albert_lab.limits import folder_bytes
+    from albert_lab.relax import relax_into
+
+    folder, _ = tiny_bert
+    made, _ = relax_into(tmp_path / "elsewhere", "full", folder, "full")
+    source, written = folder_bytes(folder), folder_bytes(made)
+    assert written > source, (written, source)  # 1.13 times here, where the embeddings weigh most
+    root = tmp_path / "runs" / "relaxed"
+    with pytest.raises(AlbertLabError, match=r"^disk quota: .* this conversion needs"):
+        relax_into(root, "full", folder, "full", quota=(source + written) // 2)  # holds the source, not the model
+    assert not [p for p in root.iterdir() if not p.name.startswith(".")]
+
+    from albert_lab.checkpoint.store import FILES_ALLOWANCE, planned_bytes
+    from albert_lab.convert import albertized_spec
+    from albert_lab.relax import relaxed_spec
+
+    planned = planned_bytes(folder, lambda spec: relaxed_spec(spec, "full"))
+    made, _ = relax_into(root, "full", folder, "full", quota=2 * planned)
+    assert written_within(planned, folder_bytes(made))
+    albertized = planned_bytes(folder, lambda spec: albertized_spec(spec, 8))  # albertize: the ALBERT's bytes, smaller
+    made, _ = albertize_into(tmp_path / "runs" / "albertized", "a", folder, 8, "all", 1, "average", quota=2 * planned)
+    assert written_within(albertized, folder_bytes(made)) and albertized < source + FILES_ALLOWANCE
+
+
+def written_within(planned: int, written: int) -> bool:
+    """What was written is no more than planned, and less by at most the allowance for the files beside the weights."""
+    from albert_lab.checkpoint.store import FILES_ALLOWANCE
+
+    return planned - FILES_ALLOWANCE <= written <= planned

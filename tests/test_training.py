@@ -17,7 +17,7 @@ from albert_lab.checkpoint.load import load_checkpoint
 from albert_lab.errors import AlbertLabError, DataError, RunError, SpecError
 from albert_lab.runfolder import read_jsonl, write_json_atomic
 from albert_lab.training.config import TrainConfig
-from albert_lab.training.jobs import cancel_run, create_run, evaluate_run, resume_run, start_run
+from albert_lab.training.jobs import cancel_run, create_run, resume_run, start_run
 from albert_lab.training.runs import claim_run_dir, list_runs, read_run, update_run
 from albert_lab.training.worker import run_worker
 
@@ -124,7 +124,6 @@ def test_the_last_steps_are_logged_when_not_a_multiple_of_log_every(monkeypatch,
     card = load_checkpoint(run_dir / "checkpoint").card
     evaluated = card["evaluation"]
     assert not evaluated["full"] and evaluated["evaluated_rows"] <= 3 * evaluation.CALIBRATION_ROWS < evaluated["held_out_rows"]
-    evaluated_sop_n = card["metrics"]["sop"]["n"]
     assert card["metrics"]["sop"]["n"] <= evaluation.CALIBRATION_ROWS and card["metrics"]["sop"]["low"] < card["metrics"]["sop"]["high"]
     log = capfd.readouterr().out  # a worker's output is its log.txt
     assert f"final evaluation on {evaluated['evaluated_rows']:,} of {evaluated['held_out_rows']:,} held-out" in log
@@ -133,12 +132,7 @@ def test_the_last_steps_are_logged_when_not_a_multiple_of_log_every(monkeypatch,
     assert [m["step"] for m in train_rows] == [1, 5, 7]
     assert [s["step"] for s in read_run(run_dir).gradflow()] == [7]  # the last step's snapshot, not one at 100
     assert train_rows[-1]["tokens"] == card["provenance"]["tokens"]
-    heard = []  # then every held-out pair, as a card's button asks: its figures replace the sample's
-    metrics = evaluate_run(run_dir, progress=lambda fraction, words: heard.append((fraction, words)))
-    card = load_checkpoint(run_dir / "checkpoint").card
-    assert card["metrics"] == metrics and card["evaluation"]["full"]
-    assert card["evaluation"]["evaluated_rows"] == evaluated["held_out_rows"]
-    assert metrics["sop"]["n"] > evaluated_sop_n and heard[-1][0] == 1.0 and "left" in heard[0][1]
+
 
 
 def test_full_eval_scores_every_held_out_pair(capfd):

@@ -1,17 +1,27 @@
 """The compiled training step: no graph breaks, one graph per batch shape, few shapes an epoch,
-the same losses and gradients as the step run eagerly, and a compiled run that trains."""
+the same losses and gradients as the step run eagerly, a compiled run that trains, and its generated
+code kept in folders of this user's alone."""
+
+import getpass
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from conftest import CORPUS, tiny_spec
+from conftest import CORPUS, ROOT, one_line_error, run_cli, tiny_spec
 
 from albert_lab.data.batching import WIDTH_BUCKETS, Batch, PretrainingData, Shapes
 from albert_lab.data.masking import masking_config, prediction_budget
 from albert_lab.data.tokenized import tokenize_documents
+from albert_lab.errors import AlbertLabError
 from albert_lab.kernels import tune_for_training
 from albert_lab.models import build_model
 from albert_lab.objective import PretrainingLoss, padding_mask
+from albert_lab.paths import COMPILE_FOLDERS, compile_folders, private_folder
 from albert_lab.training.config import TrainConfig
 
 
@@ -150,3 +160,108 @@ def test_auto_compiles_only_long_runs_on_a_gpu():
     assert not TrainConfig(max_steps=COMPILE_MIN_STEPS).compiled("cpu")
     assert TrainConfig(max_steps=20, compile="on").compiled("cpu")
     assert not TrainConfig(max_steps=10 ** 6, compile="off").compiled("cuda")
+
+
+# ---- where compiled code is kept: folders of this user's alone -----------------------------------------
+
+def _tree(folder: Path) -> dict[str, tuple[int, float, bytes]]:
+    """Every path under `folder` (itself too): its mode, mtime and, for a file, its bytes."""
+    return {str(p.relative_to(folder)): (p.stat().st_mode, p.stat().st_mtime, p.read_bytes() if p.is_file() else b"")
+            for p in [folder, *folder.rglob("*")]}
+
+
+@pytest.mark.slow
+def test_a_compiled_run_leaves_a_shared_temp_folder_alone(tmp_path):
+    """The adversary's F6: `torchinductor_<user>` made first by someone else in the temporary folder, writable
+    by all, with a module planted in it. A run compiled by inductor (on the CPU: C++ built by the compiler)
+    neither reads nor writes it: its generated code is in the project's cache, in folders of mode 0700."""
+    shared = tmp_path / "shared-tmp"
+    planted = shared / f"torchinductor_{getpass.getuser()}"
+    (planted / "ab").mkdir(parents=True)
+    (planted / "ab" / "cabplanted.py").write_text("raise SystemExit('planted code ran')\n")
+    for folder in (shared, planted, planted / "ab"):
+        folder.chmod(0o777)
+    before = _tree(planted)
+    cache = tmp_path / "cache"
+    env = {k: v for k, v in os.environ.items() if k not in COMPILE_FOLDERS}  # as in a shell: never set
+    env.update(TMPDIR=str(shared), ALBERT_LAB_CACHE=str(cache), TORCHINDUCTOR_COMPILE_THREADS="1")
+    result = subprocess.run([sys.executable, "-m", "albert_lab", "train", "--foreground", "--compile", "on", "--corpus", CORPUS,
+                             "--vocab-size", "1000", "--embedding", "8", "--hidden", "16", "--layers", "1", "--heads", "2",
+                             "--ffn", "16", "--max-positions", "32", "--seq-len", "32", "--batch-size", "4", "--steps", "1",
+                             "--optimizer", "adamw", "--precision", "fp32", "--threads", "1", "--eval-limit", "4",
+                             "--eval-every", "100", "--checkpoint-every", "100"],
+                            capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
+    assert result.returncode == 0 and "compiled" in result.stdout, result.stdout[-2000:] + result.stderr[-2000:]
+    assert _tree(planted) == before  # nothing in it written, added or touched
+    assert list(shared.iterdir()) == [planted]  # its own temporary folders (mkdtemp: private, random names) gone
+    for name in ("compile", "compile/inductor", "compile/triton", "compile/tmp"):
+        assert stat.S_IMODE((cache / name).stat().st_mode) == 0o700, name
+    generated = {p.suffix for p in (cache / "compile" / "inductor").rglob("*") if p.is_file()}
+    assert {".py", ".cpp", ".so"} <= generated, generated  # the wrappers and kernels inductor made, and ran
+
+
+def test_a_private_folder_is_made_0700_and_one_others_can_write_refused(tmp_path):
+    made = private_folder(tmp_path / "new" / "code", "do this")
+    assert stat.S_IMODE(made.stat().st_mode) == 0o700
+    open_ = tmp_path / "open"
+    open_.mkdir()
+    (open_ / "planted.py").write_text("x = 1\n")
+    open_.chmod(0o777)
+    with pytest.raises(AlbertLabError, match=r"open can be written by others \(mode 0777\).*; do this$") as err:
+        private_folder(open_, "do this")
+    assert "\n" not in str(err.value) and (open_ / "planted.py").read_text() == "x = 1\n"  # refused, not emptied
+    open_.chmod(0o775)  # group-writable: the group's other members could write it too
+    with pytest.raises(AlbertLabError, match="mode 0775"):
+        private_folder(open_, "do this")
+
+
+def test_a_private_folder_of_another_user_or_in_a_folder_others_can_change_refused(tmp_path, monkeypatch):
+    folder = private_folder(tmp_path / "mine", "do this")
+    real_uid = os.getuid()
+    monkeypatch.setattr(os, "getuid", lambda: real_uid + 1)  # the folder now belongs to someone else
+    with pytest.raises(AlbertLabError, match=rf"mine belongs to another user \(uid {real_uid}\)"):
+        private_folder(folder, "do this")
+    monkeypatch.undo()
+    parent = tmp_path / "shared"
+    private_folder(parent / "cache", "do this")
+    parent.chmod(0o777)  # others could rename the private folder away and put theirs in its place
+    with pytest.raises(AlbertLabError, match=r"cache lies in .*shared, which others can change \(mode 0777"):
+        private_folder(parent / "cache", "do this")
+    parent.chmod(0o1777)  # as /tmp: others may add their own, never move ours
+    assert private_folder(parent / "cache", "do this") == parent / "cache"
+
+
+def test_the_compilers_folders_are_the_projects_unless_the_user_named_them(tmp_path, monkeypatch):
+    """Under the cache by default; TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR where the user set them, checked
+    alike; TMPDIR always the project's (inductor names folders in it whatever its cache variable says)."""
+    from albert_lab.paths import cache_dir
+
+    for name in COMPILE_FOLDERS:
+        monkeypatch.delenv(name, raising=False)
+    base = cache_dir() / "compile"
+    assert compile_folders() == {name: base / sub for name, sub in COMPILE_FOLDERS.items()}
+    mine = tmp_path / "my-inductor"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(mine))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    folders = compile_folders()
+    assert folders["TORCHINDUCTOR_CACHE_DIR"] == mine and folders["TMPDIR"] == base / "tmp"
+    # torch's defaults, as torch leaves them in the environment of a process that imports it (the app's) for the runs it starts
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "torchinductor_me" / "triton" / "0"))
+    assert compile_folders()["TRITON_CACHE_DIR"] == base / "triton"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / f"torchinductor_{getpass.getuser()}"))
+    assert compile_folders()["TORCHINDUCTOR_CACHE_DIR"] == base / "inductor"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(mine))
+    mine.chmod(0o777)
+    with pytest.raises(AlbertLabError, match=r"my-inductor can be written by others .*set TORCHINDUCTOR_CACHE_DIR to a folder"):
+        compile_folders()
+
+
+def test_train_refuses_a_compiler_cache_others_can_write_in_one_line(tmp_path):
+    """Before any work and before a run folder: one line naming the folder and what to do."""
+    shared = tmp_path / "inductor"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    result = run_cli("train", "--compile", "on", "--steps", "1", "--foreground", "--corpus", CORPUS,
+                     env={"TORCHINDUCTOR_CACHE_DIR": str(shared)})
+    one_line_error(result, str(shared), "can be written by others", "chmod 700")
+    assert not list((tmp_path / "runs").glob("*"))  # no run folder

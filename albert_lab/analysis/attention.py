@@ -99,7 +99,8 @@ def attention_maps(bundles: ModelBundle | Sequence[ModelBundle], text: str, repe
                    max_len: int = MAX_LEN) -> pd.DataFrame:
     """Maps of one text: one row per (checkpoint, application, inner, head, query, key)
     with the raw weight and the norm-weighted value ||alpha_ij f(x_j)||; `repeat` > 1
-    applies a shared block beyond depth L (unshared models stay at L, with a note)."""
+    applies a shared block beyond depth L (unshared models stay at L, with a note); `depth_L`
+    is the trained depth."""
     frames = []
     for bundle in [bundles] if isinstance(bundles, ModelBundle) else bundles:
         runs = list(per_layer_attention(bundle, [text], repeat, max_len))
@@ -115,7 +116,8 @@ def attention_maps(bundles: ModelBundle | Sequence[ModelBundle], text: str, repe
             checkpoint=pd.Categorical([bundle.name]).repeat(per_run * len(runs)),
             application=np.repeat([r[0] for r in runs], per_run), inner=np.repeat([r[1] for r in runs], per_run),
             head=head, query=query, key=key, query_token=_token_column(pieces, query), key_token=_token_column(pieces, key),
-            weight=alpha.numpy(), norm_weighted=weighted.numpy(), note=pd.Categorical([note]).repeat(per_run * len(runs)))))
+            weight=alpha.numpy(), norm_weighted=weighted.numpy(), note=pd.Categorical([note]).repeat(per_run * len(runs)),
+            depth_L=bundle.spec.num_layers)))  # the trained depth: applications past it are the block applied again
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 

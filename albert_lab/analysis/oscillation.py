@@ -95,7 +95,8 @@ def verdict(frame: pd.DataFrame) -> pd.DataFrame:
     """Per checkpoint, in plain words: do the transitions shrink toward 0 (converging
     to a fixed point, as Deep Equilibrium Models would have it), fall or grow steadily,
     turn once, or zig-zag (the paper's BERT)? `shape` names it in one word ('falls', 'zig-zag', ...),
-    `headline` in the words `verdict` starts with ('falls steadily, never settles', 'zig-zag', ...),
+    `headline` in the words `verdict` starts with ('falls steadily, never settles', 'zig-zag', ...) and
+    `detail` the words after it (the page sets them apart: `verdict` is "headline: detail"),
     `turns` counts the L2 curve's changes of direction and `roughness` (`_roughness`: the share of
     its path beyond one turn; lower is smoother) measures the zig-zag, both on the same runs
     (`_turning_points`)."""
@@ -150,7 +151,7 @@ def verdict(frame: pd.DataFrame) -> pd.DataFrame:
         words = f"{headline}: {rest}"
         rows.append(dict(checkpoint=name, converging=converging, last_l2=float(l2[-1]), min_l2=float(l2.min()),
                          turns=turns, shape=shape, roughness=_roughness(judged, tolerance), headline=headline,
-                         verdict=words))
+                         detail=rest, verdict=words))
     return pd.DataFrame(rows)
 
 

@@ -1,8 +1,8 @@
 """Every analysis declared once: a record each (`Analysis`) naming its function, its options
-with their bounds, defaults and help (`AnalysisOption`), the inputs it reads, the heads it
-needs, what the command line prints of its frame, what a unit of its work costs, its figure
-and its page's words. The command line builds its analysis commands from ANALYSES in one loop,
-the front door (albert_lab.lab) its verbs, and the app's time estimates read the costs here.
+with their bounds, defaults and help (`AnalysisOption`), the inputs it reads, what the command
+line prints of its frame, what a unit of its work costs, its figure and its page's words. The
+command line builds its analysis commands from ANALYSES in one loop, the front door
+(albert_lab.lab) its verbs, and the app's time estimates read the costs here.
 Adding an analysis is its module (the function, and a report if it prints more than a table),
 its figure (albert_lab/figures/) and one record below.
 
@@ -30,7 +30,6 @@ Inputs = Literal["texts", "text", "pairs", "held-out", "pair"]
 else the built-in sample), the first of them, a pairs file, the held-out pairs of a corpus, one
 typed pair."""
 Use = Literal["run", "inputs", "output"]
-Head = Literal["mlm", "pair"]
 Aggregate = Literal["mean", "median"]  # how oscillation takes each layer's per-token values together
 
 
@@ -92,7 +91,6 @@ class Analysis:
     function: str  # (checkpoints, inputs, **options) -> a tidy frame; one bundle where `most` is 1
     inputs: Inputs
     options: tuple[AnalysisOption, ...] = ()
-    heads: tuple[Head, ...] = ()  # the heads whose outputs it reads (a checkpoint without one gets a note, or a refusal)
     columns: tuple[str, ...] = ()  # the command line's table (none: every column); --json prints every column
     report: str | None = None  # frame -> Report, where it prints more than the table
     notes: bool = False  # says each checkpoint's note (analysis.common.checkpoint_notes) on standard error
@@ -165,8 +163,8 @@ def relaxation_units(spec: ModelSpec, ranks: int, pairs: int) -> float:
 
 # ---- the analyses, in the order `albert-lab --help` lists them ------------------------------------------
 # Seconds per unit: the median over albert-sop, albert-sop-minilm and bert-nsp of benchmarks/bench_estimates.py on
-# 2 cores at load 1-2, the pages' default inputs (docs/benchmarks.md has the run); a busier server takes longer, and a
-# bar's time left follows the work's own pace from 10% on, and the server's own pace once it has timed one.
+# 2 cores (docs/benchmarks.md, "The time estimates", has each run); a busier server takes longer, and a bar's time
+# left follows the work's own pace from 10% on, and the server's own pace once it has timed one.
 EVALUATE = Analysis(
     "evaluate", "intrinsic MLM / NSP / SOP accuracy on held-out pairs, with 95% intervals (paper Table 5)",
     "evaluation", "evaluate", "held-out",
@@ -175,10 +173,8 @@ EVALUATE = Analysis(
      AnalysisOption("limit", int, bounds=Range(1), help="at most this many pairs per task (a fixed random sample)"),
      AnalysisOption("by_source", bool, False, help="also one row per source"),
      AnalysisOption("out_of_domain", bool, True, flag="--no-ood", use="inputs", help="skip the out-of-domain source")),
-    heads=("mlm", "pair"), report="report", progress=True,
-    # the page's default was 100 pairs per task: 600 pairs (3 tasks, held-out and out-of-domain), not 100, per checkpoint.
-    # bench_estimates.py --only table5 --limit 50, 2 cores, load 1.5-2.7: 0.059 (albert-sop), 0.037 (albert-sop-minilm)
-    # s per unit, the pairs built in 1.6 s; at load 4-5: 0.068, 0.043; the walk at load 1-3: 108 s for 3,150 units, 0.034
+    report="report", progress=True,
+    # a unit is one pair of one task: the page's 100 pairs per task are 600 units (3 tasks, held-out and out-of-domain)
     cost=Cost("table5", 0.04, "one held-out pair scored, one forward pass (MLM, NSP or SOP), at albert-sop's size "
                               "(evaluation.pairs_scored)", first=2.0))
 
@@ -196,7 +192,7 @@ GRADFLOW = Analysis(
     (SEQ_LEN,
      AnalysisOption("objective", Objective, None, follows="default_objective", help="pair loss to add (default: the checkpoint's)"),
      AnalysisOption("seed", int, 0, bounds=Range(0, MAX_SEED), help="seed of the pairs and masks")),
-    heads=("mlm", "pair"), most=1,
+    most=1,
     cost=Cost("gradflow", 0.06, "a million applied parameters, on the page's 16 texts"), figure="gradient_flow.gradflow_figure")
 
 SCORE = Analysis(
@@ -209,7 +205,7 @@ SCORE = Analysis(
      AnalysisOption("max_rows", int, MAX_PAIR_ROWS, bounds=Range(1), use="inputs",
                     help=f"score at most this many rows (default {{default:,}}); files up to {MAX_UPLOAD_MB} MB, "
                          "as in the browser")),
-    heads=("pair",), report="report",
+    report="report",
     cost=Cost("score_upload", 0.009, "one pair, read both ways, at albert-sop's size"),
     epilog=("Precision: on a GPU (CUDA) a float32 model (the default --dtype) scores with TF32 matmuls, or under bf16 "
             f"autocast where that too keeps every score within {SCORE_TOLERANCE} of full float32's; in full float32 where "
@@ -219,7 +215,7 @@ SCORE = Analysis(
 EXTRAPOLATE = Analysis(
     "extrapolate", "run a shared block for K x L applications: distances, angles, MLM accuracy, verdict",
     "extrapolation", "extrapolate", "texts", (SEQ_LEN, repeat(2), *MASKING),
-    heads=("mlm",), report="report", notes=True,
+    report="report", notes=True,
     columns=("checkpoint", "application", "l2_step", "angle_step_deg", "l2_to_depth_L", "l2_return", "mlm_accuracy",
              "beyond_L"),
     cost=Cost("extrapolation", 0.009, "one text through a model of albert-sop's size at K = 1 (text_units x K)"),
@@ -228,7 +224,7 @@ EXTRAPOLATE = Analysis(
 LOGIT_LENS = Analysis(
     "logit-lens", "masked-token accuracy of every layer's state read through the model's own MLM head",
     "lens", "logit_lens", "texts", (SEQ_LEN, repeat(), *MASKING),
-    heads=("mlm",), notes=True, columns=("checkpoint", "application", "mlm_accuracy", "nll", "agrees_with_last", "beyond_L"),
+    notes=True, columns=("checkpoint", "application", "mlm_accuracy", "nll", "agrees_with_last", "beyond_L"),
     figure="shared_block.lens_figure")
 
 LENS_TOP = Analysis(
@@ -238,7 +234,7 @@ LENS_TOP = Analysis(
      AnalysisOption("position", int, help="token index to watch (default: a typed [MASK], else the middle token)"),
      AnalysisOption("top_k", int, 5, bounds=Range(1, 100)),
      AnalysisOption("mask_position", bool, True, flag="--no-mask", help="watch the token as it is instead of masking it")),
-    heads=("mlm",), columns=("checkpoint", "application", "rank", "token", "probability", "watched", "target_rank"),
+    columns=("checkpoint", "application", "rank", "token", "probability", "watched", "target_rank"),
     figure="shared_block.top_k_figure")
 
 ATTENTION = Analysis(
@@ -266,14 +262,12 @@ ATTRIBUTION = Analysis(
     (AnalysisOption("target", Literal[0, 1], 0, help="the label explained: 0 in order / is next, 1 the other"),
      AnalysisOption("n_steps", int, 50, bounds=Range(10, 200), help="integration steps"),
      SEQ_LEN),
-    heads=("pair",), most=1, command=False,
-    # the first in a process imports captum and builds its hooks: 13.2 s against 5.4 s for the next, at load 8
+    most=1, command=False,
+    # the first in a process imports captum and builds its hooks (first=)
     cost=Cost("attribution", 0.0035, f"one integration step of a {REFERENCE_TOKENS}-token pair at albert-sop's size",
               first=1.0))  # captum's import: 0.2-0.25 s from the page cache, longer from a cold disk
 
 # The Parameters page's relaxation curve: `albert-lab relax --ranks` on the command line, so no record of its own.
-# benchmarks/bench_estimates.py --only relaxation, ranks 0,4,16,64,full and 128 pairs, load 1.3-2.0: bert-nsp 31.9 s
-# for 864 units, bert-sop-minilm 71.1 s for 1,944 (0.037 s each; at load 3 beside other jobs about 0.15)
 RELAXATION_COST = Cost("relaxation", 0.037, "one held-out pair through one model of the curve at albert-sop's size "
                                            "(relaxation_units)")
 

@@ -54,7 +54,8 @@ def slice_of(scores: pd.DataFrame, by: str) -> pd.Series:
         order = [*sorted(set(values) - {BLANK}, key=_natural), BLANK]
     else:
         raise KeyError(f"no slice {by!r}; the file's slices are {', '.join(slice_names(scores))}")
-    return pd.Series(pd.Categorical(values, categories=[o for o in order if o in set(values)], ordered=True),
+    present = set(values)  # once: made per group, it was quadratic in a column's distinct values
+    return pd.Series(pd.Categorical(values, categories=[o for o in order if o in present], ordered=True),
                      index=pairs.index, name=by)
 
 
@@ -84,24 +85,43 @@ def slice_accuracy(scores: pd.DataFrame, by: str) -> pd.DataFrame:
     """Per group of `slice_of(scores, by)` and per checkpoint: pairs (in the group), n (labelled pairs
     its head scored), hits, accuracy and its 95% Wilson interval (low, high), and the base rate: the
     share of the group's labelled pairs with its commoner label (`always`), what answering that label
-    to every pair scores. Groups in their order, checkpoints in the scores' order."""
+    to every pair scores. Groups in their order, checkpoints in the scores' order. One pass over the
+    scores (groupby): a filter of the whole frame per group took 15 s at 5,000 groups."""
     groups = slice_of(scores, by)
-    frame = scores.assign(slice=scores.row.map(groups))
+    checkpoints = list(dict.fromkeys(scores.checkpoint))
+    scored = scores.label.notna() & scores.p_ab.notna()
+    frame = pd.DataFrame({"group": scores.row.map(pd.Series(groups.cat.codes, index=groups.index)).to_numpy(),
+                          "checkpoint": scores.checkpoint.map({name: i for i, name in enumerate(checkpoints)}).to_numpy(),
+                          "scored": scored.to_numpy(),
+                          "hit": (scored & scores.correct.astype("boolean").fillna(False)).to_numpy(dtype=bool)})
+    counted = frame.groupby(["group", "checkpoint"], sort=True).agg(pairs=("scored", "size"), n=("scored", "sum"),
+                                                                    hits=("hit", "sum"))
+    first = scores.drop_duplicates("checkpoint")
+    heads = dict(zip(first.checkpoint, first["head"]))
+    categories, base_rates = list(groups.cat.categories), _base_rates(scores, groups)
     rows = []
-    for value in groups.cat.categories:
-        part = frame[frame.slice == value]
-        labels = part.drop_duplicates("row").label.dropna()
-        zeros, ones = int((labels == 0).sum()), int((labels == 1).sum())
-        always, base = (pd.NA, np.nan) if not len(labels) else (0, zeros / len(labels)) if zeros >= ones else \
-            (1, ones / len(labels))
-        for name, group in part.groupby("checkpoint", sort=False):
-            scored = group[group.label.notna() & group.p_ab.notna()]
-            hits, n = int(scored.correct.sum()), len(scored)
-            low, high = wilson_interval(hits, n)
-            rows.append(dict(slice=value, checkpoint=name, head=group["head"].iloc[0], pairs=len(group), n=n, hits=hits,
-                             accuracy=hits / n if n else np.nan, low=low, high=high, always=always, base=base))
+    for (code, i), pairs, n, hits in zip(counted.index, counted.pairs, counted.n, counted.hits):
+        name, (hits, n) = checkpoints[i], (int(hits), int(n))
+        low, high = wilson_interval(hits, n)
+        always, base = base_rates[code]
+        rows.append(dict(slice=categories[code], checkpoint=name, head=heads[name], pairs=int(pairs), n=n, hits=hits,
+                         accuracy=hits / n if n else np.nan, low=low, high=high, always=always, base=base))
     return pd.DataFrame(rows, columns=["slice", "checkpoint", "head", "pairs", "n", "hits", "accuracy", "low", "high",
                                        "always", "base"])
+
+
+def _base_rates(scores: pd.DataFrame, groups: pd.Series) -> dict[int, tuple]:
+    """Group code -> (the commoner label of its labelled pairs, its share), (NA, nan) where none is labelled; a tie is 0."""
+    labels = scores.drop_duplicates("row").set_index("row").label.dropna()
+    codes = groups.cat.codes.reindex(labels.index)
+    zeros = labels.eq(0).groupby(codes).sum()
+    ones = labels.eq(1).groupby(codes).sum()
+    rates: dict[int, tuple] = {code: (pd.NA, np.nan) for code in range(len(groups.cat.categories))}
+    for code, zero, one in zip(zeros.index, zeros, ones.reindex(zeros.index, fill_value=0)):
+        total = int(zero) + int(one)
+        if total:
+            rates[int(code)] = (0, int(zero) / total) if zero >= one else (1, int(one) / total)
+    return rates
 
 
 def pair_table(scores: pd.DataFrame) -> pd.DataFrame:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from albert_lab.checkpoint.files import CARD, WEIGHTS, read_card
 from albert_lab.errors import AlbertLabError, CheckpointError
+from albert_lab.fields import ascii_int
 from albert_lab.paths import nearest_existing, parents_made_for, user_path
 from albert_lab.spec import ModelSpec
 
@@ -169,9 +170,9 @@ def remove_dead_temporaries(folder: Path) -> None:
 
 
 def _pid_alive(text: str) -> bool:
-    if not text.isdigit():
+    pid = ascii_int(text)
+    if pid is None or pid < 0:  # '²' passed str.isdigit() and then int() raised
         return False
-    pid = int(text)
     if pid == os.getpid():
         return True
     try:
@@ -223,11 +224,11 @@ def source_identity(source: str | Path) -> dict[str, Any]:
 
 
 def made_once(root: Path, section: str, options: dict[str, Any], source: str | Path, make: Callable[[], Path],
-              quota: int | None = None) -> tuple[Path, bool]:
+              quota: int | None = None, adding: int | None = None) -> tuple[Path, bool]:
     """(folder, reused): the folder under `root` whose card records `options` as `<section>.options`,
     or the one `make()` writes. One maker of `section` folders per `root` at a time; with `quota`
-    (bytes), a new one is refused before the work when `root`'s parent would pass it with a copy
-    of `source`'s folder."""
+    (bytes), a new one is refused before the work when `root`'s parent would pass it with `adding`
+    bytes (planned_bytes; None: a copy of `source`'s folder)."""
     from albert_lab.limits import check_disk_quota, folder_bytes
 
     with one_maker(root, section):
@@ -235,5 +236,28 @@ def made_once(root: Path, section: str, options: dict[str, Any], source: str | P
             return found, True
         if quota is not None:
             local = Path(str(source)).expanduser()
-            check_disk_quota(root.parent, folder_bytes(local) if local.is_dir() else 0, quota, what=f"this {section}")
+            adding = adding if adding is not None else folder_bytes(local) if local.is_dir() else 0
+            check_disk_quota(root.parent, adding, quota, what=f"this {section}")
         return make(), False
+
+
+SAVED_BYTES = 4  # a saved parameter: float32
+FILES_ALLOWANCE = 64 << 10  # beside the parameters: the weights file's header (a name and shape a tensor), the card, whole blocks
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".h5", ".msgpack", ".ckpt", ".pt", ".pth")
+
+
+def planned_bytes(source: str | Path, spec_of: Callable[[ModelSpec], ModelSpec]) -> int | None:
+    """The bytes a model made from the local checkpoint `source` will take before it is written: the
+    parameters of `spec_of(source's spec)` (heads too) in float32, the source's files beside its
+    weights (tokenizer, vocabulary), which it keeps, and FILES_ALLOWANCE; read from the files, no weight loaded. None where
+    only loading can tell (a hub id, pickled or sharded weights). A full-rank relaxed model is 1.44
+    times its source: the source's size let the runs budget be passed by a model's size."""
+    from albert_lab.checkpoint.discover import make_loadable, summarize_checkpoint
+    from albert_lab.checkpoint.files import is_local_source
+    from albert_lab.params import count
+
+    if not is_local_source(str(source)) or (summary := summarize_checkpoint(source)) is None:
+        return None
+    folder = make_loadable(user_path(str(source).strip(), "checkpoint"))
+    kept = sum(f.stat().st_size for f in folder.iterdir() if f.is_file() and not f.name.endswith(WEIGHT_SUFFIXES))
+    return count(spec_of(summary.spec)).total_with_heads * SAVED_BYTES + kept + FILES_ALLOWANCE

@@ -38,6 +38,10 @@ def arguments(record: Analysis) -> Callable[[argparse.ArgumentParser], None]:
         if record.inputs in ("texts", "text"):
             add_text_arguments(p)
         add_option_arguments(p, record.options)
+        if record.used("output"):
+            p.add_argument("--raw-csv", action="store_true",
+                           help="write CSV cells as they are: without it, text that starts with = + - @ (a formula "
+                                "to a spreadsheet) gets a leading '")
         p.epilog = record.epilog or None
     return add
 
@@ -144,7 +148,7 @@ def write_outputs(args: argparse.Namespace, record: Analysis, frame: Any, bundle
             taken = inspect.signature(function).parameters
             text = data if isinstance(data, str) else data[0]  # the first text
             frame = function(bundles, text, **{k: v for k, v in options.items() if k in taken})
-        write_csv(frame, out, option.flag)
+        write_csv(frame, out, option.flag, raw=args.raw_csv)
         print(f"wrote {len(frame):,} rows to {out}", file=sys.stderr)
 
 

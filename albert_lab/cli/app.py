@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from albert_lab.cli.common import command
+from albert_lab.cli.common import command, whole_number
 from albert_lab.errors import AlbertLabError
+from albert_lab.fields import ascii_int
 
 
 def _app_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--port", type=whole_number, default=8501)
     p.epilog = "Other options go to `streamlit run`, e.g. albert-lab app --server.headless true"
 
 
@@ -28,10 +29,9 @@ def _server_port(port: int, streamlit_args: list[str]) -> tuple[int, list[str]]:
             rest.append(arg)
             i += 1
             continue
-        try:
-            port = int(value)
-        except ValueError:
-            raise AlbertLabError(f"--server.port: {value!r} is not a port number") from None
+        port = ascii_int(value)
+        if port is None:
+            raise AlbertLabError(f"--server.port: {value[:40]!r} is not a port number")
     return port, rest
 
 
@@ -60,11 +60,12 @@ def check_port_free(port: int) -> None:
 def cmd_app(args: argparse.Namespace) -> int:
     import os
 
-    from albert_lab.paths import PROJECT_ROOT
+    from albert_lab.paths import PROJECT_ROOT, allowed_roots, cache_dir, data_dir
 
     entry = PROJECT_ROOT / "app" / "main.py"
     if not entry.is_file():
         raise AlbertLabError(f"{entry} not found: run from a checkout of ALBERT Lab")
+    allowed_roots(), cache_dir(), data_dir()  # every folder the environment names, checked: one line now, not on every page
     port, rest = _server_port(args.port, list(getattr(args, "streamlit_args", [])))
     check_port_free(port)  # before the address is printed (it was printed, then Streamlit's 'not available')
     print(f"ALBERT Lab: http://localhost:{port}", file=sys.stderr)

@@ -16,6 +16,7 @@ from typing import Any
 from albert_lab.analysis.registry import AnalysisOption
 from albert_lab.analysis.registry import text_table as table  # noqa: F401 (the commands' plain tables)
 from albert_lab.errors import AlbertLabError
+from albert_lab.fields import ascii_int
 from albert_lab.limits import MIN_SEQ_LEN  # noqa: F401 (the train commands take it from here)
 from albert_lab.runfolder import loss_words
 from albert_lab.training.options import SPEC_OPTIONS, Option
@@ -72,6 +73,8 @@ def add_option_arguments(p: argparse.ArgumentParser, rows: Sequence[Option | Ana
             p.add_argument(row.flag, type=path_option, default=row.default, **words)
         elif row.base is int and row.bounds is not None and None not in (row.bounds.low, row.bounds.high):
             p.add_argument(row.flag, type=int_in(int(row.bounds.low), int(row.bounds.high)), default=row.default, **words)
+        elif row.base is int:  # bounded by check_bounds or TrainConfig.validate, naming the bound
+            p.add_argument(row.flag, type=whole_number, default=row.default, **words)
         else:
             p.add_argument(row.flag, type=row.base, default=row.default, **words)
 
@@ -234,16 +237,23 @@ def path_option(text: str) -> Path:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def whole_number(text: str) -> int:
+    """An argparse type: a whole number in ASCII digits (fields.ascii_int), else one line naming the flag."""
+    value = ascii_int(text)
+    if value is None:  # '1e21', 'abc', '²', '１２' or more digits than any count
+        raise argparse.ArgumentTypeError(f"{text if len(text) <= 40 else text[:40] + '...'!r} is not a whole number")
+    return value
+
+
+whole_number.__name__ = "int"
+
+
 def int_in(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: a whole number in low..high (a seed, threads, steps), else one line naming the flag."""
     def parse(text: str) -> int:
-        shown = text if len(text) <= 40 else text[:40] + "..."
-        try:
-            value = int(text)
-        except ValueError:  # '1e21', 'abc', or more digits than Python reads
-            raise argparse.ArgumentTypeError(f"{shown!r} is not a whole number") from None
+        value = whole_number(text)
         if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be {low:,}..{high:,}, got {shown}")
+            raise argparse.ArgumentTypeError(f"must be {low:,}..{high:,}, got {text if len(text) <= 40 else text[:40] + '...'}")
         return value
 
     parse.__name__ = "int"

@@ -7,16 +7,16 @@ import shlex
 import sys
 from typing import get_args
 
-from albert_lab.cli.common import command, path_option, seed_option
+from albert_lab.cli.common import command, path_option, seed_option, whole_number
 from albert_lab.cli.outputs import check_not_input, check_outputs
 from albert_lab.spec import Init, Sharing
 
 
 def _albertize_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", required=True, help="a BERT folder, a sentence-transformers folder, or a hub id (online)")
-    p.add_argument("--embedding", type=int, default=128, metavar="E", help="embedding size E (truncated SVD); E = H is exact")
+    p.add_argument("--embedding", type=whole_number, default=128, metavar="E", help="embedding size E (truncated SVD); E = H is exact")
     p.add_argument("--sharing", choices=get_args(Sharing), default="all")
-    p.add_argument("--groups", type=int, metavar="N", help="sharing groups (default 1; L when not shared)")
+    p.add_argument("--groups", type=whole_number, metavar="N", help="sharing groups (default 1; L when not shared)")
     p.add_argument("--init", choices=get_args(Init), default="average", help="how each shared block starts")
     p.add_argument("--seed", type=seed_option(), default=0)
     p.add_argument("--out", type=path_option, required=True, help="the new checkpoint folder")

@@ -5,16 +5,25 @@ from __future__ import annotations
 
 import argparse
 
-from albert_lab.cli.common import add_casing_arguments, add_device_argument, add_spec_arguments, command, emit, spec_from_args, table
+from albert_lab.cli.common import (
+    add_casing_arguments,
+    add_device_argument,
+    add_spec_arguments,
+    command,
+    emit,
+    spec_from_args,
+    table,
+    whole_number,
+)
 from albert_lab.errors import AlbertLabError
 
 
 def _params_arguments(p: argparse.ArgumentParser) -> None:
     add_spec_arguments(p)
-    p.add_argument("--rank-attention", type=int, default=0, metavar="R", help="relaxed sharing: each application's "
+    p.add_argument("--rank-attention", type=whole_number, default=0, metavar="R", help="relaxed sharing: each application's "
                    "correction rank on Q, K, V and the attention output (albert-lab relax; default 0, not relaxed)")
-    p.add_argument("--rank-ffn", type=int, default=0, metavar="R", help="relaxed sharing: the FFN matrices' correction rank")
-    p.add_argument("--seq-len", type=int, default=512, help="sequence length for attention FLOPs (default 512)")
+    p.add_argument("--rank-ffn", type=whole_number, default=0, metavar="R", help="relaxed sharing: the FFN matrices' correction rank")
+    p.add_argument("--seq-len", type=whole_number, default=512, help="sequence length for attention FLOPs (default 512)")
     p.add_argument("--json", action="store_true")
 
 

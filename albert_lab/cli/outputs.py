@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from albert_lab.data.csvfile import to_csv
 from albert_lab.errors import AlbertLabError
 
 INPUT_FLAGS = {"pairs": "the pairs file", "checkpoint": "--checkpoint", "file": "--file", "corpus": "--corpus",
@@ -156,15 +157,16 @@ def _check_special(out: Path, info: os.stat_result, flag: str) -> None:
         os.close(fd)
 
 
-def write_csv(frame: Any, out: Path, flag: str = "--out") -> None:
-    """`frame` as CSV at `out`; an OSError (disk filled meanwhile) is one line naming the flag. A file
+def write_csv(frame: Any, out: Path, flag: str = "--out", raw: bool = False) -> None:
+    """`frame` as CSV at `out`, text a spreadsheet would run as a formula with a leading ' unless
+    `raw` (csvfile.to_csv); an OSError (disk filled meanwhile) is one line naming the flag. A file
     is written beside its target and renamed over it, so a file that shares its data with `out`
     (a hard link) is never written into, and a failed write leaves the old file whole; a pipe or a
     device (/dev/stdout) is written as it is."""
     real = Path(os.path.realpath(out))
     tmp = real.with_name(f".{real.name}.tmp-{os.getpid()}") if not real.exists() or real.is_file() else None
     try:
-        frame.to_csv(tmp or out, index=False)
+        to_csv(frame, tmp or out, raw=raw)
         if tmp is not None:
             os.replace(tmp, real)
     except OSError as err:

@@ -25,6 +25,7 @@ from albert_lab.cli.common import (
     seed_option,
     spec_from_args,
     table,
+    whole_number,
 )
 from albert_lab.cli.outputs import check_outputs
 from albert_lab.errors import AlbertLabError
@@ -254,7 +255,7 @@ def _fit_head_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int_in(1, MAX_PROBE_STEPS), default=300,
                    help=f"full-batch optimizer steps on the cached features, 1..{MAX_PROBE_STEPS:,}")
     p.add_argument("--seed", type=seed_option(), default=0)
-    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--seq-len", type=whole_number, default=128)
     p.add_argument("--replace", action="store_true", help="also fit in place of a trained head of the same kind")
 
 

@@ -31,6 +31,7 @@ from albert_lab.data.corpus import (
 )
 from albert_lab.data.sources import EXTRA, SOURCES, install_command, is_installed, load_source, manifest, source_stats
 from albert_lab.errors import DataError
+from albert_lab.fields import ascii_int
 
 DEFAULT = "long-mix"
 MIX = (BUILTIN, "sotu", "austen", "moby-dick", "web-bible", "sqlite-docs")
@@ -61,11 +62,11 @@ def builtin_limit(source: str) -> int:
     """N of `wiki-vital[:N]`, the first N documents (N >= 1); DataError for any other slice
     (`[:abc]`, `[:]`, `[:-5]`, which Python would read as all but 5)."""
     digits = source[len(BUILTIN) + 2:-1]
-    if not (source.startswith(f"{BUILTIN}[:") and source.endswith("]") and digits.isascii() and digits.isdigit()
-            and int(digits[:12]) > 0 and len(digits) <= 12):
+    limit = ascii_int(digits) if digits.isdigit() and len(digits) <= 12 else None  # no sign, no space; '²' is no digit
+    if not (source.startswith(f"{BUILTIN}[:") and source.endswith("]") and limit):
         raise DataError(f"corpus {source[:60]!r}: write {BUILTIN}[:N] with N a whole number of documents, at least 1 "
                         f"(e.g. {BUILTIN}[:600])")
-    return int(digits)
+    return limit
 
 
 def default_installed() -> bool:

@@ -19,7 +19,7 @@ def gradflow_figure(frame: pd.DataFrame, name: str | None = None) -> go.Figure:
     long = per_app.melt(id_vars=["layer", "component"], value_vars=["mean_abs", "max_abs"], var_name="statistic")
     long["statistic"] = long.statistic.map({"mean_abs": "mean", "max_abs": "max"})
     fig = px.line(long, x="layer", y="value", color="component", line_dash="statistic", markers=True,
-                  color_discrete_map=COMPONENT_COLORS,
+                  color_discrete_map=COMPONENT_COLORS, line_dash_map={"mean": "solid", "max": "dash"},  # as the title says
                   title=f"{name}: |dL/dW| per layer application (solid: mean, dashed: max)")
     return style(fig, x="layer application", y="|dL/dW| (log scale)", layers=True, log_y=True)
 

@@ -273,8 +273,15 @@ def model_view_figure(maps: pd.DataFrame, value: str = "weight") -> go.Figure:
     notes.append(dict(label, text="head", x=0, y=1, xanchor="right", xshift=-4, yanchor="bottom"))
     notes += [dict(label, text=f"app {a}", x=0, xanchor="right", xshift=-4, y=sum(axes[r * len(heads)][1]["domain"]) / 2)
               for r, a in enumerate(applications)]
+    shapes = []
+    if "depth_L" in part and (depth := int(part.depth_L.iloc[0])) < len(applications):  # applied again past its depth
+        below = (axes[(depth - 1) * len(heads)][1]["domain"][0] + axes[depth * len(heads)][1]["domain"][1]) / 2
+        shapes.append(dict(type="line", xref="paper", yref="paper", x0=-0.06, x1=1, y0=below, y1=below,
+                           line=dict(color=NEUTRAL, width=2, dash="dot")))
+        notes.append(dict(label, text=f"trained depth L = {depth}; below, the block applied again", x=1, xanchor="right",
+                          y=below, yanchor="bottom", font=dict(size=11, color=NEUTRAL)))
     fig = go.Figure(data=data, layout=layout)
-    fig.update_layout(height=cell * len(applications) + 150, annotations=notes, margin=dict(l=52, r=10, t=110, b=20),
+    fig.update_layout(height=cell * len(applications) + 150, annotations=notes, shapes=shapes, margin=dict(l=52, r=10, t=110, b=20),
                       coloraxis=dict(colorscale="Viridis", cmin=0, cmax=float(part[value].max()),
                                      colorbar=dict(title=value.replace("_", "-"), thickness=10)),
                       title=f"{maps.checkpoint.iloc[0]}: every application (rows) and head (columns), {VALUE_TITLES[value]}")

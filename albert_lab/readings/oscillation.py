@@ -128,5 +128,4 @@ def reading(frame: pd.DataFrame, cards: Mapping[str, Mapping[str, Any]] | None =
 
 def verdict_words(row: Any) -> str:
     """A verdict row in the page's words: the shape's headline in bold, never 'oscillating' alone, then its roughness."""
-    rest = row.verdict.removeprefix(f"{row.headline}: ")
-    return f"**{row.headline}**: {rest}; roughness {row.roughness:.2f} (lower is smoother)"
+    return f"**{row.headline}**: {row.detail}; roughness {row.roughness:.2f} (lower is smoother)"

@@ -21,8 +21,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from albert_lab.devices import resolve_device
 from albert_lab.errors import AlbertLabError, RunError
-from albert_lab.paths import PROJECT_ROOT, runs_dir
+from albert_lab.paths import PROJECT_ROOT, compile_folders, runs_dir
 from albert_lab.runfolder import RunFolder, check_run_id, write_json_atomic
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.prepare import Prepared, prepare
@@ -54,6 +55,8 @@ def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None
     if run_id is not None:
         check_run_id(run_id)  # before the corpus and tokenizer work, which takes a while
     _check_writable(root)
+    if config.compiled(resolve_device("auto").type):
+        compile_folders()  # a compiler cache others could write refused before the work (and again where it compiles)
     if budget is not None:
         config = within_budget(config, budget)
         check_queue_room(root, budget, owner, address)  # a full queue refuses at once, without waiting for the lock
@@ -200,44 +203,3 @@ def resume_run(run_dir: Path, foreground: bool = False) -> RunInfo:
     else:
         spawn_worker(run_dir)
     return read_run(run_dir)
-
-
-def evaluate_run(run_dir: Path, progress: Callable[[float, str], None] | None = None) -> dict:
-    """Score a finished run's checkpoint on every one of its held-out pairs and texts and put
-    those figures (with their 95% intervals and n) in its card, marked full: what a run
-    card's "evaluate on all held-out pairs" asks for after a run that ended with a sample
-    (`train --full-eval` does it at the end of the run). `progress(fraction, words)` after
-    each task, with the time left. Returns the card's new metrics."""
-    import json
-
-    import pandas as pd
-
-    from albert_lab.analysis.intrinsic import TASKS, accuracy_table, card_metrics, score_eval_pairs
-    from albert_lab.checkpoint.files import CARD
-    from albert_lab.checkpoint.load import load_checkpoint
-    from albert_lab.data.corpora import load_corpus
-    from albert_lab.data.heldout import build_eval_pairs
-    from albert_lab.training.prepare import eval_documents
-
-    info = read_run(run_dir)
-    checkpoint = Path(run_dir) / "checkpoint"
-    if info.status != "succeeded" or not (checkpoint / CARD).is_file():
-        raise RunError(f"{run_dir}: only a finished run's checkpoint can be evaluated (this run is {info.status})")
-    config = TrainConfig.from_dict(info.config)
-    pairs = build_eval_pairs(eval_documents(config, load_corpus(config.corpus)))
-    bundle = load_checkpoint(checkpoint)
-    tasks = [t for t in TASKS if (pairs.task == t).any()]
-    started, frames = time.perf_counter(), []
-    for task in tasks:
-        frames.append(score_eval_pairs(bundle.model, bundle.tokenizer, pairs, config.max_seq_len, None, None, [task]))
-        done = sum(len(f) for f in frames)
-        left = (time.perf_counter() - started) / done * (len(pairs) - done)
-        if progress:
-            progress(done / len(pairs), f"{task} scored ({done:,} of {len(pairs):,}), about {left:.0f} s left")
-    table = accuracy_table(pd.concat(frames, ignore_index=True))
-    card = json.loads((checkpoint / CARD).read_text())
-    card["metrics"] = card_metrics(table)
-    card["evaluation"] = {"evaluated_rows": len(pairs), "held_out_rows": len(pairs), "full": True,
-                          "seconds": round(time.perf_counter() - started, 1)}
-    write_json_atomic(checkpoint / CARD, card)
-    return card["metrics"]

@@ -31,6 +31,7 @@ from albert_lab.errors import RunError
 from albert_lab.kernels import autocast, tune_for_training
 from albert_lab.models import Parts, build_model
 from albert_lab.objective import PretrainingLoss
+from albert_lab.paths import use_compile_folders
 from albert_lab.runfolder import RunFolder, append_jsonl, loss_words
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.distributed import DistContext
@@ -64,6 +65,8 @@ class Trainer:
         use_bf16 = config.precision == "bf16" or (config.precision == "auto" and fast_bf16(self.device))
         self.dtype = torch.bfloat16 if use_bf16 else None
         self.compiled = config.compiled(self.device.type)
+        if self.compiled:  # before torch.compile reads them (inductor reads one as it is imported)
+            use_compile_folders()
         model = build_model(self.prepared.spec, seed=config.seed)
         self.init_card = load_init_weights(model, self.prepared.tokenizer_dir) if config.init_from else None
         self.model = tune_for_training(model, self.device).to(self.device).train()

@@ -24,6 +24,7 @@ from albert_lab.data.pairs import check_pairable, create_instances
 from albert_lab.data.tokenized import TokenizedDocs, tokenize_documents
 from albert_lab.distil import check_teacher
 from albert_lab.errors import AlbertLabError, DataError, RunError
+from albert_lab.fields import ascii_int
 from albert_lab.paths import cache_dir
 from albert_lab.spec import ModelSpec
 from albert_lab.tokenizer import load_tokenizer, train_tokenizer
@@ -157,8 +158,8 @@ def check_cache_room(corpus: Corpus, config: TrainConfig, quota: int) -> None:
     if used < quota:
         return
     prefix = f"{corpus.fingerprint}-"
-    sizes = sorted({int(p.name.split("-")[1]) for p in (cache_dir() / "tokenizers").glob(f"{prefix}*-*")
-                    if p.name.split("-")[1].isdigit() and (p / "tokenizer_config.json").is_file()})
+    sizes = sorted({size for p in (cache_dir() / "tokenizers").glob(f"{prefix}*-*")
+                    if (size := ascii_int(p.name.split("-")[1])) is not None and (p / "tokenizer_config.json").is_file()})
     name = config.corpus or corpus.name
     known = (f"; vocabulary sizes already made for {name}: {', '.join(map(str, sizes))}" if sizes
              else f"; no tokenizer of {name} is cached yet")

@@ -15,12 +15,8 @@ from albert_lab.analysis.registry import ANALYSES, RELAXATION_COST, Cost, attrib
 if TYPE_CHECKING:
     from albert_lab.analysis.depth import DepthConfig
 
-# The Depth lab's trainings (albert_lab.analysis.depth), on one thread as the page trains them (pace.one_thread).
-# bench_estimates.py --only depth --only vgg --train-steps 100 at load 1.0: 0.00014-0.00018 s per disc unit (the six
-# nets 0.00017), 0.0011-0.0013 per VGG unit (the four nets 16.0 s); at load 3.5-4.3 (other jobs) 0.00021-0.00039 and
-# 0.0011-0.0025 (19.9 s). In the app at load 1.3-2.2, the four VGG nets of 100 steps took 13.8 s where 15 s was said;
-# three MLPs of 24 layers 3.1 s (27,300 units: 4.4 s at this figure). On two threads at load 4 the same nets took
-# 4 to 12 times as long; the guesses these replace, 5e-4 s for both, were up to 90 times too short for the VGG nets.
+# The Depth lab's trainings (albert_lab.analysis.depth), on one thread as the page trains them (pace.one_thread);
+# measured by bench_estimates.py --only depth --only vgg (docs/benchmarks.md, "The time estimates").
 DISC_COST = Cost("depth", 0.00016, "one SGD step of one layer of the disc MLP (disc_units)")
 VGG_COST = Cost("vgg", 0.0012, "one SGD step of one weight layer of a VGG net on the digits (vgg_units)")
 NORM_WEIGHT = 1.5  # a normalised MLP's cost per layer against a plain one's (disc_units)
@@ -30,8 +26,8 @@ SECONDS_PER_UNIT = {cost.kind: cost.seconds for cost in COSTS}
 FIRST_TIME_SECONDS = {a.cost.kind: a.cost.first for a in ANALYSES if a.cost is not None and a.cost.first}
 
 # The Training page's Start, from the click to the run's folder, with the form's defaults (lab-albert on
-# long-mix, 8,000 pieces), measured by benchmarks/bench_first_start.py on 2 cores at load 2-2.5: with the
-# tokenizer made (at install: `corpora --install`), and when a corpus and vocabulary need a new one first.
+# long-mix, 8,000 pieces), measured by benchmarks/bench_first_start.py: with the tokenizer made (at install:
+# `corpora --install`), and when a corpus and vocabulary need a new one first.
 START_SECONDS = {"tokenizer made": 1.5, "new tokenizer": 41.0}
 
 def disc_units(cfg: DepthConfig) -> float:

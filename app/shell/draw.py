@@ -5,6 +5,8 @@ one library function, draw."""
 
 from __future__ import annotations
 
+import os
+import re
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -12,6 +14,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from albert_lab.data import csvfile
 from albert_lab.data.textfile import check_size
 from albert_lab.figures.look import text_only
 from app.shell import look
@@ -81,9 +84,21 @@ def paper_note(text: str, source: str = "the paper") -> None:
 def download(frame: pd.DataFrame, name: str, label: str = "Download the data (CSV)") -> None:
     """The frame as CSV, written when the button is clicked (Streamlit's deferred download): written
     on every script run, it was encoded for every visitor on every click, and kept as a file the
-    browser checked for and could find already replaced by the next run (a 404 in the console)."""
-    st.download_button(label, lambda: frame.to_csv(index=False).encode(), file_name=name, mime="text/csv",
+    browser checked for and could find already replaced by the next run (a 404 in the console). Text a
+    spreadsheet would run as a formula is written with a leading ' (csvfile.to_csv)."""
+    st.download_button(label, lambda: csvfile.to_csv(frame).encode(), file_name=file_name(name), mime="text/csv",
                        key=f"download-{name}", on_click="ignore")
+
+
+MAX_FILE_NAME = 120
+
+
+def file_name(name: str) -> str:
+    """A download's name safe on any disk: its stem's ASCII letters, digits, dots and underscores, runs of anything
+    else (a visitor's column or run name: quotes, bars, slashes, spaces) one '-', no leading dot, bounded."""
+    stem, suffix = os.path.splitext(name)
+    stem = "-".join(re.findall(r"[A-Za-z0-9._]+", stem)).lstrip(".-")[:MAX_FILE_NAME] or "data"
+    return stem + "".join(re.findall(r"\.?[A-Za-z0-9]+", suffix))[:9]
 
 
 def read_upload(uploaded) -> bytes:
@@ -96,7 +111,7 @@ def read_upload(uploaded) -> bytes:
 def chart(fig, name: str, key: str | None = None, container=None, share: float = 1.0) -> None:
     """A plotly figure, full width of its container, whose camera icon saves PNG or SVG as
     `name`; `share`: how much of the main column the container is (its title is wrapped to fit it, and a phone)."""
-    config = look.chart_config(name, widget("image_format", "png"))
+    config = look.chart_config(file_name(name), widget("image_format", "png"))  # a column's name may be in it
     with _DRAWING:  # a figure may be every visitor's (app.shell.built): wrapped by one while no other reads it
         text_only(fig)  # a visitor's names, tokens and columns drawn as text (no live link); in place, idempotent (the library did it too)
         look.wrap_title(fig, look.fitting_chars(share))  # in place, and again harmless: a wrapped title fits

@@ -28,14 +28,33 @@ def guard(what: str = "", labels: dict[str, str] | None = None) -> Iterator[None
     try:
         yield
     except AlbertLabError as err:
-        text = str(err)
+        text = without_server_paths(str(err))
         for field, label in (labels or {}).items():
             text = re.sub(rf"\b{field}\b", label, text)
         st.error(f"{what + ': ' if what else ''}{plain(text)}", icon=":material/error:")  # it may quote a visitor's text
     except Exception as err:
-        st.error(f"Something went wrong{' while ' + what if what else ''}: {type(err).__name__}: {plain(err)}",
+        st.error(f"Something went wrong{' while ' + what if what else ''}: {type(err).__name__}: "
+                 f"{plain(without_server_paths(str(err)))}",
                  icon=":material/bug_report:")
         with st.expander("Details for a bug report"):
             st.code(traceback.format_exc())
         if os.environ.get("ALBERT_LAB_STRICT") == "1":
             raise
+
+
+def without_server_paths(text: str) -> str:
+    """`text` with the server's own folders named as a visitor knows them: a path inside the project
+    relative to it (`checkpoints/x`), one inside a folder the server lists by that folder's name; a
+    library message names the absolute path it was given ('/srv/lab/runs/x has no config.json')."""
+    from albert_lab.errors import AlbertLabError
+    from albert_lab.paths import PROJECT_ROOT, allowed_roots
+
+    try:
+        roots = allowed_roots()
+    except AlbertLabError:  # a listed folder that is no folder: its own message says so
+        roots = []
+    named = {str(root): (root.relative_to(PROJECT_ROOT).as_posix() if root.is_relative_to(PROJECT_ROOT) else root.name)
+             for root in roots} | {str(PROJECT_ROOT) + os.sep: ""}
+    for path in sorted(named, key=len, reverse=True):  # the longest first: a root inside the project before the project
+        text = text.replace(path, named[path])
+    return text

@@ -11,6 +11,7 @@ from typing import Any
 
 import streamlit as st
 
+from albert_lab.fields import ascii_float, ascii_int
 from app.shell.state import has_widget, set_widget, shell, widget
 
 URL_TEXT_LIMIT = 1500  # characters of typed text that go into a shareable link
@@ -92,14 +93,15 @@ def publish() -> None:
 
 
 def parse_int(low: int, high: int, step: int = 1) -> Callable[[str], int | None]:
-    """A link's integer, or None (ignored) outside [low, high] or off the widget's steps:
-    a widget given such a value raises instead of drawing."""
-    return lambda raw: value if low <= (value := int(raw)) <= high and (value - low) % step == 0 else None
+    """A link's integer in ASCII digits (fields.ascii_int), or None (ignored) when it is none, is outside
+    [low, high] or off the widget's steps: a widget given such a value raises instead of drawing."""
+    return lambda raw: value if (value := ascii_int(raw)) is not None and low <= value <= high \
+        and (value - low) % step == 0 else None
 
 
 def parse_float(low: float, high: float) -> Callable[[str], float | None]:
-    """A link's number, or None (ignored) outside [low, high]."""
-    return lambda raw: value if low <= (value := float(raw)) <= high else None
+    """A link's number in ASCII (fields.ascii_float), or None (ignored) when it is none or is outside [low, high]."""
+    return lambda raw: value if (value := ascii_float(raw)) is not None and low <= value <= high else None
 
 
 def parse_bool(raw: str) -> bool | None:

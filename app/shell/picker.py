@@ -13,7 +13,7 @@ from albert_lab.errors import AlbertLabError
 from albert_lab.figures.look import register_checkpoints
 from albert_lab.paths import check_typed_path
 from app.shell import loading, look
-from app.shell.guard import guard
+from app.shell.guard import guard, without_server_paths
 from app.shell.links import from_url
 from app.shell.loading import available_checkpoints, device_options
 from app.shell.pace import active_run
@@ -139,7 +139,8 @@ def _link_sources(options: list[str], extra: dict[str, str]) -> list[str]:
             added.append(_offer_from_link(entry, extra))
         except AlbertLabError as err:
             shown = repr(entry if len(entry) <= 60 else entry[:60] + "...")
-            st.warning(f"This link names the checkpoint {plain(shown)}, which is left out: {plain(err)}", icon=":material/link_off:")
+            st.warning(f"This link names the checkpoint {plain(shown)}, which is left out: "
+                       f"{plain(without_server_paths(str(err)))}", icon=":material/link_off:")
     return [name for name in added if name not in options]
 
 

@@ -39,6 +39,7 @@ import streamlit as st
 
 from albert_lab.errors import AlbertLabError
 from app.shell import owner, pace
+from app.shell.guard import without_server_paths
 from app.shell.results import MISSING, join_or_claim, kept_result, release, store
 from app.shell.state import shell
 from app.shell.text import fmt_duration, plain, plural
@@ -113,7 +114,7 @@ def run(parts: Sequence[Part[T]], cost: Cost | None = None, *, each: bool = Fals
     if failed and not results:
         raise failed[0][1]
     for name, err in failed:
-        st.error(plain(f"{name}: {err}"), icon=":material/error:")
+        st.error(plain(without_server_paths(f"{name}: {err}")), icon=":material/error:")
     if state is not None and state["stopped"] and len(todo) < len(parts):
         if each:
             st.info(f"Stopped: {len(todo)} of {len(parts)} checkpoints computed.", icon=":material/stop_circle:")

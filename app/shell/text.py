@@ -15,11 +15,11 @@ import re
 # live links (javascript: ones too), emphasis, colours and icons. Text a visitor gave goes through
 # one of these two on its way into any of them.
 # What can start markup, and only that (a message's words, paths and snake_case names stay readable in the source):
-# brackets (a link, an image, a footnote, a colour), '<' and '>' (HTML, an autolink), a backtick, '*', an entity, a ':'
-# before a letter (an icon or emoji: ':material/...:'), an '_' at a word's edge (an intraword one never emphasises),
-# a backslash (it would escape the next reference), a list, heading or quote's first character; and '~' or '$' where
-# two of them could pair (strikethrough, LaTeX).
-_MARKUP = re.compile(r"[\\`*\[\]<>]|&(?=#?\w+;)|:(?=[A-Za-z_])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|^\s*[-+=#]|(?<=^\d)[.)]"
+# brackets (a link, an image, a footnote, a colour), '<' (HTML, an autolink; a '>' closes nothing without one), a
+# backtick, '*', an entity, a ':' before a letter (an icon or emoji: ':material/...:'), an '_' at a word's edge (an
+# intraword one never emphasises), a backslash (it would escape the next reference), a list, heading or quote's first
+# character; and '~' or '$' where two of them could pair (strikethrough, LaTeX).
+_MARKUP = re.compile(r"[\\`*\[\]<]|&(?=#?\w+;)|:(?=[A-Za-z_])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|^\s*[-+=#>]|(?<=^\d)[.)]"
                      r"|(?<=^\d\d)[.)]")
 _PAIRED = re.compile(r"[~$]")
 _AUTOLINKED = re.compile(r"(?i)(https?(?=:)|www(?=\.)|@)")  # where GFM's autolinks start: 'http:', 'www.', 'a@b'
@@ -47,6 +47,14 @@ def quoted(text: object) -> str:
     fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
     pad = " " if text[0] in "` " or text[-1] in "` " else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def two(share: float) -> str:
+    """A share to two decimals, a half rounded up as people round it: 19/40 = 0.475 -> '0.48' (f"{0.475:.2f}"
+    gives '0.47': the float lies just below 0.475); the shortest decimal that reads back as the float is rounded."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    return str(Decimal(repr(float(share))).quantize(Decimal("0.01"), ROUND_HALF_UP)) if share == share else "nan"
 
 
 def fmt_count(value: float | int) -> str:

@@ -11,7 +11,7 @@ from albert_lab.figures.depth_lab import cut_at_divergence, divergence
 from app.rooms.depth_lab import cache as depth_cache
 from app.rooms.depth_lab import runs as depth_runs
 from app.rooms.depth_lab.cache import DEFAULTS, VARIANTS, VGG_DEFAULTS
-from app.rooms.depth_lab.reading import vgg_caption
+from app.rooms.depth_lab.reading import gradient_words, vgg_caption
 from app.shell import draw, links, pace
 from app.shell.built import shared
 from app.shell.costs import VGG_COST, vgg_units
@@ -128,7 +128,7 @@ with tab_vgg:
                 left, right = st.columns(2)
                 draw.chart(figs["accuracy"], "vgg-accuracy", container=left, share=0.5)
                 draw.chart(figs["layers"], "vgg-gradient-per-layer", container=right, share=0.5)
-                st.markdown(vgg_caption(history, steps, lr))  # read off the curves drawn, whatever the settings
+                st.markdown(vgg_caption(history, steps, lr) + " " + gradient_words(flow))  # read off the curves drawn
                 draw.download(history, "vgg-history.csv")
     draw.paper_note("VGG_38 without normalisation had average gradients of about 0 in "
                   "every layer and test accuracy around 1% on CIFAR-100 (chance); BatchNorm after every conv layer "

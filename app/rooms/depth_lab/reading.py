@@ -1,6 +1,7 @@
-"""What the Depth lab's VGG chart shows, in words read off its own curves: which nets learn and
-which stay at chance, and what that says at these settings. A pure function of the history the
-chart draws (analysis.depth: model, step, test_accuracy), so the caption follows any settings."""
+"""What the Depth lab's VGG charts show, in words read off their own curves: which nets learn and
+which stay at chance, what that says at these settings, and how far the gradient reaches the first
+layers. Pure functions of the frames the charts draw (analysis.depth: model, step, test_accuracy;
+model, step, layer, mean_abs), so the caption follows any settings."""
 
 from __future__ import annotations
 
@@ -50,3 +51,23 @@ def vgg_caption(history: pd.DataFrame, steps: int, lr: float) -> str:
         elif not any(nets.values()):
             text += " None learns at these settings."
     return text + " The coursework's 47-52% below is CIFAR-100 after full training."
+
+
+VANISHED = 1e3  # a first layer's mean |dL/dW| this many times smaller than the other net's: the gradient vanished
+
+
+def gradient_words(flow: pd.DataFrame) -> str:
+    """The gradient panel in words: each net's first layer's mean |dL/dW| at its last step, and, where the plain
+    VGG-38's is orders of magnitude below the plain VGG-8's, that the gradient vanishes on its way down (the
+    depth lesson the panel draws: VGG-38 at about 1e-20 against VGG-8's 1e-6 said nothing in words)."""
+    last = flow[flow.step == flow.groupby("model").step.transform("max")]
+    first = {model: float(group.sort_values("layer").mean_abs.iloc[0]) for model, group in last.groupby("model", sort=False)}
+    text = "First layer's mean |dL/dW| at the last step: " + "; ".join(f"{m} {v:.1e}" for m, v in first.items()) + "."
+    shallow, deep = first.get(vgg_label(8, False)), first.get(vgg_label(38, False))
+    if shallow and deep is not None and deep * VANISHED < shallow:
+        text += (f" Without BatchNorm the gradient reaching VGG-38's first layer is {shallow / max(deep, 1e-300):.0e} times "
+                 "smaller than VGG-8's: it vanishes on its way down 38 layers, so the first layers barely move.")
+        bn = first.get(vgg_label(38, True))
+        if bn is not None and bn * VANISHED >= shallow:
+            text += f" With BatchNorm, VGG-38's first layer gets {bn:.1e}: the gradient reaches the first layers again."
+    return text

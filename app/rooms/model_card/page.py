@@ -21,6 +21,9 @@ from app.shell.text import field_label, fmt_value, metric_label, plain, provenan
 key = keys(__file__)  # this room's widget keys
 
 
+RELAXED_RANKS = ("rank_attention", "rank_ffn")  # a relaxed model's spec fields: 0 (none) on every other card
+
+
 def _table(frame: pd.DataFrame) -> None:
     """st.table, which draws its cells as markdown, with each cell drawn as text: a card's fields and values
     come from the checkpoint's own files (its command, corpus, names), which a folder from elsewhere can fill."""
@@ -109,7 +112,7 @@ if loading.need_checkpoints():
             st.markdown(figure, unsafe_allow_html=True)
             draw.download(rows, f"{name}-parameters.csv")
             st.download_button("Download the figure (SVG)", lambda: figure, on_click="ignore",
-                               file_name=f"{name}-parameters.svg", mime="image/svg+xml",
+                               file_name=draw.file_name(f"{name}-parameters.svg"), mime="image/svg+xml",
                                icon=":material/download:", key=key("svg"))
         with right:
             heads = card["heads"]
@@ -117,7 +120,8 @@ if loading.need_checkpoints():
             _table(pd.DataFrame([{"head": "MLM", "status": heads["mlm"]},
                                    {"head": f"pair ({heads['pair_kind'].upper()})", "status": heads["pair"]}]))
             st.markdown("**Spec**")
-            _table(pd.DataFrame([{"field": field_label(k), "value": fmt_value(k, v)} for k, v in card["spec"].items()]))
+            _table(pd.DataFrame([{"field": field_label(k), "value": fmt_value(k, v)} for k, v in card["spec"].items()
+                                    if not (k in RELAXED_RANKS and not v)]))  # a plain ALBERT has no relaxed ranks to list
             st.markdown("**Provenance**")
             rows, records = provenance_view(card)
             _table(pd.DataFrame(rows))

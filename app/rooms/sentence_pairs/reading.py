@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from albert_lab.analysis.pairs import base_rate, majority
+from app.shell.text import two
 
 CHANCE = 0.5  # a coin's accuracy on two labels
 HEAD_QUESTION = {"sop": "is A then B the original order?", "nsp": "is B the segment that follows A?"}
@@ -25,11 +26,14 @@ def verdict(low: float, high: float, always: int, bar: float, n: int) -> str:
     against always answering label `always` (accuracy `bar`, at least chance)."""
     chance_in, bar_in = low <= CHANCE <= high, bar > CHANCE and low <= bar <= high
     narrow = "; more pairs narrow the interval"
+    if chance_in and bar > CHANCE and high < bar:
+        return (f"the interval holds chance ({two(CHANCE)}) but lies below always answering label {always} ({two(bar)}): "
+                f"on {n} pairs this head is worse than one that ignores the pair, beyond the interval")
     if chance_in:
-        also = f" and always answering label {always} ({bar:.2f})" if bar_in else ""
-        return f"the interval holds chance ({CHANCE:.2f}){also}, so {n} pairs cannot tell this head from guessing{narrow}"
+        also = f" and always answering label {always} ({two(bar)})" if bar_in else ""
+        return f"the interval holds chance ({two(CHANCE)}){also}, so {n} pairs cannot tell this head from guessing{narrow}"
     if bar_in:
-        return (f"above chance, but the interval holds always answering label {always} ({bar:.2f}), so {n} pairs "
+        return (f"above chance, but the interval holds always answering label {always} ({two(bar)}), so {n} pairs "
                 f"cannot tell this head from one that ignores the pair{narrow}")
     if low > max(CHANCE, bar):
         return "better than chance and than always answering one label, beyond the interval"
@@ -43,14 +47,14 @@ def upload_reading(labelled: pd.DataFrame, scores: pd.DataFrame) -> str:
     interval and what the interval allows, and, where an NSP head was scored, what its label 1 means."""
     zeros, n = base_rate(scores)
     always, bar = majority(scores)
-    free = (f", so {bar:.2f}, not {CHANCE:.2f}, is the score to beat" if bar > CHANCE else ", the same as chance")
+    free = (f", so {two(bar)}, not {two(CHANCE)}, is the score to beat" if bar > CHANCE else ", the same as chance")
     lines = [f"Of the {n} labelled pairs, {zeros} ({zeros / n:.0%}) are label 0 (in order / is next): a head that "
-             f"always answers label {always}, whatever the pair, scores {bar:.2f}{free}."]
+             f"always answers label {always}, whatever the pair, scores {two(bar)}{free}."]
     for row in labelled.itertuples():
         r0, n0, r1, n1 = by_label(scores, row.checkpoint)
         question = HEAD_QUESTION.get(row.head, "")
-        lines.append(f"- **{row.checkpoint}** ({row.head.upper()} head, asked: {question}) {row.accuracy:.2f} "
-                     f"[{row.low:.2f}-{row.high:.2f}] on {row.labelled} pairs, right on {r0} of {n0} label-0 pairs and "
+        lines.append(f"- **{row.checkpoint}** ({row.head.upper()} head, asked: {question}) {two(row.accuracy)} "
+                     f"[{two(row.low)}-{two(row.high)}] on {row.labelled} pairs, right on {r0} of {n0} label-0 pairs and "
                      f"{r1} of {n1} label-1 pairs: {verdict(row.low, row.high, always, bar, row.labelled)}.")
     nsp = labelled[labelled["head"] == "nsp"]
     if len(nsp):
@@ -66,7 +70,7 @@ def _nsp_words(names: list[str], scoring: list[str], share_zero: float) -> str:
             "another document (label 1), not from a swapped pair.")
     if scoring:
         free = (f"; and the labels' base rate gives some for free: with {share_zero:.0%} of the pairs label 0, answering "
-                f"'is next' to every pair scores {share_zero:.2f}" if share_zero > CHANCE else "")
+                f"'is next' to every pair scores {two(share_zero)}" if share_zero > CHANCE else "")
         text += (f" If this file's label-1 pairs are swapped ones, {', '.join(scoring)} can still score above chance: "
                  "a swapped pair often reads as an incoherent jump (a pronoun before the name it stands for, an answer "
                  f"before its question) that looks like a segment from elsewhere{free}. The right answers by label, "
@@ -80,13 +84,15 @@ def slice_words(low: float, high: float, n: int, always: object, base: float, by
     (where always answering the group's own label scores 1), against always answering its commoner label."""
     if n == 0:
         return "no labelled pairs"
-    if low <= CHANCE <= high:
-        return "too few to tell from chance"
     bar = None if by_label or base != base or base <= CHANCE else base  # base != base: NaN, no labels
+    if low <= CHANCE <= high:  # and yet it may be reliably below always answering the commoner label
+        if bar is not None and high < bar:
+            return f"too few to tell from chance, but below always answering {always} ({two(bar)})"
+        return "too few to tell from chance" + ("" if bar is None else f" or from always answering {always} ({two(bar)})")
     if bar is not None and low <= bar <= high:
-        return f"too few to tell from always answering {always} ({bar:.2f})"
+        return f"too few to tell from always answering {always} ({two(bar)})"
     if high < CHANCE:
         return "below chance"
     if bar is not None and high < bar:
-        return f"above chance, below always answering {always} ({bar:.2f})"
+        return f"above chance, below always answering {always} ({two(bar)})"
     return "above chance" + ("" if bar is None else " and the base rate")

@@ -20,6 +20,7 @@ from app.shell.registry import keys
 from app.shell.runner import Part
 from app.shell.selection import Selection
 from app.shell.state import set_widget, widget
+from app.shell.text import plain
 
 figures = shared(shared_block)  # the library's figures, built once for every visitor
 
@@ -156,8 +157,9 @@ def every_head_view(maps: pd.DataFrame, name: str, application: int | None, meas
     else:
         shown, tokens = figures.first_tokens(maps, figures.MODEL_VIEW_TOKENS)
         draw.chart(figures.model_view_figure(shown, measure), f"attention_model_view_{name}")
-        st.caption(f"{name}, first text. In each thumbnail, rows: the token that attends; columns: the token attended "
-                   "to; one colour scale for all. Hover a cell for its application, head, tokens and value.")
+        st.caption(f"{plain(name)}, first text. In each thumbnail, rows: the token that attends; columns: the token "
+                   "attended to; one colour scale for all. Hover a cell for its application, head, tokens and value. "
+                   "Past the dotted line, the rows are the shared block applied again beyond the depth it was trained at.")
         limit, file = figures.MODEL_VIEW_TOKENS, f"attention_model_view_{name}.csv"
     if tokens > limit:
         st.caption(f"The first {limit} of the text's {tokens} tokens are drawn: what they give to later tokens is left "

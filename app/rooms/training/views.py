@@ -143,9 +143,17 @@ def progress_panel(run_id: str) -> None:
     elif info.active and mine and st.button("Cancel this run", key=key("cancel", run_id)):
         with guard("cancelling"):
             cancel_run(info.path)
-            st.toast("Cancel requested: the run saves its checkpoint and stops.")
+            st.toast(cancel_words(info.status, step))
     if info.status in ("succeeded", "cancelled") and (info.folder.checkpoint / "config.json").is_file():
         st.caption(f"Its checkpoint is listed in the sidebar as run:{info.id}.")
+
+
+def cancel_words(status: str, step: int) -> str:
+    """What a Cancel does to a run at `step`: one that has trained saves its checkpoint; one queued or at
+    step 0 has none to save (the toast promised one)."""
+    if status == "queued" or step <= 0:
+        return "Cancel requested: the run stops before its first step, with no checkpoint (it had none to save)."
+    return f"Cancel requested: the run saves its checkpoint (step {step:,} or the next) and stops."
 
 
 def runs_view() -> None:
