@@ -6,7 +6,7 @@
 - docs/app-*-{light,dark}.png  screenshots of every page of the running app (scripts/screenshots.py;
                                `--no-screenshots` skips them).
 
-Figures are the app's own plotly figures (app/rooms/<page>/figures.py), rendered to PNG in Debian's
+Figures are the app's own plotly figures (albert_lab/figures/<page>.py), rendered to PNG in Debian's
 Chromium through Playwright (plotly.js is inlined: nothing is fetched).
 
 Run: .venv/bin/python scripts/make_figures.py [--no-screenshots | --learning-curve-only]
@@ -27,14 +27,12 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "-
 
 
 def figures() -> dict[str, object]:
-    from plotly.subplots import make_subplots
-
     from albert_lab.analysis.gradflow import gradient_flow
     from albert_lab.analysis.oscillation import oscillation, verdict
     from albert_lab.checkpoint.load import load_checkpoint
     from albert_lab.data.samples import sample_texts
-    from app.rooms.gradient_flow.figures import gradflow_figure
-    from app.rooms.oscillation.figures import oscillation_figure
+    from albert_lab.figures.gradient_flow import gradflow_side_by_side
+    from albert_lab.figures.oscillation import oscillation_figure
 
     albert = load_checkpoint(ROOT / "checkpoints" / "albert-sop", device="cpu")
     bert = load_checkpoint(ROOT / "checkpoints" / "bert-nsp", device="cpu")
@@ -43,15 +41,7 @@ def figures() -> dict[str, object]:
     print(verdict(frame).to_string(index=False))
     osc = oscillation_figure(frame)
     osc.update_layout(title="Oscillation: ALBERT (shared, solid) vs BERT (not shared, dashed), 16 held-out texts")
-    flows = {b.name: gradient_flow(b, texts, objective=b.spec.objective) for b in (albert, bert)}
-    grad = make_subplots(rows=1, cols=2, subplot_titles=[f"{name}" for name in flows], shared_yaxes=True)
-    for col, (name, flow) in enumerate(flows.items(), start=1):
-        for trace in gradflow_figure(flow, name).data:
-            trace.showlegend = col == 1
-            grad.add_trace(trace, row=1, col=col)
-    grad.update_yaxes(type="log")
-    grad.update_xaxes(title_text="layer application", dtick=1)
-    grad.update_layout(height=420, title="Gradient flow per layer application: mean (solid) and max (dashed) |dL/dW|")
+    grad = gradflow_side_by_side([gradient_flow(b, texts, objective=b.spec.objective) for b in (albert, bert)])
     return {"oscillation": osc, "gradflow": grad, **shared_block_figures(albert, bert, texts), **learning_curve()}
 
 
@@ -61,7 +51,7 @@ def learning_curve() -> dict[str, object]:
         return {}
     import pandas as pd
 
-    from app.rooms.training.figures import learning_curve_figure
+    from albert_lab.figures.training import learning_curve_figure
 
     # An earlier probe (lab-albert on a 25 MB long-document mix, on a machine with AMX):
     # interior SOP after about 13.5M and 27M tokens, 1,584 held-out interior pairs.
@@ -86,7 +76,7 @@ def shared_block_figures(albert, bert, texts) -> dict[str, object]:
     from albert_lab.analysis.cka import layer_cka
     from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
     from albert_lab.analysis.lens import logit_lens
-    from app.rooms.shared_block.figures import cka_figure, entropy_figure, extrapolation_figure, lens_figure
+    from albert_lab.figures.shared_block import cka_figure, entropy_figure, extrapolation_figure, lens_figure
 
     extrapolation = extrapolate([albert, bert], texts, repeat=4, seed=0)
     print(extrapolation_verdict(extrapolation).to_string(index=False))
@@ -113,7 +103,8 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     from albert_lab.checkpoint.discover import discover_checkpoints
-    from app.shell.look import register_checkpoints, shipped_first
+    from albert_lab.figures.look import register_checkpoints
+    from app.shell.look import shipped_first
 
     DOCS.mkdir(exist_ok=True)
     entries = [c.to_dict() for c in discover_checkpoints()]

@@ -129,8 +129,8 @@ def test_without_the_file_the_tab_says_what_to_run(app, monkeypatch, tmp_path):
 def test_the_figure_legend_names_each_strategy_once_in_no_panel_s_shape():
     """The legend showed the right panel's diamonds beside the left panel's circles: it is one
     square per strategy now, in the strategy's colour, and no drawn point is in it."""
+    from albert_lab.figures.parameters import ablation_figure
     from albert_lab.spec import SHARING_LABELS
-    from app.rooms.parameters.figures import ablation_figure
 
     results = read_ablation()
     fig = ablation_figure(results.rows, results.tokens)

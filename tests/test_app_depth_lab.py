@@ -59,7 +59,7 @@ def test_depth_lab_marks_a_diverged_model_instead_of_dropping_it(app):
 def test_divergence_cuts_the_trace_at_the_first_bad_step():
     import pandas as pd
 
-    from app.rooms.depth_lab.figures import cut_at_divergence, divergence, legend_names
+    from albert_lab.figures.depth_lab import cut_at_divergence, divergence, legend_names
 
     history = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 2, "step": [1, 10, 20, 23, 1, 10],
                             "loss": [0.7, 5e4, float("nan"), float("nan"), 0.7, 0.6]})
@@ -74,8 +74,8 @@ def test_layer_axes_tick_every_layer_only_while_that_reads():
     import pandas as pd
     import plotly.express as px
 
-    from app.rooms.depth_lab.figures import flow_heatmap
-    from app.shell.look import style
+    from albert_lab.figures.depth_lab import flow_heatmap
+    from albert_lab.figures.look import style
 
     def axis(layers: int):
         frame = pd.DataFrame({"layer": range(1, layers + 1), "mean_abs": [1e-3] * layers})
@@ -91,7 +91,7 @@ def test_layer_axes_tick_every_layer_only_while_that_reads():
 def test_a_diverged_net_does_not_stretch_the_depth_labs_loss_axis():
     """At 32 layers the residual net's one loss before it diverged (24.5) stretched the axis
     to 25 and flattened the curves of the nets that trained."""
-    from app.rooms.depth_lab.figures import depth_figures
+    from albert_lab.figures.depth_lab import depth_figures
 
     steps = [1, 10, 20]
     history = pd.DataFrame(dict(model=["plain"] * 3 + ["residual"] * 3, step=steps * 2,

@@ -6,7 +6,7 @@ import json
 import pandas as pd
 from conftest import charts, goto, start, tiny_spec
 
-from app.rooms.gradient_flow.figures import shared_sum_figure
+from albert_lab.figures.gradient_flow import shared_sum_figure
 
 
 def test_gradient_flow(app):
@@ -117,7 +117,7 @@ def test_chart_titles_fit_a_phone(app):
 def test_shared_gradients_are_points_with_values_on_their_log_axis():
     """Bars on a log axis made 0.0018 look like nothing beside 0.013 (a bar's length there
     starts at an arbitrary floor)."""
-    from app.rooms.gradient_flow.figures import shared_sum_figure
+    from albert_lab.figures.gradient_flow import shared_sum_figure
 
     frame = pd.DataFrame([dict(view="shared_sum", component=c, layer=1, applications="1-6", mean_abs=v, max_abs=0.1)
                           for c, v in (("attention", 0.0018), ("FFN", 0.013))])
@@ -157,8 +157,8 @@ def test_gradients_are_computed_once_per_input_and_a_failure_leaves_no_stop_butt
 def test_the_hidden_gradient_chart_draws_mean_and_max_in_their_own_colours_and_dashes():
     """The theme's colourway gave mean and max each other's shade in dark theme: both are fixed
     now, mean solid and max dashed, as on the |dL/dW| chart."""
-    from app.rooms.gradient_flow.figures import hidden_grad_figure
-    from app.shell.look import SERIES_COLOURS
+    from albert_lab.figures.gradient_flow import hidden_grad_figure
+    from albert_lab.figures.look import SERIES_COLOURS
 
     frame = pd.DataFrame([dict(view="hidden", component="hidden", layer=layer, applications="", mean_abs=0.01 * (layer + 1),
                                max_abs=0.2 * (layer + 1)) for layer in range(4)])

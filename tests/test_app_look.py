@@ -1,10 +1,11 @@
-"""The figures' shared look (app/shell/look.py) is the same however a figure is built."""
+"""The figures' shared look (albert_lab/figures/look.py) is the same however a figure is built; the app lays them
+out (app/shell/look.py)."""
 
 import pandas as pd
 import plotly.graph_objects as go
 
-from app.rooms.sentence_pairs.figures import ORDER_COLOURS, ORDERS, pair_figure
-from app.shell.look import chance_line, style, styled
+from albert_lab.figures.look import chance_line, style, styled
+from albert_lab.figures.sentence_pairs import ORDER_COLOURS, ORDERS, pair_figure
 
 TRACES = [dict(type="bar", name="a", x=["m1", "m2"], y=[0.2, 0.7]), dict(type="bar", name="b", x=["m1"], y=[0.9])]
 LAYOUT = dict(barmode="group", title=dict(text="A title"), yaxis=dict(range=[0, 1], title=dict(text="P")),
@@ -37,7 +38,7 @@ def test_a_legend_of_seven_checkpoints_stays_off_the_title_on_a_phone():
     """On a phone (390 x 844) with seven checkpoints picked, Oscillation's legend wrapped into four rows above the
     plot and covered its two-line title (measured in Chromium: legend top 30 px above the title's bottom). The top
     margin now holds the rows beyond two, as Chromium draws them: 29 px each, the names packed as plotly packs them."""
-    from app.rooms.oscillation.figures import oscillation_panels
+    from albert_lab.figures.oscillation import oscillation_panels
     from app.shell.look import PHONE_PX, fit_legend, fitting_chars, legend_rows, wrap_title
 
     names = ["albert-sop", "albert-nsp", "albert-none", "albert-sop-minilm", "albert-nsp-minilm", "bert-nsp",
@@ -60,7 +61,7 @@ def test_a_legend_of_seven_checkpoints_stays_off_the_title_on_a_phone():
 def test_a_visitors_tags_in_a_figure_are_drawn_as_text_and_the_figures_own_stay():
     import numpy as np
 
-    from app.shell.look import text_only
+    from albert_lab.figures.look import text_only
 
     link = '<a href="javascript:alert(1)">c</a>'
     fig = go.Figure(go.Bar(x=np.array([link, "b"], dtype=object), y=[1, 2], name=link, customdata=[[link], ["b"]],

@@ -76,7 +76,7 @@ def test_typed_text_the_vocabulary_cannot_read_gets_a_warning(app):
 
 def test_a_roughness_of_zero_still_shows_its_value():
     """Bars of roughness 0.00 were invisible: no bar, and the label inside it."""
-    from app.rooms.oscillation.figures import roughness_figure
+    from albert_lab.figures.oscillation import roughness_figure
 
     fig = roughness_figure(pd.DataFrame(dict(checkpoint=["albert-sop", "bert-nsp"], roughness=[0.0, 0.31])))
     assert all(t.textposition == "outside" and t.cliponaxis is False for t in fig.data)
@@ -118,7 +118,7 @@ def test_typed_text_read_otherwise_than_typed_says_so(app):
 
 def test_equal_roughness_reads_as_equal_not_as_a_ranking():
     """'bert-sop-minilm (0.00) < albert-sop (0.00)' ranked two equal numbers."""
-    from app.shell.text import smoother_sentence
+    from albert_lab.readings.oscillation import smoother_sentence
 
     frame = pd.DataFrame(dict(checkpoint=["a", "b", "c"], roughness=[0.51, 0.0, 0.001]))
     assert smoother_sentence(frame, "on your 2 texts") == "Smoothest to roughest on your 2 texts: b (0.00) = c (0.00) < a (0.51)."
@@ -160,7 +160,7 @@ def test_the_paper_is_not_quoted_against_the_measurement():
     pattern holds, and where it does not, what in each model's card explains it."""
     import json
 
-    from app.rooms.oscillation.reading import against_the_paper
+    from albert_lab.readings.oscillation import against_the_paper
 
     cards = {n: json.loads((ROOT / "checkpoints" / n / "albert_lab.json").read_text()) for n in SHIPPED_CURVES}
     pick = lambda *names: _verdicts({n: SHIPPED_CURVES[n] for n in names})
@@ -185,7 +185,7 @@ def test_the_paper_is_not_quoted_against_the_measurement():
 def test_an_albert_rougher_than_a_bert_is_told_apart_from_a_draw():
     """Only a pair whose ALBERT scores rougher than its BERT reverses the paper's pattern; pairs
     that score alike are said to be alike, in the same reading."""
-    from app.rooms.oscillation.reading import against_the_paper
+    from albert_lab.readings.oscillation import against_the_paper
 
     curves = {"albert-zig": [9.0, 5.0, 8.0, 4.0, 9.0, 3.0], "albert-flat": [9.0, 8.0, 7.0, 6.0, 5.0, 4.0],
               "bert-flat": [9.0, 8.5, 8.0, 7.5, 7.0, 6.5]}

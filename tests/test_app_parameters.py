@@ -86,9 +86,9 @@ def test_the_paper_avg_column_is_explained_where_it_is_shown(app):
 def test_cost_curves_use_a_log_axis_only_where_the_cost_spans_orders_of_magnitude():
     """FLOPs per token against E change by under 1%: on a log axis clipped to the data that
     looked like a steep rise, and the four identical strategies hid behind one line."""
+    from albert_lab.figures.parameters import sweep_figure
     from albert_lab.params import sweep
     from albert_lab.spec import PRESETS
-    from app.rooms.parameters.figures import sweep_figure
 
     frame = pd.DataFrame(sweep(PRESETS["albert-base"], "embedding_size", [32, 128, 512, 1024]))
     flops = sweep_figure(frame, "embedding_size", "E (embedding)", "flops_per_token")

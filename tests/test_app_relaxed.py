@@ -53,7 +53,7 @@ def test_the_curve_shown_is_the_librarys(app, held, shipped):
     sentence = next(m.value for m in at.markdown if "carries most of what makes each layer its own" in m.value)
     at2 = energy[energy["rank"] == "2"]
     top = at2.groupby("map").energy.sum().idxmax()
-    from app.rooms.parameters.figures import MAP_LABELS
+    from albert_lab.figures.parameters import MAP_LABELS
 
     assert sentence.startswith(f"**{MAP_LABELS[top]}**") and "At rank 2" in sentence
     assert link_of(at)["calc_relax_ranks"] == "0,2,full" and link_of(at)["calc_real_view"] == "relaxed"
@@ -94,7 +94,7 @@ def test_bad_ranks_are_said_in_one_line(app, held, ranks, words):
 def test_rank_labels_sit_neither_on_one_another_nor_on_the_line():
     """Ranks 1, 2, 4, 8 lie a few thousand parameters apart on an axis millions wide: their labels were one blot,
     and a label above a point the line rises into sat on the line."""
-    from app.rooms.parameters.figures import label_side, rank_labels
+    from albert_lab.figures.parameters import label_side, rank_labels
 
     assert label_side(None, 1, 2) == "top left" and label_side(1, 2, None) == label_side(2, 1, None) == "top center"
     assert label_side(1, 2, 1) == "top center" and label_side(2, 1, 2) == "bottom center"  # a peak, a valley

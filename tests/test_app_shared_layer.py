@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 from conftest import goto, opened_by_link
 
-from app.rooms.shared_block.figures import attention_figure
+from albert_lab.figures.shared_block import attention_figure
 
 
 def test_page(app):
@@ -49,7 +49,7 @@ def test_shared_layer_cka_compare_with_travels_in_the_link(app):
 def test_shared_layer_figures_can_be_read():
     """Top-k heatmaps labelled every sixth application, attention maps had no colour scale,
     and ALBERT vs BERT's CKA heatmap was a small square."""
-    from app.rooms.shared_block.figures import attention_figure, cka_figure, top_k_figure
+    from albert_lab.figures.shared_block import attention_figure, cka_figure, top_k_figure
 
     top = pd.DataFrame([dict(checkpoint="m", application=a, depth_L=6, rank=r, token=f"w{a}{r}", probability=0.1,
                              watched="x [MASK]") for a in range(25) for r in range(1, 4)])
@@ -67,7 +67,7 @@ def test_shared_layer_figures_can_be_read():
 
 def test_figures_of_a_block_applied_24_times_stay_readable():
     """At k = 4 the top-k heatmap had 25 columns of words and the axes ticks at -1 and 25."""
-    from app.rooms.shared_block.figures import cka_figure, lens_figure, top_k_figure
+    from albert_lab.figures.shared_block import cka_figure, lens_figure, top_k_figure
 
     apps = range(25)
     top = pd.DataFrame([dict(checkpoint="m", application=a, depth_L=6, rank=r, token=f"t{a}{r}", probability=0.5 / r,
@@ -161,7 +161,7 @@ def _maps_of_shipped(shipped, text: str = "The river flows through the old town.
 def test_model_view_draws_every_application_and_head_with_the_library_weights(shipped):
     """bertviz's model view: a thumbnail per (application, head), its values the frame's, its
     labels the tokenizer's pieces, hover naming application, head and tokens; one colour scale."""
-    from app.rooms.shared_block.figures import first_tokens, model_view_figure
+    from albert_lab.figures.shared_block import first_tokens, model_view_figure
 
     maps, pieces = _maps_of_shipped(shipped)
     applications, heads = sorted(maps.application.unique()), sorted(maps["head"].unique())
@@ -192,7 +192,7 @@ def test_model_view_draws_every_application_and_head_with_the_library_weights(sh
 def test_head_view_draws_every_head_of_the_application_between_the_pieces(shipped):
     """bertviz's head view: the pieces left and right, a legend entry per head of the chosen
     application, a line for every value over FAINTEST of the largest, more opaque when stronger."""
-    from app.rooms.shared_block.figures import FAINTEST, OPACITIES, head_view_figure
+    from albert_lab.figures.shared_block import FAINTEST, OPACITIES, head_view_figure
 
     maps, pieces = _maps_of_shipped(shipped)
     fig = head_view_figure(maps, 4, "weight")

@@ -216,9 +216,9 @@ def test_classroom_preset_labels_fit_the_sidebar():
 def test_a_checkpoint_keeps_its_colour_whatever_else_is_selected():
     import pandas as pd
 
-    from app.rooms.oscillation.figures import oscillation_figure
-    from app.rooms.shared_block.figures import extrapolation_figure, lens_figure
-    from app.shell.look import colour_for
+    from albert_lab.figures.look import colour_for
+    from albert_lab.figures.oscillation import oscillation_figure
+    from albert_lab.figures.shared_block import extrapolation_figure, lens_figure
 
     def frame(names):
         return pd.DataFrame([dict(checkpoint=n, family="bert" if "bert-" in n else "albert", layer=layer, l2=1.0,
@@ -245,8 +245,9 @@ def test_the_shipped_checkpoints_each_have_their_own_colour(monkeypatch):
     from conftest import ROOT
 
     from albert_lab.checkpoint.discover import discover_checkpoints
-    from app.shell import look
-    from app.shell.look import colour_for, register_checkpoints, shipped_first
+    from albert_lab.figures import look
+    from albert_lab.figures.look import colour_for, register_checkpoints
+    from app.shell.look import shipped_first
 
     monkeypatch.setattr(look, "_ORDER", [])  # as in a fresh app: no checkpoint seen before the picker's
     shipped = discover_checkpoints(ROOT / "checkpoints", ROOT / "no-runs")
@@ -262,7 +263,7 @@ def test_the_shipped_checkpoints_each_have_their_own_colour(monkeypatch):
 def test_a_class_worth_of_checkpoints_in_one_server_keeps_distinct_colours(monkeypatch):
     """Shipped checkpoints, finished runs and added folders all take a colour slot in the
     server process: with 8 colours the ninth looked like the first."""
-    from app.shell import look
+    from albert_lab.figures import look
 
     monkeypatch.setattr(look, "_ORDER", [])
     names = ["albert-sop", "bert-sop-minilm", "albert-nsp", "bert-nsp", "albert-none"] + [f"run:{i}" for i in range(10)]

@@ -46,8 +46,8 @@ def test_held_and_applied_keep_their_colours_between_the_card_and_the_calculator
     'held in memory' and 'applied per forward pass' in each other's colours."""
     import pandas as pd
 
+    from albert_lab.figures.parameters import parameter_bars
     from app.rooms.model_card.svg import parameters_by_component
-    from app.rooms.parameters.figures import parameter_bars
 
     rows = pd.DataFrame({"component": ["attention", "FFN"], "unique": [10, 20], "applied": [30, 60]})
     root = ET.fromstring(parameters_by_component(rows))

@@ -110,7 +110,7 @@ def test_attention_entropy_of_models_with_unequal_heads_draws_in_chromium(browse
     import numpy as np
     import pandas as pd
 
-    from app.rooms.shared_block.figures import entropy_figure
+    from albert_lab.figures.shared_block import entropy_figure
 
     rows = [dict(checkpoint=name, inner=0, application=a, head=h, entropy=float(np.sin(a + h)) + 1.5)
             for name, heads, applications in (("bert-sop-minilm", 12, 6), ("albert-sop", 4, 12))

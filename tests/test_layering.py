@@ -6,9 +6,9 @@ Layers (a module may import its own layer and the ones below):
   1 devices, params, models, relaxed (relaxed sharing's layers), tokenizer, release_fast
   2 paper, data.*
   3 kernels, objective, distil, checkpoint.*, card
-  4 analysis.*, convert (albertize: checkpoints in, a checkpoint out), factorise (its embedding), relax (a BERT relaxed)
+  4 analysis.*, figures.* and readings.* (their plots and words), result, convert (albertize: checkpoints in, a checkpoint out), factorise, relax
   5 training.*
-  6 the command line (cli.*, __main__)
+  6 the command line (cli.*, __main__), the front door (lab: `import albert_lab as al`)
 Imports inside functions count too (they are how a lower module would sneak upward);
 imports under `if TYPE_CHECKING:` do not (they never run).
 
@@ -34,9 +34,9 @@ LAYERS = {
     1: ("devices", "params", "models", "relaxed", "tokenizer", "release_fast"),
     2: ("paper", "data"),
     3: ("kernels", "objective", "distil", "checkpoint", "card"),
-    4: ("analysis", "convert", "factorise", "relax"),
+    4: ("analysis", "figures", "readings", "result", "convert", "factorise", "relax"),
     5: ("training",),
-    6: ("cli", "__main__"),
+    6: ("cli", "lab", "__main__"),
 }
 
 

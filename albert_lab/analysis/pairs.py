@@ -215,6 +215,18 @@ def summarize(scores: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def base_rate(scores: pd.DataFrame) -> tuple[int, int]:
+    """(label-0 pairs, labelled pairs) of the file, each pair once."""
+    labels = scores.drop_duplicates("row").label.dropna()
+    return int((labels == 0).sum()), len(labels)
+
+
+def majority(scores: pd.DataFrame) -> tuple[int, float]:
+    """The label a head that ignores the pairs would always answer to score best, and its accuracy."""
+    zeros, n = base_rate(scores)
+    return (0, zeros / n) if zeros >= n - zeros else (1, (n - zeros) / n)
+
+
 def labelled_accuracy(summary: pd.DataFrame) -> pd.DataFrame:
     """The checkpoints of `summarize` that scored labelled pairs, with hits and the 95%
     Wilson interval of their accuracy (low, high)."""

@@ -1,9 +1,10 @@
 """Every analysis declared once: a record each (`Analysis`) naming its function, its options
 with their bounds, defaults and help (`AnalysisOption`), the inputs it reads, what the command
-line prints of its frame and what a unit of its work costs. The
-command line builds its analysis commands from ANALYSES in one loop, and the app's time
-estimates read the costs here. Adding an analysis is its module (the function, and a report
-if it prints more than a table) and one record below.
+line prints of its frame, what a unit of its work costs, its figure and its page's words. The
+command line builds its analysis commands from ANALYSES in one loop, the front door
+(albert_lab.lab) its verbs, and the app's time estimates read the costs here.
+Adding an analysis is its module (the function, and a report if it prints more than a table),
+its figure (albert_lab/figures/) and one record below.
 
 This module imports neither torch nor an analysis module: `albert-lab --help` and the app's
 first page read the records without them. A record names its functions by name in its module;
@@ -98,6 +99,8 @@ class Analysis:
     most_words: str = ""  # the error past `most`
     cost: Cost | None = None
     command: bool = True  # a command of the command line (attribution is the app's alone)
+    figure: str | None = None  # its figure, 'module.function' in albert_lab.figures: a function of its frame (al's Result.figure)
+    reading: str | None = None  # what its page says, 'module.function' in albert_lab.readings: (frame, cards) -> markdown
     epilog: str = ""  # said after the options in the command's --help
 
     def option(self, name: str) -> AnalysisOption:
@@ -180,7 +183,8 @@ OSCILLATION = Analysis(
     "oscillation", "oscillation", "texts",
     (SEQ_LEN, AnalysisOption("aggregate", Aggregate, "mean")),
     columns=("checkpoint", "layer", "l2", "angle_deg", "l2_spread", "angle_spread", "norm_out"), report="report",
-    cost=Cost("oscillation", 0.008, "one text through a model of albert-sop's size (text_units)"))
+    cost=Cost("oscillation", 0.008, "one text through a model of albert-sop's size (text_units)"),
+    figure="oscillation.oscillation_figure", reading="oscillation.reading")
 
 GRADFLOW = Analysis(
     "gradflow", "mean and max |grad| per layer, per application of shared layers",
@@ -189,7 +193,7 @@ GRADFLOW = Analysis(
      AnalysisOption("objective", Objective, None, follows="default_objective", help="pair loss to add (default: the checkpoint's)"),
      AnalysisOption("seed", int, 0, bounds=Range(0, MAX_SEED), help="seed of the pairs and masks")),
     most=1,
-    cost=Cost("gradflow", 0.06, "a million applied parameters, on the page's 16 texts"))
+    cost=Cost("gradflow", 0.06, "a million applied parameters, on the page's 16 texts"), figure="gradient_flow.gradflow_figure")
 
 SCORE = Analysis(
     "score", "P(original order) / P(is next) from SOP and NSP heads for sentence pairs",
@@ -206,7 +210,7 @@ SCORE = Analysis(
     epilog=("Precision: on a GPU (CUDA) a float32 model (the default --dtype) scores with TF32 matmuls, or under bf16 "
             f"autocast where that too keeps every score within {SCORE_TOLERANCE} of full float32's; in full float32 where "
             "neither would (a bound from the model's depth and its pair head's weights: albert_lab/analysis/pairs.py). "
-            "On the CPU, in --dtype's precision."))
+            "On the CPU, in --dtype's precision."), figure="sentence_pairs.scores_figure")
 
 EXTRAPOLATE = Analysis(
     "extrapolate", "run a shared block for K x L applications: distances, angles, MLM accuracy, verdict",
@@ -214,12 +218,14 @@ EXTRAPOLATE = Analysis(
     report="report", notes=True,
     columns=("checkpoint", "application", "l2_step", "angle_step_deg", "l2_to_depth_L", "l2_return", "mlm_accuracy",
              "beyond_L"),
-    cost=Cost("extrapolation", 0.009, "one text through a model of albert-sop's size at K = 1 (text_units x K)"))
+    cost=Cost("extrapolation", 0.009, "one text through a model of albert-sop's size at K = 1 (text_units x K)"),
+    figure="shared_block.extrapolation_figure")
 
 LOGIT_LENS = Analysis(
     "logit-lens", "masked-token accuracy of every layer's state read through the model's own MLM head",
     "lens", "logit_lens", "texts", (SEQ_LEN, repeat(), *MASKING),
-    notes=True, columns=("checkpoint", "application", "mlm_accuracy", "nll", "agrees_with_last", "beyond_L"))
+    notes=True, columns=("checkpoint", "application", "mlm_accuracy", "nll", "agrees_with_last", "beyond_L"),
+    figure="shared_block.lens_figure")
 
 LENS_TOP = Analysis(
     "lens-top", "top-k predictions for one token after every layer application (first text only)",
@@ -228,7 +234,8 @@ LENS_TOP = Analysis(
      AnalysisOption("position", int, help="token index to watch (default: a typed [MASK], else the middle token)"),
      AnalysisOption("top_k", int, 5, bounds=Range(1, 100)),
      AnalysisOption("mask_position", bool, True, flag="--no-mask", help="watch the token as it is instead of masking it")),
-    columns=("checkpoint", "application", "rank", "token", "probability", "watched", "target_rank"))
+    columns=("checkpoint", "application", "rank", "token", "probability", "watched", "target_rank"),
+    figure="shared_block.top_k_figure")
 
 ATTENTION = Analysis(
     "attention", "attention entropy per layer application and head; maps (raw, norm-weighted) as CSV",
@@ -236,7 +243,8 @@ ATTENTION = Analysis(
     (SEQ_LEN, repeat(),
      AnalysisOption("maps_out", Path, use="output", writes="attention_maps",
                     help="write the maps of the first text (raw and norm-weighted) as CSV")),
-    notes=True, columns=("checkpoint", "application", "inner", "head", "entropy", "entropy_norm_weighted", "entropy_share"))
+    notes=True, columns=("checkpoint", "application", "inner", "head", "entropy", "entropy_norm_weighted", "entropy_share"),
+    figure="shared_block.entropy_figure")
 
 CKA = Analysis(
     "cka", "linear CKA between layer applications: one checkpoint, or two (across models)",
@@ -245,7 +253,8 @@ CKA = Analysis(
      AnalysisOption("max_tokens", int, 1024, bounds=Range(2, MAX_CKA_TOKENS),
                     help=f"tokens drawn for CKA, 2..{MAX_CKA_TOKENS:,} (default {{default}})")),
     report="report", most=2,
-    most_words="cka compares one checkpoint with itself or two with each other; give --checkpoint once or twice")
+    most_words="cka compares one checkpoint with itself or two with each other; give --checkpoint once or twice",
+    figure="shared_block.cka_figure")
 
 ATTRIBUTION = Analysis(
     "attribution", "token attributions (integrated gradients) of a pair head's decision for one pair",

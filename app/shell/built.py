@@ -1,5 +1,6 @@
-"""Figures built once for every visitor of this server process: `@built_once` on a room's figure
-builder returns the figure built before from equal inputs (the same kept results make the same
+"""Figures built once for every visitor of this server process: a room draws the library's figures
+(albert_lab.figures) through `shared(module)`, whose figure functions (`@built_once`) return the figure
+built before from equal inputs (the same kept results make the same
 figure for each of twenty visitors). With twenty visitors, building them again, plotly validating
 every property of every trace, was most of what the pages' scripts did with the GIL held (py-spy
 --gil during benchmarks/bench_class.py), and a page waits for every visitor's script before it.
@@ -11,11 +12,13 @@ draws one chart at a time) and never changed by its callers."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from types import ModuleType
 from typing import Any, TypeVar
 
 import numpy as np
@@ -53,6 +56,22 @@ def built_once(build: F) -> F:
     return shared  # type: ignore[return-value]
 
 
+class shared:  # a function to its users: `figures = shared(oscillation)`
+    """A module of the library's figures whose figure functions (those `albert_lab.figures.look.themed` made)
+    are built once for every visitor (`built_once`); its other names as they are."""
+
+    def __init__(self, module: ModuleType) -> None:
+        self._module, self._built = module, {}
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._module, name)
+        if not getattr(value, "themed", False):
+            return value
+        if name not in self._built:
+            self._built[name] = built_once(value)
+        return self._built[name]
+
+
 def fingerprint(value: Any) -> Hashable:
     """A hashable stand-in for `value`'s content; raises _Unknown for a kind it does not know."""
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
@@ -72,4 +91,6 @@ def fingerprint(value: Any) -> Hashable:
         return type(value).__name__, columns, dtypes, index, hashlib.sha256(values.tobytes()).hexdigest()
     if isinstance(value, np.ndarray) and value.dtype != object:
         return "ndarray", value.shape, str(value.dtype), hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type) and value.__dataclass_params__.frozen:  # a Theme
+        return type(value).__name__, fingerprint(dataclasses.astuple(value))
     raise _Unknown(type(value).__name__)

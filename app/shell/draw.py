@@ -16,6 +16,7 @@ import streamlit as st
 
 from albert_lab.data import csvfile
 from albert_lab.data.textfile import check_size
+from albert_lab.figures.look import text_only
 from app.shell import look
 from app.shell.loading import load_bundle
 from app.shell.state import shell, widget
@@ -112,7 +113,7 @@ def chart(fig, name: str, key: str | None = None, container=None, share: float =
     `name`; `share`: how much of the main column the container is (its title is wrapped to fit it, and a phone)."""
     config = look.chart_config(file_name(name), widget("image_format", "png"))  # a column's name may be in it
     with _DRAWING:  # a figure may be every visitor's (app.shell.built): wrapped by one while no other reads it
-        look.text_only(fig)  # a visitor's names, tokens and columns drawn as text (no live link); in place, idempotent
+        text_only(fig)  # a visitor's names, tokens and columns drawn as text (no live link); in place, idempotent (the library did it too)
         look.wrap_title(fig, look.fitting_chars(share))  # in place, and again harmless: a wrapped title fits
         look.fit_legend(fig, share)
         (container or st).plotly_chart(fig, width="stretch", config=config, key=key)

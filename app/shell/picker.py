@@ -10,6 +10,7 @@ import streamlit as st
 
 from albert_lab.checkpoint.files import is_local_source
 from albert_lab.errors import AlbertLabError
+from albert_lab.figures.look import register_checkpoints
 from albert_lab.paths import check_typed_path
 from app.shell import loading, look
 from app.shell.guard import guard, without_server_paths
@@ -33,7 +34,7 @@ def sidebar() -> None:
     extra = shell().extra_sources
     options = list(by_name) + [n for n in extra if n not in by_name]
     shipped = look.shipped_first(found)  # the model card opens on a model whose heads all work
-    look.register_checkpoints([c["name"] for c in shipped] + [c["name"] for c in found] + list(extra))
+    register_checkpoints([c["name"] for c in shipped] + [c["name"] for c in found] + list(extra))
     default = [c["name"] for c in shipped][:4] or options[:1]
     if (pending := shell().pending_pick) is not None:  # set by "Add" on the previous run
         shell().pending_pick = None

@@ -50,14 +50,15 @@ from albert_lab.importing import MODEL_CODE
 def import_first_page() -> None:
     """Third-party code only: the app's own modules are imported by the script, under
     Streamlit's runtime (their caches are made there)."""
-    import pandas  # noqa: F401
-    import plotly.express as px
+    import pandas as pd
     import streamlit.emojis  # noqa: F401  set_page_config tests the page icon against it
 
     import albert_lab.card  # the model card from a checkpoint's files
     import albert_lab.checkpoint.discover  # noqa: F401  the sidebar's list of checkpoints
+    from albert_lab.figures.parameters import parameter_bars
 
-    px.bar(x=[1], y=["a"], orientation="h")  # plotly's first figure imports its validators
+    # plotly's first figure imports its validators (plotly express and a bar chart, as the pages' figures)
+    parameter_bars(pd.DataFrame({"component": ["a"], "unique": [1], "applied": [1]}), "")
 
 
 _model_code_imported = threading.Event()

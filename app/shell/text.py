@@ -6,7 +6,6 @@ a figure."""
 from __future__ import annotations
 
 import datetime
-import itertools
 import math
 import re
 
@@ -197,15 +196,3 @@ def fmt_time(iso: str) -> str:
     offset = when.strftime("%z")  # '' when the time has no zone, else '+0000', '-0530'
     zone = "" if not offset else " UTC" if offset == "+0000" else f" UTC{offset[:3]}:{offset[3:]}"
     return when.strftime("%Y-%m-%d %H:%M") + zone
-
-
-def smoother_sentence(verdicts, where: str = "on these texts") -> str:
-    """What the data say, in the words of the paper's claim (lower roughness: smoother), and on
-    which texts (`where`: 'on your 2 texts'), so a reader knows what was measured."""
-    ranked = list(verdicts.sort_values("roughness", kind="stable").itertuples())
-    if len(ranked) < 2:
-        return f"Roughness of {ranked[0].checkpoint} {where}: {ranked[0].roughness:.2f}."
-    text = f"{ranked[0].checkpoint} ({ranked[0].roughness:.2f})"
-    for before, row in itertools.pairwise(ranked):  # equal as shown is '=': '0.00 < 0.00' read as a ranking
-        text += f" {'=' if f'{row.roughness:.2f}' == f'{before.roughness:.2f}' else '<'} {row.checkpoint} ({row.roughness:.2f})"
-    return f"Smoothest to roughest {where}: {text}."

@@ -6,17 +6,21 @@ import pandas as pd
 import streamlit as st
 
 from albert_lab.analysis.depth import VGG_NETS
+from albert_lab.figures import depth_lab
+from albert_lab.figures.depth_lab import cut_at_divergence, divergence
 from app.rooms.depth_lab import cache as depth_cache
 from app.rooms.depth_lab import runs as depth_runs
 from app.rooms.depth_lab.cache import DEFAULTS, VARIANTS, VGG_DEFAULTS
-from app.rooms.depth_lab.figures import cut_at_divergence, depth_figures, divergence, flow_heatmap, vgg_figures
 from app.rooms.depth_lab.reading import gradient_words, vgg_caption
 from app.shell import draw, links, pace
+from app.shell.built import shared
 from app.shell.costs import VGG_COST, vgg_units
 from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.state import kept, set_widget, widget
 from app.shell.text import fmt_duration
+
+figures = shared(depth_lab)  # the library's figures, built once for every visitor
 
 state = kept(depth_runs.DepthLabState)
 key = keys(__file__)  # this room's widget keys
@@ -71,7 +75,7 @@ with tab_mlp:
                          f"and {start}, the loss exploded at once. Try {remedy}, or a variant with batchnorm.",
                          icon=":material/error:")
             else:
-                figs = depth_figures(history, flow)
+                figs = figures.depth_figures(history, flow)
                 left, right = st.columns(2)
                 draw.chart(figs["loss"], "depth-loss", container=left, share=0.5)
                 draw.chart(figs["accuracy"], "depth-accuracy", container=right, share=0.5)
@@ -83,7 +87,7 @@ with tab_mlp:
                         set_widget(key("heat"), trained_first[0])
                 model = st.selectbox("Gradient flow over time for", trained_first, key=key("heat"),
                                      format_func=lambda m: f"{m} (diverged at step {diverged[m]})" if m in diverged else m)
-                draw.chart(flow_heatmap(flow, model), "depth-gradient-heatmap")
+                draw.chart(figures.flow_heatmap(flow, model), "depth-gradient-heatmap")
             draw.download(flow, "depth-gradflow.csv")
             if any(depth_cache.is_shipped(c) for c in configs):
                 st.caption(depth_cache.shipped_note())
@@ -120,7 +124,7 @@ with tab_vgg:
                         "Press Train to finish the others.", icon=":material/stop_circle:")
             if results:
                 history, flow = pd.concat([h for h, _ in results]), pd.concat([f for _, f in results])
-                figs = vgg_figures(history, flow)
+                figs = figures.vgg_figures(history, flow)
                 left, right = st.columns(2)
                 draw.chart(figs["accuracy"], "vgg-accuracy", container=left, share=0.5)
                 draw.chart(figs["layers"], "vgg-gradient-per-layer", container=right, share=0.5)

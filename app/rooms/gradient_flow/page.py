@@ -9,17 +9,20 @@ from albert_lab.analysis import gradflow
 from albert_lab.analysis.gradflow import applied_components, gradient_flow, snapshot_frame
 from albert_lab.analysis.registry import GRADFLOW
 from albert_lab.data.samples import sample_texts
+from albert_lab.figures import gradient_flow as gradient_flow_figures
 from albert_lab.paths import runs_dir
 from albert_lab.spec import Objective
 from albert_lab.training.runs import list_runs
-from app.rooms.gradient_flow.figures import gradflow_figure, gradflow_steps_figure, hidden_grad_figure, shared_sum_figure
 from app.shell import draw, links, loading, runner
+from app.shell.built import shared
 from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.runner import Part
 from app.shell.selection import Selection
 from app.shell.state import set_widget, widget
 from app.shell.text import plain
+
+figures = shared(gradient_flow_figures)  # the library's figures, built once for every visitor
 
 key = keys(__file__)  # this room's widget keys
 SEED = GRADFLOW.option("seed")  # the control's bounds and default: the record's, as `albert-lab gradflow`'s
@@ -79,12 +82,12 @@ with tab_now:
                                          objective, int(seed), units=size / 1e6, progress=True)], GRADFLOW.cost)
             if frames:  # none when stopped
                 [frame] = frames
-                draw.chart(gradflow_figure(frame, name), f"gradflow-{name}")
+                draw.chart(figures.gradflow_figure(frame, name), f"gradflow-{name}")
                 left, right = st.columns(2)
-                draw.chart(hidden_grad_figure(frame), f"gradflow-hidden-{name}", container=left, share=0.5)
+                draw.chart(figures.hidden_grad_figure(frame), f"gradflow-hidden-{name}", container=left, share=0.5)
                 shared = frame[frame.view == "shared_sum"]
                 if len(shared):
-                    draw.chart(shared_sum_figure(frame), f"gradflow-shared-{name}", container=right, share=0.5)
+                    draw.chart(figures.shared_sum_figure(frame), f"gradflow-shared-{name}", container=right, share=0.5)
                 else:
                     right.info("This model shares no layers: each layer's gradient is its own.")
                 outside = frame[frame.view == "outside"]
@@ -114,5 +117,5 @@ with tab_runs:
         frame = snapshot_frame(watched.gradflow())
         component = st.radio("Component", applied_components(frame), horizontal=True, key=key("run_comp"))
         title = f"{watched.name}: mean |dL/dW| of {component} per layer application, over training"
-        draw.chart(gradflow_steps_figure(frame, component, title), f"gradflow-{watched.id}-{component}")
+        draw.chart(figures.gradflow_steps_figure(frame, component, title), f"gradflow-{watched.id}-{component}")
         draw.download(frame, f"gradflow-{watched.id}.csv")

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from html import escape
 
-from app.shell.look import COUNT_COLOURS
+from albert_lab.figures.look import COUNT_COLOURS
 from app.shell.text import si
 
 FONT = 13  # px, Streamlit's small text

@@ -7,14 +7,16 @@ import streamlit as st
 from albert_lab.analysis.oscillation import oscillation, similarity_matrix, verdict
 from albert_lab.analysis.registry import OSCILLATION
 from albert_lab.data.samples import sample_texts
-from app.rooms.oscillation.figures import oscillation_panels, roughness_figure, similarity_figure
-from app.rooms.oscillation.reading import PAPER, against_the_paper
+from albert_lab.figures import oscillation as oscillation_figures
+from albert_lab.readings.oscillation import PAPER, against_the_paper, smoother_sentence, verdict_words
 from app.shell import costs, draw, links, loading, runner
+from app.shell.built import shared
 from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.runner import Part
 from app.shell.selection import Selection
-from app.shell.text import smoother_sentence
+
+figures = shared(oscillation_figures)  # the library's figures, built once for every visitor
 
 key = keys(__file__)  # this room's widget keys
 INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
@@ -50,13 +52,12 @@ if loading.need_checkpoints():
             where = (f"on your {len(texts)} text{'s' if len(texts) != 1 else ''}" if text is not None
                      else f"on {len(texts)} held-out Wikipedia lead sections")
             st.markdown("**Input vs output of each layer**")
-            for column, fig, name in zip(st.columns(2), oscillation_panels(frame), ("oscillation-l2", "oscillation-angle")):
+            for column, fig, name in zip(st.columns(2), figures.oscillation_panels(frame), ("oscillation-l2", "oscillation-angle")):
                 draw.chart(fig, name, container=column, share=0.5)  # columns: side by side, stacked on a phone
             for row in verdicts.itertuples():
-                st.markdown(f"**{row.checkpoint}**: **{row.headline}**: {row.detail}; roughness {row.roughness:.2f} "
-                            "(lower is smoother)")
+                st.markdown(f"**{row.checkpoint}**: {verdict_words(row)}")
             left, right = st.columns([2, 3])
-            draw.chart(roughness_figure(verdicts), "oscillation-roughness", container=left, share=0.4)
+            draw.chart(figures.roughness_figure(verdicts), "oscillation-roughness", container=left, share=0.4)
             right.markdown(smoother_sentence(verdicts, where))
             right.caption("Roughness measures the zig-zag of the L2 curve: the share of its path (all its ups and downs "
                           "added) beyond the shortest path that turns at most once. A curve that only falls or only rises "
@@ -76,4 +77,4 @@ if loading.need_checkpoints():
                 name = st.selectbox("Checkpoint", chosen.names, key=key("sim"))
                 [sim] = runner.run([Part.of(name, chosen.only([name]), similarity_matrix, list(texts))])
                 sim = sim.pivot(index="layer_i", columns="layer_j", values="cosine")
-                draw.chart(similarity_figure(sim, name), f"{name}-layer-similarity")
+                draw.chart(figures.similarity_figure(sim, name), f"{name}-layer-similarity")

@@ -6,17 +6,20 @@ from typing import get_args
 import pandas as pd
 import streamlit as st
 
+from albert_lab.figures import parameters
 from albert_lab.params import count, sweep
 from albert_lab.spec import PRESETS, SHARING_LABELS, Family, ModelSpec, derived_ffn, derived_heads
 from app.rooms.parameters import views as parameter_views
-from app.rooms.parameters.figures import parameter_bars, sweep_figure
 from app.rooms.parameters.state import ParametersState
 from app.rooms.parameters.views import COUNTS
 from app.shell import draw, links
+from app.shell.built import shared
 from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.state import kept, set_widget, widget
 from app.shell.text import plural, si
+
+figures = shared(parameters)  # the library's figures, built once for every visitor
 
 CALCULATOR_LABELS = {"vocab_size": "V (vocabulary)", "hidden_size": "H (hidden)", "num_layers": "L (layers)",
                      "embedding_size": "E (embedding)", "num_heads": "Heads", "ffn_size": "FFN size",
@@ -111,7 +114,7 @@ with tab_calc:
         m[3].metric("Forward FLOPs / token", si(report.flops_per_token))
         rows = pd.DataFrame([{"component": c.name, "unique": c.unique, "applied": c.applied,
                               "FLOPs/token": c.flops_per_token} for c in report.components])
-        draw.chart(parameter_bars(rows, f"{spec.label}: parameters by component (log scale)"), "parameters-by-component")
+        draw.chart(figures.parameter_bars(rows, f"{spec.label}: parameters by component (log scale)"), "parameters-by-component")
         st.dataframe(rows, hide_index=True, width="stretch", column_config=COUNTS)
         draw.download(rows, "parameters.csv")
 
@@ -133,8 +136,8 @@ with tab_curves:
     frame = pd.DataFrame(sweep(base, field, values))
     frame["sharing"] = frame["sharing"].map(SHARING_LABELS)
     left, right = st.columns(2)
-    draw.chart(sweep_figure(frame, field, axis, "params"), f"params-vs-{field}", container=left, share=0.5)
-    draw.chart(sweep_figure(frame, field, axis, "flops_per_token"), f"flops-vs-{field}", container=right, share=0.5)
+    draw.chart(figures.sweep_figure(frame, field, axis, "params"), f"params-vs-{field}", container=left, share=0.5)
+    draw.chart(figures.sweep_figure(frame, field, axis, "flops_per_token"), f"flops-vs-{field}", container=right, share=0.5)
     draw.download(frame, f"sweep-{field}.csv")
     xxlarge, large = (count(PRESETS[name]).total / 1e6 for name in ("albert-xxlarge", "bert-large"))
     draw.paper_note("Sharing changes the parameter curves, not the FLOPs: every strategy applies the same L blocks. "

@@ -14,16 +14,20 @@ import streamlit as st
 
 from albert_lab.analysis.registry import RELAXATION_COST
 from albert_lab.errors import AlbertLabError
+from albert_lab.figures import parameters
+from albert_lab.figures.parameters import CURVE_AXES, MAP_LABELS
 from albert_lab.spec import Init, Sharing
-from app.rooms.parameters.figures import CURVE_AXES, MAP_LABELS, energy_figure, relaxation_figure, taken_figure
 from app.rooms.parameters.state import ParametersState
 from app.shell import costs, draw, links, loading, pace, picker, runner
+from app.shell.built import shared
 from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.runner import Part
 from app.shell.selection import Selection
 from app.shell.state import kept
 from app.shell.text import fmt_duration
+
+figures = shared(parameters)  # the library's figures, built once for every visitor
 
 if TYPE_CHECKING:
     from albert_lab.analysis.common import Progress
@@ -152,7 +156,7 @@ def draw_curve(request: Request, curve: pd.DataFrame, energy: pd.DataFrame) -> N
         st.markdown(f"- {remark}.")
     x = st.radio("Parameters as", list(CURVE_AXES), horizontal=True, format_func=CURVE_AXES.get, key=key("relax_x"))
     pairs = int(curve.pair_n.max())
-    draw.chart(relaxation_figure(curve, x, f"{request.name}: what each rank gives back<br><sup>{request.sharing} shared, "
+    draw.chart(figures.relaxation_figure(curve, x, f"{request.name}: what each rank gives back<br><sup>{request.sharing} shared, "
                                            f"shared blocks start from: {request.init}</sup>"), f"relaxation-{request.name.replace(':', '-')}")
     st.caption(f"MLM on {int(curve.mlm_n.max()):,} masked tokens, the pair task on {pairs:,} held-out pairs (95% Wilson "
                "intervals); KL: the source's MLM distribution against each model's at those tokens; roughness: "
@@ -184,8 +188,8 @@ def energy_section(energy: pd.DataFrame) -> None:
     middle = [r for r in ranks if r not in ("0", "full")] or ranks
     rank = st.select_slider("At rank", ranks, value=middle[len(middle) // 2], key=key("relax_energy_rank"))
     left, right = st.columns([3, 2])  # side by side on a wide screen, one above the other on a phone
-    draw.chart(energy_figure(energy, rank), f"relaxation-energy-rank-{rank}", container=left, share=0.6)
-    draw.chart(taken_figure(energy), "relaxation-energy-by-map", container=right, share=0.4)
+    draw.chart(figures.energy_figure(energy, rank), f"relaxation-energy-rank-{rank}", container=left, share=0.6)
+    draw.chart(figures.taken_figure(energy), "relaxation-energy-by-map", container=right, share=0.4)
     st.markdown(energy_sentence(energy, rank))
     draw.download(energy, "relaxation-energy.csv", "Download the energy per application and map (CSV)")
 

@@ -9,12 +9,15 @@ import streamlit as st
 
 from albert_lab import paper
 from albert_lab.analysis.ablation import read_ablation
+from albert_lab.figures import parameters
 from albert_lab.spec import SHARING_LABELS
-from app.rooms.parameters.figures import ablation_figure
 from app.rooms.parameters.relaxed import relaxed_view
 from app.shell import draw, links
+from app.shell.built import shared
 from app.shell.guard import guard
 from app.shell.registry import keys
+
+figures = shared(parameters)  # the library's figures, built once for every visitor
 
 key = keys(__file__)  # this room's widget keys
 REAL_VIEWS = ["The paper's ablations (all-MiniLM-L6-v2)", "Relaxed sharing (rank r per layer)"]
@@ -127,7 +130,7 @@ def real_weights() -> None:
         rows = results.rows
         half = float(((rows.mlm_high - rows.mlm_low) / 2).max())
         st.markdown(ablation_headline(rows, results.tokens))
-        draw.chart(ablation_figure(rows, results.tokens), "ablation-real-weights")
+        draw.chart(figures.ablation_figure(rows, results.tokens), "ablation-real-weights")
         st.dataframe(ablation_table(rows), hide_index=True, width="stretch", column_config={
             "SVD energy": st.column_config.TextColumn(help="share of the word embeddings' energy the truncated SVD to "
                                                       "E kept"),

@@ -7,23 +7,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from albert_lab.analysis.pairs import base_rate, majority
 from app.shell.text import two
 
 CHANCE = 0.5  # a coin's accuracy on two labels
 HEAD_QUESTION = {"sop": "is A then B the original order?", "nsp": "is B the segment that follows A?"}
-HEAD_SHORT = {"sop": "SOP: in order?", "nsp": "NSP: is next?"}  # the chart's axis, under each checkpoint
-
-
-def base_rate(scores: pd.DataFrame) -> tuple[int, int]:
-    """(label-0 pairs, labelled pairs) of the file, each pair once."""
-    labels = scores.drop_duplicates("row").label.dropna()
-    return int((labels == 0).sum()), len(labels)
-
-
-def majority(scores: pd.DataFrame) -> tuple[int, float]:
-    """The label a head that ignores the pairs would always answer to score best, and its accuracy."""
-    zeros, n = base_rate(scores)
-    return (0, zeros / n) if zeros >= n - zeros else (1, (n - zeros) / n)
 
 
 def by_label(scores: pd.DataFrame, name: str) -> tuple[int, int, int, int]:

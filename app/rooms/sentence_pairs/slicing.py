@@ -8,10 +8,13 @@ import pandas as pd
 import streamlit as st
 
 from albert_lab.analysis.slices import LABEL, LENGTH, UNKNOWN, UNKNOWN_BINS, slice_accuracy, slice_names, slice_of
-from app.rooms.sentence_pairs import figures as pair_figures
+from albert_lab.figures import sentence_pairs
 from app.rooms.sentence_pairs.reading import slice_words
 from app.shell import draw, links
+from app.shell.built import shared
 from app.shell.registry import keys
+
+pair_figures = shared(sentence_pairs)  # the library's figures, built once for every visitor
 
 key = keys(__file__)  # this room's widget keys
 LINKED = (key("slice"),)  # in the link: the slice picked

@@ -11,12 +11,15 @@ import streamlit as st
 from albert_lab.analysis.evaluation import interior_accuracy, read_results
 from albert_lab.analysis.pairs import pairs_frame, score_pairs
 from albert_lab.checkpoint.files import stamp
-from app.rooms.sentence_pairs import figures as pair_figures
+from albert_lab.figures import sentence_pairs
 from app.rooms.sentence_pairs.common import EXAMPLE_A, EXAMPLE_B, results_path
 from app.rooms.sentence_pairs.scores import show_scores
 from app.shell import batches, draw, links
+from app.shell.built import shared
 from app.shell.guard import guard
 from app.shell.registry import keys
+
+pair_figures = shared(sentence_pairs)  # the library's figures, built once for every visitor
 
 key = keys(__file__)  # this room's widget keys
 

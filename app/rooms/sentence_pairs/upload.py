@@ -10,22 +10,25 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from albert_lab.analysis.pairs import SUMMARY_MEANINGS, labelled_accuracy, score_pairs, summarize
+from albert_lab.analysis.pairs import SUMMARY_MEANINGS, labelled_accuracy, majority, score_pairs, summarize
 from albert_lab.analysis.registry import SCORE
 from albert_lab.data.pairs_file import read_pairs
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
-from app.rooms.sentence_pairs import figures as pair_figures
+from albert_lab.figures import sentence_pairs
 from app.rooms.sentence_pairs import pair_rows, slicing
 from app.rooms.sentence_pairs.common import PairsState, model_size
-from app.rooms.sentence_pairs.reading import majority, upload_reading
+from app.rooms.sentence_pairs.reading import upload_reading
 from app.rooms.sentence_pairs.scores import show_scores
 from app.shell import draw, links, runner
+from app.shell.built import shared
 from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.runner import Part
 from app.shell.selection import Selection
 from app.shell.state import kept, widget
 from app.shell.text import fmt_bytes, plain, plural
+
+pair_figures = shared(sentence_pairs)  # the library's figures, built once for every visitor
 
 key = keys(__file__)  # this room's widget keys
 LABEL_COLUMNS = ("accuracy", "order_accuracy", "labelled")  # the summary's columns about labels

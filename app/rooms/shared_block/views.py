@@ -12,15 +12,17 @@ from albert_lab.analysis.common import checkpoint_notes
 from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
 from albert_lab.analysis.lens import lens_predictions, logit_lens
 from albert_lab.analysis.registry import EXTRAPOLATE
-from app.rooms.shared_block import figures
-from app.rooms.shared_block.figures import attention_figure, cka_figure, entropy_figure, extrapolation_figure, lens_figure, top_k_figure
+from albert_lab.figures import shared_block
 from app.shell import costs, draw, links, runner
+from app.shell.built import shared
 from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.runner import Part
 from app.shell.selection import Selection
 from app.shell.state import set_widget, widget
 from app.shell.text import plain
+
+figures = shared(shared_block)  # the library's figures, built once for every visitor
 
 key = keys(__file__)  # this room's widget keys
 MASKED_ACCURACY = ("Accuracy here counts tokens replaced by [MASK], all of them. The model card's MLM accuracy follows "
@@ -54,7 +56,7 @@ def extrapolation_section(chosen: Selection, texts: tuple[str, ...], repeat: int
             return
         frame = pd.concat(frames, ignore_index=True)
         verdicts = extrapolation_verdict(frame)
-        draw.chart(extrapolation_figure(frame), "extrapolation")
+        draw.chart(figures.extrapolation_figure(frame), "extrapolation")
         st.caption(MASKED_ACCURACY)
         for row in verdicts.itertuples():
             st.markdown(f"**{row.checkpoint}**: {row.verdict}: {row.words}")
@@ -83,11 +85,11 @@ def lens_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: i
             with st.spinner("Reading every layer through the MLM head ..."):
                 [(lens, top)] = runner.run([Part.of("logit lens", chosen.only(usable), lens_and_top_k, list(texts), watched,
                                                     repeat, int(seed))])
-            draw.chart(lens_figure(lens), "lens")
+            draw.chart(figures.lens_figure(lens), "lens")
             st.caption(MASKED_ACCURACY)
             captions_of_notes(lens)
             for name in top.checkpoint.unique():
-                draw.chart(top_k_figure(top, name), f"top_k-{name}")
+                draw.chart(figures.top_k_figure(top, name), f"top_k-{name}")
             draw.download(lens, "logit_lens.csv")
             draw.download(top, "logit_lens_top_k.csv", "Download the top-k predictions (CSV)")
         draw.paper_note("The logit lens (nostalgebraist 2020) reads intermediate states with the output head. For an "
@@ -124,14 +126,14 @@ def attention_section(chosen: Selection, texts: tuple[str, ...], repeat: int, se
         application = a.slider("Application", 1, applications, key=key("app")) if view != "Model view" else None
         if view == "One head":
             head = h.selectbox("Head", heads, key=key("head"))
-            draw.chart(attention_figure(maps, application, int(head)), "attention")
+            draw.chart(figures.attention_figure(maps, application, int(head)), "attention")
             st.caption(f"{name}, first text. Rows: the token that attends; columns: the token attended to.")
         else:
             measure = MEASURES[m.radio("Values", list(MEASURES), horizontal=True, key=key("att_values"))]
             every_head_view(maps, name, application, measure)
         with st.spinner("Computing attention entropy ..."):
             [entropy] = runner.run([Part.of("attention entropy", chosen, attention_entropy, list(texts), repeat)])
-        draw.chart(entropy_figure(entropy), "entropy")
+        draw.chart(figures.entropy_figure(entropy), "entropy")
         captions_of_notes(entropy)
         draw.download(entropy, "attention_entropy.csv")
         draw.download(maps, f"attention_maps_{name}.csv", "Download these maps (CSV)")
@@ -185,7 +187,7 @@ def cka_section(chosen: Selection, texts: tuple[str, ...], repeat: int, seed: in
         with st.spinner("Computing CKA ..."):
             [cka] = runner.run([Part.of("CKA", chosen.only([first] + ([second] if second != "(itself)" else [])), cka_of,
                                         list(texts), repeat)])
-        draw.chart(cka_figure(cka), "cka")
+        draw.chart(figures.cka_figure(cka), "cka")
         st.warning(f"Caution: {cka.note.iloc[0]}.", icon=":material/warning:")
         draw.download(cka, "cka.csv")
         draw.paper_note("Linear CKA (Kornblith et al. 2019) compares representations up to rotation and scale. In a shared "

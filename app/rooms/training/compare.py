@@ -9,15 +9,18 @@ import pandas as pd
 import re2
 import streamlit as st
 
+from albert_lab.figures import training
 from albert_lab.paths import runs_dir
 from albert_lab.training.curves import X_AXES, curve
 from albert_lab.training.runs import RunInfo, list_runs, read_run
-from app.rooms.training import figures as training_figures
 from app.rooms.training.state import TrainingState
 from app.shell import draw, links
+from app.shell.built import shared
 from app.shell.registry import keys
 from app.shell.state import kept, set_widget
 from app.shell.text import plain, quoted
+
+training_figures = shared(training)  # the library's figures, built once for every visitor
 
 key = keys(__file__)  # this room's widget keys
 

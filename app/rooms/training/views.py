@@ -6,18 +6,21 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from albert_lab.figures import training
 from albert_lab.params import count
 from albert_lab.paths import runs_dir
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.jobs import cancel_run
 from albert_lab.training.runs import RunInfo, list_runs, read_run, running_run, single_user
-from app.rooms.training import figures as training_figures
 from app.rooms.training.state import TrainingState
 from app.shell import costs, draw, owner
+from app.shell.built import shared
 from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.state import kept, set_widget, widget
 from app.shell.text import fmt_duration, fmt_tokens, plain
+
+training_figures = shared(training)  # the library's figures, built once for every visitor
 
 key = keys(__file__)  # this room's widget keys
 

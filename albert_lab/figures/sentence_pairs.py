@@ -7,15 +7,14 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from app.rooms.sentence_pairs.reading import HEAD_SHORT
-from app.shell.built import built_once
-from app.shell.look import SERIES_COLOURS, chance_line, colour_for, colour_map, style, styled
+from albert_lab.figures.look import SERIES_COLOURS, chance_line, colour_for, colour_map, style, styled, themed
 
+HEAD_SHORT = {"sop": "SOP: in order?", "nsp": "NSP: is next?"}  # the accuracy chart's axis, under each checkpoint
 ORDERS = {"p_ab": "A → B (as typed)", "p_ba": "B → A (swapped)"}
 ORDER_COLOURS = dict(zip(ORDERS.values(), SERIES_COLOURS))  # the same in light and dark themes
 
 
-@built_once
+@themed
 def pair_figure(scores: pd.DataFrame) -> go.Figure:
     """P(label 0) of each checkpoint for the pair as typed and swapped. Built for each visitor's
     own pair, so from plain dicts (look.styled: a tenth of plotly express's time)."""
@@ -31,7 +30,7 @@ def pair_figure(scores: pd.DataFrame) -> go.Figure:
                   legend_title="order", chance=0.5)
 
 
-@built_once
+@themed
 def accuracy_figure(labelled: pd.DataFrame, always: float | None = None) -> go.Figure:
     """Accuracy with its 95% interval per checkpoint (analysis.pairs.labelled_accuracy), each named with
     the question its head answers (an SOP head's accuracy and an NSP head's are not the same measure), and
@@ -49,7 +48,20 @@ def accuracy_figure(labelled: pd.DataFrame, always: float | None = None) -> go.F
     return fig
 
 
-@built_once
+@themed
+def scores_figure(scores: pd.DataFrame) -> go.Figure:
+    """A scored file's figure (analysis.pairs.score_pairs' frame), as the Sentence pairs page draws an upload: with
+    labels, each checkpoint's accuracy with its interval beside always answering the commoner label; else how
+    P(A → B) spreads over the file."""
+    from albert_lab.analysis.pairs import labelled_accuracy, majority, summarize
+
+    labelled = labelled_accuracy(summarize(scores))
+    if len(labelled):
+        return accuracy_figure.__wrapped__(labelled, majority(scores)[1])  # in the theme this call was given
+    return spread_figure.__wrapped__(scores)
+
+
+@themed
 def spread_figure(scores: pd.DataFrame) -> go.Figure:
     """How P(A → B) is spread over a file without labels."""
     fig = px.histogram(scores.dropna(subset=["p_ab"]), x="p_ab", color="checkpoint", nbins=20, barmode="overlay",
@@ -59,7 +71,7 @@ def spread_figure(scores: pd.DataFrame) -> go.Figure:
     return style(fig)
 
 
-@built_once
+@themed
 def slice_figure(table: pd.DataFrame, by: str) -> go.Figure:
     """Accuracy with its 95% interval per group of a slice (analysis.slices.slice_accuracy), a point per
     checkpoint side by side in each group, in the checkpoint's colour; groups without labelled pairs left out."""

@@ -13,9 +13,8 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from albert_lab.figures.look import COUNT_COLOURS, NEUTRAL, SERIES_COLOURS, style, themed
 from albert_lab.spec import SHARING_LABELS
-from app.shell.built import built_once
-from app.shell.look import COUNT_COLOURS, NEUTRAL, SERIES_COLOURS, style
 
 # One colour per strategy, fixed (the themes' colorways differ); points of one E side by side.
 SHARING_COLOURS = dict(zip(SHARING_LABELS, SERIES_COLOURS))
@@ -23,7 +22,7 @@ OFFSETS = dict(zip(SHARING_LABELS, (-0.18, -0.06, 0.06, 0.18)))
 CORRECTION_HOVER = "open marker: measured a conversion bug fixed since (see below the table)"
 
 
-@built_once
+@themed
 def ablation_figure(rows: pd.DataFrame, tokens: int) -> go.Figure:
     """Left: uptrained masked-token accuracy with its 95% interval per E, a colour per sharing
     strategy (failed rows have no point; rows a later correction qualifies are open markers). Right: the paper's average downstream score of
@@ -75,8 +74,9 @@ def ablation_figure(rows: pd.DataFrame, tokens: int) -> go.Figure:
     return fig.update_layout(legend_y=1.1, margin_t=140)  # above the subplot titles, not on them
 
 
-@built_once
+@themed
 def parameter_bars(rows: pd.DataFrame, title: str) -> go.Figure:
+    """Parameters per component (`rows`: component, unique, applied), held in memory beside applied per forward pass, log scale."""
     long = rows.melt(id_vars="component", value_vars=["unique", "applied"], var_name="count", value_name="parameters")
     long["count"] = long["count"].map({"unique": "held in memory", "applied": "applied per forward pass"})
     fig = px.bar(long, x="component", y="parameters", color="count", barmode="group", title=title,
@@ -85,7 +85,7 @@ def parameter_bars(rows: pd.DataFrame, title: str) -> go.Figure:
     return style(fig, x="component", y="parameters (count, log scale)", log_y=True, legend_title="")
 
 
-@built_once
+@themed
 def sweep_figure(frame: pd.DataFrame, field: str, axis: str, y: str) -> go.Figure:
     """Cost against one of E, H, L, a line per sharing strategy. Log y only where the values
     span a factor of 10 or more; else linear from 0, so a nearly flat cost looks flat.
@@ -164,7 +164,7 @@ def rank_labels(xs: list[float], ys: list[float], span: float, gap: float = 0.1,
     return shown
 
 
-@built_once
+@themed
 def relaxation_figure(curve: pd.DataFrame, x: str, title: str) -> go.Figure:
     """Each quality measure against parameters (`x`: a CURVE_AXES column), a panel each: the relaxed
     models as one line labelled by rank, the pure ALBERT and the source BERT marked as its ends, and
@@ -212,7 +212,7 @@ def relaxation_figure(curve: pd.DataFrame, x: str, title: str) -> go.Figure:
     return fig.update_layout(legend=dict(orientation="v", x=0.56, y=0.22, xanchor="left", yanchor="top"))
 
 
-@built_once
+@themed
 def energy_figure(energy: pd.DataFrame, rank: str) -> go.Figure:
     """The share of each residual's energy rank `rank` keeps, per application (rows) and map (columns)."""
     at = energy[energy["rank"] == rank]
@@ -227,7 +227,7 @@ def energy_figure(energy: pd.DataFrame, rank: str) -> go.Figure:
     return style(fig, height=420)
 
 
-@built_once
+@themed
 def taken_figure(energy: pd.DataFrame) -> go.Figure:
     """Each map's share of all the residual energy: what sharing took, summed over the applications."""
     at = energy[energy["rank"] == energy["rank"].iloc[0]]  # the residuals are the same at every rank

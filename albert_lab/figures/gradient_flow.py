@@ -7,13 +7,14 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from app.shell.built import built_once
-from app.shell.look import COMPONENT_COLORS, GRAD_AXIS, SERIES_COLOURS, style
+from albert_lab.figures.look import COMPONENT_COLORS, GRAD_AXIS, SERIES_COLOURS, style, themed
 
 
-@built_once
-def gradflow_figure(frame: pd.DataFrame, name: str) -> go.Figure:
-    """Mean (solid) and max (dashed) |dL/dW| per layer application, by component."""
+@themed
+def gradflow_figure(frame: pd.DataFrame, name: str | None = None) -> go.Figure:
+    """Mean (solid) and max (dashed) |dL/dW| per layer application, by component (`frame`: analysis.gradflow's;
+    `name`: the checkpoint's, its own by default)."""
+    name = name or str(frame.checkpoint.iloc[0])
     per_app = frame[frame.view == "per_application"]
     long = per_app.melt(id_vars=["layer", "component"], value_vars=["mean_abs", "max_abs"], var_name="statistic")
     long["statistic"] = long.statistic.map({"mean_abs": "mean", "max_abs": "max"})
@@ -23,7 +24,23 @@ def gradflow_figure(frame: pd.DataFrame, name: str) -> go.Figure:
     return style(fig, x="layer application", y="|dL/dW| (log scale)", layers=True, log_y=True)
 
 
-@built_once
+@themed
+def gradflow_side_by_side(frames: list[pd.DataFrame]) -> go.Figure:
+    """gradflow_figure of several checkpoints, a panel each on one log axis (the docs' image, scripts/make_figures.py)."""
+    from plotly.subplots import make_subplots
+
+    names = [str(f.checkpoint.iloc[0]) for f in frames]
+    fig = make_subplots(rows=1, cols=len(frames), subplot_titles=names, shared_yaxes=True)
+    for col, (frame, name) in enumerate(zip(frames, names, strict=True), start=1):
+        for trace in gradflow_figure.__wrapped__(frame, name).data:
+            trace.showlegend = col == 1
+            fig.add_trace(trace, row=1, col=col)
+    fig.update_yaxes(type="log")
+    fig.update_xaxes(title_text="layer application", dtick=1)
+    return fig.update_layout(height=420, title="Gradient flow per layer application: mean (solid) and max (dashed) |dL/dW|")
+
+
+@themed
 def shared_sum_figure(frame: pd.DataFrame) -> go.Figure:
     """The summed gradient of each shared block (what the optimizer sees), by component."""
     shared = frame[frame.view == "shared_sum"].assign(group=lambda f: "shared block, applications " + f.applications,
@@ -41,7 +58,7 @@ def shared_sum_figure(frame: pd.DataFrame) -> go.Figure:
     return fig.update_yaxes(range=[low - 0.3, high + 0.3], dtick="D2")
 
 
-@built_once
+@themed
 def hidden_grad_figure(frame: pd.DataFrame) -> go.Figure:
     """|dL/dh| of the hidden state leaving each layer: mean (solid) and max (dashed), in colours
     of their own (the theme's colourway swapped them between light and dark)."""
@@ -54,7 +71,7 @@ def hidden_grad_figure(frame: pd.DataFrame) -> go.Figure:
                  legend_title="statistic")
 
 
-@built_once
+@themed
 def gradflow_steps_figure(frame: pd.DataFrame, component: str, title: str) -> go.Figure:
     """One component's mean |dL/dW| per layer application, a line per training step
     (`frame`: analysis.gradflow.snapshot_frame)."""

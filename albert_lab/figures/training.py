@@ -8,15 +8,14 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.shell.built import built_once
-from app.shell.look import NEUTRAL, PALETTE, SERIES_COLOURS, chance_line, colour_map, style
+from albert_lab.figures.look import NEUTRAL, PALETTE, SERIES_COLOURS, chance_line, colour_map, style, themed
 
 LOSSES = {"loss": "total", "mlm_loss": "MLM", "pair_loss": "pair (SOP or NSP)"}
 HELD_OUT = {"eval_mlm_acc": "MLM", "eval_nsp_acc": "NSP", "eval_sop_acc": "SOP", "eval_sop_interior_acc": "SOP interior"}
 STEP = {"step": "optimizer step"}
 
 
-@built_once
+@themed
 def loss_figure(train: pd.DataFrame, resumes: list[int]) -> go.Figure:
     """A run's training losses by step; a dotted line where it was resumed."""
     long = train.melt(id_vars=["step"], value_vars=[c for c in LOSSES if c in train], var_name="loss", value_name="nats")
@@ -29,7 +28,7 @@ def loss_figure(train: pd.DataFrame, resumes: list[int]) -> go.Figure:
     return style(fig, legend_title="loss")
 
 
-@built_once
+@themed
 def accuracy_figure(train: pd.DataFrame, evals: pd.DataFrame) -> go.Figure:
     """Held-out accuracy by step once the run has evaluated, else training accuracy."""
     acc_cols = [c for c in HELD_OUT if c in evals]
@@ -66,7 +65,7 @@ def run_colours(runs: list[str]) -> dict[str, str]:
     return {run: PALETTE[i % len(PALETTE)] for i, run in enumerate(runs)}
 
 
-@built_once
+@themed
 def runs_figure(curves: pd.DataFrame, panels: list[tuple[str, str]], x: str, weight: float, log_y: bool) -> go.Figure:
     """Runs' metrics, a panel per (metric, label) of `panels` stacked on one x axis (`x`, a key of X_TITLES).
     `curves`: columns run, metric, x, raw, smoothed (albert_lab.training.curves.curve per run and metric).
@@ -95,6 +94,7 @@ def runs_figure(curves: pd.DataFrame, panels: list[tuple[str, str]], x: str, wei
     return style(fig, log_y=log_y, legend_title="run")
 
 
+@themed
 def learning_curve_figure(curves: pd.DataFrame, reference: dict[str, list[tuple[float, float]]] | None = None) -> go.Figure:
     """Held-out accuracy during training against tokens seen, one colour per run, one
     dash per task; chance at 0.5 for the pair tasks. `reference`: named (tokens,

@@ -11,8 +11,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from app.shell.built import built_once
-from app.shell.look import GRAD_AXIS, LAYER_TICKS, PALETTE, style
+from albert_lab.figures.look import GRAD_AXIS, LAYER_TICKS, PALETTE, style, themed
 
 HUGE_LOSS = 1e3  # cross-entropy of a 2-class problem starts near 0.69; beyond this it has blown up
 
@@ -34,10 +33,11 @@ def cut_at_divergence(frame: pd.DataFrame, diverged: dict[str, int]) -> pd.DataF
 
 
 def legend_names(models: Iterable[str], diverged: dict[str, int]) -> dict[str, str]:
+    """model -> its legend's name, a diverged one's saying at which step."""
     return {m: f"{m} (diverged at step {diverged[m]})" if m in diverged else m for m in models}
 
 
-@built_once
+@themed
 def depth_figures(history: pd.DataFrame, flow: pd.DataFrame) -> dict[str, go.Figure]:
     """Loss, accuracy and last-step gradient per layer; a diverged model keeps its
     trace up to the divergence and says so in the legend."""
@@ -81,8 +81,9 @@ def _fit_loss_axis(fig: go.Figure, shown: pd.DataFrame, diverged: list[str]) -> 
                        xref="paper", yref="paper", x=1, y=1, xanchor="right", yanchor="top", showarrow=False)
 
 
-@built_once
+@themed
 def flow_heatmap(flow: pd.DataFrame, model: str) -> go.Figure:
+    """log10 mean |dL/dW| of one model's layers (rows) at each recorded step (columns)."""
     grid = flow[flow.model == model].pivot(index="layer", columns="step", values="mean_abs")
     fig = px.imshow(grid.apply(lambda c: c.clip(lower=1e-12)).transform("log10"), aspect="auto",
                     color_continuous_scale="Viridis", labels=dict(x="SGD step", y="weight layer", color="log10 mean |dL/dW|"),
@@ -96,7 +97,7 @@ def flow_heatmap(flow: pd.DataFrame, model: str) -> go.Figure:
                                                      thickness=12, len=1, title_side="top"), margin_b=120)
 
 
-@built_once
+@themed
 def vgg_figures(history: pd.DataFrame, flow: pd.DataFrame) -> dict[str, go.Figure]:
     """The VGG comparison: test accuracy over steps, and mean |dL/dW| per layer at the last step."""
     accuracy = px.line(history, x="step", y="test_accuracy", color="model", range_y=[0, 1],

@@ -7,8 +7,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.shell.built import built_once
-from app.shell.look import colour_for, colour_map, style
+from albert_lab.figures.look import colour_for, colour_map, style, themed
 
 # Axis titles short enough for the plot's height on a phone, where the legend's rows take the top of the chart
 # ('L2 distance (hidden-state units)' was clipped at 390 px with several checkpoints picked).
@@ -16,7 +15,7 @@ PANELS = (("l2", "l2_spread", "L2 distance ||h_l - h_(l-1)||", "L2 distance (sta
           ("angle_deg", "angle_spread", "Angle between h_l and h_(l-1)", "angle (degrees)"))
 
 
-@built_once
+@themed
 def oscillation_panels(frame: pd.DataFrame) -> tuple[go.Figure, go.Figure]:
     """L2 distance per layer and angle per layer, each a figure of its own (one line per
     checkpoint, BERT dashed): the page sets them side by side in columns, which a phone
@@ -41,8 +40,10 @@ def _traces(frame: pd.DataFrame, y: str, spread: str, legend: bool) -> list[go.S
     return traces
 
 
+@themed
 def oscillation_figure(frame: pd.DataFrame) -> go.Figure:
-    """Both panels in one figure, for the docs' image (scripts/make_figures.py)."""
+    """The paper's Figure 1: both panels in one figure (a notebook's, the docs' image from scripts/make_figures.py);
+    `frame`: albert_lab.analysis.oscillation.oscillation's."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=[title for *_, title, _ in PANELS])
     for col, (y, spread, _, axis) in enumerate(PANELS, start=1):
         for trace in _traces(frame, y, spread, legend=col == 1):
@@ -55,7 +56,7 @@ def oscillation_figure(frame: pd.DataFrame) -> go.Figure:
     return fig.update_layout(legend_y=1.12, margin_t=140)  # above the subplot titles, not on them
 
 
-@built_once
+@themed
 def roughness_figure(verdicts: pd.DataFrame) -> go.Figure:
     """Roughness of each checkpoint's L2 curve (its zig-zag; lower: smoother), one bar per checkpoint."""
     # Bars across, names on the left: upright bars cut a long name ('converted:bert-sop-minilm-e64-all-ave...') and
@@ -71,7 +72,7 @@ def roughness_figure(verdicts: pd.DataFrame) -> go.Figure:
     return fig.update_layout(margin_t=60)
 
 
-@built_once
+@themed
 def similarity_figure(sim: pd.DataFrame, name: str) -> go.Figure:
     """Mean cosine similarity of the token states after layer i and layer j (a square pivot)."""
     fig = px.imshow(sim, zmin=0, zmax=1, color_continuous_scale="Blues", text_auto=".2f",

@@ -4,6 +4,7 @@ the verdicts (albert_lab.analysis.oscillation.verdict) and the checkpoints' card
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,6 +16,7 @@ PAPER = ("Lan et al. plot these two curves for BERT-large and ALBERT-large (Figu
 
 
 def shown(value: float) -> str:
+    """A roughness as the page shows it (two decimals): comparisons are made on what a reader sees."""
     return f"{value:.2f}"
 
 
@@ -97,3 +99,33 @@ def _and(names: list[str]) -> str:
 
 def _listed(names: list[str], rough: Mapping[str, float]) -> str:
     return ", ".join(f"{n} {shown(rough[n])}" for n in names)
+
+
+def smoother_sentence(verdicts, where: str = "on these texts") -> str:
+    """What the data say, in the words of the paper's claim (lower roughness: smoother), and on
+    which texts (`where`: 'on your 2 texts'), so a reader knows what was measured."""
+    ranked = list(verdicts.sort_values("roughness", kind="stable").itertuples())
+    if len(ranked) < 2:
+        return f"Roughness of {ranked[0].checkpoint} {where}: {ranked[0].roughness:.2f}."
+    text = f"{ranked[0].checkpoint} ({ranked[0].roughness:.2f})"
+    for before, row in itertools.pairwise(ranked):  # equal as shown is '=': '0.00 < 0.00' read as a ranking
+        text += f" {'=' if f'{row.roughness:.2f}' == f'{before.roughness:.2f}' else '<'} {row.checkpoint} ({row.roughness:.2f})"
+    return f"Smoothest to roughest {where}: {text}."
+
+
+def reading(frame: pd.DataFrame, cards: Mapping[str, Mapping[str, Any]] | None = None, where: str = "on these texts") -> str:
+    """Everything the Oscillation page says beside its figures, as markdown: each checkpoint's verdict,
+    smoothest to roughest, and the comparison with the paper (`cards`: each checkpoint's, for why a curve
+    breaks the paper's pattern). `frame`: albert_lab.analysis.oscillation.oscillation's."""
+    from albert_lab.analysis.oscillation import verdict
+
+    verdicts = verdict(frame)
+    lines = [f"**{row.checkpoint}**: {verdict_words(row)}" for row in verdicts.itertuples()]
+    families = dict(zip(frame.checkpoint, frame.family, strict=False))
+    return "\n\n".join(["\n".join(f"- {line}" for line in lines), smoother_sentence(verdicts, where),
+                         against_the_paper(verdicts, families, cards or {})])
+
+
+def verdict_words(row: Any) -> str:
+    """A verdict row in the page's words: the shape's headline in bold, never 'oscillating' alone, then its roughness."""
+    return f"**{row.headline}**: {row.detail}; roughness {row.roughness:.2f} (lower is smoother)"

@@ -9,8 +9,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.shell.built import built_once
-from app.shell.look import MAIN_PX, NEUTRAL, PALETTE, colour_for
+from albert_lab.figures.look import MAIN_PX, NEUTRAL, PALETTE, colour_for, themed
 
 READABLE = 13  # columns of a heatmap that still leave room for text in its cells
 
@@ -34,7 +33,7 @@ def _lines(fig: go.Figure, frame: pd.DataFrame, columns: list[str]) -> None:
                                      mode="lines+markers", line=line), row=1, col=col)
 
 
-@built_once
+@themed
 def extrapolation_figure(frame: pd.DataFrame) -> go.Figure:
     """Step distance, distance to the state at depth L and masked-token accuracy per
     application, one line per checkpoint (BERT dashed); the dotted line marks depth L."""
@@ -51,7 +50,7 @@ def extrapolation_figure(frame: pd.DataFrame) -> go.Figure:
     return fig
 
 
-@built_once
+@themed
 def lens_figure(frame: pd.DataFrame) -> go.Figure:
     """Logit lens: masked-token accuracy and NLL of every state through the MLM head."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("Masked-token accuracy", "NLL of the right token (nats)"))
@@ -62,9 +61,10 @@ def lens_figure(frame: pd.DataFrame) -> go.Figure:
     return fig
 
 
-@built_once
-def top_k_figure(frame: pd.DataFrame, name: str) -> go.Figure:
-    """Top-k tokens (text) and their probabilities (colour) per application for one checkpoint."""
+@themed
+def top_k_figure(frame: pd.DataFrame, name: str | None = None) -> go.Figure:
+    """Top-k tokens (text) and their probabilities (colour) per application for one checkpoint (the first by default)."""
+    name = name or str(frame.checkpoint.iloc[0])
     part = frame[frame.checkpoint == name]
     probs = part.pivot(index="rank", columns="application", values="probability")
     tokens = part.pivot(index="rank", columns="application", values="token")
@@ -92,7 +92,7 @@ def top_k_figure(frame: pd.DataFrame, name: str) -> go.Figure:
     return fig
 
 
-@built_once
+@themed
 def attention_figure(maps: pd.DataFrame, application: int, head: int) -> go.Figure:
     """Raw and norm-weighted attention of one head at one application, side by side."""
     part = maps[(maps.application == application) & (maps["head"] == head) & (maps.inner == 0)]
@@ -114,7 +114,7 @@ def attention_figure(maps: pd.DataFrame, application: int, head: int) -> go.Figu
     return fig
 
 
-@built_once
+@themed
 def entropy_figure(frame: pd.DataFrame) -> go.Figure:
     """Attention entropy per application (x) and head (y), one panel per checkpoint;
     applications a model does not have stay blank."""
@@ -135,8 +135,9 @@ def entropy_figure(frame: pd.DataFrame) -> go.Figure:
     return fig
 
 
-@built_once
+@themed
 def cka_figure(frame: pd.DataFrame) -> go.Figure:
+    """Linear CKA between the applications of one checkpoint (rows) and another's, or its own (columns)."""
     grid = frame.pivot(index="application_x", columns="application_y", values="cka")
     fig = px.imshow(grid, zmin=0, zmax=1, color_continuous_scale="Blues", text_auto=".2f" if len(grid) <= READABLE else False,
                     aspect="auto", labels=dict(y=frame.checkpoint_x.iloc[0], x=frame.checkpoint_y.iloc[0], color="CKA"),
@@ -199,7 +200,7 @@ def _strongest(part: pd.DataFrame, value: str, tokens: list[str]) -> list[str]:
     return texts
 
 
-@built_once
+@themed
 def head_view_figure(maps: pd.DataFrame, application: int, value: str = "weight") -> go.Figure:
     """bertviz's head view of one application: the tokens left (attending) and right (attended
     to), a line from each to the tokens it attends to, one colour per head, opacity rising
@@ -246,7 +247,7 @@ def _thumbnail_axes(rows: int, cols: int, gap: float = 0.006) -> list[tuple[dict
     return axes
 
 
-@built_once
+@themed
 def model_view_figure(maps: pd.DataFrame, value: str = "weight") -> go.Figure:
     """bertviz's model view: a thumbnail heatmap per application (rows) and head (columns),
     rows attending to columns, on one colour scale; hover names the application, head and tokens."""
