@@ -406,7 +406,11 @@ def serve(checkpoints: Path, runs: Path, trace: Path | None = None, allowed: Pat
         yield url
     finally:
         process.terminate()
-        process.wait(timeout=20)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:  # a server stuck in a script run (a regression) ignores SIGTERM: never left spinning
+            process.kill()
+            process.wait()
 
 
 class Served(str):
