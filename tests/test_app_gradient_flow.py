@@ -202,7 +202,7 @@ def test_the_per_application_chart_draws_max_dashed_as_its_title_says():
     """The title said 'dashed: max' while plotly's default dash order drew max dotted."""
     import pandas as pd
 
-    from app.rooms.gradient_flow.figures import gradflow_figure
+    from albert_lab.figures.gradient_flow import gradflow_figure
 
     frame = pd.DataFrame([dict(view="per_application", layer=layer, component=c, mean_abs=0.1, max_abs=1.0)
                           for layer in (1, 2) for c in ("attention", "FFN")])
