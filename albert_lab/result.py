@@ -9,6 +9,7 @@ reopened, or one exported to HTML draw without fetching anything."""
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import uuid
 from collections.abc import Callable
@@ -131,11 +132,10 @@ def markdown_html(text: str) -> str:
             blocks.append(f'<pre style="font-family: monospace; white-space: pre">{html.escape(part.strip(chr(10)))}</pre>')
             continue
         for block in filter(str.strip, part.split("\n\n")):
-            lines = [_inline(line) for line in block.splitlines()]
-            if all(line.startswith("- ") for line in block.splitlines()):
-                blocks.append("<ul>" + "".join(f"<li>{line[2:]}</li>" for line in lines) + "</ul>")
-            else:
-                blocks.append("<p>" + "<br>".join(lines) + "</p>")
+            for is_list, run in itertools.groupby(block.splitlines(), key=lambda line: line.startswith("- ")):
+                lines = [_inline(line) for line in run]
+                blocks.append("<ul>" + "".join(f"<li>{line[2:]}</li>" for line in lines) + "</ul>" if is_list
+                              else "<p>" + "<br>".join(lines) + "</p>")
     return '<div class="albert-lab-reading">' + "".join(blocks) + "</div>"
 
 

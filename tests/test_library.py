@@ -114,6 +114,8 @@ def test_reading_escapes_markup_but_keeps_bold():
     out = markdown_html("- **a<script>**: fine\n- b\n\nSmoothest: <img src=x>")
     assert "<script>" not in out and "&lt;script&gt;" in out and "<b>a&lt;script&gt;</b>" in out
     assert out.count("<li>") == 2 and "&lt;img" in out
+    mixed = markdown_html("Where a curve differs, its card says why:\n- **bert-nsp** (turns once)")
+    assert mixed.endswith("<p>Where a curve differs, its card says why:</p><ul><li><b>bert-nsp</b> (turns once)</li></ul></div>")
     table = markdown_html("```\nname  accuracy\n<b>   0.5\n\nafter a blank line\n```")
     assert '">name  accuracy\n&lt;b&gt;   0.5\n\nafter a blank line</pre>' in table and "monospace" in table and "<p>" not in table
 
