@@ -4,8 +4,9 @@ For each N in --visitors (default 1,5,20) a fresh server is started as `albert-l
 starts it (loopback, headless, a free port), and N browser contexts of one Chromium open it
 at the same moment. Each visitor walks every page of app/shell/registry.py from the model card on
 and, on Sentence pairs, scores a pair of its own typed into the form. Visitor 1 instead goes
-from the model card straight to Sentence pairs and uploads a 5,000-pair CSV there, so the
-others' typed pairs are scored while the upload is being scored; then it walks the rest. The
+from the model card straight to Sentence pairs and uploads a 5,000-pair CSV there; the others
+arrive as its file is dropped, so that their typed pairs are scored while the upload is being
+scored (with 50 they had all been scored before the uploader's tab got there); then it walks the rest. The
 uploader opens the app's link with --upload-checkpoints picked (default: one, as a teacher
 scoring a file would; an empty value keeps the sidebar's default four, about four times
 the work).
@@ -36,8 +37,11 @@ the server's peak memory (RSS of the server process and its children, sampled ev
 Each tab measures itself (CLOCK, WAIT): it notes its websocket messages' times and polls its own page,
 answering once per wait, so that measuring takes next to nothing of the cores the class shares.
 
-Bounded: every wait has a timeout and the whole run --timeout seconds; the server and the
-browser are stopped whatever happens. Loopback only.
+Bounded: every wait has a timeout and the whole run --timeout seconds, its end included: the class
+stops RESERVE seconds before it, each visitor's wait then said (the page or step, for how long, what
+the page last said), and its cleanup (websockets, contexts, the browser, Playwright) gets a bounded
+time (benchmarks/bounded.py), after which Chromium and Playwright's driver are ended by their ids. The
+server and the browser are stopped whatever happens. Loopback only.
 
 Run: .venv/bin/python benchmarks/bench_class.py [--visitors 1,5,20] [--timeout 2400]
 """
@@ -62,12 +66,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.shell import registry  # noqa: E402
-from benchmarks.bench_app import CHART, FLAGS, MAIN_ELEMENT, wait_healthy  # noqa: E402
-from benchmarks.served import WORDS, MemorySampler, machine, p95, start_server, typed_pair  # noqa: E402
+from benchmarks.bench_app import CHART, FLAGS, MAIN_ELEMENT  # noqa: E402
+from benchmarks.bounded import GRACE, bounded, end_children, run_until  # noqa: E402
+from benchmarks.served import WORDS, MemorySampler, machine, p95, start_server, typed_pair, wait_answering  # noqa: E402
 from benchmarks.tab_clock import CLOCK, Visitor, drawn  # noqa: E402
 
 UPLOAD_PAIRS = 5000
 PAGE_TIMEOUT, UPLOAD_TIMEOUT = 600.0, 1500.0  # seconds one wait may take before the visitor gives up
+UPLOAD_START = 300.0  # seconds the class waits for the uploader's file to be dropped before it arrives anyway
+SERVER_STOP = 15.0  # seconds the server has to stop when asked, before it is killed
+RESERVE = 2 * GRACE + SERVER_STOP + 10.0  # seconds before --timeout's end the class stops: its cleanup and the report
 def pairs_csv(path: Path, n: int = UPLOAD_PAIRS, seed: int = 0) -> Path:
     """n labelled pairs of made-up sentences of 8-24 words (about 0.8 MB for 5,000)."""
     rng = random.Random(seed)
@@ -84,7 +92,8 @@ def pairs_csv(path: Path, n: int = UPLOAD_PAIRS, seed: int = 0) -> Path:
 
 
 async def visit_page(page, url: str, visitor: Visitor, room: registry.Room, settle: float) -> None:
-    visitor.doing, start = room.stem, time.perf_counter()
+    visitor.start(room.stem)
+    start = visitor.since
     if room.stem == registry.DEFAULT:
         await page.goto(url, timeout=PAGE_TIMEOUT * 1000)
     else:
@@ -101,7 +110,8 @@ async def score_typed(page, visitor: Visitor, settle: float) -> None:
     a, b = typed_pair(visitor.number)
     await page.get_by_label("Sentence A").fill(a)
     await page.get_by_label("Sentence B").fill(b)
-    visitor.doing, start = "typed pair", time.perf_counter()
+    visitor.start("typed pair")
+    start = visitor.since
     await page.get_by_role("button", name="Score this pair").click()
     # the link carries the typed pair once the script has read it; the scores follow in the same run
     deadline = time.perf_counter() + PAGE_TIMEOUT
@@ -115,21 +125,27 @@ async def score_typed(page, visitor: Visitor, settle: float) -> None:
     visitor.answered("typed pair", start, end)
 
 
-async def upload(page, visitor: Visitor, path: Path, settle: float) -> None:
+async def upload(page, visitor: Visitor, path: Path, settle: float, dropped: asyncio.Event) -> None:
+    """Drop the file on the upload tab (`dropped` is set: the class arrives) and wait for its scores."""
     pairs = sum(1 for _ in csv.reader(path.open(newline=""))) - 1
     await page.get_by_role("tab", name="Upload pairs").click()
-    visitor.doing, start = "upload", time.perf_counter()
+    visitor.start("upload")
+    start = visitor.since
     visitor.spans["upload"] = (start, float("inf"))  # until it is drawn (a --timeout may come first)
     await page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(path))
+    dropped.set()
     room = registry.room("sentence_pairs")
     end = await drawn(page, visitor, room.heading, CHART, settle, UPLOAD_TIMEOUT, f"{pairs:,} pairs scored from")
     visitor.times["upload"], visitor.spans["upload"] = end - start, (start, end)
 
 
-async def walk(browser, url: str, visitor: Visitor, csv_path: Path | None, settle: float, pick: str) -> None:
-    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
-    await context.add_init_script(CLOCK)
-    page = await context.new_page()
+async def walk(browser, url: str, visitor: Visitor, csv_path: Path | None, settle: float, pick: str,
+               dropped: asyncio.Event | None = None) -> None:
+    """The visitor's walk in a tab of its own; the uploader (`csv_path`) sets `dropped` once its file is dropped
+    (or once it gives up: the class does not wait for an upload that will not come)."""
+    context = await asyncio.wait_for(browser.new_context(viewport={"width": 1400, "height": 1000}), PAGE_TIMEOUT)
+    await asyncio.wait_for(context.add_init_script(CLOCK), PAGE_TIMEOUT)
+    page = await asyncio.wait_for(context.new_page(), PAGE_TIMEOUT)
     page.on("pageerror", lambda err: visitor.errors.append(f"page error: {err}"))
     page.on("console", lambda msg: visitor.errors.append(f"console error: {msg.text[:200]}") if msg.type == "error" else None)
     rooms = list(registry.PAGES)
@@ -142,14 +158,16 @@ async def walk(browser, url: str, visitor: Visitor, csv_path: Path | None, settl
             await visit_page(page, f"{url}/?ckpt={pick}" if csv_path is not None and pick else url, visitor, room, settle)
             if room.stem == "sentence_pairs":
                 if csv_path is not None:
-                    await upload(page, visitor, csv_path, settle)
+                    await upload(page, visitor, csv_path, settle, dropped or asyncio.Event())
                 else:
                     await score_typed(page, visitor, settle)
-        visitor.doing = "done"
+        visitor.start("done")
     except Exception as err:  # a visitor that gives up says why; the others go on
         visitor.errors.append(f"gave up: {type(err).__name__}: {str(err)[:300]}")
     finally:
-        await context.close()
+        if dropped is not None:
+            dropped.set()
+        await bounded(context.close())
 
 
 async def walk_without_browser(url: str, visitor: Visitor, settle: float) -> None:
@@ -165,8 +183,9 @@ async def walk_without_browser(url: str, visitor: Visitor, settle: float) -> Non
     steps.insert(at, ("typed pair", "sentence_pairs", {"pair_a": a, "pair_b": b}, "Preferred order"))
     try:
         async with Session(url) as session:
+            visitor.detail = session.waiting
             for what, url_path, query, text in steps:
-                visitor.doing = what
+                visitor.start(what)
                 answer = await session.open(url_path, query, PAGE_TIMEOUT, text)
                 visitor.errors += [e for e in answer.errors if e not in visitor.errors]
                 if answer.done is None:
@@ -178,9 +197,11 @@ async def walk_without_browser(url: str, visitor: Visitor, settle: float) -> Non
                 if answer.first is not None and what != "typed pair":
                     visitor.firsts[what] = answer.first - answer.asked
                 await asyncio.sleep(settle)
-        visitor.doing = "done"
+        visitor.start("done")
     except Exception as err:
         visitor.errors.append(f"gave up: {type(err).__name__}: {str(err)[:300]}")
+    finally:
+        visitor.detail = None  # its session is closed: what it waited for is its own words now
 
 
 def chromium(nice: int, scratch: Path, idle: bool = False) -> str:
@@ -197,47 +218,74 @@ def chromium(nice: int, scratch: Path, idle: bool = False) -> str:
 
 async def class_of(teacher: Visitor | None, visitors: list[Visitor], url: str, csv_path: Path | None, settle: float, pick: str,
                    browser_path: str, began: list[float], without_browsers: bool = False) -> None:
-    """The teacher's walk, then the class's; `began` gets the epoch seconds the class arrived. Without
-    browsers, every visitor but the uploader walks over the websocket alone (walk_without_browser)."""
+    """The teacher's walk, then the class's; `began` gets the epoch seconds the class arrived (the uploader
+    first, the others as its file is dropped). Without browsers, every visitor but the uploader walks over
+    the websocket alone (walk_without_browser). Closing the browser and Playwright is bounded."""
     from playwright.async_api import async_playwright
 
-    async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=browser_path, args=FLAGS)
+    playwright = await asyncio.wait_for(async_playwright().start(), PAGE_TIMEOUT)
+    try:
+        browser = await asyncio.wait_for(playwright.chromium.launch(executable_path=browser_path, args=FLAGS), PAGE_TIMEOUT)
         try:
             if teacher is not None:  # every page once, before the class
                 await walk(browser, url, teacher, None, settle, pick)
             began.append(time.time())
-            await asyncio.gather(*(walk_without_browser(url, v, settle) if without_browsers and (v.number != 1 or csv_path is None) else
-                                   walk(browser, url, v, csv_path if v.number == 1 else None, settle, pick) for v in visitors))
+            dropped = asyncio.Event()
+            if csv_path is None:
+                dropped.set()
+
+            async def arrive(v: Visitor) -> None:
+                if v.number == 1 and csv_path is not None:
+                    return await walk(browser, url, v, csv_path, settle, pick, dropped)
+                v.start("the uploader's file dropped")
+                try:
+                    await asyncio.wait_for(dropped.wait(), UPLOAD_START)
+                except TimeoutError:
+                    pass
+                await (walk_without_browser(url, v, settle) if without_browsers else walk(browser, url, v, None, settle, pick))
+
+            await asyncio.gather(*(arrive(v) for v in visitors))
         finally:
-            await browser.close()
+            await bounded(browser.close())
+    finally:
+        await bounded(playwright.stop())
 
 
-def run_class(n: int, csv_path: Path | None, settle: float, timeout: float, scratch: Path, pick: str, teacher: Visitor | None,
+def run_class(n: int, csv_path: Path | None, settle: float, end: float, scratch: Path, pick: str, teacher: Visitor | None,
               browser_path: str, without_browsers: bool = False) -> tuple[list[Visitor], int, float]:
-    """N visitors on a fresh server, after the teacher if any: (visitors, peak server memory in bytes, wall seconds)."""
+    """N visitors on a fresh server, after the teacher if any, stopped RESERVE seconds before `end` (perf_counter
+    seconds) where they have not finished: (visitors, peak server memory in bytes, wall seconds)."""
     trace = scratch / f"trace-{n}.jsonl"
     server, url = start_server(scratch / f"runs-{n}", trace)
     sampler = MemorySampler(server.pid)
     sampler.start()
     start, visitors, began = time.perf_counter(), [Visitor(i + 1) for i in range(n)], []
-    try:
-        wait_healthy(url)
-        asyncio.run(asyncio.wait_for(class_of(teacher, visitors, url, csv_path, settle, pick, browser_path, began,
-                                                   without_browsers), timeout))
-    except TimeoutError:
-        for v in [teacher, *visitors] if teacher else visitors:
+    everyone = [teacher, *visitors] if teacher else visitors
+
+    def stopped() -> None:  # at the deadline, before the visitors are cancelled: what each was waiting for
+        for v in everyone:
             if v.doing != "done":
-                v.errors.append(f"stopped by the --timeout while waiting for: {v.doing}")
+                v.errors.append(f"stopped by the --timeout while waiting for: {v.waiting()}")
+
+    try:
+        wait_answering(server, url, end - RESERVE - time.perf_counter())
+        run_until(class_of(teacher, visitors, url, csv_path, settle, pick, browser_path, began, without_browsers),
+                  end - RESERVE - time.perf_counter(), stopped)
+    except TimeoutError as err:  # the server never answered
+        for v in everyone:
+            v.errors.append(f"stopped by the --timeout while waiting for: the server to answer ({err})")
     finally:
+        if ended := end_children(keep=server.pid):
+            print(f"  ended {len(ended)} process(es) the class left running (Chromium, Playwright's driver)")
         peak = sampler.stop()
         print(f"  CPU seconds: the server {sampler.server_cpu:.0f}, the browsers {sampler.browser_cpu:.0f} "
               f"(over {time.perf_counter() - start:.0f} s of wall time on {os.cpu_count()} CPUs)")
         server.terminate()
         try:
-            server.wait(timeout=20)
+            server.wait(timeout=SERVER_STOP)
         except subprocess.TimeoutExpired:
             server.kill()
+            server.wait()
         script_runs(trace, began[0] if began else float("inf"))
     return visitors, peak, time.perf_counter() - start
 
@@ -319,12 +367,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-class-") as scratch:
         csv_path = pairs_csv(Path(scratch) / "pairs.csv", args.upload_pairs) if args.upload_pairs else None
         for n in sizes:
-            left = end - time.perf_counter()
-            if left <= 0:
+            if end - time.perf_counter() <= RESERVE:
                 print(f"\n{n} visitor(s): not run, the --timeout of {args.timeout:.0f} s was spent")
                 continue
             teacher = Visitor(0) if args.teacher else None
-            visitors, peak, wall = run_class(n, csv_path, args.settle, left, Path(scratch), args.upload_checkpoints,
+            visitors, peak, wall = run_class(n, csv_path, args.settle, end, Path(scratch), args.upload_checkpoints,
                                              teacher, chromium(args.browser_nice, Path(scratch), args.browser_idle),
                                              args.without_browsers)
             report(n, visitors, peak, wall, teacher)

@@ -1,5 +1,5 @@
 """A served app and the processes around it, for the benchmarks that drive one (bench_class,
-bench_memory, bench_starvation, bench_clicks): the server started on a free loopback port, the
+bench_memory, bench_starvation, bench_clicks): the server started on a free loopback port and waited for, the
 memory and CPU time of a process tree, the machine in words, a visitor's typed pair, a p95."""
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ import statistics
 import subprocess
 import sys
 import threading
+import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,6 +39,22 @@ def start_server(runs: Path, trace: Path) -> tuple[subprocess.Popen, str]:
                                "--server.address", "127.0.0.1"],
                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return server, f"http://127.0.0.1:{port}"
+
+
+def wait_answering(server: subprocess.Popen, url: str, seconds: float) -> None:
+    """Until the server answers its health check. Raises TimeoutError when it has ended (a port taken
+    meanwhile ends it at once) or `seconds` have passed first."""
+    end = time.perf_counter() + seconds
+    while True:
+        if server.poll() is not None:
+            raise TimeoutError(f"the server ended at its start (exit code {server.returncode})")
+        try:
+            urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
+            return
+        except OSError:
+            if time.perf_counter() > end:
+                raise TimeoutError(f"the server did not answer within {seconds:.0f} s") from None
+            time.sleep(0.05)
 
 
 def tree_rss(pid: int) -> int:

@@ -5,7 +5,9 @@ one call per wait reads what happened (take) instead of a round trip per poll.""
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 ERRORS = """() => [
@@ -51,6 +53,18 @@ class Visitor:
     spans: dict[str, tuple[float, float]] = field(default_factory=dict)  # what -> (start, end), perf_counter
     errors: list[str] = field(default_factory=list)
     doing: str = "starting"  # what the visitor waits for now (said when the --timeout stops it)
+    since: float = field(default_factory=time.perf_counter)  # ... since when
+    detail: Callable[[], str] | None = None  # that wait in words, where it can tell (streamlit_client.Session.waiting)
+
+    def start(self, what: str) -> None:
+        self.doing, self.since = what, time.perf_counter()
+
+    def waiting(self) -> str:
+        """What it waits for, in words: the page or step, for how long, and what its page last said."""
+        if self.doing == "done":
+            return "nothing: it was done"
+        detail = self.detail() if self.detail is not None else f"for {time.perf_counter() - self.since:.0f} s"
+        return f"{self.doing} ({detail})"
 
 
 CLOCK = """(() => {
@@ -72,6 +86,7 @@ WAIT = """([title, main, text, settle, key]) => {
   return now - wait.calm >= settle * 1000 ? {first: wait.first, calm: wait.calm} : false;
 }"""
 TAKE = "() => { const c = window.__benchClock; return c ? [c.frames.splice(0), c.sent.splice(0), c.errors.splice(0)] : [[], [], []]; }"
+EVALUATE_SECONDS = 60.0  # a tab's answer to one call at most (it polls itself: a call is one round trip)
 SINCE_EPOCH = time.perf_counter() - time.time()  # perf_counter() at the tab's Date.now() of 0, in seconds
 
 
@@ -82,7 +97,7 @@ def counter(ms: float) -> float:
 
 async def take(page, visitor: Visitor) -> None:
     """What the tab noted since the last take: its websocket messages' times and the error boxes it saw."""
-    frames, sent, errors = await page.evaluate(TAKE)
+    frames, sent, errors = await asyncio.wait_for(page.evaluate(TAKE), EVALUATE_SECONDS)
     visitor.frames += [counter(ms) for ms in frames]
     visitor.sent += [counter(ms) for ms in sent]
     visitor.errors += [e for e in errors if e not in visitor.errors]
@@ -98,8 +113,12 @@ async def drawn(page, visitor: Visitor, title: str, main: str, settle: float, ti
         handle = await page.wait_for_function(WAIT, arg=[title, main, text, settle, key], polling=50, timeout=timeout * 1000)
         found = await handle.json_value()
     except Exception as err:
-        state = await page.evaluate("(key) => window.__benchClock?.waits[key]?.state", key)
-        await take(page, visitor)
+        try:
+            state = await asyncio.wait_for(page.evaluate("(key) => window.__benchClock?.waits[key]?.state", key),
+                                           EVALUATE_SECONDS)
+            await take(page, visitor)
+        except Exception:  # a tab that no longer answers: the wait's own error says enough
+            state = "unknown: the tab did not answer"
         raise TimeoutError(f"{title}: not drawn within {timeout:.0f} s (last state: {state})") from err
     await take(page, visitor)
     if first is not None and found["first"] is not None:

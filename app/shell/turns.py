@@ -79,19 +79,23 @@ class Turns:
             try:
                 yield
             finally:
-                self._held.depth -= 1
+                if self.holds():  # not when a pass_turn inside lost the turn
+                    self._held.depth -= 1
             return
         who = self._enter(waiting, visitor)
         self._held.depth, self._held.visitor = 1, who
         try:
             yield
         finally:
-            self._held.depth = 0
-            self._leave(who)
+            if self.holds():  # a pass_turn whose wait to come back was interrupted has left the turn already
+                self._held.depth = 0
+                self._leave(who)
 
     def pass_turn(self, waiting: Waiting | None = None) -> bool:
         """Between two steps of a long computation holding a turn: when others wait, let the next
-        in turn have theirs and come back in its own. Whether it passed."""
+        in turn have theirs and come back in its own. Whether it passed. When the wait to come back
+        raises (`waiting` draws, and Streamlit stops a script there), the turn is not held any more,
+        and the blocks holding it leave nothing when they end: it was given back once, here."""
         if not self.holds():
             return False
         with self._cond:
