@@ -6,7 +6,7 @@ Layers (a module may import its own layer and the ones below):
   1 devices, params, models, relaxed (relaxed sharing's layers), tokenizer, release_fast
   2 paper, data.*
   3 kernels, objective, distil, checkpoint.*, card
-  4 analysis.*, convert (albertize: checkpoints in, a checkpoint out), factorise (its embedding), relax (a BERT relaxed)
+  4 analysis.*, convert (albertize: checkpoints in, a checkpoint out), factorise (its embedding), relax (a BERT relaxed), shallow
   5 training.*
   6 the command line (cli.*, __main__)
 Imports inside functions count too (they are how a lower module would sneak upward);
@@ -34,7 +34,7 @@ LAYERS = {
     1: ("devices", "params", "models", "relaxed", "tokenizer", "release_fast"),
     2: ("paper", "data"),
     3: ("kernels", "objective", "distil", "checkpoint", "card"),
-    4: ("analysis", "convert", "factorise", "relax"),
+    4: ("analysis", "convert", "factorise", "relax", "shallow"),
     5: ("training",),
     6: ("cli", "__main__"),
 }
