@@ -29,13 +29,13 @@ def source(tmp_path, tokenizer):
 
 
 def plan_of(source, **changes):
-    from albert_lab.training.sweep import SweepPlan
+    from albert_lab.training.sweep_plan import SweepPlan
 
     return SweepPlan(**{"source": str(source), "ranks": ("0", "2"), "pairs": 8, **changes})
 
 
 def config_of(source, steps=STEPS, **changes):
-    from albert_lab.training.sweep import sweep_config
+    from albert_lab.training.sweep_plan import sweep_config
 
     return sweep_config(source, steps, **{**SETTINGS, **changes})
 
@@ -45,7 +45,8 @@ def numbers(frame):
 
 
 def test_a_sweep_trains_each_model_on_the_same_batches_and_measures_it_before_and_after(source):
-    from albert_lab.training.sweep import member_dir, read_sweep, start_sweep
+    from albert_lab.training.sweep import read_sweep, start_sweep
+    from albert_lab.training.sweep_plan import member_dir
 
     plan = plan_of(source, layers=(2,))
     info = start_sweep(config_of(source), plan, foreground=True)
@@ -76,7 +77,8 @@ def test_a_sweep_trains_each_model_on_the_same_batches_and_measures_it_before_an
 def test_rank_zero_is_a_plain_train_init_from_of_the_albertized_model(source, tmp_path):
     """The sweep's rank-0 model equals `albertize` then `train --init-from` with the member's own command:
     the same budget, seed and batches give the same weights, bit for bit."""
-    from albert_lab.training.sweep import member_dir, start_sweep
+    from albert_lab.training.sweep import start_sweep
+    from albert_lab.training.sweep_plan import member_dir
 
     plan = plan_of(source, ranks=("0",))
     info = start_sweep(config_of(source, steps=12), plan, foreground=True)
@@ -115,7 +117,8 @@ def _member_step(folder) -> int:
 @pytest.mark.slow
 def test_a_sweep_killed_with_9_resumes_to_the_same_numbers(source, tmp_path):
     from albert_lab.training.jobs import resume_run
-    from albert_lab.training.sweep import member_dir, read_sweep, start_sweep
+    from albert_lab.training.sweep import read_sweep, start_sweep
+    from albert_lab.training.sweep_plan import member_dir
 
     plan, config = plan_of(source), config_of(source, steps=40)
     straight = start_sweep(config, plan, tmp_path / "straight", foreground=True)
@@ -139,7 +142,8 @@ def test_a_sweep_killed_with_9_resumes_to_the_same_numbers(source, tmp_path):
 def test_a_cancelled_sweep_ends_cancelled_and_resumes_to_the_same_numbers(source, tmp_path, monkeypatch):
     from albert_lab.training.jobs import resume_run
     from albert_lab.training.loop import Trainer
-    from albert_lab.training.sweep import member_dir, read_sweep, start_sweep
+    from albert_lab.training.sweep import read_sweep, start_sweep
+    from albert_lab.training.sweep_plan import member_dir
 
     plan, config = plan_of(source, ranks=("2",)), config_of(source)
     straight = start_sweep(config, plan, tmp_path / "straight", foreground=True)

@@ -57,7 +57,8 @@ def parse_layers(text: str | None) -> tuple[int, ...]:
 def start(args: argparse.Namespace, source: str) -> int:
     """Launch the sweep the flags describe, then follow it (or return at once with --detach)."""
     from albert_lab.analysis.relaxation import DEFAULT_PAIRS
-    from albert_lab.training.sweep import SweepPlan, check_plan, start_sweep, sweep_config
+    from albert_lab.training.sweep import start_sweep
+    from albert_lab.training.sweep_plan import SweepPlan, check_plan, sweep_config
 
     if args.uptrain < 1:
         raise AlbertLabError(f"--uptrain: give at least 1 step, got {args.uptrain}")

@@ -29,116 +29,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 
-from albert_lab.errors import AlbertLabError, RunError
+from albert_lab.errors import RunError
 from albert_lab.runfolder import RunFolder, write_json_atomic
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.runs import HEARTBEAT_S, RunInfo, read_run, update_run
-
-SWEEP = "sweep"  # run.json's key holding the plan
-BEFORE, AFTER, MEMBERS, INIT = "before.json", "after.json", "members", "init"
-NEVER = 10**9  # steps between evaluations and gradient-flow records: the sweep measures its models at the end
-DEFAULT_PAIRS = 128  # held-out pairs per task (as the curve's)
-Kind = Literal["relaxed", "shallow", "source"]
-
-
-@dataclass(frozen=True)
-class Member:
-    """One model of the sweep: its folder under members/, its row's name on the curve, how it starts."""
-
-    slug: str
-    name: str
-    kind: Kind
-    value: str  # the rank ('0', '4', 'full'), the layers kept ('3'), '' for the source
-
-    @property
-    def rank(self) -> str:
-        """The curve's `rank` column: the rank, 'L=3' for a shallow BERT, 'source'."""
-        return {"source": "source", "shallow": f"L={self.value}"}.get(self.kind, self.value)
-
-    @property
-    def end(self) -> str:
-        """The curve's `end` column (analysis/relaxation.curve_end; 'fewer layers' for a shallow BERT)."""
-        from albert_lab.analysis.relaxation import SOURCE, curve_end
-        from albert_lab.relax import parse_rank
-
-        return {"source": SOURCE, "shallow": "fewer layers"}.get(self.kind) or curve_end(parse_rank(self.value))
-
-
-@dataclass(frozen=True)
-class SweepPlan:
-    """What a sweep trains and how it measures (run.json's `sweep`)."""
-
-    source: str  # the BERT's folder
-    ranks: tuple[str, ...]  # each relaxed model's rank, as relax.parse_rank reads it
-    layers: tuple[int, ...] = ()  # BERTs of these many of the source's layers, trained beside them
-    sharing: str = "all"
-    init: str = "average"
-    embedding_size: int | None = None
-    groups: int | None = None
-    pairs: int = DEFAULT_PAIRS
-
-    def members(self) -> list[Member]:
-        from albert_lab.analysis.relaxation import SOURCE, curve_name
-        from albert_lab.relax import parse_rank
-
-        return ([Member(f"rank-{r}", curve_name(parse_rank(r)), "relaxed", r) for r in self.ranks]
-                + [Member(f"layers-{k}", f"BERT L={k}", "shallow", str(k)) for k in self.layers]
-                + [Member("source", SOURCE, "source", "")])
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "ranks": list(self.ranks), "layers": list(self.layers)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SweepPlan:
-        try:
-            return cls(**{**data, "ranks": tuple(str(r) for r in data["ranks"]),
-                          "layers": tuple(int(k) for k in data.get("layers", ()))})
-        except (TypeError, KeyError, ValueError) as err:
-            raise RunError(f"run.json's sweep plan cannot be read ({err}); it was edited or damaged") from None
+from albert_lab.training.sweep_plan import AFTER, BEFORE, SWEEP, Member, SweepPlan, check_plan, member_dir, start_folder
 
 
 # ---- the launch ----------------------------------------------------------------------------------
-def sweep_config(source: str | Path, steps: int, **options: Any) -> TrainConfig:
-    """The source's own uptraining, whose settings every member shares: `steps` steps from its weights,
-    its pair task, no dropout (ALBERT's choice), evaluated only at the end by the sweep."""
-    from albert_lab.training.init import uptrain_spec
-    from albert_lab.training.recipe import train_command
-
-    folder, spec = uptrain_spec(Path(source), None, dropout=0.0)
-    config = TrainConfig(**{"spec": spec.to_dict(), "objective": spec.objective, "init_from": str(folder), "max_steps": steps,
-                            "eval_every": NEVER, "gradflow_every": NEVER, "checkpoint_every": max(1, min(100, steps // 3)),
-                            **options})
-    return dataclasses.replace(config, command=train_command(["--init-from", folder, "--dropout", 0], config))
-
-
-def check_plan(plan: SweepPlan, config: TrainConfig | None = None) -> None:
-    """AlbertLabError, before a folder is made, for a plan that cannot run: a source that is not a BERT,
-    a rank above full rank, as many layers as the source has, a budget in minutes (members would see
-    different tokens)."""
-    from albert_lab.checkpoint.files import read_card, read_spec
-    from albert_lab.relax import FULL, parse_rank
-    from albert_lab.shallow import kept_layers
-    from albert_lab.spec import HALVES, SHARING
-
-    if config is not None and config.max_minutes is not None:
-        raise RunError("--minutes: a sweep trains every model for the same steps, so that each sees the same tokens; "
-                       "give --uptrain STEPS alone")
-    spec = read_spec(Path(plan.source), read_card(Path(plan.source)))
-    if spec.family != "bert":
-        raise AlbertLabError(f"{plan.source}: relax starts from a BERT, whose layers are each their own; this is an "
-                             f"{spec.family.upper()} checkpoint ({spec.label}), already shared")
-    for rank in map(parse_rank, plan.ranks):
-        for half in (h for h in HALVES if h in SHARING[plan.sharing].shares and rank != FULL and rank > spec.full_rank(h)):
-            raise AlbertLabError(f"rank {rank} is above full rank for the {half} matrices ({spec.full_rank(half)}); "
-                                 f"give at most {spec.full_rank(half)}, or 'full'")
-    for keep in plan.layers:
-        kept_layers(spec.num_layers, keep)
-
-
 def start_sweep(config: TrainConfig, plan: SweepPlan, root: Path | None = None, run_id: str | None = None,
                 foreground: bool = False, announce: Callable[[RunInfo], None] | None = None, command: str = "",
                 **launch: Any) -> RunInfo:
@@ -153,6 +55,15 @@ def start_sweep(config: TrainConfig, plan: SweepPlan, root: Path | None = None, 
 
 def is_sweep(run_dir: Path) -> bool:
     return SWEEP in RunFolder(run_dir).read()
+
+
+def list_sweeps(root: Path, source: str | Path | None = None) -> list[RunInfo]:
+    """The sweeps in a runs folder, newest first; of one source's folder where given."""
+    from albert_lab.training.runs import list_runs
+
+    want = Path(source).resolve() if source is not None else None
+    return [r for r in list_runs(root) if isinstance(r.raw.get(SWEEP), dict)
+            and (want is None or Path(str(r.raw[SWEEP].get("source", ""))).resolve() == want)]
 
 
 # ---- the worker ----------------------------------------------------------------------------------
@@ -244,15 +155,6 @@ class Watch:
     def _loop(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
             self.update()
-
-
-def member_dir(run_dir: Path, member: Member) -> Path:
-    return run_dir / MEMBERS / member.slug
-
-
-def start_folder(run_dir: Path, plan: SweepPlan, member: Member) -> Path:
-    """The checkpoint a member starts from: the source itself, or its own init/."""
-    return Path(plan.source) if member.kind == "source" else member_dir(run_dir, member) / INIT
 
 
 def make_start(run_dir: Path, plan: SweepPlan, member: Member, config: TrainConfig, command: str) -> Path:
@@ -374,3 +276,4 @@ def read_sweep(run_dir: Path) -> SweepResult:
             provenance = json.loads(card.read_text()).get("provenance", {})
             tokens, seconds[m.name] = provenance.get("tokens", tokens), provenance.get("wall_time_s", 0.0)
     return SweepResult(run, plan, curve(BEFORE), curve(AFTER), tokens, seconds)
+
