@@ -45,20 +45,11 @@ def sweep_options_given(args: argparse.Namespace) -> list[str]:
     return given
 
 
-def parse_layers(text: str | None) -> tuple[int, ...]:
-    if not text:
-        return ()
-    parts = [part.strip() for part in text.split(",") if part.strip()]
-    if not all(part.isdigit() for part in parts) or not parts:
-        raise AlbertLabError(f"--layers: {text!r} is not whole numbers separated by commas, such as 2,3")
-    return tuple(dict.fromkeys(int(part) for part in parts))
-
-
 def start(args: argparse.Namespace, source: str) -> int:
     """Launch the sweep the flags describe, then follow it (or return at once with --detach)."""
     from albert_lab.analysis.relaxation import DEFAULT_PAIRS
     from albert_lab.training.sweep import start_sweep
-    from albert_lab.training.sweep_plan import SweepPlan, check_plan, sweep_config
+    from albert_lab.training.sweep_plan import SweepPlan, check_plan, parse_layers, sweep_config
 
     if args.uptrain < 1:
         raise AlbertLabError(f"--uptrain: give at least 1 step, got {args.uptrain}")

@@ -133,6 +133,16 @@ def sweep_seconds(plan: SweepPlan, config: TrainConfig) -> float:
     return (trained + measured) / SWEEP_FLOPS_PER_S
 
 
+def parse_layers(text: str | None) -> tuple[int, ...]:
+    """'1,3' -> (1, 3): the layers of each shallow BERT a sweep trains beside the relaxed models."""
+    if not text or not text.strip():
+        return ()
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not parts or not all(part.isdigit() for part in parts):
+        raise AlbertLabError(f"--layers: {text!r} is not whole numbers separated by commas, such as 1,3")
+    return tuple(dict.fromkeys(int(part) for part in parts))
+
+
 def member_dir(run_dir: Path, member: Member) -> Path:
     return run_dir / MEMBERS / member.slug
 
