@@ -13,6 +13,8 @@ uptraining sweep (training/sweep.py) measures its trained models with it.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +34,7 @@ from albert_lab.data.samples import sample_texts
 from albert_lab.kernels import tune_for_inference
 from albert_lab.params import count
 from albert_lab.relax import FULL, Relaxation, load_source, source_eps, source_state
-from albert_lab.relaxed import half_of
+from albert_lab.relaxed import RELAXED_MAPS, RelaxedLinear, half_of
 from albert_lab.spec import Init, ModelSpec, Sharing
 
 COLUMNS = ["model", "rank", "rank_attention", "rank_ffn", "parameters", "share_of_source", "energy_kept", "mlm_accuracy",
@@ -174,6 +176,30 @@ def measure(bundles: Sequence[ModelBundle], reference: ModelBundle, held: pd.Dat
         hits, total = scored.get(b.name, (0, 0))
         measured[b.name] = Measured(acc, n, kl, hits, total, float(rough.get(b.name, np.nan)))
     return measured
+
+
+@torch.inference_mode()
+def map_ablation(bundle: ModelBundle, reference: ModelBundle, held: pd.DataFrame, pairs: int, max_len: int) -> pd.DataFrame:
+    """Which corrections a relaxed model leans on: for each map of RELAXED_MAPS, the model with that map's
+    corrections taken out of every application (B = 0: the shared matrix alone there), measured as `measure`
+    measures MLM (the same masked tokens, KL from `reference`), beside the model whole. One row per map:
+    map, mlm_accuracy, kl, mlm_lost and kl_added (against the whole model); the whole model's row has map ''."""
+    from albert_lab.models import layer_applications
+
+    variants = [bundle]
+    maps = [name for names in RELAXED_MAPS.values() for name in names
+            if isinstance(layer_applications(bundle.model)[0].albert_layers[0].get_submodule(name), RelaxedLinear)]
+    for name in maps:
+        model = copy.deepcopy(bundle.model)
+        for module in layer_applications(model):
+            module.albert_layers[0].get_submodule(name).lora_b.zero_()
+        variants.append(dataclasses.replace(bundle, name=f"without {name}", model=model))
+    scores = _mlm(variants, reference, held, pairs, max_len)
+    whole_acc, whole_kl, _ = scores[bundle.name]
+    rows = [dict(map="" if v is bundle else name, mlm_accuracy=scores[v.name][0], kl=scores[v.name][1],
+                 mlm_lost=whole_acc - scores[v.name][0], kl_added=scores[v.name][1] - whole_kl)
+            for v, name in zip(variants, ["", *maps], strict=True)]
+    return pd.DataFrame(rows, columns=["map", "mlm_accuracy", "kl", "mlm_lost", "kl_added"])
 
 
 def _bundle(name: str, source: ModelBundle, conv=None) -> ModelBundle:

@@ -88,7 +88,8 @@ def run_sweep(run_dir: Path, config: TrainConfig, prepared=None) -> str:
             make_start(run_dir, plan, member, config, raw.get("sweep_command", ""))
         if not (run_dir / BEFORE).is_file():
             watch.say("measuring the starting models")
-            write_curve(run_dir / BEFORE, measure_members(run_dir, plan, config, members, trained=False))
+            started = time.time()
+            write_curve(run_dir / BEFORE, measure_members(run_dir, plan, config, members, trained=False), started)
         base = prepared or prepare(config, checked=True)
         for index, member in enumerate(members):
             if folder.cancel.exists():
@@ -100,7 +101,8 @@ def run_sweep(run_dir: Path, config: TrainConfig, prepared=None) -> str:
         watch.member = len(members)
         if not (run_dir / AFTER).is_file():
             watch.say(f"measuring the {len(members)} trained models")
-            write_curve(run_dir / AFTER, measure_members(run_dir, plan, config, members, trained=True))
+            started = time.time()
+            write_curve(run_dir / AFTER, measure_members(run_dir, plan, config, members, trained=True), started)
         return _ended(run_dir, watch, "succeeded")
     finally:
         watch.stop()
@@ -240,8 +242,10 @@ def measure_members(run_dir: Path, plan: SweepPlan, config: TrainConfig, members
     return curve_frame(models, measured, task, count(reference.spec).total)
 
 
-def write_curve(path: Path, curve: pd.DataFrame) -> None:
-    write_json_atomic(path, {"curve": json.loads(curve.to_json(orient="records")), "written": time.time()})
+def write_curve(path: Path, curve: pd.DataFrame, started: float) -> None:
+    """A measured curve, with when and in how many seconds it was measured."""
+    write_json_atomic(path, {"curve": json.loads(curve.to_json(orient="records")), "written": time.time(),
+                             "seconds": round(time.time() - started, 1)})
 
 
 @dataclass(frozen=True)
