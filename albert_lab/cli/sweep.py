@@ -18,6 +18,8 @@ from albert_lab.training.config import OPTIONS_OF_CONFIG
 TRAINING = ("corpus", "batch_size", "max_seq_len", "lr", "optimizer", "weight_decay", "warmup_steps", "precision", "threads",
             "checkpoint_every", "log_every", "distil_from", "distil_weight", "distil_pair", "pair_weight", "pooler_init")
 ROWS = tuple(row for row in OPTIONS_OF_CONFIG if row.name in TRAINING)
+DEFAULTS = {row.name: row.default for row in ROWS}
+OWN_DEFAULTS = ("max_seq_len", "warmup_steps")  # sweep_config's (the source's positions, a tenth of the steps) unless given
 SHOWN = ["model", "rank", "parameters", "share_of_source", "mlm_accuracy", "mlm_low", "mlm_high", "pair_task",
          "pair_accuracy", "pair_low", "pair_high", "kl", "roughness"]
 
@@ -57,7 +59,8 @@ def start(args: argparse.Namespace, source: str) -> int:
                      sharing=args.sharing, init=args.init, embedding_size=args.embedding, groups=args.groups,
                      pairs=args.pairs or DEFAULT_PAIRS)
     check_plan(plan)  # the source and the ranks first: the training options are checked against its spec
-    options = option_values(args, ROWS)
+    options = {name: value for name, value in option_values(args, ROWS).items()  # the sweep's own defaults where not given
+               if not (name in OWN_DEFAULTS and value == DEFAULTS[name])}
     if options.get("distil_from"):
         from albert_lab.checkpoint.discover import resolve_checkpoint
 
