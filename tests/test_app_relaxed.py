@@ -8,7 +8,7 @@ from itertools import pairwise
 
 import numpy as np
 import pytest
-from conftest import CORPUS, charts, link_of, opened_by_link
+from conftest import CORPUS, charts, goto, link_of, opened_by_link
 
 from albert_lab.checkpoint.files import read_card
 
@@ -150,6 +150,8 @@ def test_a_sweep_draws_both_curves_beside_each_other(app, held, shipped):
     again = opened_by_link(link_of(at), "parameters")  # the link opens on the same sweep's two curves
     assert again.selectbox(key="calc_relax_sweep").value == done.id
     assert any("after uptraining" in c.proto.spec for c in charts(again))
+    runs = goto(again, "training")  # one run of the queue, listed with the others
+    assert not runs.exception and done.id in str([t.value for t in runs.dataframe]) + str([s.options for s in runs.selectbox])
 
 
 def test_a_sweep_is_started_from_the_page_as_a_queued_run(app, held, shipped, monkeypatch):
