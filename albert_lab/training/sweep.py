@@ -129,7 +129,10 @@ class Watch:
         self._thread.start()
 
     def stop(self) -> None:
+        """No more updates once this returns (a final status written after it is never overwritten)."""
         self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=30)
 
     def say(self, words: str) -> None:
         self.words = words
