@@ -212,3 +212,15 @@ def test_a_shallow_bert_keeps_evenly_spaced_layers_whole(tokenizer, tmp_path):
     for name, value in small.model.state_dict().items():  # its layer 1 is the source's layer 2; all else as it was
         assert torch.equal(value, theirs[name.replace("encoder.layer.1.", "encoder.layer.2.")]), name
     assert "layers 1, 3 of" in small.card["provenance"]["origin"]
+
+
+def test_a_sweep_can_distil_every_model_from_the_source(source):
+    from albert_lab.training.sweep import start_sweep
+    from albert_lab.training.sweep_plan import member_dir
+
+    plan = plan_of(source, ranks=("2",), layers=(1,))
+    info = start_sweep(config_of(source, steps=4, distil_from=str(source)), plan, foreground=True)
+    assert info.status == "succeeded", info.message
+    for member in plan.members():  # the relaxed model, a BERT of one layer and the source itself, each taught alike
+        card = json.loads((member_dir(info.path, member) / "checkpoint" / "albert_lab.json").read_text())
+        assert card["provenance"]["distilled_from"]["hidden_states_matched"][0] == 0
