@@ -167,12 +167,14 @@ def test_a_cancelled_sweep_ends_cancelled_and_resumes_to_the_same_numbers(source
 
 def test_the_command_prints_both_curves(source, tmp_path):
     args = ["relax", "--checkpoint", str(source), "--ranks", "0,2", "--uptrain", "6", "--pairs", "8", "--corpus", CORPUS,
-            "--batch-size", "8", "--seq-len", "64", "--warmup", "2", "--threads", "1", "--foreground", "--runs-dir",
+            "--batch-size", "8", "--warmup", "2", "--threads", "1", "--foreground", "--runs-dir",
             str(tmp_path / "runs"), "--run-id", "s"]
     result = run_cli(*args, "--json")
     assert result.returncode == 0, result.stderr
     done = json.loads(result.stdout)
     assert done["status"] == "succeeded" and done["steps"] == 6 and done["tokens"] > 0
+    config = read_run(tmp_path / "runs" / "s").config  # the sweep's own defaults where no flag was given
+    assert config["checkpoint_every"] == 2 and config["max_seq_len"] == 64 and config["warmup_steps"] == 2
     assert [r["model"] for r in done["before"]] == [r["model"] for r in done["after"]] == ["ALBERT (rank 0)", "rank 2",
                                                                                            "source BERT"]
     shown = run_cli("relax", "--show", "s", "--runs-dir", str(tmp_path / "runs"))

@@ -19,7 +19,8 @@ TRAINING = ("corpus", "batch_size", "max_seq_len", "lr", "optimizer", "weight_de
             "checkpoint_every", "log_every", "distil_from", "distil_weight", "distil_pair", "pair_weight", "pooler_init")
 ROWS = tuple(row for row in OPTIONS_OF_CONFIG if row.name in TRAINING)
 DEFAULTS = {row.name: row.default for row in ROWS}
-OWN_DEFAULTS = ("max_seq_len", "warmup_steps")  # sweep_config's (the source's positions, a tenth of the steps) unless given
+# sweep_config's unless given: the source's positions, a tenth of the steps to warm up, a checkpoint every third
+OWN_DEFAULTS = ("max_seq_len", "warmup_steps", "checkpoint_every")
 SHOWN = ["model", "rank", "parameters", "share_of_source", "mlm_accuracy", "mlm_low", "mlm_high", "pair_task",
          "pair_accuracy", "pair_low", "pair_high", "kl", "roughness"]
 
