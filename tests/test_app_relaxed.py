@@ -135,10 +135,10 @@ def test_a_sweep_draws_both_curves_beside_each_other(app, held, shipped):
 
     figure = next(plotly.io.from_json(c.proto.spec) for c in charts(at) if "after uptraining" in c.proto.spec)
     names = {t.name for t in figure.data}
-    assert {"relaxed, at initialisation", "relaxed, after uptraining", "source BERT, after uptraining",
-            "BERT of fewer layers, at initialisation"} <= names
+    assert {"relaxed, by rank", "pure ALBERT", "BERT, fewer layers", "source BERT", "at initialisation",
+            "after uptraining"} <= names
     result = read_sweep(done.path)
-    kl = next(t for t in figure.data if t.name == "relaxed, after uptraining" and t.xaxis == "x3")  # the KL panel
+    kl = next(t for t in figure.data if t.name == "relaxed, by rank" and t.xaxis == "x3" and t.line.dash == "solid")  # KL, after
     line = result.after[result.after.end.isin(["ALBERT", ""])].sort_values("parameters")
     y = np.frombuffer(base64.b64decode(kl.y["bdata"]), dtype=kl.y["dtype"]) if isinstance(kl.y, dict) else np.array(kl.y)
     assert list(y) == pytest.approx(list(line.kl)) and y.min() > 0  # the sweep's own numbers, trained away

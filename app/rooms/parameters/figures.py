@@ -242,8 +242,9 @@ def taken_figure(energy: pd.DataFrame) -> go.Figure:
 
 # ---- relaxed sharing after uptraining: the sweep's two curves ---------------------------------------
 STAGES = {"before": ("at initialisation", "dash", "open"), "after": ("after uptraining", "solid", "")}
-OTHERS = {"ALBERT": ("pure ALBERT (rank 0)", "diamond", SERIES_COLOURS[1]), "fewer layers": ("BERT of fewer layers",
-          "square", SERIES_COLOURS[3]), "source BERT": ("source BERT", "star", SERIES_COLOURS[2])}
+OTHERS = {"ALBERT": ("pure ALBERT", "diamond", SERIES_COLOURS[1]), "fewer layers": ("BERT, fewer layers", "square",
+                                                                                   SERIES_COLOURS[3]),
+          "source BERT": ("source BERT", "star", SERIES_COLOURS[2])}
 
 
 def uptrain_panels(task: str) -> list[tuple[str, str, str | None]]:
@@ -278,8 +279,9 @@ def uptrain_figure(before: pd.DataFrame, after: pd.DataFrame, x: str, title: str
             text = [str(r) if w and stage == "after" else "" for r, w in zip(line["rank"], labelled, strict=True)]
             fig.add_trace(go.Scatter(
                 x=line[x], y=line[column], mode="lines+markers+text", text=text, textposition=[w or "top center" for w in labelled],
-                cliponaxis=False, textfont=dict(size=11), name=f"relaxed, {words}", legendgroup=f"relaxed-{stage}",
-                showlegend=i == 0, line=dict(color=SERIES_COLOURS[0], dash=dash), opacity=0.55 if stage == "before" else 1.0,
+                cliponaxis=False, textfont=dict(size=11), name="relaxed, by rank", legendgroup="relaxed",
+                showlegend=i == 0 and stage == "after", line=dict(color=SERIES_COLOURS[0], dash=dash),
+                opacity=0.55 if stage == "before" else 1.0,
                 marker=dict(size=8, symbol=f"circle{'-' + open_ if open_ else ''}"), error_y=_interval(line, column, prefix),
                 customdata=line[["model", "parameters"]],
                 hovertemplate=f"%{{customdata[0]}}, {words}: %{{y:.4g}} with %{{customdata[1]:,}} parameters<extra></extra>"),
@@ -289,15 +291,22 @@ def uptrain_figure(before: pd.DataFrame, after: pd.DataFrame, x: str, title: str
                 if not len(at):
                     continue
                 fig.add_trace(go.Scatter(
-                    x=at[x], y=at[column], mode="markers", name=f"{name}, {words}", legendgroup=f"{end}-{stage}",
-                    showlegend=i == 0, error_y=_interval(at, column, prefix),
+                    x=at[x], y=at[column], mode="markers", name=name, legendgroup=end, showlegend=i == 0 and stage == "after",
+                    error_y=_interval(at, column, prefix),
                     marker=dict(size=13, symbol=f"{symbol}{'-' + open_ if open_ else ''}", color=colour, line=dict(width=1.5, color=colour)),
                     customdata=at[["model", "parameters"]],
                     hovertemplate=f"%{{customdata[0]}}, {words}: %{{y:.4g}} with %{{customdata[1]:,}} parameters<extra></extra>"),
                     row=row, col=col)
+    for stage, (words, dash, open_) in STAGES.items():  # the stages' keys, once: open and dashed, or filled and solid
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines+markers", name=words, legendgroup=f"stage-{stage}",
+                                 line=dict(color=NEUTRAL, dash=dash), marker=dict(size=8, color=NEUTRAL,
+                                                                                  symbol=f"circle{'-' + open_ if open_ else ''}")),
+                      row=1, col=1)
     axis = dict(title_text=CURVE_AXES[x], tickformat=".0%" if x == "share_of_source" else "~s")
     fig.update_xaxes(**axis, row=2, col=1)
     fig.update_xaxes(**axis, row=2, col=2)
     fig.update_yaxes(rangemode="tozero")
     fig.update_layout(title=title)
-    return style(fig, height=760, legend_title="")
+    fig = style(fig, height=820, legend_title="")
+    # below the panels: above them its rows (three at a phone's width) pushed the panels down a third
+    return fig.update_layout(legend=dict(orientation="h", x=0, y=-0.1, xanchor="left", yanchor="top"), margin_b=150)

@@ -78,8 +78,6 @@ def draw_sweep(folder: Path, name: str) -> None:
     if result.before is None or result.after is None:
         return
     steps = int(run.config.get("max_steps") or 0)
-    for remark in uptrain_report(result.before, result.after).remarks:
-        st.markdown(f"- {remark}.")
     x = st.radio("Parameters as", list(CURVE_AXES), horizontal=True, format_func=CURVE_AXES.get, key=key("relax_sweep_x"))
     title = f"{name}: at initialisation and after {steps:,} steps<br><sup>{run.id}</sup>"
     draw.chart(uptrain_figure(result.before, result.after, x, title), f"relaxation-uptrained-{run.id}")
@@ -88,6 +86,8 @@ def draw_sweep(folder: Path, name: str) -> None:
                f"measured before and after on the same {int(result.after.pair_n.max()):,} held-out pairs per task (95% "
                "Wilson intervals; MLM's over its masked tokens). KL: the source's MLM distribution *before training* "
                "against each model's.")
+    for remark in uptrain_report(result.before, result.after).remarks:
+        st.markdown(f"- {remark}.")
     both = both_curves(result.before, result.after)
     st.dataframe(both_table(both), hide_index=True, width="stretch")
     draw.download(both, f"relaxation-uptrained-{run.id}.csv", "Download both curves (CSV)")
