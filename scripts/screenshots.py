@@ -134,6 +134,10 @@ class View:
 VIEWS = {"parameters-relaxed": View("parameters", "Parameters as", {
              "params_tab": "On real weights", "calc_real_view": "relaxed", "calc_relax_source": "bert-nsp",
              "calc_relax_ranks": "0,4,16,64,full"}, button="Compute the curve"),
+         # the after-uptraining curve of the sweep docs/results.md made (albert-lab relax ... --run-id sweep-bert-nsp)
+         "parameters-uptrained": View("parameters", "Parameters as", {
+             "params_tab": "On real weights", "calc_real_view": "relaxed", "calc_relax_source": "bert-nsp",
+             "calc_relax_ranks": "0,4,16,64", "calc_relax_sweep": "sweep-bert-nsp"}),
          "training-compare": View("training", "Metrics", {"tr_tab": "Compare runs", "metric": "loss,pair_acc"}),
          "sentence-pairs-slices": View("sentence_pairs", "Slices", {"pair_tab": "Upload pairs", "pair_slice": "student"},
                                        upload=True)}

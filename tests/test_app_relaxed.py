@@ -1,11 +1,14 @@
 """The Parameters page's 'Relaxed sharing' view (AppTest): the curve computed through the runner equals
 the library's frame, which maps need rank most, a rank's model made and offered in the sidebar, the
-inputs in the link, and bad input said in one line."""
+inputs in the link, and bad input said in one line; a sweep's two curves, before and after uptraining,
+drawn from its run folder, and a sweep started from the page."""
 
+import base64
 from itertools import pairwise
 
+import numpy as np
 import pytest
-from conftest import charts, link_of, opened_by_link
+from conftest import CORPUS, charts, goto, link_of, opened_by_link
 
 from albert_lab.checkpoint.files import read_card
 
@@ -111,3 +114,67 @@ def test_rank_labels_sit_neither_on_one_another_nor_on_the_line():
         placed = [x for x, w in zip(xs, where) if w.startswith(side)]
         assert all(b - a >= 0.06 * 2e6 for a, b in pairwise(placed))
     assert rank_labels([0, 1e6], [float("nan"), 0.5], span=1e6) == ["", "top center"]  # not measured: no label
+
+
+def tiny_sweep(source, **changes):
+    """A finished sweep of `source` at ranks 0 and 2 beside a BERT of one layer: 4 steps of 8 pairs each."""
+    from albert_lab.training.sweep import start_sweep
+    from albert_lab.training.sweep_plan import SweepPlan, sweep_config
+
+    plan = SweepPlan(**{"source": str(source), "ranks": ("0", "2"), "pairs": PAIRS, "layers": (1,), **changes})
+    config = sweep_config(source, 4, corpus=CORPUS, batch_size=8, threads=1, log_every=2)
+    return start_sweep(config, plan, foreground=True)
+
+
+def test_a_sweep_draws_both_curves_beside_each_other(app, held, shipped):
+    from albert_lab.training.sweep import read_sweep
+
+    done = tiny_sweep(shipped / SOURCE)
+    other = tiny_sweep(shipped / SOURCE, init="stepwise")
+    at = open_view(app, calc_relax_source=SOURCE, calc_relax_ranks="0,2")
+    [shown] = at.selectbox(key="calc_relax_sweep").options  # another init's sweep is not this view's
+    assert shown.startswith(f"{done.id}: ranks 0,2, BERTs of 1 layers, 4 steps (succeeded)") and other.id not in shown
+    import plotly.io
+
+    figure = next(plotly.io.from_json(c.proto.spec) for c in charts(at) if "after uptraining" in c.proto.spec)
+    names = {t.name for t in figure.data}
+    assert {"relaxed, by rank", "pure ALBERT", "BERT, fewer layers", "source BERT", "at initialisation",
+            "after uptraining"} <= names
+    result = read_sweep(done.path)
+    kl = next(t for t in figure.data if t.name == "relaxed, by rank" and t.xaxis == "x3" and t.line.dash == "solid")  # KL, after
+    line = result.after[result.after.end.isin(["ALBERT", ""])].sort_values("parameters")
+    y = np.frombuffer(base64.b64decode(kl.y["bdata"]), dtype=kl.y["dtype"]) if isinstance(kl.y, dict) else np.array(kl.y)
+    assert list(y) == pytest.approx(list(line.kl)) and y.min() > 0  # the sweep's own numbers, trained away
+    table = next(t.value for t in at.dataframe if "stage" in t.value)
+    assert list(table.stage) == ["before"] * 4 + ["after"] * 4
+    assert list(table.model[:4]) == ["ALBERT (rank 0)", "rank 2", "BERT L=1", "source BERT"]
+    assert any("% of the source's" in m.value for m in at.markdown)  # the recovered shares, in words
+    assert link_of(at)["calc_relax_sweep"] == done.id
+    again = opened_by_link(link_of(at), "parameters")  # the link opens on the same sweep's two curves
+    assert again.selectbox(key="calc_relax_sweep").value == done.id
+    assert any("after uptraining" in c.proto.spec for c in charts(again))
+    runs = goto(again, "training")  # one run of the queue, listed with the others
+    assert not runs.exception and done.id in str([t.value for t in runs.dataframe]) + str([s.options for s in runs.selectbox])
+
+
+def test_a_sweep_is_started_from_the_page_as_a_queued_run(app, held, shipped, monkeypatch):
+    """The button says its estimate; the run it starts is a sweep of the view's ranks, owned by this browser."""
+    import app.rooms.parameters.uptrained as uptrained
+    from albert_lab.training import sweep
+
+    monkeypatch.setattr(uptrained, "CORPUS", CORPUS)
+    started = []
+    real = sweep.start_sweep
+    monkeypatch.setattr(sweep, "start_sweep", lambda config, plan, root, **kw: started.append(plan) or real(
+        config, plan, root, foreground=True, **{k: v for k, v in kw.items() if k != "budget"}))
+    at = open_view(app, calc_relax_source=SOURCE, calc_relax_ranks="0,2")
+    assert not [s for s in at.selectbox if s.key == "calc_relax_sweep"]  # no sweep yet
+    at.number_input(key="calc_relax_sweep_steps").set_value(3).run()
+    button = at.button(key="calc_relax_sweep_go")
+    assert button.label.startswith("Start the sweep (about ")
+    button.click().run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    [plan] = started
+    assert plan.ranks == ("0", "2") and plan.sharing == "all" and plan.init == "average"
+    assert any("started" in s.value or "succeeded" in s.value for s in at.success)
+    assert any("after uptraining" in c.proto.spec for c in charts(at.run()))

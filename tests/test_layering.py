@@ -6,7 +6,7 @@ Layers (a module may import its own layer and the ones below):
   1 devices, params, models, relaxed (relaxed sharing's layers), tokenizer, release_fast
   2 paper, data.*
   3 kernels, objective, distil, checkpoint.*, card
-  4 analysis.*, figures.* and readings.* (their plots and words), result, convert (albertize: checkpoints in, a checkpoint out), factorise, relax
+  4 analysis.*, figures.* and readings.* (their plots and words), result, convert (albertize), factorise, relax, shallow
   5 training.*
   6 the command line (cli.*, __main__), the front door (lab: `import albert_lab as al`)
 Imports inside functions count too (they are how a lower module would sneak upward);
@@ -34,7 +34,7 @@ LAYERS = {
     1: ("devices", "params", "models", "relaxed", "tokenizer", "release_fast"),
     2: ("paper", "data"),
     3: ("kernels", "objective", "distil", "checkpoint", "card"),
-    4: ("analysis", "figures", "readings", "result", "convert", "factorise", "relax"),
+    4: ("analysis", "figures", "readings", "result", "convert", "factorise", "relax", "shallow"),
     5: ("training",),
     6: ("cli", "lab", "__main__"),
 }

@@ -17,6 +17,7 @@ FAST = {
     "evaluate": ["--corpus", "wiki-vital[:600]", "--limit", "8", "--no-ood"],
     "albertize": ["--embedding", "8"],  # the fixture's BERT has H = 32
     "relax": ["--pairs", "8"],
+    "relax --uptrain": ["--pairs", "8", "--uptrain", "2", "--corpus", "wiki-vital[:600]", "--batch-size", "4", "--foreground"],
     "fit-head": ["--corpus", "wiki-vital[:600]", "--train-pairs", "60", "--heldout-pairs", "40", "--steps", "5", "--out", "probe"],
 }
 COVERED_ELSEWHERE = {"torchrun": "tests/test_training_ddp.py runs the same entry point under torchrun"}
@@ -70,7 +71,8 @@ def test_readme_command_runs(command, readme_checkpoints, tmp_path):
         return
     if args[0] == "score":
         (tmp_path / "pairs.csv").write_text("sentence_a,sentence_b,label\nThe cat sat.,It purred.,0\nIt purred.,The cat sat.,1\n")
-    result = run_cli(*args, *FAST.get(args[0], []), env=env, cwd=tmp_path)
+    fast = FAST["relax --uptrain"] if args[0] == "relax" and "--uptrain" in args else FAST.get(args[0], [])
+    result = run_cli(*args, *fast, env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() or args[0] == "score"
     assert "Traceback" not in result.stderr

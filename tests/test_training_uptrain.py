@@ -145,3 +145,23 @@ def test_a_run_with_a_standardized_pooler_resumes_exactly(tiny_bert, tmp_path, m
     a = {m["step"]: m["loss"] for m in read_run(straight).metrics() if m["kind"] == "train"}
     b = {m["step"]: m["loss"] for m in read_run(split).metrics() if m["kind"] == "train"}
     assert sorted(a) == sorted(b) and all(abs(a[s] - b[s]) < 1e-5 * a[s] for s in a), (a, b)
+
+
+def test_a_relaxed_run_resumes_from_its_checkpoint(tiny_bert, tmp_path, monkeypatch):
+    """A relaxed model's checkpoint holds each shared matrix once (under its group's first layer): a resume
+    refused it, the other layers' names missing, though they are the same tensor."""
+    from conftest import cancel_then_resume
+
+    from albert_lab.relax import relax
+    from albert_lab.training.loop import Trainer
+    from albert_lab.training.runs import read_run
+
+    relaxed = relax(tiny_bert[0], tmp_path / "relaxed", 2)
+    config = _config(relaxed, max_steps=8, checkpoint_every=100, eval_every=100)
+    straight = create_run(config, tmp_path / "runs", "straight")[0]
+    assert Trainer(straight, config).run() == "succeeded"
+    split = create_run(config, tmp_path / "runs", "split")[0]
+    cancel_then_resume(split, 4, monkeypatch)
+    assert read_run(split).status == "succeeded", read_run(split).message
+    a, b = (load_checkpoint(run / "checkpoint", device="cpu").model.state_dict() for run in (straight, split))
+    assert all(torch.equal(a[k], b[k]) for k in a)

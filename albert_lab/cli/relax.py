@@ -8,6 +8,7 @@ import shlex
 import sys
 from typing import get_args
 
+from albert_lab.cli import sweep
 from albert_lab.cli.common import command, emit, int_in, path_option, print_frame, seed_option
 from albert_lab.cli.outputs import check_outputs
 from albert_lab.errors import AlbertLabError
@@ -37,9 +38,9 @@ def ranks_option(text: str) -> list[int | str]:
 
 
 def _relax_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--checkpoint", required=True, help="the BERT to relax: a BERT folder, a sentence-transformers folder, "
+    p.add_argument("--checkpoint", help="the BERT to relax: a BERT folder, a sentence-transformers folder, "
                    "a shipped BERT's name, a hub id (online)")
-    what = p.add_mutually_exclusive_group(required=True)
+    what = p.add_mutually_exclusive_group()
     what.add_argument("--rank", type=rank_option, metavar="R", help="one model: each application's correction rank on every "
                       "shared matrix (0 = albertize's ALBERT; 'full' = the source again); needs --out")
     what.add_argument("--ranks", type=ranks_option, metavar="R,R,...", help="the curve: one row per rank, such as 0,4,16,64,full, "
@@ -55,13 +56,28 @@ def _relax_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=seed_option(), default=0)
     p.add_argument("--out", type=path_option, help="with --rank: the new checkpoint folder")
     p.add_argument("--json", action="store_true", help="print JSON")
+    sweep.add_sweep_arguments(p)
 
 
 @command("relax", "between a BERT and its ALBERT: each layer application adds back a low-rank part of its own layer "
-         "(one model with --rank, the curve over ranks with --ranks)")(_relax_arguments)
+         "(one model with --rank, the curve over ranks with --ranks, and after training with --uptrain)")(_relax_arguments)
 def cmd_relax(args: argparse.Namespace) -> int:
     from albert_lab.checkpoint.discover import resolve_checkpoint
 
+    if args.resume or args.show:
+        if args.checkpoint or args.rank is not None or args.ranks is not None or args.uptrain is not None:
+            raise AlbertLabError("--resume and --show name a sweep, which knows its source, ranks and steps: leave out "
+                                 "--checkpoint, --rank, --ranks and --uptrain")
+        return sweep.existing(args)
+    if not args.checkpoint or (args.rank is None and args.ranks is None):
+        raise AlbertLabError("give --checkpoint, the BERT, and --rank R (one model) or --ranks R,R,... (the curve)")
+    if args.uptrain is not None:
+        if args.ranks is None or args.out is not None or args.rank_attention is not None or args.rank_ffn is not None:
+            raise AlbertLabError("--uptrain trains the curve's models: give --ranks (and no --rank, --rank-attention, "
+                                 "--rank-ffn or --out)")
+        return sweep.start(args, resolve_checkpoint(args.checkpoint))
+    if given := sweep.sweep_options_given(args):
+        raise AlbertLabError(f"{', '.join(given)}: training options, for a sweep: add --uptrain STEPS")
     if args.ranks is not None:
         if args.out is not None or args.rank_attention is not None or args.rank_ffn is not None:
             raise AlbertLabError("--ranks draws the curve at uniform ranks and saves nothing: leave out --out, "

@@ -238,3 +238,75 @@ def taken_figure(energy: pd.DataFrame) -> go.Figure:
     fig.update_yaxes(title_text="share of the residual energy", tickformat=".0%", rangemode="tozero")
     fig.update_layout(title="What sharing took, map by map")
     return style(fig, height=420)
+
+
+# ---- relaxed sharing after uptraining: the sweep's two curves ---------------------------------------
+STAGES = {"before": ("at initialisation", "dash", "open"), "after": ("after uptraining", "solid", "")}
+OTHERS = {"ALBERT": ("pure ALBERT", "diamond", SERIES_COLOURS[1]), "fewer layers": ("BERT, fewer layers", "square",
+                                                                                   SERIES_COLOURS[3]),
+          "source BERT": ("source BERT", "star", SERIES_COLOURS[2])}
+
+
+def uptrain_panels(task: str) -> list[tuple[str, str, str | None]]:
+    """(column, title, the interval's column prefix) of the sweep's panels."""
+    return [("mlm_accuracy", "MLM accuracy (95% CI)", "mlm"), ("pair_accuracy", f"{task.upper() or 'pair'} accuracy (95% CI)",
+                                                                 "pair"),
+            ("kl", "KL from the source<br>as it was (nats)", None), ("roughness", "oscillation<br>roughness", None)]
+
+
+def _interval(rows: pd.DataFrame, column: str, prefix: str | None) -> dict | None:
+    if prefix is None:
+        return None
+    return dict(type="data", array=rows[f"{prefix}_high"] - rows[column], arrayminus=rows[column] - rows[f"{prefix}_low"],
+                thickness=1.2)
+
+
+@themed
+def uptrain_figure(before: pd.DataFrame, after: pd.DataFrame, x: str, title: str) -> go.Figure:
+    """Each quality measure against parameters (`x`: a CURVE_AXES column), before and after the sweep's
+    training: the relaxed models as a line per stage (dashed before, solid after, labelled by rank after),
+    the pure ALBERT, the BERTs of fewer layers and the source as markers (open before, filled after)."""
+    task = next((t for t in after.pair_task if t), "")
+    panels = uptrain_panels(task)
+    fig = make_subplots(rows=2, cols=2, subplot_titles=[t for _, t, _ in panels], vertical_spacing=0.16, horizontal_spacing=0.1)
+    span = float(after[x].max() - after[x].min()) or 1.0
+    for i, (column, _, prefix) in enumerate(panels):
+        row, col = i // 2 + 1, i % 2 + 1
+        for stage, frame in (("before", before), ("after", after)):
+            words, dash, open_ = STAGES[stage]
+            line = frame[frame.end.isin(["ALBERT", "", "= source"])].sort_values("parameters")
+            labelled = rank_labels(list(line[x]), list(line[column].astype(float)), span, labelled=list(line.end != "ALBERT"))
+            text = [str(r) if w and stage == "after" else "" for r, w in zip(line["rank"], labelled, strict=True)]
+            fig.add_trace(go.Scatter(
+                x=line[x], y=line[column], mode="lines+markers+text", text=text, textposition=[w or "top center" for w in labelled],
+                cliponaxis=False, textfont=dict(size=11), name="relaxed, by rank", legendgroup="relaxed",
+                showlegend=i == 0 and stage == "after", line=dict(color=SERIES_COLOURS[0], dash=dash),
+                opacity=0.55 if stage == "before" else 1.0,
+                marker=dict(size=8, symbol=f"circle{'-' + open_ if open_ else ''}"), error_y=_interval(line, column, prefix),
+                customdata=line[["model", "parameters"]],
+                hovertemplate=f"%{{customdata[0]}}, {words}: %{{y:.4g}} with %{{customdata[1]:,}} parameters<extra></extra>"),
+                row=row, col=col)
+            for end, (name, symbol, colour) in OTHERS.items():
+                at = frame[frame.end == end]
+                if not len(at):
+                    continue
+                fig.add_trace(go.Scatter(
+                    x=at[x], y=at[column], mode="markers", name=name, legendgroup=end, showlegend=i == 0 and stage == "after",
+                    error_y=_interval(at, column, prefix),
+                    marker=dict(size=13, symbol=f"{symbol}{'-' + open_ if open_ else ''}", color=colour, line=dict(width=1.5, color=colour)),
+                    customdata=at[["model", "parameters"]],
+                    hovertemplate=f"%{{customdata[0]}}, {words}: %{{y:.4g}} with %{{customdata[1]:,}} parameters<extra></extra>"),
+                    row=row, col=col)
+    for stage, (words, dash, open_) in STAGES.items():  # the stages' keys, once: open and dashed, or filled and solid
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines+markers", name=words, legendgroup=f"stage-{stage}",
+                                 line=dict(color=NEUTRAL, dash=dash), marker=dict(size=8, color=NEUTRAL,
+                                                                                  symbol=f"circle{'-' + open_ if open_ else ''}")),
+                      row=1, col=1)
+    axis = dict(title_text=CURVE_AXES[x], tickformat=".0%" if x == "share_of_source" else "~s")
+    fig.update_xaxes(**axis, row=2, col=1)
+    fig.update_xaxes(**axis, row=2, col=2)
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_layout(title=title)
+    fig = style(fig, height=820, legend_title="")
+    # below the panels: above them its rows (three at a phone's width) pushed the panels down a third
+    return fig.update_layout(legend=dict(orientation="h", x=0, y=-0.1, xanchor="left", yanchor="top"), margin_b=150)

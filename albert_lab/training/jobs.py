@@ -43,12 +43,14 @@ MAX_WARNINGS = 20  # corpus lines skipped, as run.json lists them (the rest are 
 
 
 def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None = None, owner: str | None = None,
-               budget: QueueBudget | None = None, checked: bool = False, address: str | None = None) -> tuple[Path, Prepared]:
+               budget: QueueBudget | None = None, checked: bool = False, address: str | None = None,
+               extra: dict | None = None) -> tuple[Path, Prepared]:
     """Validate, prepare and create the run folder (status queued). Nothing is written
     if anything is wrong. With a `budget`, a run past it (the queue full, in all, for `owner` or
     for `address`; more steps than it allows) is refused before the work and again, under the
     queue's lock, before its preparation, and a run stops after its `max_minutes`.
-    `checked`: the caller validated `config` (the command line, in its flags' words)."""
+    `checked`: the caller validated `config` (the command line, in its flags' words). `extra`: more of
+    run.json (a sweep's plan: training/sweep.py)."""
     if not checked:
         config.validate()
     root = (root or runs_dir()).resolve()
@@ -68,7 +70,7 @@ def create_run(config: TrainConfig, root: Path | None = None, run_id: str | None
         if budget is not None:
             check_queue_room(root, budget, owner, address)
         prepared = prepare(config, cache_quota=budget.cache_quota if budget is not None else None)
-        final = _create_folder(config, root, run_id, prepared)
+        final = _create_folder(config, root, run_id, prepared, extra or {})
         if owner is not None:
             record_owner(root, final.name, owner, address)
     return final, prepared
@@ -102,7 +104,7 @@ def check_run_memory(config: TrainConfig, budget: QueueBudget) -> None:
                        "batch, shorter sequences or a smaller model")
 
 
-def _create_folder(config: TrainConfig, root: Path, run_id: str | None, prepared: Prepared) -> Path:
+def _create_folder(config: TrainConfig, root: Path, run_id: str | None, prepared: Prepared, extra: dict) -> Path:
     final = claim_run_dir(root, config.name, run_id)
     run_id = final.name
     tmp = root / f".{run_id}.tmp-{uuid.uuid4().hex[:12]}"  # unique: concurrent launches never share a temp name
@@ -112,7 +114,7 @@ def _create_folder(config: TrainConfig, root: Path, run_id: str | None, prepared
                                              "config": config.to_dict(), "step": 0, "total_steps": config.max_steps,
                                              "spec_label": prepared.spec.label,
                                              "warnings": list(prepared.corpus.problems[:MAX_WARNINGS]),
-                                             "skipped_lines": prepared.corpus.skipped})
+                                             "skipped_lines": prepared.corpus.skipped, **extra})
         RunFolder(tmp).log.touch()
         os.replace(tmp, final)  # over the empty folder claim_run_dir made: atomic
     except OSError as err:
@@ -136,13 +138,13 @@ def _check_writable(root: Path) -> None:
 def start_run(config: TrainConfig, root: Path | None = None, run_id: str | None = None,
               foreground: bool = False, announce: Callable[[RunInfo], None] | None = None,
               owner: str | None = None, budget: QueueBudget | None = None, checked: bool = False,
-              address: str | None = None) -> RunInfo:
+              address: str | None = None, extra: dict | None = None) -> RunInfo:
     """The one way to launch a run (browser and command line): validate and prepare,
     create the run folder, then train in a background worker process, or in this
     process with `foreground`. `announce(run)` is called once the folder exists. `owner`
     and `budget`: who starts it, and how many runs may be queued; `checked`: the caller
-    validated `config` (create_run)."""
-    run_dir, prepared = create_run(config, root, run_id, owner, budget, checked, address)
+    validated `config`; `extra`: more of run.json (create_run)."""
+    run_dir, prepared = create_run(config, root, run_id, owner, budget, checked, address, extra)
     if announce is not None:
         announce(read_run(run_dir))
     if foreground:

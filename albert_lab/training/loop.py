@@ -54,8 +54,12 @@ class Cancelled(Exception):
 
 
 class Trainer:
-    def __init__(self, run_dir: Path, config: TrainConfig, prepared: Prepared | None = None):
+    def __init__(self, run_dir: Path, config: TrainConfig, prepared: Prepared | None = None, stop_file: Path | None = None,
+                 final_evaluation: bool = True):
+        """`stop_file`: another file whose existence cancels the run, as its own cancel file does (a sweep's);
+        `final_evaluation`: score the held-out pairs at the end (a sweep measures its models itself)."""
         self.run_dir, self.config = run_dir, config
+        self.stop_file, self.final_evaluation = stop_file, final_evaluation
         self.folder = RunFolder(run_dir)
         self.dist = DistContext.from_env()
         if config.threads:
@@ -160,7 +164,7 @@ class Trainer:
         if self.dist.is_main and self.progress.window.get("steps"):
             self._log_window(self.optimizer.param_groups[0]["lr"])  # the last steps, when not a multiple of log_every
         if self.dist.is_main:
-            table, evaluated = self._final_evaluation() if status == "succeeded" else (None, None)
+            table, evaluated = self._final_evaluation() if status == "succeeded" and self.final_evaluation else (None, None)
             if table is not None:
                 self._metrics({"kind": "eval", "step": self.progress.step, "final": True, **evaluated,
                                **{f"eval_{k}": v for k, v in flat_metrics(table).items()}})
@@ -201,7 +205,7 @@ class Trainer:
         last = time.perf_counter()
         self.scalars = LateScalars(self.device)
         while (fraction := self._fraction()) < 1.0:
-            if self.cancel.is_set() or self.folder.cancel.exists():
+            if self.cancel.is_set() or self.folder.cancel.exists() or (self.stop_file is not None and self.stop_file.exists()):
                 raise Cancelled
             lr = self.config.lr * lr_factor(self.progress.step, fraction, self.config.warmup_steps)
             for group in self.optimizer.param_groups:

@@ -54,7 +54,11 @@ def resume_checkpoint(checkpoint: Path, model: torch.nn.Module, optimizer: torch
         state = load_file(str(checkpoint / "model.safetensors"), device=str(device))
         missing, unexpected = model.load_state_dict(state, strict=False)
         model.tie_weights()
-        untied = [k for k in missing if "decoder" not in k]
+        # A weight saved once for all who share it (the MLM decoder's embeddings, a relaxed model's shared
+        # matrices: checkpoint.store) is missing under its other names, which hold the very same tensor.
+        own = model.state_dict()
+        loaded = {own[k].data_ptr() for k in state if k in own}
+        untied = [k for k in missing if "decoder" not in k and own[k].data_ptr() not in loaded]
         if untied or unexpected:
             raise RunError(f"{checkpoint} does not match this run's model (missing {untied[:3]}, unexpected {unexpected[:3]})")
         scalars = load_trainer_state(checkpoint, optimizer)

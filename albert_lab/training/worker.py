@@ -60,8 +60,9 @@ def run_worker(run_dir: Path, use_slot: bool = True, prepared: Prepared | None =
 
 def _train(run_dir: Path, config: TrainConfig, prepared: Prepared | None) -> str:
     from albert_lab.training.loop import train  # imports torch: only once the run may train
+    from albert_lab.training.sweep import is_sweep, run_sweep
 
-    return train(run_dir, config, prepared)
+    return run_sweep(run_dir, config, prepared) if is_sweep(run_dir) else train(run_dir, config, prepared)
 
 
 def main() -> int:

@@ -1,7 +1,8 @@
 """The Parameters page's 'Relaxed sharing' view (on real weights): a BERT made into an ALBERT whose
 layer applications each add back a rank-r part of their own layer (albert_lab/relax.py, Bae et al.,
 ICLR 2025), measured rank by rank against the source (analysis/relaxation.curve_and_energy)
-through the runner, and a picked rank's model made and offered in the sidebar."""
+through the runner, and a picked rank's model made and offered in the sidebar; below, the curve after
+uptraining (uptrained.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from albert_lab.figures import parameters
 from albert_lab.figures.parameters import CURVE_AXES, MAP_LABELS
 from albert_lab.spec import Init, Sharing
 from app.rooms.parameters.state import ParametersState
+from app.rooms.parameters.uptrained import uptrained_section
 from app.shell import costs, draw, links, loading, pace, picker, runner
 from app.shell.built import shared
 from app.shell.guard import guard
@@ -107,11 +109,12 @@ def relaxed_view() -> None:
         state.relax_asked = request
     if state.relax_asked != request:
         st.caption("The curve is computed when asked: a minute or more of this server's cores.")
-        return
-    with guard("the relaxation curve"):
-        done = compute(request, asked, DEFAULT_PAIRS)
-        if done:
-            draw_curve(request, *done[0])
+    else:
+        with guard("the relaxation curve"):
+            done = compute(request, asked, DEFAULT_PAIRS)
+            if done:
+                draw_curve(request, *done[0])
+    uptrained_section(request)
 
 
 def estimate(request: Request, pairs: int) -> str:
