@@ -292,3 +292,9 @@ def weights_sha256(source: str) -> dict[str, str]:
 
     folder = make_loadable(Path(source))
     return {p.name: sha256(p) for p in sorted(folder.iterdir()) if p.suffix in WEIGHTS_SUFFIXES and p.is_file()}
+
+
+def card_facts(card: dict[str, Any]) -> dict[str, Any] | None:
+    """A relaxed checkpoint's `relaxation` section, or None."""
+    relaxation = card.get("relaxation")
+    return relaxation if isinstance(relaxation, dict) else None
