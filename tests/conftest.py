@@ -508,6 +508,16 @@ def settled(page) -> None:
     page.wait_for_function(f"""() => document.querySelector("{IDLE}") && !document.querySelector("{BUSY}")""")
 
 
+def open_tab(page, name: str) -> None:
+    """Click the page's tab `name` once its script has run to its end (a tab clicked while the page's first
+    run was still arriving was shown open, then the first tab again), and see it open."""
+    from playwright.sync_api import expect
+
+    settled(page)
+    page.get_by_role("tab", name=name, exact=True).click()
+    expect(page.get_by_role("tab", name=name, exact=True, selected=True)).to_be_visible()
+
+
 def wait_until(done, what: str, ceiling: float = CEILING) -> None:
     """Until `done()` is true, asked every 0.1 s; `ceiling` seconds bound a failure, they pace nothing."""
     end = time.monotonic() + ceiling
