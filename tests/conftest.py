@@ -470,6 +470,24 @@ def _chromium():
     playwright.stop()
 
 
+@pytest.fixture(autouse=True)
+def no_browser_loop(request):
+    """The test process's Playwright, once started, leaves its event loop marked as running in this thread
+    (its sync API runs the loop in a greenlet): a later test's asyncio.run() said 'cannot be called from a
+    running event loop'. A test that does not drive the browser runs with it unmarked, marked again after."""
+    import asyncio
+
+    loop = asyncio._get_running_loop()
+    if loop is None or "browser" in request.fixturenames:
+        yield
+        return
+    asyncio._set_running_loop(None)
+    try:
+        yield
+    finally:
+        asyncio._set_running_loop(loop)
+
+
 class Browsers:
     """The shared Chromium as a test sees it: each new_context() and new_page() a fresh browser (cookies,
     storage and cache of its own) whose every wait is bounded by BROWSER_CEILING_MS unless it names its own."""
