@@ -470,6 +470,24 @@ def _chromium():
     playwright.stop()
 
 
+@pytest.fixture(autouse=True)
+def no_browser_loop(request):
+    """The test process's Playwright, once started, leaves its event loop marked as running in this thread
+    (its sync API runs the loop in a greenlet): a later test's asyncio.run() said 'cannot be called from a
+    running event loop'. A test that does not drive the browser runs with it unmarked, marked again after."""
+    import asyncio
+
+    loop = asyncio._get_running_loop()
+    if loop is None or "browser" in request.fixturenames:
+        yield
+        return
+    asyncio._set_running_loop(None)
+    try:
+        yield
+    finally:
+        asyncio._set_running_loop(loop)
+
+
 class Browsers:
     """The shared Chromium as a test sees it: each new_context() and new_page() a fresh browser (cookies,
     storage and cache of its own) whose every wait is bounded by BROWSER_CEILING_MS unless it names its own."""
@@ -506,6 +524,16 @@ IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 def settled(page) -> None:
     """Until the page's script has run to its end and nothing on it is stale or spinning."""
     page.wait_for_function(f"""() => document.querySelector("{IDLE}") && !document.querySelector("{BUSY}")""")
+
+
+def open_tab(page, name: str) -> None:
+    """Click the page's tab `name` once its script has run to its end (a tab clicked while the page's first
+    run was still arriving was shown open, then the first tab again), and see it open."""
+    from playwright.sync_api import expect
+
+    settled(page)
+    page.get_by_role("tab", name=name, exact=True).click()
+    expect(page.get_by_role("tab", name=name, exact=True, selected=True)).to_be_visible()
 
 
 def wait_until(done, what: str, ceiling: float = CEILING) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import streamlit as st
-from conftest import MAIN, charts, goto, start
+from conftest import MAIN, charts, goto, start, wait_until
 from streamlit.testing.v1 import AppTest
 
 from albert_lab.errors import RunError
@@ -49,9 +49,7 @@ def test_training_form_and_live_run(app, small_corpus):
     assert len(skipped) == 2 and {e.label for e in skipped} == {"2 lines of its corpus skipped"}
     assert all("line 4: not valid JSON" in e.text[0].value and "line 5: has no string field 'text'" in e.text[0].value
                for e in skipped)
-    deadline = time.time() + 120
-    while time.time() < deadline and any(r.active for r in list_runs(Path(__import__("os").environ["ALBERT_LAB_RUNS"]))):
-        time.sleep(0.5)
+    wait_until(lambda: not any(r.active for r in list_runs(Path(__import__("os").environ["ALBERT_LAB_RUNS"]))), "the run to end")
     at.run()
     assert any(":material/check_circle:" in m.value and "succeeded" in m.value for m in at.markdown)
     assert any("run:" in c.value for c in at.caption)  # now selectable in the sidebar

@@ -3,7 +3,6 @@ served as the README serves it: it must time real script runs of the pages it na
 pair's scores, and report what the page shows going wrong, or the class's figures mean nothing."""
 
 import asyncio
-from concurrent.futures import ThreadPoolExecutor
 
 from benchmarks.streamlit_client import Session
 
@@ -19,8 +18,7 @@ def test_a_visitor_without_a_browser_times_the_pages_it_asks_for(server):
             missing = await session.open("no_such_page")
             return card, typed, nothing, missing
 
-    with ThreadPoolExecutor(1) as other:  # the test process's shared Chromium holds this thread's event loop (conftest)
-        card, typed, nothing, missing = other.submit(lambda: asyncio.run(walk())).result()
+    card, typed, nothing, missing = asyncio.run(walk())
     for answer in (card, typed, nothing):
         assert answer.done is not None and answer.asked < answer.first <= answer.done, answer
         assert not answer.errors, answer.errors

@@ -7,7 +7,7 @@ test-artifacts/."""
 import shutil
 
 import pytest
-from conftest import ARTIFACTS, BROWSER_CEILING_MS, live_run, settled, wait_until
+from conftest import ARTIFACTS, BROWSER_CEILING_MS, live_run, open_tab, settled, wait_until
 
 
 @pytest.mark.browser
@@ -25,7 +25,7 @@ def test_upload_pairs_and_see_scores_in_chromium(server, browser, tmp_path):
     expect(page.get_by_role("heading", name="Model card")).to_be_visible()
     page.get_by_role("link", name="Sentence pairs").click()
     expect(page.get_by_role("heading", name="Sentence pairs: SOP vs NSP")).to_be_visible()
-    page.get_by_role("tab", name="Upload pairs").click()
+    open_tab(page, "Upload pairs")
     page.locator("input[type=file]").first.set_input_files(str(pairs))
     expect(page.get_by_text("2 pairs scored")).to_be_visible()
     expect(page.get_by_text("row 4: sentence_a is empty; skipped")).to_be_visible()

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import quote
 
 import pytest
-from conftest import chromium, live_run
+from conftest import live_run
 
 # Bounds of a failure, not a pace: with Python's re the server answered nothing for minutes (never, on a long name).
 # Quiet, the health check takes milliseconds and the other page 2-5 s; these leave a loaded CI machine room.
@@ -66,33 +66,28 @@ def name_run(run, name: str) -> None:
 
 @pytest.mark.browser
 @pytest.mark.parametrize("pattern", ["(.*.*)*#", "(a+)+$"])
-def test_a_backtracking_filter_in_a_link_leaves_the_server_answering(server, pattern):
+def test_a_backtracking_filter_in_a_link_leaves_the_server_answering(server, browser, pattern):
     """Python's re took minutes (for ever, with the GIL held) on these against a long run name;
     the filter's page says no run matches, and the server answered everyone meanwhile."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    with live_run(server.runs, "run") as (run, _), sync_playwright() as p:
+    with live_run(server.runs, "run") as (run, _):
         name_run(run, "a" * 60 + "!")
-        browser = chromium(p)
-        try:
-            hostile_page = browser.new_context().new_page()
-            hostile_page.goto(f"{server}/training?tr_tab=Compare+runs&tr_compare_filter={quote(pattern)}",
-                              wait_until="commit")
-            expect(hostile_page.get_by_text("Filter runs")).to_be_visible(timeout=90_000)  # the script reached it
-            start = time.monotonic()
-            assert urllib.request.urlopen(f"{server}/_stcore/health", timeout=SERVER_ANSWERS_WITHIN).read() == b"ok"
-            assert time.monotonic() - start < SERVER_ANSWERS_WITHIN
-            other = browser.new_context().new_page()
-            other.goto(f"{server}/parameters")
-            expect(other.get_by_role("heading", name="Parameters")).to_be_visible(timeout=OTHER_PAGE_WITHIN)
-            expect(hostile_page.get_by_text("No run's id or name holds")).to_be_visible(timeout=OTHER_PAGE_WITHIN)
-        finally:
-            browser.close()
+        hostile_page = browser.new_context().new_page()
+        hostile_page.goto(f"{server}/training?tr_tab=Compare+runs&tr_compare_filter={quote(pattern)}", wait_until="commit")
+        expect(hostile_page.get_by_text("Filter runs")).to_be_visible()  # the script reached it
+        start = time.monotonic()
+        assert urllib.request.urlopen(f"{server}/_stcore/health", timeout=SERVER_ANSWERS_WITHIN).read() == b"ok"
+        assert time.monotonic() - start < SERVER_ANSWERS_WITHIN
+        other = browser.new_context().new_page()
+        other.goto(f"{server}/parameters")
+        expect(other.get_by_role("heading", name="Parameters")).to_be_visible(timeout=OTHER_PAGE_WITHIN)
+        expect(hostile_page.get_by_text("No run's id or name holds")).to_be_visible(timeout=OTHER_PAGE_WITHIN)
 
 
 @pytest.mark.browser
-def test_markdown_and_html_from_a_link_a_run_and_an_upload_are_drawn_as_text(server, tmp_path):
-    from playwright.sync_api import expect, sync_playwright
+def test_markdown_and_html_from_a_link_a_run_and_an_upload_are_drawn_as_text(server, browser, tmp_path):
+    from playwright.sync_api import expect
 
     listener = Listener()
     evil = hostile(listener.url)
@@ -103,31 +98,27 @@ def test_markdown_and_html_from_a_link_a_run_and_an_upload_are_drawn_as_text(ser
                      f"It flows north into the sea.,The Nile is a river in Africa.,1,other\n"
                      f"A third sentence here.,{cell},{cell},other\n")
     try:
-        with live_run(server.runs, "hostile") as (run, _), sync_playwright() as p:
+        with live_run(server.runs, "hostile") as (run, _):
             name_run(run, evil)
-            browser = chromium(p)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1100})
-                page.goto(f"{server}/training?tr_tab=Compare+runs&tr_compare_filter={quote(evil)}")
-                expect(page.get_by_text("No run's id or name holds")).to_be_visible(timeout=90_000)
-                page.goto(f"{server}/training")
-                expect(page.locator("strong", has_text="onerror=alert(1)").first).to_be_attached(timeout=60_000)  # its name
-                no_markup_drawn(page, listener)
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page.goto(f"{server}/training?tr_tab=Compare+runs&tr_compare_filter={quote(evil)}")
+            expect(page.get_by_text("No run's id or name holds")).to_be_visible()
+            page.goto(f"{server}/training")
+            expect(page.locator("strong", has_text="onerror=alert(1)").first).to_be_attached()  # its name
+            no_markup_drawn(page, listener)
 
-                page.goto(f"{server}/sentence_pairs?pair_tab=Upload+pairs")  # the tab from the link: no click to miss
-                expect(page.get_by_role("tab", name="Upload pairs", selected=True)).to_be_visible(timeout=90_000)
-                page.locator("input[type=file]").first.set_input_files(
-                    {"name": "[f](javascript:alert(1)).csv", "mimeType": "text/csv", "buffer": pairs.read_bytes()})
-                expect(page.get_by_text("3 pairs scored from [f](javascript:alert(1)).csv")).to_be_visible(timeout=90_000)
-                expect(page.get_by_text("row 4: label").first).to_be_visible()  # the label cell's problem
-                box = page.get_by_role("combobox", name="Slice the pairs by")
-                box.click()
-                box.fill("zzz")  # the options filtered to the file's hostile column
-                expect(page.get_by_role("option", name="your column")).to_have_count(1)
-                page.keyboard.press("Enter")
-                expect(page.get_by_text(f"By {evil[:12]}").first).to_be_visible(timeout=60_000)
-                no_markup_drawn(page, listener)
-            finally:
-                browser.close()
+            page.goto(f"{server}/sentence_pairs?pair_tab=Upload+pairs")  # the tab from the link: no click to miss
+            expect(page.get_by_role("tab", name="Upload pairs", selected=True)).to_be_visible()
+            page.locator("input[type=file]").first.set_input_files(
+                {"name": "[f](javascript:alert(1)).csv", "mimeType": "text/csv", "buffer": pairs.read_bytes()})
+            expect(page.get_by_text("3 pairs scored from [f](javascript:alert(1)).csv")).to_be_visible()
+            expect(page.get_by_text("row 4: label").first).to_be_visible()  # the label cell's problem
+            box = page.get_by_role("combobox", name="Slice the pairs by")
+            box.click()
+            box.fill("zzz")  # the options filtered to the file's hostile column
+            expect(page.get_by_role("option", name="your column")).to_have_count(1)
+            page.keyboard.press("Enter")
+            expect(page.get_by_text(f"By {evil[:12]}").first).to_be_visible()
+            no_markup_drawn(page, listener)
     finally:
         listener.shutdown()

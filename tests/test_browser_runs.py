@@ -6,7 +6,7 @@ the run's owner record."""
 import hashlib
 
 import pytest
-from conftest import live_run
+from conftest import live_run, open_tab
 
 
 @pytest.mark.browser
@@ -18,7 +18,7 @@ def test_a_reload_keeps_the_cancel_button_of_ones_own_run_and_another_browser_se
         mine = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = mine.new_page()
         page.goto(f"{server}/training")
-        page.get_by_role("tab", name="Runs", exact=True).click()
+        open_tab(page, "Runs")
         expect(page.get_by_text(read_only)).to_be_visible()  # not started here
         page.wait_for_function("document.cookie.includes('albert_lab_owner=')")  # set after the page's first run
         token = next(c["value"] for c in mine.cookies() if c["name"] == "albert_lab_owner")
@@ -26,12 +26,12 @@ def test_a_reload_keeps_the_cancel_button_of_ones_own_run_and_another_browser_se
         (server.runs / ".owners").mkdir()
         (server.runs / ".owners" / run.name).write_text(hashlib.sha256(token.encode()).hexdigest() + "\n")
         page.reload()
-        page.get_by_role("tab", name="Runs", exact=True).click()
+        open_tab(page, "Runs")
         expect(page.get_by_role("button", name=cancel)).to_be_visible()
         expect(page.get_by_text(read_only)).to_have_count(0)
 
         other = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
         other.goto(f"{server}/training")
-        other.get_by_role("tab", name="Runs", exact=True).click()
+        open_tab(other, "Runs")
         expect(other.get_by_text(read_only)).to_be_visible()
         expect(other.get_by_role("button", name=cancel)).to_have_count(0)

@@ -133,7 +133,7 @@ def importing():
         done.wait(600)
 threading.Thread(target=importing, daemon=True).start()
 held.wait()
-at = AppTest.from_file(sys.argv[1], default_timeout=600).run()
+at = AppTest.from_file(sys.argv[1], default_timeout=120).run()
 drawn = {"": [not at.exception, [t.value for t in at.title], [s.options for s in at.sidebar.selectbox if s.label == "Device"]]}
 for stem in sys.argv[2:]:
     at.switch_page(f"rooms/{stem}/page.py").run()

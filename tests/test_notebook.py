@@ -11,11 +11,10 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT, chromium, run_cli
+from conftest import ARTIFACTS, ROOT, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("notebook")]  # one worker executes it, both tests read it
 NOTEBOOK = ROOT / "docs" / "notebook.ipynb"
-ARTIFACTS = ROOT / "test-artifacts"
 # Printed by a cell added after the notebook's own: its inputs and numbers, for the command line to redo.
 DUMP = """import json as _json
 print(_json.dumps({"my_text": my_text, "flow_texts": flow_texts, "pairs": pairs.to_dict(orient="records"),
@@ -98,10 +97,9 @@ def same(notebook_json: str, command_line: pd.DataFrame) -> None:
             assert [str(v) for v in mine.fillna("")] == [str(v) for v in theirs.fillna("")], column
 
 
-def test_the_exported_notebook_draws_its_charts_in_chromium_with_the_network_blocked(executed, tmp_path):
+def test_the_exported_notebook_draws_its_charts_in_chromium_with_the_network_blocked(executed, browser, tmp_path):
     import nbformat
     from nbconvert import HTMLExporter
-    from playwright.sync_api import sync_playwright
 
     shown = nbformat.from_dict({**executed, "cells": executed.cells[:-1]})  # as a reader has it, without the test's cell
     body, _ = HTMLExporter(template_name="lab").from_notebook_node(shown)
@@ -117,20 +115,15 @@ def test_the_exported_notebook_draws_its_charts_in_chromium_with_the_network_blo
             asked.append(route.request.url)
             route.abort()
 
-    with sync_playwright() as playwright:
-        browser = chromium(playwright)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.route("**/*", only_files)
-            page.goto(page_file.as_uri(), wait_until="load", timeout=120_000)
-            page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot svg.main-svg').length >= {figures}", timeout=120_000)
-            drawn = page.evaluate("document.querySelectorAll('.js-plotly-plot').length")
-            blank = page.evaluate("[...document.querySelectorAll('[id^=albert-lab-]')].filter(e => !e.querySelector('svg.main-svg')).length")
-            ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "notebook-offline.png"), full_page=True)
-            page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "notebook-offline-figure1.png"))
-        finally:
-            browser.close()
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.route("**/*", only_files)
+    page.goto(page_file.as_uri(), wait_until="load")
+    page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot svg.main-svg').length >= {figures}")
+    drawn = page.evaluate("document.querySelectorAll('.js-plotly-plot').length")
+    blank = page.evaluate("[...document.querySelectorAll('[id^=albert-lab-]')].filter(e => !e.querySelector('svg.main-svg')).length")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "notebook-offline.png"), full_page=True)
+    page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "notebook-offline-figure1.png"))
     assert drawn == figures >= 9 and blank == 0
     assert not [u for u in asked if "plot" in u.lower()], asked  # plotly.js came from the page itself
