@@ -139,11 +139,12 @@ def read_inputs(record: Analysis, inputs: Any, options: dict[str, Any]) -> Any:
 def read_pairs(pairs: Any, max_rows: int) -> pd.DataFrame:
     """Pairs to score: a frame (sentence_a, sentence_b[, label], columns of one's own) or a file, read as
     `albert-lab score FILE` reads it (a frame as the CSV it would be saved as): the same checks, the same rows."""
+    from albert_lab.data import csvfile
     from albert_lab.data.pairs_file import read_pairs as parse
     from albert_lab.data.textfile import read_user_file
 
     if isinstance(pairs, pd.DataFrame):
-        data, name = pairs.to_csv(index=False).encode(), "pairs.csv"
+        data, name = csvfile.to_csv(pairs, raw=True).encode(), "pairs.csv"
     elif pairs is None:
         raise AlbertLabError("score reads pairs: give a DataFrame (sentence_a, sentence_b[, label]) or a file")
     else:

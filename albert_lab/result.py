@@ -64,13 +64,16 @@ class Result:
     def __repr__(self) -> str:
         return f"Result({self.name!r}: {len(self.frame):,} rows x {len(self.frame.columns)} columns)"
 
-    def save(self, path: str | Path, theme: Theme | None = None) -> Path:
-        """Write the frame (.csv, as `albert-lab ... --out` writes it) or the figure (.html
-        with plotly.js inside; .png, .svg or .pdf through kaleido, which needs Chromium) to `path`."""
+    def save(self, path: str | Path, theme: Theme | None = None, raw_csv: bool = False) -> Path:
+        """Write the frame (.csv, as `albert-lab ... --out` writes it: a text cell a spreadsheet would run
+        as a formula gets a leading ', unless `raw_csv`) or the figure (.html with plotly.js inside;
+        .png, .svg or .pdf through kaleido, which needs Chromium) to `path`."""
         path = Path(path).expanduser()
         suffix = path.suffix.lower()
         if suffix == ".csv":
-            self.frame.to_csv(path, index=False)
+            from albert_lab.data import csvfile
+
+            csvfile.to_csv(self.frame, path, raw=raw_csv)
             return path
         fig = self.figure(theme)
         if fig is None:

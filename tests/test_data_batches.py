@@ -238,6 +238,33 @@ def test_batches_made_ahead_are_the_steps_own(tokenized, tokenizer):
         ahead.take(0)
 
 
+def test_batches_cross_from_the_worker_under_a_temporary_folder_too_long_for_a_socket(tokenized, tokenizer, tmp_path, monkeypatch):
+    """A long TMPDIR (a CI's nested temporary folders): the worker's batches do not go through a socket
+    there (at most 108 bytes a path; torch's shared tensors did, and the worker died), and they come back
+    equal, by value."""
+    import multiprocessing.process
+    import pickle
+
+    from albert_lab.data.batching import BatchesAhead
+
+    from multiprocessing.reduction import ForkingPickler
+
+    long = tmp_path / ("t" * 100)
+    long.mkdir()
+    monkeypatch.setitem(multiprocessing.process.current_process()._config, "tempdir", str(long))  # the forked worker's too
+    want = _data(tokenized, tokenizer).batch(0)
+    sent = ForkingPickler.dumps(want)  # as the worker's queue pickles it: by value, not a handle to shared memory
+    assert len(sent) >= sum(t.nbytes for t in want.tensors().values())
+    back = pickle.loads(sent)
+    assert back.counts == want.counts and back.step_tokens == want.step_tokens
+    assert all(torch.equal(a, b) and a.dtype == b.dtype for a, b in zip(back.tensors().values(), want.tensors().values()))
+    data, reference = _data(tokenized, tokenizer), _data(tokenized, tokenizer)
+    with BatchesAhead(data, 0, torch.device("cpu")) as ahead:
+        for step in range(3):
+            got, want = ahead.take(step), reference.batch(step)
+            assert all(torch.equal(a, b) for a, b in zip(got.tensors().values(), want.tensors().values()))
+
+
 def test_batches_are_made_outside_the_training_process(tokenized, tokenizer, tmp_path):
     """The producer is another process: it does not hold the training process's Python lock
     while a step launches its work."""

@@ -153,3 +153,18 @@ def test_a_figure_saves_as_png_and_svg_through_kaleido(tmp_path):
     result = Result("params", frame, lambda theme=None: parameter_bars(frame, "counts", theme=theme))
     assert result.save(tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "main-svg" in result.save(tmp_path / "p.svg").read_text()
+
+
+def test_a_saved_table_is_safe_for_a_spreadsheet_unless_asked_raw(tmp_path):
+    """Result.save writes its CSV as `--out` does: a text cell a spreadsheet would run gets a leading '."""
+    result = al.Result("pairs", pd.DataFrame({"sentence_a": ["=HYPERLINK(\"x\")", "plain"], "score": [-1.5, 2.0]}))
+    back = pd.read_csv(result.save(tmp_path / "safe.csv"))
+    assert list(back.sentence_a) == ["'=HYPERLINK(\"x\")", "plain"] and list(back.score) == [-1.5, 2.0]
+    assert list(pd.read_csv(result.save(tmp_path / "raw.csv", raw_csv=True)).sentence_a)[0] == "=HYPERLINK(\"x\")"
+
+
+def test_score_reads_a_frame_with_a_formula_as_the_text_it_holds():
+    from albert_lab.lab import read_pairs
+
+    frame = pd.DataFrame({"sentence_a": ["=1+1 is two.", "-x"], "sentence_b": ["Yes it is.", "Minus."]})
+    assert list(read_pairs(frame, 10).sentence_a) == ["=1+1 is two.", "-x"]  # not made safe: it is read back, not handed out

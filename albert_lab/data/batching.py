@@ -81,6 +81,18 @@ class Batch:
         counts = self.counts or (self.num_tokens, self.num_predictions)
         return Batch(**{k: v.pin_memory() for k, v in self.tensors().items()}, counts=counts, step_tokens=self.step_tokens)
 
+    def __reduce__(self) -> tuple:
+        """Pickled by value, its tensors as arrays: a batch made by BatchesAhead's worker crosses the pipe as
+        bytes (a few MB a step). torch pickles a tensor for another process into shared memory and hands over
+        its file descriptor through a socket in the temporary folder, a path a long TMPDIR makes longer than
+        a socket's 108 bytes: the worker died ('AF_UNIX path too long') and with it the run."""
+        arrays = {k: v.detach().cpu().numpy() for k, v in self.tensors().items()}
+        return _batch_of_arrays, (arrays, self.counts, self.step_tokens)
+
+
+def _batch_of_arrays(arrays: dict[str, np.ndarray], counts: tuple[int, int] | None, step_tokens: int | None) -> Batch:
+    return Batch(**{k: torch.from_numpy(v) for k, v in arrays.items()}, counts=counts, step_tokens=step_tokens)
+
 
 def encode_pair(a: np.ndarray, b: np.ndarray, cls_id: int, sep_id: int) -> tuple[np.ndarray, np.ndarray]:
     """[CLS] A [SEP] B [SEP] (or [CLS] A [SEP] when B is empty) and its segment ids."""
