@@ -113,32 +113,39 @@ def test_typed_pairs_never_wait_for_a_long_computation_and_are_scored_together()
 
 def test_a_long_computation_waits_between_its_steps_while_typed_pairs_are_scored(monkeypatch):
     """An upload's step report (Shown.progress in the heavy lane) waits while the quick lane
-    computes, so the typed pairs have the cores; at most YIELD_SECONDS a step; a computation in
-    the quick lane never waits for itself. Plain threads."""
+    computes, so the typed pairs have the cores, and goes on when they are done; at most
+    YIELD_SECONDS a step when they never end; a computation in the quick lane never waits for
+    itself. Plain threads; every wait is on its event, the quick lane's waits recorded."""
     import threading
 
     from app.shell import runner
 
+    waits, waiting = [], threading.Event()
+    wait_idle = runner.QUICK.wait_idle
+
+    def recorded(timeout):
+        waiting.set()
+        waits.append((timeout, wait_idle(timeout)))  # (how long it may wait, whether the lane went idle)
+        return waits[-1][1]
+
+    monkeypatch.setattr(runner.QUICK, "wait_idle", recorded)
+    monkeypatch.setattr(runner, "YIELD_SECONDS", CEILING)
     heavy = runner.Shown(None, False, [], runner.TURNS)
-    started = time.monotonic()
-    heavy.progress(0.5, "scoring")  # nothing in the quick lane: on at once
-    assert time.monotonic() - started < 1
-
-    release = held(runner.QUICK)  # typed pairs being scored
-    threading.Timer(0.4, release.set).start()
-    started = time.monotonic()
     heavy.progress(0.5, "scoring")
-    assert 0.35 <= time.monotonic() - started < 5  # waited for the typed pairs, and went on when they were done
+    assert waits == []  # nothing in the quick lane: on at once
 
-    release = held(runner.QUICK)
+    release = held(runner.QUICK)  # typed pairs being scored, done once the step waits for them
+    threading.Thread(target=lambda: waiting.wait(CEILING) and release.set(), daemon=True).start()
+    heavy.progress(0.5, "scoring")
+    assert waits == [(CEILING, True)]  # waited, and went on because the typed pairs were done
+
+    release = held(runner.QUICK)  # typed pairs that never end
     monkeypatch.setattr(runner, "YIELD_SECONDS", 0.3)
-    started = time.monotonic()
     heavy.progress(0.5, "scoring")
-    assert 0.25 <= time.monotonic() - started < 5  # typed pairs that never end hold an upload a step at most
+    assert waits[1:] == [(0.3, False)]  # held a step YIELD_SECONDS at most, then went on
     quick = runner.Shown(None, False, [], runner.QUICK)
-    started = time.monotonic()
     quick.progress(0.5, "scoring")
-    assert time.monotonic() - started < 0.25
+    assert len(waits) == 2  # the quick lane never waits for itself
     release.set()
 
 

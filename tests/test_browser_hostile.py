@@ -4,18 +4,15 @@ drawn as text; no pattern runs unbounded; nothing is fetched from another host."
 
 import json
 import threading
-import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import quote
 
 import pytest
-from conftest import live_run
+from conftest import CEILING, live_run
 
 # Bounds of a failure, not a pace: with Python's re the server answered nothing for minutes (never, on a long name).
 # Quiet, the health check takes milliseconds and the other page 2-5 s; these leave a loaded CI machine room.
-SERVER_ANSWERS_WITHIN = 10.0  # seconds: /_stcore/health, while the hostile link's page computes
-OTHER_PAGE_WITHIN = 60_000  # ms: another visitor's page, while the hostile link's page computes
 
 
 class Listener(ThreadingHTTPServer):
@@ -76,13 +73,12 @@ def test_a_backtracking_filter_in_a_link_leaves_the_server_answering(server, bro
         hostile_page = browser.new_context().new_page()
         hostile_page.goto(f"{server}/training?tr_tab=Compare+runs&tr_compare_filter={quote(pattern)}", wait_until="commit")
         expect(hostile_page.get_by_text("Filter runs")).to_be_visible()  # the script reached it
-        start = time.monotonic()
-        assert urllib.request.urlopen(f"{server}/_stcore/health", timeout=SERVER_ANSWERS_WITHIN).read() == b"ok"
-        assert time.monotonic() - start < SERVER_ANSWERS_WITHIN
+        # the old filter held the GIL for good: no answer ever came (none within 200 s), so the ceiling tells them apart
+        assert urllib.request.urlopen(f"{server}/_stcore/health", timeout=CEILING).read() == b"ok"
         other = browser.new_context().new_page()
         other.goto(f"{server}/parameters")
-        expect(other.get_by_role("heading", name="Parameters")).to_be_visible(timeout=OTHER_PAGE_WITHIN)
-        expect(hostile_page.get_by_text("No run's id or name holds")).to_be_visible(timeout=OTHER_PAGE_WITHIN)
+        expect(other.get_by_role("heading", name="Parameters")).to_be_visible()
+        expect(hostile_page.get_by_text("No run's id or name holds")).to_be_visible()
 
 
 @pytest.mark.browser

@@ -244,10 +244,9 @@ def test_batches_cross_from_the_worker_under_a_temporary_folder_too_long_for_a_s
     equal, by value."""
     import multiprocessing.process
     import pickle
+    from multiprocessing.reduction import ForkingPickler
 
     from albert_lab.data.batching import BatchesAhead
-
-    from multiprocessing.reduction import ForkingPickler
 
     long = tmp_path / ("t" * 100)
     long.mkdir()
