@@ -159,7 +159,7 @@ def test_bad_input_ends_in_one_line_saying_what_to_do(shipped, tmp_path):
     line = one_line_error(run_cli("oscillation", "--checkpoint", str(broken), "--text", TEXTS[0]), alone=True)
     assert "damaged or truncated" in line and "model.safetensors" in line
     assert "invalid choice" in run_cli("card", str(broken), "--device", "gpu0").stderr
-    from albert_lab.checkpoint.discover import make_loadable
+    from albert_lab.checkpoint.loadable import make_loadable
 
     tf = tmp_path / "albert_base"
     tf.mkdir()
