@@ -10,7 +10,7 @@ import torch
 from conftest import CORPUS, HEADER, one_line_error, run_cli, save_bert
 
 from albert_lab.checkpoint.heads import HeadStatus
-from albert_lab.cli.common import distinct_labels
+from albert_lab.cli.inputs import distinct_labels
 from albert_lab.errors import AlbertLabError, CheckpointError
 
 

@@ -7,7 +7,8 @@ import shlex
 import sys
 from typing import get_args
 
-from albert_lab.cli.common import command, path_option, seed_option, whole_number
+from albert_lab.cli.arguments import path_option, seed_option, whole_number
+from albert_lab.cli.common import command
 from albert_lab.cli.outputs import check_not_input, check_outputs
 from albert_lab.spec import Init, Sharing
 
