@@ -53,9 +53,9 @@ def check_teacher(folder: str | Path, student: ModelSpec, tokenizer, pair: bool 
     """RunError when a checkpoint cannot teach a run whose model is `student`, whose tokenizer
     is `tokenizer` and whose pairs are `seq_len` tokens (see _refuse), before the run's folder
     exists: loaded as the run will load it, so NaN weights or outputs are refused here too."""
-    from albert_lab.checkpoint.discover import make_loadable
     from albert_lab.checkpoint.files import read_card, read_spec
     from albert_lab.checkpoint.load import load_checkpoint
+    from albert_lab.checkpoint.loadable import make_loadable
     from albert_lab.tokenizer import load_tokenizer
 
     try:  # the files first (what the teacher is), then the model (what it computes)

@@ -43,7 +43,7 @@ def load(source: Models, *, device: str = "auto", dtype: str = "float32", allow_
 
 def load_all(models: Models, **how: Any) -> list:
     """Each checkpoint of `models` (one or a list) loaded; names made distinct as the command line makes them."""
-    from albert_lab.cli.common import distinct_labels
+    from albert_lab.cli.inputs import distinct_labels
 
     given = [models] if isinstance(models, (str, Path)) or not isinstance(models, Sequence) else list(models)
     bundles = [load(m, **how) for m in given]

@@ -287,7 +287,7 @@ def load_source(source: str | Path):
 
 def weights_sha256(source: str) -> dict[str, str]:
     """Each weights file of the source folder (as loaded) and its SHA-256."""
-    from albert_lab.checkpoint.discover import make_loadable
+    from albert_lab.checkpoint.loadable import make_loadable
     from albert_lab.checkpoint.sources import WEIGHTS_SUFFIXES, sha256
 
     folder = make_loadable(Path(source))

@@ -11,7 +11,7 @@ ALBERT's (ReleaseAlbertTokenizer on checkpoints/albert-sop/spiece.model).
 
 - before: what score_pairs did until this change: the pairs through the tokenizer's Python path
   once to count their tokens, then every sentence again for A->B and again for B->A;
-- now: analysis.common.tokenize_segments (each sentence once, the release's fast path, in batches
+- now: analysis.pair_encoding.tokenize_segments (each sentence once, the release's fast path, in batches
   with a progress report between them) and analysis.pairs.both_orders.
 Both give the same token counts, unknown shares and model inputs (checked here each round). For
 reference, now's path with transformers' fast tokenizer of the same folder (whose ids differ from
@@ -40,7 +40,7 @@ from pathlib import Path
 
 from transformers import AutoTokenizer
 
-from albert_lab.analysis.common import EncodedPairs, tokenize_segments, truncated_lengths
+from albert_lab.analysis.pair_encoding import EncodedPairs, tokenize_segments, truncated_lengths
 from albert_lab.analysis.pairs import both_orders, pair_columns, unknown_shares
 from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS, load_builtin
 from albert_lab.data.pairs_file import read_pairs

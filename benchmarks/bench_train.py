@@ -50,8 +50,8 @@ def setup(preset: str, batch_size: int, init_from: str | None = None, **spec_cha
     from albert_lab.training.prepare import prepare
 
     if init_from:
-        from albert_lab.checkpoint.discover import make_loadable
         from albert_lab.checkpoint.files import read_card, read_spec
+        from albert_lab.checkpoint.loadable import make_loadable
 
         folder = make_loadable(Path(init_from))
         spec = read_spec(folder, read_card(folder)).replace(objective="sop", dropout=0.0)

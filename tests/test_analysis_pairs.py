@@ -56,7 +56,7 @@ def _truncate_seq_pair(a: list[int], b: list[int], max_length: int) -> tuple[lis
 
 
 def test_long_pairs_are_cut_as_googles_truncate_seq_pair_cuts_them():
-    from albert_lab.analysis.common import clip_sides, encode_pairs, truncated_lengths
+    from albert_lab.analysis.pair_encoding import clip_sides, encode_pairs, truncated_lengths
     from albert_lab.tokenizer import load_tokenizer, release_tokenizer
 
     tokenizer = load_tokenizer(ROOT / "checkpoints" / "albert-sop")
@@ -158,8 +158,8 @@ def _score_pairs_before(bundle, pairs: pd.DataFrame) -> tuple[list[int], list[fl
     """What score_pairs computed before each sentence was tokenised once: the pairs through the
     tokenizer to count their tokens, then every sentence again for A->B and for B->A, cut by Google's
     loop; the model reads the same rows."""
-    from albert_lab.analysis.common import EncodedPairs
     from albert_lab.analysis.intrinsic import encoded_probabilities
+    from albert_lab.analysis.pair_encoding import EncodedPairs
     from albert_lab.analysis.pairs import unknown_shares
 
     tok = bundle.tokenizer

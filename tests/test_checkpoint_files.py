@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import CONFIG
 
-from albert_lab.checkpoint.discover import discover_checkpoints, make_loadable, summarize_checkpoint
+from albert_lab.checkpoint.discover import discover_checkpoints, summarize_checkpoint
+from albert_lab.checkpoint.loadable import make_loadable
 from albert_lab.checkpoint.store import recover_checkpoint_dir
 from albert_lab.errors import CheckpointError
 from albert_lab.runfolder import RunFolder

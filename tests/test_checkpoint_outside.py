@@ -10,7 +10,7 @@ import torch
 from conftest import CORPUS, HEADER, one_line_error, run_cli, save_bert
 
 from albert_lab.checkpoint.heads import HeadStatus
-from albert_lab.cli.common import distinct_labels
+from albert_lab.cli.inputs import distinct_labels
 from albert_lab.errors import AlbertLabError, CheckpointError
 
 
@@ -159,7 +159,7 @@ def test_bad_input_ends_in_one_line_saying_what_to_do(shipped, tmp_path):
     line = one_line_error(run_cli("oscillation", "--checkpoint", str(broken), "--text", TEXTS[0]), alone=True)
     assert "damaged or truncated" in line and "model.safetensors" in line
     assert "invalid choice" in run_cli("card", str(broken), "--device", "gpu0").stderr
-    from albert_lab.checkpoint.discover import make_loadable
+    from albert_lab.checkpoint.loadable import make_loadable
 
     tf = tmp_path / "albert_base"
     tf.mkdir()

@@ -21,7 +21,7 @@ from conftest import ROOT, one_line_error, run_cli
 from tf_bundle import Spec, spiece_pieces, write_index
 from tolerance import probability_bound, relative_bound
 
-from albert_lab.analysis.common import encode_pairs
+from albert_lab.analysis.pair_encoding import encode_pairs
 from albert_lab.checkpoint.release import bert_gelu, release_casing
 from albert_lab.checkpoint.tf1 import read_bundle
 from albert_lab.tokenizer import release_tokenizer

@@ -109,7 +109,7 @@ def test_the_first_byte_that_is_not_utf8_is_named_in_a_long_file():
 
 
 def _texts(path: Path) -> list[str]:
-    from albert_lab.cli.common import input_texts
+    from albert_lab.cli.inputs import input_texts
 
     return input_texts(Namespace(file=path, text=None))
 

@@ -29,8 +29,9 @@ from conftest import CONFIG, JSON, NASTY, TEXT, fuzz, outcome, safetensors_files
 from hypothesis import given
 from hypothesis import strategies as st
 
-from albert_lab.checkpoint.discover import make_loadable, summarize_checkpoint
+from albert_lab.checkpoint.discover import summarize_checkpoint
 from albert_lab.checkpoint.files import CARD, SAFETENSORS_DTYPES, read_card, read_config, safetensors_keys
+from albert_lab.checkpoint.loadable import make_loadable
 from albert_lab.data.corpus import parse_documents, split_sentences
 from albert_lab.data.pairs_file import read_pairs
 from albert_lab.data.textfile import decode_utf8, text_blocks, text_lines

@@ -65,7 +65,7 @@ def test_score_imports_only_what_scoring_needs(make_checkpoint, pairs_file):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     loaded = set(result.stdout.split())
-    scoring = {"albert_lab.analysis", "albert_lab.analysis.registry", "albert_lab.analysis.common",
+    scoring = {"albert_lab.analysis", "albert_lab.analysis.registry", "albert_lab.analysis.common", "albert_lab.analysis.pair_encoding",
                "albert_lab.analysis.intrinsic", "albert_lab.analysis.pairs",
                "albert_lab.training", "albert_lab.training.options", "albert_lab.training.config"}
     unneeded = [m for m in loaded if m.startswith(("albert_lab.analysis.", "albert_lab.training.")) and m not in scoring]

@@ -122,9 +122,9 @@ def test_a_stop_while_tokenizing_ends_it_before_the_other_batches(bundles, monke
     the other batches untokenised and no pair scored."""
     from dataclasses import replace
 
-    from albert_lab.analysis import common
+    from albert_lab.analysis import pair_encoding
 
-    monkeypatch.setattr(common, "TOKENIZE_CHARS", 3000)  # ~100 of these sentences a batch
+    monkeypatch.setattr(pair_encoding, "TOKENIZE_CHARS", 3000)  # ~100 of these sentences a batch
     called = []
 
     class Counting:

@@ -12,7 +12,8 @@ import albert_lab.training.jobs as jobs
 from albert_lab.errors import AlbertLabError, RunError
 from albert_lab.limits import MAX_ACTIVE_RUNS, MAX_RUNS_PER_VISITOR, check_disk_quota, folder_bytes
 from albert_lab.training.config import TrainConfig
-from albert_lab.training.runs import QueueBudget, discard_upload, list_runs, owner_of, read_run, training_slot
+from albert_lab.training.queue import QueueBudget, discard_upload, owner_of, training_slot
+from albert_lab.training.runs import list_runs, read_run
 
 BUDGET = QueueBudget(overall=MAX_ACTIVE_RUNS, per_owner=MAX_RUNS_PER_VISITOR)
 
@@ -210,7 +211,7 @@ def test_a_worker_is_gone_when_the_next_run_may_train(tmp_path):
     import sys
     from dataclasses import replace
 
-    from albert_lab.training.runs import LOCK
+    from albert_lab.training.queue import LOCK
 
     # one small step and a small final evaluation, on one thread: what is watched is the worker's end
     run_dir, _ = jobs.create_run(replace(_config(), max_steps=1, batch_size=4, eval_limit=8, threads=1), tmp_path)
@@ -240,7 +241,7 @@ def test_cookie_less_visitors_of_one_address_hold_at_most_half_the_server(tmp_pa
     """Four browser contexts without cookies (a new owner each) held all 8 places; a fifth visitor
     got 'queue full'. The address is the limit a dropped cookie does not escape."""
     from albert_lab.limits import MAX_RUNS_PER_ADDRESS
-    from albert_lab.training.runs import address_of, app_budget
+    from albert_lab.training.queue import address_of, app_budget
 
     spawned, _ = launches
     refused = []
@@ -262,7 +263,7 @@ def test_a_run_from_the_app_is_capped_in_steps_and_minutes(tmp_path, launches):
     from dataclasses import replace
 
     from albert_lab.limits import APP_MAX_MINUTES, APP_MAX_STEPS
-    from albert_lab.training.runs import app_budget
+    from albert_lab.training.queue import app_budget
 
     spawned, prepares = launches
     with pytest.raises(RunError, match=f"at most {APP_MAX_STEPS:,} steps \\(it asked 100,000\\)"):

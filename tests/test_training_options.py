@@ -172,7 +172,7 @@ def test_validate_runs_once_per_launch_from_the_page_and_the_worker_trusts_it(co
     import hashlib
 
     from albert_lab.limits import APP_RUN_MEMORY_SHARE
-    from albert_lab.training.runs import QueueBudget
+    from albert_lab.training.queue import QueueBudget
     from albert_lab.training.worker import run_worker
 
     config = browser_config("lab-tiny", "sop", hidden=32, layers=2, embedding=16, heads=2, sharing="all", corpus=CORPUS,

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from albert_lab.analysis.common import Progress, check_segment, encode_pairs
+from albert_lab.analysis.common import Progress
+from albert_lab.analysis.pair_encoding import check_segment, encode_pairs
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.errors import AlbertLabError

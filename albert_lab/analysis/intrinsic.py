@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from albert_lab.analysis.common import EncodedPairs, Progress, batch_tokens_for, clip_sides, length_batches, tokenize_pairs
+from albert_lab.analysis.common import Progress, batch_tokens_for, length_batches
+from albert_lab.analysis.pair_encoding import EncodedPairs, clip_sides, tokenize_pairs
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.data.masking import mask_sequence, masking_config
 from albert_lab.kernels import autocast

@@ -21,8 +21,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from albert_lab.analysis.common import PAIR_SPECIALS, EncodedPairs, Progress, Segments, check_segment, piece_counts, tokenize_segments
+from albert_lab.analysis.common import Progress
 from albert_lab.analysis.intrinsic import encoded_probabilities, wilson_interval
+from albert_lab.analysis.pair_encoding import PAIR_SPECIALS, EncodedPairs, Segments, check_segment, piece_counts, tokenize_segments
 from albert_lab.analysis.registry import Report
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpus import MAX_LEN

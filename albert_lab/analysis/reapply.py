@@ -34,7 +34,7 @@ from torch import nn
 from transformers import AlbertForPreTraining
 from transformers.masking_utils import create_bidirectional_mask
 
-from albert_lab.analysis.common import check_segment
+from albert_lab.analysis.pair_encoding import check_segment
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.data.corpus import MAX_LEN
 from albert_lab.errors import AlbertLabError, DataError

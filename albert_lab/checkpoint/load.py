@@ -16,9 +16,10 @@ import torch
 from transformers import AlbertConfig, AlbertForPreTraining, AutoConfig, BertConfig, BertForPreTraining
 from transformers.utils import logging as hf_logging
 
-from albert_lab.checkpoint.discover import checkpoint_name, make_loadable
+from albert_lab.checkpoint.discover import checkpoint_name
 from albert_lab.checkpoint.files import PICKLE_SUFFIXES, is_local_source, read_card, read_spec, read_transformers_config
 from albert_lab.checkpoint.heads import HeadStatus, encoder_keys, head_status
+from albert_lab.checkpoint.loadable import make_loadable
 from albert_lab.checkpoint.release import with_casing
 from albert_lab.devices import one_thread, resolve_device, resolve_dtype
 from albert_lab.errors import AlbertLabError, CheckpointError

@@ -252,8 +252,9 @@ def planned_bytes(source: str | Path, spec_of: Callable[[ModelSpec], ModelSpec])
     weights (tokenizer, vocabulary), which it keeps, and FILES_ALLOWANCE; read from the files, no weight loaded. None where
     only loading can tell (a hub id, pickled or sharded weights). A full-rank relaxed model is 1.44
     times its source: the source's size let the runs budget be passed by a model's size."""
-    from albert_lab.checkpoint.discover import make_loadable, summarize_checkpoint
+    from albert_lab.checkpoint.discover import summarize_checkpoint
     from albert_lab.checkpoint.files import is_local_source
+    from albert_lab.checkpoint.loadable import make_loadable
     from albert_lab.params import count
 
     if not is_local_source(str(source)) or (summary := summarize_checkpoint(source)) is None:

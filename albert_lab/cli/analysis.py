@@ -13,20 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from albert_lab.analysis.registry import ANALYSES, Analysis
-from albert_lab.cli.common import (
-    Handler,
-    add_checkpoint_arguments,
-    add_option_arguments,
-    add_text_arguments,
-    check_bounds,
-    command,
-    input_texts,
-    load_bundle,
-    load_bundles,
-    option_values,
-    print_frame,
-    progress_line,
-)
+from albert_lab.cli.arguments import add_checkpoint_arguments, add_option_arguments, add_text_arguments, check_bounds, option_values
+from albert_lab.cli.common import Handler, command, print_frame, progress_line
+from albert_lab.cli.inputs import input_texts, load_bundle, load_bundles
 from albert_lab.cli.outputs import check_outputs, write_csv
 from albert_lab.errors import AlbertLabError
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from albert_lab.cli.common import command, whole_number
+from albert_lab.cli.arguments import whole_number
+from albert_lab.cli.common import command
 from albert_lab.errors import AlbertLabError
 from albert_lab.fields import ascii_int
 

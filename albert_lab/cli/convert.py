@@ -7,7 +7,8 @@ import shlex
 import sys
 from typing import get_args
 
-from albert_lab.cli.common import command, path_option, seed_option, whole_number
+from albert_lab.cli.arguments import path_option, seed_option, whole_number
+from albert_lab.cli.common import command
 from albert_lab.cli.outputs import check_not_input, check_outputs
 from albert_lab.spec import Init, Sharing
 
@@ -53,7 +54,7 @@ def _import_tf_arguments(p: argparse.ArgumentParser) -> None:
 @command("import-tf", "keep one of Google's original ALBERT or BERT releases (TF1 checkpoint) as a checkpoint folder")(_import_tf_arguments)
 def cmd_import_tf(args: argparse.Namespace) -> int:
     from albert_lab.checkpoint.archive import is_archive, unpacked_release
-    from albert_lab.checkpoint.discover import check_outside_checkpoints
+    from albert_lab.checkpoint.loadable import check_outside_checkpoints
     from albert_lab.checkpoint.release import open_release
     from albert_lab.checkpoint.release_convert import convert_release
     from albert_lab.checkpoint.store import check_new_folder

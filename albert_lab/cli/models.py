@@ -5,16 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from albert_lab.cli.common import (
-    add_casing_arguments,
-    add_device_argument,
-    add_spec_arguments,
-    command,
-    emit,
-    spec_from_args,
-    table,
-    whole_number,
-)
+from albert_lab.cli.arguments import add_casing_arguments, add_device_argument, add_spec_arguments, spec_from_args, whole_number
+from albert_lab.cli.common import command, emit, table
 from albert_lab.errors import AlbertLabError
 
 

@@ -89,7 +89,7 @@ def check_outputs(args: argparse.Namespace, files: Sequence[str] = ("out", "maps
     (command_inputs) or any other checkpoint or the cache (check_outside_checkpoints), and each file
     output can take the result (check_out); a folder output gets its other checks where it is made
     (checkpoint.store.check_new_folder)."""
-    from albert_lab.checkpoint.discover import check_outside_checkpoints
+    from albert_lab.checkpoint.loadable import check_outside_checkpoints
 
     inputs = command_inputs(args)
     for name in (*files, *folders):

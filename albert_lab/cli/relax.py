@@ -9,7 +9,8 @@ import sys
 from typing import get_args
 
 from albert_lab.cli import sweep
-from albert_lab.cli.common import command, emit, int_in, path_option, print_frame, seed_option
+from albert_lab.cli.arguments import int_in, path_option, seed_option
+from albert_lab.cli.common import command, emit, print_frame
 from albert_lab.cli.outputs import check_outputs
 from albert_lab.errors import AlbertLabError
 from albert_lab.spec import Init, Sharing

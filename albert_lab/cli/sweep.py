@@ -10,7 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from albert_lab.cli.common import add_option_arguments, emit, option_values, path_option
+from albert_lab.cli.arguments import add_option_arguments, option_values, path_option
+from albert_lab.cli.common import emit
 from albert_lab.errors import AlbertLabError
 from albert_lab.training.config import OPTIONS_OF_CONFIG
 

@@ -8,28 +8,23 @@ import sys
 import time
 from pathlib import Path
 
-from albert_lab.cli.common import (
-    MIN_SEQ_LEN,
+from albert_lab.cli.arguments import (
     add_checkpoint_arguments,
     add_option_arguments,
     add_spec_arguments,
     check_at_least,
-    check_bf16,
-    command,
-    emit,
     int_in,
-    load_bundles,
-    metric_words,
     option_values,
     path_option,
     seed_option,
     spec_from_args,
-    table,
     whole_number,
 )
+from albert_lab.cli.common import command, emit, metric_words, table
+from albert_lab.cli.inputs import check_bf16, load_bundles
 from albert_lab.cli.outputs import check_outputs
 from albert_lab.errors import AlbertLabError
-from albert_lab.limits import MAX_PROBE_PAIRS, MAX_PROBE_STEPS
+from albert_lab.limits import MAX_PROBE_PAIRS, MAX_PROBE_STEPS, MIN_SEQ_LEN
 from albert_lab.training.config import OPTIONS_OF_CONFIG, TrainConfig
 from albert_lab.training.options import SPEC_OPTIONS, UPTRAIN_SPEC
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import torch
 
-from albert_lab.checkpoint.discover import make_loadable
 from albert_lab.checkpoint.files import read_card, read_spec, safetensors_keys
 from albert_lab.checkpoint.heads import MLM_KEYS, PAIR_KEYS
+from albert_lab.checkpoint.loadable import make_loadable
 from albert_lab.errors import RunError
 from albert_lab.paths import user_path
 from albert_lab.spec import ModelSpec

@@ -27,17 +27,8 @@ from albert_lab.paths import PROJECT_ROOT, compile_folders, runs_dir
 from albert_lab.runfolder import RunFolder, check_run_id, write_json_atomic
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.prepare import Prepared, prepare
-from albert_lab.training.runs import (
-    QueueBudget,
-    RunInfo,
-    check_queue_room,
-    claim_run_dir,
-    queue_lock,
-    read_run,
-    record_owner,
-    run_claim,
-    update_run,
-)
+from albert_lab.training.queue import QueueBudget, check_queue_room, queue_lock, record_owner, run_claim
+from albert_lab.training.runs import RunInfo, claim_run_dir, read_run, update_run
 
 MAX_WARNINGS = 20  # corpus lines skipped, as run.json lists them (the rest are counted in the log)
 
@@ -183,7 +174,7 @@ def cancel_run(run_dir: Path) -> RunInfo:
 
 def resume_run(run_dir: Path, foreground: bool = False) -> RunInfo:
     """Continue a failed or cancelled run from its last checkpoint. Checked and marked queued
-    under the run's own lock (runs.run_claim): of two resumes at once, one starts, the other is told."""
+    under the run's own lock (queue.run_claim): of two resumes at once, one starts, the other is told."""
     if not RunFolder(run_dir).is_run():
         read_run(run_dir)  # says what is wrong with the folder
     with run_claim(run_dir):

@@ -26,8 +26,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from albert_lab.analysis.common import batch_tokens_for, length_batches, tokenize_pairs
+from albert_lab.analysis.common import batch_tokens_for, length_batches
 from albert_lab.analysis.intrinsic import wilson_interval
+from albert_lab.analysis.pair_encoding import tokenize_pairs
 from albert_lab.checkpoint.heads import MLM_KEYS
 from albert_lab.checkpoint.load import ModelBundle
 from albert_lab.checkpoint.store import made_once, save_checkpoint, source_identity

@@ -37,7 +37,7 @@ def run_worker(run_dir: Path, use_slot: bool = True, prepared: Prepared | None =
     update_run(run_dir, pid=os.getpid(), heartbeat=time.time())
     try:
         from albert_lab.training.config import TrainConfig
-        from albert_lab.training.runs import training_slot
+        from albert_lab.training.queue import training_slot
 
         config = TrainConfig.from_dict(RunFolder(run_dir).read()["config"])
         if use_slot:

@@ -16,7 +16,7 @@ import secrets
 import streamlit as st
 
 from albert_lab.paths import runs_dir
-from albert_lab.training.runs import owner_of, record_owner
+from albert_lab.training.queue import owner_of, record_owner
 from app.shell.state import shell
 
 COOKIE = "albert_lab_owner"

@@ -214,7 +214,7 @@ def _add_source(text: str, extra: dict[str, str], casing: str | None = None) -> 
 
 def _check_release(text: str, source: str, local: bool) -> None:
     """Refuse a casing for anything but one of Google's original releases, as --cased/--uncased are."""
-    from albert_lab.checkpoint.discover import make_loadable
+    from albert_lab.checkpoint.loadable import make_loadable
     from albert_lab.tokenizer import release_tokenization
 
     if not local or release_tokenization(make_loadable(Path(source))) is None:

@@ -131,7 +131,7 @@ def plan_of(request, steps: int, layers: str) -> tuple[SweepPlan, TrainConfig]:
 def start_form(request) -> str | None:
     """Steps, BERTs of fewer layers, the estimate on the button; the id of a sweep started now."""
     from albert_lab.limits import APP_MAX_STEPS, check_disk_quota
-    from albert_lab.training.runs import app_budget
+    from albert_lab.training.queue import app_budget
     from albert_lab.training.sweep import start_sweep
     from albert_lab.training.sweep_plan import sweep_seconds
 

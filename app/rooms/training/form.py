@@ -21,8 +21,8 @@ from albert_lab.spec import PRESETS, SHARING_LABELS
 from albert_lab.training import jobs
 from albert_lab.training.config import OPTIONS, SCRATCH_LR, UPTRAIN_LR
 from albert_lab.training.options import SPEC_OPTIONS
+from albert_lab.training.queue import app_budget, check_queue_room, discard_upload
 from albert_lab.training.recipe import browser_config, uptrain_config
-from albert_lab.training.runs import app_budget, check_queue_room, discard_upload
 from app.rooms.training import views as run_views
 from app.rooms.training.widgets import WIDGETS
 from app.shell import links, owner

@@ -11,7 +11,8 @@ from albert_lab.params import count
 from albert_lab.paths import runs_dir
 from albert_lab.training.config import TrainConfig
 from albert_lab.training.jobs import cancel_run
-from albert_lab.training.runs import RunInfo, list_runs, read_run, running_run, single_user
+from albert_lab.training.queue import single_user
+from albert_lab.training.runs import RunInfo, list_runs, read_run, running_run
 from app.rooms.training.state import TrainingState
 from app.shell import costs, draw, owner
 from app.shell.built import shared
