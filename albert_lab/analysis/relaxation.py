@@ -14,8 +14,10 @@ uptraining sweep (training/sweep.py) measures its trained models with it.
 from __future__ import annotations
 
 import copy
+import math
 import dataclasses
 from collections.abc import Callable, Sequence
+from typing import Any
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -228,24 +230,62 @@ def _mlm(bundles: list[ModelBundle], reference: ModelBundle, held: pd.DataFrame,
             hits[i] += float((logq.argmax(-1).cpu() == labels).sum())
             kl[i] += 0.0 if b is reference else negentropy - float((p * logq).sum())
     return {b.name: (hits[i] / max(n, 1), kl[i] / max(n, 1), n) for i, b in enumerate(bundles)}
+def _against(row: Any, other: Any, column: str, name: str) -> str:
+    """How `row`'s accuracy in `column` stands to `other`'s: 'above' or 'below' where the 95% interval of
+    their difference (two proportions, each on its n) leaves out 0, else 'level'. The models read the same
+    tokens and pairs, so their errors go together and the unpaired interval is the cautious one."""
+    p, q = float(getattr(row, column)), float(other[column])
+    n, m = (float(getattr(row, column.replace("accuracy", "n"), 0) or 0), float(other.get(column.replace("accuracy", "n"), 0) or 0))
+    if n > 0 and m > 0:
+        margin = 1.96 * math.sqrt(p * (1 - p) / n + q * (1 - q) / m)
+        apart = abs(p - q) > margin
+    else:  # no counts: the two intervals apart
+        low, high = getattr(row, column.replace("accuracy", "low")), getattr(row, column.replace("accuracy", "high"))
+        apart = low > other[column.replace("accuracy", "high")] or high < other[column.replace("accuracy", "low")]
+    if not apart:
+        return f"level with {name}'s {q:.3f} (a difference within chance)"
+    return f"{'above' if p > q else 'below'} {name}'s {q:.3f}"
+
+
+def _accuracy_words(row: Any, column: str, label: str, albert: Any, source: Any) -> str | None:
+    """'NSP 0.934 [0.896, 0.958]: above the ALBERT's 0.523, level with the source's 0.945 (...)',
+    with the share of what sharing lost it recovers where it is above the ALBERT and the two ends differ."""
+    value = float(getattr(row, column))
+    if not np.isfinite(value):
+        return None
+    low, high = getattr(row, column.replace("accuracy", "low")), getattr(row, column.replace("accuracy", "high"))
+    words = f"{label} {value:.3f} [{low:.3f}, {high:.3f}]"
+    ends = [(albert, "the ALBERT"), (source, "the source")]
+    said = [_against(row, end, column, name) for end, name in ends if end is not None and np.isfinite(float(end[column]))]
+    if said:
+        words += ": " + ", ".join(said)
+    if albert is not None and source is not None and said and said[0].startswith("above"):
+        bottom, top = float(albert[column]), float(source[column])
+        if top > bottom:
+            words += f", {min((value - bottom) / (top - bottom), 1.0):.0%} of what sharing lost"
+    return words
+
+
 def report(frame: pd.DataFrame) -> Report:
-    """What `albert-lab relax --ranks` says beside its table: how much of the source's MLM accuracy
-    each rank recovers, for what share of its parameters."""
+    """What `albert-lab relax --ranks` and the Relaxed view say beside the curve, for every panel: each
+    rank's MLM and pair accuracy with its 95% interval, set against the ALBERT's and the source's
+    (above or below only where the intervals are apart), its KL from the source and its roughness
+    (Figure 1's zig-zag) against the source BERT's."""
+    ends = {end: frame[frame.end == end].iloc[0] if (frame.end == end).any() else None for end in ("ALBERT", SOURCE)}
+    albert, source = ends["ALBERT"], ends[SOURCE]
     remarks = []
-    source = frame[frame.end == "source BERT"]
-    albert = frame[frame.end == "ALBERT"]
-    if len(source) and len(albert) and np.isfinite(source.mlm_accuracy.iloc[0]):
-        top, bottom = float(source.mlm_accuracy.iloc[0]), float(albert.mlm_accuracy.iloc[0])
-        for row in frame[(frame.end == "") | (frame.end == "= source")].itertuples():
-            if top <= bottom or not np.isfinite(row.mlm_accuracy):
-                continue
-            share = (row.mlm_accuracy - bottom) / (top - bottom)
-            if share <= 0:
-                remarks.append(f"{row.model}: {row.share_of_source:.0%} of the source's parameters recover none of the MLM "
-                               f"accuracy sharing lost ({row.mlm_accuracy:.3f}, the ALBERT {bottom:.3f}, the source {top:.3f})")
-            else:
-                remarks.append(f"{row.model}: {row.share_of_source:.0%} of the source's parameters recover {share:.0%} of the "
-                               f"MLM accuracy sharing lost ({bottom:.3f} -> {row.mlm_accuracy:.3f}, the source {top:.3f})")
+    for row in frame[(frame.end == "") | (frame.end == "= source")].itertuples():
+        task = (row.pair_task or "pair").upper()
+        parts = [w for w in (_accuracy_words(row, "mlm_accuracy", "MLM", albert, source),
+                             _accuracy_words(row, "pair_accuracy", task, albert, source)) if w]
+        if np.isfinite(row.kl) and albert is not None and np.isfinite(albert.kl):
+            parts.append(f"KL from the source {max(row.kl, 0.0):.3f} (the ALBERT's {albert.kl:.3f})")
+        if np.isfinite(row.roughness) and source is not None and np.isfinite(source.roughness):
+            rough = float(source.roughness)
+            than = "rougher than" if row.roughness > rough else "smoother than" if row.roughness < rough else "as rough as"
+            parts.append(f"roughness {row.roughness:.2f}, {than} the source BERT's {rough:.2f}")
+        if parts:
+            remarks.append(f"{row.model} ({row.share_of_source:.0%} of the source's parameters): " + "; ".join(parts))
     return Report(remarks=tuple(remarks))
 
 
