@@ -7,8 +7,9 @@ every property of every trace, was most of what the pages' scripts did with the 
 
 Inputs are told equal by their content: a frame by its columns, dtypes and every value with its
 index, an array by its bytes, a number or string by itself, containers by their items. An input of
-any other kind builds afresh. The figure returned is shared: it is drawn (app.shell.draw.chart, which
-draws one chart at a time) and never changed by its callers."""
+any other kind builds afresh. The figure returned is shared (`is_shared` says so): it is drawn
+(app.shell.draw.chart, which fits it to its column once per width and sends the dict made then) and
+never changed by its callers."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ def built_once(build: F) -> F:
                 _BUILT.move_to_end(key)
                 return _BUILT[key]
         figure = build(*args, **kwargs)  # outside the lock: two visitors may build it at once, both the same
+        _mark_shared(figure)
         with _LOCK:
             figure = _BUILT.setdefault(key, figure)
             _BUILT.move_to_end(key)
@@ -54,6 +56,24 @@ def built_once(build: F) -> F:
         return figure
 
     return shared  # type: ignore[return-value]
+
+
+def _mark_shared(built: Any) -> None:
+    """Mark the plotly figures a builder returned (one, or in a tuple, list or dict) as shared."""
+    if isinstance(built, (list, tuple)):
+        for value in built:
+            _mark_shared(value)
+    elif isinstance(built, dict):
+        for value in built.values():
+            _mark_shared(value)
+    elif type(built).__module__.startswith("plotly."):
+        built._built_once = True  # plotly lets a figure hold attributes of its own whose names start with '_'
+
+
+def is_shared(figure: Any) -> bool:
+    """Whether `figure` is one built once for every visitor (never changed after it was built, but by draw.chart's
+    fitting, once per width)."""
+    return getattr(figure, "_built_once", False) is True
 
 
 class shared:  # a function to its users: `figures = shared(oscillation)`
