@@ -13,7 +13,7 @@ import pytest
 from conftest import CEILING, charts, goto, start
 
 from albert_lab.figures import sentence_pairs
-from albert_lab.figures.look import LIGHT
+from albert_lab.figures.look import APP, DARK, LIGHT, Theme
 from app.shell import built, draw
 from app.shell.built import built_once, fingerprint
 
@@ -54,15 +54,18 @@ def test_fingerprints_tell_apart_what_a_figure_could_show_differently():
     assert base not in prints and len(set(prints)) == len(prints)
     assert fingerprint(np.arange(4)) != fingerprint(np.arange(4).reshape(2, 2)) != fingerprint(np.arange(4.0))
     assert fingerprint((1, "1")) != fingerprint(("1", 1)) and fingerprint(True) != fingerprint(1)
+    assert fingerprint(LIGHT) != fingerprint(APP) != fingerprint(DARK) and fingerprint(Theme()) == fingerprint(APP)
 
 
 def test_inputs_it_cannot_fingerprint_build_afresh():
     figure, calls = counted()
-    unhashable = pd.DataFrame({"pieces": [[1, 2], [3]]})
+    unpicklable = pd.DataFrame({"lock": [threading.Lock(), None]})
     with pytest.raises(built._Unknown):
-        fingerprint(unhashable)
-    figure(unhashable, "t"), figure(unhashable, "t"), figure(frame(), object())
+        fingerprint(unpicklable)
+    figure(unpicklable, "t"), figure(unpicklable, "t"), figure(frame(), object())
     assert len(calls) == 3
+    pieces = pd.DataFrame({"pieces": [[1, 2], [3]]})  # cells pandas cannot hash: told apart by their pickle
+    assert fingerprint(pieces) == fingerprint(pieces.copy(deep=True)) != fingerprint(pd.DataFrame({"pieces": [[1, 2], [4]]}))
 
 
 def test_many_visitors_at_once_share_one_figure():
