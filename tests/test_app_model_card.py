@@ -4,7 +4,7 @@ import html
 import re
 from pathlib import Path
 
-from conftest import charts, goto, tiny_spec
+from conftest import charts, goto, start, tiny_spec
 from streamlit.testing.v1 import AppTest
 
 from albert_lab.checkpoint.files import read_card
@@ -153,3 +153,18 @@ def test_convert_takes_a_bert_without_pooler_weights(tmp_path, tokenizer, monkey
     assert any("Saved" in s.value for s in at.success)
     card = read_card(tmp_path / "runs" / "albertized" / "no-pooler-e8-all-average")
     assert card["conversion"]["heads"]["pair"] == "absent in the source (no pooler weights)"
+
+
+def test_a_checkpoints_summary_is_read_once_for_every_visitor_and_never_changed(app):
+    """loading.summary is kept in the server process and shared, read-only: the cards drawn from it, by this
+    visitor and the next, leave it as its files say."""
+    from albert_lab.checkpoint.discover import summarize_checkpoint
+    from app.shell import loading
+
+    picked = {name: source for name, source in app.session_state["_shell"].selected}
+    kept = {key: value for key, value in loading._SUMMARIES.items() if key[1] in picked and key[0] == picked[key[1]]}
+    assert len(kept) >= 2  # albert-sop and bert-nsp, read from their files (hub-albert: only loading tells)
+    goto(start("model_card"), "parameters")  # another visitor, two pages drawn from the same summaries
+    for (source, name, _), summary in kept.items():
+        assert loading.summary(source, name) is summary  # the one kept, not a copy
+        assert summary == summarize_checkpoint(source, name)  # unchanged: as its files say

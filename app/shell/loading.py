@@ -6,6 +6,7 @@ cached on everything that changes it (its file stamp, device, dtype, casing); wh
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
@@ -41,15 +42,30 @@ def _load(source: str, device: str, dtype: str, name: str | None, stamp: float, 
                            casing_given=casing and SIDEBAR_CASING.format(casing=casing))
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def _summary(source: str, name: str | None, stamp: float) -> CheckpointSummary | None:
-    return summarize_checkpoint(source, name)
+SUMMARIES = 32  # checkpoints' summaries kept, the least recently read first out
+_SUMMARIES: OrderedDict[tuple[str, str | None, float], CheckpointSummary | None] = OrderedDict()
+_SUMMARIES_LOCK = threading.Lock()
 
 
 def summary(source: str, name: str | None) -> CheckpointSummary | None:
     """What a local checkpoint's files say (no model loaded); None for hub ids and folders
-    only loading can tell. Raises CheckpointError for a folder that cannot load."""
-    return _summary(source, name, stamp(source)) if is_local_source(source) else None
+    only loading can tell. Raises CheckpointError for a folder that cannot load. Kept per
+    (source, name, the files' stamp) and shared, read-only, by every visitor: the sidebar reads
+    each pick's on every script run, and st.cache_data unpickled a copy each time (4% of the
+    time the pages' scripts held the GIL with 20 visitors, py-spy --gil)."""
+    if not is_local_source(source):
+        return None
+    key = (source, name, stamp(source))
+    with _SUMMARIES_LOCK:
+        if key in _SUMMARIES:
+            _SUMMARIES.move_to_end(key)
+            return _SUMMARIES[key]
+    found = summarize_checkpoint(source, name)  # an error is raised each time, as the files say
+    with _SUMMARIES_LOCK:
+        _SUMMARIES[key] = found
+        while len(_SUMMARIES) > SUMMARIES:
+            _SUMMARIES.popitem(last=False)
+    return found
 
 
 def checkpoint_card(source: str, name: str | None, device: str, dtype: str, casing: str | None = None) -> dict[str, Any]:

@@ -72,8 +72,10 @@ def sidebar() -> None:
             st.caption(note)
         st.radio("Save figures as", ["png", "svg"], key="image_format", horizontal=True, format_func=str.upper,
                  help="The camera icon above each figure saves it in this format")
-        # redrawn every 5 s while a run is active, so the note goes when the run ends (it stayed until the next click)
-        st.fragment(run_every=5 if active_run() else None)(_run_note)()
+        # redrawn every 5 s while a run is active, so the note goes when the run ends (it stayed until the next click);
+        # without a run, no fragment: the note has nothing to say until the next click, and a fragment costs each run
+        if active_run():
+            st.fragment(run_every=5)(_run_note)()
         st.caption("Wikipedia text: CC BY-SA 4.0 (Wikipedia contributors).")
 
 

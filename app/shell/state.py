@@ -41,8 +41,12 @@ class Shell:
 
 
 def shell() -> Shell:
-    """This session's shell values, made with their defaults on first use."""
-    return st.session_state.setdefault(SHELL, Shell())
+    """This session's shell values, made with their defaults on first use (not made again on every read:
+    a page's run reads them tens of times)."""
+    try:
+        return st.session_state[SHELL]
+    except KeyError:
+        return st.session_state.setdefault(SHELL, Shell())
 
 
 def room_key(stem: str) -> str:
