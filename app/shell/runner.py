@@ -14,7 +14,8 @@ each part it
   pair waited for the upload's batches under the load (24 s median, 40 s p95 in
   benchmarks/bench_class.py); while it works, a long computation waits between its steps
   (`YIELD_SECONDS` at most a step), leaving it the cores;
-- with the analysis record's cost (albert_lab.analysis.registry.Cost), shows a progress bar with
+- with a cost (the analysis record's, albert_lab.analysis.registry.Cost; app/shell/costs.py's for the
+  Depth lab's nets), shows a progress bar with
   the time left (the record's guess until this server has timed its own pace, pace.estimate) and a
   Stop button. A Stop ends the part being computed at its next progress report drawn (the library's
   `progress(fraction, what)` callbacks, analysis.common.Progress: the callback's Streamlit call is
@@ -126,12 +127,11 @@ def run(parts: Sequence[Part[T]], cost: Cost | None = None, *, each: bool | Each
     results kept for every visitor (False: the page keeps its own). `asked`: a button pressed anew,
     which computes even what was stopped. After a Stop, only the parts finished before it (none
     for one computation), with what was stopped said and a button for the rest."""
-    words = each if isinstance(each, Each) else CHECKPOINTS
-    each = bool(each)
+    words = each if isinstance(each, Each) else CHECKPOINTS if each else None  # None: one computation
     request = tuple(part.key for part in parts)
     state = _state(cost.kind, request, asked) if cost is not None else None
     todo = [p for p in parts if p.name in state["done"]] if state is not None and state["stopped"] else list(parts)
-    shown = Shown(cost, words if each else None, todo, TURNS)
+    shown = Shown(cost, words, todo, TURNS)
     results, failed = [], []
     try:
         for i, part in enumerate(todo):
@@ -149,11 +149,11 @@ def run(parts: Sequence[Part[T]], cost: Cost | None = None, *, each: bool | Each
     for name, err in failed:
         st.error(plain(without_server_paths(f"{name}: {err}")), icon=":material/error:")
     if state is not None and state["stopped"] and len(todo) < len(parts):
-        if each:
+        if words is not None:
             st.info(f"Stopped: {len(todo)} of {len(parts)} {words.what} {words.done}.", icon=":material/stop_circle:")
         else:
             st.info(f"Stopped before it finished: {_lower(parts[0].name)}.", icon=":material/stop_circle:")
-        st.button(words.rest if each else "Compute it after all", key=f"_{'go_on' if each else 'again'}_{cost.kind}",
+        st.button(words.rest if words else "Compute it after all", key=f"_{'go_on' if words else 'again'}_{cost.kind}",
                   on_click=_go_on, args=(cost.kind,))
     return results
 
