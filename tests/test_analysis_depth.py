@@ -84,7 +84,7 @@ def test_shipped_depth_default_matches_a_fresh_run():
 def test_shipped_vgg_default_matches_a_fresh_run():
     history, flow = _one_thread(train_vgg, 8, True, record_every=depth_cache.VGG_RECORD_EVERY, **depth_cache.VGG_DEFAULTS)
     # VGG-8's end loss spread only 2% across CPU kinds, but it is a small number (0.036): 10%
-    _agrees_with_shipped(history, flow, *depth_cache.vgg_result(8, True, **depth_cache.VGG_DEFAULTS),
+    _agrees_with_shipped(history, flow, *depth_cache.shipped_vgg(8, True, **depth_cache.VGG_DEFAULTS),
                          until=depth_cache.AGREES_UNTIL["vgg"], end_loss=0.1)
 
 

@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 import albert_lab.analysis.depth as depth
 from app.rooms.depth_lab import cache as depth_cache
+from app.rooms.depth_lab import runs as depth_runs
 
 
 def test_depth_lab(app):
@@ -150,7 +151,7 @@ def test_the_vgg_caption_follows_other_curves():
 
 def test_vgg_comparison_says_how_long_and_keeps_what_a_stop_left(app, monkeypatch):
     """Other settings say how long they take before the click, train one net at a time
-    behind a progress bar, and a Stop keeps the nets already trained."""
+    behind the runner's progress bar, and a Stop keeps the nets already trained."""
     trained = []
 
     def quick(depth_, batchnorm, steps, lr, record_every=20, progress=None, **kwargs):
@@ -176,21 +177,32 @@ def test_vgg_comparison_says_how_long_and_keeps_what_a_stop_left(app, monkeypatc
     at.button(key="dl_vgg_run").click().run()
     assert len(trained) == 4 and not at.exception
     assert not at.get("progress")  # the bar is gone once the nets are trained
-    depth_cache._VGG_TRAINED.pop(depth_cache.vgg_key(38, True, 100, 0.1))  # as if Stop came during the last net
-    state = at.session_state["room:depth_lab"]
-    state.vgg_done, state.vgg_stopped = False, True
+    stopped_during_the_last(at, depth_runs.vgg_parts(100, 0.1), "vgg")
     at.run()
-    assert any("Stopped: 3 of 4 nets" in i.value for i in at.info)
-    assert len(trained) == 4  # a stopped comparison trains nothing more until Train is pressed
+    assert any("Stopped: 3 of 4 nets trained for these settings." in i.value for i in at.info)
+    assert len(trained) == 4  # a stopped comparison trains nothing more until asked
     assert any("8x8 digits" in c.proto.spec for c in charts(at))
+    next(b for b in at.button if b.label == "Train the others").click().run()
+    assert trained[4:] == [(38, True)] and not any(i.value.startswith("Stopped") for i in at.info)
+
+
+def stopped_during_the_last(at: AppTest, parts: list, kind: str) -> None:
+    """As if Stop came while the last of `parts` trained: the others kept for every visitor, the last not, and
+    the session's Stop of `kind` (app.shell.runner's: Shell.each) holding for these parts, all but the last done."""
+    from app.shell.results import store
+
+    store()[0].pop(parts[-1].key)
+    at.session_state["_shell"].each[kind] = {"request": tuple(p.key for p in parts), "done": [p.name for p in parts[:-1]],
+                                             "stopped": True}
 
 
 def test_mlp_training_shows_its_step_and_keeps_what_a_stop_left(app, monkeypatch):
-    """Depth 48 and 2,000 steps read 'about 1 s left' for 160 s, then '5 min', and nothing could stop it."""
-    from app.rooms.depth_lab import runs as depth_runs
+    """Depth 48 and 2,000 steps read 'about 1 s left' for 160 s, then '5 min', and nothing could stop it. The nets are
+    the runner's parts: its bar (the net, its step, the time left), its Stop, its note and button for the others."""
+    from app.shell import runner
 
     trained, texts = [], []
-    real_progress = depth_runs.st.progress
+    real_empty = runner.st.empty
 
     def quick(cfg, label=None, progress=None):
         trained.append(cfg)
@@ -202,28 +214,28 @@ def test_mlp_training_shows_its_step_and_keeps_what_a_stop_left(app, monkeypatch
                                  max_abs=[1e-2, 1e-2]))
         return frame, flow
 
-    def spy_progress(value, text=None):
-        bar = real_progress(value, text=text)
-        original = bar.progress
-        bar.progress = lambda v, text=None: (texts.append(text), original(v, text=text))[1]
-        return bar
+    def spy_empty():  # the runner's bar is a placeholder's progress
+        slot = real_empty()
+        original = slot.progress
+        slot.progress = lambda v, text=None: (texts.append(text), original(v, text=text))[1]
+        return slot
 
     monkeypatch.setattr(depth, "train_disc", quick)
-    monkeypatch.setattr(depth_runs.st, "progress", spy_progress)
+    monkeypatch.setattr(runner.st, "empty", spy_empty)
     at = goto(app, "depth_lab")
     at.multiselect(key="dl_variants").set_value(["none", "layernorm"])
     at.slider(key="dl_steps").set_value(150).run()
     assert len(trained) == 2 and not at.exception and not at.get("progress")
-    assert any(t.startswith("Training MLP depth 16 (plain) (1 of 2): step 1 of 150, about ") for t in texts), texts[:3]
-    assert any("(2 of 2): step" in t and "left at this machine's pace" in t for t in texts)
-    kept = trained[-1]
-    depth_runs._DISC_TRAINED.pop(kept)  # as if Stop came during the second network
-    at.session_state["room:depth_lab"].stopped = True
+    assert any(t.startswith("Training MLP depth 16 (plain) (1 of 2): step 1 of 150; about ") for t in texts), texts[:3]
+    assert any("(2 of 2): step" in t and t.endswith(" left") for t in texts), texts
+    configs = [depth_cache.config(v, 16, 32, "gaussian", 0.1, 150, 0.0) for v in ["none", "layernorm"]]
+    stopped_during_the_last(at, [depth_runs.Part.call(f"Training {depth.describe(c)}", depth_runs.train_mlp, c,
+                                                      progress=True) for c in configs], "depth")
     at.run()
-    assert any("Stopped: 1 of 2 networks trained" in i.value for i in at.info)
+    assert any("Stopped: 1 of 2 networks trained for these settings." in i.value for i in at.info)
     assert len(trained) == 2 and len(mlp_charts(at)) == 4  # nothing trained until asked; the one kept is drawn
-    at.button(key="dl_go_on").click().run()
-    assert len(trained) == 3 and trained[-1] == kept and not at.info
+    next(b for b in at.button if b.label == "Train the others").click().run()
+    assert len(trained) == 3 and trained[-1] == configs[-1] and not at.info
 
 
 def test_a_depth_lab_link_reproduces_its_settings(app):

@@ -207,17 +207,16 @@ STEP = 0.02  # seconds of one step of a fake heavy computation
 
 
 def visitors_tabs(monkeypatch):
-    """`tab(visitor, name, steps_until, own_bar)`: a browser tab's heavy computation through the runner
-    (plain threads, as its scripts' threads), STEP-second steps with a progress report after each, until
-    `steps_until()` (`own_bar`: work that draws its own progress, as the Depth lab's trainings, in
-    runner.heavy_turn); the steps' names in the order they ran; each thread's visitor (the browser
-    whose owner token app.shell.owner.digest gives)."""
+    """`tab(visitor, name, steps_until)`: a browser tab's heavy computation through the runner (plain
+    threads, as its scripts' threads; an analysis or a Depth lab training alike, both the runner's parts),
+    STEP-second steps with a progress report after each, until `steps_until()`; the steps' names in the
+    order they ran; each thread's visitor (the browser whose owner token app.shell.owner.digest gives)."""
     from app.shell import owner, runner
 
     who, steps = {}, []
     monkeypatch.setattr(owner, "digest", lambda: who[threading.get_ident()])  # the browser's owner token
 
-    def tab(visitor: str, name: str, until_done, own_bar: bool = False) -> None:
+    def tab(visitor: str, name: str, until_done) -> None:
         who[threading.get_ident()] = visitor
 
         def work(progress):
@@ -227,20 +226,12 @@ def visitors_tabs(monkeypatch):
                 progress(0.5, "a step")
             return name
 
-        if own_bar:
-            with runner.heavy_turn(lambda words: None) as between:
-                work(lambda fraction, doing: between())
-        else:
-            runner.run([runner.Part(name, ("tab", name), work)], keep=False)
+        runner.run([runner.Part(name, ("tab", name), work)], keep=False)
 
     return tab, steps, who
 
 
-OWN_BAR = pytest.mark.parametrize("own_bar", [False, True], ids=["analyses", "depth lab trainings"])
-
-
-@OWN_BAR
-def test_one_visitors_six_tabs_share_the_heavy_lane_step_for_step_with_another_visitor(monkeypatch, own_bar):
+def test_one_visitors_six_tabs_share_the_heavy_lane_step_for_step_with_another_visitor(monkeypatch):
     """Six tabs of one browser hold the heavy lane (runner.TURNS) with long computations (analyses, or
     Depth lab trainings, which ran beside it before); another visitor's computation then waits at most
     one step of theirs for each of its steps (a seventh of the lane, six steps of theirs for each of
@@ -249,7 +240,7 @@ def test_one_visitors_six_tabs_share_the_heavy_lane_step_for_step_with_another_v
 
     tab, steps, _ = visitors_tabs(monkeypatch)
     done = threading.Event()
-    tabs = [started(tab, "a", f"a{i}", done.is_set, own_bar) for i in range(6)]
+    tabs = [started(tab, "a", f"a{i}", done.is_set) for i in range(6)]
     until(lambda: runner.TURNS.busy() == 6, "the six tabs in the heavy lane")
     asked = len(steps)
     other = started(tab, "b", "b", lambda: steps.count("b") == 5)
@@ -264,8 +255,7 @@ def test_one_visitors_six_tabs_share_the_heavy_lane_step_for_step_with_another_v
     assert runner.TURNS.busy() == 0
 
 
-@OWN_BAR
-def test_typed_pairs_never_wait_for_six_heavy_tabs_of_one_visitor(monkeypatch, own_bar):
+def test_typed_pairs_never_wait_for_six_heavy_tabs_of_one_visitor(monkeypatch):
     """The bound of the quick lane (runner.QUICK) while six tabs of one browser hold the heavy lane:
     another visitor's typed pair is computed at once, and while it is, the heavy tabs start no new
     step (at most the one that had begun when it was asked): its wait is its own work, never the
@@ -281,12 +271,12 @@ def test_typed_pairs_never_wait_for_six_heavy_tabs_of_one_visitor(monkeypatch, o
         return items
 
     who[threading.get_ident()] = "b"
-    batches.together(("starved pair", own_bar, "first"), "starved", 0, many, "the typed pair")  # what a first pair imports (torch)
-    tabs = [started(tab, "a", f"a{i}", done.is_set, own_bar) for i in range(6)]
+    batches.together(("starved pair", "first"), "starved", 0, many, "the typed pair")  # what a first pair imports (torch)
+    tabs = [started(tab, "a", f"a{i}", done.is_set) for i in range(6)]
     until(lambda: runner.TURNS.busy() == 6, "the six tabs in the heavy lane")
     for n in range(5):
         before = len(steps)
-        assert batches.together(("starved pair", own_bar, n), "starved", n, many, "the typed pair") == n
+        assert batches.together(("starved pair", n), "starved", n, many, "the typed pair") == n
         pairs.append(ended[-1] - before)  # the tabs' steps begun from the ask to the pair's scores
         time.sleep(2 * STEP)  # the tabs step on between the pairs
     done.set()

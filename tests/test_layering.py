@@ -264,25 +264,50 @@ def test_each_room_keys_its_widgets_with_a_prefix_of_its_own():
     assert room("training").key("loss", "20261101-000000-x") == "tr_loss_20261101-000000-x"
 
 
-def test_rooms_compute_analyses_only_through_the_one_runner():
-    """app/shell/runner.py is the one runner of the pages' analyses (a queue turn, progress with the time
-    left, Stop, results kept for every visitor, per-checkpoint notes): only it takes turns, and the ways it
-    replaced are gone. A room never builds a Part by hand: Part.of keys it by the analysis, the selection
-    and every input. A room calls an analysis of the registry (or the function an option of one writes
-    with) only inside what it hands the runner: Part.of's analysis (a function or a lambda), or what it
-    gives batches.together for typed pairs: in a visitor's turn, with its progress and its Stop."""
+def heavy_functions() -> set[str]:
+    """The library's heavy work, by name: each analysis of the registry (and the function an option of one
+    writes with), every public function that reports its progress (a `progress` callback: long by its own
+    word; the Depth lab's trainers among them) and every maker of a model under a folder (`*_into`:
+    albertize_into, relax_into, probe_into)."""
     from albert_lab.analysis.registry import ANALYSES
 
+    heavy = {a.function for a in ANALYSES} | {o.writes for a in ANALYSES for o in a.options if o.writes}
+    for path in ROOT.rglob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                told = [a for a in [*node.args.args, *node.args.kwonlyargs] if a.arg == "progress" and a.annotation is not None
+                        and any(word in ast.unparse(a.annotation) for word in ("Progress", "Callable"))]  # a callback, not a number
+                if told or node.name.endswith("_into"):
+                    heavy.add(node.name)
+    return heavy
+
+
+def test_the_heavy_work_is_found():
+    """What the check below counts as heavy holds the work that once ran outside the runner."""
+    assert {"train_disc", "train_vgg", "albertize_into", "relax_into", "probe_into", "gradient_flow", "score_pairs",
+            "curve_and_energy"} <= heavy_functions()
+
+
+def test_rooms_compute_analyses_only_through_the_one_runner():
+    """app/shell/runner.py is the one runner of the pages' heavy work (a queue turn, progress with the time
+    left, Stop, results kept for every visitor, per-checkpoint notes): only it takes turns, and the ways it
+    replaced are gone (the Depth lab's own bar, Stop and turn among them). A room never builds a Part by
+    hand: Part.of keys it by the analysis, the selection and every input, Part.call by the function and
+    every input. A room calls heavy work (heavy_functions: not only the registry's analyses) only inside
+    what it hands the runner: Part.of's analysis or Part.call's function (a function or a lambda), or
+    what it gives batches.together for typed pairs: in a visitor's turn, with its progress and its Stop.
+    A model made and offered goes through app/shell/making.py, which hands its maker to Part.call."""
     takers = sorted(m for m, p in APP_MODULES.items() if "app.shell.turns" in app_imports(p))
     assert takers == ["app.shell.runner"], f"only the runner takes turns: {takers}"
-    gone = {"stoppable", "each_checkpoint", "computation", "queued", "forget_stop"}
-    heavy = {a.function for a in ANALYSES} | {o.writes for a in ANALYSES for o in a.options if o.writes}
+    gone = {"stoppable", "each_checkpoint", "computation", "queued", "forget_stop", "heavy_turn", "_Pace"}
+    heavy = heavy_functions()
     found = []
     for module, path in APP_MODULES.items():
         tree = ast.parse(path.read_text())
         names = ({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-                 | {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names})
-        assert not names & gone, f"{module} uses {sorted(names & gone)}: pages run their analyses through app.shell.runner.run"
+                 | {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+                 | {n.name for n in ast.walk(tree) if isinstance(n, (ast.ClassDef, ast.FunctionDef))})
+        assert not names & gone, f"{module} uses {sorted(names & gone)}: pages run their heavy work through app.shell.runner.run"
         assert not [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "app.shell.selection"
                     and "run" in {a.name for a in n.names}], f"{module}: analyses run through app.shell.runner.run"
         if not room_of(module):
@@ -296,18 +321,18 @@ def test_rooms_compute_analyses_only_through_the_one_runner():
                 continue
             called = ast.unparse(node.func).split(".")[-1]
             if called == "Part":
-                found.append(f"{module}:{node.lineno}: Part(...) built by hand; use Part.of")
+                found.append(f"{module}:{node.lineno}: Part(...) built by hand; use Part.of or Part.call")
             if called in heavy and not _within(node, parents, handed_names, handed_lambdas):
                 found.append(f"{module}:{node.lineno}: {ast.unparse(node.func)}(...) outside the runner")
     assert not found, found
 
 
 def _handed(call: ast.Call) -> list[ast.expr]:
-    """What a call hands to the runner: Part.of's analysis; batches.together's lambdas and the functions
-    its arguments call."""
+    """What a call hands to the runner: Part.of's analysis, Part.call's function; batches.together's lambdas
+    and the functions its arguments call."""
     func = call.func
-    if isinstance(func, ast.Attribute) and func.attr == "of" and isinstance(func.value, ast.Name) and func.value.id == "Part":
-        return call.args[2:3]
+    if isinstance(func, ast.Attribute) and func.attr in ("of", "call") and ast.unparse(func.value).split(".")[-1] == "Part":
+        return call.args[2:3] if func.attr == "of" else call.args[1:2]
     if isinstance(func, ast.Attribute) and func.attr == "together":
         return [n.func if isinstance(n, ast.Call) else n for a in call.args for n in ast.walk(a)
                 if isinstance(n, ast.Lambda) or (isinstance(n, ast.Call) and isinstance(n.func, ast.Name))]

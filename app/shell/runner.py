@@ -1,5 +1,7 @@
-"""The one runner of the pages' analyses: every computation a page asks for goes through `run`,
-as parts (one per checkpoint, or one). For each part it
+"""The one runner of the pages' heavy work: every computation a page asks for goes through `run`,
+as parts (one per checkpoint, or one): analyses of the sidebar's checkpoints (`Part.of`), and other
+heavy work (`Part.call`: the Depth lab's nets, a model made and offered, app/shell/making.py). For
+each part it
 - returns a finished result at once: results are kept in this server process for every visitor,
   under the part's key (the analysis, the checkpoints and their files' stamps, every input), and
   a result many visitors ask for is computed by the first while the others wait for it;
@@ -12,12 +14,14 @@ as parts (one per checkpoint, or one). For each part it
   pair waited for the upload's batches under the load (24 s median, 40 s p95 in
   benchmarks/bench_class.py); while it works, a long computation waits between its steps
   (`YIELD_SECONDS` at most a step), leaving it the cores;
-- with the analysis record's cost (albert_lab.analysis.registry.Cost), shows a progress bar with
+- with a cost (the analysis record's, albert_lab.analysis.registry.Cost; app/shell/costs.py's for the
+  Depth lab's nets), shows a progress bar with
   the time left (the record's guess until this server has timed its own pace, pace.estimate) and a
-  Stop button. A Stop ends the part being computed at its next progress report (the library's
+  Stop button. A Stop ends the part being computed at its next progress report drawn (the library's
   `progress(fraction, what)` callbacks, analysis.common.Progress: the callback's Streamlit call is
-  where a rerun interrupts the script), or when it ends if it reports none; then the page draws
-  the checkpoints finished and offers the others (`each`: checkpoints one at a time), or says the
+  where a rerun interrupts the script; drawn at most every DRAW_EVERY seconds), or when it ends if it
+  reports none; then the page draws the parts finished and offers the others (`each`: checkpoints,
+  or what an `Each` names, one at a time), or says the
   one computation was stopped and offers to compute it after all. Without a cost, a short
   computation (a typed pair, a lens): no bar, the page's spinner if it draws one;
 - (app/shell/batches.py) computes what many visitors ask at once in one pass where it can
@@ -57,6 +61,7 @@ QUICK = Turns(slots=1)  # its computations of a moment (a typed pair), one at a 
 # beside an upload's thread, 13 typed pairs took 11.8 s on two shared cores and their visitors waited
 # 13 s for the lane (bench_class, 20 visitors); a stream of typed pairs still never stops an upload.
 YIELD_SECONDS = 10.0
+DRAW_EVERY = 0.25  # seconds between two draws of a bar: a report's draw is where a Stop interrupts the script
 
 
 @dataclass(frozen=True)
@@ -86,19 +91,47 @@ class Part(Generic[T]):
 
         return cls(name, key, work, units)
 
+    @classmethod
+    def call(cls, name: str, f: Callable[..., T], /, *args: Any, units: float = 1.0, progress: bool = False,
+             **kwargs: Any) -> Part[T]:
+        """`f(*args, **kwargs)`, keyed on `f` and the arguments: heavy work that is no analysis of the
+        sidebar's checkpoints (a Depth lab net trained, a model made from a folder). With `progress`,
+        `f` is given the runner's callback as `progress=`. The arguments as Part.of's."""
+        code = f.__code__
+        key = (code.co_filename, f.__qualname__, _frozen(args), _frozen(kwargs))
 
-def run(parts: Sequence[Part[T]], cost: Cost | None = None, *, each: bool = False, keep: bool = True,
+        def work(report: Progress) -> T:
+            return f(*args, **kwargs, **({"progress": report} if progress else {}))
+
+        return cls(name, key, work, units)
+
+
+@dataclass(frozen=True)
+class Each:
+    """What `run`'s parts are when computed one at a time, in a Stop's words: 'Stopped: 1 of 2
+    {what} {done}.' and a button '{rest}'."""
+
+    what: str = "checkpoints"
+    done: str = "computed"
+    rest: str = "Compute the others"
+
+
+CHECKPOINTS = Each()
+
+
+def run(parts: Sequence[Part[T]], cost: Cost | None = None, *, each: bool | Each = False, keep: bool = True,
         asked: bool = False) -> list[T]:
     """The parts' results, in their order. `cost`: the analysis record's, for the bar, the time
-    left and the Stop (None: a short computation, no bar). `each`: the parts are checkpoints,
-    computed one at a time; else one part, one computation. `keep`: results kept for every
-    visitor (False: the page keeps its own). `asked`: a button pressed anew, which computes even
-    what was stopped. After a Stop, only the parts finished before it (none for one computation),
-    with what was stopped said and a button for the rest."""
+    left and the Stop (None: a short computation, no bar). `each`: the parts are computed one at
+    a time, checkpoints (True) or what an `Each` names; else one part, one computation. `keep`:
+    results kept for every visitor (False: the page keeps its own). `asked`: a button pressed anew,
+    which computes even what was stopped. After a Stop, only the parts finished before it (none
+    for one computation), with what was stopped said and a button for the rest."""
+    words = each if isinstance(each, Each) else CHECKPOINTS if each else None  # None: one computation
     request = tuple(part.key for part in parts)
     state = _state(cost.kind, request, asked) if cost is not None else None
     todo = [p for p in parts if p.name in state["done"]] if state is not None and state["stopped"] else list(parts)
-    shown = Shown(cost, each, todo, TURNS)
+    shown = Shown(cost, words, todo, TURNS)
     results, failed = [], []
     try:
         for i, part in enumerate(todo):
@@ -116,11 +149,11 @@ def run(parts: Sequence[Part[T]], cost: Cost | None = None, *, each: bool = Fals
     for name, err in failed:
         st.error(plain(without_server_paths(f"{name}: {err}")), icon=":material/error:")
     if state is not None and state["stopped"] and len(todo) < len(parts):
-        if each:
-            st.info(f"Stopped: {len(todo)} of {len(parts)} checkpoints computed.", icon=":material/stop_circle:")
+        if words is not None:
+            st.info(f"Stopped: {len(todo)} of {len(parts)} {words.what} {words.done}.", icon=":material/stop_circle:")
         else:
             st.info(f"Stopped before it finished: {_lower(parts[0].name)}.", icon=":material/stop_circle:")
-        st.button("Compute the others" if each else "Compute it after all", key=f"_{'go_on' if each else 'again'}_{cost.kind}",
+        st.button(words.rest if words else "Compute it after all", key=f"_{'go_on' if words else 'again'}_{cost.kind}",
                   on_click=_go_on, args=(cost.kind,))
     return results
 
@@ -130,6 +163,13 @@ def was_stopped(kind: str, key: Hashable) -> bool:
     computes only when a button is pressed, and says so itself)."""
     state = shell().each.get(kind)
     return state is not None and state["stopped"] and state["request"] == (key,)
+
+
+def is_kept(part: Part) -> bool:
+    """Whether `part`'s result is kept for every visitor: `run` gives it at once, with no turn."""
+    results, lock = store()
+    with lock:
+        return part.key in results
 
 
 def queue_words(ahead: int, yours: int = 0) -> str:
@@ -144,31 +184,11 @@ def queue_words(ahead: int, yours: int = 0) -> str:
 
 
 @contextmanager
-def heavy_turn(say: Callable[[str], None]) -> Iterator[Callable[[], None]]:
-    """This visitor's turn of the heavy lane for work that draws its own progress (the Depth lab's
-    trainings, which are not analyses of checkpoints): `say` shows what it waits for. The function
-    it yields, called between steps, passes the turn when others wait and waits while typed pairs
-    are scored, as `run`'s parts do at their progress reports."""
-    def waiting(ahead: int, yours: int) -> None:
-        say(queue_words(ahead, yours))
-
-    def between() -> None:
-        TURNS.pass_turn(waiting)
-        if QUICK.busy():
-            say("Paused while typed pairs are scored")
-            QUICK.wait_idle(YIELD_SECONDS)
-
-    with TURNS.turn(waiting, visitor()):
-        between()
-        yield between
-
-
-@contextmanager
 def quick_turn(part: Part) -> Iterator[None]:
     """Hold the quick lane for a moment's work (`part`: what it is, in the words a wait is told in),
     on one thread, whoever waits told as the runner tells them: what app/shell/batches.py computes
     many visitors' typed pairs in."""
-    shown = Shown(None, False, [part], QUICK)
+    shown = Shown(None, None, [part], QUICK)
     try:
         shown.begin(0, part)
         with QUICK.turn(shown.waiting, visitor()):
@@ -213,10 +233,10 @@ class Shown:
     button; without, a note while the part waits its turn. Drawn from the first part not kept on
     (kept results draw nothing, not even an empty placeholder)."""
 
-    def __init__(self, cost: Cost | None, each: bool, todo: Sequence[Part], lane: Turns) -> None:
-        self.cost, self.each, self.todo, self.lane = cost, each, todo, lane
+    def __init__(self, cost: Cost | None, each: Each | None, todo: Sequence[Part], lane: Turns) -> None:
+        self.cost, self.each, self.todo, self.lane = cost, each, todo, lane  # each: the parts one at a time, or None
         self.slot = self.stop = None
-        self.i, self.label, self.guess, self.began = 0, "", 0.0, time.perf_counter()
+        self.i, self.label, self.guess, self.began, self.drawn = 0, "", 0.0, time.perf_counter(), 0.0
         self.script_thread = threading.get_ident()
 
     def begin(self, i: int, part: Part) -> None:
@@ -232,7 +252,7 @@ class Shown:
         left = pace.estimate(self.cost.kind, sum(p.units for p in self.todo[i:]), self.cost.seconds)
         self.slot.progress(i / len(self.todo), text=f"{self.label}: about {fmt_duration(left)} left")
         if self.stop is None:
-            words = ("Stops the checkpoint being computed at its next step, or when it ends; those finished are drawn"
+            words = (f"Stops what is being computed at its next step, or when it ends; the {self.each.what} finished are drawn"
                      if self.each else "Stops the computation at its next step; nothing is lost but the time spent")
             self.stop = st.empty()
             self.stop.button("Stop", key=f"_stop_{self.cost.kind}", icon=":material/stop:", on_click=_stop,
@@ -254,7 +274,7 @@ class Shown:
 
     def turn_came(self) -> None:
         self.after_quick(0.0, "starting")  # a computation's first step too: turns passed between several start them
-        self.began = time.perf_counter()  # the time left and the pace learned count from here
+        self.began, self.drawn = time.perf_counter(), 0.0  # the time left and the pace learned count from here; its first report drawn
         if self.cost is None:
             self.slot.empty()
 
@@ -275,6 +295,9 @@ class Shown:
             if passed:
                 self.slot.empty()
             return
+        if (now := time.perf_counter()) - self.drawn < DRAW_EVERY and not passed:  # a net's steps come every millisecond
+            return
+        self.drawn = now
         elapsed = time.perf_counter() - self.began
         left = elapsed * (1 - fraction) / fraction if fraction >= 0.1 else max(self.guess - elapsed, 0.0)
         later = sum(p.units for p in self.todo[self.i + 1:])

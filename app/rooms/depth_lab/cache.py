@@ -1,13 +1,11 @@
 """The depth lab's settings, and its default views precomputed (app/rooms/depth_lab/default.json,
 written by scripts/make_depth_default.py): the page's first view and the VGG comparison
-at its default settings draw without training anything; other settings train once and
-are kept for the process (the VGG nets one by one, so a stopped comparison keeps the
-nets it finished)."""
+at its default settings draw without training anything; other settings are trained through
+the runner, which keeps each net for every visitor (app/rooms/depth_lab/runs.py)."""
 
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
@@ -109,20 +107,10 @@ def precomputed(cfg: DepthConfig) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     return None if found is None else (found[0].copy(), found[1].copy())
 
 
-_VGG_TRAINED: OrderedDict[str, tuple[pd.DataFrame, pd.DataFrame]] = OrderedDict()  # this process's, newest last
-
-
-def vgg_result(depth: int, batchnorm: bool, steps: int, lr: float) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """One VGG net's (history, flow): shipped, or trained earlier in this process, else None."""
-    key = vgg_key(depth, batchnorm, steps, lr)
-    found = _precomputed().get(key) or _VGG_TRAINED.get(key)
+def shipped_vgg(depth: int, batchnorm: bool, steps: int, lr: float) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """One VGG net's (history, flow) shipped for these settings, else None."""
+    found = _precomputed().get(vgg_key(depth, batchnorm, steps, lr))
     return None if found is None else (found[0].copy(), found[1].copy())
-
-
-def keep_vgg(depth: int, batchnorm: bool, steps: int, lr: float, result: tuple[pd.DataFrame, pd.DataFrame]) -> None:
-    _VGG_TRAINED[vgg_key(depth, batchnorm, steps, lr)] = result
-    while len(_VGG_TRAINED) > 4 * len(VGG_NETS):  # the last few settings tried, a few MB at most
-        _VGG_TRAINED.popitem(last=False)
 
 
 def write_default(runs: list[tuple[DepthConfig, pd.DataFrame, pd.DataFrame]],

@@ -5,16 +5,15 @@ residual connections change; plus the coursework's VGG-8 vs VGG-38 in miniature.
 import pandas as pd
 import streamlit as st
 
-from albert_lab.analysis.depth import VGG_NETS
 from albert_lab.figures import depth_lab
 from albert_lab.figures.depth_lab import cut_at_divergence, divergence
 from app.rooms.depth_lab import cache as depth_cache
 from app.rooms.depth_lab import runs as depth_runs
 from app.rooms.depth_lab.cache import DEFAULTS, VARIANTS, VGG_DEFAULTS
 from app.rooms.depth_lab.reading import gradient_words, vgg_caption
-from app.shell import draw, links, pace
+from app.shell import draw, links, pace, runner
 from app.shell.built import shared
-from app.shell.costs import VGG_COST, vgg_units
+from app.shell.costs import VGG_COST
 from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.state import kept, set_widget, widget
@@ -54,11 +53,7 @@ with tab_mlp:
     CONTROLS.share()
     with guard("depth lab"):
         configs = [depth_cache.config(v, depth, width, init, std, steps, dropout) for v in variants]
-        results, stopped = depth_runs.train_all(configs)
-        if stopped:
-            st.info(f"Stopped: {len(results)} of {len(configs)} networks trained for these settings.",
-                    icon=":material/stop_circle:")
-            st.button("Train the others", key=key("go_on"), on_click=depth_runs.go_on_disc)
+        results = depth_runs.mlp_results(configs)  # after a Stop, those trained: the runner says so, and offers the others
         if results:
             history, flow = pd.concat([h for h, _ in results]), pd.concat([f for _, f in results])
             diverged = divergence(history)
@@ -103,25 +98,22 @@ with tab_vgg:
     steps = cols[0].slider("Steps", 50, 600, step=50, key=key("vgg_steps"))
     lr = cols[1].select_slider("SGD learning rate", VGG_LRS, key=key("vgg_lr"))
     VGG_CONTROLS.share()
-    missing = [(d, bn) for d, bn in VGG_NETS if depth_cache.vgg_result(d, bn, steps, lr) is None]
+    missing = [part for part in depth_runs.vgg_parts(steps, lr) if not runner.is_kept(part)]
     if not missing:  # drawn below without a click: nothing to train
         st.caption("Ready for these settings (shipped with the app, or trained here earlier): drawn below, nothing to "
                    "train. " + (depth_cache.shipped_note() if depth_cache.is_shipped(steps=steps, lr=lr) else ""))
     else:
-        eta = fmt_duration(pace.estimate(VGG_COST.kind, vgg_units(steps, missing), VGG_COST.seconds))
+        eta = fmt_duration(pace.estimate(VGG_COST.kind, sum(part.units for part in missing), VGG_COST.seconds))
         said = (f"about {eta} at this machine's pace last time" if pace.measured(VGG_COST.kind) else
                 f"about {eta} on two cores, longer when others use them")
         st.caption(f"Training {len(missing)} conv nets of {steps} steps takes {said}; a progress bar gives the time "
                    "left as it goes, and Stop keeps the nets already trained.")
-    if missing and st.button("Train VGG-8 and VGG-38, with and without BatchNorm", key=key("vgg_run")):
-        state.vgg_done, state.vgg_stopped = True, False
-    if state.vgg_done or state.vgg_stopped or not missing:
-        with guard("VGG comparison"):
-            results = depth_runs.vgg_nets(steps, lr) if state.vgg_done else [
-                r for r in (depth_cache.vgg_result(d, bn, steps, lr) for d, bn in VGG_NETS) if r is not None]
-            if state.vgg_stopped:
-                st.info(f"Stopped: {len(results)} of {len(VGG_NETS)} nets trained for these settings. "
-                        "Press Train to finish the others.", icon=":material/stop_circle:")
+    pressed = bool(missing) and st.button("Train VGG-8 and VGG-38, with and without BatchNorm", key=key("vgg_run"))
+    if pressed:
+        state.vgg_asked = (steps, lr)
+    if state.vgg_asked == (steps, lr) or not missing:
+        with guard("VGG comparison"):  # after a Stop, the nets trained: the runner says so, and offers the others
+            results = depth_runs.vgg_results(steps, lr, asked=pressed or not missing)
             if results:
                 history, flow = pd.concat([h for h, _ in results]), pd.concat([f for _, f in results])
                 figs = figures.vgg_figures(history, flow)

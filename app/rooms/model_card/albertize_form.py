@@ -9,7 +9,7 @@ import streamlit as st
 
 from albert_lab.checkpoint.sources import portable_name
 from app.rooms.model_card.state import ModelCardState
-from app.shell import loading, picker
+from app.shell import loading, making
 from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.state import kept
@@ -42,11 +42,10 @@ def albertize_section(name: str, source: str, spec: dict) -> None:
             go = st.form_submit_button("Convert (seconds)", type="primary")
         if go:
             with guard("converting"), st.spinner("Converting ..."):
-                out = albertize_into_runs(name, source, int(e), sharing, None if sharing == "none" else int(groups), init)
-                loading.available_checkpoints.clear()  # listed from now on, as converted:NAME
-                kept(ModelCardState).albertize_done = (f"converted:{out.name}", str(out))
+                made = albertize_into_runs(name, source, int(e), sharing, None if sharing == "none" else int(groups), init)
+                kept(ModelCardState).albertize_done = (made.converted, str(made.folder))
         if kept(ModelCardState).albertize_done is not None:
-            made, path = kept(ModelCardState).albertize_done
+            made_name, path = kept(ModelCardState).albertize_done
             from albert_lab.checkpoint.files import read_card
             from albert_lab.convert import attention_warning
 
@@ -56,19 +55,14 @@ def albertize_section(name: str, source: str, spec: dict) -> None:
                        f"{facts['groups']} group(s). MLM head: {facts['heads']['mlm']}; pair head: {facts['heads']['pair']}.")
             if warning := attention_warning(facts):
                 st.warning(warning, icon=":material/warning:")
-            if st.button(f"Pick {made} in the sidebar", key=key("albertize_pick")):
-                picker.add_checkpoint(made, path)
+            making.offer(made_name, path, key("albertize_pick"))
 
 
-def albertize_into_runs(name: str, source: str, e: int, sharing: str, groups: int | None, init: str) -> Path:
+def albertize_into_runs(name: str, source: str, e: int, sharing: str, groups: int | None, init: str) -> making.Made:
     """albertize into a fresh folder under runs/albertized/ (named after the source and the choices),
-    or the folder of the same conversion made before; within the app's disk quota."""
-    from albert_lab import limits
+    or the folder of the same conversion made before, in this visitor's turn (app/shell/making.py)."""
     from albert_lab.convert import albertize_into
-    from albert_lab.paths import runs_dir
 
     stem = f"{name.replace('/', '-')}-e{e}-{sharing}" + (f"-g{groups}" if groups and groups > 1 else "") + f"-{init}"
-    out, reused = albertize_into(runs_dir() / "albertized", stem, source, e, sharing, groups, init, quota=limits.APP_DISK_QUOTA)
-    if reused:
-        st.toast(f"The same conversion was made before: {out.name} is reused.", icon=":material/recycling:")
-    return out
+    return making.make(f"Albertizing {name}", albertize_into, "albertized", stem, source, e, sharing, groups, init,
+                       reused="The same conversion was made before")

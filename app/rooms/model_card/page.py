@@ -1,7 +1,6 @@
 """Model card: what a checkpoint is, where it came from, what it costs, what its heads can do."""
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -11,7 +10,7 @@ from albert_lab.checkpoint.sources import portable_name
 from app.rooms.model_card.albertize_form import albertize_section
 from app.rooms.model_card.state import ModelCardState
 from app.rooms.model_card.svg import parameters_by_component
-from app.shell import draw, links, loading, picker
+from app.shell import draw, links, loading, making
 from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.selection import Selection
@@ -31,22 +30,18 @@ def _table(frame: pd.DataFrame) -> None:
 
 
 def probe_into_runs(chosen: Selection, name: str, task: str, train_pairs: int, held_pairs: int, steps: int,
-                    log: Callable[[str], None]) -> tuple[Path, bool]:
+                    log: Callable[[str], None]) -> making.Made:
     """Fit a probe into a fresh folder under runs/probes/, or give the folder of the same probe fitted
-    before (the encoder's files, dtype and every choice alike); within the app's disk quota. The
-    cached model the other pages share is only read."""
+    before (the encoder's files, dtype and every choice alike), in this visitor's turn (app/shell/making.py).
+    The cached model the other pages share is only read."""
     loading.import_model_code()  # the probe trains with torch: never beside the warm-up's import
-    from albert_lab import limits
-    from albert_lab.paths import runs_dir
     from albert_lab.training.probe import probe_into
 
     source = dict(chosen.checkpoints)[name]
-    out, reused = probe_into(runs_dir() / "probes", f"{name.replace('/', '-')}-{task}-probe", source,
-                             lambda: chosen.only([name]).bundles()[0], task, train_pairs=train_pairs,
-                             heldout_pairs=held_pairs, steps=steps, dtype=chosen.dtype, quota=limits.APP_DISK_QUOTA, log=log)
-    if reused:
-        st.toast(f"The same probe was fitted before: {out.name} is reused.", icon=":material/recycling:")
-    return out, reused
+    return making.make(f"The {task.upper()} probe of {name}", probe_into, "probes", f"{name.replace('/', '-')}-{task}-probe",
+                       source, lambda: chosen.only([name]).bundles()[0], task, train_pairs=train_pairs,
+                       heldout_pairs=held_pairs, steps=steps, dtype=chosen.dtype, log=log,
+                       reused="The same probe was fitted before")
 
 
 def probe_section(chosen: Selection, name: str, heads: dict) -> None:
@@ -67,7 +62,8 @@ def probe_section(chosen: Selection, name: str, heads: dict) -> None:
             go = st.form_submit_button("Fit the probe (about a minute)", type="primary")
         if go:
             with guard("fitting the probe"), st.status("Fitting the probe ...", expanded=True) as status:
-                out, reused = probe_into_runs(chosen, name, task, int(train_pairs), int(held_pairs), int(steps), status.write)
+                made = probe_into_runs(chosen, name, task, int(train_pairs), int(held_pairs), int(steps), status.write)
+                out, reused = made.folder, made.reused
                 probe = read_card(out)["probe"]
                 status.update(label=f"{task.upper()} probe: held-out accuracy {probe['held_out_accuracy']:.3f} "
                                     f"[{probe['ci95'][0]:.2f}, {probe['ci95'][1]:.2f}] n={probe['pairs']['held_out']:,}"
@@ -76,8 +72,7 @@ def probe_section(chosen: Selection, name: str, heads: dict) -> None:
         if kept(ModelCardState).probe_done is not None:
             probe_name, probe_path, accuracy = kept(ModelCardState).probe_done
             st.success(f"Saved {portable_name(probe_path)} (held-out accuracy {accuracy:.3f}).")
-            if st.button(f"Pick {probe_name} in the sidebar", key=key("probe_pick")):
-                picker.add_checkpoint(probe_name, probe_path)
+            making.offer(probe_name, probe_path, key("probe_pick"))
 
 
 if loading.need_checkpoints():

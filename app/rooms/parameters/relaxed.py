@@ -20,7 +20,7 @@ from albert_lab.figures.parameters import CURVE_AXES, MAP_LABELS
 from albert_lab.spec import Init, Sharing
 from app.rooms.parameters.state import ParametersState
 from app.rooms.parameters.uptrained import uptrained_section
-from app.shell import costs, draw, links, loading, pace, picker, runner
+from app.shell import costs, draw, links, loading, making, pace, runner
 from app.shell.built import shared
 from app.shell.guard import guard
 from app.shell.registry import keys
@@ -221,11 +221,10 @@ def make_section(request: Request, ranks: list[str]) -> None:
     rank = cols[0].selectbox("Rank", ranks, index=min(1, len(ranks) - 1), key=key("relax_make_rank"))
     if cols[1].button(f"Make the rank-{rank} model (seconds)", key=key("relax_make")):
         with guard("relaxing"), st.spinner("Relaxing ..."):
-            out = relax_into_runs(request, rank)
-            loading.available_checkpoints.clear()  # listed from now on, as converted:NAME
-            state.relax_made = (f"converted:{out.name}", str(out))
+            made = relax_into_runs(request, rank)
+            state.relax_made = (made.converted, str(made.folder))
     if state.relax_made is not None:
-        made, path = state.relax_made
+        made_name, path = state.relax_made
         from albert_lab.checkpoint.files import read_card
         from albert_lab.checkpoint.sources import portable_name
 
@@ -234,21 +233,16 @@ def make_section(request: Request, ranks: list[str]) -> None:
                    f"(FFN), {facts.get('parameters', 0):,} parameters ({facts.get('parameters_added', 0):+,} on the ALBERT), "
                    f"{facts.get('energy_kept', 0):.1%} of the residual energy kept. Converted, not trained: uptrain it "
                    "with `albert-lab train --init-from`.")
-        if st.button(f"Pick {made} in the sidebar", key=key("relax_pick")):
-            picker.add_checkpoint(made, path)
+        making.offer(made_name, path, key("relax_pick"))
 
 
-def relax_into_runs(request: Request, rank: str) -> Path:
+def relax_into_runs(request: Request, rank: str) -> making.Made:
     """relax into a fresh folder under runs/relaxed/ (named after the source and the choices), or the
-    folder of the same model made before; within the app's disk quota."""
+    folder of the same model made before, in this visitor's turn (app/shell/making.py)."""
     loading.import_model_code()
-    from albert_lab import limits
-    from albert_lab.paths import runs_dir
     from albert_lab.relax import parse_rank, relax_into
 
     stem = f"{request.name.replace('/', '-').replace(':', '-')}-r{rank}-{request.sharing}-{request.init}"
-    out, reused = relax_into(runs_dir() / "relaxed", stem, request.source, parse_rank(rank), sharing=request.sharing,
-                             init=request.init, quota=limits.APP_DISK_QUOTA)
-    if reused:
-        st.toast(f"The same model was made before: {out.name} is reused.", icon=":material/recycling:")
-    return out
+    return making.make(f"The rank-{rank} model of {request.name}", relax_into, "relaxed", stem, request.source,
+                       parse_rank(rank), sharing=request.sharing, init=request.init,
+                       reused="The same model was made before")
