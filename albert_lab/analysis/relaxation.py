@@ -14,12 +14,12 @@ uptraining sweep (training/sweep.py) measures its trained models with it.
 from __future__ import annotations
 
 import copy
-import math
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
-from typing import Any
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
