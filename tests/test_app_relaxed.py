@@ -48,11 +48,14 @@ def test_the_curve_shown_is_the_librarys(app, held, shipped):
     table = next(t.value for t in at.dataframe if "share of source" in t.value)
     assert list(table.model) == list(curve.model) == ["ALBERT (rank 0)", "rank 2", "rank full", "source BERT"]
     assert list(table["parameters"]) == [f"{p:,}" for p in curve.parameters]
-    assert list(table["MLM accuracy"]) == [f"{a:.3f}" for a in curve.mlm_accuracy]
+    assert list(table["MLM accuracy"]) == [f"{a:.3f} [{lo:.3f}, {hi:.3f}]" for a, lo, hi in
+                                           zip(curve.mlm_accuracy, curve.mlm_low, curve.mlm_high)]
     assert list(table["NSP accuracy"]) == [f"{a:.3f} [{lo:.3f}, {hi:.3f}]" for a, lo, hi in
                                            zip(curve.pair_accuracy, curve.pair_low, curve.pair_high)]
     assert list(table["energy kept"]) == [f"{e:.1%}" for e in curve.energy_kept]
     assert len(charts(at)) == others + 3  # the curve, the energy kept, what sharing took
+    remarks = [m.value for m in at.markdown if m.value.startswith("- rank 2 (")]
+    assert len(remarks) == 1 and "MLM " in remarks[0] and "NSP " in remarks[0] and "roughness" in remarks[0]  # every panel
     sentence = next(m.value for m in at.markdown if "carries most of what makes each layer its own" in m.value)
     at2 = energy[energy["rank"] == "2"]
     top = at2.groupby("map").energy.sum().idxmax()

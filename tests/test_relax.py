@@ -292,6 +292,10 @@ def test_the_curve_runs_from_albertize_to_the_source(tiny_bert):
     assert set(energy["rank"]) == {"0", "2", "full"} and len(energy) == 3 * 3 * 6  # ranks x applications x maps
     assert seen == sorted(seen) and seen[-1] == 1.0
     assert all("rank" in line for line in report(curve).remarks)
+    from albert_lab.figures.parameters import relaxation_figure
+
+    bars = [t for t in relaxation_figure(curve, "parameters", "t").data if t.name == "relaxed, by rank" and t.error_y.array is not None]
+    assert len(bars) == 2  # both accuracies drawn with their intervals
 
 
 def test_inference_merges_each_correction_once_and_follows_training(tokenizer):

@@ -181,10 +181,11 @@ def relaxation_figure(curve: pd.DataFrame, x: str, title: str) -> go.Figure:
         where = rank_labels(list(relaxed[x]), list(relaxed[column].astype(float)), span, labelled=list(relaxed.end != "ALBERT"))
         ranks = [str(r) if w else "" for r, w in zip(relaxed["rank"], where, strict=True)]
         positions = [w or "top center" for w in where]
-        error = (dict(type="data", array=relaxed.pair_high - relaxed.pair_accuracy,
-                      arrayminus=relaxed.pair_accuracy - relaxed.pair_low, thickness=1.2) if column == "pair_accuracy" else None)
+        low, high = column.replace("accuracy", "low"), column.replace("accuracy", "high")
+        error = (dict(type="data", array=relaxed[high] - relaxed[column], arrayminus=relaxed[column] - relaxed[low],
+                      thickness=1.2) if column.endswith("accuracy") and high in relaxed else None)
         fig.add_trace(go.Scatter(x=relaxed[x], y=relaxed[column], mode="lines+markers+text", text=ranks, cliponaxis=False,
-                                 textposition=positions, textfont=dict(size=11), name="relaxed, labelled by rank",
+                                 textposition=positions, textfont=dict(size=11), name="relaxed, by rank",
                                  legendgroup="relaxed", showlegend=i == 0, line=dict(color=SERIES_COLOURS[0]),
                                  marker=dict(size=8), error_y=error, customdata=relaxed[["model", "parameters"]],
                                  hovertemplate="%{customdata[0]}: %{y:.4g} with %{customdata[1]:,} parameters<extra></extra>"),

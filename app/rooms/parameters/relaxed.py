@@ -108,7 +108,8 @@ def relaxed_view() -> None:
     if asked:
         state.relax_asked = request
     if state.relax_asked != request:
-        st.caption("The curve is computed when asked: a minute or more of this server's cores.")
+        st.caption("The curve is computed when asked, in this visitor's turn; the button says how long, "
+                   "at this server's own pace.")
     else:
         with guard("the relaxation curve"):
             done = compute(request, asked, DEFAULT_PAIRS)
@@ -163,7 +164,9 @@ def draw_curve(request: Request, curve: pd.DataFrame, energy: pd.DataFrame) -> N
                                            f"shared blocks start from: {request.init}</sup>"), f"relaxation-{request.name.replace(':', '-')}")
     st.caption(f"MLM on {int(curve.mlm_n.max()):,} masked tokens, the pair task on {pairs:,} held-out pairs (95% Wilson "
                "intervals); KL: the source's MLM distribution against each model's at those tokens; roughness: "
-               "Figure 1's zig-zag on the built-in sample. The dotted line in each panel is the source BERT's value.")
+               "Figure 1's zig-zag on the built-in sample; energy kept: of what sharing took from the layers (the "
+               "squared norm of each layer's weights minus the shared block's), the share the rank-r corrections give "
+               "back. The dotted line in each panel is the source BERT's value.")
     st.dataframe(curve_table(curve), hide_index=True, width="stretch")
     draw.download(curve, "relaxation-curve.csv", "Download the curve (CSV)")
     energy_section(energy)
@@ -171,13 +174,13 @@ def draw_curve(request: Request, curve: pd.DataFrame, energy: pd.DataFrame) -> N
 
 
 def curve_table(curve: pd.DataFrame) -> pd.DataFrame:
-    """The curve as the page shows it: numbers rounded, the pair accuracy with its interval."""
-    pair = [f"{a:.3f} [{lo:.3f}, {hi:.3f}]" if pd.notna(a) else "-"
-            for a, lo, hi in zip(curve.pair_accuracy, curve.pair_low, curve.pair_high)]
+    """The curve as the page shows it: numbers rounded, the accuracies with their intervals."""
+    pair, mlm = ([f"{a:.3f} [{lo:.3f}, {hi:.3f}]" if pd.notna(a) else "-" for a, lo, hi in zip(curve[f"{t}_accuracy"],
+                 curve[f"{t}_low"], curve[f"{t}_high"])] for t in ("pair", "mlm"))
     return pd.DataFrame({"model": curve.model, "end": curve.end, "parameters": [f"{p:,}" for p in curve.parameters],
                          "share of source": [f"{s:.1%}" for s in curve.share_of_source],
                          "energy kept": [f"{e:.1%}" for e in curve.energy_kept],
-                         "MLM accuracy": [f"{a:.3f}" if pd.notna(a) else "-" for a in curve.mlm_accuracy],
+                         "MLM accuracy": mlm,
                          f"{(next((t for t in curve.pair_task if t), '') or 'pair').upper()} accuracy": pair,
                          "KL": [f"{k:.3f}" if pd.notna(k) else "-" for k in curve.kl.clip(lower=0)],
                          "roughness": [f"{r:.3f}" if pd.notna(r) else "-" for r in curve.roughness]})
