@@ -400,3 +400,32 @@ def test_the_curves_words_cover_every_panel_with_its_uncertainty():
     assert "KL from the source 0.380 (the ALBERT's 0.650)" in rank4 and "roughness 0.56, rougher than the source BERT's 0.40" in rank4
     assert "MLM 0.150 [" in rank16
     assert "above the ALBERT's 0.128, level with the source's 0.169 (a difference within chance), 54% of what" in rank16
+
+
+def test_the_uptrained_words_say_what_chance_cannot_tell_apart():
+    """bert-nsp after 300 steps (MLM on 4,000 tokens, NSP on 256 pairs): the ALBERT's NSP 0.801 is told
+    apart from the source's 0.941, rank 4's 0.938 is not; of the ALBERT-sized models rank 4 ends best on
+    MLM, by less than chance tells from the ALBERT."""
+    import pandas as pd
+
+    from albert_lab.analysis.intrinsic import wilson_interval
+    from albert_lab.analysis.relaxation import uptrain_report
+
+    def frame(rows):
+        out = []
+        for model, end, params, mlm, nsp in rows:
+            (m_lo, m_hi), (p_lo, p_hi) = wilson_interval(round(mlm * 4000), 4000), wilson_interval(round(nsp * 256), 256)
+            out.append(dict(model=model, end=end, parameters=params, share_of_source=params / 6_886_144, mlm_accuracy=mlm,
+                            mlm_low=m_lo, mlm_high=m_hi, mlm_n=4000, pair_task="nsp", pair_accuracy=nsp, pair_low=p_lo,
+                            pair_high=p_hi, pair_n=256))
+        return pd.DataFrame(out)
+
+    before = frame([("ALBERT (rank 0)", "ALBERT", 3_003_136, 0.120, 0.523), ("rank 4", "", 3_130_368, 0.110, 0.934),
+                    ("source BERT", "source BERT", 6_886_144, 0.156, 0.945)])
+    after = frame([("ALBERT (rank 0)", "ALBERT", 3_003_136, 0.144, 0.801), ("rank 4", "", 3_130_368, 0.148, 0.938),
+                   ("source BERT", "source BERT", 6_886_144, 0.156, 0.941)])
+    albert, rank4, best = uptrain_report(before, after).remarks
+    assert "NSP 0.523 -> 0.801 [" in albert and "85% of the source's 0.941 (below it)" in albert
+    assert "NSP 0.934 -> 0.938 [" in rank4 and "100% of the source's 0.941 (a difference within chance)" in rank4
+    assert best.startswith("Of the models within 10% of the ALBERT's 3,003,136 parameters, rank 4 ends best on MLM (0.148)")
+    assert best.endswith("level with ALBERT (rank 0)'s 0.144 (a difference within chance)")

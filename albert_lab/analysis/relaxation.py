@@ -291,7 +291,9 @@ def report(frame: pd.DataFrame) -> Report:
 
 def uptrain_report(before: pd.DataFrame, after: pd.DataFrame) -> Report:
     """What `albert-lab relax --uptrain` says beside its two curves: for each model, its MLM and pair
-    accuracy before and after training, and the share of the source's (trained as long) it reaches."""
+    accuracy before and after training with the 95% interval, the share of the source's (trained as
+    long) it reaches and whether it is told apart from the source's; then which model of about the
+    ALBERT's size (within 10% of its parameters) ends best, and whether chance tells it from the next."""
     source = after[after.end == SOURCE]
     if not len(source):
         return Report()
@@ -306,7 +308,20 @@ def uptrain_report(before: pd.DataFrame, after: pd.DataFrame) -> Report:
             if not (np.isfinite(now) and np.isfinite(best) and best > 0):
                 continue
             then = f"{float(was[column]):.3f} -> " if was is not None and np.isfinite(float(was[column])) else ""
-            parts.append(f"{label} {then}{now:.3f} ({now / best:.0%} of the source's {best:.3f})")
+            low, high = getattr(row, column.replace("accuracy", "low")), getattr(row, column.replace("accuracy", "high"))
+            where = _against(row, top, column, "the source's").split(" ")[0]  # above, below or level
+            parts.append(f"{label} {then}{now:.3f} [{low:.3f}, {high:.3f}], {now / best:.0%} of the source's {best:.3f}"
+                         + (" (a difference within chance)" if where == "level" else f" ({where} it)"))
         if parts:
-            remarks.append(f"{row.model} ({row.share_of_source:.0%} of the source's parameters): " + ", ".join(parts))
+            remarks.append(f"{row.model} ({row.share_of_source:.0%} of the source's parameters): " + "; ".join(parts))
+    small = after[after.end != SOURCE]
+    albert = small[small.end == "ALBERT"]
+    if len(albert) and np.isfinite(small.mlm_accuracy).sum() > 1:
+        size = float(albert.parameters.iloc[0])
+        near = small[small.parameters <= 1.1 * size].sort_values("mlm_accuracy", ascending=False)
+        if len(near) > 1:
+            first, second = near.iloc[0], near.iloc[1]
+            told = _against(first, second, "mlm_accuracy", second.model)
+            remarks.append(f"Of the models within 10% of the ALBERT's {size:,.0f} parameters, {first.model} ends best on MLM "
+                           f"({first.mlm_accuracy:.3f}): {told}")
     return Report(remarks=tuple(remarks))
