@@ -204,15 +204,17 @@ globals().update(VERBS)  # al.oscillation, al.score, ...: one per record
 def slices(scores: Result | pd.DataFrame, by: str = "label") -> Result:
     """A scored file (al.score's Result or its frame) sliced `by` 'label', 'length', 'unknown pieces' or one
     of the file's own columns: each group's accuracy with its 95% interval per checkpoint, as the Sentence
-    pairs page draws it (analysis.slices.slice_accuracy)."""
+    pairs page draws it (analysis.slices.slice_accuracy), with what each interval allows (`reads`) and the
+    page's words under the table (`reading`)."""
     from albert_lab.analysis.slices import slice_accuracy, slice_names
     from albert_lab.figures.sentence_pairs import slice_figure
+    from albert_lab.readings.sentence_pairs import slices_reading, with_reads
 
     frame = scores.frame if isinstance(scores, Result) else scores
     if by not in slice_names(frame):
         raise AlbertLabError(f"no slice {by!r}; these pairs slice by {', '.join(slice_names(frame))}")
-    table = slice_accuracy(frame, by)
-    return Result("slices", table, lambda theme=None: slice_figure(table, by, theme=theme))
+    table = with_reads(slice_accuracy(frame, by), by)
+    return Result("slices", table, lambda theme=None: slice_figure(table, by, theme=theme), slices_reading(table, by))
 
 
 def head_view(model: Models, text: str, application: int = 1, value: str = "weight", repeat: int = 1) -> Result:

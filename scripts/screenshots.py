@@ -42,8 +42,10 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "-
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 VIEWPORT = {"width": 1400, "height": 900}
 # Streamlit 1.67 with toolbarMode = "minimal" shows no running-status widget; a rerun marks
-# the elements it has not redrawn yet as stale, and cached work shows a spinner.
-BUSY = ("() => !!document.querySelector('[data-stale=\"true\"], [data-testid=\"stSpinner\"], "
+# the elements it has not redrawn yet as stale, and cached work shows a spinner. The app's element says
+# whether its script runs (a page computing between two elements, under load, was shot half drawn).
+BUSY = ("() => !document.querySelector('[data-testid=\"stApp\"][data-test-script-state=\"notRunning\"]') "
+        "|| !!document.querySelector('[data-stale=\"true\"], [data-testid=\"stSpinner\"], "
         "[data-testid=\"stSkeleton\"], [data-testid=\"stStatusWidget\"]') "
         "|| [...document.querySelectorAll('button')].some(b => /(^|\\s)Stop$/.test(b.innerText.trim()))")
 # The last line: a computation's bar, whose Stop button's text follows its icon's name ('stop\nStop'; an exact

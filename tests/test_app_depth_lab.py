@@ -128,12 +128,19 @@ def test_the_vgg_caption_says_what_its_curves_show(app):
     assert "**VGG-8** stays at chance" in caption and "**VGG-38** stays at chance" in caption, caption
     assert "**VGG-8 + BatchNorm** learns" in caption and "**VGG-38 + BatchNorm** learns" in caption, caption
     assert "without BatchNorm not even 8 layers learn, and with it both depths do" in caption, caption
+    from albert_lab.analysis.depth import VGG_NETS
+    from albert_lab.readings.depth_lab import reading
+    from app.rooms.depth_lab.cache import shipped_vgg
+
+    nets = [shipped_vgg(depth, bn, 300, 0.1) for depth, bn in VGG_NETS]  # the curves drawn, as compare_vgg returns them
+    history, flow = (pd.concat([net[i] for net in nets], ignore_index=True) for i in (0, 1))
+    assert reading(history, flow, 300, 0.1) == caption  # a notebook reading these frames says what the page says
 
 
 def test_the_vgg_caption_follows_other_curves():
     """Histories of other settings get their own words: the coursework's case (depth alone stops the plain
     net), a net that rises and falls back, and a stopped comparison (no summary of nets not trained)."""
-    from app.rooms.depth_lab.reading import vgg_caption
+    from albert_lab.readings.depth_lab import vgg_caption
 
     def history(curves: dict[str, list[float]]) -> pd.DataFrame:
         return pd.DataFrame([dict(model=name, step=20 * i, loss=1.0, test_accuracy=a)
@@ -292,7 +299,7 @@ def test_depth_lab_trains_in_its_turn_after_another_visitors_computation(app, mo
 
 def test_the_vgg_caption_reads_the_gradient_panel_beside_it(app):
     """VGG-38's first layers at about 1e-20 against VGG-8's 1e-6 is the depth lesson the panel draws; no text said it."""
-    from app.rooms.depth_lab.reading import gradient_words
+    from albert_lab.readings.depth_lab import gradient_words
 
     def flow(first: dict[str, float]) -> pd.DataFrame:
         return pd.DataFrame([dict(model=m, step=s, layer=layer, mean_abs=v * (1 if s == 300 else 9) * 10 ** (layer - 1))

@@ -67,6 +67,12 @@ def test_an_uploads_note_reads_its_own_numbers(app):
     for row in summary.itertuples():  # each checkpoint's accuracy, interval and what its head was asked
         assert f"**{row.checkpoint}** ({row.head.upper()} head, asked: " in reading and f" {row.accuracy:.2f} [" in reading
     assert "bert-nsp" in set(summary.checkpoint) and "An NSP head (bert-nsp) was trained to tell" in reading
+    import albert_lab as al  # a notebook's score of the same file says what the page says, word for word
+
+    scored = al.score(["albert-sop", "bert-nsp", "hub-albert"], pd.DataFrame(rows, columns=["sentence_a", "sentence_b", "label"]))
+    assert scored.reading == reading
+    captions = [c.value for c in at.caption]  # under the slices table (by label, the first slice): the library's words too
+    assert all(said in captions for said in al.slices(scored, "label").reading.split("\n\n")), captions
     # the paper's figure is labelled as the paper's, on its own pairs
     (note,) = [m.value for m in at.markdown if "Table 5" in m.value and "From the paper" in m.value]
     assert "on the paper's own held-out pairs, not your file" in note
@@ -81,7 +87,7 @@ def test_the_reading_says_when_an_interval_is_too_wide_and_why_nsp_scores_on_swa
     import pandas as pd
 
     from albert_lab.analysis.pairs import labelled_accuracy, summarize
-    from app.rooms.sentence_pairs.reading import upload_reading
+    from albert_lab.readings.sentence_pairs import upload_reading
 
     labels = [1 if i % 3 == 2 else 0 for i in range(20)]
     guesses = {"albert-sop": ("sop", [1 - label if i < 11 else label for i, label in enumerate(labels)]),

@@ -85,7 +85,7 @@ def test_a_links_slice_and_filters_wait_for_the_visitors_own_file(app):
 def test_a_slices_reading_says_below_the_base_rate_where_its_interval_holds_chance_but_not_the_base_rate():
     """bert-sop-minilm at 15-16 words: 3/13 = 0.231 [0.082, 0.503] against a base rate of 0.769: too few to
     tell from chance, yet reliably worse than always answering the commoner label (the reading stopped at chance)."""
-    from app.rooms.sentence_pairs.reading import slice_words, verdict
+    from albert_lab.readings.sentence_pairs import slice_words, verdict
 
     assert slice_words(0.082, 0.503, 13, "label 0", 0.769, False) == \
         "too few to tell from chance, but below always answering label 0 (0.77)"
@@ -96,6 +96,6 @@ def test_a_slices_reading_says_below_the_base_rate_where_its_interval_holds_chan
 
 
 def test_shares_round_half_up_as_people_round():
-    from app.shell.text import two
+    from albert_lab.readings.numbers import two
 
     assert two(19 / 40) == "0.48" and two(0.474) == "0.47" and two(1.0) == "1.00" and two(float("nan")) == "nan"

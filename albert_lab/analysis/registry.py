@@ -210,7 +210,7 @@ SCORE = Analysis(
     epilog=("Precision: on a GPU (CUDA) a float32 model (the default --dtype) scores with TF32 matmuls, or under bf16 "
             f"autocast where that too keeps every score within {SCORE_TOLERANCE} of full float32's; in full float32 where "
             "neither would (a bound from the model's depth and its pair head's weights: albert_lab/analysis/pairs.py). "
-            "On the CPU, in --dtype's precision."), figure="sentence_pairs.scores_figure")
+            "On the CPU, in --dtype's precision."), figure="sentence_pairs.scores_figure", reading="sentence_pairs.reading")
 
 EXTRAPOLATE = Analysis(
     "extrapolate", "run a shared block for K x L applications: distances, angles, MLM accuracy, verdict",

@@ -49,14 +49,6 @@ def quoted(text: object) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def two(share: float) -> str:
-    """A share to two decimals, a half rounded up as people round it: 19/40 = 0.475 -> '0.48' (f"{0.475:.2f}"
-    gives '0.47': the float lies just below 0.475); the shortest decimal that reads back as the float is rounded."""
-    from decimal import ROUND_HALF_UP, Decimal
-
-    return str(Decimal(repr(float(share))).quantize(Decimal("0.01"), ROUND_HALF_UP)) if share == share else "nan"
-
-
 def fmt_count(value: float | int) -> str:
     """515 -> '515', 25637385 -> '25,637,385' (never '515.0000')."""
     return f"{round(value):,}"

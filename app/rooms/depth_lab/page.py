@@ -7,10 +7,10 @@ import streamlit as st
 
 from albert_lab.figures import depth_lab
 from albert_lab.figures.depth_lab import cut_at_divergence, divergence
+from albert_lab.readings.depth_lab import reading as depth_reading
 from app.rooms.depth_lab import cache as depth_cache
 from app.rooms.depth_lab import runs as depth_runs
 from app.rooms.depth_lab.cache import DEFAULTS, VARIANTS, VGG_DEFAULTS
-from app.rooms.depth_lab.reading import gradient_words, vgg_caption
 from app.shell import draw, links, pace, runner
 from app.shell.built import shared
 from app.shell.costs import VGG_COST
@@ -120,7 +120,7 @@ with tab_vgg:
                 left, right = st.columns(2)
                 draw.chart(figs["accuracy"], "vgg-accuracy", container=left, share=0.5)
                 draw.chart(figs["layers"], "vgg-gradient-per-layer", container=right, share=0.5)
-                st.markdown(vgg_caption(history, steps, lr) + " " + gradient_words(flow))  # read off the curves drawn
+                st.markdown(depth_reading(history, flow, steps, lr))  # read off the curves drawn
                 draw.download(history, "vgg-history.csv")
     draw.paper_note("VGG_38 without normalisation had average gradients of about 0 in "
                   "every layer and test accuracy around 1% on CIFAR-100 (chance); BatchNorm after every conv layer "

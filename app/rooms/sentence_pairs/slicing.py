@@ -9,7 +9,7 @@ import streamlit as st
 
 from albert_lab.analysis.slices import LABEL, LENGTH, UNKNOWN, UNKNOWN_BINS, slice_accuracy, slice_names, slice_of
 from albert_lab.figures import sentence_pairs
-from app.rooms.sentence_pairs.reading import slice_words
+from albert_lab.readings.sentence_pairs import slices_reading, with_reads
 from app.shell import draw, links
 from app.shell.built import shared
 from app.shell.registry import keys
@@ -37,28 +37,18 @@ def slices_view(scores: pd.DataFrame) -> tuple[str, pd.Series]:
                            + "; any other column of your file groups the pairs by its values.")
     chosen.share()
     groups = slice_of(scores, by)
-    table = slice_accuracy(scores, by)
+    table = with_reads(slice_accuracy(scores, by), by)
     if not table.n.any():
-        st.caption("No pair has a label, so there is no accuracy per group: add a `label` column (0 or 1).")
+        st.caption(slices_reading(table, by))
         return by, groups
     draw.chart(pair_figures.slice_figure(table, by), f"pairs-by-{by.replace(' ', '-')}")
-    table["reads"] = [slice_words(r.low, r.high, r.n, f"label {r.always}", r.base, by == LABEL)
-                      for r in table.itertuples()]
     by_label = by == LABEL  # each group one label: answering it always scores 1 there, so no base rate is compared
     # what the interval allows beside the interval, the counts after it: at 1280 px the reading, last, was cut off
     shown = ["slice", "checkpoint", "accuracy", "low", "high", "reads", "n", "hits", "pairs", *([] if by_label else ["base"])]
     st.dataframe(table[shown].assign(slice=table.slice.astype(str)), hide_index=True, width="stretch",
                  column_config=_columns(by), height="content" if len(table) <= MAX_ROWS_SHOWN else "auto")
-    if by_label:
-        st.caption("By label, a group's accuracy is how often the head gets that label right. A head that always answered "
-                   "label 0 would score 1 on the label-0 group and 0 on the label-1 group, so read the two groups "
-                   "together: each is compared with chance only.")
-    small = table[table.reads.str.startswith("too few")]
-    if len(small):
-        held = "chance" if by_label else "chance or what always answering the group's commoner label scores"
-        st.caption(f"{len(small)} of the {len(table[table.n > 0])} accuracies (a group's, by one checkpoint) rest on "
-                   f"too few pairs to conclude: their interval holds {held}, so a difference between groups there may "
-                   "be luck. More pairs per group narrow the intervals.")
+    for said in filter(None, slices_reading(table, by).split("\n\n")):  # the library's words, a caption each
+        st.caption(said)
     draw.download(table.assign(slice=table.slice.astype(str)), f"pair-slices-{by.replace(' ', '-')}.csv",
                   "Download the slices (CSV)")
     return by, groups

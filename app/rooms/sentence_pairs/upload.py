@@ -15,9 +15,9 @@ from albert_lab.analysis.registry import SCORE
 from albert_lab.data.pairs_file import read_pairs
 from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from albert_lab.figures import sentence_pairs
+from albert_lab.readings.sentence_pairs import NO_LABELS, upload_reading
 from app.rooms.sentence_pairs import pair_rows, slicing
 from app.rooms.sentence_pairs.common import PairsState, model_size
-from app.rooms.sentence_pairs.reading import upload_reading
 from app.rooms.sentence_pairs.scores import show_scores
 from app.shell import draw, links, runner
 from app.shell.built import shared
@@ -118,8 +118,7 @@ def upload_tab(bundles: list) -> None:
         upload_chart(summary, scores)
         if not summary.labelled.any():  # a file without labels: no accuracy to show, no columns of blanks
             summary = summary.drop(columns=list(LABEL_COLUMNS))
-            st.caption("The file has no labels, so there is no accuracy: the chart and the table show how the "
-                       "checkpoints rate the pairs as given and swapped. Add a `label` column (0 or 1) to measure it.")
+            st.caption(NO_LABELS)
         st.dataframe(summary, hide_index=True, width="stretch",
                      column_config={"head_status": "head is",  # short names: all fit 1400 px; the help is the CLI's legend
                                     "pairs": st.column_config.NumberColumn("pairs", help=SUMMARY_MEANINGS["pairs"]),

@@ -1,7 +1,8 @@
 """What the Depth lab's VGG charts show, in words read off their own curves: which nets learn and
 which stay at chance, what that says at these settings, and how far the gradient reaches the first
-layers. Pure functions of the frames the charts draw (analysis.depth: model, step, test_accuracy;
-model, step, layer, mean_abs), so the caption follows any settings."""
+layers. Pure functions of the frames the charts draw (analysis.depth.compare_vgg's history: model,
+step, test_accuracy; its flow: model, step, layer, mean_abs), so the caption follows any settings:
+the page shows `reading`, and a notebook gets the same words from the same frames."""
 
 from __future__ import annotations
 
@@ -51,6 +52,11 @@ def vgg_caption(history: pd.DataFrame, steps: int, lr: float) -> str:
         elif not any(nets.values()):
             text += " None learns at these settings."
     return text + " The coursework's 47-52% below is CIFAR-100 after full training."
+
+
+def reading(history: pd.DataFrame, flow: pd.DataFrame, steps: int, lr: float) -> str:
+    """Everything the VGG tab says under its two charts, as markdown: the accuracy curves, then the gradient panel."""
+    return vgg_caption(history, steps, lr) + " " + gradient_words(flow)
 
 
 VANISHED = 1e3  # a first layer's mean |dL/dW| this many times smaller than the other net's: the gradient vanished

@@ -1,14 +1,19 @@
-"""What an uploaded file's accuracies say, in words made from the upload's own numbers: each head's
+"""What the Sentence pairs page says of a scored file, in words made from its own numbers: each head's
 accuracy with its interval and what it was asked, the score the labels' base rate gives for free,
-when an interval is too wide to conclude, and why an NSP head can score on swapped pairs. Pure
-functions of analysis.pairs' scores and labelled_accuracy."""
+when an interval is too wide to conclude, and why an NSP head can score on swapped pairs; of its
+slices, what each group's interval allows. Pure functions of analysis.pairs' scores and
+analysis.slices' tables: the page shows them, `al.score(...).reading` and `al.slices(...)` carry them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pandas as pd
 
-from albert_lab.analysis.pairs import base_rate, majority
-from app.shell.text import two
+from albert_lab.analysis.pairs import base_rate, labelled_accuracy, majority, summarize
+from albert_lab.analysis.slices import LABEL
+from albert_lab.readings.numbers import two
 
 CHANCE = 0.5  # a coin's accuracy on two labels
 HEAD_QUESTION = {"sop": "is A then B the original order?", "nsp": "is B the segment that follows A?"}
@@ -40,6 +45,17 @@ def verdict(low: float, high: float, always: int, bar: float, n: int) -> str:
     if high < CHANCE:
         return "worse than chance, beyond the interval: the head tends to answer the other way"
     return f"better than chance but worse than always answering label {always}, beyond the interval"
+
+
+NO_LABELS = ("The file has no labels, so there is no accuracy: the chart and the table show how the checkpoints rate "
+             "the pairs as given and swapped. Add a `label` column (0 or 1) to measure it.")
+
+
+def reading(scores: pd.DataFrame, cards: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """What the page says under a scored file's chart (`scores`: analysis.pairs.score_pairs'), as markdown: with
+    labels, upload_reading; without, that there is no accuracy to read. `cards` is the records' shape, unused."""
+    labelled = labelled_accuracy(summarize(scores))
+    return upload_reading(labelled, scores) if len(labelled) else NO_LABELS
 
 
 def upload_reading(labelled: pd.DataFrame, scores: pd.DataFrame) -> str:
@@ -96,3 +112,30 @@ def slice_words(low: float, high: float, n: int, always: object, base: float, by
     if bar is not None and high < bar:
         return f"above chance, below always answering {always} ({two(bar)})"
     return "above chance" + ("" if bar is None else " and the base rate")
+
+
+SLICES_WITHOUT_LABELS = "No pair has a label, so there is no accuracy per group: add a `label` column (0 or 1)."
+BY_LABEL = ("By label, a group's accuracy is how often the head gets that label right. A head that always answered "
+            "label 0 would score 1 on the label-0 group and 0 on the label-1 group, so read the two groups "
+            "together: each is compared with chance only.")
+
+
+def with_reads(table: pd.DataFrame, by: str) -> pd.DataFrame:
+    """analysis.slices.slice_accuracy's table with `reads`: what each group's interval allows (slice_words)."""
+    return table.assign(reads=[slice_words(r.low, r.high, r.n, f"label {r.always}", r.base, by == LABEL)
+                               for r in table.itertuples()])
+
+
+def slices_reading(table: pd.DataFrame, by: str) -> str:
+    """What the page says under a slices table (`table`: with_reads'), as markdown: read by label, the groups
+    together; and how many accuracies rest on too few pairs to conclude."""
+    if not table.n.any():
+        return SLICES_WITHOUT_LABELS
+    said = [BY_LABEL] if by == LABEL else []
+    small = table[table.reads.str.startswith("too few")]
+    if len(small):
+        held = "chance" if by == LABEL else "chance or what always answering the group's commoner label scores"
+        said.append(f"{len(small)} of the {len(table[table.n > 0])} accuracies (a group's, by one checkpoint) rest on "
+                    f"too few pairs to conclude: their interval holds {held}, so a difference between groups there may "
+                    "be luck. More pairs per group narrow the intervals.")
+    return "\n\n".join(said)
