@@ -161,6 +161,23 @@ def relaxation_units(spec: ModelSpec, ranks: int, pairs: int) -> float:
     return (ranks + 1) * (pairs + 16) * size(spec)
 
 
+# ---- the Depth lab's nets (analysis/depth.py): the page's options, within what its two cores train in minutes ----------
+Init = Literal["gaussian", "pytorch", "he"]  # gaussian: N(0, init_std^2), the notes' "naive" initialisation
+Variant = Literal["none", "batchnorm_before", "batchnorm_after", "layernorm", "residual"]
+# The disc MLP's (depth.DepthConfig's fields; the defaults, the lecture notes' toy, are the page's first view)
+DISC_OPTIONS = (
+    AnalysisOption("depth", int, 16, bounds=Range(1, 48), help="hidden layers"),
+    AnalysisOption("width", Literal[8, 16, 32, 64, 128], 32),
+    AnalysisOption("init", Init, "gaussian"),
+    AnalysisOption("init_std", float, 0.1, bounds=Range(0.001, 2.0)),
+    AnalysisOption("steps", int, 300, bounds=Range(50, 2000), help="SGD steps at lr 0.1"),
+    AnalysisOption("dropout", float, 0.0, bounds=Range(0.0, 0.8)),
+    AnalysisOption("variants", tuple, ("none", "batchnorm_before", "residual"), help="the nets compared (Variant)"))
+# The VGG nets' (depth.train_vgg's keywords; the defaults are shipped)
+VGG_OPTIONS = (AnalysisOption("steps", int, 300, bounds=Range(50, 600)),
+               AnalysisOption("lr", Literal[0.01, 0.02, 0.05, 0.1, 0.2], 0.1, help="SGD's learning rate"))
+
+
 # ---- the analyses, in the order `albert-lab --help` lists them ------------------------------------------
 # Seconds per unit: the median over albert-sop, albert-sop-minilm and bert-nsp of benchmarks/bench_estimates.py on
 # 2 cores (docs/benchmarks.md, "The time estimates", has each run); a busier server takes longer, and a bar's time
