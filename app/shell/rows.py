@@ -73,9 +73,9 @@ def parse(row: OptionRow, shown: Widget) -> Callable[[str], Any]:
     if row.base is bool:
         return links.parse_bool
     low, high = shown.range(row)
-    if row.base is int:
+    if row.base is int:  # a slider refuses a value off its steps; a number box takes it
         return links.parse_int(int(low if low is not None else -2 ** 63), int(high if high is not None else 2 ** 63),
-                               int(shown.step or 1))
+                               int(shown.step or 1) if shown.kind == "slider" else 1)
     if row.base is float:
         return links.parse_float(float(low if low is not None else "-inf"), float(high if high is not None else "inf"))
     return str
@@ -135,9 +135,10 @@ class Form:
         if starts:
             args.setdefault("value", self.default(name))
         low, high = shown.range(row)
+        step = args.pop("step", shown.step)
         if shown.kind == "slider":
-            return where.slider(shown.label, low, high, step=shown.step, format=shown.format, **args)
-        value = where.number_input(shown.label, low, high, step=shown.step, format=shown.format, **args)
+            return where.slider(shown.label, low, high, step=step, format=shown.format, **args)
+        value = where.number_input(shown.label, low, high, step=step, format=shown.format, **args)
         return None if shown.off is not None and value == shown.off else row.base(value)
 
 
