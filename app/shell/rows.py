@@ -84,10 +84,12 @@ def parse(row: OptionRow, shown: Widget) -> Callable[[str], Any]:
 class Form:
     """A room's shown option rows, by the option's name in the room (the rest of its widget key: 'agg' of
     oscillation's aggregate is osc_agg). `linked` forms restore their values from the link before drawing
-    (`controls().restore()`), so a widget gets no starting value of its own; the Training form's are its own."""
+    (`controls().restore()`), so a widget gets no starting value of its own; others start at the row's default (or
+    the widget's), and with `persist` keep their values after another page (the Training form)."""
 
-    def __init__(self, key: Callable[..., str], shown: Mapping[str, tuple[OptionRow, Widget]], linked: bool = True) -> None:
-        self.key, self.shown, self.linked = key, dict(shown), linked
+    def __init__(self, key: Callable[..., str], shown: Mapping[str, tuple[OptionRow, Widget]], linked: bool = True,
+                 persist: bool = False) -> None:
+        self.key, self.shown, self.linked, self.persist = key, dict(shown), linked, persist
 
     def row(self, name: str) -> OptionRow:
         return self.shown[name][0]
@@ -118,7 +120,7 @@ class Form:
         row, shown = self.shown[name]
         widget_key = self.key(name, *names)
         args = {"key": widget_key, "help": shown.help, **given}
-        if not self.linked:
+        if self.persist:
             args.setdefault("persist_state", "session")  # as left, after another page
         starts = not (self.linked or shown.state)  # a starting value of its own
         choices = list(args.pop("options", shown.choices(row) or ()))
@@ -127,7 +129,7 @@ class Form:
         if shown.kind == "multiselect":
             return where.multiselect(shown.label, choices, **args)
         if choices:
-            return _choice(where, row, shown, widget_key, choices, starts, args)
+            return _choice(where, shown, widget_key, choices, self.default(name) if starts else None, args)
         if shown.kind == "text_area":
             return where.text_area(shown.label, height=shown.height, **args)
         if row.base is str:
@@ -142,15 +144,14 @@ class Form:
         return None if shown.off is not None and value == shown.off else row.base(value)
 
 
-def _choice(where: Any, row: OptionRow, shown: Widget, widget_key: str, choices: list, starts: bool,
-            args: dict[str, Any]) -> Any:
-    """A choice of `choices`: a select slider, a radio or a select box."""
+def _choice(where: Any, shown: Widget, widget_key: str, choices: list, start: Any, args: dict[str, Any]) -> Any:
+    """A choice of `choices`: a select slider, a radio or a select box; `start` its starting value (None: the session's)."""
     if has_widget(widget_key) and widget(widget_key) not in choices:  # a checkpoint unpicked since
-        set_widget(widget_key, row.default if row.default in choices else choices[0])
+        set_widget(widget_key, start if start in choices else choices[0])
     if shown.kind == "select_slider":
-        return where.select_slider(shown.label, choices, **args)
-    if starts and "index" not in args and row.default in choices:
-        args["index"] = choices.index(row.default)
+        return where.select_slider(shown.label, choices, **({"value": start} if start in choices else {}), **args)
+    if "index" not in args and start in choices:
+        args["index"] = choices.index(start)
     if shown.radio or shown.kind == "radio":
         return where.radio(shown.label, choices, horizontal=True, **args)
     return where.selectbox(shown.label, choices, **args)

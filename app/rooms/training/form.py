@@ -50,7 +50,7 @@ RECIPE = (("max_steps", "max_minutes", "lr", "batch_size", "seed"), ("max_seq_le
 OWN_CHOICES = ("init_from", "distil_from", "corpus")  # their choices are the sidebar's checkpoints and the installed corpora
 PLACED = {*TOP, *(n for line in ARCHITECTURE_LINES + RECIPE for n in line), *OWN_CHOICES}
 LR = key("lr")
-FORM = rows.Form(key, {name: (row, WIDGETS[name]) for name, row in ROWS.items()}, linked=False)
+FORM = rows.Form(key, {name: (row, WIDGETS[name]) for name, row in ROWS.items()}, linked=False, persist=True)
 PRESET = links.Control(key("preset"), TRAINABLE[1], options=TRAINABLE)
 
 
