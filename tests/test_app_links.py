@@ -33,8 +33,8 @@ OLD_LINKS: dict[str, dict[str, tuple[str, object, str | None]]] = {  # name: (in
                   "dl_steps": ("50", 50, None), "dl_dropout": ("0.1", 0.1, None), "dl_variants": ("residual", ["residual"], None),
                   "dl_vgg_steps": ("100", 100, None), "dl_vgg_lr": ("0.05", 0.05, None)},
 }
-# The names in each page's link on its default view: the checkpoints picked and every control above (each page's
-# link is checked where every page is drawn: tests/test_app_pages.py).
+# The names each page's link carries on its default view, whatever else its room's keys add (each page's link is
+# checked where every page is drawn: tests/test_app_pages.py): the checkpoints picked and every name above.
 LINK_NAMES = {page: {"ckpt", *link} for page, link in OLD_LINKS.items()}
 
 
