@@ -21,15 +21,24 @@ from albert_lab.errors import AlbertLabError
 from albert_lab.spec import PRESETS, ModelSpec
 
 __version__ = "0.1.0"
-VERBS = ("load", "checkpoints", "slices", "head_view", "model_view", "params", "relax", "albertize", "train", "Run",
-         "Result", "evaluate", "oscillation", "gradflow", "score", "extrapolate", "logit_lens", "lens_top", "attention",
-         "cka", "attribution")
-__all__ = ["PRESETS", "VERBS", "AlbertLabError", "ModelSpec", "__version__", *VERBS]
+OWN_VERBS = ("load", "checkpoints", "slices", "head_view", "model_view", "params", "relax", "albertize", "train", "Run",
+             "Result")  # beside them, a verb per analysis record (its name with underscores), read from the registry
+
+
+def _verbs() -> tuple[str, ...]:
+    """Every verb: the front door's own, then one per analysis record (the registry imports no torch)."""
+    from albert_lab.analysis.registry import ANALYSES
+
+    return (*OWN_VERBS, *(record.name.replace("-", "_") for record in ANALYSES))
 
 
 def __getattr__(name: str) -> Any:
-    """The verbs, imported on first use (albert_lab.lab): `import albert_lab` stays cheap."""
-    if name in VERBS:
+    """The verbs, imported on first use (albert_lab.lab): `import albert_lab` stays cheap; VERBS and __all__ with them."""
+    if name == "VERBS":
+        return _verbs()
+    if name == "__all__":
+        return ["PRESETS", "VERBS", "AlbertLabError", "ModelSpec", "__version__", *_verbs()]
+    if name in OWN_VERBS or name in _verbs():
         import importlib
 
         return getattr(importlib.import_module("albert_lab.lab"), name)
@@ -37,7 +46,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *VERBS})
+    return sorted({*globals(), *_verbs()})
 
 
 # Two verbs share their names with modules (albert_lab/relax.py, albert_lab/params.py): importing such a module
