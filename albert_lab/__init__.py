@@ -17,19 +17,26 @@ import sys
 import types
 from typing import Any
 
-from albert_lab.errors import AlbertLabError
-from albert_lab.spec import PRESETS, ModelSpec
+# re-exported (the package's __all__, with the verbs, is __getattr__'s: the analysis verbs come from the registry)
+from albert_lab.errors import AlbertLabError as AlbertLabError
+from albert_lab.spec import PRESETS as PRESETS
+from albert_lab.spec import ModelSpec as ModelSpec
 
 __version__ = "0.1.0"
 OWN_VERBS = ("load", "checkpoints", "slices", "head_view", "model_view", "params", "relax", "albertize", "train", "Run",
              "Result")  # beside them, a verb per analysis record (its name with underscores), read from the registry
 
 
-def _verbs() -> tuple[str, ...]:
-    """Every verb: the front door's own, then one per analysis record (the registry imports no torch)."""
-    from albert_lab.analysis.registry import ANALYSES
+def _lab() -> types.ModuleType:
+    """albert_lab.lab, the verbs' module (no torch either), imported on first use."""
+    import importlib
 
-    return (*OWN_VERBS, *(record.name.replace("-", "_") for record in ANALYSES))
+    return importlib.import_module("albert_lab.lab")
+
+
+def _verbs() -> tuple[str, ...]:
+    """Every verb: the front door's own, then one per analysis record (lab.VERBS, made from the registry)."""
+    return (*OWN_VERBS, *_lab().VERBS)
 
 
 def __getattr__(name: str) -> Any:
@@ -38,10 +45,8 @@ def __getattr__(name: str) -> Any:
         return _verbs()
     if name == "__all__":
         return ["PRESETS", "VERBS", "AlbertLabError", "ModelSpec", "__version__", *_verbs()]
-    if name in OWN_VERBS or name in _verbs():
-        import importlib
-
-        return getattr(importlib.import_module("albert_lab.lab"), name)
+    if name in _verbs():
+        return getattr(_lab(), name)
     raise AttributeError(f"module 'albert_lab' has no attribute {name!r}")
 
 
