@@ -44,7 +44,7 @@ if loading.need_checkpoints():
     with guard("oscillation"):
         chosen = Selection.read()
         frames = runner.run([Part.of(n, chosen.only([n]), oscillation, list(texts), aggregate,
-                                     units=costs.card_units(chosen.card(n), len(texts))) for n in chosen.names],
+                                     units=costs.record_units(OSCILLATION, chosen.card(n), texts)) for n in chosen.names],
                             OSCILLATION.cost, each=True)
         if frames:  # none when a Stop came before the first checkpoint was done
             frame = pd.concat(frames, ignore_index=True)

@@ -29,8 +29,7 @@ FORM = rows.Form(key, {
 
 def attribution_estimate(bundle, a: str, b: str, steps: int) -> tuple[float, float]:
     """Integrated gradients of this pair: (units of work, seconds expected), from app.shell.costs."""
-    tokens = len(bundle.tokenizer(a, b)["input_ids"])
-    units = costs.attribution_units(bundle.spec, steps, tokens)
+    units = ATTRIBUTION.units(bundle, (a, b), n_steps=steps)
     first = costs.FIRST_TIME_SECONDS["attribution"] if "captum" not in sys.modules else 0.0
     return units, pace.estimate("attribution", units, costs.SECONDS_PER_UNIT["attribution"]) + first
 
