@@ -99,7 +99,8 @@ class Form:
 
     def default(self, name: str) -> Any:
         row, shown = self.shown[name]
-        return row.default if shown.default is None else shown.default
+        default = row.default if shown.default is None else shown.default
+        return list(default) if shown.kind == "multiselect" else default  # a list to pick from holds a list
 
     def control(self, name: str, default: Any = None, *names: object) -> links.Control:
         """The link's control of `name` (`names` tell apart one widget a preset, its link name staying the option's)."""

@@ -10,7 +10,7 @@ from albert_lab.figures import depth_lab
 from albert_lab.figures.depth_lab import cut_at_divergence, divergence
 from app.rooms.depth_lab import cache as depth_cache
 from app.rooms.depth_lab import runs as depth_runs
-from app.rooms.depth_lab.cache import DEFAULTS, VARIANTS
+from app.rooms.depth_lab.cache import VARIANTS
 from app.rooms.depth_lab.reading import gradient_words, vgg_caption
 from app.shell import draw, links, pace, rows, runner
 from app.shell.built import shared
@@ -39,7 +39,7 @@ FORM = rows.Form(key, {
                                                names=lambda v: v.replace("_", " "))),
     "vgg_steps": (VGG["steps"], rows.Widget("Steps", kind="slider", step=50)),
     "vgg_lr": (VGG["lr"], rows.Widget("SGD learning rate", kind="select_slider"))})
-CONTROLS = FORM.controls("depth", "width", "init", "std", "steps", "dropout", "variants", defaults={"variants": DEFAULTS["variants"]})
+CONTROLS = FORM.controls("depth", "width", "init", "std", "steps", "dropout", "variants")
 VGG_CONTROLS = FORM.controls("vgg_steps", "vgg_lr")
 (tab_mlp, tab_vgg), _ = links.tabs(["Deep MLP on the disc", "VGG-8 vs VGG-38"], key("tab"))
 with tab_mlp:
