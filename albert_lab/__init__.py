@@ -17,27 +17,41 @@ import sys
 import types
 from typing import Any
 
-from albert_lab.errors import AlbertLabError
-from albert_lab.spec import PRESETS, ModelSpec
+# re-exported (the package's __all__, with the verbs, is __getattr__'s: the analysis verbs come from the registry)
+from albert_lab.errors import AlbertLabError as AlbertLabError
+from albert_lab.spec import PRESETS as PRESETS
+from albert_lab.spec import ModelSpec as ModelSpec
 
 __version__ = "0.1.0"
-VERBS = ("load", "checkpoints", "slices", "head_view", "model_view", "params", "relax", "albertize", "train", "Run",
-         "Result", "evaluate", "oscillation", "gradflow", "score", "extrapolate", "logit_lens", "lens_top", "attention",
-         "cka", "attribution")
-__all__ = ["PRESETS", "VERBS", "AlbertLabError", "ModelSpec", "__version__", *VERBS]
+OWN_VERBS = ("load", "checkpoints", "slices", "head_view", "model_view", "params", "relax", "albertize", "train", "Run",
+             "Result")  # beside them, a verb per analysis record (its name with underscores), read from the registry
+
+
+def _lab() -> types.ModuleType:
+    """albert_lab.lab, the verbs' module (no torch either), imported on first use."""
+    import importlib
+
+    return importlib.import_module("albert_lab.lab")
+
+
+def _verbs() -> tuple[str, ...]:
+    """Every verb: the front door's own, then one per analysis record (lab.VERBS, made from the registry)."""
+    return (*OWN_VERBS, *_lab().VERBS)
 
 
 def __getattr__(name: str) -> Any:
-    """The verbs, imported on first use (albert_lab.lab): `import albert_lab` stays cheap."""
-    if name in VERBS:
-        import importlib
-
-        return getattr(importlib.import_module("albert_lab.lab"), name)
+    """The verbs, imported on first use (albert_lab.lab): `import albert_lab` stays cheap; VERBS and __all__ with them."""
+    if name == "VERBS":
+        return _verbs()
+    if name == "__all__":
+        return ["PRESETS", "VERBS", "AlbertLabError", "ModelSpec", "__version__", *_verbs()]
+    if name in _verbs():
+        return getattr(_lab(), name)
     raise AttributeError(f"module 'albert_lab' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *VERBS})
+    return sorted({*globals(), *_verbs()})
 
 
 # Two verbs share their names with modules (albert_lab/relax.py, albert_lab/params.py): importing such a module

@@ -2,8 +2,9 @@
 (albert_lab.analysis.registry), what a page says before it starts (the page's units of work times
 the record's seconds per unit, as app.shell.pace.estimate answers before this process has timed
 anything) and what the same work then takes, called as the page calls it, on the shipped
-checkpoints: Table 5 measured now, oscillation, gradient flow, depth extrapolation, an uploaded
-pairs file, token attributions, and for a BERT the relaxation curve (Parameters, Relaxed sharing).
+checkpoints: every record with a cost, in a loop over the registry (Table 5 measured now, oscillation,
+gradient flow, depth extrapolation, an uploaded pairs file, token attributions: a new record's work is timed
+without an edit here), and for a BERT the relaxation curve (Parameters, Relaxed sharing).
 The Depth lab's trainings need no checkpoint: the disc MLP in each variant (and one deep and wide),
 and the four VGG nets, each timed once (a training from scratch is all the work there is), on one
 thread as the page trains them (pace.one_thread).
@@ -35,6 +36,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the app's modules, as the other app benchmarks
 
+from albert_lab.analysis.registry import ANALYSES, Analysis
 from albert_lab.checkpoint.load import load_checkpoint
 from albert_lab.data.samples import sample_texts
 from albert_lab.paths import checkpoints_dir
@@ -48,36 +50,39 @@ def timed(work) -> float:
     return time.perf_counter() - start
 
 
-def works(bundle, args, texts: list[str], pairs: pd.DataFrame, held_out) -> list[tuple[str, str, float, object]]:
-    """(what, cost kind, the page's units, the call) for each costed analysis on `bundle`."""
-    from albert_lab.analysis.attribution import attribute_pair
-    from albert_lab.analysis.evaluation import evaluate, pair_sets, pairs_scored
-    from albert_lab.analysis.extrapolation import extrapolate
-    from albert_lab.analysis.gradflow import default_objective, gradient_flow
-    from albert_lab.analysis.oscillation import oscillation
-    from albert_lab.analysis.pairs import score_pairs
-    from albert_lab.analysis.relaxation import DEFAULT_PAIRS, DEFAULT_RANKS, curve_and_energy
-    from albert_lab.card import model_card
+def inputs_of(record: Analysis, texts: list[str], pairs: pd.DataFrame, held_out) -> tuple[str, object]:
+    """What the page hands the analysis of `record`, and its words: the built-in sample, the upload, the held-out
+    pairs, the typed pair (its inputs kind, analysis.registry.Inputs)."""
+    return {"texts": lambda: (f"{len(texts)} texts", texts), "text": lambda: ("one text", texts[0]),
+            "pairs": lambda: (f"{len(pairs)} pairs", pairs), "held-out": lambda: ("held-out pairs", held_out()),
+            "pair": lambda: ("the typed pair", (EXAMPLE_A, EXAMPLE_B))}[record.inputs]()
 
-    size = costs.size(bundle.spec)
-    tokens = len(bundle.tokenizer(EXAMPLE_A, EXAMPLE_B)["input_ids"])
-    applied = model_card(bundle)["params"]["applied"]
-    own = default_objective(bundle)
-    return [
-        (f"Table 5, {args.limit} pairs per task", "table5", pairs_scored(bundle, pair_sets(held_out()), args.limit) * size,
-         lambda: evaluate([bundle], held_out(), limit=args.limit)),
-        (f"oscillation, {len(texts)} texts", "oscillation", costs.text_units(bundle.spec, len(texts)),
-         lambda: oscillation([bundle], texts, "mean")),
-        (f"gradient flow, {len(texts)} texts", "gradflow", applied / 1e6,
-         lambda: gradient_flow(bundle, texts, objective=own, seed=0)),
-        (f"extrapolation, K = {args.repeat}", "extrapolation", costs.text_units(bundle.spec, len(texts)) * args.repeat,
-         lambda: extrapolate([bundle], texts, args.repeat, seed=0)),
-        (f"upload, {len(pairs)} pairs", "score_upload", len(pairs) * size, lambda: score_pairs(bundle, pairs)),
-        (f"attribution, {args.steps} steps", "attribution", costs.attribution_units(bundle.spec, args.steps, tokens),
-         lambda: attribute_pair(bundle, EXAMPLE_A, EXAMPLE_B, 0, args.steps)),
-    ] + ([(f"relaxation curve, {len(DEFAULT_RANKS)} ranks, {DEFAULT_PAIRS} pairs", "relaxation",
-           costs.relaxation_units(bundle.spec, len(DEFAULT_RANKS), DEFAULT_PAIRS),
-           lambda: curve_and_energy(bundle.source, DEFAULT_RANKS, pairs=DEFAULT_PAIRS))] if bundle.spec.family == "bert" else [])
+
+def works(bundle, args, texts: list[str], pairs: pd.DataFrame, held_out) -> list[tuple[str, str, float, object]]:
+    """(what, cost kind, the page's units, the call) for each analysis record with a cost, on `bundle`, called as
+    the command line calls it (its options the record's defaults, those that follow the checkpoint its own, the
+    page's where this script's flags set them), and for a BERT the relaxation curve (no record: `relax --ranks`)."""
+    from albert_lab.analysis.relaxation import DEFAULT_PAIRS, DEFAULT_RANKS, curve_and_energy
+
+    page = {"limit": args.limit, "repeat": args.repeat, "n_steps": args.steps}  # the pages' own, where not the record's
+    found = []
+    for record in (r for r in ANALYSES if r.cost is not None):
+        words, data = inputs_of(record, texts, pairs, held_out)
+        options = {o.name: page[o.name] if o.name in page else record.default(o.name, bundle)
+                   for o in record.used("run") if o.name in page or o.follows}
+        said = ", ".join(f"{k} = {v}" for k, v in options.items())
+        found.append((f"{record.name}, {words}" + (f", {said}" if said else ""), record.cost.kind,
+                      record.units(bundle, data, **options), partial(call, record, bundle, data, options)))
+    if bundle.spec.family == "bert":
+        found.append((f"relaxation curve, {len(DEFAULT_RANKS)} ranks, {DEFAULT_PAIRS} pairs", "relaxation",
+                      costs.relaxation_units(bundle.spec, len(DEFAULT_RANKS), DEFAULT_PAIRS),
+                      lambda: curve_and_energy(bundle.source, DEFAULT_RANKS, pairs=DEFAULT_PAIRS)))
+    return found
+
+
+def call(record: Analysis, bundle, data, options: dict) -> object:
+    """The record's function on `bundle` (alone where it takes one) and its inputs (a pair: A and B), as al's verb calls it."""
+    return record.load()(bundle if record.most == 1 else [bundle], *(data if record.inputs == "pair" else (data,)), **options)
 
 
 def depth_works(args) -> list[tuple[str, str, float, object]]:

@@ -5,20 +5,49 @@ changed (params_tab and curve_axis were the keys themselves; now calc_tab and ca
 import pytest
 from conftest import goto, link_of, opened_by_link
 
-# The names in each page's link on its default view, as links were made with hand-picked keys (each page's
-# link is checked where every page is drawn: tests/test_app_pages.py).
-LINK_NAMES = {
-    "model_card": {"ckpt", "card_checkpoint"},
-    "parameters": {"ckpt", "calc_preset", "calc_fam", "calc_v", "calc_h", "calc_l", "calc_e", "calc_heads", "calc_ffn",
-                   "calc_seq", "calc_share", "calc_groups", "calc_inner", "curve_axis", "params_tab"},
-    "oscillation": {"ckpt", "osc_input", "osc_agg"},
-    "gradient_flow": {"ckpt", "gf_tab", "gf_checkpoint", "gf_objective", "gf_seed"},
-    "shared_block": {"ckpt", "sb_input", "sb_repeat", "sb_section", "sb_seed"},
-    "sentence_pairs": {"ckpt", "pair_a", "pair_b", "pair_tab"},  # the tabs since links keep them (links.tabs)
-    "training": {"ckpt", "tr_preset", "tr_tab"},
-    "depth_lab": {"ckpt", "dl_tab", "dl_depth", "dl_dropout", "dl_init", "dl_std", "dl_steps", "dl_variants", "dl_width",
-                  "dl_vgg_steps", "dl_vgg_lr"},  # the VGG tab's settings since links keep them
+# Links as each page made them before its controls were drawn from option rows: today's names, each with a value
+# that is not the default, and the widget (its key) the value goes to. These names are history, kept exactly: a
+# name in a link is the widget's key, `Room.key(option)` (calc_v), but for a widget drawn once per preset (the
+# calculator's: calc_v_albert-large) and for the names links had before keys were derived (params_tab, curve_axis).
+OLD_LINKS: dict[str, dict[str, tuple[str, object, str | None]]] = {  # name: (in the link, the widget's value, its key)
+    "model_card": {"card_checkpoint": ("bert-nsp", "bert-nsp", None)},
+    "parameters": {"calc_preset": ("albert-large", "albert-large", None), "calc_fam": ("albert", "albert", "calc_fam_albert-large"),
+                   "calc_v": ("20000", 20000, "calc_v_albert-large"), "calc_h": ("512", 512, "calc_h_albert-large"),
+                   "calc_l": ("6", 6, "calc_l_albert-large"), "calc_e": ("64", 64, "calc_e_albert-large"),
+                   "calc_heads": ("8", 8, "calc_heads_albert-large"), "calc_ffn": ("2048", 2048, "calc_ffn_albert-large"),
+                   "calc_seq": ("256", 256, None), "calc_share": ("ffn", "ffn", "calc_share_albert-large"),
+                   "calc_groups": ("2", 2, "calc_groups_albert-large"), "calc_inner": ("2", 2, "calc_inner_albert-large"),
+                   "curve_axis": ("L (layers)", "L (layers)", "calc_curve_axis"), "params_tab": ("Curves", "Curves", "calc_tab")},
+    "oscillation": {"osc_input": ("My text", "My text", None), "osc_agg": ("median", "median", None),
+                    "osc_text": ("A short text.", "A short text.", None)},
+    "gradient_flow": {"gf_tab": ("A checkpoint, now", "A checkpoint, now", None), "gf_checkpoint": ("bert-nsp", "bert-nsp", None),
+                      "gf_objective": ("none", "none", None), "gf_seed": ("7", 7, None)},
+    "shared_block": {"sb_input": ("My text", "My text", None), "sb_text": ("A short text.", "A short text.", None),
+                     "sb_repeat": ("3", 3, None), "sb_seed": ("5", 5, None),
+                     "sb_section": ("2.", "2. Logit lens through the model's own MLM head", None)},
+    "sentence_pairs": {"pair_a": ("It rained.", "It rained.", None), "pair_b": ("The roads were wet.", "The roads were wet.", None),
+                       "pair_tab": ("Type a pair", "Type a pair", None)},
+    "training": {"tr_preset": ("lab-tiny", "lab-tiny", None), "tr_tab": ("New run", "New run", None)},
+    "depth_lab": {"dl_tab": ("Deep MLP on the disc", "Deep MLP on the disc", None), "dl_depth": ("2", 2, None),
+                  "dl_width": ("8", 8, None), "dl_init": ("he", "he", None), "dl_std": ("0.5", 0.5, None),
+                  "dl_steps": ("50", 50, None), "dl_dropout": ("0.1", 0.1, None), "dl_variants": ("residual", ["residual"], None),
+                  "dl_vgg_steps": ("100", 100, None), "dl_vgg_lr": ("0.05", 0.05, None)},
 }
+# The names each page's link carries on its default view, whatever else its room's keys add (each page's link is
+# checked where every page is drawn: tests/test_app_pages.py): the checkpoints picked and every name above.
+TYPED = {"osc_text", "sb_text"}  # a typed text travels only when the page reads it: the built-in sample needs none
+LINK_NAMES = {page: {"ckpt", *link} - TYPED for page, link in OLD_LINKS.items()}
+
+
+@pytest.mark.parametrize("page", list(OLD_LINKS))
+def test_an_old_link_restores_each_control(app, page):
+    """Links made before the controls were drawn from option rows keep their names, and each name its control."""
+    link = {name: raw for name, (raw, _, _) in OLD_LINKS[page].items()}
+    fresh = opened_by_link({"ckpt": "albert-sop,bert-nsp", **link}, page)
+    assert not fresh.exception, [e.value for e in fresh.exception]
+    for name, (_, value, key) in OLD_LINKS[page].items():
+        assert fresh.session_state[key or name] == value, name
+    assert {n: v for n, v in link_of(fresh).items() if n in link} == link  # and the page's link keeps them
 
 
 def test_an_old_link_restores_the_widgets_whose_keys_changed(app):

@@ -19,4 +19,7 @@ def test_every_page_of_the_registry_draws(app, room):
     assert any(room.heading in h.value for h in at.title), [h.value for h in at.title]
     drawn = [*at.markdown, *at.caption, *at.dataframe, *at.table, *at.get("plotly_chart"), *at.button, *at.selectbox]
     assert len(drawn) >= 3, f"{room.stem} drew {len(drawn)} elements"
-    assert set(link_of(at)) == LINK_NAMES[room.stem]
+    names, old = set(link_of(at)), LINK_NAMES.get(room.stem, {"ckpt"})  # a page made since has no old links
+    assert old <= names, old - names  # today's names: old links still restore
+    # any other name is a key of the room's (registry.Room.key): a new control or page needs no edit here
+    assert all(n.startswith(room.prefix + "_") for n in names - old), names

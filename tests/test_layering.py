@@ -254,6 +254,28 @@ def test_rooms_type_no_widget_key():
     assert typed == [], f"widget keys typed in a room (write key('option'), key = registry.keys(__file__)): {typed}"
 
 
+WIDGET_CALLS = {"number_input", "slider", "select_slider", "selectbox", "radio", "multiselect", "text_input", "text_area",
+                "toggle", "checkbox", "pills", "segmented_control"}
+
+
+def test_rooms_draw_no_option_row_by_hand():
+    """A control that sets an option is drawn by the shell from its row (app/shell/rows.py: Form.draw), its type,
+    bounds, choices and default the row's: rooms had made 89 widgets by hand, and only 5 read a record's option."""
+    from albert_lab.analysis.registry import ANALYSES, DISC_OPTIONS, VGG_OPTIONS
+    from albert_lab.training.config import OPTIONS
+
+    rows = {o.name for a in ANALYSES for o in a.options} | {o.name for o in (*OPTIONS, *DISC_OPTIONS, *VGG_OPTIONS)}
+    by_hand = []
+    for path in sorted((APP / "rooms").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in WIDGET_CALLS:
+                keys = [k.value for k in node.keywords if k.arg == "key" and isinstance(k.value, ast.Call)
+                        and getattr(k.value.func, "id", None) == "key" and k.value.args]
+                by_hand += [f"{path.relative_to(APP.parent)}:{node.lineno} {k.args[0].value}" for k in keys
+                            if isinstance(k.args[0], ast.Constant) and k.args[0].value in rows]
+    assert by_hand == [], f"option rows drawn by hand (draw them with rows.Form): {by_hand}"
+
+
 def test_each_room_keys_its_widgets_with_a_prefix_of_its_own():
     """A prefix ends at the key's first underscore, so two rooms' keys never meet."""
     from app.shell.registry import PAGES, keys, room

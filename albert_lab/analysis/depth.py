@@ -24,10 +24,10 @@ import pandas as pd
 import torch
 from torch import nn
 
+from albert_lab.analysis.registry import Init
 from albert_lab.errors import AlbertLabError
 
 Norm = Literal["none", "batchnorm_before", "batchnorm_after", "layernorm"]
-Init = Literal["gaussian", "pytorch", "he"]
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,7 @@ class Cost:
     seconds: float  # seconds per unit
     unit: str  # what one unit is
     first: float = 0.0  # seconds the first run in a process adds (imports, hooks)
+    units: Callable[..., float] | None = None  # (bundle, *inputs, **options) -> the units of one checkpoint's work
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,12 @@ class Analysis:
     def load(self, name: str | None = None) -> Callable[..., Any]:
         """The record's function (or another of its module's by `name`), imported now."""
         return getattr(importlib.import_module(f"albert_lab.analysis.{self.module}"), name or self.function)
+
+    def units(self, bundle: Any, inputs: Any, **options: Any) -> float:
+        """The units of work of `bundle` (anything with a .spec, where the cost's units need no more) on `inputs`
+        (a pair: A and B) with `options`, as the record's Cost counts them (and the estimate benchmark times them)."""
+        assert self.cost is not None and self.cost.units is not None, f"{self.name} has no cost units"
+        return self.cost.units(bundle, *(inputs if self.inputs == "pair" else (inputs,)), **options)
 
     def default(self, name: str, bundle: Any = None) -> Any:
         """An option's default; for one that follows the checkpoint, `bundle`'s."""
@@ -161,6 +168,50 @@ def relaxation_units(spec: ModelSpec, ranks: int, pairs: int) -> float:
     return (ranks + 1) * (pairs + 16) * size(spec)
 
 
+def texts_units(bundle: Any, texts: Sequence[str], repeat: int = 1, **_: Any) -> float:
+    """Texts through a model, `repeat` times its layers (extrapolation's K): text_units x K."""
+    return text_units(bundle.spec, len(texts)) * repeat
+
+
+def pairs_units(bundle: Any, pairs: Any, **_: Any) -> float:
+    """A pairs file, each pair read both ways: one unit per pair at albert-sop's size."""
+    return len(pairs) * size(bundle.spec)
+
+
+def applied_units(bundle: Any, texts: Sequence[str], **_: Any) -> float:
+    """Gradient flow on the page's 16 texts: a unit per million applied parameters."""
+    from albert_lab.params import count
+
+    return count(bundle.spec).applied / 1e6
+
+
+def pair_units(bundle: Any, a: str, b: str, n_steps: int = 50, **_: Any) -> float:
+    """Integrated gradients of one pair (attribution_units): its tokens as the bundle's tokenizer cuts them."""
+    return attribution_units(bundle.spec, n_steps, len(bundle.tokenizer(a, b)["input_ids"]))
+
+
+def held_out_units(bundle: Any, pairs: Any, limit: int | None = None, **_: Any) -> float:
+    """Table 5: one unit per held-out pair scored (evaluation.pairs_scored) at albert-sop's size."""
+    return EVALUATE.load("pairs_scored")(bundle, EVALUATE.load("pair_sets")(pairs), limit) * size(bundle.spec)
+
+
+# ---- the Depth lab's nets (analysis/depth.py): the page's options, within what its two cores train in minutes ----------
+Init = Literal["gaussian", "pytorch", "he"]  # gaussian: N(0, init_std^2), the notes' "naive" initialisation
+Variant = Literal["none", "batchnorm_before", "batchnorm_after", "layernorm", "residual"]
+# The disc MLP's (depth.DepthConfig's fields; the defaults, the lecture notes' toy, are the page's first view)
+DISC_OPTIONS = (
+    AnalysisOption("depth", int, 16, bounds=Range(1, 48), help="hidden layers"),
+    AnalysisOption("width", Literal[8, 16, 32, 64, 128], 32),
+    AnalysisOption("init", Init, "gaussian"),
+    AnalysisOption("init_std", float, 0.1, bounds=Range(0.001, 2.0)),
+    AnalysisOption("steps", int, 300, bounds=Range(50, 2000), help="SGD steps at lr 0.1"),
+    AnalysisOption("dropout", float, 0.0, bounds=Range(0.0, 0.8)),
+    AnalysisOption("variants", tuple, ("none", "batchnorm_before", "residual"), help="the nets compared (Variant)"))
+# The VGG nets' (depth.train_vgg's keywords; the defaults are shipped)
+VGG_OPTIONS = (AnalysisOption("steps", int, 300, bounds=Range(50, 600)),
+               AnalysisOption("lr", Literal[0.01, 0.02, 0.05, 0.1, 0.2], 0.1, help="SGD's learning rate"))
+
+
 # ---- the analyses, in the order `albert-lab --help` lists them ------------------------------------------
 # Seconds per unit: the median over albert-sop, albert-sop-minilm and bert-nsp of benchmarks/bench_estimates.py on
 # 2 cores (docs/benchmarks.md, "The time estimates", has each run); a busier server takes longer, and a bar's time
@@ -176,14 +227,14 @@ EVALUATE = Analysis(
     report="report", progress=True,
     # a unit is one pair of one task: the page's 100 pairs per task are 600 units (3 tasks, held-out and out-of-domain)
     cost=Cost("table5", 0.04, "one held-out pair scored, one forward pass (MLM, NSP or SOP), at albert-sop's size "
-                              "(evaluation.pairs_scored)", first=2.0))
+                              "(evaluation.pairs_scored)", first=2.0, units=held_out_units))
 
 OSCILLATION = Analysis(
     "oscillation", "L2 distance and angle between each layer's input and output (paper Figure 1)",
     "oscillation", "oscillation", "texts",
     (SEQ_LEN, AnalysisOption("aggregate", Aggregate, "mean")),
     columns=("checkpoint", "layer", "l2", "angle_deg", "l2_spread", "angle_spread", "norm_out"), report="report",
-    cost=Cost("oscillation", 0.008, "one text through a model of albert-sop's size (text_units)"),
+    cost=Cost("oscillation", 0.008, "one text through a model of albert-sop's size (text_units)", units=texts_units),
     figure="oscillation.oscillation_figure", reading="oscillation.reading")
 
 GRADFLOW = Analysis(
@@ -193,7 +244,8 @@ GRADFLOW = Analysis(
      AnalysisOption("objective", Objective, None, follows="default_objective", help="pair loss to add (default: the checkpoint's)"),
      AnalysisOption("seed", int, 0, bounds=Range(0, MAX_SEED), help="seed of the pairs and masks")),
     most=1,
-    cost=Cost("gradflow", 0.06, "a million applied parameters, on the page's 16 texts"), figure="gradient_flow.gradflow_figure")
+    cost=Cost("gradflow", 0.06, "a million applied parameters, on the page's 16 texts", units=applied_units),
+    figure="gradient_flow.gradflow_figure")
 
 SCORE = Analysis(
     "score", "P(original order) / P(is next) from SOP and NSP heads for sentence pairs",
@@ -206,7 +258,7 @@ SCORE = Analysis(
                     help=f"score at most this many rows (default {{default:,}}); files up to {MAX_UPLOAD_MB} MB, "
                          "as in the browser")),
     report="report",
-    cost=Cost("score_upload", 0.009, "one pair, read both ways, at albert-sop's size"),
+    cost=Cost("score_upload", 0.009, "one pair, read both ways, at albert-sop's size", units=pairs_units),
     epilog=("Precision: on a GPU (CUDA) a float32 model (the default --dtype) scores with TF32 matmuls, or under bf16 "
             f"autocast where that too keeps every score within {SCORE_TOLERANCE} of full float32's; in full float32 where "
             "neither would (a bound from the model's depth and its pair head's weights: albert_lab/analysis/pairs.py). "
@@ -218,7 +270,8 @@ EXTRAPOLATE = Analysis(
     report="report", notes=True,
     columns=("checkpoint", "application", "l2_step", "angle_step_deg", "l2_to_depth_L", "l2_return", "mlm_accuracy",
              "beyond_L"),
-    cost=Cost("extrapolation", 0.009, "one text through a model of albert-sop's size at K = 1 (text_units x K)"),
+    cost=Cost("extrapolation", 0.009, "one text through a model of albert-sop's size at K = 1 (text_units x K)",
+              units=texts_units),
     figure="shared_block.extrapolation_figure")
 
 LOGIT_LENS = Analysis(
@@ -265,7 +318,7 @@ ATTRIBUTION = Analysis(
     most=1, command=False,
     # the first in a process imports captum and builds its hooks (first=)
     cost=Cost("attribution", 0.0035, f"one integration step of a {REFERENCE_TOKENS}-token pair at albert-sop's size",
-              first=1.0))  # captum's import: 0.2-0.25 s from the page cache, longer from a cold disk
+              first=1.0, units=pair_units))  # captum's import: 0.2-0.25 s from the page cache, longer from a cold disk
 
 # The Parameters page's relaxation curve: `albert-lab relax --ranks` on the command line, so no record of its own.
 RELAXATION_COST = Cost("relaxation", 0.037, "one held-out pair through one model of the curve at albert-sop's size "

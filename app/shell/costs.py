@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from albert_lab.analysis.registry import ANALYSES, RELAXATION_COST, Cost, attribution_units, relaxation_units, size, text_units
+from albert_lab.analysis.registry import ANALYSES, RELAXATION_COST, Analysis, Cost, attribution_units, relaxation_units, size, text_units
 
 if TYPE_CHECKING:
     from albert_lab.analysis.depth import DepthConfig
@@ -48,5 +48,11 @@ def card_units(card: dict[str, Any], texts: int) -> float:
     return text_units(SimpleNamespace(**card["spec"]), texts)
 
 
+def record_units(record: Analysis, card: dict[str, Any], inputs: Any, **options: Any) -> float:
+    """The units of `record`'s work (Analysis.units, its Cost's) on the checkpoint a model card describes, before
+    loading it: for analyses whose units read no more than the spec."""
+    return record.units(SimpleNamespace(spec=SimpleNamespace(**card["spec"])), inputs, **options)
+
+
 __all__ = ["DISC_COST", "FIRST_TIME_SECONDS", "SECONDS_PER_UNIT", "START_SECONDS", "VGG_COST", "attribution_units",
-           "card_units", "disc_units", "relaxation_units", "size", "text_units", "vgg_units"]
+           "card_units", "disc_units", "record_units", "relaxation_units", "size", "text_units", "vgg_units"]

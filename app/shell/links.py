@@ -1,11 +1,13 @@
 """The page's state in its link: `from_url` gives a widget the link's value before it is
 drawn, `share` writes the page's inputs (and the picked checkpoints) back, so an
 address reproduces the view. A page declares its controls once (`Control`: widget key,
-default, name in the link, how a link's text is read) and gets all three from `Controls`."""
+default, name in the link, how a link's text is read) and gets all three from `Controls`; a control of an
+option row comes from the row (app/shell/rows.py). A link names a control by its key (`key("depth")`,
+dl_depth), so a page never types a link's name: `Controls.share` takes the options' own names."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,11 +125,17 @@ class Control:
     default: Any
     parse: Callable[[str], Any] = str
     options: Sequence[Any] | None = None
-    param: str | None = None
+    param: str | None = None  # the name in links made before the keys were derived (params_tab); None: the key
+    option: str | None = None  # the option's name in its room; None: the key after the room's prefix
 
     @property
     def name(self) -> str:
         return self.param or self.key
+
+    @property
+    def short(self) -> str:
+        """The option's name in its room ('depth' of dl_depth): what `Controls.share` is given."""
+        return self.option or self.key.partition("_")[2]
 
     def restore(self) -> bool:
         """The value before the widget is drawn: the link's, else this session's, else the default.
@@ -156,15 +164,25 @@ class Controls:
         """The control's value."""
         return self._controls[key].value
 
+    def __add__(self, other: Controls) -> Controls:
+        return Controls(*self, *other)
+
+    def __iter__(self) -> Iterator[Control]:
+        return iter(self._controls.values())
+
     def restore(self) -> None:
         for control in self._controls.values():
             control.restore()
 
     def share(self, **overrides: Any) -> None:
-        """Every control's value into the link; `overrides` (by link name) replace a value
-        in the link's form, and None leaves it out (an input the view does not use)."""
+        """Every control's value into the link; `overrides`, by the option's name in the room ('seed', never
+        its link's name), replace a value in the link's form, and None leaves it out (an input the view does
+        not use)."""
+        by_option = {c.short: c for c in self._controls.values()}
+        unknown = sorted(set(overrides) - set(by_option))
+        assert not unknown, f"no such control: {unknown}"
         values = {c.name: c.value for c in self._controls.values()}
-        share(**{**values, **overrides})
+        share(**{**values, **{by_option[name].name: value for name, value in overrides.items()}})
 
 
 def tabs(labels: Sequence[str], key: str) -> tuple[list, bool]:

@@ -9,19 +9,19 @@ import json
 from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pandas as pd
 
 from albert_lab import devices
 from albert_lab.analysis.depth import VGG_NETS, DepthConfig
+from albert_lab.analysis.registry import DISC_OPTIONS, VGG_OPTIONS, Variant
 
 DEFAULT_FILE = Path(__file__).with_name("default.json")
-VARIANTS = ["none", "batchnorm_before", "batchnorm_after", "layernorm", "residual"]
-# The page's widgets start here (also the "vanishing gradients" preset): the lecture notes' toy
-DEFAULTS: dict[str, Any] = dict(depth=16, width=32, init="gaussian", init_std=0.1, steps=300, dropout=0.0,
-                                variants=["none", "batchnorm_before", "residual"])
-VGG_DEFAULTS: dict[str, Any] = dict(steps=300, lr=0.1)  # the VGG tab's widgets start here; shipped
+VARIANTS = list(get_args(Variant))
+# The page's widgets start here (also the "vanishing gradients" preset): the lecture notes' toy, the rows' defaults
+DEFAULTS: dict[str, Any] = {row.name: list(row.default) if row.name == "variants" else row.default for row in DISC_OPTIONS}
+VGG_DEFAULTS: dict[str, Any] = {row.name: row.default for row in VGG_OPTIONS}  # the VGG tab's widgets start here; shipped
 VGG_RECORD_EVERY = 20
 
 # What a fresh run of the shipped settings gives on another CPU, measured by running them on

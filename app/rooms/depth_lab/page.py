@@ -5,13 +5,14 @@ residual connections change; plus the coursework's VGG-8 vs VGG-38 in miniature.
 import pandas as pd
 import streamlit as st
 
+from albert_lab.analysis.registry import DISC_OPTIONS, VGG_OPTIONS
 from albert_lab.figures import depth_lab
 from albert_lab.figures.depth_lab import cut_at_divergence, divergence
 from albert_lab.readings.depth_lab import reading as depth_reading
 from app.rooms.depth_lab import cache as depth_cache
 from app.rooms.depth_lab import runs as depth_runs
-from app.rooms.depth_lab.cache import DEFAULTS, VARIANTS, VGG_DEFAULTS
-from app.shell import draw, links, pace, runner
+from app.rooms.depth_lab.cache import VARIANTS
+from app.shell import draw, links, pace, rows, runner
 from app.shell.built import shared
 from app.shell.costs import VGG_COST
 from app.shell.guard import guard
@@ -25,31 +26,27 @@ state = kept(depth_runs.DepthLabState)
 key = keys(__file__)  # this room's widget keys
 
 
-WIDTHS, INITS = [8, 16, 32, 64, 128], ["gaussian", "pytorch", "he"]
-# each value from a link checked against its widget's range (a slider refuses 500 of at most 48)
-CONTROLS = links.Controls(
-    links.Control(key("depth"), DEFAULTS["depth"], links.parse_int(1, 48)),
-    links.Control(key("width"), DEFAULTS["width"], int, options=WIDTHS), links.Control(key("init"), DEFAULTS["init"], options=INITS),
-    links.Control(key("std"), DEFAULTS["init_std"], links.parse_float(0.001, 2.0)),
-    links.Control(key("steps"), DEFAULTS["steps"], links.parse_int(50, 2000, step=50)),
-    links.Control(key("dropout"), DEFAULTS["dropout"], links.parse_float(0.0, 0.8)),
-    links.Control(key("variants"), DEFAULTS["variants"], links.parse_list(VARIANTS)))
-VGG_LRS = [0.01, 0.02, 0.05, 0.1, 0.2]
-VGG_CONTROLS = links.Controls(links.Control(key("vgg_steps"), VGG_DEFAULTS["steps"], links.parse_int(50, 600, step=50)),
-                              links.Control(key("vgg_lr"), VGG_DEFAULTS["lr"], float, options=VGG_LRS))
+DISC, VGG = ({row.name: row for row in options} for options in (DISC_OPTIONS, VGG_OPTIONS))
+# the nets' option rows, each value from a link checked against its widget's range (a slider refuses 500 of at most 48)
+FORM = rows.Form(key, {
+    "depth": (DISC["depth"], rows.Widget("Hidden layers", kind="slider")),
+    "width": (DISC["width"], rows.Widget("Width", kind="select_slider")),
+    "init": (DISC["init"], rows.Widget("Initialisation", help="gaussian: N(0, std^2), the notes' naive init; he: Kaiming normal")),
+    "std": (DISC["init_std"], rows.Widget("Gaussian std", format="%.3f")),
+    "steps": (DISC["steps"], rows.Widget("SGD steps (lr 0.1)", kind="slider", step=50)),
+    "dropout": (DISC["dropout"], rows.Widget("Dropout", kind="slider", step=0.1)),
+    "variants": (DISC["variants"], rows.Widget("Compare", kind="multiselect", options=tuple(VARIANTS),
+                                               names=lambda v: v.replace("_", " "))),
+    "vgg_steps": (VGG["steps"], rows.Widget("Steps", kind="slider", step=50)),
+    "vgg_lr": (VGG["lr"], rows.Widget("SGD learning rate", kind="select_slider"))})
+CONTROLS = FORM.controls("depth", "width", "init", "std", "steps", "dropout", "variants")
+VGG_CONTROLS = FORM.controls("vgg_steps", "vgg_lr")
 (tab_mlp, tab_vgg), _ = links.tabs(["Deep MLP on the disc", "VGG-8 vs VGG-38"], key("tab"))
 with tab_mlp:
     CONTROLS.restore()
-    cols = st.columns(4)
-    depth = cols[0].slider("Hidden layers", 1, 48, key=key("depth"))
-    width = cols[1].select_slider("Width", WIDTHS, key=key("width"))
-    init = cols[2].selectbox("Initialisation", INITS, key=key("init"),
-                             help="gaussian: N(0, std^2), the notes' naive init; he: Kaiming normal")
-    std = cols[3].number_input("Gaussian std", 0.001, 2.0, format="%.3f", key=key("std"))
-    cols = st.columns([1, 1, 2])  # room for the compared variants
-    steps = cols[0].slider("SGD steps (lr 0.1)", 50, 2000, step=50, key=key("steps"))
-    dropout = cols[1].slider("Dropout", 0.0, 0.8, step=0.1, key=key("dropout"))
-    variants = cols[2].multiselect("Compare", VARIANTS, key=key("variants"), format_func=lambda v: v.replace("_", " "))
+    depth, width, init, std = (FORM.draw(col, name) for col, name in zip(st.columns(4), ("depth", "width", "init", "std")))
+    # room for the compared variants
+    steps, dropout, variants = (FORM.draw(col, name) for col, name in zip(st.columns([1, 1, 2]), ("steps", "dropout", "variants")))
     CONTROLS.share()
     with guard("depth lab"):
         configs = [depth_cache.config(v, depth, width, init, std, steps, dropout) for v in variants]
@@ -94,9 +91,7 @@ with tab_mlp:
 
 with tab_vgg:
     VGG_CONTROLS.restore()
-    cols = st.columns(2)
-    steps = cols[0].slider("Steps", 50, 600, step=50, key=key("vgg_steps"))
-    lr = cols[1].select_slider("SGD learning rate", VGG_LRS, key=key("vgg_lr"))
+    steps, lr = (FORM.draw(col, name) for col, name in zip(st.columns(2), ("vgg_steps", "vgg_lr")))
     VGG_CONTROLS.share()
     missing = [part for part in depth_runs.vgg_parts(steps, lr) if not runner.is_kept(part)]
     if not missing:  # drawn below without a click: nothing to train

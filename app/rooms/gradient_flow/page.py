@@ -1,7 +1,7 @@
 """Gradient flow: mean and max |grad| per layer for the pretraining loss, per application of
 a shared block, the summed gradient the optimizer sees, and gradients w.r.t. hidden states."""
 
-from typing import Any, get_args
+from typing import Any
 
 import streamlit as st
 
@@ -13,7 +13,7 @@ from albert_lab.figures import gradient_flow as gradient_flow_figures
 from albert_lab.paths import runs_dir
 from albert_lab.spec import Objective
 from albert_lab.training.runs import list_runs
-from app.shell import draw, links, loading, runner
+from app.shell import draw, links, loading, rows, runner
 from app.shell.built import shared
 from app.shell.guard import guard
 from app.shell.registry import keys
@@ -25,7 +25,13 @@ from app.shell.text import plain
 figures = shared(gradient_flow_figures)  # the library's figures, built once for every visitor
 
 key = keys(__file__)  # this room's widget keys
-SEED = GRADFLOW.option("seed")  # the control's bounds and default: the record's, as `albert-lab gradflow`'s
+SEED = GRADFLOW.option("seed")
+# the controls' bounds, choices and defaults: the record's, as `albert-lab gradflow`'s
+FORM = rows.Form(key, {
+    "objective": (GRADFLOW.option("objective"), rows.Widget(
+        "Pair loss", help="MLM + this inter-sentence loss, as in pretraining; it starts at the checkpoint's own (as "
+                          "`albert-lab gradflow` does)")),
+    "seed": (SEED, rows.Widget("Seed (pairs and masks)", help=f"{SEED.bounds.words()}, as `albert-lab gradflow --seed`"))})
 
 
 def gradients(bundles: list, texts: tuple[str, ...], objective: Objective, seed: int, progress: Any) -> Any:
@@ -52,18 +58,12 @@ with tab_now:
         names = Selection.read().names
         checkpoint = links.Control(key("checkpoint"), names[0], options=names)
         checkpoint.restore()
-        controls = links.Controls(checkpoint, links.Control(key("objective"), own_objective(checkpoint.value),
-                                                            options=list(get_args(Objective))),
-                                  links.Control(key("seed"), SEED.default, links.parse_int(int(SEED.bounds.low), int(SEED.bounds.high))))
+        controls = links.Controls(checkpoint) + FORM.controls(defaults={"objective": own_objective(checkpoint.value)})
         controls.restore()
         cols = st.columns(3)
         name = cols[0].selectbox("Checkpoint", names, key=key("checkpoint"), on_change=follow_checkpoint)
-        objective = cols[1].selectbox("Pair loss", get_args(Objective), key=key("objective"),
-                                      help="MLM + this inter-sentence loss, as in pretraining; it starts at the "
-                                           "checkpoint's own (as `albert-lab gradflow` does)")
-        seed = cols[2].number_input("Seed (pairs and masks)", int(SEED.bounds.low), int(SEED.bounds.high), key=key("seed"),
-                                    help=f"{SEED.bounds.words()}, as `albert-lab gradflow --seed`")
-        controls.share(gf_seed=int(seed))
+        objective, seed = FORM.draw(cols[1], "objective"), FORM.draw(cols[2], "seed")
+        controls.share()
         texts = sample_texts(16)
         with guard("gradient flow"):
             selection = Selection.read().only([name])

@@ -9,7 +9,7 @@ from albert_lab.analysis.registry import OSCILLATION
 from albert_lab.data.samples import sample_texts
 from albert_lab.figures import oscillation as oscillation_figures
 from albert_lab.readings.oscillation import PAPER, against_the_paper, smoother_sentence, verdict_words
-from app.shell import costs, draw, links, loading, runner
+from app.shell import costs, draw, links, loading, rows, runner
 from app.shell.built import shared
 from app.shell.guard import guard
 from app.shell.registry import keys
@@ -20,11 +20,12 @@ figures = shared(oscillation_figures)  # the library's figures, built once for e
 
 key = keys(__file__)  # this room's widget keys
 INPUTS = ["Built-in sample (held-out Wikipedia)", "My text"]
-AGGREGATE = OSCILLATION.option("aggregate")  # its choices and default: the record's, as `albert-lab oscillation`'s
-AGGREGATES = list(AGGREGATE.choices)
 EXAMPLE = "The river flows through the old town. Its bridges date from the middle ages."
-CONTROLS = links.Controls(links.Control(key("input"), INPUTS[0], options=INPUTS),
-                          links.Control(key("agg"), AGGREGATE.default, options=AGGREGATES), links.Control(key("text"), EXAMPLE))
+# the record's options, as `albert-lab oscillation`'s (its choices and default)
+FORM = rows.Form(key, {"agg": (OSCILLATION.option("aggregate"), rows.Widget(
+    "Aggregate over tokens", help="Per-token distances and angles, then the mean (or median) over all non-padding tokens"))})
+CONTROLS = links.Controls(links.Control(key("input"), INPUTS[0], options=INPUTS), links.Control(key("text"), EXAMPLE)) \
+    + FORM.controls()
 
 
 if loading.need_checkpoints():
@@ -38,13 +39,12 @@ if loading.need_checkpoints():
         text = None
         texts = sample_texts(16)
         st.caption(f"{len(texts)} held-out lead sections, e.g. \u201c{texts[0][:140]}...\u201d")
-    aggregate = st.selectbox("Aggregate over tokens", AGGREGATES, key=key("agg"),
-                             help="Per-token distances and angles, then the mean (or median) over all non-padding tokens")
-    CONTROLS.share(osc_text=text)  # a typed text travels; the built-in sample needs none
+    aggregate = FORM.draw(st, "agg")
+    CONTROLS.share(text=text)  # a typed text travels; the built-in sample needs none
     with guard("oscillation"):
         chosen = Selection.read()
         frames = runner.run([Part.of(n, chosen.only([n]), oscillation, list(texts), aggregate,
-                                     units=costs.card_units(chosen.card(n), len(texts))) for n in chosen.names],
+                                     units=costs.record_units(OSCILLATION, chosen.card(n), texts)) for n in chosen.names],
                             OSCILLATION.cost, each=True)
         if frames:  # none when a Stop came before the first checkpoint was done
             frame = pd.concat(frames, ignore_index=True)

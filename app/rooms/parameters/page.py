@@ -1,18 +1,19 @@
 """Parameters: a calculator over V/E/H/L/heads/FFN/sharing/groups, the paper's tables
 with exact counts, curves of cost against E, H and L, and the paper's ablations on real weights."""
 
-from typing import get_args
-
 import pandas as pd
 import streamlit as st
 
+from albert_lab.analysis.registry import AnalysisOption
+from albert_lab.fields import Range
 from albert_lab.figures import parameters
 from albert_lab.params import count, sweep
-from albert_lab.spec import PRESETS, SHARING_LABELS, Family, ModelSpec, derived_ffn, derived_heads
+from albert_lab.spec import PRESETS, SHARING_LABELS, ModelSpec, derived_ffn, derived_heads
+from albert_lab.training.options import SPEC_OPTIONS
 from app.rooms.parameters import views as parameter_views
 from app.rooms.parameters.state import ParametersState
 from app.rooms.parameters.views import COUNTS
-from app.shell import draw, links
+from app.shell import draw, links, rows
 from app.shell.built import shared
 from app.shell.guard import guard
 from app.shell.registry import keys
@@ -21,10 +22,24 @@ from app.shell.text import plural, si
 
 figures = shared(parameters)  # the library's figures, built once for every visitor
 
-CALCULATOR_LABELS = {"vocab_size": "V (vocabulary)", "hidden_size": "H (hidden)", "num_layers": "L (layers)",
-                     "embedding_size": "E (embedding)", "num_heads": "Heads", "ffn_size": "FFN size",
-                     "num_groups": "Groups (N)", "inner_group_num": "Inner blocks per layer"}
 key = keys(__file__)  # this room's widget keys
+SPEC = {row.name: row for row in SPEC_OPTIONS}  # the spec's rows, as `albert-lab params` takes them
+# The calculator's options: a spec row each (its widget keyed by the preset, named in the link as the option: calc_v),
+# in the page's ranges; and the sequence length its FLOPs are counted at
+FORM = rows.Form(key, {
+    "fam": (SPEC["family"], rows.Widget("Family")),
+    "v": (SPEC["vocab_size"], rows.Widget("V (vocabulary)", low=100, high=1_000_000, step=1000)),
+    "h": (SPEC["hidden_size"], rows.Widget("H (hidden)", low=16, high=16384)),
+    "l": (SPEC["num_layers"], rows.Widget("L (layers)", high=96)),
+    "e": (SPEC["embedding_size"], rows.Widget("E (embedding)", low=8, high=16384, step=32)),
+    "heads": (SPEC["num_heads"], rows.Widget("Heads", high=256)),
+    "ffn": (SPEC["ffn_size"], rows.Widget("FFN size", low=16, high=65536, step=256)),
+    "share": (SPEC["sharing"], rows.Widget("Sharing", options=tuple(SHARING_LABELS), names=SHARING_LABELS.get)),
+    "groups": (SPEC["num_groups"], rows.Widget("Groups (N)", high=96, help="L layers in N groups; layers in a group share (sec. 4.5)")),
+    "inner": (SPEC["inner_group_num"], rows.Widget("Inner blocks per layer", high=8)),
+    "seq": (AnalysisOption("seq_len", int, 512, bounds=Range(8, 8192)), rows.Widget("Sequence length (for FLOPs)", step=64))})
+PER_PRESET = ("fam", "v", "h", "l", "e", "heads", "ffn", "share", "groups", "inner")
+CALCULATOR_LABELS = {FORM.row(name).name: FORM.widget(name).label for name in PER_PRESET if name not in ("fam", "share")}
 
 
 def follow_hidden(hidden_key: str, heads_key: str, ffn_key: str) -> None:
@@ -40,59 +55,52 @@ def follow_hidden(hidden_key: str, heads_key: str, ffn_key: str) -> None:
 
 
 TABS = ["Calculator", "Paper tables", "Curves", "On real weights"]
+CURVES = {"E (embedding)": ("embedding_size", [32, 64, 128, 256, 512, 768, 1024]),
+          "H (hidden)": ("hidden_size", [256, 512, 768, 1024, 2048, 4096]),
+          "L (layers)": ("num_layers", [1, 3, 6, 12, 24, 48])}
 # tabs that track state: a link can open one, hidden ones can wait; the link's names (params_tab, curve_axis) are
 # those of the links made before the keys were derived
-links.from_url(key("tab"), TABS[0], options=TABS, param="params_tab")
+PAGE = links.Controls(links.Control(key("tab"), TABS[0], options=TABS, param="params_tab"),
+                      links.Control(key("preset"), "albert-base", options=list(PRESETS)),
+                      links.Control(key("curve_axis"), next(iter(CURVES)), options=list(CURVES), param="curve_axis"))
+PAGE.restore()
 tab_calc, tab_tables, tab_curves, tab_real = st.tabs(TABS, key=key("tab"), on_change="rerun")
 
 with tab_calc:
-    links.from_url(key("preset"), "albert-base", options=list(PRESETS))
     preset = st.selectbox("Start from", list(PRESETS), key=key("preset"))
     base = PRESETS[preset]
-
-    def linked(option: str, default, low: int = 0, high: int = 0, options=None) -> str:
-        """The widget key of `option` for this preset, its value taken from the link (?calc_<option>=) when given."""
-        widget_key = key(option, preset)
-        links.from_url(widget_key, default, str if options else links.parse_int(low, high), param=key(option), options=options)
-        return widget_key
+    calculator = links.Controls(*(FORM.control(name, getattr(base, FORM.row(name).name), preset) for name in PER_PRESET)) \
+        + FORM.controls("seq")
+    calculator.restore()
+    hidden_key, heads_key, ffn_key = (key(name, preset) for name in ("h", "heads", "ffn"))
 
     cols = st.columns(4)
-    family = cols[0].selectbox("Family", get_args(Family), key=linked("fam", base.family, options=get_args(Family)))
+    family = FORM.draw(cols[0], "fam", preset)
     bert = family == "bert"
-    vocab = cols[1].number_input("V (vocabulary)", 100, 1_000_000, step=1000, key=linked("v", base.vocab_size, 100, 1_000_000))
+    vocab = FORM.draw(cols[1], "v", preset)
     # H moves by the number of heads, so every step lands on a valid H (heads must divide H)
-    heads_key, ffn_key = linked("heads", base.num_heads, 1, 256), linked("ffn", base.ffn_size, 16, 65536)
     heads_now = int(widget(heads_key))
-    hidden_key = linked("h", base.hidden_size, 16, 16384)
-    hidden = cols[2].number_input("H (hidden)", 16, 16384, step=heads_now, key=hidden_key,
-                                  on_change=follow_hidden, args=(hidden_key, heads_key, ffn_key),
-                                  help=f"Steps by the number of heads ({heads_now}): H must be a multiple of it. Heads "
-                                       "and FFN follow H (H/64 and 4H, as `albert-lab params --hidden` does) until "
-                                       "you set them.")
+    hidden = FORM.draw(cols[2], "h", preset, step=heads_now, on_change=follow_hidden, args=(hidden_key, heads_key, ffn_key),
+                       help=f"Steps by the number of heads ({heads_now}): H must be a multiple of it. Heads and FFN follow "
+                            "H (H/64 and 4H, as `albert-lab params --hidden` does) until you set them.")
     kept(ParametersState).previous_h[hidden_key] = int(hidden)
-    layers = cols[3].number_input("L (layers)", 1, 96, key=linked("l", base.num_layers, 1, 96))
+    layers = FORM.draw(cols[3], "l", preset)
     cols = st.columns(4)
     if bert:  # one rule (E = H, no sharing, no groups): shown, not editable
         embedding = cols[0].number_input("E (embedding) = H", value=int(hidden), disabled=True,
                                          help="BERT has no factorisation: E = H")
     else:
-        embedding = cols[0].number_input("E (embedding)", 8, 16384, step=32, key=linked("e", base.embedding_size, 8, 16384))
-    heads = cols[1].number_input("Heads", 1, 256, key=heads_key)
-    ffn = cols[2].number_input("FFN size", 16, 65536, step=256, key=ffn_key)
-    links.from_url(key("seq"), 512, links.parse_int(8, 8192))
-    seq_len = cols[3].number_input("Sequence length (for FLOPs)", 8, 8192, step=64, key=key("seq"))
+        embedding = FORM.draw(cols[0], "e", preset)
+    heads, ffn = FORM.draw(cols[1], "heads", preset), FORM.draw(cols[2], "ffn", preset)
+    seq_len = FORM.draw(cols[3], "seq")
     cols = st.columns(4)
     if bert:
         cols[0].selectbox("Sharing", ["none"], format_func=SHARING_LABELS.get, disabled=True, key=key("share_bert", preset),
                           help="BERT shares no layers")
         sharing, groups, inner = "none", int(layers), 1
     else:
-        sharing = cols[0].selectbox("Sharing", list(SHARING_LABELS), format_func=SHARING_LABELS.get,
-                                    key=linked("share", base.sharing, options=list(SHARING_LABELS)))
-        groups = cols[1].number_input("Groups (N)", 1, 96, key=linked("groups", base.num_groups, 1, 96),
-                                      help="L layers in N groups; layers in a group share (sec. 4.5)")
-        inner = cols[2].number_input("Inner blocks per layer", 1, 8, key=linked("inner", base.inner_group_num, 1, 8))
-    hidden = typed_hidden = int(hidden)
+        sharing, groups, inner = (FORM.draw(col, name, preset) for col, name in zip(cols, ("share", "groups", "inner")))
+    hidden = int(hidden)
     if hidden % int(heads):
         snapped = max(int(heads), round(hidden / int(heads)) * int(heads))
         st.warning(f"H = {hidden:,} is not a multiple of the {int(heads)} heads; the results below use H = {snapped:,}, "
@@ -123,16 +131,10 @@ with tab_tables:
 
 with tab_curves:
     base = PRESETS["albert-base"]
-    choices = {"E (embedding)": ("embedding_size", [32, 64, 128, 256, 512, 768, 1024]),
-               "H (hidden)": ("hidden_size", [256, 512, 768, 1024, 2048, 4096]),
-               "L (layers)": ("num_layers", [1, 3, 6, 12, 24, 48])}
-    links.from_url(key("curve_axis"), "E (embedding)", options=list(choices), param="curve_axis")
-    axis = st.radio("Vary", list(choices), horizontal=True, key=key("curve_axis"))
-    links.share(calc_preset=preset, calc_fam=family, calc_v=int(vocab), calc_h=typed_hidden, calc_l=int(layers),
-                calc_e=None if bert else int(embedding), calc_heads=int(heads), calc_ffn=int(ffn), calc_seq=int(seq_len),
-                calc_share=None if bert else sharing, calc_groups=None if bert else int(groups),
-                calc_inner=None if bert else int(inner), curve_axis=axis, params_tab=widget(key("tab")))
-    field, values = choices[axis]
+    axis = st.radio("Vary", list(CURVES), horizontal=True, key=key("curve_axis"))
+    # BERT's E, sharing, groups and inner blocks are its rule's, not the visitor's: none in the link
+    (PAGE + calculator).share(**(dict(e=None, share=None, groups=None, inner=None) if bert else {}))
+    field, values = CURVES[axis]
     frame = pd.DataFrame(sweep(base, field, values))
     frame["sharing"] = frame["sharing"].map(SHARING_LABELS)
     left, right = st.columns(2)

@@ -54,7 +54,7 @@ def uptrained_section(request) -> None:
         set_widget(control.key, started)
     by_id = {r.id: r for r in sweeps}
     chosen = st.selectbox("Sweep", ids, key=control.key, format_func=lambda i: sweep_label(by_id[i]))
-    links.share(**{control.name: chosen})
+    links.Controls(control).share()
     with guard("the sweep"):
         st.fragment(run_every=5 if by_id[chosen].active else None)(draw_sweep)(runs_dir() / chosen, request.name)
 

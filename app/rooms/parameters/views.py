@@ -119,7 +119,7 @@ def real_weights_tab() -> None:
                                             lambda raw: next((v for v in REAL_VIEWS if v.lower().startswith(raw.lower())), None)))
     controls.restore()
     view = st.radio("View", REAL_VIEWS, horizontal=True, key=key("real_view"), label_visibility="collapsed")
-    controls.share(calc_real_view=view.split(" ")[0].lower())
+    controls.share(real_view=view.split(" ")[0].lower())
     (relaxed_view if view == REAL_VIEWS[1] else real_weights)()
 
 

@@ -11,7 +11,7 @@ import streamlit as st
 from albert_lab.analysis.attribution import attribute_pair, attribution_html
 from albert_lab.analysis.registry import ATTRIBUTION
 from app.rooms.sentence_pairs.common import PairsState, pace_words
-from app.shell import costs, draw, pace, runner
+from app.shell import costs, draw, pace, rows, runner
 from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.runner import Part
@@ -20,13 +20,16 @@ from app.shell.state import kept
 from app.shell.text import fmt_duration, plain
 
 key = keys(__file__)  # this room's widget keys
-STEPS = ATTRIBUTION.option("n_steps")  # the slider's bounds and default: the record's
+# the record's options (bounds, choices, default), as the command line's
+FORM = rows.Form(key, {
+    "attr_target": (ATTRIBUTION.option("target"), rows.Widget(
+        "Explain", kind="radio", names=lambda t: "label 0 (in order / next)" if t == 0 else "label 1")),
+    "attr_steps": (ATTRIBUTION.option("n_steps"), rows.Widget("Integration steps", kind="slider", step=10))}, linked=False)
 
 
 def attribution_estimate(bundle, a: str, b: str, steps: int) -> tuple[float, float]:
     """Integrated gradients of this pair: (units of work, seconds expected), from app.shell.costs."""
-    tokens = len(bundle.tokenizer(a, b)["input_ids"])
-    units = costs.attribution_units(bundle.spec, steps, tokens)
+    units = ATTRIBUTION.units(bundle, (a, b), n_steps=steps)
     first = costs.FIRST_TIME_SECONDS["attribution"] if "captum" not in sys.modules else 0.0
     return units, pace.estimate("attribution", units, costs.SECONDS_PER_UNIT["attribution"]) + first
 
@@ -46,10 +49,7 @@ def attribution_tab(bundles: list, a: str, b: str) -> None:
         with st.form(key("attr_form")):
             cols = st.columns([2, 1, 1])
             name = cols[0].selectbox("Checkpoint", [bd.name for bd in usable], key=key("attr_checkpoint"))
-            target = cols[1].radio("Explain", [0, 1], key=key("attr_target"), horizontal=True,
-                                   format_func=lambda t: "label 0 (in order / next)" if t == 0 else "label 1")
-            steps = cols[2].slider("Integration steps", int(STEPS.bounds.low), int(STEPS.bounds.high), STEPS.default, 10,
-                                   key=key("attr_steps"))
+            target, steps = FORM.draw(cols[1], "attr_target"), FORM.draw(cols[2], "attr_steps")
             explain = st.form_submit_button("Explain", type="primary")
         request = (name, a, b, target, steps)
         units, seconds = attribution_estimate(next(bd for bd in usable if bd.name == name), a, b, steps)

@@ -13,7 +13,7 @@ from albert_lab.analysis import evaluation  # through the module: a test stands 
 from albert_lab.analysis.evaluation import evaluate, paper_table5, read_results, table5_cells
 from albert_lab.analysis.registry import EVALUATE
 from app.rooms.sentence_pairs.common import PairsState, model_size, pace_words, results_path
-from app.shell import costs, draw, pace, runner
+from app.shell import costs, draw, pace, rows, runner
 from app.shell.guard import guard
 from app.shell.registry import keys
 from app.shell.runner import Part
@@ -27,15 +27,18 @@ if TYPE_CHECKING:
     from albert_lab.analysis.common import Progress
 
 key = keys(__file__)  # this room's widget keys
+# evaluate's limit, as `albert-lab evaluate --limit`, in the page's steps
+FORM = rows.Form(key, {"t5_limit": (EVALUATE.option("limit"), rows.Widget(
+    "Pairs per task", kind="select_slider", options=(50, 100, 200, 500), default=100,
+    help="A fixed random sample per task (SOP, NSP, MLM) and pairs set; more pairs, narrower intervals, longer wait"))},
+    linked=False)
 
 
 def live_table5(bundles: list) -> None:
     """Table 5 measured now on a sample of the held-out pairs, when asked: one checkpoint at a time
     through the runner (a bar with the time left, a Stop that keeps the checkpoints finished)."""
     cols = st.columns([1, 3])
-    limit = cols[0].select_slider("Pairs per task", [50, 100, 200, 500], 100, key=key("t5_limit"),
-                                  help="A fixed random sample per task (SOP, NSP, MLM) and pairs set; more pairs, "
-                                       "narrower intervals, longer wait")
+    limit = FORM.draw(cols[0], "t5_limit")
     sets = evaluation.planned_sets(limit)
     units = {bd.name: evaluation.pairs_scored(bd, sets, limit) * model_size(bd) for bd in bundles}
     eta = pace.estimate("table5", sum(units.values()), costs.SECONDS_PER_UNIT["table5"])

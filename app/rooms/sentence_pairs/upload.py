@@ -17,7 +17,7 @@ from albert_lab.data.textfile import MAX_PAIR_ROWS, MAX_UPLOAD_MB
 from albert_lab.figures import sentence_pairs
 from albert_lab.readings.sentence_pairs import NO_LABELS, upload_reading
 from app.rooms.sentence_pairs import pair_rows, slicing
-from app.rooms.sentence_pairs.common import PairsState, model_size
+from app.rooms.sentence_pairs.common import PairsState
 from app.rooms.sentence_pairs.scores import show_scores
 from app.shell import draw, links, runner
 from app.shell.built import shared
@@ -108,7 +108,7 @@ def upload_tab(bundles: list) -> None:
         upload = Upload(name, hashlib.sha256(data).hexdigest(), parsed.pairs)
         done = runner.run([Part.of(f"Scoring {plural(len(parsed.pairs), 'pair')} with {plural(len(bundles), 'checkpoint')}",
                                    Selection.read().only([bd.name for bd in bundles]), score_upload, upload,
-                                   units=len(parsed.pairs) * sum(map(model_size, bundles)), progress=True)], SCORE.cost)
+                                   units=sum(SCORE.units(bd, parsed.pairs) for bd in bundles), progress=True)], SCORE.cost)
         if not done:  # stopped
             return
         [scores] = done

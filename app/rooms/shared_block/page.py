@@ -6,7 +6,7 @@ import streamlit as st
 from albert_lab.analysis.registry import EXTRAPOLATE
 from albert_lab.data.samples import sample_texts
 from app.rooms.shared_block import views as reapply_views
-from app.shell import draw, links, loading
+from app.shell import draw, links, loading, rows
 from app.shell.registry import keys
 from app.shell.selection import Selection
 
@@ -16,7 +16,11 @@ SECTIONS = ["1. Depth extrapolation", "2. Logit lens through the model's own MLM
             "4. Layer similarity (linear CKA)"]
 # The controls' bounds and defaults: the records' (the seed and K are the same options in extrapolate,
 # logit-lens and the rest; the page starts at extrapolate's K, its first section), as on the command line
-REPEAT, SEED = EXTRAPOLATE.option("repeat"), EXTRAPOLATE.option("seed")
+FORM = rows.Form(key, {
+    "repeat": (EXTRAPOLATE.option("repeat"), rows.Widget("Apply the shared block k x L times", kind="slider",
+                                                         help="k = 1 is the model as trained; unshared models (BERT) always stop at L")),
+    "seed": (SEED := EXTRAPOLATE.option("seed"), rows.Widget("Seed of the masked tokens (15% of each text)",
+                                                             help=f"{SEED.bounds.words()}, as the command line's `--seed`"))})
 EXAMPLE = "The river flows through the old town. Its bridges date from the middle ages."
 
 if loading.need_checkpoints():
@@ -24,8 +28,7 @@ if loading.need_checkpoints():
     picked = chosen.names
     controls = links.Controls(
         links.Control(key("input"), INPUTS[0], options=INPUTS), links.Control(key("text"), EXAMPLE),
-        links.Control(key("repeat"), REPEAT.default, links.parse_int(int(REPEAT.bounds.low), int(REPEAT.bounds.high))),
-        links.Control(key("seed"), SEED.default, links.parse_int(int(SEED.bounds.low), int(SEED.bounds.high))),
+        *FORM.controls(),
         links.Control(key("section"), SECTIONS[0], lambda raw: next((s for s in SECTIONS if s.startswith(raw)), None)),
         *reapply_views.cka_controls(picked), *reapply_views.attention_controls(picked))
     controls.restore()
@@ -38,17 +41,14 @@ if loading.need_checkpoints():
         texts = tuple(sample_texts(8))
         st.caption(f"{len(texts)} held-out lead sections, e.g. \u201c{texts[0][:140]}...\u201d")
     left, right = st.columns(2)
-    repeat = left.slider("Apply the shared block k x L times", int(REPEAT.bounds.low), int(REPEAT.bounds.high), key=key("repeat"),
-                         help="k = 1 is the model as trained; unshared models (BERT) always stop at L")
-    seed = right.number_input("Seed of the masked tokens (15% of each text)", int(SEED.bounds.low), int(SEED.bounds.high),
-                              key=key("seed"), help=f"{SEED.bounds.words()}, as the command line's `--seed`")
+    repeat, seed = FORM.draw(left, "repeat"), FORM.draw(right, "seed")
     # One section at a time: the first visit computes one analysis, not four for every model.
     section = st.radio("Analysis", SECTIONS, horizontal=True, key=key("section"))
     cka = section.startswith("4.")  # 'Compare with' travels in the link of the CKA section only
     # the attention section's view, checkpoint, application, head and values travel in its link only
-    attention = {} if section.startswith("3.") else {c.name: None for c in reapply_views.attention_controls(picked)}
-    controls.share(sb_text=text if source.startswith("My") else None, sb_repeat=int(repeat), sb_seed=int(seed),
-                   sb_section=section.split(" ")[0], **({} if cka else dict(sb_cka_x=None, sb_cka_y=None)), **attention)
+    attention = {} if section.startswith("3.") else {c.short: None for c in reapply_views.attention_controls(picked)}
+    controls.share(text=text if source.startswith("My") else None, section=section.split(" ")[0],
+                   **({} if cka else dict(cka_x=None, cka_y=None)), **attention)
 
     views = dict(zip(SECTIONS, [reapply_views.extrapolation_section, reapply_views.lens_section,
                                 reapply_views.attention_section, reapply_views.cka_section]))

@@ -50,7 +50,7 @@ def extrapolation_section(chosen: Selection, texts: tuple[str, ...], repeat: int
     st.header("1. Depth extrapolation")
     with guard("depth extrapolation"):
         frames = runner.run([Part.of(n, chosen.only([n]), extrapolate, list(texts), repeat, seed=int(seed),
-                                     units=costs.card_units(chosen.card(n), len(texts)) * repeat)
+                                     units=costs.record_units(EXTRAPOLATE, chosen.card(n), texts, repeat=repeat))
                              for n in chosen.names], EXTRAPOLATE.cost, each=True)
         if not frames:  # a Stop came before the first checkpoint was done
             return

@@ -145,7 +145,7 @@ def compare_runs() -> None:
                            help="TensorBoard's: an exponential moving average of this weight, debiased so the first "
                                 "points are not pulled towards 0; the raw line is drawn faint behind it. 0: none.")
     log_y = low[1].toggle("Log scale (y)", key=key("compare_log"))
-    controls.share(**{key("compare_filter"): controls[key("compare_filter")] or None})  # no empty filter in links
+    controls.share(compare_filter=controls[key("compare_filter")] or None)  # no empty filter in links
     frames, empty = run_frames(picked)
     if not metrics:
         st.caption("Pick a metric to draw.")

@@ -25,7 +25,7 @@ from albert_lab.training.queue import app_budget, check_queue_room, discard_uplo
 from albert_lab.training.recipe import browser_config, uptrain_config
 from app.rooms.training import views as run_views
 from app.rooms.training.widgets import WIDGETS
-from app.shell import links, owner
+from app.shell import links, owner, rows
 from app.shell.draw import read_upload
 from app.shell.guard import guard
 from app.shell.registry import keys
@@ -50,6 +50,8 @@ RECIPE = (("max_steps", "max_minutes", "lr", "batch_size", "seed"), ("max_seq_le
 OWN_CHOICES = ("init_from", "distil_from", "corpus")  # their choices are the sidebar's checkpoints and the installed corpora
 PLACED = {*TOP, *(n for line in ARCHITECTURE_LINES + RECIPE for n in line), *OWN_CHOICES}
 LR = key("lr")
+FORM = rows.Form(key, {name: (row, WIDGETS[name]) for name, row in ROWS.items()}, linked=False, persist=True)
+PRESET = links.Control(key("preset"), TRAINABLE[1], options=TRAINABLE)
 
 
 @st.cache_data(show_spinner=False, ttl=600)
@@ -75,31 +77,14 @@ def apply_preset() -> None:
 
 def draw(where: Any, name: str, **given: Any) -> Any:
     """The widget of the table's row `name` in `where`, its value read (`given`: what the page adds,
-    such as the choices it knows or `disabled`): a choice of the row's values, a text box, or a
-    number box within the row's bounds (the form's own where it narrows them; its `off` number is None)."""
-    row, form = ROWS[name], WIDGETS[name]
-    args = {"key": key(name), "help": form.help, "persist_state": "session", **given}  # as left, after another page
-    if row.choices is not None or "options" in args:
-        options = list(args.pop("options", row.choices))
-        if has_widget(key(name)) and widget(key(name)) not in options:  # a checkpoint unpicked since
-            set_widget(key(name), row.default if row.default in options else options[0])
-        if not form.state and "index" not in args and row.default in options:
-            args["index"] = options.index(row.default)
-        return (where.radio(form.label, options, horizontal=True, **args) if form.radio
-                else where.selectbox(form.label, options, **args))
-    if row.base is str:
-        return where.text_input(form.label, placeholder=form.placeholder, **args)
-    if not form.state:
-        args.setdefault("value", row.default if form.default is None else form.default)
-    low, high = form.range(row)
-    value = where.number_input(form.label, low, high, step=form.step, format=form.format, **args)
-    return None if form.off is not None and value == form.off else row.base(value)
+    such as the choices it knows or `disabled`)."""
+    return FORM.draw(where, name, **given)
 
 
 def new_run_form() -> None:
     """The form, its corpora beside it, and the run it starts (training.jobs.start_run), or why not."""
     before = widget(key("preset"))
-    links.from_url(key("preset"), TRAINABLE[1], options=TRAINABLE)
+    links.from_url(PRESET.key, PRESET.default, options=PRESET.options)
     if not has_widget(key("hidden_size")) or widget(key("preset")) != before:  # first run, or a link's preset
         apply_preset()
     corpora = corpora_table()
@@ -109,7 +94,7 @@ def new_run_form() -> None:
     cols = st.columns(3)
     preset = cols[0].selectbox("Model", TRAINABLE, key=key("preset"), on_change=apply_preset, persist_state="session",
                                help="lab-tiny: seconds per step; lab-albert / lab-bert: the shipped sizes")
-    links.share(tr_preset=preset)
+    links.Controls(PRESET).share()
     sources = dict(Selection.read().checkpoints)
     start = draw(cols[1], "init_from", options=[NEW, *sources], on_change=_start_changed)
     teacher = draw(cols[2], "distil_from", options=[NO_TEACHER, *sources], disabled=start == NEW)

@@ -2,53 +2,14 @@
 (albert_lab.training.options), keyed by the row's name. The row says what an option is (its type,
 bounds, choices, default, help on the command line); this table says how the page shows it. A row
 with a widget here is in the form; form.py places it, under the key the room derives from the row's name
-(registry.Room.key: 'max_steps' is 'tr_max_steps')."""
+(registry.Room.key: 'max_steps' is 'tr_max_steps'), and the shell draws it (app/shell/rows.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from albert_lab.data.corpora import DEFAULT, PLUS
-from albert_lab.fields import Range
 from albert_lab.limits import APP_MAX_MINUTES, APP_MAX_STEPS, MAX_SEED
 from albert_lab.training.config import MAX_LR, SCRATCH_LR, UPTRAIN_LR
-from albert_lab.training.options import Option
-
-
-@dataclass(frozen=True)
-class Widget:
-    """How the form shows an option. A number box takes the row's bounds (an open low bound as the
-    smallest number its format shows), or `low`/`high` where the form narrows them for a shared
-    server; the row's choices are a select box (a radio with `radio`)."""
-
-    label: str
-    help: str | None = None
-    default: Any = None  # the form's starting value where it is not the config's (a short run); None: the config's
-    state: bool = False  # the form sets the value itself (from the preset, or where the run starts): no starting value
-    low: float | None = None  # the form's own range, inside the row's bounds
-    off: float | None = None  # the number that stands for None, no limit (0 minutes)
-    high: float | None = None
-    step: float | None = None
-    format: str | None = None
-    radio: bool = False
-    placeholder: str | None = None
-
-    def range(self, row: Option) -> tuple[float | None, float | None]:
-        """The number box of `row`: the form's own range where it narrows the row's, else the row's
-        bounds (an open low bound: the smallest number the box's format shows above it)."""
-        bounds = row.bounds or Range()
-        low = next((v for v in (self.off, self.low) if v is not None), bounds.low)
-        if self.off is None and self.low is None and bounds.open and low is not None:
-            low += 1 if row.base is int else 10.0 ** -_decimals(self.format or "%.2f")  # Streamlit's float format
-        high = self.high if self.high is not None else bounds.high
-        return (row.base(low) if low is not None else None), (row.base(high) if high is not None else None)
-
-
-def _decimals(fmt: str) -> int:
-    """The digits after the point a printf format shows ('%.4f' -> 4)."""
-    return int(fmt.split(".")[1].rstrip("f")) if "." in fmt else 0
-
+from app.shell.rows import Widget
 
 WIDGETS: dict[str, Widget] = {
     # the architecture (spec rows), set from the preset picked
