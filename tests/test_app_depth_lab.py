@@ -1,6 +1,7 @@
 """The Depth lab page (AppTest): its first views shipped, diverged nets shown as such, the VGG comparison."""
 
 import json
+import re
 import time
 
 import pandas as pd
@@ -233,7 +234,9 @@ def test_mlp_training_shows_its_step_and_keeps_what_a_stop_left(app, monkeypatch
     at.multiselect(key="dl_variants").set_value(["none", "layernorm"])
     at.slider(key="dl_steps").set_value(150).run()
     assert len(trained) == 2 and not at.exception and not at.get("progress")
-    assert any(t.startswith("Training MLP depth 16 (plain) (1 of 2): step 1 of 150; about ") for t in texts), texts[:3]
+    # the time left as the runner says it, at this server's pace as learned so far (under a second once it is fast)
+    shown = re.compile(r"Training MLP depth 16 \(plain\) \(1 of 2\): step 1 of 150; (about .+|under a second) left")
+    assert any(shown.fullmatch(t) for t in texts), texts[:3]
     assert any("(2 of 2): step" in t and t.endswith(" left") for t in texts), texts
     configs = [depth_cache.config(v, 16, 32, "gaussian", 0.1, 150, 0.0) for v in ["none", "layernorm"]]
     stopped_during_the_last(at, [depth_runs.Part.call(f"Training {depth.describe(c)}", depth_runs.train_mlp, c,
