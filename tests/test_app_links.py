@@ -112,3 +112,21 @@ def test_a_links_numbers_are_read_in_ascii_only():
     assert [parse_int(1, 48)(t) for t in ("\u0661\u0662", "\uff11\uff12", "\u00b2", "1_2", "1" * 5000)] == [None] * 5
     assert parse_float(0.0, 0.99)("0.5") == 0.5
     assert [parse_float(0.0, 2.0)(t) for t in ("\uff11.5", "nan", "1_0", "0." + "1" * 5000)] == [None] * 4
+
+
+def test_a_click_whose_run_the_next_click_stopped_is_not_undone_by_the_old_link(app, monkeypatch):
+    """A visitor opens the Upload tab and drops a file at once: the tab's run is stopped before it writes
+    the link, so the upload's run comes with the old link (the first tab). That is no new link: the tab
+    stays open (it went back to the first tab, the upload's results hidden behind it, in Chromium)."""
+    from app.shell import links
+
+    at = goto(app, "depth_lab")
+    old = link_of(at)["dl_tab"]
+    at.session_state["dl_tab"] = "VGG-8 vs VGG-38"
+    monkeypatch.setattr(links, "publish", lambda: None)  # the run stopped before the end of the page
+    at.run()
+    monkeypatch.undo()
+    at.query_params["dl_tab"] = old  # what the next run's request carries: the link as it last was
+    at.run()
+    assert not at.exception and at.session_state["dl_tab"] == "VGG-8 vs VGG-38"
+    assert link_of(at)["dl_tab"] == "VGG-8 vs VGG-38"

@@ -69,7 +69,10 @@ def share(**params: Any) -> None:
             st.caption(f"Texts over {URL_TEXT_LIMIT:,} characters are not put in the page's link.")
             continue
         values[name] = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
-    shell().url_applied.update(values)
+    # the link's values are this run's own once it is written (publish): a run stopped before that by the
+    # visitor's next click wrote nothing, and the next run's link is still the old one, not a new link
+    own = {name: values[name] for name in ("ckpt", *params) if name in values}
+    shell().url_pending = {**(shell().url_pending if shell().shared else {}), **own}
     shell().shared, shell().shared_now = True, values
 
 
@@ -90,6 +93,7 @@ def publish() -> None:
     if not shell().shared:
         share()
     values = shell().shared_now
+    shell().url_applied.update(shell().url_pending)
     if dict(st.query_params) != values:
         st.query_params.from_dict(values)
 

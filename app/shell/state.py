@@ -27,6 +27,7 @@ ROOMS = "app.rooms."
 class Shell:
     shared: bool = False  # this run's page wrote its link (app.shell.links.share); main.py shares otherwise
     shared_now: dict[str, str] = field(default_factory=dict)  # what this run has put in the link so far (links.publish)
+    url_pending: dict[str, str] = field(default_factory=dict)  # this run's own link values, applied once published
     selected: list[tuple[str, str]] = field(default_factory=list)  # the sidebar's picks: (name, source)
     extra_sources: dict[str, str] = field(default_factory=dict)  # folders and hub ids added in the sidebar
     casings: dict[str, str] = field(default_factory=dict)  # added releases' casing given in the sidebar: name -> 'cased'/'uncased'
