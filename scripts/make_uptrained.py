@@ -4,7 +4,7 @@ each sweep (`albert-lab relax --ranks ... --uptrain STEPS`, run beforehand) read
 and which maps each trained relaxed model leans on (analysis.relaxation.map_ablation: the model without
 one map's corrections, on the sweep's held-out MLM pairs).
 
-Run: .venv/bin/python scripts/make_uptrained.py RUN [RUN ...] [--runs-dir runs] [--tables-only]
+Run: .venv/bin/python scripts/make_uptrained.py RUN [RUN ...] [--runs-dir runs] [--tables-only] [--no-ablation]
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ DATA = DOCS / "relaxation-uptrained.json"
 START, END = "<!-- uptrained:start -->", "<!-- uptrained:end -->"
 
 
-def compute(folder: Path) -> dict:
-    """One sweep's curves, times and map ablations, as the docs show them."""
+def compute(folder: Path, ablate: bool = True) -> dict:
+    """One sweep's curves, times and (unless not `ablate`) map ablations, as the docs show them."""
     from albert_lab.analysis.evaluation import evaluation_pairs
     from albert_lab.analysis.relaxation import map_ablation
     from albert_lab.checkpoint.load import load_checkpoint
@@ -39,7 +39,7 @@ def compute(folder: Path) -> dict:
     reference = load_source(plan.source)
     held = evaluation_pairs(config.get("eval_corpus") or config["corpus"], out_of_domain=False)
     ablations, started = {}, time.perf_counter()
-    for member in plan.members():
+    for member in plan.members() if ablate else []:
         if member.kind != "relaxed" or member.value == "0":
             continue
         for stage, where in (("before", start_folder(folder, plan, member)), ("after", member_dir(folder, member) / "checkpoint")):
@@ -78,7 +78,10 @@ def curves_table(entry: dict) -> str:
 
 
 def ablation_table(entry: dict) -> str:
-    """Per trained relaxed model and map: the MLM accuracy lost and the KL added without that map's corrections."""
+    """Per trained relaxed model and map: the MLM accuracy lost and the KL added without that map's corrections
+    ('' when the sweep was read with --no-ablation)."""
+    if not entry["ablation"]:
+        return ""
     names = [k.removesuffix(" after") for k in entry["ablation"] if k.endswith(" after")]
     maps = [r["map"] for r in entry["ablation"][f"{names[0]} after"] if r["map"]]
     head = "| without the corrections of | " + " | ".join(f"{n}: MLM lost, KL added (before -> after training)"
@@ -100,7 +103,7 @@ def section(entry: dict) -> str:
         f"**{entry['source']}**: `{entry['command']}` ({len(entry['after'])} models, {entry['steps']:,} steps of "
         f"{entry['batch_size']} pairs of up to {entry['seq_len']} tokens, {entry['tokens']:,} tokens each; training "
         f"{train / 60:.0f} min in all, measuring {measure / 60:.0f} min; {entry['machine']})",
-        curves_table(entry), ablation_table(entry)])
+        curves_table(entry), ablation_table(entry)]).rstrip()
 
 
 def main() -> None:
@@ -108,12 +111,14 @@ def main() -> None:
     parser.add_argument("runs", nargs="*", help="sweep run ids (or folders)")
     parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs")
     parser.add_argument("--tables-only", action="store_true", help="redraw the tables from docs/relaxation-uptrained.json")
+    parser.add_argument("--no-ablation", action="store_true", help="the curves alone (the map ablations take 12 MLM "
+                        "evaluations per relaxed model)")
     args = parser.parse_args()
     results = json.loads(DATA.read_text()) if DATA.is_file() else {}
     if not args.tables_only:
         for run in args.runs:
             folder = Path(run) if Path(run).is_dir() else args.runs_dir / run
-            entry = compute(folder)
+            entry = compute(folder, ablate=not args.no_ablation)
             results[entry["source"]] = entry
             print(f"{entry['source']}: ablations {entry['ablation_seconds']:.0f} s", file=sys.stderr)
         DATA.write_text(json.dumps(results, indent=1) + "\n")
