@@ -219,7 +219,7 @@ def head_view(model: Models, text: str, application: int = 1, value: str = "weig
               heads: Sequence[int] | None = None) -> Result:
     """bertviz's head view of one layer application: each head's attention from each token (left) to
     each token (right), `value` 'weight' or 'norm_weighted'; `heads` the heads shown at first (None: the
-    one of fewest lines), a square per head shows or hides the others. Returns a Result whose frame is the maps
+    sharpest), a square per head shows or hides the others. Returns a Result whose frame is the maps
     (albert_lab.analysis.attention.attention_maps, first text only) and whose `view` is the head view's
     HTML (a word hovered keeps its lines; `save('view.html')` writes it)."""
     from albert_lab.analysis.attention import attention_maps

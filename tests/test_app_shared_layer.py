@@ -192,7 +192,7 @@ def test_model_view_draws_every_application_and_head_with_the_library_weights(sh
 def test_head_view_draws_each_heads_lines_between_the_pieces_one_head_at_first(shipped):
     """bertviz's head view, as data: the pieces left and right, a square per head of the chosen application,
     a line for every value over FAINTEST of the largest as opaque as its share, faint ones first; one head shown
-    at first (every head at once was a tangle), the one of fewest lines unless `heads` names others."""
+    at first (every head at once was a tangle), the sharpest unless `heads` names others."""
     from albert_lab.figures.head_view import FAINTEST, head_view_data, head_view_html
 
     maps, pieces = _maps_of_shipped(shipped)
@@ -205,7 +205,8 @@ def test_head_view_draws_each_heads_lines_between_the_pieces_one_head_at_first(s
         assert {(q, k) for q, k, _ in lines} == set(weights[weights >= FAINTEST * top].index)
         assert all(opacity == round(max(0.1, weights[q, k] / top), 2) for q, k, opacity in lines)
         assert [o for _, _, o in lines] == sorted(o for _, _, o in lines)  # the strong lines drawn last, on top
-    assert data["shown"] == [int(np.argmin([len(lines) for lines in data["lines"]]))]
+    sharpest = [part[part["head"] == h].groupby("query").weight.max().mean() for h in data["heads"]]
+    assert data["shown"] == [int(np.argmax(sharpest))]  # its tokens' largest weights, on average, the highest
     assert head_view_data(maps, 4, "weight", heads=[1, 7])["shown"] == [1]  # a head the model lacks is left out
     grid = part[part["head"] == 1].pivot(index="query", columns="key", values="weight").to_numpy()
     strongest = int(grid[2].argmax())

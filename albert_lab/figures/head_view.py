@@ -5,8 +5,8 @@ What a bertviz user expects, and plotly cannot do without script of the page it 
 (or tapped, on a phone) keeps its lines while the others fade, and the words it gives most are named below.
 So the view is its data (head_view_data) drawn as SVG by a few lines of script, self-contained (nothing is
 fetched): the app draws it with st.html, a notebook shows it (Result.view), and it saves as one .html file.
-It opens on one head, the one of fewest lines: every head at once drew some 2,000 lines between 40 tokens, a
-tangle until a head was picked alone.
+It opens on one head, the sharpest: every head at once drew some 2,000 lines between 40 tokens, a tangle until a
+head was picked alone (and the head of fewest lines drew faint ones only).
 
 A visitor's text is data: escaped in the HTML, written into the script's data with '<', '>' and '&' escaped
 (no '</script>' can close it), drawn by the script with textContent, never as markup."""
@@ -38,8 +38,8 @@ def head_view_data(maps: pd.DataFrame, application: int, value: str = "weight",
     """What the head view of one application of `maps` (attention_maps' frame) draws, as plain data: `tokens` (and
     `words`, each cut to WIDEST characters), `heads` with their `colours`, each head's `lines` [query, key, opacity]
     over FAINTEST of the largest `value` ('weight' or 'norm_weighted'), faint first, and for each token and head the
-    two it gives most (`q`) and is given most by (`k`). `shown` at first: `heads`, or (None) the head of fewest
-    lines, the easiest to read."""
+    two it gives most (`q`) and is given most by (`k`). `shown` at first: `heads`, or (None) the sharpest head
+    (each token's largest value, on average, the highest): a few strong lines, the easiest to read."""
     part = maps[(maps.application == application) & (maps.inner == 0)].sort_values(["head", "query", "key"])
     tokens = token_pieces(part)
     numbers = sorted(int(h) for h in part["head"].unique())
@@ -51,10 +51,10 @@ def head_view_data(maps: pd.DataFrame, application: int, value: str = "weight",
         order = np.argsort(drawn[query, key], kind="stable")  # the strong lines drawn last, on top
         lines.append([[int(q), int(k), round(max(0.1, float(drawn[q, k])), 2)] for q, k in zip(query[order], key[order])])
     words = [t if len(t) <= WIDEST else t[:WIDEST - 1] + "…" for t in tokens]
-    fewest = numbers[int(np.argmin([len(drawn) for drawn in lines]))]
+    sharpest = numbers[int(np.argmax(grids.max(axis=-1).mean(axis=-1)))]  # its tokens' largest values, on average
     return {"title": f"{maps.checkpoint.iloc[0]}, application {application}: {VALUE_TITLES[value]}",
             "tokens": tokens, "words": words, "heads": numbers, "colours": [_colour(h) for h in numbers],
-            "shown": [fewest] if heads is None else [h for h in heads if h in numbers], "lines": lines,
+            "shown": [sharpest] if heads is None else [h for h in heads if h in numbers], "lines": lines,
             "q": _strongest(grids, tokens), "k": _strongest(grids.transpose(0, 2, 1), tokens),
             "layout": {"row": ROW, "gap": GAP, "label": int(max(map(len, words), default=1) * CHAR) + 12}}
 
@@ -154,7 +154,7 @@ _SCRIPT = """(function () {
     root.querySelectorAll("." + token.side + token.i).forEach(function (e) { e.classList.add("on"); });
     var said = D.heads.map(function (h, n) { return shown.has(h) ? "head " + h + ": " + D[token.side][token.i][n] : ""; });
     said = said.filter(Boolean).join("; ") || "no head shown";
-    info.textContent = token.i + " " + D.tokens[token.i] + (token.side === "q" ? " attends to " : " is attended to by ") + said;
+    info.textContent = token.i + " " + D.tokens[token.i] + (token.side === "q" ? " attends most to: " : " is attended to most by: ") + said;
   }
   root.querySelectorAll("g.t").forEach(function (g) {
     var token = {side: g.dataset.side, i: +g.dataset.i};

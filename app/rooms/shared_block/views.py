@@ -151,7 +151,7 @@ def every_head_view(maps: pd.DataFrame, name: str, application: int | None, meas
         shown, tokens = figures.first_tokens(maps[maps.application == application], HEAD_VIEW_TOKENS)
         st.html(head_view_html(shown, application, measure), unsafe_allow_javascript=True)  # its text escaped, as data
         st.caption(f"{plain(name)}, first text, application {application}. Left: the token that attends; right: the "
-                   "tokens it attends to; one colour per head, the head of fewest lines shown at first; the stronger the value, "
+                   "tokens it attends to; one colour per head, the sharpest head shown at first; the stronger the value, "
                    "the more opaque the line (under 4% of the largest, none).")
         limit, file = HEAD_VIEW_TOKENS, f"attention_head_view_{name}_application{application}.csv"
     else:
