@@ -217,19 +217,23 @@ def slices(scores: Result | pd.DataFrame, by: str = "label") -> Result:
     return Result("slices", table, lambda theme=None: slice_figure(table, by, theme=theme), slices_reading(table, by))
 
 
-def head_view(model: Models, text: str, application: int = 1, value: str = "weight", repeat: int = 1) -> Result:
-    """bertviz's head view of one layer application: every head's attention from each token (left) to
-    each token (right), `value` 'weight' or 'norm_weighted'. Returns a Result whose frame is the maps
-    (albert_lab.analysis.attention.attention_maps, first text only)."""
+def head_view(model: Models, text: str, application: int = 1, value: str = "weight", repeat: int = 1,
+              heads: Sequence[int] | None = None) -> Result:
+    """bertviz's head view of one layer application: each head's attention from each token (left) to
+    each token (right), `value` 'weight' or 'norm_weighted'; `heads` the heads shown at first (None: the
+    sharpest), a square per head shows or hides the others. Returns a Result whose frame is the maps
+    (albert_lab.analysis.attention.attention_maps, first text only) and whose `view` is the head view's
+    HTML (a word hovered keeps its lines; `save('view.html')` writes it)."""
     from albert_lab.analysis.attention import attention_maps
-    from albert_lab.figures.shared_block import HEAD_VIEW_TOKENS, first_tokens, head_view_figure
+    from albert_lab.figures.head_view import HEAD_VIEW_TOKENS, head_view_html
+    from albert_lab.figures.shared_block import first_tokens
 
     [bundle] = load_all(model)
     maps = attention_maps([bundle], text, repeat=repeat)
     shown, _ = first_tokens(maps[maps.application == application], HEAD_VIEW_TOKENS)
     if shown.empty:
         raise AlbertLabError(f"application {application} is not among {bundle.name}'s 1..{int(maps.application.max())}")
-    return Result("head_view", maps, lambda theme=None: head_view_figure(shown, application, value, theme=theme))
+    return Result("head_view", maps, view=head_view_html(shown, application, value, heads))
 
 
 def model_view(model: Models, text: str, value: str = "weight", repeat: int = 1) -> Result:

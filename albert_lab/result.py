@@ -35,13 +35,13 @@ class Result:
     """An analysis's outcome: `frame` (its tidy DataFrame), `figure()` (its plotly figure, from
     albert_lab.figures), `reading` (what the app's page says of it, as markdown text), `value` (what the
     analysis returned, where that is more than a frame). In Jupyter it shows its figure and its reading
-    (`_repr_html_`); `save(path)` writes the frame as CSV, the figure as HTML, PNG or SVG."""
+    (`_repr_html_`); `save(path)` writes the frame as CSV, the figure as HTML, PNG or SVG (a view of its own as HTML)."""
 
     name: str  # the analysis ('oscillation')
     frame: pd.DataFrame
     draw: Callable[..., go.Figure] | None = None  # (theme=...) -> the figure; None: a table only
     reading: str = ""
-    view: str | None = None  # HTML of a view that is no plotly figure (attributions' shaded tokens)
+    view: str | None = None  # HTML of a view that is no plotly figure (attributions' shaded tokens, the head view)
     value: Any = None
     extra: dict[str, Any] = field(default_factory=dict)  # named frames beside the main one (relax's energy)
 
@@ -76,8 +76,13 @@ class Result:
             csvfile.to_csv(self.frame, path, raw=raw_csv)
             return path
         fig = self.figure(theme)
+        if fig is None and self.view and suffix == ".html":  # a view of its own (the head view): one page, offline
+            path.write_text(f'<!doctype html>\n<html><head><meta charset="utf-8"><title>{html.escape(self.name)}</title>'
+                            f"</head><body>{self.view}</body></html>\n", encoding="utf-8")
+            return path
         if fig is None:
-            raise AlbertLabError(f"{path}: {self.name} has no figure; save its table as .csv")
+            raise AlbertLabError(f"{path}: {self.name} has no figure; save its table as .csv"
+                                 + (" or its view as .html" if self.view else ""))
         if suffix == ".html":
             fig.write_html(path, include_plotlyjs=True, full_html=True)
         elif suffix in IMAGE_FORMATS:

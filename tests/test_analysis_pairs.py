@@ -11,7 +11,7 @@ from conftest import ROOT
 
 from albert_lab.analysis.attribution import attribute_pair
 from albert_lab.analysis.intrinsic import intrinsic_eval, pair_probabilities
-from albert_lab.analysis.pairs import pairs_frame, score_pairs, summarize
+from albert_lab.analysis.pairs import judged, pairs_frame, score_pairs, summarize
 from albert_lab.checkpoint.load import load_checkpoint
 from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS
 from albert_lab.data.heldout import build_eval_pairs
@@ -203,3 +203,14 @@ def test_each_sentence_passes_through_the_tokenizer_once(bundles, which):
     scores = score_pairs(replace(bundle, tokenizer=spy), pairs_frame(a, b))
     assert spy.seen == collections.Counter(a + b) and sum(spy.seen.values()) == 400
     assert scores.p_ab.notna().all()
+
+
+def test_a_label_given_later_judges_each_heads_prediction_without_scoring_again():
+    """judged: a label of 1 makes a prediction of 1 right and 0 wrong; a head that predicts nothing, or no label, says
+    nothing; the scores are those given."""
+    scores = pd.DataFrame({"p_ab": [0.8, 0.3, np.nan], "prediction": pd.array([0, 1, None], dtype="Int64"),
+                           "label": pd.array([None] * 3, dtype="Int64")})
+    given = judged(scores, 1)
+    assert list(given.correct.astype(object).fillna("none")) == [False, True, "none"] and list(given.label) == [1, 1, 1]
+    assert judged(scores, None).correct.isna().all()
+    pd.testing.assert_series_equal(given.p_ab, scores.p_ab)

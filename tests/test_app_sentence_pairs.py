@@ -346,6 +346,22 @@ def test_a_typed_pair_says_which_order_each_head_prefers(app):
     assert not [m.value for m in at.markdown if m.value.startswith("Preferred order")]  # nothing scored, nothing said
 
 
+def test_a_typed_pair_given_a_label_says_each_head_right_or_wrong(app):
+    """The typed pair's form takes a label (SOP: original or swapped; NSP: next or random), in the link: each scored
+    head's prediction is then right or wrong against it, blank for a head that predicts nothing; without one, no column."""
+    at = goto(app, "sentence_pairs")
+    assert "right" not in next(d.value for d in at.dataframe if "p_ab" in d.value).columns  # no label, nothing to judge
+    for label in ("1", "0"):
+        at.selectbox(key="pair_label").set_value(label)
+        at.button[0].click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        scores = next(d.value for d in at.dataframe if "p_ab" in d.value)
+        scored = scores.p_ab.notna()
+        expected = (scores.p_ab < 0.5).map({True: 1, False: 0}).eq(int(label)).map({True: "right", False: "wrong"})
+        assert list(scores.right[scored]) == list(expected[scored]) and set(scores.right[~scored]) <= {""}
+        assert link_of(at)["pair_label"] == label
+
+
 def test_a_bert_of_one_token_type_is_scored(tmp_path, tokenizer, monkeypatch):
     """type_vocab_size 1 (valid in BERT configs) was an IndexError on this page."""
     from conftest import save_bert

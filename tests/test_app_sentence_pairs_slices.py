@@ -67,6 +67,21 @@ def test_slices_filter_and_a_rescored_pair(app, shipped):
         before = uploaded.set_index("row").loc[3, f"p0 {name}"]
         assert abs(compared.loc[name, "A → B as uploaded"] - before) < 1e-6
     assert pd.isna(compared.loc["hub-albert", "A → B edited"])  # no pair head, nothing invented
+    # the pair's label: the file's at first (row 3 is swapped, 1); set to 0, each head is judged again, nothing rescored
+    assert at.selectbox(key="pair_edit_label_3").value == "1"
+    for label in (1, 0):
+        for name in ("albert-sop", "bert-nsp"):
+            alone = score_pairs(load_checkpoint(shipped / name), pairs_frame([edited_a], ["The Nile is a river in Africa."]))
+            said = uploaded.set_index("row").loc[3, f"right {name}"]
+            assert compared.loc[name, "right as uploaded"] == said and said in ("right", "wrong")
+            assert compared.loc[name, "right edited"] == ("right" if alone.prediction[0] == label else "wrong"), (name, label)
+        assert compared.loc["hub-albert", "right edited"] == ""  # no head, no verdict
+        at.selectbox(key="pair_edit_label_3").set_value("0").run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        compared = next(d.value for d in at.dataframe if "A → B edited" in d.value).set_index("checkpoint")
+    at.selectbox(key="pair_edit_label_3").set_value("none").run()
+    compared = next(d.value for d in at.dataframe if "A → B edited" in d.value).set_index("checkpoint")
+    assert set(compared["right edited"]) == {""}  # no label, no verdict
 
 
 def test_a_links_slice_and_filters_wait_for_the_visitors_own_file(app):

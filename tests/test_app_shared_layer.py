@@ -189,26 +189,44 @@ def test_model_view_draws_every_application_and_head_with_the_library_weights(sh
     assert tokens == 5 * len(pieces) > 32 and cut["query"].max() == cut["key"].max() == 31
 
 
-def test_head_view_draws_every_head_of_the_application_between_the_pieces(shipped):
-    """bertviz's head view: the pieces left and right, a legend entry per head of the chosen
-    application, a line for every value over FAINTEST of the largest, more opaque when stronger."""
-    from albert_lab.figures.shared_block import FAINTEST, OPACITIES, head_view_figure
+def test_head_view_draws_each_heads_lines_between_the_pieces_one_head_at_first(shipped):
+    """bertviz's head view, as data: the pieces left and right, a square per head of the chosen application,
+    a line for every value over FAINTEST of the largest as opaque as its share, faint ones first; one head shown
+    at first (every head at once was a tangle), the sharpest unless `heads` names others."""
+    from albert_lab.figures.head_view import FAINTEST, head_view_data, head_view_html
 
     maps, pieces = _maps_of_shipped(shipped)
-    fig = head_view_figure(maps, 4, "weight")
-    assert [t.name for t in fig.data if t.showlegend is not False] == ["head 0", "head 1"]
-    left, right = (t for t in fig.data if t.mode == "text")
-    assert list(left.text) == list(right.text) == pieces and list(left.x) == [0] * len(pieces)
-    assert "head 1:" in left.hovertext[0]
-    part = maps[(maps.application == 4) & (maps["head"] == 1)].set_index(["query", "key"]).weight
-    top, bands, drawn = maps[maps.application == 4].weight.max(), dict((o, low) for low, o in OPACITIES), set()
-    for trace in fig.data:
-        if trace.mode == "lines" and trace.legendgroup == "head 1" and trace.showlegend is False:
-            pairs = {(int(q), int(k)) for q, k, _ in np.asarray(trace.y, dtype=float).reshape(-1, 3)}
-            assert all(part[p] / top >= bands[trace.opacity] for p in pairs)  # as opaque as its value says
-            assert all(part[p] / top < min([b for b in bands.values() if b > bands[trace.opacity]], default=2) for p in pairs)
-            drawn |= pairs
-    assert drawn == set(part[part >= FAINTEST * top].index) and drawn
+    data = head_view_data(maps, 4, "weight")
+    assert data["tokens"] == pieces and data["heads"] == [0, 1] and len(data["colours"]) == 2
+    part = maps[maps.application == 4]
+    top = part.weight.max()
+    for head, lines in zip(data["heads"], data["lines"]):
+        weights = part[part["head"] == head].set_index(["query", "key"]).weight
+        assert {(q, k) for q, k, _ in lines} == set(weights[weights >= FAINTEST * top].index)
+        assert all(opacity == round(max(0.1, weights[q, k] / top), 2) for q, k, opacity in lines)
+        assert [o for _, _, o in lines] == sorted(o for _, _, o in lines)  # the strong lines drawn last, on top
+    sharpest = [part[part["head"] == h].groupby("query").weight.max().mean() for h in data["heads"]]
+    assert data["shown"] == [int(np.argmax(sharpest))]  # its tokens' largest weights, on average, the highest
+    assert head_view_data(maps, 4, "weight", heads=[1, 7])["shown"] == [1]  # a head the model lacks is left out
+    grid = part[part["head"] == 1].pivot(index="query", columns="key", values="weight").to_numpy()
+    strongest = int(grid[2].argmax())
+    assert data["q"][2][1].startswith(f"{strongest} {pieces[strongest]} ({grid[2, strongest]:.2f})")
+    page = head_view_html(maps, 4, "norm_weighted", heads=[0, 1])
+    assert page.count("<button") == 2 and page.count('aria-pressed="true"') == 2 and "norm-weighted" in page
+
+
+def test_a_visitors_text_in_the_head_view_stays_text():
+    """A piece or a checkpoint's name that looks like markup is drawn as typed: escaped in the HTML, and unable
+    to close the view's script from inside its data."""
+    from albert_lab.figures.head_view import head_view_data, head_view_html
+
+    pieces = ["[CLS]", "<img src=x onerror=alert(1)>", "</script><script>alert(2)</script>", "&amp;", "[SEP]"]
+    rows = [dict(checkpoint="<b>mine</b>", application=1, inner=0, head=h, query=q, key=k, key_token=pieces[k],
+                 weight=1 / len(pieces)) for h in range(2) for q in range(len(pieces)) for k in range(len(pieces))]
+    maps = pd.DataFrame(rows)
+    page = head_view_html(maps, 1)
+    assert "<img" not in page and "<b>mine" not in page and page.count("</script>") == 1 and "&lt;b&gt;mine" in page
+    assert head_view_data(maps, 1)["tokens"] == pieces  # the data the script draws with textContent, unchanged
 
 
 def test_head_and_model_views_draw_and_travel_in_the_link(app):
@@ -216,7 +234,9 @@ def test_head_and_model_views_draw_and_travel_in_the_link(app):
     at.radio(key="sb_section").set_value("3. Attention at every application").run()
     at.radio(key="sb_att_view").set_value("Head view").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert len(at.get("plotly_chart")) == 2  # the head view and the entropy
+    assert len(at.get("plotly_chart")) == 1  # the entropy; the head view is a view of its own
+    [view] = [h for h in at.get("html") if 'class="alhv"' in h.proto.body]
+    assert "application 1" in view.proto.body and view.proto.unsafe_allow_javascript
     at.slider(key="sb_app").set_value(5).run()
     at.radio(key="sb_att_values").set_value("norm-weighted").run()
     at.selectbox(key="sb_att_model").set_value("bert-nsp").run()
@@ -231,6 +251,6 @@ def test_head_and_model_views_draw_and_travel_in_the_link(app):
     assert not fresh.exception and not fresh.error, [e.value for e in fresh.error]
     assert (fresh.radio(key="sb_att_view").value, fresh.radio(key="sb_att_values").value) == ("Head view", "norm-weighted")
     assert fresh.selectbox(key="sb_att_model").value == "albert-sop" and fresh.slider(key="sb_app").value == 5
-    assert len(fresh.get("plotly_chart")) == 2
+    assert any("application 5: norm-weighted" in h.proto.body for h in fresh.get("html"))
     elsewhere = opened_by_link({**link, "sb_section": "1."}, "shared_block")
     assert "sb_att_view" not in {k for k in elsewhere.query_params}  # the section's controls travel with it only

@@ -199,3 +199,53 @@ def test_changing_the_picks_reruns_the_page_once_in_chromium(server, browser):
     settled(page)
     assert server.script_runs("oscillation") == before + 1  # no run at a removal; one at 'Apply'
     assert "ckpt=albert-sop&" in page.url or page.url.endswith("ckpt=albert-sop"), page.url  # the link follows
+
+
+@pytest.mark.browser
+def test_the_head_view_fades_the_other_tokens_lines_on_hover_and_toggles_heads_in_chromium(server, browser):
+    """bertviz's head view on the Shared layer page: one head's lines at first, not every head's tangle; the mouse
+    on a word (the word itself, not the end of its row) keeps that token's lines and fades the others; a head's
+    square shows its lines, a double-click shows it alone; on a phone a tap focuses a token and a second undoes it."""
+    from urllib.parse import urlencode
+
+    from playwright.sync_api import expect
+
+    from app.shell.registry import address
+
+    link = {"sb_section": "3. Attention at every application", "sb_att_view": "Head view"}
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{address(server, 'shared_block')}?{urlencode(link)}")
+    view = page.locator(".alhv")
+    expect(view.locator("svg path").first).to_be_attached(timeout=2 * BROWSER_CEILING_MS)
+    heads = view.locator("g.alhv-head")
+    assert heads.count() >= 2 and view.locator("g.alhv-head[display='inline']").count() == 1  # one head at first
+    first = view.locator("g.alhv-head[display='inline']").get_attribute("data-head")
+    token = view.locator(f"g.alhv-head[data-head='{first}'] path").last.get_attribute("class").split()[0]  # its strongest line's
+    view.locator(f"g.t.{token} text").hover(force=True)  # the pointer on the word (text lets the pointer through)
+    expect(view.locator(f"path:not(.{token})").first).to_have_css("opacity", "0.06")
+    expect(view.locator(f"path.{token}").first).to_have_css("opacity", "1")
+    expect(view.locator(".alhv-info")).to_contain_text(f"head {first}:")
+    page.screenshot(path=str(ARTIFACTS / "head-view-hover.png"))
+    page.mouse.move(0, 0)
+    expect(view.locator("path").first).to_have_css("opacity", "1")  # focus gone: every line back
+    other = view.locator(f".alhv-heads button:not([data-head='{first}'])").first
+    other.click()
+    shown = other.get_attribute("data-head")
+    expect(view.locator(f"g.alhv-head[data-head='{shown}']")).to_have_attribute("display", "inline")
+    expect(other).to_have_attribute("aria-pressed", "true")
+    other.dblclick()
+    expect(view.locator(f"g.alhv-head[data-head='{first}']")).to_have_attribute("display", "none")
+    expect(view.locator("g.alhv-head[display='inline']")).to_have_count(1)
+    page.close()
+
+    phone = browser.new_page(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    phone.goto(f"{address(server, 'shared_block')}?{urlencode(link)}")
+    view = phone.locator(".alhv")
+    expect(view.locator("svg path").first).to_be_attached(timeout=2 * BROWSER_CEILING_MS)
+    view.locator("g.t.k1").tap()
+    expect(view.locator("path:not(.k1)").first).to_have_css("opacity", "0.06")  # kept after the tap: nothing hovers on a phone
+    phone.screenshot(path=str(ARTIFACTS / "head-view-phone-tap.png"))
+    view.locator("g.t.k1").tap()
+    expect(view.locator("path").first).to_have_css("opacity", "1")
+    phone.close()

@@ -79,6 +79,18 @@ def test_a_verb_returns_the_analysis_frame_its_figure_and_words(make_checkpoint,
         result.save(tmp_path / "o.docx")
 
 
+def test_the_head_view_is_html_of_its_own_shown_and_saved(make_checkpoint, tmp_path):
+    """al.head_view: no plotly figure but a view of its own, opening on the heads asked for, shown in Jupyter and
+    saved as one page."""
+    folder, _ = make_checkpoint("tiny")
+    result = al.head_view(str(folder), "The river flows north.", application=2, heads=[1])
+    assert result.figure() is None and 'class="alhv"' in result._repr_html_() and '"shown": [1]' in result.view
+    saved = result.save(tmp_path / "view.html").read_text()
+    assert saved.startswith("<!doctype html>") and result.view in saved
+    with pytest.raises(al.AlbertLabError, match=r"its view as \.html"):
+        result.save(tmp_path / "view.png")
+
+
 def test_plotly_js_comes_from_the_installed_package_once_per_process():
     from plotly.offline import get_plotlyjs
 

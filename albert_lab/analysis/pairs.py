@@ -96,9 +96,23 @@ def score_pairs(bundles: ModelBundle | Sequence[ModelBundle], pairs: pd.DataFram
             frame["p_ab"] = frame["p_ba"] = np.nan
             frame["prediction"] = pd.array([pd.NA] * len(frame), dtype="Int64")
             frame["note"] = f"not scored: pair head {bundle.heads.pair}"
-        frame["correct"] = (frame["prediction"] == frame["label"]).astype("boolean")
+        frame["correct"] = _correct(frame)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+def judged(scores: pd.DataFrame, label: int | None) -> pd.DataFrame:
+    """`scores` (score_pairs' rows) given `label` (0: A then B is the original order for an SOP head, B the next
+    segment for an NSP head; 1: swapped, or random; None: no label): each head's `correct` against it (NA where
+    there is no label or the head predicts nothing). A label changes no score: nothing is scored again."""
+    frame = scores.assign(label=pd.array([label] * len(scores), dtype="Int64"))
+    frame["correct"] = _correct(frame)
+    return frame
+
+
+def _correct(frame: pd.DataFrame) -> pd.Series:
+    """Whether each row's prediction is its label: NA where either is missing."""
+    return (frame["prediction"] == frame["label"]).astype("boolean")
 
 
 # ---- precision on a GPU ------------------------------------------------------------------------------

@@ -3,13 +3,12 @@ albert_lab.analysis.reapply, .attention and .cka."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from albert_lab.figures.look import MAIN_PX, NEUTRAL, PALETTE, colour_for, themed
+from albert_lab.figures.look import MAIN_PX, NEUTRAL, colour_for, themed
 
 READABLE = 13  # columns of a heatmap that still leave room for text in its cells
 
@@ -149,11 +148,9 @@ def cka_figure(frame: pd.DataFrame) -> go.Figure:
     return fig.update_yaxes(dtick=1)
 
 
-# bertviz's two views of every head at once. Both draw the first tokens only: a head view of 77 tokens was 1,400 px
-# tall, and a model view's 144 thumbnails of T x T cells (12 applications x 12 heads) were too small to read past 32.
-HEAD_VIEW_TOKENS, MODEL_VIEW_TOKENS = 40, 32
-FAINTEST = 0.04  # share of the largest value below which the head view draws no line (bertviz's faint ones)
-OPACITIES = ((0.04, 0.1), (0.15, 0.3), (0.35, 0.55), (0.6, 0.85))  # (from this share of the largest value, opacity)
+# bertviz's model view draws the first tokens only: its 144 thumbnails of T x T cells (12 applications x 12 heads)
+# were too small to read past 32. Its head view is albert_lab/figures/head_view.py.
+MODEL_VIEW_TOKENS = 32
 VALUE_TITLES = {"weight": "weight alpha_ij", "norm_weighted": "norm-weighted ||alpha_ij f(x_j)||"}
 
 
@@ -166,69 +163,6 @@ def first_tokens(maps: pd.DataFrame, limit: int) -> tuple[pd.DataFrame, int]:
 def token_pieces(maps: pd.DataFrame) -> list[str]:
     """The tokenizer's pieces in order, as the maps name the keys."""
     return [str(t) for t in maps.drop_duplicates("key").sort_values("key").key_token]
-
-
-def _head_lines(group: pd.DataFrame, value: float, top: float, colour: str, head: int) -> list[go.Scatter]:
-    """One head's lines from query (left, x = 0) to key (right, x = 1), a trace per opacity band:
-    plotly gives a whole trace one opacity, and a trace per line (T^2 per head) drew slowly."""
-    share = group[value].to_numpy() / top
-    query, key = group["query"].to_numpy(), group["key"].to_numpy()
-    traces = []
-    for i, (low, opacity) in enumerate(OPACITIES):
-        high = OPACITIES[i + 1][0] if i + 1 < len(OPACITIES) else np.inf
-        pick = (share >= low) & (share < high)
-        if pick.any():
-            n = int(pick.sum())
-            y = np.column_stack([query[pick], key[pick], np.full(n, np.nan)]).ravel()
-            traces.append(go.Scatter(x=np.tile([0.04, 0.96, np.nan], n), y=y, mode="lines", opacity=opacity,
-                                     line=dict(color=colour, width=1.5), legendgroup=f"head {head}", showlegend=False,
-                                     hoverinfo="skip"))
-    return traces
-
-
-def _strongest(part: pd.DataFrame, value: str, tokens: list[str]) -> list[str]:
-    """Hover text of each query token: per head, the two keys it gives most."""
-    part = part.sort_values(["head", "query", "key"])
-    heads, t = sorted(part["head"].unique()), len(tokens)
-    grids = part[value].to_numpy().reshape(len(heads), t, t)  # (heads, query, key)
-    best = np.argsort(-grids, axis=-1, kind="stable")[..., :2]
-    texts = []
-    for q in range(t):
-        said = [f"head {h}: " + ", ".join(f"{k} {tokens[k]} ({grids[i, q, k]:.2f})" for k in best[i, q])
-                for i, h in enumerate(heads)]
-        texts.append(f"<b>{q} {tokens[q]}</b> attends to<br>" + "<br>".join(said))
-    return texts
-
-
-@themed
-def head_view_figure(maps: pd.DataFrame, application: int, value: str = "weight") -> go.Figure:
-    """bertviz's head view of one application: the tokens left (attending) and right (attended
-    to), a line from each to the tokens it attends to, one colour per head, opacity rising
-    with the value (`weight` or `norm_weighted`, as a share of the largest drawn)."""
-    part = maps[(maps.application == application) & (maps.inner == 0)]
-    tokens = token_pieces(part)
-    top = float(part[value].max()) or 1.0
-    lines, legend = [], []
-    for head, group in part.groupby("head"):
-        colour = PALETTE[int(head) % len(PALETTE)]
-        lines += _head_lines(group, value, top, colour, int(head))
-        # the legend's entry: every head listed (one whose lines are all faint too), a click hides its lines
-        legend.append(go.Scatter(x=[None], y=[None], mode="lines", line=dict(color=colour, width=4), name=f"head {head}",
-                                 legendgroup=f"head {head}"))
-    # every head's faint lines first, the strong ones on top: drawn head by head, the last head's faint lines hid the first's
-    fig = go.Figure([*sorted(lines, key=lambda trace: trace.opacity), *legend])
-    rows = list(range(len(tokens)))
-    fig.add_trace(go.Scatter(x=[0] * len(tokens), y=rows, text=tokens, mode="text", textposition="middle left",
-                             hovertext=_strongest(part, value, tokens), hoverinfo="text", showlegend=False, name="from"))
-    fig.add_trace(go.Scatter(x=[1] * len(tokens), y=rows, text=tokens, mode="text", textposition="middle right",
-                             hoverinfo="skip", showlegend=False, name="to"))
-    fig.update_xaxes(visible=False, range=[-0.6, 1.6], fixedrange=True)  # a phone's column: 98 px for the pieces
-    fig.update_yaxes(visible=False, range=[len(tokens) - 0.5, -0.5], fixedrange=True)
-    # the legend below: above, its rows (four on a phone) ran into the title
-    fig.update_layout(height=18 * len(tokens) + 200, hovermode="closest", legend=dict(orientation="h", y=0, yanchor="top"),
-                      title=f"{maps.checkpoint.iloc[0]}, application {application}: every head, {VALUE_TITLES[value]}",
-                      margin=dict(l=10, r=10, t=80, b=10))
-    return fig
 
 
 def _thumbnail_axes(rows: int, cols: int, gap: float = 0.006) -> list[tuple[dict, dict]]:

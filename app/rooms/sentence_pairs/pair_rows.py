@@ -7,9 +7,18 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from albert_lab.analysis.pairs import pairs_frame, score_pairs
+from albert_lab.analysis.pairs import judged, pairs_frame, score_pairs
 from albert_lab.analysis.slices import matching, pair_table
-from app.rooms.sentence_pairs.common import PairsState, model_size
+from app.rooms.sentence_pairs.common import (
+    LABEL_CHOICES,
+    LABEL_HELP,
+    LABEL_WORDS,
+    RIGHT_WORDS,
+    PairsState,
+    label_choice,
+    label_option,
+    model_size,
+)
 from app.rooms.sentence_pairs.scores import ROW_HELP
 from app.shell import links, runner
 from app.shell.guard import guard
@@ -21,7 +30,7 @@ from app.shell.text import plain
 
 key = keys(__file__)  # this room's widget keys
 LINKED = (key("find"), key("flabel"), key("fgroup"), key("row"))  # in the link: the filters and the pair picked
-LABELS = {"any": "any", "0": "0: in order / next", "1": "1: swapped / random", "none": "no label"}
+LABELS = {"any": "any", "0": LABEL_WORDS[0], "1": LABEL_WORDS[1], "none": "no label"}
 PREDICTS = {0: "0", 1: "1"}  # the label the head gives A → B (0: in order / next)
 
 
@@ -65,8 +74,9 @@ def pairs_view(scores: pd.DataFrame, by: str, groups: pd.Series, bundles: list) 
 
 
 def edit_pair(shown: pd.DataFrame, scores: pd.DataFrame, bundles: list) -> None:
-    """A pair of the table (its row in the link), its sentences in boxes to edit, and the edited pair scored
-    by every checkpoint when Re-score is pressed, beside its scores as uploaded."""
+    """A pair of the table (its row in the link), its sentences in boxes to edit and its label to set, and the edited
+    pair scored by every checkpoint when Re-score is pressed, beside its scores as uploaded, each head right or wrong
+    against the label (a label changes no score: a new one is judged without scoring again)."""
     rows = [int(r) for r in shown.row]
     sentences = shown.set_index("row").sentence_a
     pick = links.Controls(links.Control(key("row"), rows[0], links.parse_int(1, 10**7), options=rows))
@@ -79,36 +89,47 @@ def edit_pair(shown: pd.DataFrame, scores: pd.DataFrame, bundles: list) -> None:
     left, right = st.columns(2)
     a = left.text_area("Sentence A", original.sentence_a.iloc[0], key=key("edit_a", row))
     b = right.text_area("Sentence B", original.sentence_b.iloc[0], key=key("edit_b", row))
+    uploaded = original.label.iloc[0]
+    choice = st.selectbox("Label", LABEL_CHOICES, key=key("edit_label", row), format_func=label_option,
+                          index=LABEL_CHOICES.index("none" if pd.isna(uploaded) else str(int(uploaded))),
+                          help=LABEL_HELP)
     state = kept(PairsState)
     if st.button("Re-score", key=key("rescore"), type="primary"):
         state.edited = (row, a, b)
     if state.edited != (row, a, b):
-        st.caption("Change a word, swap the sentences or cut one short, then press Re-score: each checkpoint scores "
-                   "the edited pair both ways, beside its scores as uploaded.")
+        st.caption("Change a word, swap the sentences (and the label) or cut one short, then press Re-score: each "
+                   "checkpoint scores the edited pair both ways, beside its scores as uploaded, right or wrong against "
+                   "the label.")
         return
     with guard("re-scoring the pair"):
         pairs_frame([a], [b])  # a blank sentence: one line, before the runner
         # one pair: no bar, and not timed into the estimate of a file's scoring (its fixed costs would swell it)
         [edited] = runner.run([Part.of(f"Re-scoring row {row}", Selection.read().only([bd.name for bd in bundles]),
                                        rescore, a, b, units=sum(map(model_size, bundles)))])
-        st.dataframe(compared(original, edited), hide_index=True, width="stretch",
+        st.dataframe(compared(original, judged(edited, label_choice(choice))), hide_index=True, width="stretch",
                      column_config={**{c: st.column_config.NumberColumn(c, format="%.3f") for c in PROBABILITIES},
-                                    **{c: st.column_config.TextColumn(c, help=SAYS_HELP) for c in SAYS}})
+                                    **{c: st.column_config.TextColumn(c, help=SAYS_HELP) for c in SAYS},
+                                    **{c: st.column_config.TextColumn(c, help=RIGHT_HELP) for c in RIGHTS}})
 
 
 PROBABILITIES = ("A → B as uploaded", "A → B edited", "change", "B → A as uploaded", "B → A edited")  # P(label 0)
 SAYS = ("says as uploaded", "says edited")
 SAYS_HELP = "the label the head gives the pair as A → B: 0 (in order / B is next) when P(label 0) > 0.5, else 1"
+RIGHTS = ("right as uploaded", "right edited")  # against the file's label; against the label set here
+RIGHT_HELP = "the head's label against the pair's: as uploaded, the file's; edited, the one set above (blank: none)"
 
 
 def compared(original: pd.DataFrame, edited: pd.DataFrame) -> pd.DataFrame:
-    """Per checkpoint: P(label 0) both ways, as uploaded and edited, and what the head predicts each time."""
+    """Per checkpoint: P(label 0) both ways, as uploaded and edited, what the head predicts each time and whether
+    that is right against each one's label (`correct`)."""
     before, after = original.set_index("checkpoint"), edited.set_index("checkpoint")
     frame = pd.DataFrame({PROBABILITIES[0]: before.p_ab, PROBABILITIES[1]: after.p_ab,
                           PROBABILITIES[2]: after.p_ab - before.p_ab,
                           PROBABILITIES[3]: before.p_ba, PROBABILITIES[4]: after.p_ba,
                           SAYS[0]: before.prediction.astype(object).map(PREDICTS).fillna(""),
-                          SAYS[1]: after.prediction.astype(object).map(PREDICTS).fillna("")})
+                          SAYS[1]: after.prediction.astype(object).map(PREDICTS).fillna(""),
+                          RIGHTS[0]: before.correct.astype(object).map(RIGHT_WORDS).fillna(""),
+                          RIGHTS[1]: after.correct.astype(object).map(RIGHT_WORDS).fillna("")})
     return frame.rename_axis("checkpoint").reset_index()
 
 

@@ -11,6 +11,7 @@ import streamlit as st
 from albert_lab.analysis.common import checkpoint_notes
 from albert_lab.analysis.pairs import truncated_rows, unreadable_rows
 from albert_lab.data.corpus import MAX_LEN, MAX_SEGMENT_CHARS
+from app.rooms.sentence_pairs.common import LABEL_WORDS, RIGHT_WORDS
 from app.shell import draw
 from app.shell.text import plain, plural
 
@@ -104,9 +105,12 @@ def show_scores(scores: pd.DataFrame, key: str, bundles: Sequence = ()) -> None:
 
 
 def _typed_table(scores: pd.DataFrame) -> None:
-    """Each checkpoint's scores of the typed pair: words, and blanks where there is nothing to say."""
+    """Each checkpoint's scores of the typed pair: words, and blanks where there is nothing to say; given a label,
+    whether each head's prediction is right."""
     shown = scores[COLUMNS].assign(
-        prediction=scores.prediction.astype(object).map({0: "0: in order / next", 1: "1: swapped / random"}).fillna(""))
+        prediction=scores.prediction.astype(object).map(LABEL_WORDS).fillna(""))
+    if scores.label.notna().any():
+        shown.insert(COLUMNS.index("prediction") + 1, "right", scores.correct.astype(object).map(RIGHT_WORDS).fillna(""))
     small = {name: st.column_config.Column(LABELS.get(name, name), width="small") for name in ("head", "head_status")}
     sentences = {name: st.column_config.TextColumn(LABELS[name], width="medium", help="Hover or widen to read it all")
                  for name in ("sentence_a", "sentence_b")}
@@ -114,6 +118,8 @@ def _typed_table(scores: pd.DataFrame) -> None:
                  column_config={**LABELS, **small, **sentences,
                                 "p_ab": st.column_config.ProgressColumn("P(label 0 | A → B)", min_value=0, max_value=1, format="%.3f"),
                                 "p_ba": st.column_config.ProgressColumn("P(label 0 | B → A)", min_value=0, max_value=1, format="%.3f"),
+                                "right": st.column_config.TextColumn("right?", width="small",
+                                                                     help="the head's prediction against the label given"),
                                 "tokens": st.column_config.NumberColumn(
                                     "tokens", format="localized",
                                     help=f"The pair's length in tokens, [CLS] and [SEP] included, of each side's first "

@@ -9,10 +9,10 @@ import pandas as pd
 import streamlit as st
 
 from albert_lab.analysis.evaluation import interior_accuracy, read_results
-from albert_lab.analysis.pairs import pairs_frame, score_pairs
+from albert_lab.analysis.pairs import judged, pairs_frame, score_pairs
 from albert_lab.checkpoint.files import stamp
 from albert_lab.figures import sentence_pairs
-from app.rooms.sentence_pairs.common import EXAMPLE_A, EXAMPLE_B, results_path
+from app.rooms.sentence_pairs.common import EXAMPLE_A, EXAMPLE_B, LABEL_CHOICES, LABEL_HELP, label_choice, label_option, results_path
 from app.rooms.sentence_pairs.scores import show_scores
 from app.shell import batches, draw, links
 from app.shell.built import shared
@@ -47,11 +47,14 @@ def trust_caption() -> None:
 def typed_tab(bundles: list) -> tuple[str, str]:
     """A pair typed and scored by every picked checkpoint; returns the pair (the attributions explain it)."""
     # A form: typing does not rerun the models; the pair is scored (and explained) when submitted.
-    typed = links.Controls(links.Control(key("a"), EXAMPLE_A), links.Control(key("b"), EXAMPLE_B))
+    typed = links.Controls(links.Control(key("a"), EXAMPLE_A), links.Control(key("b"), EXAMPLE_B),
+                           links.Control(key("label"), LABEL_CHOICES[0], options=LABEL_CHOICES))
     typed.restore()
     with st.form(key("form")):
         st.text_area("Sentence A", key=key("a"))
         st.text_area("Sentence B", key=key("b"))
+        st.selectbox("Label (optional)", LABEL_CHOICES, key=key("label"), format_func=label_option,
+                     help=f"{LABEL_HELP}: each head's prediction is then said right or wrong")
         st.form_submit_button("Score this pair", type="primary")
     typed.share()
     a, b = typed[key("a")], typed[key("b")]
@@ -63,6 +66,7 @@ def typed_tab(bundles: list) -> tuple[str, str]:
         models = tuple((bd.name, bd.source, stamp(bd.source), str(bd.device), str(bd.dtype)) for bd in bundles)
         scores = batches.together(("typed pair", models, a, b), models, (a, b), lambda pairs: score_together(bundles, pairs),
                                  "the typed pair")
+        scores = judged(scores, label_choice(typed[key("label")]))  # a label changes no score: nothing scored again
         draw.chart(pair_figures.pair_figure(scores), "pair-probabilities")
         show_scores(scores, "typed", bundles)
     trust_caption()

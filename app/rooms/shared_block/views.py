@@ -13,6 +13,7 @@ from albert_lab.analysis.extrapolation import extrapolate, extrapolation_verdict
 from albert_lab.analysis.lens import lens_predictions, logit_lens
 from albert_lab.analysis.registry import EXTRAPOLATE
 from albert_lab.figures import shared_block
+from albert_lab.figures.head_view import HEAD_VIEW_TOKENS, head_view_html
 from app.shell import costs, draw, links, runner
 from app.shell.built import shared
 from app.shell.guard import guard
@@ -147,13 +148,12 @@ def every_head_view(maps: pd.DataFrame, name: str, application: int | None, meas
     """bertviz's head view of one application (`application`), or its model view (None), of the
     first tokens, with the maps drawn as CSV."""
     if application is not None:
-        shown, tokens = figures.first_tokens(maps[maps.application == application], figures.HEAD_VIEW_TOKENS)
-        draw.chart(figures.head_view_figure(shown, application, measure), f"attention_head_view_{name}_application{application}")
-        st.caption(f"{name}, first text, application {application}. Left: the token that attends; right: the tokens it "
-                   "attends to; one colour per head (click a head in the legend to hide it, double-click to see it "
-                   "alone); the stronger the value, the more opaque the line (under 4% of the largest, none). Hover a "
-                   "token on the left for each head's two strongest.")
-        limit, file = figures.HEAD_VIEW_TOKENS, f"attention_head_view_{name}_application{application}.csv"
+        shown, tokens = figures.first_tokens(maps[maps.application == application], HEAD_VIEW_TOKENS)
+        st.html(head_view_html(shown, application, measure), unsafe_allow_javascript=True)  # its text escaped, as data
+        st.caption(f"{plain(name)}, first text, application {application}. Left: the token that attends; right: the "
+                   "tokens it attends to; one colour per head, the sharpest head shown at first; the stronger the value, "
+                   "the more opaque the line (under 4% of the largest, none).")
+        limit, file = HEAD_VIEW_TOKENS, f"attention_head_view_{name}_application{application}.csv"
     else:
         shown, tokens = figures.first_tokens(maps, figures.MODEL_VIEW_TOKENS)
         draw.chart(figures.model_view_figure(shown, measure), f"attention_model_view_{name}")
