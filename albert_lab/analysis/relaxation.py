@@ -230,36 +230,46 @@ def _mlm(bundles: list[ModelBundle], reference: ModelBundle, held: pd.DataFrame,
             hits[i] += float((logq.argmax(-1).cpu() == labels).sum())
             kl[i] += 0.0 if b is reference else negentropy - float((p * logq).sum())
     return {b.name: (hits[i] / max(n, 1), kl[i] / max(n, 1), n) for i, b in enumerate(bundles)}
+
+
+def _interval(row: Any, column: str) -> tuple[float, float, float]:
+    """(accuracy, low, high) of `column` ('mlm_accuracy', 'pair_accuracy') in a curve's row (a tuple or a Series)."""
+    stem = column.removesuffix("_accuracy")
+    return float(getattr(row, column)), float(getattr(row, f"{stem}_low")), float(getattr(row, f"{stem}_high"))
+
+
+def _standing(row: Any, other: Any, column: str) -> str:
+    """'above' or 'below' where the 95% interval of the difference of `row`'s and `other`'s accuracy in
+    `column` (two proportions, each on its n) leaves out 0, else 'level'. The models read the same tokens
+    and pairs, so their errors go together and the unpaired interval is the cautious one. Without the
+    counts, their two intervals apart."""
+    (p, low, high), (q, o_low, o_high) = _interval(row, column), _interval(other, column)
+    stem = column.removesuffix("_accuracy")
+    n, m = float(getattr(row, f"{stem}_n", 0) or 0), float(getattr(other, f"{stem}_n", 0) or 0)
+    apart = abs(p - q) > 1.96 * math.sqrt(p * (1 - p) / n + q * (1 - q) / m) if n > 0 and m > 0 else low > o_high or high < o_low
+    return ("above" if p > q else "below") if apart else "level"
+
+
 def _against(row: Any, other: Any, column: str, name: str) -> str:
-    """How `row`'s accuracy in `column` stands to `other`'s: 'above' or 'below' where the 95% interval of
-    their difference (two proportions, each on its n) leaves out 0, else 'level'. The models read the same
-    tokens and pairs, so their errors go together and the unpaired interval is the cautious one."""
-    p, q = float(getattr(row, column)), float(other[column])
-    n, m = (float(getattr(row, column.replace("accuracy", "n"), 0) or 0), float(other.get(column.replace("accuracy", "n"), 0) or 0))
-    if n > 0 and m > 0:
-        margin = 1.96 * math.sqrt(p * (1 - p) / n + q * (1 - q) / m)
-        apart = abs(p - q) > margin
-    else:  # no counts: the two intervals apart
-        low, high = getattr(row, column.replace("accuracy", "low")), getattr(row, column.replace("accuracy", "high"))
-        apart = low > other[column.replace("accuracy", "high")] or high < other[column.replace("accuracy", "low")]
-    if not apart:
-        return f"level with {name}'s {q:.3f} (a difference within chance)"
-    return f"{'above' if p > q else 'below'} {name}'s {q:.3f}"
+    """'above the ALBERT's 0.523', or 'level with ...'s 0.945 (a difference within chance)' (_standing)."""
+    standing, value = _standing(row, other, column), float(getattr(other, column))
+    if standing == "level":
+        return f"level with {name}'s {value:.3f} (a difference within chance)"
+    return f"{standing} {name}'s {value:.3f}"
 
 
 def _accuracy_words(row: Any, column: str, label: str, albert: Any, source: Any) -> str | None:
     """'NSP 0.934 [0.896, 0.958]: above the ALBERT's 0.523, level with the source's 0.945 (...)',
     with the share of what sharing lost it recovers where it is above the ALBERT and the two ends differ."""
-    value = float(getattr(row, column))
+    value, low, high = _interval(row, column)
     if not np.isfinite(value):
         return None
-    low, high = getattr(row, column.replace("accuracy", "low")), getattr(row, column.replace("accuracy", "high"))
     words = f"{label} {value:.3f} [{low:.3f}, {high:.3f}]"
-    ends = [(albert, "the ALBERT"), (source, "the source")]
-    said = [_against(row, end, column, name) for end, name in ends if end is not None and np.isfinite(float(end[column]))]
-    if said:
-        words += ": " + ", ".join(said)
-    if albert is not None and source is not None and said and said[0].startswith("above"):
+    ends = [(end, name) for end, name in ((albert, "the ALBERT"), (source, "the source"))
+            if end is not None and np.isfinite(float(end[column]))]
+    if ends:
+        words += ": " + ", ".join(_against(row, end, column, name) for end, name in ends)
+    if albert is not None and source is not None and ends and _standing(row, albert, column) == "above":
         bottom, top = float(albert[column]), float(source[column])
         if top > bottom:
             words += f", {min((value - bottom) / (top - bottom), 1.0):.0%} of what sharing lost"
@@ -304,12 +314,11 @@ def uptrain_report(before: pd.DataFrame, after: pd.DataFrame) -> Report:
         was = start.loc[row.model] if row.model in start.index else None
         parts = []
         for column, label in (("mlm_accuracy", "MLM"), ("pair_accuracy", (row.pair_task or "pair").upper())):
-            now, best = float(getattr(row, column)), float(top[column])
+            (now, low, high), best = _interval(row, column), float(top[column])
             if not (np.isfinite(now) and np.isfinite(best) and best > 0):
                 continue
             then = f"{float(was[column]):.3f} -> " if was is not None and np.isfinite(float(was[column])) else ""
-            low, high = getattr(row, column.replace("accuracy", "low")), getattr(row, column.replace("accuracy", "high"))
-            where = _against(row, top, column, "the source's").split(" ")[0]  # above, below or level
+            where = _standing(row, top, column)
             parts.append(f"{label} {then}{now:.3f} [{low:.3f}, {high:.3f}], {now / best:.0%} of the source's {best:.3f}"
                          + (" (a difference within chance)" if where == "level" else f" ({where} it)"))
         if parts:
